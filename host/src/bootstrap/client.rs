@@ -1,0 +1,200 @@
+//! A PE's side of the bootstrap: connect, then allgather, barrier and fd exchange.
+
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr, UnixStream};
+
+use super::transport::{peer_uid, recv, send};
+use super::wire::{Msg, MAX_BLOB, SECRET_LEN};
+use crate::error::{Error, Result};
+
+/// A PE's connection to its job's bootstrap endpoint.
+///
+/// Every call is collective: all PEs of the job must make the same calls in the same
+/// order. Dropping the connection says goodbye (a clean end), except while the thread
+/// is panicking: then the endpoint sees the connection drop and aborts the job, so no
+/// peer waits forever for this PE.
+#[derive(Debug)]
+pub struct Bootstrap {
+    stream: UnixStream,
+    pe: u32,
+    npes: u32,
+    seq: u64,
+    closed: bool,
+}
+
+impl Bootstrap {
+    /// Connects to `endpoint` (`@name` for an abstract socket, else a path) and joins
+    /// the job as PE `pe` of `npes` with the job's `secret`.
+    pub fn connect(endpoint: &str, secret: &[u8], pe: u32, npes: u32) -> Result<Bootstrap> {
+        let secret: [u8; SECRET_LEN] = secret.try_into().map_err(|_| {
+            Error::Bootstrap(format!(
+                "the job secret must be {SECRET_LEN} bytes, not {}",
+                secret.len()
+            ))
+        })?;
+        let stream = match endpoint.strip_prefix('@') {
+            Some(name) => SocketAddr::from_abstract_name(name.as_bytes())
+                .and_then(|a| UnixStream::connect_addr(&a)),
+            None => UnixStream::connect(endpoint),
+        }
+        .map_err(|e| Error::io(format!("connecting to bootstrap endpoint {endpoint}"), e))?;
+        let uid = peer_uid(&stream)?;
+        let me = nix::unistd::getuid().as_raw();
+        if uid != me {
+            return Err(Error::Refused(format!(
+                "the endpoint {endpoint} belongs to uid {uid}, not to us ({me})"
+            )));
+        }
+        send(&stream, &Msg::Hello { secret, pe, npes }, &[])?;
+        match recv(&stream)? {
+            Some((Msg::Welcome, _)) => {}
+            Some((Msg::Refused { reason }, _)) => return Err(Error::Refused(reason)),
+            Some((Msg::Abort { pe, reason }, _)) => {
+                return Err(Error::PeerFailed { pe, how: reason })
+            }
+            Some((other, _)) => {
+                return Err(Error::Bootstrap(format!(
+                    "expected welcome, got {}",
+                    other.kind()
+                )))
+            }
+            None => return Err(Error::Bootstrap("endpoint closed the connection".into())),
+        }
+        Ok(Bootstrap {
+            stream,
+            pe,
+            npes,
+            seq: 0,
+            closed: false,
+        })
+    }
+
+    /// This PE's number.
+    pub fn pe(&self) -> u32 {
+        self.pe
+    }
+
+    /// The job's PE count.
+    pub fn npes(&self) -> u32 {
+        self.npes
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    /// Waits for the answer to collective `seq`; an abort becomes [`Error::PeerFailed`].
+    fn answer(&mut self, seq: u64) -> Result<(Msg, Vec<OwnedFd>)> {
+        match recv(&self.stream)? {
+            Some((Msg::Abort { pe, reason }, _)) => Err(Error::PeerFailed { pe, how: reason }),
+            Some((msg, fds)) => {
+                let got = match &msg {
+                    Msg::BarrierDone { seq } | Msg::Gathered { seq, .. } | Msg::FdChunk { seq, .. } => {
+                        *seq
+                    }
+                    _ => u64::MAX,
+                };
+                if got != seq {
+                    return Err(Error::Bootstrap(format!(
+                        "expected the answer to collective #{seq}, got {} #{got}",
+                        msg.kind()
+                    )));
+                }
+                Ok((msg, fds))
+            }
+            None => Err(Error::Bootstrap(
+                "the job's endpoint closed the connection (launcher gone?)".into(),
+            )),
+        }
+    }
+
+    /// Returns once every PE of the job has called `barrier`.
+    pub fn barrier(&mut self) -> Result<()> {
+        let seq = self.next_seq();
+        send(&self.stream, &Msg::Barrier { seq }, &[])?;
+        match self.answer(seq)? {
+            (Msg::BarrierDone { .. }, _) => Ok(()),
+            (m, _) => Err(Error::Bootstrap(format!("expected barrier-done, got {}", m.kind()))),
+        }
+    }
+
+    /// Every PE's `data` (at most 4 KiB each), in PE order.
+    pub fn allgather(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>> {
+        if data.len() > MAX_BLOB {
+            return Err(Error::InvalidArgument(format!(
+                "allgather contribution of {} bytes is over the {MAX_BLOB}-byte limit",
+                data.len()
+            )));
+        }
+        let seq = self.next_seq();
+        send(
+            &self.stream,
+            &Msg::Gather {
+                seq,
+                data: data.to_vec(),
+            },
+            &[],
+        )?;
+        match self.answer(seq)? {
+            (Msg::Gathered { blobs, .. }, _) if blobs.len() == self.npes as usize => Ok(blobs),
+            (m, _) => Err(Error::Bootstrap(format!(
+                "expected {} gathered blobs, got {}",
+                self.npes,
+                m.kind()
+            ))),
+        }
+    }
+
+    /// Offers `fd` (or nothing) and receives every PE's offer, in PE order
+    /// (this PE's own included, as a duplicate).
+    pub fn exchange_fds(&mut self, fd: Option<BorrowedFd<'_>>) -> Result<Vec<Option<OwnedFd>>> {
+        let seq = self.next_seq();
+        let raw: Vec<_> = fd.iter().map(|f| f.as_raw_fd()).collect();
+        send(
+            &self.stream,
+            &Msg::FdOffer {
+                seq,
+                has_fd: fd.is_some(),
+            },
+            &raw,
+        )?;
+        let mut out: Vec<Option<OwnedFd>> = Vec::with_capacity(self.npes as usize);
+        while out.len() < self.npes as usize {
+            let (msg, fds) = self.answer(seq)?;
+            let Msg::FdChunk { first, present, .. } = msg else {
+                return Err(Error::Bootstrap(format!("expected fd-chunk, got {}", msg.kind())));
+            };
+            if first as usize != out.len() || out.len() + present.len() > self.npes as usize {
+                return Err(Error::Bootstrap("fd chunks out of order".into()));
+            }
+            let mut fds = fds.into_iter();
+            for p in present {
+                out.push(if p { fds.next() } else { None });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Drops the connection like a crashed process would (no goodbye).
+    #[cfg(test)]
+    pub(crate) fn crash_for_test(mut self) {
+        self.closed = true;
+        let _ = self.stream.shutdown(std::net::Shutdown::Both);
+    }
+
+    /// Ends this PE's membership cleanly.
+    pub fn finalize(mut self) -> Result<()> {
+        self.closed = true;
+        send(&self.stream, &Msg::Goodbye, &[])
+    }
+}
+
+impl Drop for Bootstrap {
+    fn drop(&mut self) {
+        if !self.closed && !std::thread::panicking() {
+            let _ = send(&self.stream, &Msg::Goodbye, &[]);
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! How the PEs of a node meet: a private Unix-socket endpoint run by the launcher.
+//!
+//! - [`wire`]: the message format (pure, fuzzed).
+//! - [`transport`]: frames and `SCM_RIGHTS` descriptors over a stream socket.
+//! - [`server`]: the endpoint (in `vkshmrun`): admission, collectives in a star, abort.
+//! - [`client`]: a PE's connection: [`Bootstrap::barrier`], [`Bootstrap::allgather`],
+//!   [`Bootstrap::exchange_fds`].
+
+pub mod client;
+pub mod server;
+pub mod transport;
+pub mod wire;
+
+pub use client::Bootstrap;
+pub use server::Server;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+    use std::io::{Read, Seek, Write};
+    use std::os::fd::AsFd;
+    use std::thread;
+
+    fn job<T: Send + 'static>(
+        npes: u32,
+        f: impl Fn(Bootstrap) -> T + Send + Sync + Clone + 'static,
+    ) -> Vec<T> {
+        let server = Server::start(npes).unwrap();
+        let ep = server.endpoint().to_string();
+        let secret = server.secret().to_vec();
+        let handles: Vec<_> = (0..npes)
+            .map(|pe| {
+                let (ep, secret, f) = (ep.clone(), secret.clone(), f.clone());
+                thread::spawn(move || f(Bootstrap::connect(&ep, &secret, pe, npes).unwrap()))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    }
+
+    #[test]
+    fn allgather_and_barrier() {
+        for npes in [1u32, 2, 3, 5, 8] {
+            let out = job(npes, move |mut b| {
+                let mut all = Vec::new();
+                for round in 0..20u32 {
+                    let me = format!("pe{}-r{round}", b.pe()).into_bytes();
+                    let got = b.allgather(&me).unwrap();
+                    for (p, blob) in got.iter().enumerate() {
+                        assert_eq!(blob, &format!("pe{p}-r{round}").into_bytes());
+                    }
+                    b.barrier().unwrap();
+                    all.push(got.len());
+                }
+                b.finalize().unwrap();
+                all
+            });
+            for v in out {
+                assert!(v.iter().all(|&n| n == npes as usize));
+            }
+        }
+    }
+
+    #[test]
+    fn empty_and_max_blobs_and_oversize() {
+        job(3, |mut b| {
+            let big = vec![b.pe() as u8; wire::MAX_BLOB];
+            let got = b.allgather(if b.pe() == 1 { &[] } else { &big }).unwrap();
+            assert!(got[1].is_empty());
+            assert_eq!(got[2], vec![2u8; wire::MAX_BLOB]);
+            assert!(matches!(
+                b.allgather(&vec![0; wire::MAX_BLOB + 1]),
+                Err(Error::InvalidArgument(_))
+            ));
+        });
+    }
+
+    #[test]
+    fn fd_passing() {
+        job(4, |mut b| {
+            // Each PE offers a temp file holding its number; PE 2 offers nothing.
+            let mut f = tempfile::tempfile().unwrap();
+            write!(f, "from pe {}", b.pe()).unwrap();
+            let offer = (b.pe() != 2).then(|| f.as_fd());
+            let got = b.exchange_fds(offer).unwrap();
+            assert_eq!(got.len(), 4);
+            for (p, fd) in got.into_iter().enumerate() {
+                if p == 2 {
+                    assert!(fd.is_none());
+                    continue;
+                }
+                let mut file = std::fs::File::from(fd.expect("descriptor"));
+                file.rewind().unwrap();
+                let mut s = String::new();
+                file.read_to_string(&mut s).unwrap();
+                assert_eq!(s, format!("from pe {p}"));
+            }
+        });
+    }
+
+    #[test]
+    fn stranger_without_the_secret_is_refused() {
+        let server = Server::start(2).unwrap();
+        let mut wrong = server.secret().to_vec();
+        wrong[0] ^= 1;
+        let e = Bootstrap::connect(server.endpoint(), &wrong, 0, 2).unwrap_err();
+        assert!(matches!(&e, Error::Refused(r) if r.contains("secret")), "{e}");
+        // Wrong PE count, PE outside the job, short secret.
+        let s = server.secret().to_vec();
+        assert!(matches!(
+            Bootstrap::connect(server.endpoint(), &s, 0, 3),
+            Err(Error::Refused(_))
+        ));
+        assert!(matches!(
+            Bootstrap::connect(server.endpoint(), &s, 2, 2),
+            Err(Error::Refused(_))
+        ));
+        assert!(Bootstrap::connect(server.endpoint(), &s[..5], 0, 2).is_err());
+        // The refusals did not fail the job: the right PEs still get in.
+        let _a = Bootstrap::connect(server.endpoint(), &s, 0, 2).unwrap();
+        let e = Bootstrap::connect(server.endpoint(), &s, 0, 2).unwrap_err();
+        assert!(matches!(&e, Error::Refused(r) if r.contains("already")), "{e}");
+        assert!(server.first_failure().is_none());
+    }
+
+    #[test]
+    fn raw_garbage_is_refused_without_harm() {
+        use std::os::linux::net::SocketAddrExt;
+        use std::os::unix::net::{SocketAddr, UnixStream};
+        let server = Server::start(1).unwrap();
+        let name = &server.endpoint()[1..];
+        let addr = SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+        let mut s = UnixStream::connect_addr(&addr).unwrap();
+        s.write_all(&[0xff, 0xff, 0xff, 0x7f, 1, 2, 3]).unwrap();
+        let mut buf = Vec::new();
+        let _ = s.read_to_end(&mut buf); // the server answers with a refusal and closes
+        let mut b = Bootstrap::connect(server.endpoint(), server.secret(), 0, 1).unwrap();
+        b.barrier().unwrap();
+    }
+
+    #[test]
+    fn a_dead_peer_aborts_the_others() {
+        let server = Server::start(3).unwrap();
+        let (ep, secret) = (server.endpoint().to_string(), server.secret().to_vec());
+        let handles: Vec<_> = (0..3u32)
+            .map(|pe| {
+                let (ep, secret) = (ep.clone(), secret.clone());
+                thread::spawn(move || {
+                    let mut b = Bootstrap::connect(&ep, &secret, pe, 3).unwrap();
+                    b.barrier().unwrap();
+                    if pe == 1 {
+                        // Die: close the socket without a goodbye.
+                        b.crash_for_test();
+                        return None;
+                    }
+                    Some(b.barrier().unwrap_err())
+                })
+            })
+            .collect();
+        for h in handles {
+            if let Some(e) = h.join().unwrap() {
+                assert!(matches!(e, Error::PeerFailed { pe: 1, .. }), "{e}");
+            }
+        }
+        assert_eq!(server.first_failure().map(|f| f.0), Some(1));
+    }
+}

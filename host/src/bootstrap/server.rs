@@ -1,0 +1,400 @@
+//! The bootstrap endpoint: one per job, run by the launcher (`vkshmrun`).
+//!
+//! PEs connect to an abstract Unix socket whose name is random per job, prove they
+//! belong to the job with the job's secret, and must run under the same uid as the
+//! endpoint (SO_PEERCRED). After that, the endpoint serves collective requests in a
+//! star: every PE sends its part, and the connection thread of the PE that arrives
+//! last answers all of them. A PE whose connection drops without a goodbye (it died)
+//! fails the job: every other PE gets an [`Msg::Abort`] and returns
+//! [`crate::Error::PeerFailed`] from the call it is in.
+
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::transport::{peer_uid, recv, send};
+use super::wire::{Msg, MAX_FDS_PER_FRAME, MAX_PES, SECRET_LEN};
+use crate::error::{Error, Result};
+
+/// How long a new connection may take to say hello.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A running bootstrap endpoint. Dropping it stops it and closes every connection.
+pub struct Server {
+    endpoint: String,
+    secret: [u8; SECRET_LEN],
+    shared: Arc<Shared>,
+    accept: Option<JoinHandle<()>>,
+    addr: SocketAddr,
+}
+
+struct Shared {
+    npes: u32,
+    secret: [u8; SECRET_LEN],
+    uid: u32,
+    stop: AtomicBool,
+    state: Mutex<State>,
+}
+
+enum Part {
+    Barrier,
+    Gather(Vec<u8>),
+    Fd(Option<OwnedFd>),
+}
+
+struct Pending {
+    seq: u64,
+    kind: &'static str,
+    part: Part,
+}
+
+#[derive(Default)]
+struct State {
+    /// Write side of each admitted PE's connection.
+    conns: Vec<Option<Arc<UnixStream>>>,
+    /// Every connection ever accepted (to shut them down on stop).
+    all: Vec<Arc<UnixStream>>,
+    /// PEs that said goodbye.
+    done: Vec<bool>,
+    /// Contributions to the collective in progress.
+    pending: Vec<Option<Pending>>,
+    arrived: u32,
+    /// The first failure: PE and how.
+    failed: Option<(u32, String)>,
+}
+
+impl Server {
+    /// Starts an endpoint for a job of `npes` PEs, under a fresh random abstract name
+    /// and secret.
+    pub fn start(npes: u32) -> Result<Server> {
+        if npes == 0 || npes > MAX_PES {
+            return Err(Error::InvalidArgument(format!(
+                "a job has 1 to {MAX_PES} PEs, not {npes}"
+            )));
+        }
+        let mut secret = [0u8; SECRET_LEN];
+        getrandom::fill(&mut secret)
+            .map_err(|e| Error::Bootstrap(format!("no randomness for the job secret: {e}")))?;
+        let mut tag = [0u8; 8];
+        getrandom::fill(&mut tag)
+            .map_err(|e| Error::Bootstrap(format!("no randomness for the endpoint name: {e}")))?;
+        let name = format!(
+            "vkshmem-{}-{}",
+            std::process::id(),
+            crate::config::encode_hex(&tag)
+        );
+        let addr = SocketAddr::from_abstract_name(name.as_bytes())
+            .map_err(|e| Error::io("naming the bootstrap socket", e))?;
+        let listener = UnixListener::bind_addr(&addr)
+            .map_err(|e| Error::io("binding the bootstrap socket", e))?;
+        let shared = Arc::new(Shared {
+            npes,
+            secret,
+            uid: nix::unistd::getuid().as_raw(),
+            stop: AtomicBool::new(false),
+            state: Mutex::new(State {
+                conns: (0..npes).map(|_| None).collect(),
+                done: vec![false; npes as usize],
+                pending: (0..npes).map(|_| None).collect(),
+                ..State::default()
+            }),
+        });
+        let s2 = shared.clone();
+        let accept = std::thread::Builder::new()
+            .name("vkshmem-bootstrap".into())
+            .spawn(move || accept_loop(listener, s2))
+            .map_err(|e| Error::io("starting the bootstrap thread", e))?;
+        Ok(Server {
+            endpoint: format!("@{name}"),
+            secret,
+            shared,
+            accept: Some(accept),
+            addr,
+        })
+    }
+
+    /// The endpoint to hand to PEs (`VKSHMEM_BOOTSTRAP`): `@` and the abstract name.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// The job's secret, to hand to PEs (`VKSHMEM_SECRET`, hex).
+    pub fn secret(&self) -> &[u8; SECRET_LEN] {
+        &self.secret
+    }
+
+    /// Records that `pe` failed (`how` says how) unless a failure is already known,
+    /// and tells every other PE to abort.
+    pub fn fail(&self, pe: u32, how: &str) {
+        self.shared.fail(pe, how);
+    }
+
+    /// The first failure the endpoint saw, if any: the PE and how.
+    pub fn first_failure(&self) -> Option<(u32, String)> {
+        self.shared.lock().failed.clone()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        // Wake the accept loop with a connection of our own.
+        let _ = UnixStream::connect_addr(&self.addr);
+        if let Some(h) = self.accept.take() {
+            let _ = h.join();
+        }
+        for c in self.shared.lock().all.drain(..) {
+            let _ = c.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+fn accept_loop(listener: UnixListener, shared: Arc<Shared>) {
+    for stream in listener.incoming() {
+        if shared.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok(stream) = stream else { continue };
+        let stream = Arc::new(stream);
+        shared.lock().all.push(stream.clone());
+        let s2 = shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name("vkshmem-bootstrap-conn".into())
+            .spawn(move || serve(stream, s2));
+        if let Err(e) = spawned {
+            tracing::error!("bootstrap: cannot start a connection thread: {e}");
+        }
+    }
+}
+
+/// Checks a new connection and returns its PE number, or why it is refused.
+fn admit(stream: &UnixStream, shared: &Shared) -> std::result::Result<u32, String> {
+    let uid = peer_uid(stream).map_err(|e| e.to_string())?;
+    if uid != shared.uid {
+        return Err(format!(
+            "uid {uid} may not join a job of uid {}",
+            shared.uid
+        ));
+    }
+    stream
+        .set_read_timeout(Some(HELLO_TIMEOUT))
+        .map_err(|e| e.to_string())?;
+    let (secret, pe, npes) = match recv(stream) {
+        Ok(Some((Msg::Hello { secret, pe, npes }, _))) => (secret, pe, npes),
+        Ok(Some((other, _))) => return Err(format!("expected hello, got {}", other.kind())),
+        Ok(None) => return Err("closed before hello".into()),
+        Err(e) => return Err(e.to_string()),
+    };
+    stream.set_read_timeout(None).map_err(|e| e.to_string())?;
+    // Constant-time comparison: no early exit on the first differing byte.
+    let diff = secret
+        .iter()
+        .zip(shared.secret.iter())
+        .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+    if diff != 0 {
+        return Err("wrong job secret".into());
+    }
+    if npes != shared.npes {
+        return Err(format!(
+            "PE count {npes} does not match the job's {}",
+            shared.npes
+        ));
+    }
+    if pe >= shared.npes {
+        return Err(format!("PE {pe} is outside a job of {} PEs", shared.npes));
+    }
+    let mut st = shared.lock();
+    if st.conns[pe as usize].is_some() || st.done[pe as usize] {
+        return Err(format!("PE {pe} has already joined"));
+    }
+    // Welcome under the lock, so that no abort can interleave with it.
+    send(stream, &Msg::Welcome, &[]).map_err(|e| e.to_string())?;
+    st.conns[pe as usize] = Some(Arc::new(
+        stream.try_clone().map_err(|e| e.to_string())?,
+    ));
+    Ok(pe)
+}
+
+fn serve(stream: Arc<UnixStream>, shared: Arc<Shared>) {
+    let pe = match admit(&stream, &shared) {
+        Ok(pe) => pe,
+        Err(reason) => {
+            tracing::warn!("bootstrap: refused a connection: {reason}");
+            let _ = send(&stream, &Msg::Refused { reason }, &[]);
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+            return;
+        }
+    };
+    loop {
+        match recv(&stream) {
+            Ok(Some((Msg::Goodbye, _))) => {
+                let mut st = shared.lock();
+                st.done[pe as usize] = true;
+                st.conns[pe as usize] = None;
+                return;
+            }
+            Ok(Some((Msg::Barrier { seq }, _))) => shared.arrive(pe, seq, "barrier", Part::Barrier),
+            Ok(Some((Msg::Gather { seq, data }, _))) => {
+                shared.arrive(pe, seq, "allgather", Part::Gather(data))
+            }
+            Ok(Some((Msg::FdOffer { seq, .. }, mut fds))) => {
+                shared.arrive(pe, seq, "fd-exchange", Part::Fd(fds.pop()))
+            }
+            Ok(Some((other, _))) => {
+                shared.fail(pe, &format!("protocol violation: sent {}", other.kind()));
+                return;
+            }
+            Ok(None) => {
+                if !shared.stop.load(Ordering::SeqCst) {
+                    shared.fail(pe, "exited or crashed without finalizing (connection closed)");
+                }
+                return;
+            }
+            Err(e) => {
+                if !shared.stop.load(Ordering::SeqCst) {
+                    shared.fail(pe, &format!("bootstrap connection broke: {e}"));
+                }
+                return;
+            }
+        }
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A poisoned lock only means a connection thread panicked; the state itself
+        // is still consistent enough to report failures.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn fail(&self, pe: u32, how: &str) {
+        let mut st = self.lock();
+        if st.failed.is_some() {
+            return;
+        }
+        tracing::debug!("bootstrap: PE {pe} failed: {how}");
+        st.failed = Some((pe, how.to_string()));
+        let abort = Msg::Abort {
+            pe,
+            reason: how.to_string(),
+        };
+        for (i, c) in st.conns.iter().enumerate() {
+            if let (Some(c), false) = (c, i as u32 == pe) {
+                let _ = send(c, &abort, &[]);
+            }
+        }
+        for p in st.pending.iter_mut() {
+            *p = None;
+        }
+        st.arrived = 0;
+    }
+
+    /// Records `pe`'s part of collective `seq`; the last to arrive answers everyone.
+    fn arrive(&self, pe: u32, seq: u64, kind: &'static str, part: Part) {
+        let mut st = self.lock();
+        if let Some((fpe, how)) = st.failed.clone() {
+            if let Some(c) = &st.conns[pe as usize] {
+                let _ = send(
+                    c,
+                    &Msg::Abort {
+                        pe: fpe,
+                        reason: how,
+                    },
+                    &[],
+                );
+            }
+            return;
+        }
+        if st.pending[pe as usize].is_some() {
+            drop(st);
+            self.fail(pe, "protocol violation: two collectives at once");
+            return;
+        }
+        st.pending[pe as usize] = Some(Pending { seq, kind, part });
+        st.arrived += 1;
+        if st.arrived < self.npes {
+            return;
+        }
+        st.arrived = 0;
+        let parts: Vec<Pending> = st.pending.iter_mut().map(|p| p.take().unwrap()).collect();
+        if let Some(odd) = parts
+            .iter()
+            .position(|p| p.seq != parts[0].seq || p.kind != parts[0].kind)
+        {
+            let how = format!(
+                "bootstrap collectives out of step: PE 0 is in {} #{}, PE {odd} in {} #{}",
+                parts[0].kind, parts[0].seq, parts[odd].kind, parts[odd].seq
+            );
+            drop(st);
+            self.fail(odd as u32, &how);
+            return;
+        }
+        let conns: Vec<Arc<UnixStream>> = st.conns.iter().flatten().cloned().collect();
+        let result = deliver(&conns, seq, parts);
+        if let Err(e) = result {
+            tracing::warn!("bootstrap: delivering {kind} #{seq}: {e}");
+        }
+    }
+}
+
+/// Sends the result of a completed collective to every PE.
+fn deliver(conns: &[Arc<UnixStream>], seq: u64, parts: Vec<Pending>) -> Result<()> {
+    match parts[0].part {
+        Part::Barrier => {
+            for c in conns {
+                send(c, &Msg::BarrierDone { seq }, &[])?;
+            }
+        }
+        Part::Gather(_) => {
+            let blobs: Vec<Vec<u8>> = parts
+                .into_iter()
+                .map(|p| match p.part {
+                    Part::Gather(d) => d,
+                    _ => Vec::new(),
+                })
+                .collect();
+            let msg = Msg::Gathered { seq, blobs };
+            for c in conns {
+                send(c, &msg, &[])?;
+            }
+        }
+        Part::Fd(_) => {
+            let fds: Vec<Option<OwnedFd>> = parts
+                .into_iter()
+                .map(|p| match p.part {
+                    Part::Fd(f) => f,
+                    _ => None,
+                })
+                .collect();
+            // Chunks of at most MAX_FDS_PER_FRAME descriptors each.
+            let mut chunks: Vec<(u32, Vec<bool>, Vec<RawFd>)> = Vec::new();
+            let mut cur = (0u32, Vec::new(), Vec::new());
+            for (i, f) in fds.iter().enumerate() {
+                if cur.2.len() == MAX_FDS_PER_FRAME && f.is_some() {
+                    chunks.push(std::mem::replace(&mut cur, (i as u32, Vec::new(), Vec::new())));
+                }
+                cur.1.push(f.is_some());
+                if let Some(f) = f {
+                    cur.2.push(f.as_raw_fd());
+                }
+            }
+            chunks.push(cur);
+            for c in conns {
+                for (first, present, raw) in &chunks {
+                    let msg = Msg::FdChunk {
+                        seq,
+                        first: *first,
+                        present: present.clone(),
+                    };
+                    send(c, &msg, raw)?;
+                }
+            }
+            // `fds` drops here: the kernel has duplicated them into the receivers.
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,221 @@
+//! Settings read from the environment: the launcher's hand-over (`VKSHMEM_PE`, …)
+//! and the user's knobs (`VKSHMEM_SYMMETRIC_SIZE`, `VKSHMEM_DEVICE`).
+//!
+//! Pure parsing, no Vulkan: unit-tested here.
+
+use crate::error::{Error, Result};
+
+/// Variable with this PE's number in the world team, set by `vkshmrun`.
+pub const ENV_PE: &str = "VKSHMEM_PE";
+/// Variable with the number of PEs in the job, set by `vkshmrun`.
+pub const ENV_NPES: &str = "VKSHMEM_NPES";
+/// Variable with the bootstrap endpoint (an abstract Unix socket name), set by `vkshmrun`.
+pub const ENV_BOOTSTRAP: &str = "VKSHMEM_BOOTSTRAP";
+/// Variable with the job's secret (hex), set by `vkshmrun`.
+pub const ENV_SECRET: &str = "VKSHMEM_SECRET";
+/// Size of each PE's symmetric heap, with an optional K/M/G/T suffix (powers of 1024).
+pub const ENV_HEAP_SIZE: &str = "VKSHMEM_SYMMETRIC_SIZE";
+/// Device choice: an index into the Vulkan physical device list or a name substring.
+pub const ENV_DEVICE: &str = "VKSHMEM_DEVICE";
+
+/// Default symmetric heap size per PE.
+pub const DEFAULT_HEAP_SIZE: u64 = 256 << 20;
+
+/// Parses a byte count such as `4096`, `64K`, `256M`, `1G`, `1.5G` (suffixes are powers
+/// of 1024, case-insensitive, an optional trailing `B`/`iB` is accepted).
+pub fn parse_size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let t = t
+        .strip_suffix("iB")
+        .or_else(|| t.strip_suffix("ib"))
+        .or_else(|| t.strip_suffix(['B', 'b']))
+        .unwrap_or(t);
+    let (num, shift) = match t.chars().last()? {
+        'k' | 'K' => (&t[..t.len() - 1], 10),
+        'm' | 'M' => (&t[..t.len() - 1], 20),
+        'g' | 'G' => (&t[..t.len() - 1], 30),
+        't' | 'T' => (&t[..t.len() - 1], 40),
+        _ => (t, 0),
+    };
+    let num = num.trim();
+    if num.is_empty() {
+        return None;
+    }
+    if let Ok(n) = num.parse::<u64>() {
+        return n.checked_mul(1u64 << shift);
+    }
+    // Fractions only with a suffix ("1.5G"); the result is rounded down to a byte.
+    let f: f64 = num.parse().ok()?;
+    if shift == 0 || !f.is_finite() || f < 0.0 {
+        return None;
+    }
+    let bytes = f * (1u64 << shift) as f64;
+    (bytes < u64::MAX as f64).then_some(bytes as u64)
+}
+
+/// How this process learned its place in the job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobEnv {
+    /// This PE's number.
+    pub pe: u32,
+    /// Number of PEs.
+    pub npes: u32,
+    /// Bootstrap endpoint and secret, absent for a lone PE started without `vkshmrun`.
+    pub bootstrap: Option<(String, Vec<u8>)>,
+}
+
+/// Reads the launcher's hand-over through `get` (the environment in production).
+/// Without `VKSHMEM_PE`, the process is a job of one PE.
+pub fn job_env(get: impl Fn(&str) -> Option<String>) -> Result<JobEnv> {
+    let Some(pe_text) = get(ENV_PE) else {
+        return Ok(JobEnv {
+            pe: 0,
+            npes: 1,
+            bootstrap: None,
+        });
+    };
+    let num = |var: &'static str, value: String| -> Result<u32> {
+        value.trim().parse::<u32>().map_err(|e| Error::Config {
+            var,
+            value: value.clone(),
+            why: e.to_string(),
+        })
+    };
+    let pe = num(ENV_PE, pe_text)?;
+    let npes_text = get(ENV_NPES).ok_or_else(|| Error::Config {
+        var: ENV_NPES,
+        value: String::new(),
+        why: format!("missing while {ENV_PE} is set"),
+    })?;
+    let npes = num(ENV_NPES, npes_text.clone())?;
+    if npes == 0 || pe >= npes {
+        return Err(Error::Config {
+            var: ENV_PE,
+            value: pe.to_string(),
+            why: format!("must be below {ENV_NPES}={npes_text}"),
+        });
+    }
+    let endpoint = get(ENV_BOOTSTRAP);
+    let secret = get(ENV_SECRET);
+    let bootstrap = match (endpoint, secret) {
+        (Some(ep), Some(secret)) => {
+            let bytes = decode_hex(&secret).ok_or_else(|| Error::Config {
+                var: ENV_SECRET,
+                value: "<hidden>".into(),
+                why: "not an even-length hex string".into(),
+            })?;
+            Some((ep, bytes))
+        }
+        (None, None) if npes == 1 => None,
+        _ => {
+            return Err(Error::Config {
+                var: ENV_BOOTSTRAP,
+                value: String::new(),
+                why: format!("{ENV_BOOTSTRAP} and {ENV_SECRET} must both be set for a job of {npes} PEs (start it with vkshmrun)"),
+            })
+        }
+    };
+    Ok(JobEnv {
+        pe,
+        npes,
+        bootstrap,
+    })
+}
+
+/// Reads `VKSHMEM_SYMMETRIC_SIZE` through `get`, or the default.
+pub fn heap_size(get: impl Fn(&str) -> Option<String>) -> Result<u64> {
+    match get(ENV_HEAP_SIZE) {
+        None => Ok(DEFAULT_HEAP_SIZE),
+        Some(v) => match parse_size(&v) {
+            Some(n) if n > 0 => Ok(n),
+            _ => Err(Error::Config {
+                var: ENV_HEAP_SIZE,
+                value: v,
+                why: "expected a positive size such as 512M or 2G".into(),
+            }),
+        },
+    }
+}
+
+/// Lower-case hex of `bytes`.
+pub fn encode_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Bytes of a hex string, or `None` when it is not hex of even length.
+pub fn decode_hex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096"), Some(4096));
+        assert_eq!(parse_size("64K"), Some(64 << 10));
+        assert_eq!(parse_size("256m"), Some(256 << 20));
+        assert_eq!(parse_size("1G"), Some(1 << 30));
+        assert_eq!(parse_size("2GiB"), Some(2 << 30));
+        assert_eq!(parse_size("1.5G"), Some(3 << 29));
+        assert_eq!(parse_size(" 8MB "), Some(8 << 20));
+        for bad in ["", "G", "x", "-1", "1.5", "12Q", "99999999999T"] {
+            assert_eq!(parse_size(bad), None, "{bad:?}");
+        }
+    }
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| m.get(k).cloned()
+    }
+
+    #[test]
+    fn job_env_parsing() {
+        assert_eq!(job_env(env(&[])).unwrap().npes, 1);
+        let j = job_env(env(&[
+            (ENV_PE, "2"),
+            (ENV_NPES, "3"),
+            (ENV_BOOTSTRAP, "@x"),
+            (ENV_SECRET, "00ff"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            (j.pe, j.npes, j.bootstrap),
+            (2, 3, Some(("@x".into(), vec![0, 255])))
+        );
+        assert!(job_env(env(&[(ENV_PE, "3"), (ENV_NPES, "3")])).is_err());
+        assert!(job_env(env(&[(ENV_PE, "0"), (ENV_NPES, "2")])).is_err());
+        assert!(job_env(env(&[(ENV_PE, "x"), (ENV_NPES, "2")])).is_err());
+        assert!(job_env(env(&[
+            (ENV_PE, "0"),
+            (ENV_NPES, "2"),
+            (ENV_BOOTSTRAP, "@x"),
+            (ENV_SECRET, "0g")
+        ]))
+        .is_err());
+    }
+
+    #[test]
+    fn heap_size_env() {
+        assert_eq!(heap_size(env(&[])).unwrap(), DEFAULT_HEAP_SIZE);
+        assert_eq!(heap_size(env(&[(ENV_HEAP_SIZE, "1M")])).unwrap(), 1 << 20);
+        assert!(heap_size(env(&[(ENV_HEAP_SIZE, "0")])).is_err());
+    }
+
+    #[test]
+    fn hex_roundtrip() {
+        let b = [0u8, 1, 0xab, 0xff];
+        assert_eq!(decode_hex(&encode_hex(&b)).unwrap(), b);
+    }
+}

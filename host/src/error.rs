@@ -1,0 +1,123 @@
+//! The typed errors of the host library.
+
+use std::io;
+
+/// Everything that can go wrong in a vkshmem host call.
+///
+/// Collective calls that fail because of a disagreement between PEs (for example
+/// [`Error::AllocMismatch`]) fail identically on every PE, so a program can rely on
+/// all PEs taking the same error path.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An environment variable holds a value that cannot be used.
+    #[error("environment variable {var}={value:?}: {why}")]
+    Config {
+        /// The variable's name.
+        var: &'static str,
+        /// Its value.
+        value: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The Vulkan loader could not be found or opened.
+    #[error("cannot load the Vulkan loader (libvulkan.so.1): {0}; install it with `apt-get install libvulkan1 mesa-vulkan-drivers`")]
+    Loader(String),
+    /// A Vulkan call failed.
+    #[error("Vulkan call {call} failed: {result:?}")]
+    Vulkan {
+        /// The Vulkan entry point that failed.
+        call: &'static str,
+        /// The result code it returned.
+        result: ash::vk::Result,
+    },
+    /// No usable Vulkan device (1.3, compute queue, external memory fd) was found,
+    /// or the one asked for through `VKSHMEM_DEVICE` does not exist.
+    #[error("no usable Vulkan device: {0}")]
+    NoDevice(String),
+    /// The device cannot do something the library needs.
+    #[error("device {device:?} does not support {what}")]
+    Unsupported {
+        /// The device's name.
+        device: String,
+        /// The missing capability.
+        what: String,
+    },
+    /// Talking to the job's bootstrap endpoint failed.
+    #[error("bootstrap: {0}")]
+    Bootstrap(String),
+    /// A malformed bootstrap message arrived.
+    #[error("bootstrap protocol: {0}")]
+    Wire(#[from] crate::bootstrap::wire::WireError),
+    /// The bootstrap endpoint refused this PE (wrong secret, uid, PE number or count).
+    #[error("bootstrap refused this PE: {0}")]
+    Refused(String),
+    /// Another PE of the job failed (died, exited without finalizing, or was aborted).
+    #[error("PE {pe} failed: {how}")]
+    PeerFailed {
+        /// The PE that failed, in the world team.
+        pe: u32,
+        /// What happened to it.
+        how: String,
+    },
+    /// PEs called a collective operation with different arguments.
+    #[error("symmetric allocation mismatch: {0}")]
+    AllocMismatch(String),
+    /// The symmetric heap has no free range large enough.
+    #[error("symmetric heap exhausted: asked for {requested} bytes (alignment {align}), largest free range is {largest_free} of {heap_size} bytes")]
+    HeapExhausted {
+        /// Bytes asked for.
+        requested: u64,
+        /// Alignment asked for.
+        align: u64,
+        /// Largest free contiguous range.
+        largest_free: u64,
+        /// Total heap size.
+        heap_size: u64,
+    },
+    /// An argument is out of range or malformed.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// A PE number outside the job or a PE whose heap this PE cannot reach directly.
+    #[error("PE {pe} is not reachable from PE {me}: {why}")]
+    Unreachable {
+        /// The PE asked for.
+        pe: u32,
+        /// This PE.
+        me: u32,
+        /// Why.
+        why: String,
+    },
+    /// An operating-system call failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Result alias of the host library.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub(crate) fn io(what: impl Into<String>, source: io::Error) -> Self {
+        Error::Io {
+            what: what.into(),
+            source,
+        }
+    }
+}
+
+/// Shorthand to turn a Vulkan result into [`Error::Vulkan`] naming the call.
+pub(crate) trait VkContext<T> {
+    fn vk(self, call: &'static str) -> Result<T>;
+}
+
+impl<T> VkContext<T> for std::result::Result<T, ash::vk::Result> {
+    fn vk(self, call: &'static str) -> Result<T> {
+        self.map_err(|result| Error::Vulkan { call, result })
+    }
+}

@@ -1,0 +1,16 @@
+//! vkshmem's host side.
+//!
+//! See `ARCHITECTURE.md` at the repository root for the map. In short:
+//! [`config`] reads the environment, [`bootstrap`] lets the PEs of a node meet,
+//! [`alloc`] is the symmetric allocator's bookkeeping, [`vk`] is the thin Vulkan
+//! layer, [`heap`] is the symmetric heap (own and imported peers), and [`context`]
+//! ties them into the per-PE [`Context`] that the facade crate exposes.
+
+#![warn(missing_docs)]
+
+pub mod alloc;
+pub mod bootstrap;
+pub mod config;
+pub mod error;
+
+pub use error::{Error, Result};
