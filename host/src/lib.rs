@@ -11,6 +11,15 @@
 pub mod alloc;
 pub mod bootstrap;
 pub mod config;
+pub mod vk;
 pub mod error;
 
 pub use error::{Error, Result};
+pub mod context;
+pub mod heap;
+pub mod symbuf;
+
+pub use context::{Context, HeapWindow};
+pub use symbuf::SymBuffer;
+pub use vk::kernel::Kernel;
+pub use vk::{DeviceCaps, DeviceInfo};

@@ -1,0 +1,409 @@
+//! The per-PE context: what `shmem_init` sets up and `shmem_finalize` tears down.
+//!
+//! A [`Context`] owns the Vulkan device, the symmetric heap, the allocator and the
+//! bootstrap connection. It is a cheap handle (`Arc` inside) and may be shared
+//! between threads; collective calls must still be made in the same order on every
+//! PE, from one thread at a time per PE.
+
+use std::sync::atomic::{fence, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::alloc::Allocator;
+use crate::bootstrap::Bootstrap;
+use crate::config;
+use crate::error::{Error, Result};
+use crate::heap::SymmetricHeap;
+use crate::symbuf::SymBuffer;
+use crate::vk::kernel::Kernel;
+use crate::vk::memory::Staging;
+use crate::vk::submit::{Submitter, Window};
+use crate::vk::{DeviceCaps, DeviceInfo, Gpu};
+
+/// Bytes of the staging buffer used for host access to heaps the host cannot map.
+const STAGING_BYTES: u64 = 4 << 20;
+
+/// A window of some PE's symmetric heap, to bind to a kernel's storage binding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeapWindow {
+    /// Whose heap.
+    pub pe: u32,
+    /// Byte offset in the heap (the symmetric address).
+    pub offset: u64,
+    /// Length in bytes.
+    pub bytes: u64,
+}
+
+/// A collective allocation request, compared across PEs before it is applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Request {
+    op: u32,
+    _pad: u32,
+    a: u64,
+    b: u64,
+}
+
+const OP_MALLOC: u32 = 1;
+const OP_FREE: u32 = 2;
+
+impl Request {
+    fn describe(&self) -> String {
+        match self.op {
+            OP_MALLOC => format!("allocate {} bytes aligned to {}", self.a, self.b),
+            OP_FREE => format!("free the allocation at offset {}", self.a),
+            op => format!("unknown request {op}"),
+        }
+    }
+}
+
+pub(crate) struct Inner {
+    pe: u32,
+    npes: u32,
+    // Field order is drop order: everything holding Vulkan objects goes before `gpu`.
+    submit: Mutex<Submitter>,
+    staging: Mutex<Option<Staging>>,
+    heap: SymmetricHeap,
+    alloc: Mutex<Allocator>,
+    boot: Mutex<Option<Bootstrap>>,
+    gpu: Arc<Gpu>,
+}
+
+/// One PE's handle on vkshmem (OpenSHMEM's implicit library state, made explicit).
+#[derive(Clone)]
+pub struct Context {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("pe", &self.inner.pe)
+            .field("npes", &self.inner.npes)
+            .field("device", &self.inner.gpu.info.name)
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A poisoned mutex means a panic elsewhere in this PE; the guarded state is
+    // still usable for tearing down.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Context {
+    /// Joins the job (collective over all PEs): reads the launcher's hand-over from
+    /// the environment, opens the Vulkan device, creates and exchanges the symmetric
+    /// heaps. A process started without `vkshmrun` is a job of one PE.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for bad environment values, [`Error::Loader`] or
+    /// [`Error::NoDevice`] when Vulkan is missing, [`Error::Refused`] when the
+    /// endpoint does not admit this PE, [`Error::PeerFailed`] when another PE dies
+    /// during set-up, Vulkan errors as [`Error::Vulkan`].
+    pub fn init() -> Result<Context> {
+        let get = |k: &str| std::env::var(k).ok();
+        let job = config::job_env(get)?;
+        let heap_size = config::heap_size(get)?;
+        let mut boot = match &job.bootstrap {
+            Some((endpoint, secret)) => Some(Bootstrap::connect(endpoint, secret, job.pe, job.npes)?),
+            None => None,
+        };
+        let gpu = Arc::new(Gpu::open(get(config::ENV_DEVICE).as_deref(), job.pe)?);
+        let heap = SymmetricHeap::create(&gpu, heap_size, job.pe, boot.as_mut())?;
+        let granule = gpu.info.min_storage_offset_alignment.max(256).next_power_of_two();
+        let alloc = Allocator::new(heap.size(), granule)?;
+        let submit = Submitter::new(&gpu)?;
+        Ok(Context {
+            inner: Arc::new(Inner {
+                pe: job.pe,
+                npes: job.npes,
+                submit: Mutex::new(submit),
+                staging: Mutex::new(None),
+                heap,
+                alloc: Mutex::new(alloc),
+                boot: Mutex::new(boot),
+                gpu,
+            }),
+        })
+    }
+
+    /// Leaves the job (collective): a barrier, then a clean goodbye to the
+    /// endpoint. Dropping the last handle without calling this says goodbye too
+    /// (without the barrier). Symmetric buffers still alive keep their memory but can
+    /// no longer be freed collectively.
+    pub fn finalize(self) -> Result<()> {
+        self.barrier_all()?;
+        match lock(&self.inner.boot).take() {
+            Some(b) => b.finalize(),
+            None => Ok(()),
+        }
+    }
+
+    /// This PE's number in the world team (`shmem_my_pe`).
+    pub fn my_pe(&self) -> u32 {
+        self.inner.pe
+    }
+
+    /// Number of PEs in the job (`shmem_n_pes`).
+    pub fn n_pes(&self) -> u32 {
+        self.inner.npes
+    }
+
+    /// Size of each PE's symmetric heap in bytes.
+    pub fn heap_size(&self) -> u64 {
+        self.inner.heap.size()
+    }
+
+    /// Facts about the Vulkan device this PE uses.
+    pub fn device_info(&self) -> &DeviceInfo {
+        &self.inner.gpu.info
+    }
+
+    /// Optional device capabilities found and enabled.
+    pub fn device_caps(&self) -> &DeviceCaps {
+        &self.inner.gpu.caps
+    }
+
+    /// Whether this PE can load and store PE `pe`'s symmetric heap directly
+    /// (`shmem_addr_accessible` / `shmem_ptr` != NULL): same physical device.
+    pub fn pe_accessible(&self, pe: u32) -> bool {
+        self.inner.heap.reachable(pe)
+    }
+
+    /// The symmetric allocator's granule: every allocation's offset and size is a
+    /// multiple of it.
+    pub fn granule(&self) -> u64 {
+        lock(&self.inner.alloc).granule()
+    }
+
+    /// Runs a bootstrap collective, or nothing in a job of one PE without a launcher.
+    fn with_boot<T>(&self, solo: T, f: impl FnOnce(&mut Bootstrap) -> Result<T>) -> Result<T> {
+        let mut boot = lock(&self.inner.boot);
+        match boot.as_mut() {
+            Some(b) => f(b),
+            None if self.inner.npes == 1 => Ok(solo),
+            None => Err(Error::InvalidArgument("this PE has finalized".into())),
+        }
+    }
+
+    /// Compares `req` across PEs; a difference is [`Error::AllocMismatch`] on all
+    /// (every PE compares against PE 0's request, so all report the same words).
+    fn agree(&self, req: Request) -> Result<()> {
+        let blobs = self.with_boot(Vec::new(), |b| b.allgather(bytemuck::bytes_of(&req)))?;
+        let all: Vec<Request> = blobs
+            .iter()
+            .map(|b| bytemuck::try_pod_read_unaligned(b))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|_| Error::Bootstrap("a PE sent a malformed allocation request".into()))?;
+        if let Some((pe, odd)) = all.iter().enumerate().find(|(_, r)| **r != all[0]) {
+            return Err(Error::AllocMismatch(format!(
+                "PE 0 asked to {}, PE {pe} asked to {}; every PE must make the same symmetric allocation calls",
+                all[0].describe(),
+                odd.describe()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Allocates `len` elements of `T` at the same offset on every PE
+    /// (`shmem_malloc`). Collective; contents are undefined.
+    ///
+    /// # Errors
+    /// [`Error::AllocMismatch`] when the PEs asked for different things (on every
+    /// PE), [`Error::HeapExhausted`] when there is no room (on every PE).
+    pub fn malloc<T: bytemuck::Pod>(&self, len: usize) -> Result<SymBuffer<T>> {
+        self.align(std::mem::align_of::<T>() as u64, len)
+    }
+
+    /// Like [`Context::malloc`] with the offset a multiple of `align`
+    /// (`shmem_align`; a power of two).
+    pub fn align<T: bytemuck::Pod>(&self, align: u64, len: usize) -> Result<SymBuffer<T>> {
+        let bytes = (len as u64)
+            .checked_mul(std::mem::size_of::<T>() as u64)
+            .ok_or_else(|| Error::InvalidArgument(format!("{len} elements overflow the address space")))?;
+        if !align.is_power_of_two() {
+            return Err(Error::InvalidArgument(format!("alignment {align} is not a power of two")));
+        }
+        self.agree(Request {
+            op: OP_MALLOC,
+            _pad: 0,
+            a: bytes,
+            b: align,
+        })?;
+        let offset = lock(&self.inner.alloc).alloc(bytes, align)?;
+        Ok(SymBuffer::new(self.clone(), offset, len))
+    }
+
+    /// Like [`Context::malloc`], with every element zero on every PE on return
+    /// (`shmem_calloc`).
+    pub fn calloc<T: bytemuck::Pod>(&self, len: usize) -> Result<SymBuffer<T>> {
+        let buf = self.malloc::<T>(len)?;
+        let rounded = lock(&self.inner.alloc)
+            .allocation_len(buf.offset())
+            .expect("just allocated");
+        let own = self.inner.heap.block(self.inner.pe)?;
+        lock(&self.inner.submit).fill(own.buffer, buf.offset(), rounded, 0)?;
+        // No PE may write into the new block before its owner has zeroed it.
+        self.sync_all()?;
+        Ok(buf)
+    }
+
+    /// Frees the allocation at `offset` on every PE (collective, `shmem_free`).
+    pub(crate) fn free_offset(&self, offset: u64) -> Result<()> {
+        self.agree(Request {
+            op: OP_FREE,
+            _pad: 0,
+            a: offset,
+            b: 0,
+        })?;
+        lock(&self.inner.alloc).free(offset)
+    }
+
+    /// Completes this PE's outstanding memory updates (`shmem_quiet`). Host-initiated
+    /// operations of this version wait for their device work before returning, so
+    /// this is a full memory fence for the host's own stores through the mapping.
+    pub fn quiet(&self) -> Result<()> {
+        fence(Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Waits until every PE has called it, after completing this PE's outstanding
+    /// memory updates (`shmem_barrier_all`): stores made before it, by the host or by
+    /// finished dispatches, are visible to every PE after it.
+    pub fn barrier_all(&self) -> Result<()> {
+        self.quiet()?;
+        self.with_boot((), |b| b.barrier())?;
+        fence(Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Waits until every PE has called it (`shmem_sync_all`). Unlike
+    /// [`Context::barrier_all`] it does not promise completion of outstanding
+    /// remote updates; host stores through the mapping are still ordered.
+    pub fn sync_all(&self) -> Result<()> {
+        fence(Ordering::SeqCst);
+        self.with_boot((), |b| b.barrier())?;
+        fence(Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Checks that `[offset, offset+bytes)` lies in PE `pe`'s reachable heap.
+    fn check_range(&self, pe: u32, offset: u64, bytes: u64) -> Result<&Arc<crate::vk::memory::SharedMemory>> {
+        let block = self.inner.heap.block(pe)?;
+        match offset.checked_add(bytes) {
+            Some(end) if end <= self.inner.heap.size() => Ok(block),
+            _ => Err(Error::InvalidArgument(format!(
+                "range of {bytes} bytes at offset {offset} runs past the symmetric heap ({} bytes)",
+                self.inner.heap.size()
+            ))),
+        }
+    }
+
+    /// Copies bytes from PE `pe`'s heap at `offset` into `dst`.
+    pub(crate) fn read_bytes(&self, pe: u32, offset: u64, dst: &mut [u8]) -> Result<()> {
+        let block = self.check_range(pe, offset, dst.len() as u64)?;
+        if let Some(base) = block.mapped() {
+            // SAFETY: the range lies inside the mapped block (check_range). Other PEs
+            // and the device may write it concurrently; we copy raw bytes without
+            // creating references to the shared memory, and Pod types accept any bytes.
+            unsafe {
+                std::ptr::copy_nonoverlapping(base.as_ptr().add(offset as usize), dst.as_mut_ptr(), dst.len())
+            };
+            return Ok(());
+        }
+        self.staged(|sub, st| {
+            for (i, chunk) in dst.chunks_mut(st.size() as usize).enumerate() {
+                let at = offset + (i as u64) * st.size();
+                sub.copy(block.buffer, at, st.buffer, 0, chunk.len() as u64)?;
+                // SAFETY: the copy finished (submit waits) and made the bytes
+                // host-visible; the staging mapping holds at least chunk.len() bytes.
+                unsafe { std::ptr::copy_nonoverlapping(st.ptr().as_ptr(), chunk.as_mut_ptr(), chunk.len()) };
+            }
+            Ok(())
+        })
+    }
+
+    /// Copies `src` into PE `pe`'s heap at `offset`.
+    pub(crate) fn write_bytes(&self, pe: u32, offset: u64, src: &[u8]) -> Result<()> {
+        let block = self.check_range(pe, offset, src.len() as u64)?;
+        if let Some(base) = block.mapped() {
+            // SAFETY: as in read_bytes; the destination range is inside the mapping.
+            unsafe {
+                std::ptr::copy_nonoverlapping(src.as_ptr(), base.as_ptr().add(offset as usize), src.len())
+            };
+            return Ok(());
+        }
+        self.staged(|sub, st| {
+            for (i, chunk) in src.chunks(st.size() as usize).enumerate() {
+                let at = offset + (i as u64) * st.size();
+                // SAFETY: the staging mapping holds at least chunk.len() bytes and no
+                // transfer is using it (the previous copy was waited for).
+                unsafe { std::ptr::copy_nonoverlapping(chunk.as_ptr(), st.ptr().as_ptr(), chunk.len()) };
+                sub.copy(st.buffer, 0, block.buffer, at, chunk.len() as u64)?;
+            }
+            Ok(())
+        })
+    }
+
+    fn staged(&self, f: impl FnOnce(&mut Submitter, &Staging) -> Result<()>) -> Result<()> {
+        let mut st = lock(&self.inner.staging);
+        if st.is_none() {
+            *st = Some(Staging::new(&self.inner.gpu, STAGING_BYTES)?);
+        }
+        let mut sub = lock(&self.inner.submit);
+        f(&mut sub, st.as_ref().expect("created above"))
+    }
+
+    /// Builds a compute kernel from SPIR-V with `bindings` storage buffers in set 0
+    /// and `push_bytes` of push constants.
+    pub fn kernel_from_spirv(&self, spirv: &[u32], entry: &str, bindings: u32, push_bytes: u32) -> Result<Kernel> {
+        Kernel::new(&self.inner.gpu, spirv, entry, bindings, push_bytes)
+    }
+
+    /// Runs `kernel` on this PE's device over `groups` workgroups, with heap
+    /// `windows` bound to its bindings 0..n (any reachable PE's heap) and `push` as
+    /// push constants, and waits for it to finish.
+    ///
+    /// # Errors
+    /// [`Error::Unreachable`] for a window on a PE this PE cannot reach,
+    /// [`Error::InvalidArgument`] for a window outside the heap, misaligned
+    /// (offsets must be multiples of [`Context::granule`]) or larger than the
+    /// device's `maxStorageBufferRange`, or a binding/push-constant count mismatch.
+    pub fn dispatch(&self, kernel: &Kernel, groups: [u32; 3], windows: &[HeapWindow], push: &[u8]) -> Result<()> {
+        let info = &self.inner.gpu.info;
+        let mut bound = Vec::with_capacity(windows.len());
+        for w in windows {
+            let block = self.check_range(w.pe, w.offset, w.bytes)?;
+            if w.offset % info.min_storage_offset_alignment != 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "window offset {} is not a multiple of the device's storage offset alignment {}",
+                    w.offset, info.min_storage_offset_alignment
+                )));
+            }
+            if w.bytes == 0 || w.bytes > info.max_storage_buffer_range {
+                return Err(Error::InvalidArgument(format!(
+                    "window of {} bytes: must be 1 to {} bytes (maxStorageBufferRange)",
+                    w.bytes, info.max_storage_buffer_range
+                )));
+            }
+            bound.push(Window {
+                buffer: block.buffer,
+                offset: w.offset,
+                range: w.bytes,
+            });
+        }
+        if groups.iter().any(|&g| g == 0) || groups[0] > info.max_workgroups_x {
+            return Err(Error::InvalidArgument(format!(
+                "workgroup count {groups:?}: each must be at least 1, x at most {}",
+                info.max_workgroups_x
+            )));
+        }
+        lock(&self.inner.submit).dispatch(kernel, groups, &bound, push)
+    }
+
+    /// Submits an empty command buffer and waits for it: the floor of every
+    /// host-initiated device operation, for benchmarks.
+    pub fn empty_submit(&self) -> Result<()> {
+        lock(&self.inner.submit).empty()
+    }
+}

@@ -1,0 +1,153 @@
+//! The symmetric heap: this PE's exported block and every reachable peer's block,
+//! imported, indexed by PE.
+//!
+//! Set-up is collective: every PE allocates its block, the PEs allgather
+//! `(deviceUUID, driverUUID, size, memory type)`, exchange fds, and each PE imports the
+//! blocks of the PEs on its own physical device. A PE on another device is recorded
+//! as unreachable (the proxy will serve it later). A final allgather of each PE's
+//! outcome makes a failure anywhere an error everywhere.
+
+use std::os::fd::AsFd;
+use std::sync::Arc;
+
+use crate::bootstrap::Bootstrap;
+use crate::error::{Error, Result};
+use crate::vk::memory::SharedMemory;
+use crate::vk::Gpu;
+
+/// What each PE publishes about its block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct BlockInfo {
+    device_uuid: [u8; 16],
+    driver_uuid: [u8; 16],
+    /// The size every PE was asked for (VKSHMEM_SYMMETRIC_SIZE).
+    requested: u64,
+    /// The allocation's real size (requested, rounded up by the driver).
+    size: u64,
+    memory_type: u32,
+    _pad: u32,
+}
+
+/// How this PE reaches PE `i`'s block.
+#[derive(Debug)]
+pub enum Peer {
+    /// Imported (or this PE's own block).
+    Mapped(Arc<SharedMemory>),
+    /// Not directly reachable; why.
+    Unreachable(String),
+}
+
+/// Every PE's heap block as seen from this PE.
+#[derive(Debug)]
+pub struct SymmetricHeap {
+    me: u32,
+    size: u64,
+    peers: Vec<Peer>,
+}
+
+impl SymmetricHeap {
+    /// Allocates this PE's block of `size` bytes and imports the peers' blocks.
+    /// Collective over the job when `boot` is given (else a job of one PE).
+    pub fn create(gpu: &Arc<Gpu>, size: u64, me: u32, boot: Option<&mut Bootstrap>) -> Result<SymmetricHeap> {
+        let own = Arc::new(SharedMemory::export_new(gpu, size)?);
+        let Some(boot) = boot else {
+            return Ok(SymmetricHeap {
+                me,
+                size,
+                peers: vec![Peer::Mapped(own)],
+            });
+        };
+        let info = BlockInfo {
+            device_uuid: gpu.info.device_uuid,
+            driver_uuid: gpu.info.driver_uuid,
+            requested: size,
+            size: own.size(),
+            memory_type: own.memory_type(),
+            _pad: 0,
+        };
+        let blobs = boot.allgather(bytemuck::bytes_of(&info))?;
+        let infos: Vec<BlockInfo> = blobs
+            .iter()
+            .map(|b| bytemuck::try_pod_read_unaligned(b))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|_| Error::Bootstrap("a PE published a malformed heap description".into()))?;
+        if let Some((pe, odd)) = infos.iter().enumerate().find(|(_, i)| i.requested != size) {
+            return Err(Error::Config {
+                var: crate::config::ENV_HEAP_SIZE,
+                value: size.to_string(),
+                why: format!("PE {pe} asked for a heap of {} bytes; every PE must ask for the same size", odd.requested),
+            });
+        }
+        let fd = own.export_fd()?;
+        let fds = boot.exchange_fds(Some(fd.as_fd()))?;
+        drop(fd);
+        let mut peers = Vec::with_capacity(infos.len());
+        let mut outcome: std::result::Result<(), String> = Ok(());
+        for (pe, (info, fd)) in infos.iter().zip(fds).enumerate() {
+            if pe as u32 == me {
+                peers.push(Peer::Mapped(own.clone()));
+                continue;
+            }
+            if info.device_uuid != gpu.info.device_uuid || info.driver_uuid != gpu.info.driver_uuid {
+                peers.push(Peer::Unreachable("on another physical device or driver".into()));
+                continue;
+            }
+            let Some(fd) = fd else {
+                outcome = Err(format!("PE {pe} sent no heap descriptor"));
+                peers.push(Peer::Unreachable("sent no heap descriptor".into()));
+                continue;
+            };
+            match SharedMemory::import(gpu, fd, info.size, info.memory_type) {
+                Ok(m) => peers.push(Peer::Mapped(Arc::new(m))),
+                Err(e) => {
+                    outcome = Err(format!("PE {me} cannot import the heap of PE {pe}: {e}"));
+                    peers.push(Peer::Unreachable(e.to_string()));
+                }
+            }
+        }
+        // Agree on the outcome so that every PE fails together or none does.
+        let status = match &outcome {
+            Ok(()) => Vec::new(),
+            Err(why) => why.as_bytes()[..why.len().min(1024)].to_vec(),
+        };
+        let all = boot.allgather(&status)?;
+        if let Some(bad) = all.iter().find(|s| !s.is_empty()) {
+            return Err(Error::Bootstrap(String::from_utf8_lossy(bad).into_owned()));
+        }
+        let reachable = peers.iter().filter(|p| matches!(p, Peer::Mapped(_))).count();
+        tracing::info!(
+            "PE {me}: symmetric heap of {size} bytes ({}), {reachable} of {} PEs directly reachable",
+            if own.mapped().is_some() { "host-mapped" } else { "device-only" },
+            peers.len()
+        );
+        Ok(SymmetricHeap { me, size, peers })
+    }
+
+    /// Heap size in bytes (the same on every PE).
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// PE `pe`'s block, if this PE can reach it directly.
+    pub fn block(&self, pe: u32) -> Result<&Arc<SharedMemory>> {
+        match self.peers.get(pe as usize) {
+            Some(Peer::Mapped(m)) => Ok(m),
+            Some(Peer::Unreachable(why)) => Err(Error::Unreachable {
+                pe,
+                me: self.me,
+                why: why.clone(),
+            }),
+            None => Err(Error::Unreachable {
+                pe,
+                me: self.me,
+                why: format!("the job has only {} PEs", self.peers.len()),
+            }),
+        }
+    }
+
+    /// Whether PE `pe`'s block is directly reachable from this PE.
+    pub fn reachable(&self, pe: u32) -> bool {
+        matches!(self.peers.get(pe as usize), Some(Peer::Mapped(_)))
+    }
+}

@@ -1,0 +1,134 @@
+//! Typed handles on symmetric allocations.
+
+use std::marker::PhantomData;
+
+use bytemuck::Pod;
+
+use crate::context::{Context, HeapWindow};
+use crate::error::Result;
+
+/// `len` elements of `T` at the same offset of every PE's symmetric heap.
+///
+/// Made by [`Context::malloc`], [`Context::calloc`] or [`Context::align`]. Host
+/// access copies (the memory is shared with the device and other processes, so no
+/// Rust references into it are handed out). Freeing is collective: call
+/// [`SymBuffer::free`] on every PE in the same order, or let the handle drop, which
+/// does the same and logs an error it cannot return. While the thread is panicking,
+/// a drop frees nothing (the job is going down and peers may not be freeing).
+pub struct SymBuffer<T: Pod> {
+    ctx: Context,
+    offset: u64,
+    len: usize,
+    live: bool,
+    _t: PhantomData<T>,
+}
+
+impl<T: Pod> std::fmt::Debug for SymBuffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SymBuffer")
+            .field("offset", &self.offset)
+            .field("len", &self.len)
+            .field("type", &std::any::type_name::<T>())
+            .finish()
+    }
+}
+
+impl<T: Pod> SymBuffer<T> {
+    pub(crate) fn new(ctx: Context, offset: u64, len: usize) -> Self {
+        SymBuffer {
+            ctx,
+            offset,
+            len,
+            live: true,
+            _t: PhantomData,
+        }
+    }
+
+    /// The symmetric address: the byte offset in every PE's heap.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Size in bytes.
+    pub fn bytes(&self) -> u64 {
+        (self.len * std::mem::size_of::<T>()) as u64
+    }
+
+    /// The whole buffer on PE `pe`, to bind to a kernel.
+    pub fn window(&self, pe: u32) -> HeapWindow {
+        HeapWindow {
+            pe,
+            offset: self.offset,
+            bytes: self.bytes(),
+        }
+    }
+
+    /// Copies PE `pe`'s copy into `dst` (`dst.len()` elements from the start).
+    ///
+    /// # Errors
+    /// [`crate::Error::Unreachable`] when `pe` is not directly reachable,
+    /// [`crate::Error::InvalidArgument`] when `dst` is longer than the buffer.
+    pub fn read_pe(&self, pe: u32, dst: &mut [T]) -> Result<()> {
+        self.check_len(dst.len())?;
+        self.ctx.read_bytes(pe, self.offset, bytemuck::cast_slice_mut(dst))
+    }
+
+    /// Copies `src` into PE `pe`'s copy, from the start.
+    pub fn write_pe(&self, pe: u32, src: &[T]) -> Result<()> {
+        self.check_len(src.len())?;
+        self.ctx.write_bytes(pe, self.offset, bytemuck::cast_slice(src))
+    }
+
+    /// Copies this PE's own copy into `dst`.
+    pub fn read(&self, dst: &mut [T]) -> Result<()> {
+        self.read_pe(self.ctx.my_pe(), dst)
+    }
+
+    /// Copies `src` into this PE's own copy.
+    pub fn write(&self, src: &[T]) -> Result<()> {
+        self.write_pe(self.ctx.my_pe(), src)
+    }
+
+    /// This PE's own copy as a vector.
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        let mut v = vec![T::zeroed(); self.len];
+        self.read(&mut v)?;
+        Ok(v)
+    }
+
+    fn check_len(&self, n: usize) -> Result<()> {
+        if n > self.len {
+            return Err(crate::Error::InvalidArgument(format!(
+                "{n} elements do not fit a symmetric buffer of {}",
+                self.len
+            )));
+        }
+        Ok(())
+    }
+
+    /// Frees the buffer on every PE (collective, `shmem_free`).
+    pub fn free(mut self) -> Result<()> {
+        self.live = false;
+        self.ctx.free_offset(self.offset)
+    }
+}
+
+impl<T: Pod> Drop for SymBuffer<T> {
+    fn drop(&mut self) {
+        if self.live && !std::thread::panicking() {
+            if let Err(e) = self.ctx.free_offset(self.offset) {
+                tracing::error!("freeing symmetric buffer at offset {} on drop: {e}", self.offset);
+            }
+        }
+    }
+}

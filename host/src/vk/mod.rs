@@ -1,0 +1,324 @@
+//! The thin Vulkan layer: instance and device ([`Gpu`]), exportable memory
+//! ([`memory`]), one-shot command submission ([`submit`]) and compute kernels
+//! ([`kernel`]). Everything above this module speaks in heaps, offsets and PEs.
+
+pub mod kernel;
+pub mod memory;
+pub mod select;
+pub mod submit;
+
+use std::ffi::CStr;
+use std::sync::Mutex;
+
+use ash::vk;
+
+use crate::error::{Error, Result, VkContext};
+
+/// What the chosen device can do, as far as vkshmem cares.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeviceCaps {
+    /// 64-bit integers in shaders.
+    pub int64: bool,
+    /// 64-bit atomics on storage buffers.
+    pub int64_atomics: bool,
+    /// 64-bit floats in shaders.
+    pub float64: bool,
+    /// 16-bit integers in shaders.
+    pub int16: bool,
+    /// 8-bit integers in shaders.
+    pub int8: bool,
+    /// 8-bit storage buffer access.
+    pub storage8: bool,
+    /// 16-bit storage buffer access.
+    pub storage16: bool,
+    /// The Vulkan memory model (with device scope).
+    pub memory_model: bool,
+    /// Timeline semaphores.
+    pub timeline_semaphores: bool,
+}
+
+/// Facts about the chosen device.
+#[derive(Debug, Clone)]
+pub struct DeviceInfo {
+    /// Index in `vkEnumeratePhysicalDevices` order.
+    pub index: usize,
+    /// `deviceName`.
+    pub name: String,
+    /// Device type.
+    pub kind: select::Kind,
+    /// `deviceUUID`: PEs whose device and driver UUIDs match share one physical device.
+    pub device_uuid: [u8; 16],
+    /// `driverUUID`.
+    pub driver_uuid: [u8; 16],
+    /// `maxStorageBufferRange`: the largest window one storage binding may cover.
+    pub max_storage_buffer_range: u64,
+    /// `minStorageBufferOffsetAlignment`.
+    pub min_storage_offset_alignment: u64,
+    /// `maxPushConstantsSize`.
+    pub max_push_constants: u32,
+    /// `maxComputeWorkGroupCount[0]`.
+    pub max_workgroups_x: u32,
+    /// `timestampPeriod` in nanoseconds per tick.
+    pub timestamp_period_ns: f32,
+}
+
+/// A Vulkan instance and logical device with one compute queue.
+///
+/// Other Vulkan objects (heaps, kernels) hold an `Arc<Gpu>` and are destroyed
+/// before it. The queue is behind a mutex: Vulkan requires external
+/// synchronization of `vkQueueSubmit` (VUID-vkQueueSubmit-queue-00893 "host access
+/// to queue must be externally synchronized").
+pub struct Gpu {
+    _entry: ash::Entry,
+    pub(crate) instance: ash::Instance,
+    pub(crate) physical: vk::PhysicalDevice,
+    pub(crate) device: ash::Device,
+    pub(crate) external_fd: ash::khr::external_memory_fd::Device,
+    pub(crate) queue: Mutex<vk::Queue>,
+    pub(crate) queue_family: u32,
+    pub(crate) memory_properties: vk::PhysicalDeviceMemoryProperties,
+    /// Facts about the device.
+    pub info: DeviceInfo,
+    /// Optional capabilities that were found and enabled.
+    pub caps: DeviceCaps,
+}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gpu")
+            .field("info", &self.info)
+            .field("caps", &self.caps)
+            .finish()
+    }
+}
+
+fn kind_of(t: vk::PhysicalDeviceType) -> select::Kind {
+    match t {
+        vk::PhysicalDeviceType::DISCRETE_GPU => select::Kind::Discrete,
+        vk::PhysicalDeviceType::INTEGRATED_GPU => select::Kind::Integrated,
+        vk::PhysicalDeviceType::VIRTUAL_GPU => select::Kind::Virtual,
+        vk::PhysicalDeviceType::CPU => select::Kind::Cpu,
+        _ => select::Kind::Other,
+    }
+}
+
+fn cstr_name(raw: &[std::ffi::c_char]) -> String {
+    // SAFETY: Vulkan guarantees deviceName/extensionName are NUL-terminated within
+    // their fixed-size arrays (VK_MAX_*_NAME_SIZE).
+    unsafe { CStr::from_ptr(raw.as_ptr()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+impl Gpu {
+    /// Opens the device for the PE with node-local number `local_pe`, chosen as
+    /// [`select::choose`] says (`wanted` is `VKSHMEM_DEVICE`).
+    pub fn open(wanted: Option<&str>, local_pe: u32) -> Result<Gpu> {
+        // SAFETY: loading the Vulkan loader runs its initialisers; libvulkan is a
+        // well-behaved shared library and we keep `entry` alive as long as the Gpu.
+        let entry = unsafe { ash::Entry::load() }.map_err(|e| Error::Loader(e.to_string()))?;
+        let app = vk::ApplicationInfo::default()
+            .application_name(c"vkshmem")
+            .engine_name(c"vkshmem")
+            .api_version(vk::API_VERSION_1_3);
+        let create = vk::InstanceCreateInfo::default().application_info(&app);
+        // SAFETY: the create info and what it points to live across the call.
+        let instance = unsafe { entry.create_instance(&create, None) }.vk("vkCreateInstance")?;
+        match Self::open_device(entry.clone(), &instance, wanted, local_pe) {
+            Ok(gpu) => Ok(gpu),
+            Err(e) => {
+                // SAFETY: no child objects of the instance exist on this path.
+                unsafe { instance.destroy_instance(None) };
+                Err(e)
+            }
+        }
+    }
+
+    fn open_device(
+        entry: ash::Entry,
+        instance: &ash::Instance,
+        wanted: Option<&str>,
+        local_pe: u32,
+    ) -> Result<Gpu> {
+        // SAFETY: `instance` is a valid instance.
+        let physicals =
+            unsafe { instance.enumerate_physical_devices() }.vk("vkEnumeratePhysicalDevices")?;
+        let cands: Vec<select::Candidate> = physicals
+            .iter()
+            .enumerate()
+            .map(|(index, &pd)| {
+                // SAFETY: `pd` came from this instance.
+                let props = unsafe { instance.get_physical_device_properties(pd) };
+                select::Candidate {
+                    index,
+                    name: cstr_name(&props.device_name),
+                    kind: kind_of(props.device_type),
+                    usable: usable(instance, pd, &props),
+                }
+            })
+            .collect();
+        let (index, why) = select::choose(&cands, wanted, local_pe).map_err(Error::NoDevice)?;
+        let physical = physicals[index];
+        let queue_family = compute_queue_family(instance, physical).expect("checked by usable()");
+
+        // Properties: limits and UUIDs.
+        let mut id = vk::PhysicalDeviceIDProperties::default();
+        let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut id);
+        // SAFETY: valid physical device; the pNext chain points at live structs.
+        unsafe { instance.get_physical_device_properties2(physical, &mut props2) };
+        let p = props2.properties;
+        let info = DeviceInfo {
+            index,
+            name: cstr_name(&p.device_name),
+            kind: kind_of(p.device_type),
+            device_uuid: id.device_uuid,
+            driver_uuid: id.driver_uuid,
+            max_storage_buffer_range: u64::from(p.limits.max_storage_buffer_range),
+            min_storage_offset_alignment: p.limits.min_storage_buffer_offset_alignment,
+            max_push_constants: p.limits.max_push_constants_size,
+            max_workgroups_x: p.limits.max_compute_work_group_count[0],
+            timestamp_period_ns: p.limits.timestamp_period,
+        };
+
+        // Features: query, then enable the ones we use that the device has.
+        let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
+        let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
+        let mut f13 = vk::PhysicalDeviceVulkan13Features::default();
+        let mut f2 = vk::PhysicalDeviceFeatures2::default()
+            .push_next(&mut f11)
+            .push_next(&mut f12)
+            .push_next(&mut f13);
+        // SAFETY: valid physical device; the pNext chain points at live structs.
+        unsafe { instance.get_physical_device_features2(physical, &mut f2) };
+        let base = f2.features;
+        let caps = DeviceCaps {
+            int64: base.shader_int64 == vk::TRUE,
+            int64_atomics: f12.shader_buffer_int64_atomics == vk::TRUE,
+            float64: base.shader_float64 == vk::TRUE,
+            int16: base.shader_int16 == vk::TRUE,
+            int8: f12.shader_int8 == vk::TRUE,
+            storage8: f12.storage_buffer8_bit_access == vk::TRUE,
+            storage16: f11.storage_buffer16_bit_access == vk::TRUE,
+            memory_model: f12.vulkan_memory_model == vk::TRUE
+                && f12.vulkan_memory_model_device_scope == vk::TRUE,
+            timeline_semaphores: f12.timeline_semaphore == vk::TRUE,
+        };
+        let b = |on: bool| if on { vk::TRUE } else { vk::FALSE };
+        let want_base = vk::PhysicalDeviceFeatures::default()
+            .shader_int64(caps.int64)
+            .shader_float64(caps.float64)
+            .shader_int16(caps.int16);
+        let mut want11 = vk::PhysicalDeviceVulkan11Features::default();
+        want11.storage_buffer16_bit_access = b(caps.storage16);
+        let mut want12 = vk::PhysicalDeviceVulkan12Features::default();
+        want12.shader_buffer_int64_atomics = b(caps.int64_atomics);
+        want12.shader_int8 = b(caps.int8);
+        want12.storage_buffer8_bit_access = b(caps.storage8);
+        want12.vulkan_memory_model = b(caps.memory_model);
+        want12.vulkan_memory_model_device_scope = b(caps.memory_model);
+        want12.timeline_semaphore = b(caps.timeline_semaphores);
+        let mut want13 = vk::PhysicalDeviceVulkan13Features::default();
+        want13.synchronization2 = f13.synchronization2;
+        let mut want2 = vk::PhysicalDeviceFeatures2::default()
+            .features(want_base)
+            .push_next(&mut want11)
+            .push_next(&mut want12)
+            .push_next(&mut want13);
+
+        let priorities = [1.0f32];
+        let queue_info = [vk::DeviceQueueCreateInfo::default()
+            .queue_family_index(queue_family)
+            .queue_priorities(&priorities)];
+        let extensions = [ash::khr::external_memory_fd::NAME.as_ptr()];
+        let create = vk::DeviceCreateInfo::default()
+            .queue_create_infos(&queue_info)
+            .enabled_extension_names(&extensions)
+            .push_next(&mut want2);
+        // SAFETY: every feature enabled was reported supported above, the extension
+        // was checked by usable(), and the create info outlives the call.
+        let device = unsafe { instance.create_device(physical, &create, None) }
+            .vk("vkCreateDevice")?;
+        // SAFETY: family and index 0 were requested in `create`.
+        let queue = unsafe { device.get_device_queue(queue_family, 0) };
+        let external_fd = ash::khr::external_memory_fd::Device::new(instance, &device);
+        // SAFETY: valid physical device.
+        let memory_properties =
+            unsafe { instance.get_physical_device_memory_properties(physical) };
+        tracing::info!(
+            "PE (local {local_pe}) uses Vulkan device [{index}] {:?} ({:?}) because {why}; caps {:?}",
+            info.name,
+            info.kind,
+            caps
+        );
+        Ok(Gpu {
+            _entry: entry,
+            instance: instance.clone(),
+            physical,
+            device,
+            external_fd,
+            queue: Mutex::new(queue),
+            queue_family,
+            memory_properties,
+            info,
+            caps,
+        })
+    }
+
+    /// Waits until the device has finished all work submitted by this process.
+    pub fn wait_idle(&self) -> Result<()> {
+        let _q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: holding the queue lock gives the external synchronization
+        // vkDeviceWaitIdle requires for all queues of the device.
+        unsafe { self.device.device_wait_idle() }.vk("vkDeviceWaitIdle")
+    }
+}
+
+impl Drop for Gpu {
+    fn drop(&mut self) {
+        // SAFETY: every child object holds an Arc<Gpu>, so none is alive any more;
+        // waiting idle first satisfies VUID-vkDestroyDevice-device-00378.
+        unsafe {
+            let _ = self.device.device_wait_idle();
+            self.device.destroy_device(None);
+            self.instance.destroy_instance(None);
+        }
+    }
+}
+
+fn compute_queue_family(instance: &ash::Instance, pd: vk::PhysicalDevice) -> Option<u32> {
+    // SAFETY: `pd` is a valid physical device of `instance`.
+    let families = unsafe { instance.get_physical_device_queue_family_properties(pd) };
+    // Prefer a compute family without graphics (a dedicated compute queue).
+    let has = |f: &vk::QueueFamilyProperties| f.queue_flags.contains(vk::QueueFlags::COMPUTE);
+    families
+        .iter()
+        .position(|f| has(f) && !f.queue_flags.contains(vk::QueueFlags::GRAPHICS))
+        .or_else(|| families.iter().position(has))
+        .map(|i| i as u32)
+}
+
+/// Whether vkshmem can use `pd`: Vulkan 1.3, a compute queue, external memory fd.
+fn usable(
+    instance: &ash::Instance,
+    pd: vk::PhysicalDevice,
+    props: &vk::PhysicalDeviceProperties,
+) -> std::result::Result<(), String> {
+    if props.api_version < vk::API_VERSION_1_3 {
+        return Err(format!(
+            "Vulkan {}.{} < 1.3",
+            vk::api_version_major(props.api_version),
+            vk::api_version_minor(props.api_version)
+        ));
+    }
+    if compute_queue_family(instance, pd).is_none() {
+        return Err("no compute queue".into());
+    }
+    // SAFETY: `pd` is a valid physical device of `instance`.
+    let exts = unsafe { instance.enumerate_device_extension_properties(pd) }
+        .map_err(|e| format!("cannot list extensions: {e:?}"))?;
+    let want = ash::khr::external_memory_fd::NAME.to_string_lossy();
+    if !exts.iter().any(|e| cstr_name(&e.extension_name) == want) {
+        return Err(format!("no {want}"));
+    }
+    Ok(())
+}

@@ -1,0 +1,219 @@
+//! One-shot submissions: record, submit, wait. Used by host-initiated operations.
+
+use std::sync::Arc;
+
+use ash::vk;
+
+use super::kernel::Kernel;
+use super::Gpu;
+use crate::error::{Error, Result, VkContext};
+
+/// A storage-buffer window bound to a kernel binding.
+#[derive(Debug, Clone, Copy)]
+pub struct Window {
+    /// The buffer.
+    pub buffer: vk::Buffer,
+    /// Byte offset (a multiple of `minStorageBufferOffsetAlignment`).
+    pub offset: u64,
+    /// Byte length (at most `maxStorageBufferRange`).
+    pub range: u64,
+}
+
+/// A command buffer, a fence and a descriptor pool, reused submission after
+/// submission. Not shared between threads (the owner wraps it in a mutex).
+pub struct Submitter {
+    gpu: Arc<Gpu>,
+    pool: vk::CommandPool,
+    cmd: vk::CommandBuffer,
+    fence: vk::Fence,
+    descriptors: vk::DescriptorPool,
+}
+
+impl std::fmt::Debug for Submitter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Submitter")
+    }
+}
+
+impl Submitter {
+    /// Creates the objects on `gpu`.
+    pub fn new(gpu: &Arc<Gpu>) -> Result<Submitter> {
+        let d = &gpu.device;
+        let mut s = Submitter {
+            gpu: gpu.clone(),
+            pool: vk::CommandPool::null(),
+            cmd: vk::CommandBuffer::null(),
+            fence: vk::Fence::null(),
+            descriptors: vk::DescriptorPool::null(),
+        };
+        let info = vk::CommandPoolCreateInfo::default()
+            .queue_family_index(gpu.queue_family)
+            .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
+        // SAFETY: valid device; family exists.
+        s.pool = unsafe { d.create_command_pool(&info, None) }.vk("vkCreateCommandPool")?;
+        let info = vk::CommandBufferAllocateInfo::default()
+            .command_pool(s.pool)
+            .level(vk::CommandBufferLevel::PRIMARY)
+            .command_buffer_count(1);
+        // SAFETY: valid pool.
+        s.cmd = unsafe { d.allocate_command_buffers(&info) }.vk("vkAllocateCommandBuffers")?[0];
+        // SAFETY: valid device.
+        s.fence = unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) }.vk("vkCreateFence")?;
+        let sizes = [vk::DescriptorPoolSize::default()
+            .ty(vk::DescriptorType::STORAGE_BUFFER)
+            .descriptor_count(super::kernel::MAX_BINDINGS)];
+        let info = vk::DescriptorPoolCreateInfo::default()
+            .max_sets(1)
+            .pool_sizes(&sizes);
+        // SAFETY: valid device.
+        s.descriptors = unsafe { d.create_descriptor_pool(&info, None) }.vk("vkCreateDescriptorPool")?;
+        Ok(s)
+    }
+
+    /// Records with `record`, submits, and waits for completion. A final barrier
+    /// makes shader and transfer writes visible to the host.
+    fn run(&mut self, record: impl FnOnce(&ash::Device, vk::CommandBuffer)) -> Result<()> {
+        let d = &self.gpu.device;
+        let begin = vk::CommandBufferBeginInfo::default()
+            .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+        // SAFETY: the previous submission of `cmd` completed (we waited on the
+        // fence), so it may be reset and re-recorded (VUID-vkBeginCommandBuffer-commandBuffer-00049).
+        unsafe {
+            d.reset_command_buffer(self.cmd, vk::CommandBufferResetFlags::empty())
+                .vk("vkResetCommandBuffer")?;
+            d.begin_command_buffer(self.cmd, &begin).vk("vkBeginCommandBuffer")?;
+        }
+        record(d, self.cmd);
+        let to_host = [vk::MemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
+            .dst_access_mask(vk::AccessFlags::HOST_READ)];
+        let cmds = [self.cmd];
+        let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
+        // SAFETY: recording state; the queue lock gives the external synchronization
+        // vkQueueSubmit needs; the fence is unsignaled (reset after each wait).
+        unsafe {
+            d.cmd_pipeline_barrier(
+                self.cmd,
+                vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::HOST,
+                vk::DependencyFlags::empty(),
+                &to_host,
+                &[],
+                &[],
+            );
+            d.end_command_buffer(self.cmd).vk("vkEndCommandBuffer")?;
+            let q = self.gpu.queue.lock().unwrap_or_else(|p| p.into_inner());
+            d.queue_submit(*q, &submit, self.fence).vk("vkQueueSubmit")?;
+        }
+        // SAFETY: the fence belongs to this device and was just submitted.
+        unsafe {
+            d.wait_for_fences(&[self.fence], true, u64::MAX).vk("vkWaitForFences")?;
+            d.reset_fences(&[self.fence]).vk("vkResetFences")?;
+        }
+        Ok(())
+    }
+
+    /// Runs `kernel` over `groups` workgroups with `windows` bound to bindings 0..n
+    /// and `push` as push constants; returns when it has finished.
+    pub fn dispatch(&mut self, kernel: &Kernel, groups: [u32; 3], windows: &[Window], push: &[u8]) -> Result<()> {
+        if windows.len() != kernel.bindings() as usize {
+            return Err(Error::InvalidArgument(format!(
+                "kernel has {} bindings, {} windows given",
+                kernel.bindings(),
+                windows.len()
+            )));
+        }
+        if push.len() != kernel.push_bytes() as usize {
+            return Err(Error::InvalidArgument(format!(
+                "kernel takes {} bytes of push constants, {} given",
+                kernel.push_bytes(),
+                push.len()
+            )));
+        }
+        let d = &self.gpu.device;
+        let layouts = [kernel.set_layout];
+        let info = vk::DescriptorSetAllocateInfo::default()
+            .descriptor_pool(self.descriptors)
+            .set_layouts(&layouts);
+        // SAFETY: no set from the pool is in use (previous submission completed).
+        let set = unsafe {
+            d.reset_descriptor_pool(self.descriptors, vk::DescriptorPoolResetFlags::empty())
+                .vk("vkResetDescriptorPool")?;
+            d.allocate_descriptor_sets(&info).vk("vkAllocateDescriptorSets")?[0]
+        };
+        let infos: Vec<[vk::DescriptorBufferInfo; 1]> = windows
+            .iter()
+            .map(|w| [vk::DescriptorBufferInfo::default().buffer(w.buffer).offset(w.offset).range(w.range)])
+            .collect();
+        let writes: Vec<_> = infos
+            .iter()
+            .enumerate()
+            .map(|(i, info)| {
+                vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(i as u32)
+                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                    .buffer_info(info)
+            })
+            .collect();
+        // SAFETY: the set is not in use; offsets and ranges were validated by the
+        // caller against minStorageBufferOffsetAlignment and maxStorageBufferRange.
+        unsafe { d.update_descriptor_sets(&writes, &[]) };
+        self.run(|d, cmd| {
+            // SAFETY: recording state; pipeline, layout and set are compatible.
+            unsafe {
+                d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, kernel.pipeline);
+                d.cmd_bind_descriptor_sets(cmd, vk::PipelineBindPoint::COMPUTE, kernel.layout, 0, &[set], &[]);
+                if !push.is_empty() {
+                    d.cmd_push_constants(cmd, kernel.layout, vk::ShaderStageFlags::COMPUTE, 0, push);
+                }
+                d.cmd_dispatch(cmd, groups[0], groups[1], groups[2]);
+            }
+        })
+    }
+
+    /// Copies `size` bytes from `src` at `src_offset` to `dst` at `dst_offset`.
+    pub fn copy(&mut self, src: vk::Buffer, src_offset: u64, dst: vk::Buffer, dst_offset: u64, size: u64) -> Result<()> {
+        if size == 0 {
+            return Ok(());
+        }
+        let region = [vk::BufferCopy { src_offset, dst_offset, size }];
+        self.run(|d, cmd| {
+            // SAFETY: recording state; the caller checked both ranges lie inside
+            // their buffers (VUID-vkCmdCopyBuffer-srcOffset-00113 and friends).
+            unsafe { d.cmd_copy_buffer(cmd, src, dst, &region) }
+        })
+    }
+
+    /// Fills `size` bytes of `buffer` from `offset` with the 32-bit `value`
+    /// (offset and size multiples of 4).
+    pub fn fill(&mut self, buffer: vk::Buffer, offset: u64, size: u64, value: u32) -> Result<()> {
+        if size == 0 {
+            return Ok(());
+        }
+        self.run(|d, cmd| {
+            // SAFETY: recording state; offset/size are multiples of 4 inside the
+            // buffer (VUID-vkCmdFillBuffer-dstOffset-00025, -size-00028), checked by the caller.
+            unsafe { d.cmd_fill_buffer(cmd, buffer, offset, size, value) }
+        })
+    }
+
+    /// Submits an empty command buffer and waits: the floor of any host-initiated
+    /// device operation.
+    pub fn empty(&mut self) -> Result<()> {
+        self.run(|_, _| {})
+    }
+}
+
+impl Drop for Submitter {
+    fn drop(&mut self) {
+        let d = &self.gpu.device;
+        // SAFETY: every submission was waited for; freeing the pool frees its
+        // command buffer.
+        unsafe {
+            d.destroy_descriptor_pool(self.descriptors, None);
+            d.destroy_fence(self.fence, None);
+            d.destroy_command_pool(self.pool, None);
+        }
+    }
+}
