@@ -1,1 +1,49 @@
+//! # vkshmem
+//!
+//! OpenSHMEM / Intel SHMEM–style collectives on GPUs through Vulkan compute.
+//!
+//! A job is N processes (PEs) started by `vkshmrun -n N program`. Each PE calls
+//! [`init`], which opens a Vulkan device, allocates this PE's block of the
+//! symmetric heap and imports the blocks of every PE on the same device. Symmetric
+//! allocations ([`Context::malloc`]) have the same offset in every block, so a
+//! kernel on one PE can load and store another PE's copy directly.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), vkshmem::Error> {
+//! let ctx = vkshmem::init()?;
+//! let (me, n) = (ctx.my_pe(), ctx.n_pes());
+//! let buf = ctx.calloc::<u32>(1024)?;
+//! // Write into the next PE's copy through the host mapping, then barrier.
+//! buf.write_pe((me + 1) % n, &[me; 1024])?;
+//! ctx.barrier_all()?;
+//! assert_eq!(buf.to_vec()?[0], (me + n - 1) % n);
+//! buf.free()?;
+//! ctx.finalize()
+//! # }
+//! ```
+//!
+//! The crates underneath: `vkshmem-host` (bootstrap, Vulkan, heap, allocator) and
+//! `vkshmem-device` (the WGSL kernel pipeline). See `ARCHITECTURE.md`.
 
+#![warn(missing_docs)]
+
+pub mod kernel;
+
+pub use kernel::{compile_kernel, KernelError};
+pub use vkshmem_device::CompileError;
+pub use vkshmem_host::{Context, DeviceCaps, DeviceInfo, Error, HeapWindow, Kernel, Result, SymBuffer};
+
+/// Joins the job: see [`Context::init`].
+///
+/// When `RUST_LOG` is set and the program has not installed a `tracing` subscriber
+/// of its own, this installs one that writes to stderr, so that `RUST_LOG=info`
+/// shows which device each PE took and why, with no code in the program.
+pub fn init() -> Result<Context> {
+    if std::env::var_os("RUST_LOG").is_some() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
+    Context::init()
+}

@@ -73,20 +73,33 @@ impl<T: Pod> SymBuffer<T> {
         }
     }
 
-    /// Copies PE `pe`'s copy into `dst` (`dst.len()` elements from the start).
+    /// Copies elements `start..start + dst.len()` of PE `pe`'s copy into `dst`.
     ///
     /// # Errors
     /// [`crate::Error::Unreachable`] when `pe` is not directly reachable,
-    /// [`crate::Error::InvalidArgument`] when `dst` is longer than the buffer.
-    pub fn read_pe(&self, pe: u32, dst: &mut [T]) -> Result<()> {
-        self.check_len(dst.len())?;
-        self.ctx.read_bytes(pe, self.offset, bytemuck::cast_slice_mut(dst))
+    /// [`crate::Error::InvalidArgument`] when the range runs past the buffer.
+    pub fn read_at(&self, pe: u32, start: usize, dst: &mut [T]) -> Result<()> {
+        let at = self.check_range(start, dst.len())?;
+        self.ctx.read_bytes(pe, at, bytemuck::cast_slice_mut(dst))
     }
 
-    /// Copies `src` into PE `pe`'s copy, from the start.
+    /// Copies `src` into elements `start..start + src.len()` of PE `pe`'s copy.
+    ///
+    /// # Errors
+    /// As [`SymBuffer::read_at`].
+    pub fn write_at(&self, pe: u32, start: usize, src: &[T]) -> Result<()> {
+        let at = self.check_range(start, src.len())?;
+        self.ctx.write_bytes(pe, at, bytemuck::cast_slice(src))
+    }
+
+    /// Copies the first `dst.len()` elements of PE `pe`'s copy into `dst`.
+    pub fn read_pe(&self, pe: u32, dst: &mut [T]) -> Result<()> {
+        self.read_at(pe, 0, dst)
+    }
+
+    /// Copies `src` into the first `src.len()` elements of PE `pe`'s copy.
     pub fn write_pe(&self, pe: u32, src: &[T]) -> Result<()> {
-        self.check_len(src.len())?;
-        self.ctx.write_bytes(pe, self.offset, bytemuck::cast_slice(src))
+        self.write_at(pe, 0, src)
     }
 
     /// Copies this PE's own copy into `dst`.
@@ -106,14 +119,15 @@ impl<T: Pod> SymBuffer<T> {
         Ok(v)
     }
 
-    fn check_len(&self, n: usize) -> Result<()> {
-        if n > self.len {
-            return Err(crate::Error::InvalidArgument(format!(
-                "{n} elements do not fit a symmetric buffer of {}",
+    /// The byte offset of element `start`, when `start..start + n` lies in the buffer.
+    fn check_range(&self, start: usize, n: usize) -> Result<u64> {
+        match start.checked_add(n) {
+            Some(end) if end <= self.len => Ok(self.offset + (start * std::mem::size_of::<T>()) as u64),
+            _ => Err(crate::Error::InvalidArgument(format!(
+                "elements {start}..{start}+{n} run past a symmetric buffer of {}",
                 self.len
-            )));
+            ))),
         }
-        Ok(())
     }
 
     /// Frees the buffer on every PE (collective, `shmem_free`).

@@ -1,0 +1,193 @@
+//! Starting and supervising the PEs.
+
+use std::ffi::OsString;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use vkshmem_host::bootstrap::Server;
+use vkshmem_host::config;
+
+const POLL: Duration = Duration::from_millis(5);
+
+/// How a PE ended, in words.
+fn describe(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("exited with code {c}"),
+        (None, Some(s)) => match Signal::try_from(s) {
+            Ok(sig) => format!("was killed by signal {s} ({sig})"),
+            Err(_) => format!("was killed by signal {s}"),
+        },
+        _ => format!("ended ({status})"),
+    }
+}
+
+/// The exit code vkshmrun reports for a PE's status: its code, or 128 + signal.
+fn code_of(status: ExitStatus) -> i32 {
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(1)
+}
+
+struct Pe {
+    child: Child,
+    status: Option<ExitStatus>,
+}
+
+fn signal_all(pes: &[Pe], sig: Signal) {
+    for p in pes.iter().filter(|p| p.status.is_none()) {
+        let _ = kill(Pid::from_raw(p.child.id() as i32), sig);
+    }
+}
+
+/// Runs the job and returns vkshmrun's exit code.
+pub fn run(npes: u32, label: bool, grace: Duration, command: &[OsString]) -> Result<i32> {
+    let server = Server::start(npes).context("starting the bootstrap endpoint")?;
+    let secret = config::encode_hex(server.secret());
+
+    // Signals to forward: remember the last one received.
+    let caught = Arc::new(AtomicUsize::new(0));
+    for sig in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        signal_hook::flag::register_usize(sig as i32, caught.clone(), sig as usize)
+            .context("installing signal handlers")?;
+    }
+
+    let mut pes: Vec<Pe> = Vec::with_capacity(npes as usize);
+    let mut pumps = Vec::new();
+    let mut pgid = 0;
+    for pe in 0..npes {
+        let mut cmd = Command::new(&command[0]);
+        cmd.args(&command[1..])
+            .env(config::ENV_PE, pe.to_string())
+            .env(config::ENV_NPES, npes.to_string())
+            .env(config::ENV_BOOTSTRAP, server.endpoint())
+            .env(config::ENV_SECRET, &secret)
+            .stdin(Stdio::null())
+            // One process group for the job: the terminal's Ctrl-C reaches only
+            // vkshmrun, which forwards it once to every PE.
+            .process_group(pgid);
+        if label {
+            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        }
+        // SAFETY: the closure runs in the child between fork and exec and only makes
+        // the async-signal-safe prctl(2) call.
+        unsafe {
+            cmd.pre_exec(|| {
+                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)
+            });
+        }
+        match cmd.spawn() {
+            Ok(mut child) => {
+                if pgid == 0 {
+                    pgid = child.id() as i32;
+                }
+                if let Some(out) = child.stdout.take() {
+                    pumps.push(crate::output::label(pe, out, false));
+                }
+                if let Some(err) = child.stderr.take() {
+                    pumps.push(crate::output::label(pe, err, true));
+                }
+                pes.push(Pe { child, status: None });
+            }
+            Err(e) => {
+                eprintln!(
+                    "vkshmrun: cannot start PE {pe} ({}): {e}",
+                    command[0].to_string_lossy()
+                );
+                signal_all(&pes, Signal::SIGKILL);
+                for p in &mut pes {
+                    let _ = p.child.wait();
+                }
+                return Ok(127);
+            }
+        }
+    }
+
+    let mut failure: Option<(u32, ExitStatus)> = None;
+    let mut interrupted: Option<i32> = None;
+    let mut deadline: Option<Instant> = None;
+    let mut killed = false;
+    loop {
+        let sig = caught.swap(0, Ordering::SeqCst);
+        if sig != 0 {
+            if let Ok(s) = Signal::try_from(sig as i32) {
+                if interrupted.is_none() {
+                    eprintln!("vkshmrun: got {s}, passing it to every PE");
+                }
+                interrupted = Some(sig as i32);
+                signal_all(&pes, s);
+                deadline.get_or_insert(Instant::now() + grace);
+            }
+        }
+
+        // Reap whoever has ended.
+        let mut newly_failed = Vec::new();
+        for (i, p) in pes.iter_mut().enumerate() {
+            if p.status.is_none() {
+                if let Ok(Some(st)) = p.child.try_wait() {
+                    p.status = Some(st);
+                    if !st.success() {
+                        newly_failed.push((i as u32, st));
+                    }
+                }
+            }
+        }
+        if failure.is_none() && !newly_failed.is_empty() && interrupted.is_none() {
+            // Name the root cause: the PE the endpoint saw go first, else one killed
+            // by a signal, else the lowest-numbered.
+            let first = server.first_failure().map(|f| f.0);
+            let pick = newly_failed
+                .iter()
+                .find(|(pe, _)| Some(*pe) == first)
+                .or_else(|| newly_failed.iter().find(|(_, st)| st.signal().is_some()))
+                .unwrap_or(&newly_failed[0]);
+            let (pe, st) = *pick;
+            eprintln!(
+                "vkshmrun: PE {pe} {}; stopping the other PEs",
+                describe(st)
+            );
+            server.fail(pe, &describe(st));
+            failure = Some((pe, st));
+            signal_all(&pes, Signal::SIGTERM);
+            deadline = Some(Instant::now() + grace);
+        }
+
+        if pes.iter().all(|p| p.status.is_some()) {
+            break;
+        }
+        if let Some(d) = deadline {
+            if !killed && Instant::now() >= d {
+                signal_all(&pes, Signal::SIGKILL);
+                killed = true;
+            }
+        }
+        std::thread::sleep(POLL);
+    }
+    for h in pumps {
+        let _ = h.join();
+    }
+    drop(server);
+
+    if let Some(sig) = interrupted {
+        return Ok(128 + sig);
+    }
+    if let Some((pe, st)) = failure {
+        let others: Vec<String> = pes
+            .iter()
+            .enumerate()
+            .filter(|(i, p)| *i as u32 != pe && !p.status.is_some_and(|s| s.success()))
+            .map(|(i, p)| format!("PE {i} {}", p.status.map(describe).unwrap_or_default()))
+            .collect();
+        if !others.is_empty() {
+            eprintln!("vkshmrun: after PE {pe} failed: {}", others.join(", "));
+        }
+        return Ok(code_of(st));
+    }
+    Ok(0)
+}
