@@ -75,7 +75,10 @@ fn main() -> anyhow::Result<()> {
             .map(|(pe, w)| format!("PE {pe}: {w} wrong"))
             .collect();
         if bad.is_empty() {
-            println!("heap_ring: ok npes={n} elems={elems} device={:?}", ctx.device_info().name);
+            println!(
+                "heap_ring: ok npes={n} elems={elems} device={:?}",
+                ctx.device_info().name
+            );
         } else {
             println!("heap_ring: FAILED {}", bad.join(", "));
         }

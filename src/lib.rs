@@ -31,7 +31,9 @@ pub mod kernel;
 
 pub use kernel::{compile_kernel, KernelError};
 pub use vkshmem_device::CompileError;
-pub use vkshmem_host::{Context, DeviceCaps, DeviceInfo, Error, HeapWindow, Kernel, Result, SymBuffer};
+pub use vkshmem_host::{
+    Context, DeviceCaps, DeviceInfo, Error, HeapWindow, Kernel, Result, SymBuffer,
+};
 
 /// Joins the job: see [`Context::init`].
 ///
@@ -43,6 +45,7 @@ pub fn init() -> Result<Context> {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .try_init();
     }
     Context::init()

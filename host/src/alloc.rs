@@ -195,7 +195,11 @@ mod tests {
             a.free(o).unwrap();
         }
         assert_eq!(a.live(), 0);
-        assert_eq!(a.largest_free(), a.size(), "free ranges coalesce back to one");
+        assert_eq!(
+            a.largest_free(),
+            a.size(),
+            "free ranges coalesce back to one"
+        );
     }
 
     #[test]

@@ -105,12 +105,18 @@ impl Context {
         let job = config::job_env(get)?;
         let heap_size = config::heap_size(get)?;
         let mut boot = match &job.bootstrap {
-            Some((endpoint, secret)) => Some(Bootstrap::connect(endpoint, secret, job.pe, job.npes)?),
+            Some((endpoint, secret)) => {
+                Some(Bootstrap::connect(endpoint, secret, job.pe, job.npes)?)
+            }
             None => None,
         };
         let gpu = Arc::new(Gpu::open(get(config::ENV_DEVICE).as_deref(), job.pe)?);
         let heap = SymmetricHeap::create(&gpu, heap_size, job.pe, boot.as_mut())?;
-        let granule = gpu.info.min_storage_offset_alignment.max(256).next_power_of_two();
+        let granule = gpu
+            .info
+            .min_storage_offset_alignment
+            .max(256)
+            .next_power_of_two();
         let alloc = Allocator::new(heap.size(), granule)?;
         let submit = Submitter::new(&gpu)?;
         Ok(Context {
@@ -220,9 +226,13 @@ impl Context {
     pub fn align<T: bytemuck::Pod>(&self, align: u64, len: usize) -> Result<SymBuffer<T>> {
         let bytes = (len as u64)
             .checked_mul(std::mem::size_of::<T>() as u64)
-            .ok_or_else(|| Error::InvalidArgument(format!("{len} elements overflow the address space")))?;
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!("{len} elements overflow the address space"))
+            })?;
         if !align.is_power_of_two() {
-            return Err(Error::InvalidArgument(format!("alignment {align} is not a power of two")));
+            return Err(Error::InvalidArgument(format!(
+                "alignment {align} is not a power of two"
+            )));
         }
         self.agree(Request {
             op: OP_MALLOC,
@@ -288,7 +298,12 @@ impl Context {
     }
 
     /// Checks that `[offset, offset+bytes)` lies in PE `pe`'s reachable heap.
-    fn check_range(&self, pe: u32, offset: u64, bytes: u64) -> Result<&Arc<crate::vk::memory::SharedMemory>> {
+    fn check_range(
+        &self,
+        pe: u32,
+        offset: u64,
+        bytes: u64,
+    ) -> Result<&Arc<crate::vk::memory::SharedMemory>> {
         let block = self.inner.heap.block(pe)?;
         match offset.checked_add(bytes) {
             Some(end) if end <= self.inner.heap.size() => Ok(block),
@@ -307,7 +322,11 @@ impl Context {
             // and the device may write it concurrently; we copy raw bytes without
             // creating references to the shared memory, and Pod types accept any bytes.
             unsafe {
-                std::ptr::copy_nonoverlapping(base.as_ptr().add(offset as usize), dst.as_mut_ptr(), dst.len())
+                std::ptr::copy_nonoverlapping(
+                    base.as_ptr().add(offset as usize),
+                    dst.as_mut_ptr(),
+                    dst.len(),
+                )
             };
             return Ok(());
         }
@@ -317,7 +336,13 @@ impl Context {
                 sub.copy(block.buffer, at, st.buffer, 0, chunk.len() as u64)?;
                 // SAFETY: the copy finished (submit waits) and made the bytes
                 // host-visible; the staging mapping holds at least chunk.len() bytes.
-                unsafe { std::ptr::copy_nonoverlapping(st.ptr().as_ptr(), chunk.as_mut_ptr(), chunk.len()) };
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        st.ptr().as_ptr(),
+                        chunk.as_mut_ptr(),
+                        chunk.len(),
+                    )
+                };
             }
             Ok(())
         })
@@ -329,7 +354,11 @@ impl Context {
         if let Some(base) = block.mapped() {
             // SAFETY: as in read_bytes; the destination range is inside the mapping.
             unsafe {
-                std::ptr::copy_nonoverlapping(src.as_ptr(), base.as_ptr().add(offset as usize), src.len())
+                std::ptr::copy_nonoverlapping(
+                    src.as_ptr(),
+                    base.as_ptr().add(offset as usize),
+                    src.len(),
+                )
             };
             return Ok(());
         }
@@ -338,7 +367,9 @@ impl Context {
                 let at = offset + (i as u64) * st.size();
                 // SAFETY: the staging mapping holds at least chunk.len() bytes and no
                 // transfer is using it (the previous copy was waited for).
-                unsafe { std::ptr::copy_nonoverlapping(chunk.as_ptr(), st.ptr().as_ptr(), chunk.len()) };
+                unsafe {
+                    std::ptr::copy_nonoverlapping(chunk.as_ptr(), st.ptr().as_ptr(), chunk.len())
+                };
                 sub.copy(st.buffer, 0, block.buffer, at, chunk.len() as u64)?;
             }
             Ok(())
@@ -356,7 +387,13 @@ impl Context {
 
     /// Builds a compute kernel from SPIR-V with `bindings` storage buffers in set 0
     /// and `push_bytes` of push constants.
-    pub fn kernel_from_spirv(&self, spirv: &[u32], entry: &str, bindings: u32, push_bytes: u32) -> Result<Kernel> {
+    pub fn kernel_from_spirv(
+        &self,
+        spirv: &[u32],
+        entry: &str,
+        bindings: u32,
+        push_bytes: u32,
+    ) -> Result<Kernel> {
         Kernel::new(&self.inner.gpu, spirv, entry, bindings, push_bytes)
     }
 
@@ -369,7 +406,13 @@ impl Context {
     /// [`Error::InvalidArgument`] for a window outside the heap, misaligned
     /// (offsets must be multiples of [`Context::granule`]) or larger than the
     /// device's `maxStorageBufferRange`, or a binding/push-constant count mismatch.
-    pub fn dispatch(&self, kernel: &Kernel, groups: [u32; 3], windows: &[HeapWindow], push: &[u8]) -> Result<()> {
+    pub fn dispatch(
+        &self,
+        kernel: &Kernel,
+        groups: [u32; 3],
+        windows: &[HeapWindow],
+        push: &[u8],
+    ) -> Result<()> {
         let info = &self.inner.gpu.info;
         let mut bound = Vec::with_capacity(windows.len());
         for w in windows {

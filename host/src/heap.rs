@@ -49,7 +49,12 @@ pub struct SymmetricHeap {
 impl SymmetricHeap {
     /// Allocates this PE's block of `size` bytes and imports the peers' blocks.
     /// Collective over the job when `boot` is given (else a job of one PE).
-    pub fn create(gpu: &Arc<Gpu>, size: u64, me: u32, boot: Option<&mut Bootstrap>) -> Result<SymmetricHeap> {
+    pub fn create(
+        gpu: &Arc<Gpu>,
+        size: u64,
+        me: u32,
+        boot: Option<&mut Bootstrap>,
+    ) -> Result<SymmetricHeap> {
         let own = Arc::new(SharedMemory::export_new(gpu, size)?);
         let Some(boot) = boot else {
             return Ok(SymmetricHeap {
@@ -76,7 +81,10 @@ impl SymmetricHeap {
             return Err(Error::Config {
                 var: crate::config::ENV_HEAP_SIZE,
                 value: size.to_string(),
-                why: format!("PE {pe} asked for a heap of {} bytes; every PE must ask for the same size", odd.requested),
+                why: format!(
+                    "PE {pe} asked for a heap of {} bytes; every PE must ask for the same size",
+                    odd.requested
+                ),
             });
         }
         let fd = own.export_fd()?;
@@ -89,8 +97,11 @@ impl SymmetricHeap {
                 peers.push(Peer::Mapped(own.clone()));
                 continue;
             }
-            if info.device_uuid != gpu.info.device_uuid || info.driver_uuid != gpu.info.driver_uuid {
-                peers.push(Peer::Unreachable("on another physical device or driver".into()));
+            if info.device_uuid != gpu.info.device_uuid || info.driver_uuid != gpu.info.driver_uuid
+            {
+                peers.push(Peer::Unreachable(
+                    "on another physical device or driver".into(),
+                ));
                 continue;
             }
             let Some(fd) = fd else {
@@ -115,7 +126,10 @@ impl SymmetricHeap {
         if let Some(bad) = all.iter().find(|s| !s.is_empty()) {
             return Err(Error::Bootstrap(String::from_utf8_lossy(bad).into_owned()));
         }
-        let reachable = peers.iter().filter(|p| matches!(p, Peer::Mapped(_))).count();
+        let reachable = peers
+            .iter()
+            .filter(|p| matches!(p, Peer::Mapped(_)))
+            .count();
         tracing::info!(
             "PE {me}: symmetric heap of {size} bytes ({}), {reachable} of {} PEs directly reachable",
             if own.mapped().is_some() { "host-mapped" } else { "device-only" },

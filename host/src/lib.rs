@@ -11,8 +11,8 @@
 pub mod alloc;
 pub mod bootstrap;
 pub mod config;
-pub mod vk;
 pub mod error;
+pub mod vk;
 
 pub use error::{Error, Result};
 pub mod context;

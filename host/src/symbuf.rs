@@ -122,7 +122,9 @@ impl<T: Pod> SymBuffer<T> {
     /// The byte offset of element `start`, when `start..start + n` lies in the buffer.
     fn check_range(&self, start: usize, n: usize) -> Result<u64> {
         match start.checked_add(n) {
-            Some(end) if end <= self.len => Ok(self.offset + (start * std::mem::size_of::<T>()) as u64),
+            Some(end) if end <= self.len => {
+                Ok(self.offset + (start * std::mem::size_of::<T>()) as u64)
+            }
             _ => Err(crate::Error::InvalidArgument(format!(
                 "elements {start}..{start}+{n} run past a symmetric buffer of {}",
                 self.len
@@ -141,7 +143,10 @@ impl<T: Pod> Drop for SymBuffer<T> {
     fn drop(&mut self) {
         if self.live && !std::thread::panicking() {
             if let Err(e) = self.ctx.free_offset(self.offset) {
-                tracing::error!("freeing symmetric buffer at offset {} on drop: {e}", self.offset);
+                tracing::error!(
+                    "freeing symmetric buffer at offset {} on drop: {e}",
+                    self.offset
+                );
             }
         }
     }

@@ -91,9 +91,9 @@ impl Bootstrap {
             Some((Msg::Abort { pe, reason }, _)) => Err(Error::PeerFailed { pe, how: reason }),
             Some((msg, fds)) => {
                 let got = match &msg {
-                    Msg::BarrierDone { seq } | Msg::Gathered { seq, .. } | Msg::FdChunk { seq, .. } => {
-                        *seq
-                    }
+                    Msg::BarrierDone { seq }
+                    | Msg::Gathered { seq, .. }
+                    | Msg::FdChunk { seq, .. } => *seq,
                     _ => u64::MAX,
                 };
                 if got != seq {
@@ -116,7 +116,10 @@ impl Bootstrap {
         send(&self.stream, &Msg::Barrier { seq }, &[])?;
         match self.answer(seq)? {
             (Msg::BarrierDone { .. }, _) => Ok(()),
-            (m, _) => Err(Error::Bootstrap(format!("expected barrier-done, got {}", m.kind()))),
+            (m, _) => Err(Error::Bootstrap(format!(
+                "expected barrier-done, got {}",
+                m.kind()
+            ))),
         }
     }
 
@@ -164,7 +167,10 @@ impl Bootstrap {
         while out.len() < self.npes as usize {
             let (msg, fds) = self.answer(seq)?;
             let Msg::FdChunk { first, present, .. } = msg else {
-                return Err(Error::Bootstrap(format!("expected fd-chunk, got {}", msg.kind())));
+                return Err(Error::Bootstrap(format!(
+                    "expected fd-chunk, got {}",
+                    msg.kind()
+                )));
             };
             if first as usize != out.len() || out.len() + present.len() > self.npes as usize {
                 return Err(Error::Bootstrap("fd chunks out of order".into()));

@@ -104,7 +104,10 @@ mod tests {
         let mut wrong = server.secret().to_vec();
         wrong[0] ^= 1;
         let e = Bootstrap::connect(server.endpoint(), &wrong, 0, 2).unwrap_err();
-        assert!(matches!(&e, Error::Refused(r) if r.contains("secret")), "{e}");
+        assert!(
+            matches!(&e, Error::Refused(r) if r.contains("secret")),
+            "{e}"
+        );
         // Wrong PE count, PE outside the job, short secret.
         let s = server.secret().to_vec();
         assert!(matches!(
@@ -119,7 +122,10 @@ mod tests {
         // The refusals did not fail the job: the right PEs still get in.
         let _a = Bootstrap::connect(server.endpoint(), &s, 0, 2).unwrap();
         let e = Bootstrap::connect(server.endpoint(), &s, 0, 2).unwrap_err();
-        assert!(matches!(&e, Error::Refused(r) if r.contains("already")), "{e}");
+        assert!(
+            matches!(&e, Error::Refused(r) if r.contains("already")),
+            "{e}"
+        );
         assert!(server.first_failure().is_none());
     }
 

@@ -213,9 +213,7 @@ fn admit(stream: &UnixStream, shared: &Shared) -> std::result::Result<u32, Strin
     }
     // Welcome under the lock, so that no abort can interleave with it.
     send(stream, &Msg::Welcome, &[]).map_err(|e| e.to_string())?;
-    st.conns[pe as usize] = Some(Arc::new(
-        stream.try_clone().map_err(|e| e.to_string())?,
-    ));
+    st.conns[pe as usize] = Some(Arc::new(stream.try_clone().map_err(|e| e.to_string())?));
     Ok(pe)
 }
 
@@ -250,7 +248,10 @@ fn serve(stream: Arc<UnixStream>, shared: Arc<Shared>) {
             }
             Ok(None) => {
                 if !shared.stop.load(Ordering::SeqCst) {
-                    shared.fail(pe, "exited or crashed without finalizing (connection closed)");
+                    shared.fail(
+                        pe,
+                        "exited or crashed without finalizing (connection closed)",
+                    );
                 }
                 return;
             }
@@ -375,7 +376,10 @@ fn deliver(conns: &[Arc<UnixStream>], seq: u64, parts: Vec<Pending>) -> Result<(
             let mut cur = (0u32, Vec::new(), Vec::new());
             for (i, f) in fds.iter().enumerate() {
                 if cur.2.len() == MAX_FDS_PER_FRAME && f.is_some() {
-                    chunks.push(std::mem::replace(&mut cur, (i as u32, Vec::new(), Vec::new())));
+                    chunks.push(std::mem::replace(
+                        &mut cur,
+                        (i as u32, Vec::new(), Vec::new()),
+                    ));
                 }
                 cur.1.push(f.is_some());
                 if let Some(f) = f {

@@ -79,7 +79,10 @@ fn read_exact(stream: &UnixStream, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> Re
                 // SAFETY: the kernel has just installed these descriptors into this
                 // process for us (SCM_RIGHTS); nothing else refers to them, so we
                 // are their only owner.
-                fds.extend(raw.into_iter().map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }));
+                fds.extend(
+                    raw.into_iter()
+                        .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
+                );
             }
         }
         if truncated {

@@ -35,7 +35,13 @@ impl std::fmt::Debug for Kernel {
 impl Kernel {
     /// Builds a pipeline from `spirv` with entry point `entry`, `bindings` storage
     /// buffers in set 0 and `push_bytes` of push constants (a multiple of 4).
-    pub fn new(gpu: &Arc<Gpu>, spirv: &[u32], entry: &str, bindings: u32, push_bytes: u32) -> Result<Kernel> {
+    pub fn new(
+        gpu: &Arc<Gpu>,
+        spirv: &[u32],
+        entry: &str,
+        bindings: u32,
+        push_bytes: u32,
+    ) -> Result<Kernel> {
         if bindings > MAX_BINDINGS {
             return Err(Error::InvalidArgument(format!(
                 "a kernel may bind at most {MAX_BINDINGS} storage buffers, not {bindings}"
@@ -95,9 +101,9 @@ impl Kernel {
         // SAFETY: valid device, module and layout.
         let pipes = unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &info, None) }
             .map_err(|(_, r)| Error::Vulkan {
-                call: "vkCreateComputePipelines",
-                result: r,
-            })?;
+            call: "vkCreateComputePipelines",
+            result: r,
+        })?;
         k.pipeline = pipes[0];
         Ok(k)
     }

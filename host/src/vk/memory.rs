@@ -77,11 +77,14 @@ impl SharedMemory {
             )
         };
         let f = props.external_memory_properties.external_memory_features;
-        let need = vk::ExternalMemoryFeatureFlags::EXPORTABLE | vk::ExternalMemoryFeatureFlags::IMPORTABLE;
+        let need =
+            vk::ExternalMemoryFeatureFlags::EXPORTABLE | vk::ExternalMemoryFeatureFlags::IMPORTABLE;
         if !f.contains(need) {
             return Err(Error::Unsupported {
                 device: gpu.info.name.clone(),
-                what: format!("exportable and importable opaque-fd storage buffers (features {f:?})"),
+                what: format!(
+                    "exportable and importable opaque-fd storage buffers (features {f:?})"
+                ),
             });
         }
         Ok(())
@@ -124,7 +127,9 @@ impl SharedMemory {
         // of its requirements, at offset 0 (VUID-vkBindBufferMemory-memory-01508).
         unsafe { gpu.device.bind_buffer_memory(buffer, memory, 0) }.vk("vkBindBufferMemory")?;
         let flags = gpu.memory_properties.memory_types[memory_type as usize].property_flags;
-        if flags.contains(vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT) {
+        if flags.contains(
+            vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT,
+        ) {
             // SAFETY: host-visible memory, not mapped yet, whole range.
             let p = unsafe {
                 gpu.device
@@ -200,9 +205,16 @@ impl SharedMemory {
 
     /// Imports a peer's memory of `size` bytes and type `memory_type` from `fd`.
     /// The peer must be on the same physical device and driver (equal UUIDs).
-    pub fn import(gpu: &Arc<Gpu>, fd: OwnedFd, size: u64, memory_type: u32) -> Result<SharedMemory> {
+    pub fn import(
+        gpu: &Arc<Gpu>,
+        fd: OwnedFd,
+        size: u64,
+        memory_type: u32,
+    ) -> Result<SharedMemory> {
         if memory_type >= gpu.memory_properties.memory_type_count {
-            return Err(Error::Bootstrap(format!("peer sent memory type {memory_type}, which does not exist here")));
+            return Err(Error::Bootstrap(format!(
+                "peer sent memory type {memory_type}, which does not exist here"
+            )));
         }
         let buffer = Self::create_buffer(gpu, size)?;
         // SAFETY: valid buffer of this device.
@@ -216,7 +228,9 @@ impl SharedMemory {
             )));
         }
         let raw = fd.into_raw_fd();
-        let mut import = vk::ImportMemoryFdInfoKHR::default().handle_type(HANDLE).fd(raw);
+        let mut import = vk::ImportMemoryFdInfoKHR::default()
+            .handle_type(HANDLE)
+            .fd(raw);
         let mut dedicated = vk::MemoryDedicatedAllocateInfo::default().buffer(buffer);
         let info = vk::MemoryAllocateInfo::default()
             .allocation_size(size)
@@ -312,7 +326,9 @@ impl Staging {
             .memory_type_index(ty as u32);
         // SAFETY: type allowed by the requirements; objects are destroyed on failure.
         unsafe {
-            let memory = d.allocate_memory(&info, None).inspect_err(|_| d.destroy_buffer(buffer, None));
+            let memory = d
+                .allocate_memory(&info, None)
+                .inspect_err(|_| d.destroy_buffer(buffer, None));
             let memory = memory.vk("vkAllocateMemory (staging)")?;
             let mapped = d
                 .bind_buffer_memory(buffer, memory, 0)
@@ -328,7 +344,10 @@ impl Staging {
                 Err(e) => {
                     d.destroy_buffer(buffer, None);
                     d.free_memory(memory, None);
-                    Err(Error::Vulkan { call: "vkMapMemory (staging)", result: e })
+                    Err(Error::Vulkan {
+                        call: "vkMapMemory (staging)",
+                        result: e,
+                    })
                 }
             }
         }

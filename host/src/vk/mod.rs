@@ -236,16 +236,15 @@ impl Gpu {
             .push_next(&mut want2);
         // SAFETY: every feature enabled was reported supported above, the extension
         // was checked by usable(), and the create info outlives the call.
-        let device = unsafe { instance.create_device(physical, &create, None) }
-            .vk("vkCreateDevice")?;
+        let device =
+            unsafe { instance.create_device(physical, &create, None) }.vk("vkCreateDevice")?;
         // SAFETY: family and index 0 were requested in `create`.
         let queue = unsafe { device.get_device_queue(queue_family, 0) };
         let external_fd = ash::khr::external_memory_fd::Device::new(instance, &device);
         // SAFETY: valid physical device.
-        let memory_properties =
-            unsafe { instance.get_physical_device_memory_properties(physical) };
+        let memory_properties = unsafe { instance.get_physical_device_memory_properties(physical) };
         tracing::info!(
-            "PE (local {local_pe}) uses Vulkan device [{index}] {:?} ({:?}) because {why}; caps {:?}",
+            "local PE {local_pe} uses Vulkan device [{index}] {:?} ({:?}) because {why}; caps {:?}",
             info.name,
             info.kind,
             caps

@@ -112,7 +112,11 @@ mod tests {
             index,
             name: name.into(),
             kind,
-            usable: if ok { Ok(()) } else { Err("no external memory".into()) },
+            usable: if ok {
+                Ok(())
+            } else {
+                Err("no external memory".into())
+            },
         }
     }
 
@@ -124,13 +128,17 @@ mod tests {
             c(2, "NVIDIA H100", Kind::Discrete, true),
             c(3, "Old GPU", Kind::Discrete, false),
         ];
-        let got: Vec<usize> = (0..4).map(|pe| choose(&devs, None, pe).unwrap().0).collect();
+        let got: Vec<usize> = (0..4)
+            .map(|pe| choose(&devs, None, pe).unwrap().0)
+            .collect();
         assert_eq!(got, [1, 2, 1, 2]);
         assert_eq!(choose(&devs[..1], None, 5).unwrap().0, 0);
         assert_eq!(choose(&devs, Some("llvm"), 3).unwrap().0, 0);
         assert_eq!(choose(&devs, Some("h100"), 1).unwrap().0, 2);
         assert_eq!(choose(&devs, Some("2"), 0).unwrap().0, 2);
-        assert!(choose(&devs, Some("3"), 0).unwrap_err().contains("unusable"));
+        assert!(choose(&devs, Some("3"), 0)
+            .unwrap_err()
+            .contains("unusable"));
         assert!(choose(&devs, Some("9"), 0).is_err());
         assert!(choose(&devs, Some("radeon"), 0).is_err());
         assert!(choose(&devs[3..], None, 0).is_err());

@@ -58,7 +58,8 @@ impl Submitter {
         // SAFETY: valid pool.
         s.cmd = unsafe { d.allocate_command_buffers(&info) }.vk("vkAllocateCommandBuffers")?[0];
         // SAFETY: valid device.
-        s.fence = unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) }.vk("vkCreateFence")?;
+        s.fence =
+            unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) }.vk("vkCreateFence")?;
         let sizes = [vk::DescriptorPoolSize::default()
             .ty(vk::DescriptorType::STORAGE_BUFFER)
             .descriptor_count(super::kernel::MAX_BINDINGS)];
@@ -66,7 +67,8 @@ impl Submitter {
             .max_sets(1)
             .pool_sizes(&sizes);
         // SAFETY: valid device.
-        s.descriptors = unsafe { d.create_descriptor_pool(&info, None) }.vk("vkCreateDescriptorPool")?;
+        s.descriptors =
+            unsafe { d.create_descriptor_pool(&info, None) }.vk("vkCreateDescriptorPool")?;
         Ok(s)
     }
 
@@ -81,7 +83,8 @@ impl Submitter {
         unsafe {
             d.reset_command_buffer(self.cmd, vk::CommandBufferResetFlags::empty())
                 .vk("vkResetCommandBuffer")?;
-            d.begin_command_buffer(self.cmd, &begin).vk("vkBeginCommandBuffer")?;
+            d.begin_command_buffer(self.cmd, &begin)
+                .vk("vkBeginCommandBuffer")?;
         }
         record(d, self.cmd);
         let to_host = [vk::MemoryBarrier::default()
@@ -103,11 +106,13 @@ impl Submitter {
             );
             d.end_command_buffer(self.cmd).vk("vkEndCommandBuffer")?;
             let q = self.gpu.queue.lock().unwrap_or_else(|p| p.into_inner());
-            d.queue_submit(*q, &submit, self.fence).vk("vkQueueSubmit")?;
+            d.queue_submit(*q, &submit, self.fence)
+                .vk("vkQueueSubmit")?;
         }
         // SAFETY: the fence belongs to this device and was just submitted.
         unsafe {
-            d.wait_for_fences(&[self.fence], true, u64::MAX).vk("vkWaitForFences")?;
+            d.wait_for_fences(&[self.fence], true, u64::MAX)
+                .vk("vkWaitForFences")?;
             d.reset_fences(&[self.fence]).vk("vkResetFences")?;
         }
         Ok(())
@@ -115,7 +120,13 @@ impl Submitter {
 
     /// Runs `kernel` over `groups` workgroups with `windows` bound to bindings 0..n
     /// and `push` as push constants; returns when it has finished.
-    pub fn dispatch(&mut self, kernel: &Kernel, groups: [u32; 3], windows: &[Window], push: &[u8]) -> Result<()> {
+    pub fn dispatch(
+        &mut self,
+        kernel: &Kernel,
+        groups: [u32; 3],
+        windows: &[Window],
+        push: &[u8],
+    ) -> Result<()> {
         if windows.len() != kernel.bindings() as usize {
             return Err(Error::InvalidArgument(format!(
                 "kernel has {} bindings, {} windows given",
@@ -139,11 +150,17 @@ impl Submitter {
         let set = unsafe {
             d.reset_descriptor_pool(self.descriptors, vk::DescriptorPoolResetFlags::empty())
                 .vk("vkResetDescriptorPool")?;
-            d.allocate_descriptor_sets(&info).vk("vkAllocateDescriptorSets")?[0]
+            d.allocate_descriptor_sets(&info)
+                .vk("vkAllocateDescriptorSets")?[0]
         };
         let infos: Vec<[vk::DescriptorBufferInfo; 1]> = windows
             .iter()
-            .map(|w| [vk::DescriptorBufferInfo::default().buffer(w.buffer).offset(w.offset).range(w.range)])
+            .map(|w| {
+                [vk::DescriptorBufferInfo::default()
+                    .buffer(w.buffer)
+                    .offset(w.offset)
+                    .range(w.range)]
+            })
             .collect();
         let writes: Vec<_> = infos
             .iter()
@@ -163,9 +180,22 @@ impl Submitter {
             // SAFETY: recording state; pipeline, layout and set are compatible.
             unsafe {
                 d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, kernel.pipeline);
-                d.cmd_bind_descriptor_sets(cmd, vk::PipelineBindPoint::COMPUTE, kernel.layout, 0, &[set], &[]);
+                d.cmd_bind_descriptor_sets(
+                    cmd,
+                    vk::PipelineBindPoint::COMPUTE,
+                    kernel.layout,
+                    0,
+                    &[set],
+                    &[],
+                );
                 if !push.is_empty() {
-                    d.cmd_push_constants(cmd, kernel.layout, vk::ShaderStageFlags::COMPUTE, 0, push);
+                    d.cmd_push_constants(
+                        cmd,
+                        kernel.layout,
+                        vk::ShaderStageFlags::COMPUTE,
+                        0,
+                        push,
+                    );
                 }
                 d.cmd_dispatch(cmd, groups[0], groups[1], groups[2]);
             }
@@ -173,11 +203,22 @@ impl Submitter {
     }
 
     /// Copies `size` bytes from `src` at `src_offset` to `dst` at `dst_offset`.
-    pub fn copy(&mut self, src: vk::Buffer, src_offset: u64, dst: vk::Buffer, dst_offset: u64, size: u64) -> Result<()> {
+    pub fn copy(
+        &mut self,
+        src: vk::Buffer,
+        src_offset: u64,
+        dst: vk::Buffer,
+        dst_offset: u64,
+        size: u64,
+    ) -> Result<()> {
         if size == 0 {
             return Ok(());
         }
-        let region = [vk::BufferCopy { src_offset, dst_offset, size }];
+        let region = [vk::BufferCopy {
+            src_offset,
+            dst_offset,
+            size,
+        }];
         self.run(|d, cmd| {
             // SAFETY: recording state; the caller checked both ranges lie inside
             // their buffers (VUID-vkCmdCopyBuffer-srcOffset-00113 and friends).

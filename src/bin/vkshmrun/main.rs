@@ -37,7 +37,11 @@ struct Args {
 fn main() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
     let args = Args::parse();
     let grace = Duration::from_secs_f64(args.grace.clamp(0.0, 3600.0));
     let code = match supervise::run(args.npes, args.label, grace, &args.command) {

@@ -46,6 +46,36 @@ fn signal_all(pes: &[Pe], sig: Signal) {
     }
 }
 
+/// How long to wait for the PE that the endpoint saw fail first to end, so that its
+/// own exit status can be reported, before naming it with the endpoint's words.
+const BLAME_WAIT: Duration = Duration::from_secs(1);
+
+/// Decides which PE caused the job to fail, once that can be told: the PE whose
+/// connection the endpoint saw drop first (a dying PE often takes longer to end
+/// than the peers it made fail), else one killed by a signal, else the lowest
+/// numbered of those that just failed. Returns the PE, how, and the exit code.
+fn blame(
+    pes: &[Pe],
+    newly_failed: &[(u32, ExitStatus)],
+    server: &Server,
+    noticed: &mut Option<Instant>,
+) -> Option<(u32, String, i32)> {
+    if let Some((pe, how)) = server.first_failure() {
+        let since = *noticed.get_or_insert_with(Instant::now);
+        return match pes[pe as usize].status {
+            Some(st) if !st.success() => Some((pe, describe(st), code_of(st))),
+            Some(st) => Some((pe, format!("{} without finalizing", describe(st)), 1)),
+            None if since.elapsed() >= BLAME_WAIT => Some((pe, how, 1)),
+            None => None,
+        };
+    }
+    let (pe, st) = *newly_failed
+        .iter()
+        .find(|(_, st)| st.signal().is_some())
+        .or(newly_failed.first())?;
+    Some((pe, describe(st), code_of(st)))
+}
+
 /// Runs the job and returns vkshmrun's exit code.
 pub fn run(npes: u32, label: bool, grace: Duration, command: &[OsString]) -> Result<i32> {
     let server = Server::start(npes).context("starting the bootstrap endpoint")?;
@@ -93,7 +123,10 @@ pub fn run(npes: u32, label: bool, grace: Duration, command: &[OsString]) -> Res
                 if let Some(err) = child.stderr.take() {
                     pumps.push(crate::output::label(pe, err, true));
                 }
-                pes.push(Pe { child, status: None });
+                pes.push(Pe {
+                    child,
+                    status: None,
+                });
             }
             Err(e) => {
                 eprintln!(
@@ -109,7 +142,8 @@ pub fn run(npes: u32, label: bool, grace: Duration, command: &[OsString]) -> Res
         }
     }
 
-    let mut failure: Option<(u32, ExitStatus)> = None;
+    let mut failure: Option<(u32, i32)> = None;
+    let mut noticed: Option<Instant> = None;
     let mut interrupted: Option<i32> = None;
     let mut deadline: Option<Instant> = None;
     let mut killed = false;
@@ -138,24 +172,14 @@ pub fn run(npes: u32, label: bool, grace: Duration, command: &[OsString]) -> Res
                 }
             }
         }
-        if failure.is_none() && !newly_failed.is_empty() && interrupted.is_none() {
-            // Name the root cause: the PE the endpoint saw go first, else one killed
-            // by a signal, else the lowest-numbered.
-            let first = server.first_failure().map(|f| f.0);
-            let pick = newly_failed
-                .iter()
-                .find(|(pe, _)| Some(*pe) == first)
-                .or_else(|| newly_failed.iter().find(|(_, st)| st.signal().is_some()))
-                .unwrap_or(&newly_failed[0]);
-            let (pe, st) = *pick;
-            eprintln!(
-                "vkshmrun: PE {pe} {}; stopping the other PEs",
-                describe(st)
-            );
-            server.fail(pe, &describe(st));
-            failure = Some((pe, st));
-            signal_all(&pes, Signal::SIGTERM);
-            deadline = Some(Instant::now() + grace);
+        if failure.is_none() && interrupted.is_none() {
+            if let Some((pe, how, code)) = blame(&pes, &newly_failed, &server, &mut noticed) {
+                eprintln!("vkshmrun: PE {pe} {how}; stopping the other PEs");
+                server.fail(pe, &how);
+                failure = Some((pe, code));
+                signal_all(&pes, Signal::SIGTERM);
+                deadline = Some(Instant::now() + grace);
+            }
         }
 
         if pes.iter().all(|p| p.status.is_some()) {
@@ -177,7 +201,7 @@ pub fn run(npes: u32, label: bool, grace: Duration, command: &[OsString]) -> Res
     if let Some(sig) = interrupted {
         return Ok(128 + sig);
     }
-    if let Some((pe, st)) = failure {
+    if let Some((pe, code)) = failure {
         let others: Vec<String> = pes
             .iter()
             .enumerate()
@@ -187,7 +211,7 @@ pub fn run(npes: u32, label: bool, grace: Duration, command: &[OsString]) -> Res
         if !others.is_empty() {
             eprintln!("vkshmrun: after PE {pe} failed: {}", others.join(", "));
         }
-        return Ok(code_of(st));
+        return Ok(code);
     }
     Ok(0)
 }

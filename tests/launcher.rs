@@ -1,0 +1,337 @@
+//! Multi-process tests: real PEs started by `vkshmrun`, on the default Vulkan device
+//! (lavapipe on a machine without a GPU).
+//!
+//! Every run goes through [`vkshmrun`], which also checks that the job left nothing
+//! behind: no process still carries the job's bootstrap endpoint in its environment,
+//! no socket of the job is still bound, and the job's private TMPDIR is empty.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    elapsed: Duration,
+}
+
+fn bin_dir() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_vkshmrun"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// An example or test program built beside vkshmrun (`cargo test` builds examples).
+fn program(name: &str) -> String {
+    let p = bin_dir().join("examples").join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: build the examples first (`cargo build --examples`, which `cargo xtask test` does)",
+        p.display()
+    );
+    p.to_string_lossy().into_owned()
+}
+
+/// Processes whose environment names this launcher's bootstrap endpoint.
+fn job_processes(launcher_pid: u32) -> Vec<u32> {
+    let needle = format!("VKSHMEM_BOOTSTRAP=@vkshmem-{launcher_pid}-");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|env| {
+                    env.split(|b| *b == 0)
+                        .any(|kv| kv.starts_with(needle.as_bytes()))
+                })
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// Abstract sockets of this launcher still bound.
+fn job_sockets(launcher_pid: u32) -> usize {
+    let needle = format!("@vkshmem-{launcher_pid}-");
+    std::fs::read_to_string("/proc/net/unix")
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains(&needle))
+        .count()
+}
+
+/// Runs `vkshmrun ARGS…` with a fresh TMPDIR, kills it after `timeout`, and checks
+/// that nothing of the job remains.
+fn vkshmrun_with(args: &[&str], timeout: Duration, during: impl FnOnce(u32)) -> Run {
+    let tmp = tempfile::tempdir().unwrap();
+    let start = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vkshmrun"))
+        .args(args)
+        .env("TMPDIR", tmp.path())
+        .env("RUST_BACKTRACE", "0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let o = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let e = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    during(pid);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("vkshmrun {args:?} did not finish within {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let elapsed = start.elapsed();
+    let run = Run {
+        code: status.code(),
+        stdout: o.join().unwrap(),
+        stderr: e.join().unwrap(),
+        elapsed,
+    };
+    // Nothing left behind. Processes get a moment to be reaped by init.
+    let t = Instant::now();
+    while !job_processes(pid).is_empty() && t.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        job_processes(pid),
+        Vec::<u32>::new(),
+        "PE processes outlived vkshmrun {args:?}\n{}",
+        run.stderr
+    );
+    assert_eq!(
+        job_sockets(pid),
+        0,
+        "bootstrap socket left bound after {args:?}"
+    );
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "temp files left behind by {args:?}: {left:?}"
+    );
+    run
+}
+
+fn vkshmrun(args: &[&str], timeout: Duration) -> Run {
+    vkshmrun_with(args, timeout, |_| {})
+}
+
+const PE_COUNTS: [u32; 5] = [1, 2, 3, 4, 8];
+
+#[test]
+fn heap_ring_on_1_2_3_4_8_pes() {
+    let prog = program("heap_ring");
+    for n in PE_COUNTS {
+        let ns = n.to_string();
+        let r = vkshmrun(&["-n", &ns, &prog], Duration::from_secs(120));
+        assert_eq!(
+            r.code,
+            Some(0),
+            "heap_ring on {n} PEs:\n{}\n{}",
+            r.stdout,
+            r.stderr
+        );
+        assert_eq!(r.stdout.matches("heap_ring: ok").count(), 1, "{}", r.stdout);
+        assert!(r.stdout.contains(&format!("npes={n} ")), "{}", r.stdout);
+    }
+}
+
+#[test]
+fn heap_ring_with_odd_sizes_and_labels() {
+    // One element, and a size that needs a 2-D dispatch (more than 65535 groups).
+    let prog = program("heap_ring");
+    for elems in ["1", "4194311"] {
+        let r = vkshmrun(
+            &["-n", "3", "--label", &prog, elems],
+            Duration::from_secs(120),
+        );
+        assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+        assert!(r.stdout.contains("[0] heap_ring: ok"), "{}", r.stdout);
+    }
+}
+
+#[test]
+fn heap_ring_without_launcher_is_one_pe() {
+    let out = Command::new(program("heap_ring"))
+        .arg("1000")
+        .env_remove("VKSHMEM_PE")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("heap_ring: ok npes=1"));
+}
+
+#[test]
+fn host_barrier_1000_iterations_on_1_2_3_4_8_pes() {
+    let prog = program("host_barrier");
+    for n in PE_COUNTS {
+        let ns = n.to_string();
+        let r = vkshmrun(&["-n", &ns, &prog, "1000"], Duration::from_secs(180));
+        assert_eq!(
+            r.code,
+            Some(0),
+            "host_barrier on {n} PEs:\n{}\n{}",
+            r.stdout,
+            r.stderr
+        );
+        assert!(r.stdout.contains("host_barrier: ok"), "{}", r.stdout);
+    }
+}
+
+#[test]
+fn allocator_is_symmetric_and_detects_mismatch_and_exhaustion() {
+    let prog = program("alloc_check");
+    for n in [1u32, 2, 3, 4] {
+        let ns = n.to_string();
+        let r = vkshmrun(&["-n", &ns, &prog], Duration::from_secs(120));
+        assert_eq!(
+            r.code,
+            Some(0),
+            "alloc_check on {n} PEs:\n{}\n{}",
+            r.stdout,
+            r.stderr
+        );
+        assert!(r.stdout.contains("alloc_check: ok"), "{}", r.stdout);
+    }
+}
+
+fn pids_in(stdout: &str) -> Vec<u32> {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("pid ")?.split(' ').next()?.parse().ok())
+        .collect()
+}
+
+fn assert_gone(pids: &[u32]) {
+    for pid in pids {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // Gone, or at worst a zombie awaiting init's reaping.
+        assert!(
+            stat.is_empty() || stat.contains(") Z "),
+            "PE process {pid} still runs: {stat}"
+        );
+    }
+}
+
+#[test]
+fn a_failing_pe_is_named_and_the_others_stopped() {
+    let prog = program("pe_fault");
+    for (mode, want, code) in [
+        ("panic", "PE 1 exited with code 101", 101),
+        ("exit3", "PE 1 exited with code 3", 3),
+        ("sigkill", "PE 1 was killed by signal 9", 137),
+    ] {
+        for n in ["2", "4", "8"] {
+            let r = vkshmrun(&["-n", n, &prog, mode, "1", "20"], Duration::from_secs(60));
+            assert_eq!(r.code, Some(code), "{mode} on {n} PEs:\n{}", r.stderr);
+            assert!(
+                r.stderr.contains(want),
+                "{mode} on {n} PEs: stderr lacks {want:?}:\n{}",
+                r.stderr
+            );
+            assert!(
+                r.elapsed < Duration::from_secs(15),
+                "{mode}: took {:?}",
+                r.elapsed
+            );
+            let pids = pids_in(&r.stdout);
+            assert_eq!(pids.len(), n.parse::<usize>().unwrap(), "{}", r.stdout);
+            assert_gone(&pids);
+        }
+    }
+}
+
+#[test]
+fn a_panic_is_reported_within_seconds_on_4_pes() {
+    // Time from start, including set-up of 4 PEs on lavapipe.
+    let r = vkshmrun(
+        &["-n", "4", &program("pe_fault"), "panic", "3", "5"],
+        Duration::from_secs(30),
+    );
+    assert_ne!(r.code, Some(0));
+    assert!(
+        r.stderr.contains("vkshmrun: PE 3 exited with code 101"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.elapsed < Duration::from_secs(10), "{:?}", r.elapsed);
+}
+
+#[test]
+fn sigint_reaches_every_pe() {
+    let prog = program("pe_fault");
+    let r = vkshmrun_with(
+        &["-n", "4", &prog, "none", "0", "1000000000"],
+        Duration::from_secs(30),
+        |pid| {
+            std::thread::sleep(Duration::from_secs(3));
+            nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGINT,
+            )
+            .unwrap();
+        },
+    );
+    assert_eq!(r.code, Some(130), "{}", r.stderr);
+    assert!(r.stderr.contains("SIGINT"), "{}", r.stderr);
+    assert_gone(&pids_in(&r.stdout));
+}
+
+#[test]
+fn clean_runs_exit_zero() {
+    let r = vkshmrun(
+        &["-n", "3", &program("pe_fault"), "none", "0", "50"],
+        Duration::from_secs(60),
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(pids_in(&r.stdout).len(), 3);
+}
+
+#[test]
+fn a_missing_program_is_reported() {
+    let r = vkshmrun(
+        &["-n", "2", "/nonexistent/program"],
+        Duration::from_secs(10),
+    );
+    assert_eq!(r.code, Some(127));
+    assert!(r.stderr.contains("cannot start PE 0"), "{}", r.stderr);
+}
+
+#[test]
+fn bad_arguments_are_refused() {
+    for args in [&["-n", "0", "true"][..], &["true"][..], &["-n", "2"][..]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_vkshmrun"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}

@@ -1,0 +1,89 @@
+//! A PE program for the allocator tests (run through vkshmrun by tests/launcher.rs).
+//!
+//! Checks, on every PE, that symmetric allocations get the same offset everywhere,
+//! that a mismatched request fails on every PE with `AllocMismatch`, that exhaustion
+//! fails on every PE with `HeapExhausted` and leaves the heap usable, and that freed
+//! space is reused. PE 0 prints `alloc_check: ok` when all held.
+
+use vkshmem::Error;
+
+fn main() -> anyhow::Result<()> {
+    let ctx = vkshmem::init()?;
+    let (me, n) = (ctx.my_pe(), ctx.n_pes());
+    let offsets = ctx.calloc::<u64>(n as usize * 8)?;
+    let mut fails = Vec::new();
+
+    // Same offsets everywhere: each PE records its offsets in PE 0's table.
+    let a = ctx.malloc::<u8>(1000)?;
+    let b = ctx.align::<u32>(1 << 16, 77)?;
+    let c = ctx.calloc::<f64>(12345)?;
+    if c.to_vec()?.iter().any(|&x| x != 0.0) {
+        fails.push("calloc memory is not zero".to_string());
+    }
+    if b.offset() % (1 << 16) != 0 {
+        fails.push(format!("align(65536) gave offset {}", b.offset()));
+    }
+    offsets.write_at(0, me as usize * 8, &[a.offset(), b.offset(), c.offset()])?;
+    let b_off = b.offset();
+    b.free()?;
+    // Freed space is reused by a request that fits it.
+    let d = ctx.align::<u32>(1 << 16, 10)?;
+    if d.offset() != b_off {
+        fails.push(format!(
+            "freed block at {b_off} not reused (got {})",
+            d.offset()
+        ));
+    }
+    offsets.write_at(0, me as usize * 8 + 3, &[d.offset()])?;
+
+    // Mismatch: the last PE asks for a different size; every PE must get the error.
+    let size = if me == n - 1 && n > 1 { 2048 } else { 1024 };
+    match ctx.malloc::<u8>(size) {
+        Err(Error::AllocMismatch(why)) if n > 1 => {
+            if !why.contains(&format!("PE {}", n - 1)) {
+                fails.push(format!(
+                    "mismatch message does not name PE {}: {why}",
+                    n - 1
+                ));
+            }
+        }
+        Ok(buf) if n == 1 => buf.free()?,
+        other => fails.push(format!("mismatched malloc gave {other:?}")),
+    }
+
+    // Exhaustion on every PE, then the heap still works.
+    match ctx.malloc::<u8>(ctx.heap_size() as usize + 1) {
+        Err(Error::HeapExhausted { .. }) => {}
+        other => fails.push(format!("oversized malloc gave {other:?}")),
+    }
+    let e = ctx.malloc::<u32>(4096)?;
+    e.write(&vec![me; 4096])?;
+
+    ctx.barrier_all()?;
+    if me == 0 {
+        let mut table = vec![0u64; n as usize * 8];
+        offsets.read(&mut table)?;
+        for pe in 1..n as usize {
+            if table[pe * 8..pe * 8 + 4] != table[..4] {
+                fails.push(format!(
+                    "PE {pe} offsets {:?} differ from PE 0's {:?}",
+                    &table[pe * 8..pe * 8 + 4],
+                    &table[..4]
+                ));
+            }
+        }
+    }
+    for f in &fails {
+        eprintln!("alloc_check: PE {me}: {f}");
+    }
+    drop((a, c, d, e)); // collective frees on drop, in the same order everywhere
+    offsets.free()?;
+    ctx.finalize()?;
+    if me == 0 && fails.is_empty() {
+        println!("alloc_check: ok npes={n}");
+    }
+    if !fails.is_empty() {
+        anyhow::bail!("PE {me}: {} checks failed", fails.len());
+    }
+    Ok(())
+}
