@@ -8,7 +8,7 @@
 //! allocations ([`Context::malloc`]) have the same offset in every block, so a
 //! kernel on one PE can load and store another PE's copy directly.
 //!
-//! ```no_run
+//! ```
 //! # fn main() -> Result<(), vkshmem::Error> {
 //! let ctx = vkshmem::init()?;
 //! let (me, n) = (ctx.my_pe(), ctx.n_pes());

@@ -19,6 +19,34 @@ fn usage() -> vk::BufferUsageFlags {
         | vk::BufferUsageFlags::TRANSFER_DST
 }
 
+/// Returns a descriptor for the same memory with an open file description of its
+/// own, when `fd` is a memfd (lavapipe's opaque fds are).
+///
+/// Mesa's lavapipe imports an opaque fd by `lseek(fd, 0)` then `read(fd, header)`
+/// (`os_import_memory_fd`). Descriptors passed with SCM_RIGHTS share one open file
+/// description, hence one file offset, across every process that received them, so
+/// PEs importing the same peer's heap at once race on that offset and some imports
+/// fail with VK_ERROR_INVALID_EXTERNAL_HANDLE. Reopening a memfd through
+/// `/proc/self/fd` gives a new description of the same memory. Other kinds of fd
+/// (a GPU driver's) are returned untouched: reopening a device node would not name
+/// the same memory.
+fn private_description(fd: OwnedFd) -> Result<OwnedFd> {
+    use std::os::fd::AsRawFd;
+    let link = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    let is_memfd = std::fs::read_link(&link)
+        .map(|target| target.to_string_lossy().starts_with("/memfd:"))
+        .unwrap_or(false);
+    if !is_memfd {
+        return Ok(fd);
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&link)
+        .map_err(|e| Error::io("reopening a peer's heap memfd", e))?;
+    Ok(OwnedFd::from(file))
+}
+
 /// One process's view of a symmetric heap block: its own (exported) or a peer's
 /// (imported).
 pub struct SharedMemory {
@@ -227,7 +255,7 @@ impl SharedMemory {
                 req.memory_type_bits, req.size
             )));
         }
-        let raw = fd.into_raw_fd();
+        let raw = private_description(fd)?.into_raw_fd();
         let mut import = vk::ImportMemoryFdInfoKHR::default()
             .handle_type(HANDLE)
             .fd(raw);

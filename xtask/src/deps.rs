@@ -1,0 +1,97 @@
+//! System packages the project needs: the Vulkan loader and a Vulkan driver
+//! (Mesa's lavapipe when the machine has no GPU). Installed with apt-get when we
+//! may (root, or sudo without a password); otherwise we say what to run.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Result};
+
+const PACKAGES: &[&str] = &["libvulkan1", "mesa-vulkan-drivers"];
+
+fn loader_present() -> bool {
+    let ldconfig = Command::new("ldconfig")
+        .arg("-p")
+        .output()
+        .or_else(|_| Command::new("/sbin/ldconfig").arg("-p").output());
+    match ldconfig {
+        Ok(out) => String::from_utf8_lossy(&out.stdout).contains("libvulkan.so.1"),
+        Err(_) => [
+            "/usr/lib/x86_64-linux-gnu/libvulkan.so.1",
+            "/usr/lib/aarch64-linux-gnu/libvulkan.so.1",
+            "/usr/lib/libvulkan.so.1",
+        ]
+        .iter()
+        .any(|p| Path::new(p).exists()),
+    }
+}
+
+fn driver_present() -> bool {
+    if std::env::var_os("VK_DRIVER_FILES").is_some()
+        || std::env::var_os("VK_ICD_FILENAMES").is_some()
+    {
+        return true;
+    }
+    [
+        "/usr/share/vulkan/icd.d",
+        "/etc/vulkan/icd.d",
+        "/usr/local/share/vulkan/icd.d",
+    ]
+    .iter()
+    .any(|d| {
+        std::fs::read_dir(d)
+            .map(|mut r| {
+                r.any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == "json")))
+            })
+            .unwrap_or(false)
+    })
+}
+
+fn quiet_ok(cmd: &mut Command) -> bool {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Makes sure the loader and a driver are installed.
+pub fn ensure() -> Result<()> {
+    if loader_present() && driver_present() {
+        return Ok(());
+    }
+    let root = nix_is_root();
+    let sudo = !root && quiet_ok(Command::new("sudo").args(["-n", "true"]));
+    let install = format!(
+        "apt-get update && apt-get install -y {}",
+        PACKAGES.join(" ")
+    );
+    if !root && !sudo {
+        bail!(
+            "the Vulkan loader or driver is missing and this user cannot install packages; run:\n    sudo sh -c '{install}'"
+        );
+    }
+    eprintln!("xtask: installing {} with apt-get", PACKAGES.join(" "));
+    let mut cmd = if sudo {
+        let mut c = Command::new("sudo");
+        c.args(["-n", "sh", "-c"]);
+        c
+    } else {
+        let mut c = Command::new("sh");
+        c.arg("-c");
+        c
+    };
+    cmd.arg(&install).env("DEBIAN_FRONTEND", "noninteractive");
+    let st = cmd.status()?;
+    if !st.success() || !loader_present() || !driver_present() {
+        bail!("installing the Vulkan packages failed ({st}); try: sudo sh -c '{install}'");
+    }
+    Ok(())
+}
+
+fn nix_is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
