@@ -435,7 +435,7 @@ impl Context {
                 range: w.bytes,
             });
         }
-        if groups.iter().any(|&g| g == 0) || groups[0] > info.max_workgroups_x {
+        if groups.contains(&0) || groups[0] > info.max_workgroups_x {
             return Err(Error::InvalidArgument(format!(
                 "workgroup count {groups:?}: each must be at least 1, x at most {}",
                 info.max_workgroups_x

@@ -210,13 +210,12 @@ impl SharedMemory {
                 });
             }
         };
-        Self::bind_and_map(gpu, buffer, memory, req.size, memory_type).map_err(|e| {
+        Self::bind_and_map(gpu, buffer, memory, req.size, memory_type).inspect_err(|_| {
             // SAFETY: neither object is in use yet.
             unsafe {
                 gpu.device.destroy_buffer(buffer, None);
                 gpu.device.free_memory(memory, None);
             }
-            e
         })
     }
 

@@ -203,22 +203,21 @@ impl Gpu {
                 && f12.vulkan_memory_model_device_scope == vk::TRUE,
             timeline_semaphores: f12.timeline_semaphore == vk::TRUE,
         };
-        let b = |on: bool| if on { vk::TRUE } else { vk::FALSE };
         let want_base = vk::PhysicalDeviceFeatures::default()
             .shader_int64(caps.int64)
             .shader_float64(caps.float64)
             .shader_int16(caps.int16);
-        let mut want11 = vk::PhysicalDeviceVulkan11Features::default();
-        want11.storage_buffer16_bit_access = b(caps.storage16);
-        let mut want12 = vk::PhysicalDeviceVulkan12Features::default();
-        want12.shader_buffer_int64_atomics = b(caps.int64_atomics);
-        want12.shader_int8 = b(caps.int8);
-        want12.storage_buffer8_bit_access = b(caps.storage8);
-        want12.vulkan_memory_model = b(caps.memory_model);
-        want12.vulkan_memory_model_device_scope = b(caps.memory_model);
-        want12.timeline_semaphore = b(caps.timeline_semaphores);
-        let mut want13 = vk::PhysicalDeviceVulkan13Features::default();
-        want13.synchronization2 = f13.synchronization2;
+        let mut want11 = vk::PhysicalDeviceVulkan11Features::default()
+            .storage_buffer16_bit_access(caps.storage16);
+        let mut want12 = vk::PhysicalDeviceVulkan12Features::default()
+            .shader_buffer_int64_atomics(caps.int64_atomics)
+            .shader_int8(caps.int8)
+            .storage_buffer8_bit_access(caps.storage8)
+            .vulkan_memory_model(caps.memory_model)
+            .vulkan_memory_model_device_scope(caps.memory_model)
+            .timeline_semaphore(caps.timeline_semaphores);
+        let mut want13 = vk::PhysicalDeviceVulkan13Features::default()
+            .synchronization2(f13.synchronization2 == vk::TRUE);
         let mut want2 = vk::PhysicalDeviceFeatures2::default()
             .features(want_base)
             .push_next(&mut want11)
