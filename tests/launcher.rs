@@ -316,6 +316,23 @@ fn clean_runs_exit_zero() {
 }
 
 #[test]
+fn a_pe_that_finalizes_early_fails_the_job_instead_of_hanging() {
+    // PE 0 leaves after 5 barriers, PE 1 wants 50: PE 1 must get an error, not hang.
+    let prog = program("pe_fault");
+    let script = format!(
+        "if [ \"$VKSHMEM_PE\" = 0 ]; then exec {prog} none 0 5; else exec {prog} none 0 50; fi"
+    );
+    let r = vkshmrun(&["-n", "2", "sh", "-c", &script], Duration::from_secs(30));
+    assert_ne!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("PE 1: barrier_all failed: PE 0 failed: finalized"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
 fn a_missing_program_is_reported() {
     let r = vkshmrun(
         &["-n", "2", "/nonexistent/program"],

@@ -73,13 +73,16 @@ impl CompileError {
     }
 }
 
+/// 1-based (line, column) of a naga source location, (0, 0) when there is none.
+fn line_column(loc: Option<naga::SourceLocation>) -> (u32, u32) {
+    loc.map(|l| (l.line_number, l.line_position))
+        .unwrap_or((0, 0))
+}
+
 /// Compiles WGSL compute source to SPIR-V words. `name` labels error messages.
 pub fn compile_wgsl(source: &str, name: &str) -> Result<Vec<u32>, CompileError> {
     let module = naga::front::wgsl::parse_str(source).map_err(|e| {
-        let (line, column) = e
-            .location(source)
-            .map(|l| (l.line_number, l.line_position))
-            .unwrap_or((0, 0));
+        let (line, column) = line_column(e.location(source));
         CompileError::Parse {
             name: name.to_string(),
             line,
@@ -91,10 +94,7 @@ pub fn compile_wgsl(source: &str, name: &str) -> Result<Vec<u32>, CompileError> 
     let info = Validator::new(ValidationFlags::all(), Capabilities::all())
         .validate(&module)
         .map_err(|e| {
-            let (line, column) = e
-                .location(source)
-                .map(|l| (l.line_number, l.line_position))
-                .unwrap_or((0, 0));
+            let (line, column) = line_column(e.location(source));
             CompileError::Validate {
                 name: name.to_string(),
                 line,

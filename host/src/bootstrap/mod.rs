@@ -18,7 +18,7 @@ pub use server::Server;
 mod tests {
     use super::*;
     use crate::error::Error;
-    use std::io::{Read, Seek, Write};
+    use std::io::{Read, Write};
     use std::os::fd::AsFd;
     use std::thread;
 
@@ -89,10 +89,12 @@ mod tests {
                     assert!(fd.is_none());
                     continue;
                 }
-                let mut file = std::fs::File::from(fd.expect("descriptor"));
-                file.rewind().unwrap();
-                let mut s = String::new();
-                file.read_to_string(&mut s).unwrap();
+                // pread, not seek + read: every PE's copy of a descriptor shares
+                // one file offset (the reason for vk::memory::private_description).
+                let file = std::fs::File::from(fd.expect("descriptor"));
+                let mut buf = [0u8; 32];
+                let n = std::os::unix::fs::FileExt::read_at(&file, &mut buf, 0).unwrap();
+                let s = String::from_utf8_lossy(&buf[..n]);
                 assert_eq!(s, format!("from pe {p}"));
             }
         });

@@ -233,6 +233,11 @@ fn serve(stream: Arc<UnixStream>, shared: Arc<Shared>) {
                 let mut st = shared.lock();
                 st.done[pe as usize] = true;
                 st.conns[pe as usize] = None;
+                if st.arrived > 0 {
+                    // Others wait in a collective this PE will never enter.
+                    drop(st);
+                    shared.fail(pe, "finalized while other PEs wait in a collective, which can then never complete");
+                }
                 return;
             }
             Ok(Some((Msg::Barrier { seq }, _))) => shared.arrive(pe, seq, "barrier", Part::Barrier),
@@ -308,6 +313,17 @@ impl Shared {
                     &[],
                 );
             }
+            return;
+        }
+        if let Some(gone) = st.done.iter().position(|d| *d) {
+            // A PE that said goodbye will never arrive: fail now rather than hang.
+            drop(st);
+            self.fail(
+                gone as u32,
+                &format!(
+                    "finalized while PE {pe} entered {kind} #{seq}, which can then never complete"
+                ),
+            );
             return;
         }
         if st.pending[pe as usize].is_some() {

@@ -64,7 +64,7 @@ fn blame(
         let since = *noticed.get_or_insert_with(Instant::now);
         return match pes[pe as usize].status {
             Some(st) if !st.success() => Some((pe, describe(st), code_of(st))),
-            Some(st) => Some((pe, format!("{} without finalizing", describe(st)), 1)),
+            Some(st) => Some((pe, format!("{} ({how})", describe(st)), 1)),
             None if since.elapsed() >= BLAME_WAIT => Some((pe, how, 1)),
             None => None,
         };
