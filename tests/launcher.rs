@@ -306,6 +306,27 @@ fn sigint_reaches_every_pe() {
 }
 
 #[test]
+fn pes_die_with_a_killed_launcher() {
+    // SIGKILL cannot be forwarded: PR_SET_PDEATHSIG must take the PEs down.
+    let prog = program("pe_fault");
+    let r = vkshmrun_with(
+        &["-n", "3", &prog, "none", "0", "1000000000"],
+        Duration::from_secs(30),
+        |pid| {
+            std::thread::sleep(Duration::from_secs(3));
+            nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            )
+            .unwrap();
+        },
+    );
+    assert_eq!(r.code, None, "killed by a signal");
+    // vkshmrun_with has checked that no process of the job remains.
+    assert_gone(&pids_in(&r.stdout));
+}
+
+#[test]
 fn clean_runs_exit_zero() {
     let r = vkshmrun(
         &["-n", "3", &program("pe_fault"), "none", "0", "50"],
