@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::Signal;
+
 struct Run {
     code: Option<i32>,
     stdout: String,
@@ -283,6 +285,14 @@ fn a_panic_is_reported_within_seconds_on_4_pes() {
         r.stderr
     );
     assert!(r.elapsed < Duration::from_secs(10), "{:?}", r.elapsed);
+}
+
+/// Sends `sig` to the launcher once its PEs have had 3 seconds to start.
+fn signal_after(sig: Signal) -> impl FnOnce(u32) {
+    move |pid| {
+        std::thread::sleep(Duration::from_secs(3));
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), sig).unwrap();
+    }
 }
 
 #[test]
