@@ -301,14 +301,7 @@ fn sigint_reaches_every_pe() {
     let r = vkshmrun_with(
         &["-n", "4", &prog, "none", "0", "1000000000"],
         Duration::from_secs(30),
-        |pid| {
-            std::thread::sleep(Duration::from_secs(3));
-            nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid as i32),
-                nix::sys::signal::Signal::SIGINT,
-            )
-            .unwrap();
-        },
+        signal_after(Signal::SIGINT),
     );
     assert_eq!(r.code, Some(130), "{}", r.stderr);
     assert!(r.stderr.contains("SIGINT"), "{}", r.stderr);
@@ -322,14 +315,7 @@ fn pes_die_with_a_killed_launcher() {
     let r = vkshmrun_with(
         &["-n", "3", &prog, "none", "0", "1000000000"],
         Duration::from_secs(30),
-        |pid| {
-            std::thread::sleep(Duration::from_secs(3));
-            nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid as i32),
-                nix::sys::signal::Signal::SIGKILL,
-            )
-            .unwrap();
-        },
+        signal_after(Signal::SIGKILL),
     );
     assert_eq!(r.code, None, "killed by a signal");
     // vkshmrun_with has checked that no process of the job remains.
