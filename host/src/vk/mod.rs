@@ -261,14 +261,6 @@ impl Gpu {
             caps,
         })
     }
-
-    /// Waits until the device has finished all work submitted by this process.
-    pub fn wait_idle(&self) -> Result<()> {
-        let _q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
-        // SAFETY: holding the queue lock gives the external synchronization
-        // vkDeviceWaitIdle requires for all queues of the device.
-        unsafe { self.device.device_wait_idle() }.vk("vkDeviceWaitIdle")
-    }
 }
 
 impl Drop for Gpu {
