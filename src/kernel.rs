@@ -1,17 +1,9 @@
-//! Building compute kernels from WGSL for host-initiated dispatch.
+//! Building self-contained compute kernels from WGSL for host-initiated dispatch.
+//!
+//! Kernels that call the device library (`shmem_*` from WGSL) are built with
+//! [`Context::device_kernel`](crate::Context::device_kernel) instead.
 
-use vkshmem_host::{Context, Kernel};
-
-/// Why [`compile_kernel`] failed.
-#[derive(Debug, thiserror::Error)]
-pub enum KernelError {
-    /// The WGSL did not compile; the error names the line and column.
-    #[error(transparent)]
-    Compile(#[from] vkshmem_device::CompileError),
-    /// The pipeline could not be built.
-    #[error(transparent)]
-    Host(#[from] vkshmem_host::Error),
-}
+use vkshmem_host::{Context, Error, Kernel};
 
 /// Compiles WGSL `source` (entry point `entry`) into a kernel on `ctx`'s device,
 /// with `bindings` storage buffers in group 0 (bindings 0..n) and `push_bytes` of
@@ -31,6 +23,11 @@ pub enum KernelError {
 /// ctx.dispatch(&k, [16, 1, 1], &[buf.window(ctx.my_pe())], &[])?;
 /// # Ok(()) }
 /// ```
+///
+/// # Errors
+/// [`Error::Kernel`] when the WGSL does not compile (with its line and column),
+/// [`Error::InvalidArgument`] for binding or push-constant counts the device does
+/// not allow, Vulkan errors.
 pub fn compile_kernel(
     ctx: &Context,
     source: &str,
@@ -38,7 +35,7 @@ pub fn compile_kernel(
     name: &str,
     bindings: u32,
     push_bytes: u32,
-) -> Result<Kernel, KernelError> {
+) -> Result<Kernel, Error> {
     let words = vkshmem_device::compile_wgsl(source, name)?;
-    Ok(ctx.kernel_from_spirv(&words, entry, bindings, push_bytes)?)
+    ctx.kernel_from_spirv(&words, entry, bindings, push_bytes)
 }

@@ -22,17 +22,49 @@
 //! # }
 //! ```
 //!
-//! The crates underneath: `vkshmem-host` (bootstrap, Vulkan, heap, allocator) and
-//! `vkshmem-device` (the WGSL kernel pipeline). See `ARCHITECTURE.md`.
+//! # Device-initiated synchronization
+//!
+//! Kernels written in WGSL can call the device library: `shmem_my_pe()`,
+//! `shmem_TYPE_p/g`, atomics, `shmem_quiet()`, `shmem_barrier_all()` (one
+//! invocation) and `shmemx_barrier_all_work_group(local_index)` (a whole
+//! workgroup). Build them with [`Context::device_kernel`], run them with
+//! [`Context::launch`]. The WGSL reference is the top of `shaders/vkshmem.wgsl` and
+//! `device/src/library.rs`; the forward-progress rules are in `ARCHITECTURE.md`.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), vkshmem::Error> {
+//! let ctx = vkshmem::init()?;
+//! let data = ctx.calloc::<u32>(64)?;
+//! let k = ctx.device_kernel(
+//!     "struct P { data: u32 }
+//!      var<immediate> p: P;
+//!      @compute @workgroup_size(64)
+//!      fn main(@builtin(local_invocation_index) li: u32) {
+//!          let next = u32((shmem_my_pe() + 1) % shmem_n_pes());
+//!          shmem_uint32_p(p.data + li, u32(shmem_my_pe()), next);   // put to the next PE
+//!          shmemx_barrier_all_work_group(li);                       // quiet + sync, all PEs
+//!      }",
+//!     "ring",
+//! )?;
+//! ctx.launch(&k, [1, 1, 1], &[], bytemuck::bytes_of(&data.device_addr()?))?;
+//! let prev = (ctx.my_pe() + ctx.n_pes() - 1) % ctx.n_pes();
+//! assert!(data.to_vec()?.iter().all(|&v| v == prev));
+//! # Ok(()) }
+//! ```
+//!
+//! The crates underneath: `vkshmem-host` (bootstrap, Vulkan, heap, allocator,
+//! launches) and `vkshmem-device` (the WGSL device library and the kernel
+//! pipeline). See `ARCHITECTURE.md`.
 
 #![warn(missing_docs)]
 
 pub mod kernel;
 
-pub use kernel::{compile_kernel, KernelError};
+pub use kernel::compile_kernel;
 pub use vkshmem_device::CompileError;
 pub use vkshmem_host::{
-    Context, DeviceCaps, DeviceInfo, Error, HeapWindow, Kernel, Result, SymBuffer,
+    Context, DeviceCaps, DeviceInfo, DeviceKernel, Error, HeapWindow, Kernel, Result,
+    SymBuffer, UserBinding,
 };
 
 /// Joins the job: see [`Context::init`].

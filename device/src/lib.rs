@@ -1,7 +1,14 @@
-//! vkshmem's device side: turns WGSL kernels into SPIR-V for Vulkan compute.
+//! vkshmem's device side: the WGSL device library and the kernel pipeline.
 //!
-//! WGSL → naga (parse and validate) → SPIR-V (Vulkan 1.3 / SPIR-V 1.5). Errors point
-//! at the line and column of the WGSL source they came from.
+//! - [`compile_wgsl`]: a self-contained WGSL kernel → naga (parse, validate) →
+//!   SPIR-V (Vulkan 1.3 / SPIR-V 1.5).
+//! - [`link_kernel`]: a user kernel that calls `shmem_*` functions, linked with the
+//!   device library generated for one PE of one job ([`library`]), compiled, then
+//!   rewritten by the SPIR-V [`pass`] that gives the library its memory semantics.
+//! - [`layout`]: the control region shared with the host.
+//!
+//! Nothing here touches Vulkan: the host crate turns the words into pipelines.
+//! Errors point at the line and column of the WGSL source they came from.
 //!
 //! ```
 //! let words = vkshmem_device::compile_wgsl(
@@ -16,8 +23,16 @@
 
 #![warn(missing_docs)]
 
+pub mod layout;
+pub mod library;
+mod link;
+pub mod pass;
+
+pub use library::{HeapBinding, LibraryConfig};
+pub use link::{link_kernel, LinkedKernel, UserBinding};
+
 use naga::back::spv;
-use naga::valid::{Capabilities, ValidationFlags, Validator};
+use naga::valid::{Capabilities, ModuleInfo, ValidationFlags, Validator};
 
 /// Why a kernel did not compile.
 #[derive(Debug, thiserror::Error)]
@@ -48,7 +63,20 @@ pub enum CompileError {
         /// The validator's message.
         message: String,
     },
-    /// SPIR-V generation failed.
+    /// The kernel cannot be linked with the device library (a reserved name, a
+    /// binding in the library's set, a missing entry point …).
+    #[error("{name}:{line}:{column}: {message}")]
+    Link {
+        /// The kernel's name.
+        name: String,
+        /// 1-based line in the user's source, 0 when it is not about one line.
+        line: u32,
+        /// 1-based column, 0 when unknown.
+        column: u32,
+        /// What is wrong.
+        message: String,
+    },
+    /// SPIR-V generation or post-processing failed.
     #[error("{name}: SPIR-V generation failed: {message}")]
     Backend {
         /// The kernel's name.
@@ -64,6 +92,7 @@ impl CompileError {
         match self {
             CompileError::Parse { line, column, .. }
             | CompileError::Validate { line, column, .. }
+            | CompileError::Link { line, column, .. }
                 if *line > 0 =>
             {
                 Some((*line, *column))
@@ -81,6 +110,15 @@ fn line_column(loc: Option<naga::SourceLocation>) -> (u32, u32) {
 
 /// Compiles WGSL compute source to SPIR-V words. `name` labels error messages.
 pub fn compile_wgsl(source: &str, name: &str) -> Result<Vec<u32>, CompileError> {
+    let (module, info) = parse_validate(source, name)?;
+    write_spirv(&module, &info, name)
+}
+
+/// Parses and validates `source`.
+pub(crate) fn parse_validate(
+    source: &str,
+    name: &str,
+) -> Result<(naga::Module, ModuleInfo), CompileError> {
     let module = naga::front::wgsl::parse_str(source).map_err(|e| {
         let (line, column) = line_column(e.location(source));
         CompileError::Parse {
@@ -102,11 +140,21 @@ pub fn compile_wgsl(source: &str, name: &str) -> Result<Vec<u32>, CompileError> 
                 message: e.emit_to_string(source),
             }
         })?;
+    Ok((module, info))
+}
+
+/// Writes SPIR-V 1.5 with debug names (the pass finds library functions by name).
+pub(crate) fn write_spirv(
+    module: &naga::Module,
+    info: &ModuleInfo,
+    name: &str,
+) -> Result<Vec<u32>, CompileError> {
     let options = spv::Options {
         lang_version: (1, 5),
+        flags: spv::WriterFlags::DEBUG,
         ..spv::Options::default()
     };
-    spv::write_vec(&module, &info, &options, None).map_err(|e| CompileError::Backend {
+    spv::write_vec(module, info, &options, None).map_err(|e| CompileError::Backend {
         name: name.to_string(),
         message: e.to_string(),
     })

@@ -137,6 +137,29 @@ pub fn heap_size(get: impl Fn(&str) -> Option<String>) -> Result<u64> {
     }
 }
 
+/// Seconds a device-side wait may take before it becomes an error; unset: no limit.
+pub const ENV_WAIT_TIMEOUT: &str = "VKSHMEM_WAIT_TIMEOUT";
+
+/// `VKSHMEM_WAIT_TIMEOUT` (seconds, fractions allowed), `None` when unset or 0.
+pub fn wait_timeout(
+    get: impl Fn(&str) -> Option<String>,
+) -> Result<Option<std::time::Duration>> {
+    match get(ENV_WAIT_TIMEOUT) {
+        None => Ok(None),
+        Some(v) => match v.trim().parse::<f64>() {
+            Ok(s) if s == 0.0 => Ok(None),
+            Ok(s) if s.is_finite() && s > 0.0 && s < 1e9 => {
+                Ok(Some(std::time::Duration::from_secs_f64(s)))
+            }
+            _ => Err(Error::Config {
+                var: ENV_WAIT_TIMEOUT,
+                value: v,
+                why: "expected a number of seconds such as 30 or 0.5 (0: no limit)".into(),
+            }),
+        },
+    }
+}
+
 /// Lower-case hex of `bytes`.
 pub fn encode_hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -156,6 +179,20 @@ pub fn decode_hex(text: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wait_timeout_values() {
+        let env = |v: &'static str| move |_: &str| Some(v.to_string());
+        assert_eq!(wait_timeout(|_| None).unwrap(), None);
+        assert_eq!(wait_timeout(env("0")).unwrap(), None);
+        assert_eq!(
+            wait_timeout(env("2.5")).unwrap(),
+            Some(std::time::Duration::from_millis(2500))
+        );
+        for bad in ["-1", "x", "inf", "NaN"] {
+            assert!(wait_timeout(env(bad)).is_err(), "{bad}");
+        }
+    }
     use std::collections::HashMap;
 
     #[test]

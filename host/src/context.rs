@@ -5,8 +5,12 @@
 //! between threads; collective calls must still be made in the same order on every
 //! PE, from one thread at a time per PE.
 
+use std::collections::HashMap;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use vkshmem_device::layout;
 
 use crate::alloc::Allocator;
 use crate::bootstrap::Bootstrap;
@@ -14,6 +18,7 @@ use crate::config;
 use crate::error::{Error, Result};
 use crate::heap::SymmetricHeap;
 use crate::symbuf::SymBuffer;
+use crate::user_kernel::DeviceKernel;
 use crate::vk::kernel::Kernel;
 use crate::vk::memory::Staging;
 use crate::vk::submit::{Submitter, Window};
@@ -56,16 +61,21 @@ impl Request {
     }
 }
 
+/// A user kernel's cache key: (source, entry point).
+type KernelKey = (String, Option<String>);
+
 pub(crate) struct Inner {
     pe: u32,
     npes: u32,
+    pub(crate) wait_timeout: Option<Duration>,
     // Field order is drop order: everything holding Vulkan objects goes before `gpu`.
-    submit: Mutex<Submitter>,
+    pub(crate) kernels: Mutex<HashMap<KernelKey, Arc<DeviceKernel>>>,
+    pub(crate) submit: Mutex<Submitter>,
     staging: Mutex<Option<Staging>>,
-    heap: SymmetricHeap,
+    pub(crate) heap: SymmetricHeap,
     alloc: Mutex<Allocator>,
-    boot: Mutex<Option<Bootstrap>>,
-    gpu: Arc<Gpu>,
+    pub(crate) boot: Mutex<Option<Bootstrap>>,
+    pub(crate) gpu: Arc<Gpu>,
 }
 
 /// One PE's handle on vkshmem (OpenSHMEM's implicit library state, made explicit).
@@ -84,7 +94,7 @@ impl std::fmt::Debug for Context {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A poisoned mutex means a panic elsewhere in this PE; the guarded state is
     // still usable for tearing down.
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -104,6 +114,7 @@ impl Context {
         let get = |k: &str| std::env::var(k).ok();
         let job = config::job_env(get)?;
         let heap_size = config::heap_size(get)?;
+        let wait_timeout = config::wait_timeout(get)?;
         let mut boot = match &job.bootstrap {
             Some((endpoint, secret)) => {
                 Some(Bootstrap::connect(endpoint, secret, job.pe, job.npes)?)
@@ -117,12 +128,22 @@ impl Context {
             .min_storage_offset_alignment
             .max(256)
             .next_power_of_two();
-        let alloc = Allocator::new(heap.size(), granule)?;
+        let mut alloc = Allocator::new(heap.size(), granule)?;
+        // The control region sits at offset 0 of every heap (same size everywhere,
+        // so the first allocation lands there on every PE).
+        let control = layout::control_bytes(job.npes);
+        if alloc.alloc(control, granule)? != 0 {
+            return Err(Error::InvalidArgument(
+                "the control region must be the heap's first allocation".into(),
+            ));
+        }
         let submit = Submitter::new(&gpu)?;
-        Ok(Context {
+        let ctx = Context {
             inner: Arc::new(Inner {
                 pe: job.pe,
                 npes: job.npes,
+                wait_timeout,
+                kernels: Mutex::new(HashMap::new()),
                 submit: Mutex::new(submit),
                 staging: Mutex::new(None),
                 heap,
@@ -130,7 +151,13 @@ impl Context {
                 boot: Mutex::new(boot),
                 gpu,
             }),
-        })
+        };
+        let words = layout::initial_control(job.pe, job.npes);
+        ctx.write_bytes(job.pe, 0, bytemuck::cast_slice(&words))?;
+        // No PE's device code may touch a peer's control region before its owner
+        // has initialised it.
+        ctx.sync_all()?;
+        Ok(ctx)
     }
 
     /// Leaves the job (collective): a barrier, then a clean goodbye to the
@@ -298,7 +325,7 @@ impl Context {
     }
 
     /// Checks that `[offset, offset+bytes)` lies in PE `pe`'s reachable heap.
-    fn check_range(
+    pub(crate) fn check_range(
         &self,
         pe: u32,
         offset: u64,
@@ -394,7 +421,7 @@ impl Context {
         bindings: u32,
         push_bytes: u32,
     ) -> Result<Kernel> {
-        Kernel::new(&self.inner.gpu, spirv, entry, bindings, push_bytes)
+        Kernel::new(&self.inner.gpu, spirv, entry, &[bindings], push_bytes)
     }
 
     /// Runs `kernel` on this PE's device over `groups` workgroups, with heap
@@ -413,6 +440,15 @@ impl Context {
         windows: &[HeapWindow],
         push: &[u8],
     ) -> Result<()> {
+        let bound = self.bind_windows(windows)?;
+        self.check_groups(groups)?;
+        lock(&self.inner.submit)
+            .dispatch(kernel, groups, &[&bound], push, false, &mut |_| {})
+            .map(|_| ())
+    }
+
+    /// Checks heap windows for binding and resolves them to buffers.
+    pub(crate) fn bind_windows(&self, windows: &[HeapWindow]) -> Result<Vec<Window>> {
         let info = &self.inner.gpu.info;
         let mut bound = Vec::with_capacity(windows.len());
         for w in windows {
@@ -435,13 +471,19 @@ impl Context {
                 range: w.bytes,
             });
         }
+        Ok(bound)
+    }
+
+    /// Checks a workgroup count against the device.
+    pub(crate) fn check_groups(&self, groups: [u32; 3]) -> Result<()> {
+        let info = &self.inner.gpu.info;
         if groups.contains(&0) || groups[0] > info.max_workgroups_x {
             return Err(Error::InvalidArgument(format!(
                 "workgroup count {groups:?}: each must be at least 1, x at most {}",
                 info.max_workgroups_x
             )));
         }
-        lock(&self.inner.submit).dispatch(kernel, groups, &bound, push)
+        Ok(())
     }
 
     /// Submits an empty command buffer and waits for it: the floor of every

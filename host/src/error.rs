@@ -75,6 +75,39 @@ pub enum Error {
         /// Total heap size.
         heap_size: u64,
     },
+    /// A kernel did not compile or link; the message names the line and column.
+    #[error(transparent)]
+    Kernel(#[from] vkshmem_device::CompileError),
+    /// Device code raised an error during a dispatch (read from the control region
+    /// after it finished): a bad PE or address, an invalid team, misuse of a
+    /// per-thread collective, or an aborted wait.
+    #[error("kernel {kernel:?} raised a device error on PE {pe}: {what} (first at PE argument {arg_pe}, word address {arg_addr})")]
+    Device {
+        /// The kernel's name.
+        kernel: String,
+        /// The PE that ran it.
+        pe: u32,
+        /// The raised `ERR_*` bits, in words.
+        what: String,
+        /// The raw bits.
+        bits: u32,
+        /// The PE argument of the first failing access (or the team, for a bad team).
+        arg_pe: u32,
+        /// The word address of the first failing access.
+        arg_addr: u32,
+    },
+    /// A wait took longer than `VKSHMEM_WAIT_TIMEOUT`.
+    #[error("kernel {kernel:?} on PE {pe} waited longer than {seconds} s (VKSHMEM_WAIT_TIMEOUT){missing}")]
+    Timeout {
+        /// The kernel's name.
+        kernel: String,
+        /// This PE.
+        pe: u32,
+        /// The configured timeout.
+        seconds: f64,
+        /// Which PEs had not arrived, when known (", waiting for PE 3").
+        missing: String,
+    },
     /// An argument is out of range or malformed.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

@@ -3,8 +3,9 @@
 //! See `ARCHITECTURE.md` at the repository root for the map. In short:
 //! [`config`] reads the environment, [`bootstrap`] lets the PEs of a node meet,
 //! [`alloc`] is the symmetric allocator's bookkeeping, [`vk`] is the thin Vulkan
-//! layer, [`heap`] is the symmetric heap (own and imported peers), and [`context`]
-//! ties them into the per-PE [`Context`] that the facade crate exposes.
+//! layer, [`heap`] is the symmetric heap (own and imported peers), [`context`]
+//! ties them into the per-PE [`Context`] that the facade crate exposes, and
+//! [`user_kernel`] compiles and launches kernels that call the device library.
 
 #![warn(missing_docs)]
 
@@ -18,8 +19,11 @@ pub use error::{Error, Result};
 pub mod context;
 pub mod heap;
 pub mod symbuf;
+pub mod user_kernel;
 
 pub use context::{Context, HeapWindow};
 pub use symbuf::SymBuffer;
+pub use user_kernel::DeviceKernel;
+pub use vkshmem_device::{CompileError, UserBinding};
 pub use vk::kernel::Kernel;
 pub use vk::{DeviceCaps, DeviceInfo};

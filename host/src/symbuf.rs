@@ -49,6 +49,21 @@ impl<T: Pod> SymBuffer<T> {
         self.offset
     }
 
+    /// The symmetric address device code uses for this object: its offset in
+    /// 32-bit words. Element `i` of a `T` is at `device_addr() + i * size_of::<T>() / 4`.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] when the object starts beyond the first
+    /// 16 GiB of the heap (device addresses are 32-bit word indices).
+    pub fn device_addr(&self) -> crate::Result<u32> {
+        u32::try_from(self.offset / 4).map_err(|_| {
+            crate::Error::InvalidArgument(format!(
+                "offset {} is beyond what device code can address (16 GiB)",
+                self.offset
+            ))
+        })
+    }
+
     /// Number of elements.
     pub fn len(&self) -> usize {
         self.len

@@ -1,6 +1,6 @@
 //! A PE's side of the bootstrap: connect, then allgather, barrier and fd exchange.
 
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixStream};
 
@@ -21,6 +21,9 @@ pub struct Bootstrap {
     npes: u32,
     seq: u64,
     closed: bool,
+    /// The job's first failure, once this PE has heard of it: later calls fail
+    /// with it at once.
+    failed: Option<(u32, String)>,
 }
 
 impl Bootstrap {
@@ -67,6 +70,7 @@ impl Bootstrap {
             npes,
             seq: 0,
             closed: false,
+            failed: None,
         })
     }
 
@@ -85,10 +89,42 @@ impl Bootstrap {
         self.seq
     }
 
+    /// The job's failure as an error, once known.
+    fn failure(&self) -> Result<()> {
+        match &self.failed {
+            Some((pe, how)) => Err(Error::PeerFailed {
+                pe: *pe,
+                how: how.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Checks, without blocking, whether the endpoint has announced that the job
+    /// is failing. Only meaningful between collectives (the endpoint sends nothing
+    /// else unasked). Returns the failed PE and how it failed.
+    pub fn poll_abort(&mut self) -> Option<(u32, String)> {
+        if self.failed.is_none() {
+            let fd = nix::poll::PollFd::new(self.stream.as_fd(), nix::poll::PollFlags::POLLIN);
+            if let Ok(1..) = nix::poll::poll(&mut [fd], nix::poll::PollTimeout::ZERO) {
+                self.failed = Some(match recv(&self.stream) {
+                    Ok(Some((Msg::Abort { pe, reason }, _))) => (pe, reason),
+                    Ok(Some((m, _))) => (u32::MAX, format!("unexpected {} from the endpoint", m.kind())),
+                    Ok(None) | Err(_) => (u32::MAX, "the job's endpoint went away (launcher gone?)".into()),
+                });
+            }
+        }
+        self.failed.clone()
+    }
+
     /// Waits for the answer to collective `seq`; an abort becomes [`Error::PeerFailed`].
     fn answer(&mut self, seq: u64) -> Result<(Msg, Vec<OwnedFd>)> {
+        self.failure()?;
         match recv(&self.stream)? {
-            Some((Msg::Abort { pe, reason }, _)) => Err(Error::PeerFailed { pe, how: reason }),
+            Some((Msg::Abort { pe, reason }, _)) => {
+                self.failed = Some((pe, reason.clone()));
+                Err(Error::PeerFailed { pe, how: reason })
+            }
             Some((msg, fds)) => {
                 let got = match &msg {
                     Msg::BarrierDone { seq }
@@ -112,6 +148,7 @@ impl Bootstrap {
 
     /// Returns once every PE of the job has called `barrier`.
     pub fn barrier(&mut self) -> Result<()> {
+        self.failure()?;
         let seq = self.next_seq();
         send(&self.stream, &Msg::Barrier { seq }, &[])?;
         match self.answer(seq)? {
@@ -131,6 +168,7 @@ impl Bootstrap {
                 data.len()
             )));
         }
+        self.failure()?;
         let seq = self.next_seq();
         send(
             &self.stream,
@@ -153,6 +191,7 @@ impl Bootstrap {
     /// Offers `fd` (or nothing) and receives every PE's offer, in PE order
     /// (this PE's own included, as a duplicate).
     pub fn exchange_fds(&mut self, fd: Option<BorrowedFd<'_>>) -> Result<Vec<Option<OwnedFd>>> {
+        self.failure()?;
         let seq = self.next_seq();
         let raw: Vec<_> = fd.iter().map(|f| f.as_raw_fd()).collect();
         send(

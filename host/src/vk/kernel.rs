@@ -1,5 +1,5 @@
-//! A compute kernel: SPIR-V module, one descriptor set of storage buffers
-//! (set 0, bindings 0..n), and optional push constants ("immediates").
+//! A compute kernel: SPIR-V module, descriptor sets of storage buffers (set `s`
+//! has bindings 0..n_s), and optional push constants ("immediates").
 
 use std::ffi::CString;
 use std::sync::Arc;
@@ -9,42 +9,42 @@ use ash::vk;
 use super::Gpu;
 use crate::error::{Error, Result, VkContext};
 
-/// Most storage buffer bindings a kernel may declare (Mesa 22.3's per-stage limit).
-pub const MAX_BINDINGS: u32 = 32;
-
 /// A compute pipeline ready to dispatch.
 pub struct Kernel {
     gpu: Arc<Gpu>,
     module: vk::ShaderModule,
-    pub(crate) set_layout: vk::DescriptorSetLayout,
+    pub(crate) set_layouts: Vec<vk::DescriptorSetLayout>,
     pub(crate) layout: vk::PipelineLayout,
     pub(crate) pipeline: vk::Pipeline,
-    bindings: u32,
+    sets: Vec<u32>,
     push_bytes: u32,
 }
 
 impl std::fmt::Debug for Kernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Kernel")
-            .field("bindings", &self.bindings)
+            .field("sets", &self.sets)
             .field("push_bytes", &self.push_bytes)
             .finish()
     }
 }
 
 impl Kernel {
-    /// Builds a pipeline from `spirv` with entry point `entry`, `bindings` storage
-    /// buffers in set 0 and `push_bytes` of push constants (a multiple of 4).
+    /// Builds a pipeline from `spirv` with entry point `entry`, `sets[s]` storage
+    /// buffers in set `s` and `push_bytes` of push constants (a multiple of 4).
     pub fn new(
         gpu: &Arc<Gpu>,
         spirv: &[u32],
         entry: &str,
-        bindings: u32,
+        sets: &[u32],
         push_bytes: u32,
     ) -> Result<Kernel> {
-        if bindings > MAX_BINDINGS {
+        let total: u32 = sets.iter().sum();
+        let limit = gpu.info.max_storage_buffers_per_stage;
+        if total > limit {
             return Err(Error::InvalidArgument(format!(
-                "a kernel may bind at most {MAX_BINDINGS} storage buffers, not {bindings}"
+                "a kernel on this device may bind at most {limit} storage buffers \
+                 (maxPerStageDescriptorStorageBuffers), not {total}"
             )));
         }
         if push_bytes % 4 != 0 || push_bytes > gpu.info.max_push_constants {
@@ -59,35 +59,37 @@ impl Kernel {
         let mut k = Kernel {
             gpu: gpu.clone(),
             module: vk::ShaderModule::null(),
-            set_layout: vk::DescriptorSetLayout::null(),
+            set_layouts: Vec::new(),
             layout: vk::PipelineLayout::null(),
             pipeline: vk::Pipeline::null(),
-            bindings,
+            sets: sets.to_vec(),
             push_bytes,
         };
         // From here on, `k`'s Drop destroys whatever was created if a step fails.
         let info = vk::ShaderModuleCreateInfo::default().code(spirv);
         // SAFETY: valid device; `spirv` is SPIR-V produced by naga (validated).
         k.module = unsafe { d.create_shader_module(&info, None) }.vk("vkCreateShaderModule")?;
-        let binds: Vec<_> = (0..bindings)
-            .map(|i| {
-                vk::DescriptorSetLayoutBinding::default()
-                    .binding(i)
-                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                    .descriptor_count(1)
-                    .stage_flags(vk::ShaderStageFlags::COMPUTE)
-            })
-            .collect();
-        let info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&binds);
-        // SAFETY: valid device and create info.
-        k.set_layout = unsafe { d.create_descriptor_set_layout(&info, None) }
-            .vk("vkCreateDescriptorSetLayout")?;
+        for &n in sets {
+            let binds: Vec<_> = (0..n)
+                .map(|i| {
+                    vk::DescriptorSetLayoutBinding::default()
+                        .binding(i)
+                        .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                        .descriptor_count(1)
+                        .stage_flags(vk::ShaderStageFlags::COMPUTE)
+                })
+                .collect();
+            let info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&binds);
+            // SAFETY: valid device and create info.
+            let l = unsafe { d.create_descriptor_set_layout(&info, None) }
+                .vk("vkCreateDescriptorSetLayout")?;
+            k.set_layouts.push(l);
+        }
         let ranges = [vk::PushConstantRange::default()
             .stage_flags(vk::ShaderStageFlags::COMPUTE)
             .size(push_bytes)];
-        let layouts = [k.set_layout];
         let info = vk::PipelineLayoutCreateInfo::default()
-            .set_layouts(&layouts)
+            .set_layouts(&k.set_layouts)
             .push_constant_ranges(if push_bytes > 0 { &ranges } else { &[] });
         // SAFETY: valid device and create info.
         k.layout = unsafe { d.create_pipeline_layout(&info, None) }.vk("vkCreatePipelineLayout")?;
@@ -108,9 +110,9 @@ impl Kernel {
         Ok(k)
     }
 
-    /// Number of storage buffer bindings.
-    pub fn bindings(&self) -> u32 {
-        self.bindings
+    /// Number of storage buffer bindings of each descriptor set.
+    pub fn sets(&self) -> &[u32] {
+        &self.sets
     }
 
     /// Bytes of push constants.
@@ -127,7 +129,9 @@ impl Drop for Kernel {
         unsafe {
             d.destroy_pipeline(self.pipeline, None);
             d.destroy_pipeline_layout(self.layout, None);
-            d.destroy_descriptor_set_layout(self.set_layout, None);
+            for &l in &self.set_layouts {
+                d.destroy_descriptor_set_layout(l, None);
+            }
             d.destroy_shader_module(self.module, None);
         }
     }

@@ -60,6 +60,12 @@ pub struct DeviceInfo {
     pub max_workgroups_x: u32,
     /// `timestampPeriod` in nanoseconds per tick.
     pub timestamp_period_ns: f32,
+    /// `timestampValidBits` of the compute queue family (0: no timestamps).
+    pub timestamp_valid_bits: u32,
+    /// `maxPerStageDescriptorStorageBuffers`: storage bindings one kernel may use.
+    pub max_storage_buffers_per_stage: u32,
+    /// `maxComputeWorkGroupInvocations`.
+    pub max_workgroup_invocations: u32,
 }
 
 /// A Vulkan instance and logical device with one compute queue.
@@ -178,6 +184,13 @@ impl Gpu {
             max_push_constants: p.limits.max_push_constants_size,
             max_workgroups_x: p.limits.max_compute_work_group_count[0],
             timestamp_period_ns: p.limits.timestamp_period,
+            // SAFETY: valid physical device of `instance`.
+            timestamp_valid_bits: unsafe {
+                instance.get_physical_device_queue_family_properties(physical)
+            }[queue_family as usize]
+                .timestamp_valid_bits,
+            max_storage_buffers_per_stage: p.limits.max_per_stage_descriptor_storage_buffers,
+            max_workgroup_invocations: p.limits.max_compute_work_group_invocations,
         };
 
         // Features: query, then enable the ones we use that the device has.

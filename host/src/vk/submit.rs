@@ -1,6 +1,7 @@
 //! One-shot submissions: record, submit, wait. Used by host-initiated operations.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use ash::vk;
 
@@ -19,14 +20,24 @@ pub struct Window {
     pub range: u64,
 }
 
-/// A command buffer, a fence and a descriptor pool, reused submission after
-/// submission. Not shared between threads (the owner wraps it in a mutex).
+/// How often a waiting submission wakes up to let its owner look around (for a
+/// failed peer, a timeout).
+const WAIT_SLICE: Duration = Duration::from_millis(20);
+
+/// Most descriptor sets one dispatch binds.
+const MAX_SETS: u32 = 4;
+
+/// A command buffer, a fence, a descriptor pool and a timestamp query pool, reused
+/// submission after submission. Not shared between threads (the owner wraps it in
+/// a mutex).
 pub struct Submitter {
     gpu: Arc<Gpu>,
     pool: vk::CommandPool,
     cmd: vk::CommandBuffer,
     fence: vk::Fence,
     descriptors: vk::DescriptorPool,
+    /// Two timestamps around a dispatch; null when the queue has none.
+    queries: vk::QueryPool,
 }
 
 impl std::fmt::Debug for Submitter {
@@ -45,6 +56,7 @@ impl Submitter {
             cmd: vk::CommandBuffer::null(),
             fence: vk::Fence::null(),
             descriptors: vk::DescriptorPool::null(),
+            queries: vk::QueryPool::null(),
         };
         let info = vk::CommandPoolCreateInfo::default()
             .queue_family_index(gpu.queue_family)
@@ -62,19 +74,36 @@ impl Submitter {
             unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) }.vk("vkCreateFence")?;
         let sizes = [vk::DescriptorPoolSize::default()
             .ty(vk::DescriptorType::STORAGE_BUFFER)
-            .descriptor_count(super::kernel::MAX_BINDINGS)];
+            .descriptor_count(gpu.info.max_storage_buffers_per_stage.max(1))];
         let info = vk::DescriptorPoolCreateInfo::default()
-            .max_sets(1)
+            .max_sets(MAX_SETS)
             .pool_sizes(&sizes);
         // SAFETY: valid device.
         s.descriptors =
             unsafe { d.create_descriptor_pool(&info, None) }.vk("vkCreateDescriptorPool")?;
+        if gpu.info.timestamp_valid_bits > 0 {
+            let info = vk::QueryPoolCreateInfo::default()
+                .query_type(vk::QueryType::TIMESTAMP)
+                .query_count(2);
+            // SAFETY: valid device; the queue family supports timestamps (valid bits > 0).
+            s.queries = unsafe { d.create_query_pool(&info, None) }.vk("vkCreateQueryPool")?;
+        }
         Ok(s)
     }
 
     /// Records with `record`, submits, and waits for completion. A final barrier
     /// makes shader and transfer writes visible to the host.
     fn run(&mut self, record: impl FnOnce(&ash::Device, vk::CommandBuffer)) -> Result<()> {
+        self.run_watched(record, &mut |_| {})
+    }
+
+    /// Like `run`, calling `watch(elapsed)` every [`WAIT_SLICE`] while the work is
+    /// not finished (it may, for example, set the abort word of a stuck kernel).
+    fn run_watched(
+        &mut self,
+        record: impl FnOnce(&ash::Device, vk::CommandBuffer),
+        watch: &mut dyn FnMut(Duration),
+    ) -> Result<()> {
         let d = &self.gpu.device;
         let begin = vk::CommandBufferBeginInfo::default()
             .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
@@ -109,29 +138,46 @@ impl Submitter {
             d.queue_submit(*q, &submit, self.fence)
                 .vk("vkQueueSubmit")?;
         }
-        // SAFETY: the fence belongs to this device and was just submitted.
-        unsafe {
-            d.wait_for_fences(&[self.fence], true, u64::MAX)
-                .vk("vkWaitForFences")?;
-            d.reset_fences(&[self.fence]).vk("vkResetFences")?;
+        let start = Instant::now();
+        loop {
+            // SAFETY: the fence belongs to this device and was just submitted.
+            match unsafe {
+                d.wait_for_fences(&[self.fence], true, WAIT_SLICE.as_nanos() as u64)
+            } {
+                Ok(()) => break,
+                Err(vk::Result::TIMEOUT) => watch(start.elapsed()),
+                Err(r) => {
+                    return Err(Error::Vulkan {
+                        call: "vkWaitForFences",
+                        result: r,
+                    })
+                }
+            }
         }
+        // SAFETY: the fence is signaled and no longer in use by a queue.
+        unsafe { d.reset_fences(&[self.fence]).vk("vkResetFences")? };
         Ok(())
     }
 
-    /// Runs `kernel` over `groups` workgroups with `windows` bound to bindings 0..n
-    /// and `push` as push constants; returns when it has finished.
+    /// Runs `kernel` over `groups` workgroups with `sets[s]` bound to the bindings
+    /// 0..n of descriptor set `s` and `push` as push constants; returns when it has
+    /// finished, with the GPU time between the start and the end of the dispatch
+    /// when `timed` and the queue has timestamps. `watch` is called while waiting
+    /// (see `run_watched`).
     pub fn dispatch(
         &mut self,
         kernel: &Kernel,
         groups: [u32; 3],
-        windows: &[Window],
+        sets: &[&[Window]],
         push: &[u8],
-    ) -> Result<()> {
-        if windows.len() != kernel.bindings() as usize {
+        timed: bool,
+        watch: &mut dyn FnMut(Duration),
+    ) -> Result<Option<Duration>> {
+        let counts: Vec<u32> = sets.iter().map(|s| s.len() as u32).collect();
+        if counts != kernel.sets() {
             return Err(Error::InvalidArgument(format!(
-                "kernel has {} bindings, {} windows given",
-                kernel.bindings(),
-                windows.len()
+                "kernel has bindings {:?} per descriptor set, {counts:?} given",
+                kernel.sets()
             )));
         }
         if push.len() != kernel.push_bytes() as usize {
@@ -141,65 +187,118 @@ impl Submitter {
                 push.len()
             )));
         }
-        let d = &self.gpu.device;
-        let layouts = [kernel.set_layout];
+        let gpu = self.gpu.clone();
+        let d = &gpu.device;
         let info = vk::DescriptorSetAllocateInfo::default()
             .descriptor_pool(self.descriptors)
-            .set_layouts(&layouts);
-        // SAFETY: no set from the pool is in use (previous submission completed).
-        let set = unsafe {
+            .set_layouts(&kernel.set_layouts);
+        // SAFETY: no set from the pool is in use (previous submission completed);
+        // at most MAX_SETS sets with at most maxPerStageDescriptorStorageBuffers
+        // descriptors in all (checked when the kernel was built).
+        let handles = unsafe {
             d.reset_descriptor_pool(self.descriptors, vk::DescriptorPoolResetFlags::empty())
                 .vk("vkResetDescriptorPool")?;
             d.allocate_descriptor_sets(&info)
-                .vk("vkAllocateDescriptorSets")?[0]
+                .vk("vkAllocateDescriptorSets")?
         };
-        let infos: Vec<[vk::DescriptorBufferInfo; 1]> = windows
+        let infos: Vec<Vec<[vk::DescriptorBufferInfo; 1]>> = sets
             .iter()
-            .map(|w| {
-                [vk::DescriptorBufferInfo::default()
-                    .buffer(w.buffer)
-                    .offset(w.offset)
-                    .range(w.range)]
+            .map(|set| {
+                set.iter()
+                    .map(|w| {
+                        [vk::DescriptorBufferInfo::default()
+                            .buffer(w.buffer)
+                            .offset(w.offset)
+                            .range(w.range)]
+                    })
+                    .collect()
             })
             .collect();
         let writes: Vec<_> = infos
             .iter()
-            .enumerate()
-            .map(|(i, info)| {
-                vk::WriteDescriptorSet::default()
-                    .dst_set(set)
-                    .dst_binding(i as u32)
-                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                    .buffer_info(info)
+            .zip(&handles)
+            .flat_map(|(set, &handle)| {
+                set.iter().enumerate().map(move |(i, info)| {
+                    vk::WriteDescriptorSet::default()
+                        .dst_set(handle)
+                        .dst_binding(i as u32)
+                        .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                        .buffer_info(info)
+                })
             })
             .collect();
-        // SAFETY: the set is not in use; offsets and ranges were validated by the
+        // SAFETY: the sets are not in use; offsets and ranges were validated by the
         // caller against minStorageBufferOffsetAlignment and maxStorageBufferRange.
         unsafe { d.update_descriptor_sets(&writes, &[]) };
-        self.run(|d, cmd| {
-            // SAFETY: recording state; pipeline, layout and set are compatible.
-            unsafe {
-                d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, kernel.pipeline);
-                d.cmd_bind_descriptor_sets(
-                    cmd,
-                    vk::PipelineBindPoint::COMPUTE,
-                    kernel.layout,
-                    0,
-                    &[set],
-                    &[],
-                );
-                if !push.is_empty() {
-                    d.cmd_push_constants(
+        let queries = if timed { self.queries } else { vk::QueryPool::null() };
+        self.run_watched(
+            |d, cmd| {
+                // SAFETY: recording state; pipeline, layout and sets are compatible;
+                // the query pool has two timestamp queries, reset before use.
+                unsafe {
+                    if queries != vk::QueryPool::null() {
+                        d.cmd_reset_query_pool(cmd, queries, 0, 2);
+                        d.cmd_write_timestamp(
+                            cmd,
+                            vk::PipelineStageFlags::TOP_OF_PIPE,
+                            queries,
+                            0,
+                        );
+                    }
+                    d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, kernel.pipeline);
+                    d.cmd_bind_descriptor_sets(
                         cmd,
+                        vk::PipelineBindPoint::COMPUTE,
                         kernel.layout,
-                        vk::ShaderStageFlags::COMPUTE,
                         0,
-                        push,
+                        &handles,
+                        &[],
                     );
+                    if !push.is_empty() {
+                        d.cmd_push_constants(
+                            cmd,
+                            kernel.layout,
+                            vk::ShaderStageFlags::COMPUTE,
+                            0,
+                            push,
+                        );
+                    }
+                    d.cmd_dispatch(cmd, groups[0], groups[1], groups[2]);
+                    if queries != vk::QueryPool::null() {
+                        d.cmd_write_timestamp(
+                            cmd,
+                            vk::PipelineStageFlags::BOTTOM_OF_PIPE,
+                            queries,
+                            1,
+                        );
+                    }
                 }
-                d.cmd_dispatch(cmd, groups[0], groups[1], groups[2]);
-            }
-        })
+            },
+            watch,
+        )?;
+        if queries == vk::QueryPool::null() {
+            return Ok(None);
+        }
+        let mut ticks = [0u64; 2];
+        // SAFETY: both queries were written by the completed submission; WAIT and
+        // TYPE_64 match the u64 result slots.
+        unsafe {
+            d.get_query_pool_results(
+                queries,
+                0,
+                &mut ticks,
+                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
+            )
+            .vk("vkGetQueryPoolResults")?;
+        }
+        let mask = match self.gpu.info.timestamp_valid_bits {
+            64.. => u64::MAX,
+            b => (1u64 << b) - 1,
+        };
+        let delta = ticks[1].wrapping_sub(ticks[0]) & mask;
+        Ok(Some(Duration::from_nanos(
+            (delta as f64 * self.gpu.info.timestamp_period_ns as f64) as u64,
+        )))
     }
 
     /// Copies `size` bytes from `src` at `src_offset` to `dst` at `dst_offset`.
@@ -252,6 +351,7 @@ impl Drop for Submitter {
         // SAFETY: every submission was waited for; freeing the pool frees its
         // command buffer.
         unsafe {
+            d.destroy_query_pool(self.queries, None);
             d.destroy_descriptor_pool(self.descriptors, None);
             d.destroy_fence(self.fence, None);
             d.destroy_command_pool(self.pool, None);

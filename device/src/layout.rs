@@ -1,0 +1,265 @@
+//! The control region: the words at the start of every PE's symmetric heap that
+//! the device library and the host share (errors, the abort word, the team table,
+//! WORLD's sync flags).
+//!
+//! One definition serves both sides: the `control_struct!` invocations below
+//! produce the `#[repr(C)]` + bytemuck structs the host writes, the WGSL word
+//! offsets the device library reads, and a WGSL struct declaration that a test lays
+//! out with naga to prove the two agree.
+
+use std::fmt::Write as _;
+
+macro_rules! control_struct {
+    ($(#[$meta:meta])* $name:ident, $wgsl:literal, $prefix:literal { $($(#[$fmeta:meta])* $field:ident),* $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+        #[repr(C)]
+        pub struct $name {
+            $($(#[$fmeta])* pub $field: u32,)*
+        }
+
+        impl $name {
+            /// (field name, word offset) of every field, in declaration order.
+            pub fn fields() -> Vec<(&'static str, u32)> {
+                vec![$((stringify!($field), (std::mem::offset_of!($name, $field) / 4) as u32),)*]
+            }
+
+            /// The WGSL struct with the same fields (every field a `u32`).
+            pub fn wgsl_struct() -> String {
+                let mut s = format!("struct {} {{\n", $wgsl);
+                $(s.push_str(&format!("    {}: u32,\n", stringify!($field)));)*
+                s.push_str("}\n");
+                s
+            }
+
+            /// WGSL constants `<PREFIX><FIELD>: u32 = <word offset>` for every field.
+            pub fn wgsl_offsets() -> String {
+                let mut s = String::new();
+                for (f, off) in Self::fields() {
+                    let _ = writeln!(s, "const {}{}: u32 = {}u;", $prefix, f.to_uppercase(), off);
+                }
+                s
+            }
+
+            /// Size in 32-bit words.
+            pub const WORDS: u32 = (std::mem::size_of::<$name>() / 4) as u32;
+        }
+    };
+}
+
+control_struct!(
+    /// The header at word 0 of every PE's heap.
+    ControlHeader, "VksControlHeader", "VKS_CTRL_" {
+        /// [`CONTROL_MAGIC`] once the host has initialised the region.
+        magic,
+        /// [`LAYOUT_VERSION`].
+        version,
+        /// This PE's number in WORLD.
+        my_pe,
+        /// Number of PEs in WORLD.
+        n_pes,
+        /// Device-raised errors: an OR of the `ERR_*` bits (the host clears it).
+        error,
+        /// The PE argument of the first bad access.
+        error_pe,
+        /// The word address of the first bad access.
+        error_addr,
+        /// Nonzero: the host asks every device-side wait to give up (a peer failed).
+        abort,
+        /// Reserved for later use; zero.
+        reserved0,
+        /// Reserved; zero.
+        reserved1,
+        /// Reserved; zero.
+        reserved2,
+        /// Reserved; zero.
+        reserved3,
+        /// Reserved; zero.
+        reserved4,
+        /// Reserved; zero.
+        reserved5,
+        /// Reserved; zero.
+        reserved6,
+        /// Reserved; zero.
+        reserved7,
+    }
+);
+
+control_struct!(
+    /// One entry of the device-visible team table (at [`TEAM_TABLE_WORD`]).
+    TeamEntry, "VksTeamEntry", "VKS_TEAM_" {
+        /// 1 when the entry describes a live team this PE belongs to.
+        valid,
+        /// WORLD PE number of the team's PE 0.
+        start,
+        /// WORLD distance between consecutive team members (two's complement: may
+        /// be negative).
+        stride,
+        /// Number of PEs in the team.
+        size,
+        /// This PE's number in the team.
+        my_index,
+        /// Syncs this PE has completed on the team (device-owned; zero at creation).
+        epoch,
+        /// Word address of the team's sync flags (`size` words, symmetric).
+        flags,
+        /// Invocations of this PE currently inside a sync on this team (misuse check).
+        busy,
+    }
+);
+
+/// `"VKSH"`, little-endian.
+pub const CONTROL_MAGIC: u32 = u32::from_le_bytes(*b"VKSH");
+/// Version of this layout; bumped when it changes.
+pub const LAYOUT_VERSION: u32 = 1;
+/// Most teams a PE can be part of at once (the device table's length).
+pub const MAX_TEAMS: u32 = 64;
+/// Team handle of WORLD (entry 0 of the table).
+pub const TEAM_WORLD: u32 = 0;
+/// Word address of the team table.
+pub const TEAM_TABLE_WORD: u32 = ControlHeader::WORDS;
+/// Word address of WORLD's sync flags (one word per PE).
+pub const WORLD_FLAGS_WORD: u32 = TEAM_TABLE_WORD + MAX_TEAMS * TeamEntry::WORDS;
+
+/// Device error bit: a heap access named an address outside the heap.
+pub const ERR_BAD_ADDRESS: u32 = 1;
+/// Device error bit: a PE number outside WORLD.
+pub const ERR_BAD_PE: u32 = 2;
+/// Device error bit: an invalid team handle.
+pub const ERR_BAD_TEAM: u32 = 4;
+/// Device error bit: two invocations of one PE were inside a sync of the same team
+/// at once (a per-thread collective called by more than one invocation).
+pub const ERR_CONCURRENT_SYNC: u32 = 8;
+/// Device error bit: a wait gave up because the host set the abort word.
+pub const ERR_ABORTED: u32 = 16;
+
+/// Describes device error bits in words.
+pub fn describe_errors(bits: u32) -> Vec<&'static str> {
+    let all = [
+        (ERR_BAD_ADDRESS, "a heap access outside the symmetric heap"),
+        (ERR_BAD_PE, "a PE number outside the job"),
+        (ERR_BAD_TEAM, "an invalid team handle"),
+        (
+            ERR_CONCURRENT_SYNC,
+            "more than one invocation of a PE inside the same team's sync at once \
+             (per-thread collectives are called by one invocation per PE)",
+        ),
+        (ERR_ABORTED, "a wait gave up because the job is aborting"),
+    ];
+    all.iter()
+        .filter(|(b, _)| bits & b != 0)
+        .map(|(_, s)| *s)
+        .collect()
+}
+
+/// Bytes of the control region for a job of `n_pes` PEs.
+pub fn control_bytes(n_pes: u32) -> u64 {
+    (WORLD_FLAGS_WORD as u64 + n_pes as u64) * 4
+}
+
+/// The control region's initial contents on PE `my_pe` of `n_pes`, as words.
+pub fn initial_control(my_pe: u32, n_pes: u32) -> Vec<u32> {
+    let mut words = vec![0u32; (control_bytes(n_pes) / 4) as usize];
+    let header = ControlHeader {
+        magic: CONTROL_MAGIC,
+        version: LAYOUT_VERSION,
+        my_pe,
+        n_pes,
+        ..Default::default()
+    };
+    words[..ControlHeader::WORDS as usize].copy_from_slice(bytemuck::cast_slice(
+        bytemuck::bytes_of(&header),
+    ));
+    let world = TeamEntry {
+        valid: 1,
+        start: 0,
+        stride: 1,
+        size: n_pes,
+        my_index: my_pe,
+        epoch: 0,
+        flags: WORLD_FLAGS_WORD,
+        busy: 0,
+    };
+    let at = TEAM_TABLE_WORD as usize;
+    words[at..at + TeamEntry::WORDS as usize]
+        .copy_from_slice(bytemuck::cast_slice(bytemuck::bytes_of(&world)));
+    words
+}
+
+/// The WGSL declarations of the layout: structs, word offsets, constants.
+pub fn wgsl() -> String {
+    let mut s = String::new();
+    s.push_str(&ControlHeader::wgsl_offsets());
+    s.push_str(&TeamEntry::wgsl_offsets());
+    let _ = writeln!(s, "const VKS_TEAM_WORDS: u32 = {}u;", TeamEntry::WORDS);
+    let _ = writeln!(s, "const VKS_MAX_TEAMS: u32 = {MAX_TEAMS}u;");
+    let _ = writeln!(s, "const VKS_TEAM_TABLE: u32 = {TEAM_TABLE_WORD}u;");
+    let _ = writeln!(s, "const VKS_WORLD_FLAGS: u32 = {WORLD_FLAGS_WORD}u;");
+    let _ = writeln!(s, "const SHMEM_TEAM_WORLD: u32 = {TEAM_WORLD}u;");
+    for (name, v) in [
+        ("BAD_ADDRESS", ERR_BAD_ADDRESS),
+        ("BAD_PE", ERR_BAD_PE),
+        ("BAD_TEAM", ERR_BAD_TEAM),
+        ("CONCURRENT_SYNC", ERR_CONCURRENT_SYNC),
+        ("ABORTED", ERR_ABORTED),
+    ] {
+        let _ = writeln!(s, "const VKS_ERR_{name}: u32 = {v}u;");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lays out the WGSL struct with naga and compares every member offset with the
+    /// Rust struct's.
+    fn check<T>(wgsl: String, name: &str, fields: Vec<(&str, u32)>) {
+        let module = naga::front::wgsl::parse_str(&wgsl).expect("struct parses");
+        let mut layouter = naga::proc::Layouter::default();
+        layouter.update(module.to_ctx()).unwrap();
+        let (handle, ty) = module
+            .types
+            .iter()
+            .find(|(_, t)| t.name.as_deref() == Some(name))
+            .expect("struct present");
+        let naga::TypeInner::Struct { members, span } = &ty.inner else {
+            panic!("not a struct")
+        };
+        assert_eq!(*span as usize, std::mem::size_of::<T>(), "size of {name}");
+        assert_eq!(layouter[handle].size as usize, std::mem::size_of::<T>());
+        assert_eq!(members.len(), fields.len());
+        for (m, (f, word)) in members.iter().zip(fields) {
+            assert_eq!(m.name.as_deref(), Some(f));
+            assert_eq!(m.offset, word * 4, "offset of {name}.{f}");
+        }
+    }
+
+    #[test]
+    fn wgsl_structs_match_rust_layouts() {
+        check::<ControlHeader>(
+            ControlHeader::wgsl_struct(),
+            "VksControlHeader",
+            ControlHeader::fields(),
+        );
+        check::<TeamEntry>(TeamEntry::wgsl_struct(), "VksTeamEntry", TeamEntry::fields());
+    }
+
+    #[test]
+    fn initial_control_has_world() {
+        let w = initial_control(2, 5);
+        assert_eq!(w.len() as u64 * 4, control_bytes(5));
+        assert_eq!(w[0], CONTROL_MAGIC);
+        assert_eq!(w[2], 2);
+        assert_eq!(w[3], 5);
+        let e = TEAM_TABLE_WORD as usize;
+        assert_eq!(&w[e..e + 8], &[1, 0, 1, 5, 2, 0, WORLD_FLAGS_WORD, 0]);
+        assert!(w[WORLD_FLAGS_WORD as usize..].iter().all(|&x| x == 0));
+    }
+
+    #[test]
+    fn describes_every_bit() {
+        assert_eq!(describe_errors(0x1f).len(), 5);
+        assert!(describe_errors(0).is_empty());
+    }
+}

@@ -1,0 +1,486 @@
+//! Generates the WGSL device library for one PE of one job.
+//!
+//! The library is two parts: a generated part (this module: the job's constants,
+//! the heap bindings, the accessors that pick a peer's binding, and the typed
+//! `shmem_<TYPE>_*` functions, all instantiated from the tables below) and a fixed
+//! part (`shaders/vkshmem.wgsl`: waits, team sync, barriers).
+//!
+//! # How device code reaches the heaps
+//!
+//! One storage-buffer binding per (PE, chunk) in descriptor set 0: PE `p`'s heap
+//! is cut into chunks of at most `maxStorageBufferRange` bytes (lavapipe: 128 MiB)
+//! and chunk `c` is binding `p * chunks + c`. Every binding is declared twice, as
+//! `array<atomic<u32>>` (`vks_a_P_C`) and `array<u32>` (`vks_w_P_C`); WGSL (naga)
+//! refuses two variables on one binding, so the plain view is declared at binding
+//! `PLAIN_VIEW_OFFSET + b` and the SPIR-V pass moves it onto `b` (Vulkan allows
+//! aliased variables on one binding when both match the descriptor type).
+//!
+//! A binding array indexed by PE would be shorter, but Mesa 22.3 (lavapipe) has no
+//! non-uniform indexing of buffer arrays and our collectives index by a PE that
+//! differs between invocations; a `switch` over separate bindings is valid
+//! everywhere, and the driver folds it when the PE is uniform.
+
+use std::fmt::Write as _;
+
+use crate::layout;
+
+/// The fixed part of the library.
+pub const FIXED_SOURCE: &str = include_str!("../../shaders/vkshmem.wgsl");
+
+/// The plain (non-atomic) view of binding `b` is declared at this plus `b`.
+pub const PLAIN_VIEW_OFFSET: u32 = 1000;
+
+/// Descriptor set of the library's bindings.
+pub const LIBRARY_SET: u32 = 0;
+
+/// Descriptor set of a user kernel's own buffers.
+pub const USER_SET: u32 = 1;
+
+/// What the generated library depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LibraryConfig {
+    /// This PE's number.
+    pub my_pe: u32,
+    /// Number of PEs.
+    pub n_pes: u32,
+    /// Size of every PE's heap in bytes.
+    pub heap_bytes: u64,
+    /// The device's `maxStorageBufferRange`.
+    pub max_binding_bytes: u64,
+    /// The device has `shaderInt64` (64-bit integer functions are generated).
+    pub int64: bool,
+    /// The device has `shaderFloat64` (double functions are generated; needs int64).
+    pub float64: bool,
+    /// Fences may run in code that only some invocations of a workgroup execute.
+    /// False on Mesa's llvmpipe (lavapipe), which turns every memory barrier into a
+    /// workgroup control barrier (a coroutine switch), so a fence in one invocation
+    /// desynchronises the workgroup and ends it early (seen on Mesa 22.3). There,
+    /// fences in per-thread code are left out; llvmpipe runs on the host CPU, whose
+    /// coherent memory and in-order atomics give the ordering (the litmus example
+    /// checks it), and the work_group forms still fence in uniform code.
+    pub divergent_fences: bool,
+}
+
+/// One library binding: a window of one PE's heap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeapBinding {
+    /// Binding number in [`LIBRARY_SET`].
+    pub binding: u32,
+    /// Whose heap.
+    pub pe: u32,
+    /// Byte offset of the window in the heap.
+    pub offset: u64,
+    /// Byte length of the window.
+    pub bytes: u64,
+}
+
+impl LibraryConfig {
+    /// Bytes per chunk: the whole heap when it fits one binding, else the largest
+    /// power of two a binding can cover.
+    pub fn chunk_bytes(&self) -> u64 {
+        if self.heap_bytes <= self.max_binding_bytes {
+            self.heap_bytes
+        } else {
+            1u64 << (63 - self.max_binding_bytes.leading_zeros())
+        }
+    }
+
+    /// Chunks per PE heap.
+    pub fn chunks(&self) -> u32 {
+        self.heap_bytes.div_ceil(self.chunk_bytes().max(1)) as u32
+    }
+
+    /// Words of the heap device code can address (capped at `u32::MAX`).
+    pub fn heap_words(&self) -> u32 {
+        (self.heap_bytes / 4).min(u32::MAX as u64) as u32
+    }
+
+    /// The library's bindings, in binding order.
+    pub fn bindings(&self) -> Vec<HeapBinding> {
+        let (cb, chunks) = (self.chunk_bytes(), self.chunks());
+        let mut v = Vec::new();
+        for pe in 0..self.n_pes {
+            for c in 0..chunks {
+                let offset = c as u64 * cb;
+                v.push(HeapBinding {
+                    binding: pe * chunks + c,
+                    pe,
+                    offset,
+                    bytes: cb.min(self.heap_bytes - offset),
+                });
+            }
+        }
+        v
+    }
+}
+
+/// The element types of the typed API: (TYPENAME, WGSL type, words, needs).
+#[derive(Clone, Copy)]
+struct Ty {
+    name: &'static str,
+    wgsl: &'static str,
+    /// 1 or 2 words.
+    words: u32,
+    /// Integer type with atomics (32-bit only).
+    atomic: bool,
+    signed: bool,
+    needs_int64: bool,
+    needs_float64: bool,
+}
+
+const TYPES: &[Ty] = &[
+    Ty {
+        name: "int32",
+        wgsl: "i32",
+        words: 1,
+        atomic: true,
+        signed: true,
+        needs_int64: false,
+        needs_float64: false,
+    },
+    Ty {
+        name: "uint32",
+        wgsl: "u32",
+        words: 1,
+        atomic: true,
+        signed: false,
+        needs_int64: false,
+        needs_float64: false,
+    },
+    Ty {
+        name: "float",
+        wgsl: "f32",
+        words: 1,
+        atomic: false,
+        signed: false,
+        needs_int64: false,
+        needs_float64: false,
+    },
+    Ty {
+        name: "int64",
+        wgsl: "i64",
+        words: 2,
+        atomic: false,
+        signed: true,
+        needs_int64: true,
+        needs_float64: false,
+    },
+    Ty {
+        name: "uint64",
+        wgsl: "u64",
+        words: 2,
+        atomic: false,
+        signed: false,
+        needs_int64: true,
+        needs_float64: false,
+    },
+    Ty {
+        name: "double",
+        wgsl: "f64",
+        words: 2,
+        atomic: false,
+        signed: false,
+        needs_int64: true,
+        needs_float64: true,
+    },
+];
+
+/// The accessors instantiated per (PE, chunk): (name, view, extra params, return
+/// type, body with `{v}` for the element).
+const ACCESSORS: &[(&str, char, &str, Option<&str>, &str)] = &[
+    ("vks_plain_load", 'w', "", Some("u32"), "return {v};"),
+    ("vks_plain_store", 'w', ", x: u32", None, "{v} = x;"),
+    ("vks_volatile_load", 'w', "", Some("u32"), "return {v};"),
+    (
+        "vks_relaxed_load",
+        'a',
+        "",
+        Some("u32"),
+        "return atomicLoad(&{v});",
+    ),
+    ("vks_relaxed_store", 'a', ", x: u32", None, "atomicStore(&{v}, x);"),
+    (
+        "vks_acquire_load",
+        'a',
+        "",
+        Some("u32"),
+        "return atomicLoad(&{v});",
+    ),
+    (
+        "vks_fetch_add",
+        'a',
+        ", x: u32",
+        Some("u32"),
+        "return atomicAdd(&{v}, x);",
+    ),
+    (
+        "vks_fetch_and",
+        'a',
+        ", x: u32",
+        Some("u32"),
+        "return atomicAnd(&{v}, x);",
+    ),
+    (
+        "vks_fetch_or",
+        'a',
+        ", x: u32",
+        Some("u32"),
+        "return atomicOr(&{v}, x);",
+    ),
+    (
+        "vks_fetch_xor",
+        'a',
+        ", x: u32",
+        Some("u32"),
+        "return atomicXor(&{v}, x);",
+    ),
+    (
+        "vks_swap",
+        'a',
+        ", x: u32",
+        Some("u32"),
+        "return atomicExchange(&{v}, x);",
+    ),
+    (
+        "vks_compare_swap",
+        'a',
+        ", c: u32, x: u32",
+        Some("u32"),
+        "return atomicCompareExchangeWeak(&{v}, c, x).old_value;",
+    ),
+];
+
+/// The whole device library (generated part, then the fixed part) for `cfg`.
+pub fn library_source(cfg: &LibraryConfig) -> String {
+    let mut s = String::new();
+    s.push_str("\n// ======== vkshmem device library (generated) ========\n");
+    let _ = writeln!(s, "const VKS_MY_PE: u32 = {}u;", cfg.my_pe);
+    let _ = writeln!(s, "const VKS_N_PES: u32 = {}u;", cfg.n_pes);
+    let _ = writeln!(s, "const VKS_HEAP_WORDS: u32 = {}u;", cfg.heap_words());
+    s.push_str(&layout::wgsl());
+    bindings(&mut s, cfg);
+    raise(&mut s, cfg);
+    if cfg.divergent_fences {
+        s.push_str("fn vks_fence_any() { vks_fence_acq_rel(); }\n");
+    } else {
+        s.push_str("// llvmpipe: no fences in divergent code (see LibraryConfig::divergent_fences).\nfn vks_fence_any() {}\n");
+    }
+    for acc in ACCESSORS {
+        accessor(&mut s, cfg, acc);
+    }
+    for ty in TYPES {
+        if (ty.needs_int64 && !cfg.int64) || (ty.needs_float64 && !cfg.float64) {
+            continue;
+        }
+        typed(&mut s, ty);
+    }
+    s.push_str("\n// ======== vkshmem device library (fixed) ========\n");
+    s.push_str(FIXED_SOURCE);
+    s
+}
+
+fn bindings(s: &mut String, cfg: &LibraryConfig) {
+    for b in cfg.bindings() {
+        let c = b.binding % cfg.chunks();
+        let _ = writeln!(
+            s,
+            "@group({LIBRARY_SET}) @binding({}) @coherent var<storage, read_write> vks_a_{}_{c}: array<atomic<u32>>;",
+            b.binding, b.pe
+        );
+        let _ = writeln!(
+            s,
+            "@group({LIBRARY_SET}) @binding({}) @coherent var<storage, read_write> vks_w_{}_{c}: array<u32>;",
+            PLAIN_VIEW_OFFSET + b.binding,
+            b.pe
+        );
+    }
+}
+
+/// `vks_raise` writes the error words of this PE's control region directly (the
+/// accessors call it, so it cannot call them: WGSL has no recursion).
+fn raise(s: &mut String, cfg: &LibraryConfig) {
+    let me = format!("vks_a_{}_0", cfg.my_pe);
+    let _ = write!(
+        s,
+        "fn vks_raise(bits: u32, pe: u32, addr: u32) {{
+    if atomicOr(&{me}[VKS_CTRL_ERROR], bits) == 0u {{
+        atomicStore(&{me}[VKS_CTRL_ERROR_PE], pe);
+        atomicStore(&{me}[VKS_CTRL_ERROR_ADDR], addr);
+    }}
+}}
+"
+    );
+}
+
+fn accessor(
+    s: &mut String,
+    cfg: &LibraryConfig,
+    (name, view, params, ret, body): &(&str, char, &str, Option<&str>, &str),
+) {
+    let chunks = cfg.chunks();
+    let (slot, index) = if chunks == 1 {
+        ("pe".to_string(), "a".to_string())
+    } else {
+        let shift = cfg.chunk_bytes().trailing_zeros() - 2;
+        (
+            format!("pe * {chunks}u + (a >> {shift}u)"),
+            format!("a & {}u", (1u64 << shift) - 1),
+        )
+    };
+    let arrow = ret.map(|r| format!(" -> {r}")).unwrap_or_default();
+    let fallback = if ret.is_some() { "return 0u;" } else { "return;" };
+    let _ = writeln!(s, "fn {name}(pe: u32, a: u32{params}){arrow} {{");
+    let _ = writeln!(
+        s,
+        "    if pe >= VKS_N_PES {{ vks_raise(VKS_ERR_BAD_PE, pe, a); {fallback} }}"
+    );
+    let _ = writeln!(
+        s,
+        "    if a >= VKS_HEAP_WORDS {{ vks_raise(VKS_ERR_BAD_ADDRESS, pe, a); {fallback} }}"
+    );
+    let _ = writeln!(s, "    let i = {index};");
+    let _ = writeln!(s, "    switch {slot} {{");
+    for b in cfg.bindings() {
+        let c = b.binding % chunks;
+        let v = format!("vks_{view}_{}_{c}[i]", b.pe);
+        let _ = writeln!(
+            s,
+            "        case {}u: {{ {} }}",
+            b.binding,
+            body.replace("{v}", &v)
+        );
+    }
+    let _ = writeln!(s, "        default: {{ }}");
+    let _ = writeln!(s, "    }}");
+    if ret.is_some() {
+        let _ = writeln!(s, "    return 0u;");
+    }
+    let _ = writeln!(s, "}}");
+}
+
+/// The typed API for one element type: `shmem_T_g/p` for every type, the
+/// atomics, acquire/release and `wait_until` for 32-bit integers.
+fn typed(s: &mut String, ty: &Ty) {
+    let (n, t) = (ty.name, ty.wgsl);
+    if ty.words == 1 {
+        let from = if t == "u32" {
+            "w".to_string()
+        } else {
+            format!("bitcast<{t}>(w)")
+        };
+        let to = if t == "u32" {
+            "value".to_string()
+        } else {
+            "bitcast<u32>(value)".to_string()
+        };
+        let _ = write!(
+            s,
+            "fn shmem_{n}_g(source: u32, pe: u32) -> {t} {{ let w = vks_plain_load(pe, source); return {from}; }}
+fn shmem_{n}_p(dest: u32, value: {t}, pe: u32) {{ vks_plain_store(pe, dest, {to}); }}
+"
+        );
+    } else {
+        let (from, to) = match t {
+            "u64" => ("bits", "value"),
+            "i64" => ("bitcast<i64>(bits)", "bitcast<u64>(value)"),
+            _ => ("bitcast<f64>(bits)", "bitcast<u64>(value)"),
+        };
+        let _ = write!(
+            s,
+            "fn shmem_{n}_g(source: u32, pe: u32) -> {t} {{
+    let bits = u64(vks_plain_load(pe, source)) | (u64(vks_plain_load(pe, source + 1u)) << 32u);
+    return {from};
+}}
+fn shmem_{n}_p(dest: u32, value: {t}, pe: u32) {{
+    let bits = {to};
+    vks_plain_store(pe, dest, u32(bits));
+    vks_plain_store(pe, dest + 1u, u32(bits >> 32u));
+}}
+"
+        );
+    }
+    if !ty.atomic {
+        return;
+    }
+    let (from, to) = if ty.signed {
+        ("bitcast<i32>", "bitcast<u32>")
+    } else {
+        ("", "")
+    };
+    let cmp = if ty.signed { "true" } else { "false" };
+    let _ = write!(
+        s,
+        "fn shmem_{n}_atomic_fetch(source: u32, pe: u32) -> {t} {{ return {from}(vks_relaxed_load(pe, source)); }}
+fn shmem_{n}_atomic_set(dest: u32, value: {t}, pe: u32) {{ vks_relaxed_store(pe, dest, {to}(value)); }}
+fn shmem_{n}_atomic_fetch_add(dest: u32, value: {t}, pe: u32) -> {t} {{ return {from}(vks_fetch_add(pe, dest, {to}(value))); }}
+fn shmem_{n}_atomic_add(dest: u32, value: {t}, pe: u32) {{ vks_fetch_add(pe, dest, {to}(value)); }}
+fn shmem_{n}_atomic_fetch_inc(dest: u32, pe: u32) -> {t} {{ return {from}(vks_fetch_add(pe, dest, 1u)); }}
+fn shmem_{n}_atomic_inc(dest: u32, pe: u32) {{ vks_fetch_add(pe, dest, 1u); }}
+fn shmem_{n}_atomic_swap(dest: u32, value: {t}, pe: u32) -> {t} {{ return {from}(vks_swap(pe, dest, {to}(value))); }}
+fn shmem_{n}_atomic_compare_swap(dest: u32, cond: {t}, value: {t}, pe: u32) -> {t} {{ return {from}(vks_compare_swap(pe, dest, {to}(cond), {to}(value))); }}
+fn shmem_{n}_atomic_fetch_and(dest: u32, value: {t}, pe: u32) -> {t} {{ return {from}(vks_fetch_and(pe, dest, {to}(value))); }}
+fn shmem_{n}_atomic_and(dest: u32, value: {t}, pe: u32) {{ vks_fetch_and(pe, dest, {to}(value)); }}
+fn shmem_{n}_atomic_fetch_or(dest: u32, value: {t}, pe: u32) -> {t} {{ return {from}(vks_fetch_or(pe, dest, {to}(value))); }}
+fn shmem_{n}_atomic_or(dest: u32, value: {t}, pe: u32) {{ vks_fetch_or(pe, dest, {to}(value)); }}
+fn shmem_{n}_atomic_fetch_xor(dest: u32, value: {t}, pe: u32) -> {t} {{ return {from}(vks_fetch_xor(pe, dest, {to}(value))); }}
+fn shmem_{n}_atomic_xor(dest: u32, value: {t}, pe: u32) {{ vks_fetch_xor(pe, dest, {to}(value)); }}
+fn shmemx_{n}_load_acquire(source: u32, pe: u32) -> {t} {{ return {from}(vks_acquire_load(pe, source)); }}
+fn shmemx_{n}_store_release(dest: u32, value: {t}, pe: u32) {{ vks_store_release(pe, dest, {to}(value)); }}
+fn shmem_{n}_wait_until(ivar: u32, cmp: u32, value: {t}) -> bool {{ return vks_wait_cmp(ivar, cmp, {to}(value), {cmp}); }}
+"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(n: u32, heap: u64, range: u64) -> LibraryConfig {
+        LibraryConfig {
+            my_pe: 0,
+            n_pes: n,
+            heap_bytes: heap,
+            max_binding_bytes: range,
+            int64: true,
+            float64: true,
+            divergent_fences: true,
+        }
+    }
+
+    #[test]
+    fn chunks_cover_the_heap() {
+        let c = cfg(3, 256 << 20, 128 << 20);
+        assert_eq!((c.chunk_bytes(), c.chunks()), (128 << 20, 2));
+        let b = c.bindings();
+        assert_eq!(b.len(), 6);
+        assert_eq!(b[3], HeapBinding { binding: 3, pe: 1, offset: 128 << 20, bytes: 128 << 20 });
+        // An odd range: chunks are the largest power of two under it.
+        let c = cfg(2, 300 << 20, (128 << 20) + 12);
+        assert_eq!((c.chunk_bytes(), c.chunks()), (128 << 20, 3));
+        assert_eq!(c.bindings()[2].bytes, 44 << 20);
+        // Fits in one binding.
+        let c = cfg(4, 1 << 20, u32::MAX as u64);
+        assert_eq!((c.chunk_bytes(), c.chunks()), (1 << 20, 1));
+    }
+
+    #[test]
+    fn library_compiles_alone_in_every_shape() {
+        for (n, heap, range, wide) in [
+            (1, 1 << 20, 128 << 20, true),
+            (3, 256 << 20, 128 << 20, true),
+            (8, 64 << 20, 128 << 20, false),
+        ] {
+            let mut c = cfg(n, heap, range);
+            c.my_pe = n - 1;
+            c.int64 = wide;
+            c.float64 = wide;
+            let src = format!(
+                "{}\n@compute @workgroup_size(1) fn main() {{ shmem_barrier_all(); }}",
+                library_source(&c)
+            );
+            if let Err(e) = crate::compile_wgsl(&src, "lib") {
+                panic!("{e}");
+            }
+        }
+    }
+}

@@ -1,0 +1,376 @@
+//! Links a user's WGSL kernel with the device library and describes the result.
+//!
+//! The user's source comes first and the library after it, so naga's line numbers
+//! are the user's own. Set 0 belongs to the library; the user's buffers live in
+//! set 1 (bindings 0..n, storage buffers) and their immediates (`var<immediate>`)
+//! are the kernel's push constants. Names starting with `vks_`/`VKS_` are reserved.
+
+use std::collections::HashSet;
+
+use naga::{AddressSpace, Block, Function, Handle, Module, Statement};
+
+use crate::library::{library_source, LibraryConfig, LIBRARY_SET, USER_SET};
+use crate::pass::{self, PassReport};
+use crate::CompileError;
+
+/// One of the user's storage buffers (set [`USER_SET`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserBinding {
+    /// Binding number.
+    pub binding: u32,
+    /// The WGSL variable's name.
+    pub name: String,
+    /// Declared `read` (not `read_write`).
+    pub read_only: bool,
+}
+
+/// A user kernel linked with the library and compiled to SPIR-V.
+#[derive(Debug, Clone)]
+pub struct LinkedKernel {
+    /// The SPIR-V words, after the pass.
+    pub spirv: Vec<u32>,
+    /// The entry point's name.
+    pub entry: String,
+    /// The user's buffers, by binding number (0..n, no gaps).
+    pub user_bindings: Vec<UserBinding>,
+    /// Bytes of immediates (push constants) the kernel declares.
+    pub immediate_bytes: u32,
+    /// The entry point's workgroup size.
+    pub workgroup_size: [u32; 3],
+    /// The entry point can reach a library wait (a sync, barrier or wait_until): it
+    /// must follow the forward-progress rules.
+    pub waits_on_peers: bool,
+    /// What the SPIR-V pass did.
+    pub report: PassReport,
+}
+
+/// Names the library declares at module scope.
+fn declared_names(src: &str) -> HashSet<String> {
+    declarations(src).into_iter().map(|(n, _, _)| n).collect()
+}
+
+/// Module-scope-looking declarations `fn|const|struct|alias|override|var<…> NAME` with
+/// their 1-based line and column.
+fn declarations(src: &str) -> Vec<(String, u32, u32)> {
+    let mut out = Vec::new();
+    for (ln, line) in src.lines().enumerate() {
+        let mut rest = line;
+        // Skip leading attributes such as @group(1) @binding(0).
+        loop {
+            rest = rest.trim_start();
+            if let Some(r) = rest.strip_prefix('@') {
+                let end = r.find(|c: char| c.is_whitespace()).unwrap_or(r.len());
+                rest = &r[end..];
+            } else {
+                break;
+            }
+        }
+        let kw_end = rest.find(|c: char| !c.is_alphanumeric()).unwrap_or(rest.len());
+        let kw = &rest[..kw_end];
+        if !matches!(kw, "fn" | "const" | "struct" | "alias" | "override" | "var") {
+            continue;
+        }
+        let mut after = &rest[kw_end..];
+        if kw == "var" {
+            match after.find('>') {
+                Some(i) if after.trim_start().starts_with('<') => after = &after[i + 1..],
+                _ => continue, // a local `var`
+            }
+        }
+        let name_start = after.len() - after.trim_start().len();
+        let name: String = after[name_start..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if !name.is_empty() {
+            let col = line.len() - after.len() + name_start + 1;
+            out.push((name, ln as u32 + 1, col as u32));
+        }
+    }
+    out
+}
+
+fn link_error(name: &str, line: u32, column: u32, message: String) -> CompileError {
+    CompileError::Link {
+        name: name.to_string(),
+        line,
+        column,
+        message,
+    }
+}
+
+/// Links `user_source` with the library for `cfg` and compiles it. `entry` picks the
+/// compute entry point (`None`: the only one). `name` labels errors.
+///
+/// # Errors
+/// [`CompileError`] with the line and column in `user_source`: parse and validation
+/// errors, a declaration that collides with the library or uses a reserved name,
+/// a binding in set 0 or above set 1, a non-storage buffer in set 1, gaps in the
+/// set-1 bindings, a missing entry point.
+pub fn link_kernel(
+    user_source: &str,
+    name: &str,
+    entry: Option<&str>,
+    cfg: &LibraryConfig,
+) -> Result<LinkedKernel, CompileError> {
+    let library = library_source(cfg);
+    let reserved = declared_names(&library);
+    for (decl, line, col) in declarations(user_source) {
+        if decl.starts_with("vks_") || decl.starts_with("VKS_") {
+            return Err(link_error(
+                name,
+                line,
+                col,
+                format!("`{decl}`: names starting with vks_/VKS_ are reserved for vkshmem"),
+            ));
+        }
+        if reserved.contains(&decl) {
+            return Err(link_error(
+                name,
+                line,
+                col,
+                format!("`{decl}` is already defined by the vkshmem device library"),
+            ));
+        }
+    }
+    let user_lines = user_source.lines().count() as u32;
+    let source = format!("{user_source}\n{library}");
+    let (module, info) = crate::parse_validate(&source, name).map_err(|e| match e {
+        CompileError::Parse { line, .. } | CompileError::Validate { line, .. }
+            if line > user_lines =>
+        {
+            link_error(
+                name,
+                0,
+                0,
+                format!(
+                    "the kernel does not link with the vkshmem device library (library line {}): {e}",
+                    line - user_lines - 1
+                ),
+            )
+        }
+        e => e,
+    })?;
+
+    let at = |span: naga::Span| {
+        if span.is_defined() {
+            let l = span.location(&source);
+            (l.line_number, l.line_position)
+        } else {
+            (0, 0)
+        }
+    };
+    let mut user_bindings = Vec::new();
+    let mut immediate_bytes = 0;
+    let mut layouter = naga::proc::Layouter::default();
+    layouter
+        .update(module.to_ctx())
+        .map_err(|e| link_error(name, 0, 0, format!("laying out types: {e}")))?;
+    for (h, var) in module.global_variables.iter() {
+        let span = module.global_variables.get_span(h);
+        let var_name = var.name.clone().unwrap_or_default();
+        if var.space == AddressSpace::Immediate {
+            immediate_bytes = layouter[var.ty].size.next_multiple_of(4);
+        }
+        let Some(b) = &var.binding else { continue };
+        let (line, col) = at(span);
+        if b.group == LIBRARY_SET && var_name.starts_with("vks_") {
+            continue;
+        }
+        if b.group != USER_SET {
+            return Err(link_error(
+                name,
+                line,
+                col,
+                format!(
+                    "`{var_name}` is in @group({}): a vkshmem kernel's own buffers go in @group({USER_SET}) (group {LIBRARY_SET} belongs to the library)",
+                    b.group
+                ),
+            ));
+        }
+        let AddressSpace::Storage { access } = var.space else {
+            return Err(link_error(
+                name,
+                line,
+                col,
+                format!("`{var_name}`: only storage buffers (var<storage, …>) can be bound in @group({USER_SET})"),
+            ));
+        };
+        user_bindings.push(UserBinding {
+            binding: b.binding,
+            name: var_name,
+            read_only: !access.contains(naga::StorageAccess::STORE),
+        });
+    }
+    user_bindings.sort_by_key(|b| b.binding);
+    for (i, b) in user_bindings.iter().enumerate() {
+        if b.binding != i as u32 {
+            return Err(link_error(
+                name,
+                0,
+                0,
+                format!(
+                    "@group({USER_SET}) bindings must be numbered 0..n without gaps; binding {i} is missing",
+                ),
+            ));
+        }
+    }
+
+    let computes: Vec<_> = module
+        .entry_points
+        .iter()
+        .filter(|e| e.stage == naga::ShaderStage::Compute)
+        .collect();
+    let ep = match entry {
+        Some(want) => computes.iter().find(|e| e.name == want).ok_or_else(|| {
+            link_error(name, 0, 0, format!("no @compute entry point named `{want}`"))
+        })?,
+        None if computes.len() == 1 => &computes[0],
+        None => {
+            return Err(link_error(
+                name,
+                0,
+                0,
+                format!(
+                    "{} @compute entry points: name the one to use",
+                    computes.len()
+                ),
+            ))
+        }
+    };
+    let waits_on_peers = reaches(&module, &ep.function, &["vks_wait_epoch", "vks_wait_cmp"]);
+
+    let words = crate::write_spirv(&module, &info, name)?;
+    let (spirv, report) = pass::run(&words).map_err(|message| CompileError::Backend {
+        name: name.to_string(),
+        message,
+    })?;
+    Ok(LinkedKernel {
+        spirv,
+        entry: ep.name.clone(),
+        user_bindings,
+        immediate_bytes,
+        workgroup_size: ep.workgroup_size,
+        waits_on_peers,
+        report,
+    })
+}
+
+/// Whether `f` calls (transitively) a function named one of `targets`.
+fn reaches(module: &Module, f: &Function, targets: &[&str]) -> bool {
+    let mut seen = HashSet::new();
+    let mut stack = Vec::new();
+    calls(&f.body, &mut stack);
+    while let Some(h) = stack.pop() {
+        if !seen.insert(h) {
+            continue;
+        }
+        let callee = &module.functions[h];
+        if callee.name.as_deref().is_some_and(|n| targets.contains(&n)) {
+            return true;
+        }
+        calls(&callee.body, &mut stack);
+    }
+    false
+}
+
+fn calls(block: &Block, out: &mut Vec<Handle<Function>>) {
+    for s in block.iter() {
+        match s {
+            Statement::Call { function, .. } => out.push(*function),
+            Statement::Block(b) => calls(b, out),
+            Statement::If { accept, reject, .. } => {
+                calls(accept, out);
+                calls(reject, out);
+            }
+            Statement::Switch { cases, .. } => cases.iter().for_each(|c| calls(&c.body, out)),
+            Statement::Loop {
+                body, continuing, ..
+            } => {
+                calls(body, out);
+                calls(continuing, out);
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> LibraryConfig {
+        LibraryConfig {
+            my_pe: 1,
+            n_pes: 3,
+            heap_bytes: 256 << 20,
+            max_binding_bytes: 128 << 20,
+            int64: true,
+            float64: true,
+            divergent_fences: true,
+        }
+    }
+
+    const USER: &str = "struct Push { addr: u32, n: u32 }
+var<immediate> push: Push;
+@group(1) @binding(0) var<storage, read_write> out: array<u32>;
+@group(1) @binding(1) var<storage, read> inp: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_index) li: u32) {
+    out[li] = inp[li] > 0.0;
+    shmemx_barrier_all_work_group(li);
+}
+";
+
+    #[test]
+    fn user_errors_point_at_user_lines() {
+        // Line 8 assigns a bool to a u32.
+        let e = link_kernel(USER, "user.wgsl", None, &cfg()).unwrap_err();
+        assert_eq!(e.location().map(|l| l.0), Some(8), "{e}");
+        assert!(e.to_string().starts_with("user.wgsl:8:"), "{e}");
+    }
+
+    #[test]
+    fn links_and_describes() {
+        let src = USER.replace("inp[li] > 0.0", "u32(inp[li]) + push.n");
+        let k = link_kernel(&src, "user.wgsl", None, &cfg()).unwrap();
+        assert_eq!(k.entry, "main");
+        assert_eq!(k.immediate_bytes, 8);
+        assert_eq!(k.workgroup_size, [64, 1, 1]);
+        assert!(k.waits_on_peers);
+        assert_eq!(k.user_bindings.len(), 2);
+        assert!(k.user_bindings[1].read_only && !k.user_bindings[0].read_only);
+        // 3 PEs x 2 chunks of plain views moved; acquire/release/fence rewritten.
+        assert_eq!(k.report.aliased_views, 6);
+        assert_eq!(k.report.acquires, 6, "{:?}", k.report);
+        assert_eq!(k.report.fences, 1);
+        assert!(k.report.unbounded_loops >= 3, "{:?}", k.report);
+    }
+
+    #[test]
+    fn no_waits_detected() {
+        let src = "@group(1) @binding(0) var<storage, read_write> o: array<u32>;
+@compute @workgroup_size(1) fn main() { o[0] = u32(shmem_my_pe()); }";
+        assert!(!link_kernel(src, "k", None, &cfg()).unwrap().waits_on_peers);
+    }
+
+    #[test]
+    fn refuses_misuse_with_location() {
+        let cases = [
+            ("@group(0) @binding(0) var<storage, read_write> o: array<u32>;\n@compute @workgroup_size(1) fn main() { o[0] = 1u; }", 1, "group(0)"),
+            ("\nfn shmem_my_pe() -> i32 { return 0; }\n@compute @workgroup_size(1) fn main() {}", 2, "already defined"),
+            ("const VKS_X: u32 = 1u;\n@compute @workgroup_size(1) fn main() {}", 1, "reserved"),
+            ("@group(1) @binding(1) var<storage, read_write> o: array<u32>;\n@compute @workgroup_size(1) fn main() { o[0] = 1u; }", 0, "without gaps"),
+            ("@group(1) @binding(0) var<uniform> o: vec4<u32>;\n@group(1) @binding(1) var<storage, read_write> p: array<u32>;\n@compute @workgroup_size(1) fn main() { p[0] = o.x; }", 1, "only storage"),
+        ];
+        for (src, line, what) in cases {
+            let e = link_kernel(src, "k", None, &cfg()).unwrap_err();
+            assert!(e.to_string().contains(what), "{e}");
+            assert_eq!(e.location().map(|l| l.0).unwrap_or(0), line, "{e}");
+        }
+        let good = USER.replace("inp[li] > 0.0", "u32(inp[li])");
+        let e = link_kernel(&good, "k", Some("nope"), &cfg()).unwrap_err();
+        assert!(e.to_string().contains("nope"), "{e}");
+    }
+}

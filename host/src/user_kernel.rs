@@ -1,0 +1,369 @@
+//! User kernels: WGSL that calls the device library (`shmem_*`), linked with the
+//! library generated for this PE, compiled once per process, and launched on the
+//! PE's queue with the library's heap bindings in set 0 and the user's buffers in
+//! set 1.
+//!
+//! After every launch the host reads the device error words of the control region
+//! and turns them into [`Error::Device`]. While a launch runs, the host watches for
+//! a failed peer (the bootstrap's abort) and for `VKSHMEM_WAIT_TIMEOUT`; either sets
+//! the control region's abort word, which makes every device-side wait give up, so
+//! the launch returns [`Error::PeerFailed`] or [`Error::Timeout`] instead of hanging.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use vkshmem_device::layout::{self, ControlHeader};
+use vkshmem_device::{LibraryConfig, LinkedKernel, UserBinding};
+
+use crate::context::{lock, Context, HeapWindow};
+use crate::error::{Error, Result};
+use crate::vk::kernel::Kernel;
+use crate::vk::submit::Window;
+
+/// A compiled user kernel (a compute pipeline with the device library linked in).
+/// Get one with [`Context::device_kernel`]; launch it with [`Context::launch`].
+pub struct DeviceKernel {
+    name: String,
+    linked: LinkedKernel,
+    kernel: Kernel,
+}
+
+impl std::fmt::Debug for DeviceKernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceKernel")
+            .field("name", &self.name)
+            .field("entry", &self.linked.entry)
+            .field("user_bindings", &self.linked.user_bindings)
+            .field("immediate_bytes", &self.linked.immediate_bytes)
+            .finish()
+    }
+}
+
+impl DeviceKernel {
+    /// The name given at compilation (used in error messages).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The user's buffers (`@group(1)`), by binding number.
+    pub fn user_bindings(&self) -> &[UserBinding] {
+        &self.linked.user_bindings
+    }
+
+    /// Bytes of immediates (`var<immediate>`) a launch must pass.
+    pub fn immediate_bytes(&self) -> u32 {
+        self.linked.immediate_bytes
+    }
+
+    /// The entry point's `@workgroup_size`.
+    pub fn workgroup_size(&self) -> [u32; 3] {
+        self.linked.workgroup_size
+    }
+
+    /// Whether the kernel can wait on other PEs (calls a sync, barrier or
+    /// wait_until). Such kernels must follow the forward-progress rules in
+    /// ARCHITECTURE.md.
+    pub fn waits_on_peers(&self) -> bool {
+        self.linked.waits_on_peers
+    }
+}
+
+/// What the host saw while a launch ran.
+#[derive(Default)]
+struct Watch {
+    peer_failed: Option<(u32, String)>,
+    timed_out: bool,
+    abort_set: bool,
+}
+
+impl Context {
+    /// The device library's shape for this PE: every PE's heap must be reachable
+    /// from this device, and its bindings must leave room for the user's.
+    ///
+    /// # Errors
+    /// [`Error::Unreachable`] when a PE's heap is on another device.
+    pub fn library_config(&self) -> Result<LibraryConfig> {
+        for pe in 0..self.n_pes() {
+            self.inner.heap.block(pe)?;
+        }
+        let caps = self.device_caps();
+        Ok(LibraryConfig {
+            my_pe: self.my_pe(),
+            n_pes: self.n_pes(),
+            heap_bytes: self.heap_size(),
+            max_binding_bytes: self.device_info().max_storage_buffer_range,
+            int64: caps.int64,
+            float64: caps.float64 && caps.int64,
+            divergent_fences: !self.device_info().name.contains("llvmpipe"),
+        })
+    }
+
+    /// Compiles `source` (WGSL with one `@compute` entry point that may call the
+    /// device library) for this PE, or returns the copy compiled earlier in this
+    /// process. `name` labels errors, which give the line and column in `source`.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let ctx = vkshmem_host::Context::init()?;
+    /// let counters = ctx.calloc::<u32>(ctx.n_pes() as usize)?;
+    /// let k = ctx.device_kernel(
+    ///     "struct P { counters: u32 }
+    ///      var<immediate> p: P;
+    ///      @compute @workgroup_size(64)
+    ///      fn main(@builtin(local_invocation_index) li: u32) {
+    ///          if li == 0u {
+    ///              // Count ourselves in on every PE, then wait for everyone.
+    ///              for (var pe = 0; pe < shmem_n_pes(); pe++) {
+    ///                  shmem_uint32_atomic_inc(p.counters + u32(shmem_my_pe()), u32(pe));
+    ///              }
+    ///          }
+    ///          shmemx_barrier_all_work_group(li);
+    ///      }",
+    ///     "count_in",
+    /// )?;
+    /// ctx.launch(&k, [1, 1, 1], &[], bytemuck::bytes_of(&counters.device_addr()?))?;
+    /// assert!(counters.to_vec()?.iter().all(|&c| c == 1));
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Kernel`] for WGSL that does not compile or link (with the line and
+    /// column), [`Error::Unreachable`] when some PE's heap is not on this device,
+    /// [`Error::InvalidArgument`] when the library's bindings plus the user's exceed
+    /// the device's storage-buffer limit, Vulkan errors.
+    pub fn device_kernel(&self, source: &str, name: &str) -> Result<Arc<DeviceKernel>> {
+        self.device_kernel_at(source, None, name)
+    }
+
+    /// Like [`Context::device_kernel`] for a module with several entry points.
+    pub fn device_kernel_entry(
+        &self,
+        source: &str,
+        entry: &str,
+        name: &str,
+    ) -> Result<Arc<DeviceKernel>> {
+        self.device_kernel_at(source, Some(entry), name)
+    }
+
+    fn device_kernel_at(
+        &self,
+        source: &str,
+        entry: Option<&str>,
+        name: &str,
+    ) -> Result<Arc<DeviceKernel>> {
+        let key = (source.to_string(), entry.map(str::to_string));
+        if let Some(k) = lock(&self.inner.kernels).get(&key) {
+            return Ok(k.clone());
+        }
+        let cfg = self.library_config()?;
+        let linked = vkshmem_device::link_kernel(source, name, entry, &cfg)?;
+        let library = cfg.bindings().len() as u32;
+        let user = linked.user_bindings.len() as u32;
+        let limit = self.device_info().max_storage_buffers_per_stage;
+        if library + user > limit {
+            return Err(Error::InvalidArgument(format!(
+                "kernel {name:?}: the device library needs {library} storage bindings ({} PEs x {} chunks of the heap) and the kernel {user}, over this device's limit of {limit}; use fewer PEs per device or a smaller VKSHMEM_SYMMETRIC_SIZE (at most maxStorageBufferRange = {} bytes keeps one chunk per PE)",
+                cfg.n_pes,
+                cfg.chunks(),
+                cfg.max_binding_bytes
+            )));
+        }
+        tracing::debug!(
+            kernel = name,
+            report = ?linked.report,
+            words = linked.spirv.len(),
+            "compiled user kernel"
+        );
+        let kernel = Kernel::new(
+            &self.inner.gpu,
+            &linked.spirv,
+            &linked.entry,
+            &[library, user],
+            linked.immediate_bytes,
+        )?;
+        let k = Arc::new(DeviceKernel {
+            name: name.to_string(),
+            linked,
+            kernel,
+        });
+        lock(&self.inner.kernels).insert(key, k.clone());
+        Ok(k)
+    }
+
+    /// Runs `kernel` over `groups` workgroups with `buffers` bound to its
+    /// `@group(1)` bindings 0..n and `immediates` as its `var<immediate>`, and
+    /// waits for it. A kernel that waits on peers must be launched on every PE (see
+    /// the forward-progress rules in ARCHITECTURE.md).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a buffer count, immediate size or workgroup
+    /// count that does not match the kernel or the device, or a window that is
+    /// misaligned or too large; [`Error::Device`] when device code raised an error;
+    /// [`Error::PeerFailed`] when another PE died while this kernel waited for it;
+    /// [`Error::Timeout`] when `VKSHMEM_WAIT_TIMEOUT` expired.
+    pub fn launch(
+        &self,
+        kernel: &DeviceKernel,
+        groups: [u32; 3],
+        buffers: &[HeapWindow],
+        immediates: &[u8],
+    ) -> Result<()> {
+        self.launch_inner(kernel, groups, buffers, immediates, false)
+            .map(|_| ())
+    }
+
+    /// Like [`Context::launch`], returning the GPU time of the dispatch measured with
+    /// timestamps (from the start of the dispatch to the end of its last workgroup).
+    ///
+    /// # Errors
+    /// As [`Context::launch`]; [`Error::Unsupported`] when the queue has no timestamps.
+    pub fn launch_timed(
+        &self,
+        kernel: &DeviceKernel,
+        groups: [u32; 3],
+        buffers: &[HeapWindow],
+        immediates: &[u8],
+    ) -> Result<Duration> {
+        self.launch_inner(kernel, groups, buffers, immediates, true)?
+            .ok_or_else(|| Error::Unsupported {
+                device: self.device_info().name.clone(),
+                what: "timestamps on the compute queue".into(),
+            })
+    }
+
+    fn launch_inner(
+        &self,
+        kernel: &DeviceKernel,
+        groups: [u32; 3],
+        buffers: &[HeapWindow],
+        immediates: &[u8],
+        timed: bool,
+    ) -> Result<Option<Duration>> {
+        let want = kernel.linked.user_bindings.len();
+        if buffers.len() != want {
+            let names: Vec<_> = kernel
+                .linked
+                .user_bindings
+                .iter()
+                .map(|b| format!("{}: {}", b.binding, b.name))
+                .collect();
+            return Err(Error::InvalidArgument(format!(
+                "kernel {:?} binds {want} buffers ({}), {} given",
+                kernel.name,
+                names.join(", "),
+                buffers.len()
+            )));
+        }
+        if immediates.len() != kernel.linked.immediate_bytes as usize {
+            return Err(Error::InvalidArgument(format!(
+                "kernel {:?} takes {} bytes of immediates, {} given",
+                kernel.name,
+                kernel.linked.immediate_bytes,
+                immediates.len()
+            )));
+        }
+        self.check_groups(groups)?;
+        let cfg = self.library_config()?;
+        let library: Vec<Window> = cfg
+            .bindings()
+            .iter()
+            .map(|b| {
+                Ok(Window {
+                    buffer: self.inner.heap.block(b.pe)?.buffer,
+                    offset: b.offset,
+                    range: b.bytes,
+                })
+            })
+            .collect::<Result<_>>()?;
+        let user = self.bind_windows(buffers)?;
+        let timeout = self
+            .inner
+            .wait_timeout
+            .filter(|_| kernel.linked.waits_on_peers);
+        let mut seen = Watch::default();
+        let took = lock(&self.inner.submit).dispatch(
+            &kernel.kernel,
+            groups,
+            &[&library, &user],
+            immediates,
+            timed,
+            &mut |elapsed| self.watch(&mut seen, elapsed, timeout),
+        )?;
+        self.check_device_errors(kernel, &seen, timeout)?;
+        Ok(took)
+    }
+
+    /// Called while a launch waits: looks for a failed peer and the timeout, and
+    /// sets the abort word when either happened.
+    fn watch(&self, seen: &mut Watch, elapsed: Duration, timeout: Option<Duration>) {
+        if seen.abort_set {
+            return;
+        }
+        if seen.peer_failed.is_none() {
+            if let Ok(mut boot) = self.inner.boot.try_lock() {
+                seen.peer_failed = boot.as_mut().and_then(|b| b.poll_abort());
+            }
+        }
+        seen.timed_out = timeout.is_some_and(|t| elapsed >= t);
+        if seen.peer_failed.is_some() || seen.timed_out {
+            let abort = (std::mem::offset_of!(ControlHeader, abort)) as u64;
+            match self.inner.heap.block(self.my_pe()).map(|b| b.mapped()) {
+                Ok(Some(_)) => {
+                    // The mapped path does not take the submit lock we hold.
+                    let _ = self.write_bytes(self.my_pe(), abort, &1u32.to_le_bytes());
+                    seen.abort_set = true;
+                }
+                _ => tracing::warn!(
+                    "cannot interrupt device waits: this PE's heap is not host-mapped"
+                ),
+            }
+        }
+    }
+
+    /// Reads and clears the device error words; turns them into an error.
+    fn check_device_errors(
+        &self,
+        kernel: &DeviceKernel,
+        seen: &Watch,
+        timeout: Option<Duration>,
+    ) -> Result<()> {
+        let first = std::mem::offset_of!(ControlHeader, error) as u64;
+        let mut raw = [0u8; 16];
+        self.read_bytes(self.my_pe(), first, &mut raw)?;
+        let [bits, arg_pe, arg_addr, abort]: [u32; 4] = bytemuck::cast(raw);
+        if bits == 0 && abort == 0 && !seen.abort_set {
+            return Ok(());
+        }
+        self.write_bytes(self.my_pe(), first, &[0u8; 16])?;
+        if let Some((pe, how)) = &seen.peer_failed {
+            return Err(Error::PeerFailed {
+                pe: *pe,
+                how: how.clone(),
+            });
+        }
+        if seen.timed_out {
+            let flags = layout::WORLD_FLAGS_WORD;
+            let missing = if bits & layout::ERR_ABORTED != 0
+                && (flags..flags + self.n_pes()).contains(&arg_addr)
+            {
+                format!(", waiting for PE {}", arg_addr - flags)
+            } else {
+                String::new()
+            };
+            return Err(Error::Timeout {
+                kernel: kernel.name.clone(),
+                pe: self.my_pe(),
+                seconds: timeout.map(|t| t.as_secs_f64()).unwrap_or(0.0),
+                missing,
+            });
+        }
+        Err(Error::Device {
+            kernel: kernel.name.clone(),
+            pe: self.my_pe(),
+            what: layout::describe_errors(bits).join("; "),
+            bits,
+            arg_pe,
+            arg_addr,
+        })
+    }
+}

@@ -1,0 +1,296 @@
+// vkshmem device library: the part that does not depend on the job.
+//
+// It is appended to every kernel after the generated part (see
+// device/src/library.rs), which defines VKS_MY_PE, VKS_N_PES, VKS_HEAP_WORDS, the
+// control-region offsets (VKS_CTRL_*, VKS_TEAM_*), the heap bindings and the
+// accessors vks_<op>(pe, addr, ...), which select the peer's binding with a switch.
+//
+// Addresses are symmetric *word* addresses: the byte offset of a symmetric object
+// divided by 4 (SymBuffer::device_addr on the host).
+//
+// Names starting with `vks_` are private and get their real semantics from the
+// SPIR-V pass (device/src/pass.rs):
+//   vks_acquire_*   atomics become Acquire | UniformMemory at Device scope
+//   vks_volatile_*  loads become Volatile (spin loops poll with them)
+//   vks_fence_acq_rel  gets an OpMemoryBarrier(Device, AcquireRelease | UniformMemory)
+//   every vks_* function  loses naga's loop bounding (spin loops wait as long as needed)
+
+const SHMEM_CMP_EQ: u32 = 0u;
+const SHMEM_CMP_NE: u32 = 1u;
+const SHMEM_CMP_GT: u32 = 2u;
+const SHMEM_CMP_GE: u32 = 3u;
+const SHMEM_CMP_LT: u32 = 4u;
+const SHMEM_CMP_LE: u32 = 5u;
+
+// A wait checks the abort word once per this many polls.
+const VKS_ABORT_POLL: u32 = 1024u;
+// vks_wait's comparison "has reached epoch".
+const VKS_CMP_EPOCH: u32 = 6u;
+
+// Replaced by the SPIR-V pass with a device-scope acquire-release fence. Only for
+// code every invocation of the workgroup runs; code that may run in some
+// invocations only uses vks_fence_any() (generated: the same fence, or nothing on
+// drivers where a fence is a workgroup barrier, see LibraryConfig).
+fn vks_fence_acq_rel() {}
+
+// A release store: fence, then a relaxed store (see device/src/pass.rs for why
+// not an atomic store with Release semantics).
+fn vks_store_release(pe: u32, a: u32, x: u32) {
+    vks_fence_any();
+    vks_relaxed_store(pe, a, x);
+}
+
+// A peer-owned result shared by the invocations of a workgroup in _work_group forms.
+var<workgroup> vks_wg_result: u32;
+
+fn vks_cmp_u32(a: u32, cmp: u32, b: u32) -> bool {
+    switch cmp {
+        case 0u: { return a == b; }
+        case 1u: { return a != b; }
+        case 2u: { return a > b; }
+        case 3u: { return a >= b; }
+        case 4u: { return a < b; }
+        case 5u: { return a <= b; }
+        default: { return false; }
+    }
+}
+
+fn vks_cmp_i32(a: i32, cmp: u32, b: i32) -> bool {
+    switch cmp {
+        case 0u: { return a == b; }
+        case 1u: { return a != b; }
+        case 2u: { return a > b; }
+        case 3u: { return a >= b; }
+        case 4u: { return a < b; }
+        case 5u: { return a <= b; }
+        default: { return false; }
+    }
+}
+
+// True when the host asked every wait to give up (a peer failed).
+fn vks_aborting() -> bool {
+    return vks_volatile_load(VKS_MY_PE, VKS_CTRL_ABORT) != 0u;
+}
+
+// Whether this PE's word `addr` satisfies a wait: compares `cmp` with `value`
+// (as i32 when `signed`); cmp 6 means "has reached epoch `value`" (wrapping).
+fn vks_wait_test(addr: u32, cmp: u32, value: u32, signed: bool) -> bool {
+    let v = vks_volatile_load(VKS_MY_PE, addr);
+    if cmp == VKS_CMP_EPOCH {
+        return bitcast<i32>(v - value) >= 0;
+    }
+    if signed {
+        return vks_cmp_i32(bitcast<i32>(v), cmp, bitcast<i32>(value));
+    }
+    return vks_cmp_u32(v, cmp, value);
+}
+
+// Spins until vks_wait_test holds, then fences (acquire). False when it gave up
+// because of the abort word.
+//
+// Three nested loops, each leaving by `break` only, because of two lavapipe
+// (Mesa 22.3) behaviours: every loop is cut off after 65535 iterations (so one
+// loop cannot spin long enough; the outer loops re-enter it, and a wait that is
+// cut off anyway reports failure rather than success), and a `return` from inside
+// a loop in code only some invocations run ends the workgroup early.
+fn vks_wait(addr: u32, cmp: u32, value: u32, signed: bool) -> bool {
+    var done = false;
+    var aborted = false;
+    loop {
+        loop {
+            for (var i = 0u; i < VKS_ABORT_POLL; i = i + 1u) {
+                if vks_wait_test(addr, cmp, value, signed) {
+                    done = true;
+                    break;
+                }
+            }
+            if done || vks_aborting() {
+                aborted = !done;
+                break;
+            }
+        }
+        if done || aborted {
+            break;
+        }
+    }
+    let ok = done && !aborted;
+    vks_wait_done(ok, addr);
+    return ok;
+}
+
+fn vks_wait_cmp(addr: u32, cmp: u32, value: u32, signed: bool) -> bool {
+    if cmp > SHMEM_CMP_LE {
+        vks_raise(VKS_ERR_BAD_ADDRESS, VKS_MY_PE, addr);
+        return false;
+    }
+    return vks_wait(addr, cmp, value, signed);
+}
+
+// Spins until this PE's word `addr` has reached epoch `e` (wrapping compare).
+fn vks_wait_epoch(addr: u32, e: u32) -> bool {
+    return vks_wait(addr, VKS_CMP_EPOCH, e, false);
+}
+
+// After a wait: the acquire fence (and a read-modify-write of the word waited
+// on, which keeps later loads below it where fences are left out), or the abort
+// error.
+fn vks_wait_done(ok: bool, addr: u32) {
+    if ok {
+        vks_fetch_or(VKS_MY_PE, addr, 0u);
+        vks_fence_any();
+    } else {
+        vks_raise(VKS_ERR_ABORTED, VKS_MY_PE, addr);
+    }
+}
+
+fn vks_team_base(team: u32) -> u32 {
+    return VKS_TEAM_TABLE + team * VKS_TEAM_WORDS;
+}
+
+// Raises VKS_ERR_BAD_TEAM and returns false unless `team` is a live team of this PE.
+fn vks_team_ok(team: u32) -> bool {
+    if team >= VKS_MAX_TEAMS
+        || vks_relaxed_load(VKS_MY_PE, vks_team_base(team) + VKS_TEAM_VALID) != 1u {
+        vks_raise(VKS_ERR_BAD_TEAM, team, 0u);
+        return false;
+    }
+    return true;
+}
+
+fn vks_team_field(team: u32, field: u32) -> u32 {
+    return vks_relaxed_load(VKS_MY_PE, vks_team_base(team) + field);
+}
+
+// WORLD number of member `i` of the team whose table entry starts at `base`.
+fn vks_team_member(base: u32, i: u32) -> u32 {
+    let start = bitcast<i32>(vks_relaxed_load(VKS_MY_PE, base + VKS_TEAM_START));
+    let stride = bitcast<i32>(vks_relaxed_load(VKS_MY_PE, base + VKS_TEAM_STRIDE));
+    return bitcast<u32>(start + bitcast<i32>(i) * stride);
+}
+
+// The flat team sync: announce epoch e to every member (a store after a release
+// fence into its copy of the team's flags, at this PE's index), then wait until
+// every member has announced e here (acquire). One cross-PE store per member and one
+// round of local polling. False on a bad team, misuse or abort (error raised).
+fn vks_team_sync(team: u32) -> bool {
+    if !vks_team_ok(team) {
+        return false;
+    }
+    let base = vks_team_base(team);
+    if vks_fetch_add(VKS_MY_PE, base + VKS_TEAM_BUSY, 1u) != 0u {
+        vks_fetch_add(VKS_MY_PE, base + VKS_TEAM_BUSY, 0xffffffffu);
+        vks_raise(VKS_ERR_CONCURRENT_SYNC, VKS_MY_PE, base);
+        return false;
+    }
+    let size = vks_relaxed_load(VKS_MY_PE, base + VKS_TEAM_SIZE);
+    let me = vks_relaxed_load(VKS_MY_PE, base + VKS_TEAM_MY_INDEX);
+    let flags = vks_relaxed_load(VKS_MY_PE, base + VKS_TEAM_FLAGS);
+    let e = vks_relaxed_load(VKS_MY_PE, base + VKS_TEAM_EPOCH) + 1u;
+    vks_relaxed_store(VKS_MY_PE, base + VKS_TEAM_EPOCH, e);
+    vks_fence_any(); // release: one fence for all the announcements
+    for (var i = 0u; i < size; i = i + 1u) {
+        // An atomic exchange rather than a store: a read-modify-write is a full
+        // barrier for the compiler on drivers without divergent fences (llvmpipe
+        // otherwise sinks earlier plain stores below the announcement).
+        vks_swap(vks_team_member(base, i), flags + me, e);
+    }
+    var ok = true;
+    for (var i = 0u; i < size && ok; i = i + 1u) {
+        ok = vks_wait_epoch(flags + i, e);
+    }
+    vks_fetch_add(VKS_MY_PE, base + VKS_TEAM_BUSY, 0xffffffffu);
+    return ok;
+}
+
+// ---------------------------------------------------------------- public API
+
+// This PE's number in WORLD.
+fn shmem_my_pe() -> i32 {
+    return i32(VKS_MY_PE);
+}
+
+// Number of PEs in WORLD.
+fn shmem_n_pes() -> i32 {
+    return i32(VKS_N_PES);
+}
+
+// This PE's number in `team`, or -1 (and a device error) for an invalid team.
+fn shmem_team_my_pe(team: u32) -> i32 {
+    if !vks_team_ok(team) {
+        return -1;
+    }
+    return i32(vks_team_field(team, VKS_TEAM_MY_INDEX));
+}
+
+// Number of PEs in `team`, or -1 (and a device error) for an invalid team.
+fn shmem_team_n_pes(team: u32) -> i32 {
+    if !vks_team_ok(team) {
+        return -1;
+    }
+    return i32(vks_team_field(team, VKS_TEAM_SIZE));
+}
+
+// Orders this invocation's earlier heap stores before its later ones, as seen by
+// every PE (a device-scope acquire-release fence).
+fn shmem_fence() {
+    vks_fence_any();
+}
+
+// Completes this invocation's earlier heap stores: they are visible to every PE
+// that synchronizes with this one afterwards.
+fn shmem_quiet() {
+    vks_fence_any();
+}
+
+// Per-thread forms: called by one invocation per PE; other invocations may be
+// anywhere. Returns 0, or -1 after raising a device error.
+
+fn shmem_team_sync(team: u32) -> i32 {
+    return select(-1, 0, vks_team_sync(team));
+}
+
+fn shmem_sync_all() {
+    vks_team_sync(SHMEM_TEAM_WORLD);
+}
+
+fn shmem_barrier_all() {
+    vks_fence_any();
+    vks_team_sync(SHMEM_TEAM_WORLD);
+    vks_fence_any();
+}
+
+fn shmem_team_barrier(team: u32) -> i32 {
+    vks_fence_any();
+    let ok = vks_team_sync(team);
+    vks_fence_any();
+    return select(-1, 0, ok);
+}
+
+// Work-group forms (ishmemx_*_work_group): every invocation of the workgroup calls
+// them in uniform control flow with the same arguments and its
+// local_invocation_index; invocation 0 does the cross-PE part between two
+// workgroup barriers.
+
+fn shmemx_team_sync_work_group(team: u32, local_index: u32) -> i32 {
+    storageBarrier();
+    if local_index == 0u {
+        vks_wg_result = select(1u, 0u, vks_team_sync(team));
+    }
+    storageBarrier();
+    return -i32(workgroupUniformLoad(&vks_wg_result));
+}
+
+fn shmemx_sync_all_work_group(local_index: u32) {
+    shmemx_team_sync_work_group(SHMEM_TEAM_WORLD, local_index);
+}
+
+fn shmemx_team_barrier_work_group(team: u32, local_index: u32) -> i32 {
+    vks_fence_acq_rel();
+    let r = shmemx_team_sync_work_group(team, local_index);
+    vks_fence_acq_rel();
+    return r;
+}
+
+fn shmemx_barrier_all_work_group(local_index: u32) {
+    shmemx_team_barrier_work_group(SHMEM_TEAM_WORLD, local_index);
+}
