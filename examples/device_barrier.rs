@@ -1,9 +1,12 @@
-//! Device-initiated barriers: every PE runs one dispatch that executes the
-//! work_group barrier K times, then the per-thread barrier K times, checking after
-//! each that every PE has arrived; then times each form in a dispatch of its own
-//! (GPU timestamps) and prints the mean time per barrier.
+//! Device-initiated barriers: every PE runs dispatches that execute the work_group
+//! barrier K times, then the per-thread barrier K times, checking after each
+//! barrier that every PE has arrived; then times each form alone (GPU timestamps)
+//! and prints the mean time per barrier.
 //!
-//! `vkshmrun -n 4 target/release/examples/device_barrier [K]` (K defaults to 1000).
+//! `vkshmrun -n 4 target/release/examples/device_barrier [K] [P]`: K barriers of
+//! each form (default 1000), at most P per dispatch (default: all K in one
+//! dispatch; 20 on lavapipe, which ends a kernel's loops after 65535 iterations in
+//! total, so long device-side loops must be split over dispatches there).
 
 use anyhow::{bail, Context as _, Result};
 
@@ -19,15 +22,26 @@ struct Params {
     mode: u32,
 }
 
+fn arg(i: usize) -> Result<Option<u32>> {
+    std::env::args()
+        .nth(i)
+        .map(|a| {
+            a.parse()
+                .with_context(|| format!("argument {i} ({a:?}) must be a count"))
+        })
+        .transpose()
+}
+
 fn main() -> Result<()> {
-    let iters: u32 = match std::env::args().nth(1) {
-        Some(a) => a.parse().context("K must be a number of iterations")?,
-        None => 1000,
-    };
+    let iters = arg(1)?.unwrap_or(1000);
     if iters == 0 {
         bail!("K must be at least 1");
     }
     let ctx = vkshmem::init()?;
+    let lavapipe = ctx.device_info().name.contains("llvmpipe");
+    let per_dispatch = arg(2)?
+        .unwrap_or(if lavapipe { 20 } else { iters })
+        .clamp(1, iters);
     let n = ctx.n_pes();
     let counters = ctx.calloc::<u32>(n as usize)?;
     let errors = ctx.calloc::<u32>(4)?;
@@ -35,39 +49,49 @@ fn main() -> Result<()> {
     let mut params = Params {
         counters: counters.device_addr()?,
         errors: errors.device_addr()?,
-        iters,
+        iters: 0,
         base: 0,
-        mode: std::env::var("DB_MODE").ok().and_then(|m| m.parse().ok()).unwrap_or(3),
+        mode: 0,
     };
-    // One dispatch with both forms: the behaviour the example exists to show.
-    ctx.launch(&kernel, [1, 1, 1], &[], bytemuck::bytes_of(&params))?;
-    params.base += 2 * iters;
+    // Runs K barriers of the forms in `mode`, P per dispatch; returns the GPU time.
+    let run = |mode: u32, params: &mut Params| -> Result<std::time::Duration> {
+        let forms = mode.count_ones();
+        let mut total = std::time::Duration::ZERO;
+        let mut left = iters;
+        while left > 0 {
+            params.iters = left.min(per_dispatch);
+            params.mode = mode;
+            total += ctx.launch_timed(&kernel, [1, 1, 1], &[], bytemuck::bytes_of(params))?;
+            params.base += forms * params.iters;
+            left -= params.iters;
+        }
+        Ok(total)
+    };
+    // Both forms in one dispatch: the behaviour the example exists to show.
+    run(3, &mut params)?;
     // Then each form alone, timed.
-    let mut per_barrier_us = [0.0f64; 2];
-    for (i, mode) in [1u32, 2].into_iter().enumerate() {
-        params.mode = mode;
-        ctx.barrier_all()?;
-        let t = ctx.launch_timed(&kernel, [1, 1, 1], &[], bytemuck::bytes_of(&params))?;
-        per_barrier_us[i] = t.as_secs_f64() * 1e6 / iters as f64;
-        params.base += iters;
-    }
+    let wg = run(1, &mut params)?;
+    let thread = run(2, &mut params)?;
     ctx.barrier_all()?;
     let errv = errors.to_vec()?;
-    let wrong = errv[0];
-    if wrong != 0 { eprintln!("PE {} first early read: k={} value={} slot={}", ctx.my_pe(), errv[1], errv[2], errv[3]); }
     let last = counters.to_vec()?;
-    if wrong != 0 || last.iter().any(|&v| v != params.base) {
+    if errv[0] != 0 || last.iter().any(|&v| v != params.base) {
         bail!(
-            "device_barrier: FAILED on PE {}: {wrong} early reads, final counters {last:?} (want {})",
+            "device_barrier: FAILED on PE {}: {} early reads (first: barrier {} read {} in slot {}), final counters {last:?} (want {})",
             ctx.my_pe(),
+            errv[0],
+            errv[1],
+            errv[2],
+            errv[3],
             params.base
         );
     }
     if ctx.my_pe() == 0 {
+        let us = |d: std::time::Duration| d.as_secs_f64() * 1e6 / iters as f64;
         println!(
-            "device_barrier: ok npes={n} iters={iters} work_group_us={:.2} thread_us={:.2} device={:?}",
-            per_barrier_us[0],
-            per_barrier_us[1],
+            "device_barrier: ok npes={n} iters={iters} per_dispatch={per_dispatch} work_group_us={:.2} thread_us={:.2} device={:?}",
+            us(wg),
+            us(thread),
             ctx.device_info().name
         );
     }

@@ -22,8 +22,6 @@ const SHMEM_CMP_GE: u32 = 3u;
 const SHMEM_CMP_LT: u32 = 4u;
 const SHMEM_CMP_LE: u32 = 5u;
 
-// A wait checks the abort word once per this many polls.
-const VKS_ABORT_POLL: u32 = 1024u;
 // vks_wait's comparison "has reached epoch".
 const VKS_CMP_EPOCH: u32 = 6u;
 
@@ -72,10 +70,9 @@ fn vks_aborting() -> bool {
     return vks_volatile_load(VKS_MY_PE, VKS_CTRL_ABORT) != 0u;
 }
 
-// Whether this PE's word `addr` satisfies a wait: compares `cmp` with `value`
-// (as i32 when `signed`); cmp 6 means "has reached epoch `value`" (wrapping).
-fn vks_wait_test(addr: u32, cmp: u32, value: u32, signed: bool) -> bool {
-    let v = vks_volatile_load(VKS_MY_PE, addr);
+// Whether the word `v` satisfies a wait: compares `cmp` with `value` (as i32 when
+// `signed`); cmp 6 means "has reached epoch `value`" (wrapping).
+fn vks_wait_test(v: u32, cmp: u32, value: u32, signed: bool) -> bool {
     if cmp == VKS_CMP_EPOCH {
         return bitcast<i32>(v - value) >= 0;
     }
@@ -85,36 +82,41 @@ fn vks_wait_test(addr: u32, cmp: u32, value: u32, signed: bool) -> bool {
     return vks_cmp_u32(v, cmp, value);
 }
 
-// Spins until vks_wait_test holds, then fences (acquire). False when it gave up
-// because of the abort word.
+// Spins until vks_wait_test holds, then fences (acquire). False when it gave up:
+// because of the abort word (VKS_ERR_ABORTED), or because the driver cut the loop
+// off (VKS_ERR_WAIT_CUT).
 //
-// Three nested loops, each leaving by `break` only, because of two lavapipe
-// (Mesa 22.3) behaviours: every loop is cut off after 65535 iterations (so one
-// loop cannot spin long enough; the outer loops re-enter it, and a wait that is
-// cut off anyway reports failure rather than success), and a `return` from inside
-// a loop in code only some invocations run ends the workgroup early.
+// Lavapipe (Mesa 22.3) ends every loop of an invocation once the invocation has
+// run 65535 loop iterations in total, all loops together, and carries on after
+// the loop as if it had exited normally. So each iteration here polls
+// VKS_POLLS_PER_ITERATION times (vks_poll_many, generated straight-line), and a
+// loop that ends without the condition or the abort is reported, never taken for
+// success. The loop leaves by `break` only: a `return` from inside a loop in code
+// only some invocations run also ends the workgroup early on that driver.
 fn vks_wait(addr: u32, cmp: u32, value: u32, signed: bool) -> bool {
     var done = false;
     var aborted = false;
     loop {
-        loop {
-            for (var i = 0u; i < VKS_ABORT_POLL; i = i + 1u) {
-                if vks_wait_test(addr, cmp, value, signed) {
-                    done = true;
-                    break;
-                }
-            }
-            if done || vks_aborting() {
-                aborted = !done;
-                break;
-            }
+        if vks_poll_many(addr, cmp, value, signed) {
+            done = true;
+            break;
         }
-        if done || aborted {
+        if vks_aborting() {
+            aborted = true;
             break;
         }
     }
     let ok = done && !aborted;
-    vks_wait_done(ok, addr);
+    if ok {
+        // Keeps later loads below the wait where fences are left out (a
+        // read-modify-write is a full compiler barrier), then the acquire fence.
+        vks_fetch_or(VKS_MY_PE, addr, 0u);
+        vks_fence_any();
+    } else if aborted {
+        vks_raise(VKS_ERR_ABORTED, VKS_MY_PE, addr);
+    } else {
+        vks_raise(VKS_ERR_WAIT_CUT, VKS_MY_PE, addr);
+    }
     return ok;
 }
 
@@ -129,18 +131,6 @@ fn vks_wait_cmp(addr: u32, cmp: u32, value: u32, signed: bool) -> bool {
 // Spins until this PE's word `addr` has reached epoch `e` (wrapping compare).
 fn vks_wait_epoch(addr: u32, e: u32) -> bool {
     return vks_wait(addr, VKS_CMP_EPOCH, e, false);
-}
-
-// After a wait: the acquire fence (and a read-modify-write of the word waited
-// on, which keeps later loads below it where fences are left out), or the abort
-// error.
-fn vks_wait_done(ok: bool, addr: u32) {
-    if ok {
-        vks_fetch_or(VKS_MY_PE, addr, 0u);
-        vks_fence_any();
-    } else {
-        vks_raise(VKS_ERR_ABORTED, VKS_MY_PE, addr);
-    }
 }
 
 fn vks_team_base(team: u32) -> u32 {

@@ -63,8 +63,8 @@ pub mod kernel;
 pub use kernel::compile_kernel;
 pub use vkshmem_device::CompileError;
 pub use vkshmem_host::{
-    Context, DeviceCaps, DeviceInfo, DeviceKernel, Error, HeapWindow, Kernel, Result,
-    SymBuffer, UserBinding,
+    Context, DeviceCaps, DeviceInfo, DeviceKernel, Error, HeapWindow, Kernel, Result, SymBuffer,
+    UserBinding,
 };
 
 /// Joins the job: see [`Context::init`].

@@ -369,3 +369,22 @@ fn bad_arguments_are_refused() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
     }
 }
+
+/// Device-initiated barriers (work_group and per-thread) through a user kernel.
+/// 1 and 2 PEs only so far: on lavapipe, 3 or more PEs on this 2-core machine make
+/// waits outlast lavapipe's 65535-loop-iteration limit (a typed error, see the
+/// notes on issue 3).
+#[test]
+fn device_barrier_on_1_and_2_pes() {
+    let prog = program("device_barrier");
+    for n in ["1", "2"] {
+        let r = vkshmrun(&["-n", n, &prog, "100"], Duration::from_secs(120));
+        assert_eq!(r.code, Some(0), "{n} PEs:\n{}\n{}", r.stdout, r.stderr);
+        assert_eq!(
+            r.stdout.matches("device_barrier: ok").count(),
+            1,
+            "{}",
+            r.stdout
+        );
+    }
+}

@@ -133,6 +133,10 @@ pub const ERR_CONCURRENT_SYNC: u32 = 8;
 /// Device error bit: a wait gave up because the host set the abort word.
 pub const ERR_ABORTED: u32 = 16;
 
+/// Device error bit: the driver ended a wait loop before its condition held
+/// (lavapipe stops every loop of an invocation after 65535 iterations in total).
+pub const ERR_WAIT_CUT: u32 = 32;
+
 /// Describes device error bits in words.
 pub fn describe_errors(bits: u32) -> Vec<&'static str> {
     let all = [
@@ -145,6 +149,11 @@ pub fn describe_errors(bits: u32) -> Vec<&'static str> {
              (per-thread collectives are called by one invocation per PE)",
         ),
         (ERR_ABORTED, "a wait gave up because the job is aborting"),
+        (
+            ERR_WAIT_CUT,
+            "the driver cut a wait loop short (lavapipe runs at most 65535 loop \
+             iterations per invocation: fewer or shorter waits per dispatch)",
+        ),
     ];
     all.iter()
         .filter(|(b, _)| bits & b != 0)
@@ -167,9 +176,8 @@ pub fn initial_control(my_pe: u32, n_pes: u32) -> Vec<u32> {
         n_pes,
         ..Default::default()
     };
-    words[..ControlHeader::WORDS as usize].copy_from_slice(bytemuck::cast_slice(
-        bytemuck::bytes_of(&header),
-    ));
+    words[..ControlHeader::WORDS as usize]
+        .copy_from_slice(bytemuck::cast_slice(bytemuck::bytes_of(&header)));
     let world = TeamEntry {
         valid: 1,
         start: 0,
@@ -202,6 +210,7 @@ pub fn wgsl() -> String {
         ("BAD_TEAM", ERR_BAD_TEAM),
         ("CONCURRENT_SYNC", ERR_CONCURRENT_SYNC),
         ("ABORTED", ERR_ABORTED),
+        ("WAIT_CUT", ERR_WAIT_CUT),
     ] {
         let _ = writeln!(s, "const VKS_ERR_{name}: u32 = {v}u;");
     }
@@ -242,7 +251,11 @@ mod tests {
             "VksControlHeader",
             ControlHeader::fields(),
         );
-        check::<TeamEntry>(TeamEntry::wgsl_struct(), "VksTeamEntry", TeamEntry::fields());
+        check::<TeamEntry>(
+            TeamEntry::wgsl_struct(),
+            "VksTeamEntry",
+            TeamEntry::fields(),
+        );
     }
 
     #[test]
@@ -259,7 +272,7 @@ mod tests {
 
     #[test]
     fn describes_every_bit() {
-        assert_eq!(describe_errors(0x1f).len(), 5);
+        assert_eq!(describe_errors(0x3f).len(), 6);
         assert!(describe_errors(0).is_empty());
     }
 }

@@ -59,6 +59,11 @@ pub struct LibraryConfig {
     /// coherent memory and in-order atomics give the ordering (the litmus example
     /// checks it), and the work_group forms still fence in uniform code.
     pub divergent_fences: bool,
+    /// Slow every wait iteration down with a chain of dependent divisions: on a CPU
+    /// device (lavapipe) an invocation may run only 65535 loop iterations in all,
+    /// and PEs outnumbering cores make a waiter spin for a scheduler time slice, so
+    /// iterations must be microseconds long (there is no way to yield from a shader).
+    pub cpu_backoff: bool,
 }
 
 /// One library binding: a window of one PE's heap.
@@ -198,7 +203,13 @@ const ACCESSORS: &[(&str, char, &str, Option<&str>, &str)] = &[
         Some("u32"),
         "return atomicLoad(&{v});",
     ),
-    ("vks_relaxed_store", 'a', ", x: u32", None, "atomicStore(&{v}, x);"),
+    (
+        "vks_relaxed_store",
+        'a',
+        ", x: u32",
+        None,
+        "atomicStore(&{v}, x);",
+    ),
     (
         "vks_acquire_load",
         'a',
@@ -260,6 +271,8 @@ pub fn library_source(cfg: &LibraryConfig) -> String {
     s.push_str(&layout::wgsl());
     bindings(&mut s, cfg);
     raise(&mut s, cfg);
+    poll_many(&mut s);
+    backoff(&mut s, cfg);
     if cfg.divergent_fences {
         s.push_str("fn vks_fence_any() { vks_fence_acq_rel(); }\n");
     } else {
@@ -268,6 +281,7 @@ pub fn library_source(cfg: &LibraryConfig) -> String {
     for acc in ACCESSORS {
         accessor(&mut s, cfg, acc);
     }
+    own_volatile_load(&mut s, cfg);
     for ty in TYPES {
         if (ty.needs_int64 && !cfg.int64) || (ty.needs_float64 && !cfg.float64) {
             continue;
@@ -294,6 +308,27 @@ fn bindings(s: &mut String, cfg: &LibraryConfig) {
             b.pe
         );
     }
+}
+
+/// Polls per wait-loop iteration (see `vks_wait` in shaders/vkshmem.wgsl).
+pub const POLLS_PER_ITERATION: u32 = 16;
+
+/// Dependent divisions per wait iteration on a CPU device (see `cpu_backoff`).
+pub const BACKOFF_DIVISIONS: u32 = 128;
+
+/// `vks_poll_many`: [`POLLS_PER_ITERATION`] tests of a wait condition in straight
+/// line code, so that a wait spends few loop iterations (lavapipe caps them).
+fn poll_many(s: &mut String) {
+    let _ = writeln!(
+        s,
+        "const VKS_POLLS_PER_ITERATION: u32 = {POLLS_PER_ITERATION}u;"
+    );
+    s.push_str("fn vks_poll_many(addr: u32, cmp: u32, value: u32, signed: bool) -> bool {\n");
+    s.push_str("    if addr >= VKS_HEAP_WORDS { vks_raise(VKS_ERR_BAD_ADDRESS, VKS_MY_PE, addr); return true; }\n");
+    for _ in 0..POLLS_PER_ITERATION {
+        s.push_str("    if vks_wait_test(vks_volatile_load_own(addr), cmp, value, signed) { return true; }\n");
+    }
+    s.push_str("    vks_backoff(addr);\n    return false;\n}\n");
 }
 
 /// `vks_raise` writes the error words of this PE's control region directly (the
@@ -328,7 +363,11 @@ fn accessor(
         )
     };
     let arrow = ret.map(|r| format!(" -> {r}")).unwrap_or_default();
-    let fallback = if ret.is_some() { "return 0u;" } else { "return;" };
+    let fallback = if ret.is_some() {
+        "return 0u;"
+    } else {
+        "return;"
+    };
     let _ = writeln!(s, "fn {name}(pe: u32, a: u32{params}){arrow} {{");
     let _ = writeln!(
         s,
@@ -354,6 +393,53 @@ fn accessor(
     let _ = writeln!(s, "    }}");
     if ret.is_some() {
         let _ = writeln!(s, "    return 0u;");
+    }
+    let _ = writeln!(s, "}}");
+}
+
+/// `vks_backoff(seed)`: nothing on GPUs; on a CPU device a chain of dependent
+/// divisions whose result is stored (volatile) to a reserved control word, so the
+/// compiler can neither drop nor hoist it.
+fn backoff(s: &mut String, cfg: &LibraryConfig) {
+    s.push_str("fn vks_backoff(seed: u32) {\n");
+    if cfg.cpu_backoff {
+        s.push_str("    var x = vks_volatile_load_own(VKS_CTRL_RESERVED0) | (seed | 1u);\n");
+        for i in 0..BACKOFF_DIVISIONS {
+            let _ = writeln!(
+                s,
+                "    x = x / {}u + {}u;",
+                3 + (i % 5),
+                0x9e37_79b9u32.wrapping_mul(i + 1)
+            );
+        }
+        s.push_str("    vks_volatile_store_own(VKS_CTRL_RESERVED0, x);\n");
+    }
+    s.push_str("}\n");
+}
+
+/// `vks_volatile_own_load(a)`: a volatile load of this PE's heap word `a` (in
+/// range), switching over this PE's chunks only; the pass makes it volatile.
+fn own_volatile_load(s: &mut String, cfg: &LibraryConfig) {
+    let me = cfg.my_pe;
+    // Control words live in chunk 0.
+    let _ = writeln!(
+        s,
+        "fn vks_volatile_store_own(a: u32, x: u32) {{ vks_w_{me}_0[a] = x; }}"
+    );
+    let _ = writeln!(s, "fn vks_volatile_load_own(a: u32) -> u32 {{");
+    if cfg.chunks() == 1 {
+        let _ = writeln!(s, "    return vks_w_{me}_0[a];");
+    } else {
+        let shift = cfg.chunk_bytes().trailing_zeros() - 2;
+        let mask = (1u64 << shift) - 1;
+        let _ = writeln!(s, "    switch a >> {shift}u {{");
+        for c in 0..cfg.chunks() {
+            let _ = writeln!(
+                s,
+                "        case {c}u: {{ return vks_w_{me}_{c}[a & {mask}u]; }}"
+            );
+        }
+        let _ = writeln!(s, "        default: {{ return 0u; }}\n    }}");
     }
     let _ = writeln!(s, "}}");
 }
@@ -444,6 +530,7 @@ mod tests {
             int64: true,
             float64: true,
             divergent_fences: true,
+            cpu_backoff: false,
         }
     }
 
@@ -453,7 +540,15 @@ mod tests {
         assert_eq!((c.chunk_bytes(), c.chunks()), (128 << 20, 2));
         let b = c.bindings();
         assert_eq!(b.len(), 6);
-        assert_eq!(b[3], HeapBinding { binding: 3, pe: 1, offset: 128 << 20, bytes: 128 << 20 });
+        assert_eq!(
+            b[3],
+            HeapBinding {
+                binding: 3,
+                pe: 1,
+                offset: 128 << 20,
+                bytes: 128 << 20
+            }
+        );
         // An odd range: chunks are the largest power of two under it.
         let c = cfg(2, 300 << 20, (128 << 20) + 12);
         assert_eq!((c.chunk_bytes(), c.chunks()), (128 << 20, 3));

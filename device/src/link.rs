@@ -65,7 +65,9 @@ fn declarations(src: &str) -> Vec<(String, u32, u32)> {
                 break;
             }
         }
-        let kw_end = rest.find(|c: char| !c.is_alphanumeric()).unwrap_or(rest.len());
+        let kw_end = rest
+            .find(|c: char| !c.is_alphanumeric())
+            .unwrap_or(rest.len());
         let kw = &rest[..kw_end];
         if !matches!(kw, "fn" | "const" | "struct" | "alias" | "override" | "var") {
             continue;
@@ -223,7 +225,12 @@ pub fn link_kernel(
         .collect();
     let ep = match entry {
         Some(want) => computes.iter().find(|e| e.name == want).ok_or_else(|| {
-            link_error(name, 0, 0, format!("no @compute entry point named `{want}`"))
+            link_error(
+                name,
+                0,
+                0,
+                format!("no @compute entry point named `{want}`"),
+            )
         })?,
         None if computes.len() == 1 => &computes[0],
         None => {
@@ -308,6 +315,7 @@ mod tests {
             int64: true,
             float64: true,
             divergent_fences: true,
+            cpu_backoff: false,
         }
     }
 

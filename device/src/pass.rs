@@ -6,7 +6,7 @@
 //!
 //! 1. in functions named `vks_acquire_*`, sets the memory semantics of every atomic
 //!    to Acquire | UniformMemory (scope Device);
-//! 2. in functions named `vks_volatile_*`, marks every `OpLoad` Volatile: spin
+//! 2. in functions named `vks_volatile_*`, marks every `OpLoad`/`OpStore` Volatile: spin
 //!    loops poll with these. A relaxed `OpAtomicLoad` would be the textbook
 //!    choice, but Mesa's llvmpipe compiles it as a plain load that LLVM hoists out
 //!    of the loop (and then treats the loop as infinite, which is undefined), so
@@ -51,7 +51,7 @@ use crate::library::{LIBRARY_SET, PLAIN_VIEW_OFFSET};
 pub struct PassReport {
     /// Atomics given acquire semantics.
     pub acquires: usize,
-    /// Loads made volatile.
+    /// Loads and stores made volatile.
     pub volatiles: usize,
     /// Fences inserted.
     pub fences: usize,
@@ -107,10 +107,17 @@ pub fn run(words: &[u32]) -> Result<(Vec<u32>, PassReport), String> {
         }
         if name.starts_with("vks_volatile_") {
             for inst in f.blocks.iter_mut().flat_map(|b| b.instructions.iter_mut()) {
-                if inst.class.opcode == Op::Load {
-                    match inst.operands.get_mut(1) {
+                let slot = match inst.class.opcode {
+                    Op::Load => 1,
+                    Op::Store => 2,
+                    _ => continue,
+                };
+                {
+                    match inst.operands.get_mut(slot) {
                         Some(Operand::MemoryAccess(a)) => *a |= MemoryAccess::VOLATILE,
-                        _ => inst.operands.push(Operand::MemoryAccess(MemoryAccess::VOLATILE)),
+                        _ => inst
+                            .operands
+                            .push(Operand::MemoryAccess(MemoryAccess::VOLATILE)),
                     }
                     report.volatiles += 1;
                 }
@@ -125,7 +132,10 @@ pub fn run(words: &[u32]) -> Result<(Vec<u32>, PassReport), String> {
                     Op::MemoryBarrier,
                     None,
                     None,
-                    vec![Operand::IdScope(device), Operand::IdMemorySemantics(acq_rel)],
+                    vec![
+                        Operand::IdScope(device),
+                        Operand::IdMemorySemantics(acq_rel),
+                    ],
                 ),
             );
             report.fences += 1;
@@ -203,7 +213,11 @@ fn decorate_buffers(m: &mut Module, names: &HashMap<Word, String>) -> usize {
         .collect();
     let mut set_of = HashMap::new();
     let mut has = HashSet::new();
-    for a in m.annotations.iter().filter(|a| a.class.opcode == Op::Decorate) {
+    for a in m
+        .annotations
+        .iter()
+        .filter(|a| a.class.opcode == Op::Decorate)
+    {
         if let [Operand::IdRef(id), Operand::Decoration(d), rest @ ..] = a.operands.as_slice() {
             has.insert((*id, *d));
             if let (Decoration::DescriptorSet, [Operand::LiteralBit32(s)]) = (d, rest) {
@@ -212,7 +226,11 @@ fn decorate_buffers(m: &mut Module, names: &HashMap<Word, String>) -> usize {
         }
     }
     let mut moved = 0;
-    for a in m.annotations.iter_mut().filter(|a| a.class.opcode == Op::Decorate) {
+    for a in m
+        .annotations
+        .iter_mut()
+        .filter(|a| a.class.opcode == Op::Decorate)
+    {
         if let [Operand::IdRef(id), Operand::Decoration(Decoration::Binding), Operand::LiteralBit32(b)] =
             a.operands.as_mut_slice()
         {
@@ -253,7 +271,11 @@ impl Ids {
                 .and_then(|i| i.result_id)
         };
         Ids {
-            u32_type: find(m, Op::TypeInt, &[Operand::LiteralBit32(32), Operand::LiteralBit32(0)]),
+            u32_type: find(
+                m,
+                Op::TypeInt,
+                &[Operand::LiteralBit32(32), Operand::LiteralBit32(0)],
+            ),
             bool_type: find(m, Op::TypeBool, &[]),
         }
     }
@@ -298,8 +320,12 @@ impl Ids {
     fn false_const(&mut self, m: &mut Module) -> Word {
         let ty = Self::type_id(m, &mut self.bool_type, Op::TypeBool, vec![]);
         let id = Self::fresh(m);
-        m.types_global_values
-            .push(Instruction::new(Op::ConstantFalse, Some(ty), Some(id), vec![]));
+        m.types_global_values.push(Instruction::new(
+            Op::ConstantFalse,
+            Some(ty),
+            Some(id),
+            vec![],
+        ));
         id
     }
 }

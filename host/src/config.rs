@@ -141,13 +141,11 @@ pub fn heap_size(get: impl Fn(&str) -> Option<String>) -> Result<u64> {
 pub const ENV_WAIT_TIMEOUT: &str = "VKSHMEM_WAIT_TIMEOUT";
 
 /// `VKSHMEM_WAIT_TIMEOUT` (seconds, fractions allowed), `None` when unset or 0.
-pub fn wait_timeout(
-    get: impl Fn(&str) -> Option<String>,
-) -> Result<Option<std::time::Duration>> {
+pub fn wait_timeout(get: impl Fn(&str) -> Option<String>) -> Result<Option<std::time::Duration>> {
     match get(ENV_WAIT_TIMEOUT) {
         None => Ok(None),
         Some(v) => match v.trim().parse::<f64>() {
-            Ok(s) if s == 0.0 => Ok(None),
+            Ok(0.0) => Ok(None),
             Ok(s) if s.is_finite() && s > 0.0 && s < 1e9 => {
                 Ok(Some(std::time::Duration::from_secs_f64(s)))
             }

@@ -24,6 +24,6 @@ pub mod user_kernel;
 pub use context::{Context, HeapWindow};
 pub use symbuf::SymBuffer;
 pub use user_kernel::DeviceKernel;
-pub use vkshmem_device::{CompileError, UserBinding};
 pub use vk::kernel::Kernel;
 pub use vk::{DeviceCaps, DeviceInfo};
+pub use vkshmem_device::{CompileError, UserBinding};

@@ -95,6 +95,8 @@ impl Context {
             int64: caps.int64,
             float64: caps.float64 && caps.int64,
             divergent_fences: !self.device_info().name.contains("llvmpipe"),
+            // Off until it is shown to help: see the notes on issue 3.
+            cpu_backoff: false,
         })
     }
 
@@ -280,6 +282,13 @@ impl Context {
             .inner
             .wait_timeout
             .filter(|_| kernel.linked.waits_on_peers);
+        if kernel.linked.waits_on_peers {
+            // Every PE's pipeline is built and its launch about to be submitted
+            // before any PE's device code starts waiting for the others: waits stay
+            // short, and no PE spins while a peer is still compiling (see the
+            // forward-progress rules in ARCHITECTURE.md).
+            self.sync_all()?;
+        }
         let mut seen = Watch::default();
         let took = lock(&self.inner.submit).dispatch(
             &kernel.kernel,

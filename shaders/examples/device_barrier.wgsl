@@ -7,7 +7,7 @@
 
 struct Params {
     counters: u32,  // word address of u32[n_pes], symmetric
-    errors: u32,    // word address of one u32, symmetric
+    errors: u32,    // word address of u32[4]: count, first (barrier, value, slot)
     iters: u32,
     base: u32,      // value before the first barrier of this launch
     mode: u32,      // bit 0: work_group form, bit 1: per-thread form

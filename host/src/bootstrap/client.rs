@@ -109,8 +109,14 @@ impl Bootstrap {
             if let Ok(1..) = nix::poll::poll(&mut [fd], nix::poll::PollTimeout::ZERO) {
                 self.failed = Some(match recv(&self.stream) {
                     Ok(Some((Msg::Abort { pe, reason }, _))) => (pe, reason),
-                    Ok(Some((m, _))) => (u32::MAX, format!("unexpected {} from the endpoint", m.kind())),
-                    Ok(None) | Err(_) => (u32::MAX, "the job's endpoint went away (launcher gone?)".into()),
+                    Ok(Some((m, _))) => (
+                        u32::MAX,
+                        format!("unexpected {} from the endpoint", m.kind()),
+                    ),
+                    Ok(None) | Err(_) => (
+                        u32::MAX,
+                        "the job's endpoint went away (launcher gone?)".into(),
+                    ),
                 });
             }
         }

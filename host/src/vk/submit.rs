@@ -141,9 +141,7 @@ impl Submitter {
         let start = Instant::now();
         loop {
             // SAFETY: the fence belongs to this device and was just submitted.
-            match unsafe {
-                d.wait_for_fences(&[self.fence], true, WAIT_SLICE.as_nanos() as u64)
-            } {
+            match unsafe { d.wait_for_fences(&[self.fence], true, WAIT_SLICE.as_nanos() as u64) } {
                 Ok(()) => break,
                 Err(vk::Result::TIMEOUT) => watch(start.elapsed()),
                 Err(r) => {
@@ -230,7 +228,11 @@ impl Submitter {
         // SAFETY: the sets are not in use; offsets and ranges were validated by the
         // caller against minStorageBufferOffsetAlignment and maxStorageBufferRange.
         unsafe { d.update_descriptor_sets(&writes, &[]) };
-        let queries = if timed { self.queries } else { vk::QueryPool::null() };
+        let queries = if timed {
+            self.queries
+        } else {
+            vk::QueryPool::null()
+        };
         self.run_watched(
             |d, cmd| {
                 // SAFETY: recording state; pipeline, layout and sets are compatible;
@@ -238,12 +240,7 @@ impl Submitter {
                 unsafe {
                     if queries != vk::QueryPool::null() {
                         d.cmd_reset_query_pool(cmd, queries, 0, 2);
-                        d.cmd_write_timestamp(
-                            cmd,
-                            vk::PipelineStageFlags::TOP_OF_PIPE,
-                            queries,
-                            0,
-                        );
+                        d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, queries, 0);
                     }
                     d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, kernel.pipeline);
                     d.cmd_bind_descriptor_sets(
