@@ -38,36 +38,29 @@ fn vks_store_release(pe: u32, a: u32, x: u32) {
     vks_relaxed_store(pe, a, x);
 }
 
-// A peer-owned result shared by the invocations of a workgroup in _work_group forms.
+// The leader's result, shared with the other invocations in _work_group forms.
 var<workgroup> vks_wg_result: u32;
 
-fn vks_cmp_u32(a: u32, cmp: u32, b: u32) -> bool {
+// Whether `a` compares `cmp` (SHMEM_CMP_*) with `b`, as i32 when `signed`
+// (flipping the sign bit maps signed order onto unsigned order).
+fn vks_cmp(a: u32, cmp: u32, b: u32, signed: bool) -> bool {
+    let flip = select(0u, 0x80000000u, signed);
+    let x = a ^ flip;
+    let y = b ^ flip;
     switch cmp {
-        case 0u: { return a == b; }
-        case 1u: { return a != b; }
-        case 2u: { return a > b; }
-        case 3u: { return a >= b; }
-        case 4u: { return a < b; }
-        case 5u: { return a <= b; }
-        default: { return false; }
-    }
-}
-
-fn vks_cmp_i32(a: i32, cmp: u32, b: i32) -> bool {
-    switch cmp {
-        case 0u: { return a == b; }
-        case 1u: { return a != b; }
-        case 2u: { return a > b; }
-        case 3u: { return a >= b; }
-        case 4u: { return a < b; }
-        case 5u: { return a <= b; }
+        case 0u: { return x == y; }
+        case 1u: { return x != y; }
+        case 2u: { return x > y; }
+        case 3u: { return x >= y; }
+        case 4u: { return x < y; }
+        case 5u: { return x <= y; }
         default: { return false; }
     }
 }
 
 // True when the host asked every wait to give up (a peer failed).
 fn vks_aborting() -> bool {
-    return vks_volatile_load(VKS_MY_PE, VKS_CTRL_ABORT) != 0u;
+    return vks_volatile_load_own(VKS_CTRL_ABORT) != 0u;
 }
 
 // Whether the word `v` satisfies a wait: compares `cmp` with `value` (as i32 when
@@ -76,10 +69,7 @@ fn vks_wait_test(v: u32, cmp: u32, value: u32, signed: bool) -> bool {
     if cmp == VKS_CMP_EPOCH {
         return bitcast<i32>(v - value) >= 0;
     }
-    if signed {
-        return vks_cmp_i32(bitcast<i32>(v), cmp, bitcast<i32>(value));
-    }
-    return vks_cmp_u32(v, cmp, value);
+    return vks_cmp(v, cmp, value, signed);
 }
 
 // Spins until vks_wait_test holds, then fences (acquire). False when it gave up:

@@ -59,11 +59,6 @@ pub struct LibraryConfig {
     /// coherent memory and in-order atomics give the ordering (the litmus example
     /// checks it), and the work_group forms still fence in uniform code.
     pub divergent_fences: bool,
-    /// Slow every wait iteration down with a chain of dependent divisions: on a CPU
-    /// device (lavapipe) an invocation may run only 65535 loop iterations in all,
-    /// and PEs outnumbering cores make a waiter spin for a scheduler time slice, so
-    /// iterations must be microseconds long (there is no way to yield from a shader).
-    pub cpu_backoff: bool,
 }
 
 /// One library binding: a window of one PE's heap.
@@ -93,6 +88,11 @@ impl LibraryConfig {
     /// Chunks per PE heap.
     pub fn chunks(&self) -> u32 {
         self.heap_bytes.div_ceil(self.chunk_bytes().max(1)) as u32
+    }
+
+    /// log2 of the words per chunk (meaningful when there are several chunks).
+    pub fn chunk_word_shift(&self) -> u32 {
+        self.chunk_bytes().trailing_zeros() - 2
     }
 
     /// Words of the heap device code can address (capped at `u32::MAX`).
@@ -195,7 +195,6 @@ const TYPES: &[Ty] = &[
 const ACCESSORS: &[(&str, char, &str, Option<&str>, &str)] = &[
     ("vks_plain_load", 'w', "", Some("u32"), "return {v};"),
     ("vks_plain_store", 'w', ", x: u32", None, "{v} = x;"),
-    ("vks_volatile_load", 'w', "", Some("u32"), "return {v};"),
     (
         "vks_relaxed_load",
         'a',
@@ -272,7 +271,6 @@ pub fn library_source(cfg: &LibraryConfig) -> String {
     bindings(&mut s, cfg);
     raise(&mut s, cfg);
     poll_many(&mut s);
-    backoff(&mut s, cfg);
     if cfg.divergent_fences {
         s.push_str("fn vks_fence_any() { vks_fence_acq_rel(); }\n");
     } else {
@@ -313,9 +311,6 @@ fn bindings(s: &mut String, cfg: &LibraryConfig) {
 /// Polls per wait-loop iteration (see `vks_wait` in shaders/vkshmem.wgsl).
 pub const POLLS_PER_ITERATION: u32 = 16;
 
-/// Dependent divisions per wait iteration on a CPU device (see `cpu_backoff`).
-pub const BACKOFF_DIVISIONS: u32 = 128;
-
 /// `vks_poll_many`: [`POLLS_PER_ITERATION`] tests of a wait condition in straight
 /// line code, so that a wait spends few loop iterations (lavapipe caps them).
 fn poll_many(s: &mut String) {
@@ -328,7 +323,7 @@ fn poll_many(s: &mut String) {
     for _ in 0..POLLS_PER_ITERATION {
         s.push_str("    if vks_wait_test(vks_volatile_load_own(addr), cmp, value, signed) { return true; }\n");
     }
-    s.push_str("    vks_backoff(addr);\n    return false;\n}\n");
+    s.push_str("    return false;\n}\n");
 }
 
 /// `vks_raise` writes the error words of this PE's control region directly (the
@@ -356,7 +351,7 @@ fn accessor(
     let (slot, index) = if chunks == 1 {
         ("pe".to_string(), "a".to_string())
     } else {
-        let shift = cfg.chunk_bytes().trailing_zeros() - 2;
+        let shift = cfg.chunk_word_shift();
         (
             format!("pe * {chunks}u + (a >> {shift}u)"),
             format!("a & {}u", (1u64 << shift) - 1),
@@ -397,27 +392,7 @@ fn accessor(
     let _ = writeln!(s, "}}");
 }
 
-/// `vks_backoff(seed)`: nothing on GPUs; on a CPU device a chain of dependent
-/// divisions whose result is stored (volatile) to a reserved control word, so the
-/// compiler can neither drop nor hoist it.
-fn backoff(s: &mut String, cfg: &LibraryConfig) {
-    s.push_str("fn vks_backoff(seed: u32) {\n");
-    if cfg.cpu_backoff {
-        s.push_str("    var x = vks_volatile_load_own(VKS_CTRL_RESERVED0) | (seed | 1u);\n");
-        for i in 0..BACKOFF_DIVISIONS {
-            let _ = writeln!(
-                s,
-                "    x = x / {}u + {}u;",
-                3 + (i % 5),
-                0x9e37_79b9u32.wrapping_mul(i + 1)
-            );
-        }
-        s.push_str("    vks_volatile_store_own(VKS_CTRL_RESERVED0, x);\n");
-    }
-    s.push_str("}\n");
-}
-
-/// `vks_volatile_own_load(a)`: a volatile load of this PE's heap word `a` (in
+/// `vks_volatile_load_own(a)`: a volatile load of this PE's heap word `a` (in
 /// range), switching over this PE's chunks only; the pass makes it volatile.
 fn own_volatile_load(s: &mut String, cfg: &LibraryConfig) {
     let me = cfg.my_pe;
@@ -430,7 +405,7 @@ fn own_volatile_load(s: &mut String, cfg: &LibraryConfig) {
     if cfg.chunks() == 1 {
         let _ = writeln!(s, "    return vks_w_{me}_0[a];");
     } else {
-        let shift = cfg.chunk_bytes().trailing_zeros() - 2;
+        let shift = cfg.chunk_word_shift();
         let mask = (1u64 << shift) - 1;
         let _ = writeln!(s, "    switch a >> {shift}u {{");
         for c in 0..cfg.chunks() {
@@ -530,7 +505,6 @@ mod tests {
             int64: true,
             float64: true,
             divergent_fences: true,
-            cpu_backoff: false,
         }
     }
 

@@ -315,7 +315,6 @@ mod tests {
             int64: true,
             float64: true,
             divergent_fences: true,
-            cpu_backoff: false,
         }
     }
 

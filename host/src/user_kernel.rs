@@ -95,8 +95,6 @@ impl Context {
             int64: caps.int64,
             float64: caps.float64 && caps.int64,
             divergent_fences: !self.device_info().name.contains("llvmpipe"),
-            // Off until it is shown to help: see the notes on issue 3.
-            cpu_backoff: false,
         })
     }
 
