@@ -5,8 +5,10 @@
 //!
 //! `vkshmrun -n 4 target/release/examples/device_barrier [K] [P]`: K barriers of
 //! each form (default 1000), at most P per dispatch (default: all K in one
-//! dispatch; 20 on lavapipe, which ends a kernel's loops after 65535 iterations in
-//! total, so long device-side loops must be split over dispatches there).
+//! dispatch). On lavapipe the default is 20, or 4 when there are more PEs than CPU
+//! cores: that driver ends a kernel's loops after 65535 iterations in total (the
+//! library reports it), which bounds how long one dispatch may wait, and PEs that
+//! share cores wait for the scheduler at every barrier.
 
 use anyhow::{bail, Context as _, Result};
 
@@ -39,10 +41,15 @@ fn main() -> Result<()> {
     }
     let ctx = vkshmem::init()?;
     let lavapipe = ctx.device_info().name.contains("llvmpipe");
-    let per_dispatch = arg(2)?
-        .unwrap_or(if lavapipe { 20 } else { iters })
-        .clamp(1, iters);
     let n = ctx.n_pes();
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get()) as u32;
+    let per_dispatch = arg(2)?
+        .unwrap_or(match (lavapipe, n <= cores) {
+            (false, _) => iters,
+            (true, true) => 20,
+            (true, false) => 4,
+        })
+        .clamp(1, iters);
     let counters = ctx.calloc::<u32>(n as usize)?;
     let errors = ctx.calloc::<u32>(4)?;
     let kernel = ctx.device_kernel(KERNEL, "device_barrier.wgsl")?;

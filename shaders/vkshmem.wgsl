@@ -41,21 +41,35 @@ fn vks_store_release(pe: u32, a: u32, x: u32) {
 // The leader's result, shared with the other invocations in _work_group forms.
 var<workgroup> vks_wg_result: u32;
 
-// Whether `a` compares `cmp` (SHMEM_CMP_*) with `b`, as i32 when `signed`
-// (flipping the sign bit maps signed order onto unsigned order).
-fn vks_cmp(a: u32, cmp: u32, b: u32, signed: bool) -> bool {
-    let flip = select(0u, 0x80000000u, signed);
-    let x = a ^ flip;
-    let y = b ^ flip;
-    switch cmp {
-        case 0u: { return x == y; }
-        case 1u: { return x != y; }
-        case 2u: { return x > y; }
-        case 3u: { return x >= y; }
-        case 4u: { return x < y; }
-        case 5u: { return x <= y; }
-        default: { return false; }
+// A wait condition in branch-free form (see vks_cond_bit): a word v satisfies it
+// when bit o of `mask` is set, where o is 0, 1 or 2 as (v - sub) ^ flip is less
+// than, equal to or greater than y. Polls test it without branches, so that many
+// of them fit in one loop iteration without nesting (lavapipe miscompiles ifs
+// nested deeper than 80 levels).
+struct VksCond {
+    sub: u32,
+    flip: u32,
+    y: u32,
+    mask: u32,
+}
+
+// The condition "v compares `cmp` (SHMEM_CMP_*) with `value`", as i32 when
+// `signed` (flipping the sign bit maps signed order onto unsigned order); cmp
+// VKS_CMP_EPOCH means "has reached epoch `value`" (wrapping: v - value >= 0 as i32).
+fn vks_cond(cmp: u32, value: u32, signed: bool) -> VksCond {
+    // Bits: 1 = less, 2 = equal, 4 = greater.
+    var masks = array<u32, 7>(2u, 5u, 4u, 6u, 1u, 3u, 6u);
+    let mask = masks[min(cmp, 6u)];
+    if cmp == VKS_CMP_EPOCH {
+        return VksCond(value, 0x80000000u, 0x80000000u, mask);
     }
+    return VksCond(0u, select(0u, 0x80000000u, signed), value ^ select(0u, 0x80000000u, signed), mask);
+}
+
+// 1 when `v` satisfies `c`, else 0; no branches.
+fn vks_cond_bit(c: VksCond, v: u32) -> u32 {
+    let x = (v - c.sub) ^ c.flip;
+    return (c.mask >> (u32(x >= c.y) + u32(x > c.y))) & 1u;
 }
 
 // True when the host asked every wait to give up (a peer failed).
@@ -63,18 +77,10 @@ fn vks_aborting() -> bool {
     return vks_volatile_load_own(VKS_CTRL_ABORT) != 0u;
 }
 
-// Whether the word `v` satisfies a wait: compares `cmp` with `value` (as i32 when
-// `signed`); cmp 6 means "has reached epoch `value`" (wrapping).
-fn vks_wait_test(v: u32, cmp: u32, value: u32, signed: bool) -> bool {
-    if cmp == VKS_CMP_EPOCH {
-        return bitcast<i32>(v - value) >= 0;
-    }
-    return vks_cmp(v, cmp, value, signed);
-}
-
-// Spins until vks_wait_test holds, then fences (acquire). False when it gave up:
-// because of the abort word (VKS_ERR_ABORTED), or because the driver cut the loop
-// off (VKS_ERR_WAIT_CUT).
+// Spins until this PE's word `addr` satisfies vks_cond(cmp, value, signed), then
+// fences (acquire). False when it gave up: because of the abort word
+// (VKS_ERR_ABORTED), because the driver cut the loop off (VKS_ERR_LOOPS_CUT), or
+// because `addr` is outside the heap (VKS_ERR_BAD_ADDRESS).
 //
 // Lavapipe (Mesa 22.3) ends every loop of an invocation once the invocation has
 // run 65535 loop iterations in total, all loops together, and carries on after
@@ -84,10 +90,15 @@ fn vks_wait_test(v: u32, cmp: u32, value: u32, signed: bool) -> bool {
 // success. The loop leaves by `break` only: a `return` from inside a loop in code
 // only some invocations run also ends the workgroup early on that driver.
 fn vks_wait(addr: u32, cmp: u32, value: u32, signed: bool) -> bool {
+    if addr >= VKS_HEAP_WORDS {
+        vks_raise(VKS_ERR_BAD_ADDRESS, VKS_MY_PE, addr);
+        return false;
+    }
+    let c = vks_cond(cmp, value, signed);
     var done = false;
     var aborted = false;
     loop {
-        if vks_poll_many(addr, cmp, value, signed) {
+        if vks_poll_many(addr, c) {
             done = true;
             break;
         }
@@ -105,7 +116,7 @@ fn vks_wait(addr: u32, cmp: u32, value: u32, signed: bool) -> bool {
     } else if aborted {
         vks_raise(VKS_ERR_ABORTED, VKS_MY_PE, addr);
     } else {
-        vks_raise(VKS_ERR_WAIT_CUT, VKS_MY_PE, addr);
+        vks_raise(VKS_ERR_LOOPS_CUT, VKS_MY_PE, addr);
     }
     return ok;
 }

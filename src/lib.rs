@@ -61,6 +61,9 @@
 pub mod kernel;
 
 pub use kernel::compile_kernel;
+pub use vkshmem_device::layout::{
+    ERR_ABORTED, ERR_BAD_ADDRESS, ERR_BAD_PE, ERR_BAD_TEAM, ERR_CONCURRENT_SYNC, ERR_LOOPS_CUT,
+};
 pub use vkshmem_device::CompileError;
 pub use vkshmem_host::{
     Context, DeviceCaps, DeviceInfo, DeviceKernel, Error, HeapWindow, Kernel, Result, SymBuffer,

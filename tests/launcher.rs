@@ -370,19 +370,41 @@ fn bad_arguments_are_refused() {
     }
 }
 
-/// Device-initiated barriers (work_group and per-thread) through a user kernel.
-/// 1 and 2 PEs only so far: on lavapipe, 3 or more PEs on this 2-core machine make
-/// waits outlast lavapipe's 65535-loop-iteration limit (a typed error, see the
-/// notes on issue 3).
+/// Device-initiated barriers (work_group and per-thread) through a user kernel,
+/// checked after every barrier, on 1, 2, 3, 4 and 8 PEs (8 share this machine's
+/// cores: lavapipe then waits for the scheduler at every barrier).
 #[test]
-fn device_barrier_on_1_and_2_pes() {
+fn device_barrier_on_1_to_8_pes() {
     let prog = program("device_barrier");
-    for n in ["1", "2"] {
-        let r = vkshmrun(&["-n", n, &prog, "100"], Duration::from_secs(120));
+    for (n, k) in [
+        ("1", "100"),
+        ("2", "100"),
+        ("3", "40"),
+        ("4", "40"),
+        ("8", "12"),
+    ] {
+        let r = vkshmrun(&["-n", n, &prog, k], Duration::from_secs(180));
         assert_eq!(r.code, Some(0), "{n} PEs:\n{}\n{}", r.stdout, r.stderr);
         assert_eq!(
             r.stdout.matches("device_barrier: ok").count(),
             1,
+            "{}",
+            r.stdout
+        );
+    }
+}
+
+/// User kernels: user-bound buffers + work_group barrier + reading a peer, bad
+/// WGSL pointing at the user's line, out-of-heap and loop-cap device errors.
+#[test]
+fn user_kernels_on_1_to_4_pes() {
+    let prog = program("user_kernel_check");
+    for n in [1u32, 2, 3, 4] {
+        let r = vkshmrun(&["-n", &n.to_string(), &prog], Duration::from_secs(120));
+        assert_eq!(r.code, Some(0), "{n} PEs:\n{}\n{}", r.stdout, r.stderr);
+        assert_eq!(
+            r.stdout.matches("user_kernel_check: ok").count(),
+            n as usize,
             "{}",
             r.stdout
         );

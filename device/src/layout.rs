@@ -133,9 +133,11 @@ pub const ERR_CONCURRENT_SYNC: u32 = 8;
 /// Device error bit: a wait gave up because the host set the abort word.
 pub const ERR_ABORTED: u32 = 16;
 
-/// Device error bit: the driver ended a wait loop before its condition held
-/// (lavapipe stops every loop of an invocation after 65535 iterations in total).
-pub const ERR_WAIT_CUT: u32 = 32;
+/// Device error bit: the driver cut the kernel's loops short (lavapipe stops every
+/// loop of an invocation after 65535 iterations in total): a wait ended before its
+/// condition held, or the check at the end of the entry point found the cap
+/// reached, so the user's own loops may have been cut too.
+pub const ERR_LOOPS_CUT: u32 = 32;
 
 /// Describes device error bits in words.
 pub fn describe_errors(bits: u32) -> Vec<&'static str> {
@@ -150,9 +152,10 @@ pub fn describe_errors(bits: u32) -> Vec<&'static str> {
         ),
         (ERR_ABORTED, "a wait gave up because the job is aborting"),
         (
-            ERR_WAIT_CUT,
-            "the driver cut a wait loop short (lavapipe runs at most 65535 loop \
-             iterations per invocation: fewer or shorter waits per dispatch)",
+            ERR_LOOPS_CUT,
+            "the driver cut the kernel's loops short, so its results are not to be \
+             trusted (lavapipe runs at most 65535 loop iterations per invocation: \
+             split long loops and waits over several dispatches)",
         ),
     ];
     all.iter()
@@ -210,7 +213,7 @@ pub fn wgsl() -> String {
         ("BAD_TEAM", ERR_BAD_TEAM),
         ("CONCURRENT_SYNC", ERR_CONCURRENT_SYNC),
         ("ABORTED", ERR_ABORTED),
-        ("WAIT_CUT", ERR_WAIT_CUT),
+        ("LOOPS_CUT", ERR_LOOPS_CUT),
     ] {
         let _ = writeln!(s, "const VKS_ERR_{name}: u32 = {v}u;");
     }

@@ -59,6 +59,33 @@ pub struct LibraryConfig {
     /// coherent memory and in-order atomics give the ordering (the litmus example
     /// checks it), and the work_group forms still fence in uniform code.
     pub divergent_fences: bool,
+    /// The driver caps loop iterations: Mesa's llvmpipe (lavapipe) lets an
+    /// invocation run at most 65535 loop iterations in all, then every loop exits
+    /// as if its condition were false. With the cap, a wait polls
+    /// [`CAPPED_POLLS_PER_ITERATION`] times per iteration so that it can last long
+    /// enough, and every entry point ends with a check that raises
+    /// `ERR_LOOPS_CUT` when the cap was reached (the user's loops may then have
+    /// been cut too). Without it, a wait polls once per iteration, which keeps the
+    /// wake-up latency at one load.
+    pub loop_cap: bool,
+}
+
+/// Polls per wait iteration where the driver caps loops: 64 polls take about
+/// 1.6 us on llvmpipe (Mesa 22.3, this repository's 2-core CI machine), so one
+/// invocation may wait about 100 ms in all per dispatch before the cap. That
+/// covers a barrier among 8 PEs sharing 2 CPU cores (up to 44 ms measured); more
+/// polls cost compile time (about 10 ms per poll and wait site).
+pub const CAPPED_POLLS_PER_ITERATION: u32 = 64;
+
+impl LibraryConfig {
+    /// Polls per wait-loop iteration (see [`LibraryConfig::loop_cap`]).
+    pub fn polls_per_iteration(&self) -> u32 {
+        if self.loop_cap {
+            CAPPED_POLLS_PER_ITERATION
+        } else {
+            1
+        }
+    }
 }
 
 /// One library binding: a window of one PE's heap.
@@ -270,7 +297,10 @@ pub fn library_source(cfg: &LibraryConfig) -> String {
     s.push_str(&layout::wgsl());
     bindings(&mut s, cfg);
     raise(&mut s, cfg);
-    poll_many(&mut s);
+    poll_many(&mut s, cfg);
+    if cfg.loop_cap {
+        s.push_str(LOOP_CHECK);
+    }
     if cfg.divergent_fences {
         s.push_str("fn vks_fence_any() { vks_fence_acq_rel(); }\n");
     } else {
@@ -308,22 +338,32 @@ fn bindings(s: &mut String, cfg: &LibraryConfig) {
     }
 }
 
-/// Polls per wait-loop iteration (see `vks_wait` in shaders/vkshmem.wgsl).
-pub const POLLS_PER_ITERATION: u32 = 16;
-
-/// `vks_poll_many`: [`POLLS_PER_ITERATION`] tests of a wait condition in straight
-/// line code, so that a wait spends few loop iterations (lavapipe caps them).
-fn poll_many(s: &mut String) {
-    let _ = writeln!(
-        s,
-        "const VKS_POLLS_PER_ITERATION: u32 = {POLLS_PER_ITERATION}u;"
-    );
-    s.push_str("fn vks_poll_many(addr: u32, cmp: u32, value: u32, signed: bool) -> bool {\n");
-    s.push_str("    if addr >= VKS_HEAP_WORDS { vks_raise(VKS_ERR_BAD_ADDRESS, VKS_MY_PE, addr); return true; }\n");
-    for _ in 0..POLLS_PER_ITERATION {
-        s.push_str("    if vks_wait_test(vks_volatile_load_own(addr), cmp, value, signed) { return true; }\n");
+/// Called by the SPIR-V pass before every return of the entry point where the
+/// driver caps loops: a loop of two iterations that the compiler cannot count
+/// (the control region's n_pes word is VKS_N_PES) runs only one once the cap has
+/// been reached, and then ERR_LOOPS_CUT is raised. The SPIR-V pass leaves naga's
+/// loop bound in this loop (see device/src/pass.rs).
+const LOOP_CHECK: &str = "fn vks_loop_check() {
+    let two = 2u + vks_volatile_load_own(VKS_CTRL_N_PES) - VKS_N_PES;
+    var i = 0u;
+    loop {
+        i += 1u;
+        if i >= two { break; }
     }
-    s.push_str("    return false;\n}\n");
+    if i < 2u { vks_raise(VKS_ERR_LOOPS_CUT, VKS_MY_PE, 0u); }
+}
+";
+
+/// `vks_poll_many`: [`LibraryConfig::polls_per_iteration`] tests of a wait
+/// condition in straight-line, branch-free code (no nested ifs: llvmpipe
+/// miscompiles nesting deeper than 80), so that a wait spends few loop iterations
+/// where the driver caps them.
+fn poll_many(s: &mut String, cfg: &LibraryConfig) {
+    s.push_str("fn vks_poll_many(addr: u32, c: VksCond) -> bool {\n    var hit = 0u;\n");
+    for _ in 0..cfg.polls_per_iteration() {
+        s.push_str("    hit |= vks_cond_bit(c, vks_volatile_load_own(addr));\n");
+    }
+    s.push_str("    return hit != 0u;\n}\n");
 }
 
 /// `vks_raise` writes the error words of this PE's control region directly (the
@@ -505,6 +545,7 @@ mod tests {
             int64: true,
             float64: true,
             divergent_fences: true,
+            loop_cap: false,
         }
     }
 

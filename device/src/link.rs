@@ -315,6 +315,7 @@ mod tests {
             int64: true,
             float64: true,
             divergent_fences: true,
+            loop_cap: false,
         }
     }
 

@@ -13,14 +13,17 @@
 //!    waits fell straight through; a volatile load is re-executed on every driver;
 //! 3. gives the empty function `vks_fence_acq_rel` a body:
 //!    `OpMemoryBarrier Device AcquireRelease|UniformMemory`;
-//! 4. in every `vks_*` function, replaces the condition of naga's loop-bound exit
+//! 4. in every `vks_*` function but `vks_loop_check`, replaces the condition of naga's loop-bound exit
 //!    (`all(loop_bound == 0)`) with `false`, so library spin loops are unbounded and
 //!    the dead counter is left for the driver to remove;
 //! 5. moves the library's plain heap views from binding `PLAIN_VIEW_OFFSET + b` onto
 //!    `b` in set 0 (aliasing the atomic view, which Vulkan allows);
 //! 6. decorates every storage buffer `Coherent` and `Aliased`: any of them, the
 //!    user's included, may be a view of a symmetric heap that other PEs write, and
-//!    the two library views of one heap alias each other.
+//!    the two library views of one heap alias each other;
+//! 7. where the library defines `vks_loop_check` (drivers that cap loop
+//!    iterations), calls it before every `OpReturn` of each entry point, so a
+//!    kernel whose loops the driver cut short reports it.
 //!
 //! Release stores are not atomics with Release semantics but a fence followed by a
 //! relaxed store (`vks_store_release` in the WGSL), which the memory model makes
@@ -59,6 +62,8 @@ pub struct PassReport {
     pub unbounded_loops: usize,
     /// Plain views moved onto their atomic view's binding.
     pub aliased_views: usize,
+    /// Loop-cap checks inserted before entry-point returns.
+    pub loop_checks: usize,
 }
 
 /// Runs the pass over `words`; returns the new module and what it did.
@@ -140,10 +145,105 @@ pub fn run(words: &[u32]) -> Result<(Vec<u32>, PassReport), String> {
             );
             report.fences += 1;
         }
-        report.unbounded_loops += unbound_loops(f, &loop_bounds, never);
+        // vks_loop_check keeps naga's bound: its loop must be one the driver caps,
+        // and on llvmpipe (Mesa 22.3) a loop whose only exit is an induction
+        // variable test escaped the cap in our tests, while the bounded form
+        // (two exits, like every user loop) is capped.
+        if name != "vks_loop_check" {
+            report.unbounded_loops += unbound_loops(f, &loop_bounds, never);
+        }
     }
     report.aliased_views = decorate_buffers(&mut m, &names);
+    report.loop_checks = insert_loop_checks(&mut m, &names);
     Ok((m.assemble(), report))
+}
+
+/// Step 7: `OpFunctionCall %void %vks_loop_check` before every `OpReturn` of every
+/// entry point. Returns the number of calls inserted.
+fn insert_loop_checks(m: &mut Module, names: &HashMap<Word, String>) -> usize {
+    let Some((check, void)) = m.functions.iter().find_map(|f| {
+        let def = f.def.as_ref()?;
+        let id = def.result_id?;
+        (names.get(&id)? == "vks_loop_check").then_some((id, def.result_type?))
+    }) else {
+        return 0;
+    };
+    let entries: HashSet<Word> = m
+        .entry_points
+        .iter()
+        .filter_map(|e| match e.operands.get(1) {
+            Some(Operand::IdRef(id)) => Some(*id),
+            _ => None,
+        })
+        .collect();
+    // SPIR-V 1.4+: an entry point lists every global variable its call tree uses.
+    let used = globals_used_by(m, check);
+    for e in &mut m.entry_points {
+        for &var in &used {
+            if !e.operands[3..].contains(&Operand::IdRef(var)) {
+                e.operands.push(Operand::IdRef(var));
+            }
+        }
+    }
+    let header = m.header.as_mut().expect("a loaded module has a header");
+    let mut count = 0;
+    for f in &mut m.functions {
+        if !f.def_id().is_some_and(|id| entries.contains(&id)) {
+            continue;
+        }
+        for block in &mut f.blocks {
+            if block.instructions.last().map(|i| i.class.opcode) == Some(Op::Return) {
+                let at = block.instructions.len() - 1;
+                let id = header.bound;
+                header.bound += 1;
+                block.instructions.insert(
+                    at,
+                    Instruction::new(
+                        Op::FunctionCall,
+                        Some(void),
+                        Some(id),
+                        vec![Operand::IdRef(check)],
+                    ),
+                );
+                count += 1;
+            }
+        }
+    }
+    count
+}
+
+/// The global variables that function `root` and the functions it calls use.
+fn globals_used_by(m: &Module, root: Word) -> Vec<Word> {
+    let globals: HashSet<Word> = m
+        .types_global_values
+        .iter()
+        .filter(|i| i.class.opcode == Op::Variable)
+        .filter_map(|i| i.result_id)
+        .collect();
+    let by_id: HashMap<Word, &rspirv::dr::Function> = m
+        .functions
+        .iter()
+        .filter_map(|f| Some((f.def_id()?, f)))
+        .collect();
+    let mut seen = HashSet::from([root]);
+    let mut todo = vec![root];
+    let mut used = Vec::new();
+    while let Some(id) = todo.pop() {
+        let Some(f) = by_id.get(&id) else { continue };
+        for inst in f.blocks.iter().flat_map(|b| &b.instructions) {
+            for o in &inst.operands {
+                if let Operand::IdRef(r) = o {
+                    if globals.contains(r) && !used.contains(r) {
+                        used.push(*r);
+                    }
+                    if inst.class.opcode == Op::FunctionCall && seen.insert(*r) {
+                        todo.push(*r);
+                    }
+                }
+            }
+        }
+    }
+    used
 }
 
 /// Sets scope and semantics of an atomic instruction; false for other opcodes.

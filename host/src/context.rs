@@ -68,6 +68,8 @@ pub(crate) struct Inner {
     pe: u32,
     npes: u32,
     pub(crate) wait_timeout: Option<Duration>,
+    /// Set when a launch that waited on peers failed: see [`Error::Broken`].
+    pub(crate) broken: Mutex<Option<String>>,
     // Field order is drop order: everything holding Vulkan objects goes before `gpu`.
     pub(crate) kernels: Mutex<HashMap<KernelKey, Arc<DeviceKernel>>>,
     pub(crate) submit: Mutex<Submitter>,
@@ -143,6 +145,7 @@ impl Context {
                 pe: job.pe,
                 npes: job.npes,
                 wait_timeout,
+                broken: Mutex::new(None),
                 kernels: Mutex::new(HashMap::new()),
                 submit: Mutex::new(submit),
                 staging: Mutex::new(None),
@@ -170,6 +173,12 @@ impl Context {
             Some(b) => b.finalize(),
             None => Ok(()),
         }
+    }
+
+    /// Whether this PE left the job's collectives after a failed launch
+    /// ([`Error::Broken`]).
+    pub fn is_broken(&self) -> bool {
+        lock(&self.inner.broken).is_some()
     }
 
     /// This PE's number in the world team (`shmem_my_pe`).
@@ -211,6 +220,9 @@ impl Context {
 
     /// Runs a bootstrap collective, or nothing in a job of one PE without a launcher.
     fn with_boot<T>(&self, solo: T, f: impl FnOnce(&mut Bootstrap) -> Result<T>) -> Result<T> {
+        if let Some(why) = lock(&self.inner.broken).clone() {
+            return Err(Error::Broken(why));
+        }
         let mut boot = lock(&self.inner.boot);
         match boot.as_mut() {
             Some(b) => f(b),

@@ -111,6 +111,11 @@ pub enum Error {
     /// An argument is out of range or malformed.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// An earlier launch of a kernel that waits on peers failed on this PE, so the
+    /// PEs are out of step and this PE takes part in no further collective
+    /// operation (a symmetric buffer dropped after that is not freed).
+    #[error("this PE left the job's collectives after an earlier failure: {0}")]
+    Broken(String),
     /// A PE number outside the job or a PE whose heap this PE cannot reach directly.
     #[error("PE {pe} is not reachable from PE {me}: {why}")]
     Unreachable {

@@ -156,7 +156,7 @@ impl<T: Pod> SymBuffer<T> {
 
 impl<T: Pod> Drop for SymBuffer<T> {
     fn drop(&mut self) {
-        if self.live && !std::thread::panicking() {
+        if self.live && !std::thread::panicking() && !self.ctx.is_broken() {
             if let Err(e) = self.ctx.free_offset(self.offset) {
                 tracing::error!(
                     "freeing symmetric buffer at offset {} on drop: {e}",

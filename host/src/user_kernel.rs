@@ -87,6 +87,7 @@ impl Context {
             self.inner.heap.block(pe)?;
         }
         let caps = self.device_caps();
+        let llvmpipe = self.device_info().name.contains("llvmpipe");
         Ok(LibraryConfig {
             my_pe: self.my_pe(),
             n_pes: self.n_pes(),
@@ -94,7 +95,8 @@ impl Context {
             max_binding_bytes: self.device_info().max_storage_buffer_range,
             int64: caps.int64,
             float64: caps.float64 && caps.int64,
-            divergent_fences: !self.device_info().name.contains("llvmpipe"),
+            divergent_fences: !llvmpipe,
+            loop_cap: llvmpipe,
         })
     }
 
@@ -186,8 +188,56 @@ impl Context {
             linked,
             kernel,
         });
+        self.warm_up(&k)?;
         lock(&self.inner.kernels).insert(key, k.clone());
         Ok(k)
+    }
+
+    /// Dispatches `kernel` over zero workgroups. Some drivers (llvmpipe) compile a
+    /// pipeline at its first dispatch, not at its creation; this moves that
+    /// compilation here, before the sync that precedes a launch, so that no PE
+    /// spins in device code while a peer is still compiling (see the
+    /// forward-progress rules in ARCHITECTURE.md). The user's bindings get the
+    /// start of this PE's heap: nothing runs, but every descriptor must be valid.
+    fn warm_up(&self, kernel: &DeviceKernel) -> Result<()> {
+        let library = self.library_windows()?;
+        let own = self.inner.heap.block(self.my_pe())?.buffer;
+        let range = self
+            .heap_size()
+            .min(self.device_info().max_storage_buffer_range);
+        let user = vec![
+            Window {
+                buffer: own,
+                offset: 0,
+                range,
+            };
+            kernel.linked.user_bindings.len()
+        ];
+        let immediates = vec![0u8; kernel.linked.immediate_bytes as usize];
+        lock(&self.inner.submit).dispatch(
+            &kernel.kernel,
+            [0, 0, 0],
+            &[&library, &user],
+            &immediates,
+            false,
+            &mut |_| {},
+        )?;
+        Ok(())
+    }
+
+    /// Set 0 of every user kernel: the device library's windows on every PE's heap.
+    fn library_windows(&self) -> Result<Vec<Window>> {
+        self.library_config()?
+            .bindings()
+            .iter()
+            .map(|b| {
+                Ok(Window {
+                    buffer: self.inner.heap.block(b.pe)?.buffer,
+                    offset: b.offset,
+                    range: b.bytes,
+                })
+            })
+            .collect()
     }
 
     /// Runs `kernel` over `groups` workgroups with `buffers` bound to its
@@ -200,7 +250,10 @@ impl Context {
     /// count that does not match the kernel or the device, or a window that is
     /// misaligned or too large; [`Error::Device`] when device code raised an error;
     /// [`Error::PeerFailed`] when another PE died while this kernel waited for it;
-    /// [`Error::Timeout`] when `VKSHMEM_WAIT_TIMEOUT` expired.
+    /// [`Error::Timeout`] when `VKSHMEM_WAIT_TIMEOUT` expired. After any of these
+    /// three from a kernel that waits on peers, the PEs are out of step: this PE
+    /// leaves the job's collectives and later calls that need them return
+    /// [`Error::Broken`].
     pub fn launch(
         &self,
         kernel: &DeviceKernel,
@@ -263,18 +316,7 @@ impl Context {
             )));
         }
         self.check_groups(groups)?;
-        let cfg = self.library_config()?;
-        let library: Vec<Window> = cfg
-            .bindings()
-            .iter()
-            .map(|b| {
-                Ok(Window {
-                    buffer: self.inner.heap.block(b.pe)?.buffer,
-                    offset: b.offset,
-                    range: b.bytes,
-                })
-            })
-            .collect::<Result<_>>()?;
+        let library = self.library_windows()?;
         let user = self.bind_windows(buffers)?;
         let timeout = self
             .inner
@@ -296,7 +338,14 @@ impl Context {
             timed,
             &mut |elapsed| self.watch(&mut seen, elapsed, timeout),
         )?;
-        self.check_device_errors(kernel, &seen, timeout)?;
+        if let Err(e) = self.check_device_errors(kernel, &seen, timeout) {
+            if kernel.linked.waits_on_peers {
+                // Peers may still be inside this kernel or past it: a later
+                // collective call would pair with the wrong one on other PEs.
+                *lock(&self.inner.broken) = Some(e.to_string());
+            }
+            return Err(e);
+        }
         Ok(took)
     }
 
