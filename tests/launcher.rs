@@ -410,3 +410,46 @@ fn user_kernels_on_1_to_4_pes() {
         );
     }
 }
+
+/// `litmus: stale=N rounds=M` from a litmus run.
+fn litmus(n: &str, args: &[&str]) -> (u64, String) {
+    let prog = program("litmus");
+    let mut argv = vec!["-n", n, prog.as_str()];
+    argv.extend_from_slice(args);
+    let r = vkshmrun(&argv, Duration::from_secs(180));
+    assert_eq!(
+        r.code,
+        Some(0),
+        "{n} PEs {args:?}:\n{}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    let line = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("litmus: "))
+        .unwrap_or_else(|| panic!("no litmus line:\n{}", r.stdout))
+        .to_string();
+    let stale = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("stale="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no stale= in {line}"));
+    (stale, line)
+}
+
+/// Message passing over the device barrier: no stale or torn word on 2 and 4 PEs;
+/// the same check without synchronization does see wrong words (the control).
+#[test]
+fn litmus_message_passing() {
+    for (n, rounds) in [("2", "1000"), ("4", "100")] {
+        let (stale, line) = litmus(n, &[rounds]);
+        assert_eq!(stale, 0, "{line}");
+        assert!(line.contains(&format!("rounds={rounds}")), "{line}");
+    }
+    let (stale, line) = litmus("2", &["200", "--sync", "none"]);
+    assert!(
+        stale > 0,
+        "without synchronization the check must see wrong words: {line}"
+    );
+}

@@ -1,13 +1,12 @@
-//! System packages the project needs: the Vulkan loader and a Vulkan driver
-//! (Mesa's lavapipe when the machine has no GPU). Installed with apt-get when we
-//! may (root, or sudo without a password); otherwise we say what to run.
+//! System packages the project needs: the Vulkan loader, a Vulkan driver (Mesa's
+//! lavapipe when the machine has no GPU) and SPIRV-Tools (`spirv-val`, for
+//! `cargo xtask shaders`). Installed with apt-get when we may (root, or sudo
+//! without a password); otherwise we say what to run.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 
 use anyhow::{bail, Result};
-
-const PACKAGES: &[&str] = &["libvulkan1", "mesa-vulkan-drivers"];
 
 fn loader_present() -> bool {
     let ldconfig = Command::new("ldconfig")
@@ -55,23 +54,44 @@ fn quiet_ok(cmd: &mut Command) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// Makes sure the loader and a driver are installed.
+fn spirv_val_present() -> bool {
+    quiet_ok(Command::new("spirv-val").arg("--version"))
+}
+
+/// The Debian packages that are missing.
+fn missing() -> Vec<&'static str> {
+    let mut m = Vec::new();
+    if !loader_present() {
+        m.push("libvulkan1");
+    }
+    if !driver_present() {
+        m.push("mesa-vulkan-drivers");
+    }
+    if !spirv_val_present() {
+        m.push("spirv-tools");
+    }
+    m
+}
+
+/// Makes sure the loader, a driver and spirv-val are installed.
 pub fn ensure() -> Result<()> {
-    if loader_present() && driver_present() {
+    let packages = missing();
+    if packages.is_empty() {
         return Ok(());
     }
     let root = nix_is_root();
     let sudo = !root && quiet_ok(Command::new("sudo").args(["-n", "true"]));
     let install = format!(
         "apt-get update && apt-get install -y {}",
-        PACKAGES.join(" ")
+        packages.join(" ")
     );
     if !root && !sudo {
         bail!(
-            "the Vulkan loader or driver is missing and this user cannot install packages; run:\n    sudo sh -c '{install}'"
+            "{} missing and this user cannot install packages; run:\n    sudo sh -c '{install}'",
+            packages.join(", ")
         );
     }
-    eprintln!("xtask: installing {} with apt-get", PACKAGES.join(" "));
+    eprintln!("xtask: installing {} with apt-get", packages.join(" "));
     let mut cmd = if sudo {
         let mut c = Command::new("sudo");
         c.args(["-n", "sh", "-c"]);
@@ -83,8 +103,11 @@ pub fn ensure() -> Result<()> {
     };
     cmd.arg(&install).env("DEBIAN_FRONTEND", "noninteractive");
     let st = cmd.status()?;
-    if !st.success() || !loader_present() || !driver_present() {
-        bail!("installing the Vulkan packages failed ({st}); try: sudo sh -c '{install}'");
+    if !st.success() || !missing().is_empty() {
+        bail!(
+            "installing {} failed ({st}); try: sudo sh -c '{install}'",
+            packages.join(" ")
+        );
     }
     Ok(())
 }

@@ -1,11 +1,15 @@
 //! `cargo xtask …`: the project's two commands and their set-up.
 //!
-//! - `cargo xtask test`: installs the system packages if missing, builds every
-//!   binary and example, runs every test of the workspace.
+//! - `cargo xtask test`: installs the system packages if missing, validates every
+//!   shipped kernel (`cargo xtask shaders`), builds every binary and example, runs
+//!   every test of the workspace.
+//! - `cargo xtask shaders`: every shipped kernel and the generated device library
+//!   through naga and spirv-val.
 //! - `cargo xtask bench`: the same set-up, then the benchmark on 4 PEs on the
 //!   default Vulkan device, printed as a table.
 
 mod deps;
+mod shaders;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -28,6 +32,8 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Validate every shipped kernel and the device library with naga and spirv-val.
+    Shaders,
     /// Run the benchmark on the default Vulkan device and print the table.
     Bench {
         /// Number of PEs.
@@ -76,6 +82,7 @@ fn output(mut cmd: Command) -> Result<String> {
 
 fn test(args: &[String]) -> Result<()> {
     deps::ensure()?;
+    shaders::check(&root())?;
     let mut build = cargo();
     build.args(["build", "--workspace", "--bins", "--examples"]);
     run(build)?;
@@ -159,6 +166,10 @@ fn bench(npes: u32, iters: u32) -> Result<()> {
 fn main() -> Result<()> {
     match Cli::parse().cmd {
         Cmd::Test { args } => test(&args),
+        Cmd::Shaders => {
+            deps::ensure()?;
+            shaders::check(&root())
+        }
         Cmd::Bench { npes, iters } => bench(npes, iters),
     }
 }

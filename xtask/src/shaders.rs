@@ -1,0 +1,112 @@
+//! `cargo xtask shaders`: every shipped kernel through naga (parse + validate) and
+//! `spirv-val --target-env vulkan1.3`.
+//!
+//! - Plain kernels, `shaders/*.wgsl` but the device library itself: compiled alone.
+//! - User kernels, `shaders/examples/*.wgsl`: linked with the device library.
+//! - The generated device library, linked with an empty kernel, for every shape
+//!   that changes the generated code (PE count, one or two heap chunks, 64-bit
+//!   types or not, GPU or lavapipe workarounds); naga writes every function of a
+//!   module, so the whole library is validated each time.
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use vkshmem_device::LibraryConfig;
+
+const EMPTY: &str = "@compute @workgroup_size(1) fn main() {}";
+
+fn shapes() -> Vec<LibraryConfig> {
+    let mut v = Vec::new();
+    for (my_pe, n_pes) in [(0, 1), (1, 2), (2, 3), (7, 8)] {
+        for heap_mib in [64u64, 256] {
+            for wide in [false, true] {
+                for gpu in [true, false] {
+                    v.push(LibraryConfig {
+                        my_pe,
+                        n_pes,
+                        heap_bytes: heap_mib << 20,
+                        max_binding_bytes: 128 << 20,
+                        int64: wide,
+                        float64: wide,
+                        divergent_fences: gpu,
+                        loop_cap: !gpu,
+                    });
+                }
+            }
+        }
+    }
+    v
+}
+
+fn wgsl_files(dir: &Path) -> Result<Vec<std::path::PathBuf>> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "wgsl"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// Writes `words` to a file and runs spirv-val on it.
+fn spirv_val(tmp: &Path, label: &str, words: &[u32]) -> Result<()> {
+    let path = tmp.join("kernel.spv");
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    std::fs::write(&path, bytes)?;
+    let out = Command::new("spirv-val")
+        .args(["--target-env", "vulkan1.3"])
+        .arg(&path)
+        .output()
+        .context("running spirv-val (Debian package spirv-tools)")?;
+    if !out.status.success() {
+        bail!(
+            "spirv-val rejects {label}:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(())
+}
+
+pub fn check(root: &Path) -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let mut checked = 0;
+    for path in wgsl_files(&root.join("shaders"))? {
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        if name == "vkshmem.wgsl" {
+            continue;
+        }
+        let src = std::fs::read_to_string(&path)?;
+        let words = vkshmem_device::compile_wgsl(&src, &name)?;
+        spirv_val(tmp.path(), &name, &words)?;
+        checked += 1;
+    }
+    let shapes = shapes();
+    for cfg in &shapes {
+        let label = format!("the device library for {cfg:?}");
+        let k = vkshmem_device::link_kernel(EMPTY, "empty.wgsl", None, cfg)
+            .with_context(|| label.clone())?;
+        spirv_val(tmp.path(), &label, &k.spirv)?;
+        checked += 1;
+    }
+    for path in wgsl_files(&root.join("shaders/examples"))? {
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        let src = std::fs::read_to_string(&path)?;
+        // Every workaround combination, at a non-power-of-two PE count.
+        for cfg in shapes
+            .iter()
+            .filter(|c| c.n_pes == 3 && c.heap_bytes > 128 << 20)
+        {
+            let label = format!("{name} for {cfg:?}");
+            let k = vkshmem_device::link_kernel(&src, &name, None, cfg)
+                .with_context(|| label.clone())?;
+            spirv_val(tmp.path(), &label, &k.spirv)?;
+            checked += 1;
+        }
+    }
+    println!(
+        "xtask shaders: ok, {checked} modules valid (naga + spirv-val --target-env vulkan1.3)"
+    );
+    Ok(())
+}
