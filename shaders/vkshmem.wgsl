@@ -13,7 +13,8 @@
 //   vks_acquire_*   atomics become Acquire | UniformMemory at Device scope
 //   vks_volatile_*  loads become Volatile (spin loops poll with them)
 //   vks_fence_acq_rel  gets an OpMemoryBarrier(Device, AcquireRelease | UniformMemory)
-//   every vks_* function  loses naga's loop bounding (spin loops wait as long as needed)
+//   every vks_* function but vks_loop_check loses naga's loop bounding (spin loops
+//                      wait as long as needed)
 
 const SHMEM_CMP_EQ: u32 = 0u;
 const SHMEM_CMP_NE: u32 = 1u;
@@ -84,8 +85,8 @@ fn vks_aborting() -> bool {
 //
 // Lavapipe (Mesa 22.3) ends every loop of an invocation once the invocation has
 // run 65535 loop iterations in total, all loops together, and carries on after
-// the loop as if it had exited normally. So each iteration here polls
-// VKS_POLLS_PER_ITERATION times (vks_poll_many, generated straight-line), and a
+// the loop as if it had exited normally. So each iteration here polls many times
+// there (vks_poll_many, generated branch-free: LibraryConfig::loop_cap), and a
 // loop that ends without the condition or the abort is reported, never taken for
 // success. The loop leaves by `break` only: a `return` from inside a loop in code
 // only some invocations run also ends the workgroup early on that driver.

@@ -27,6 +27,17 @@ fn bin_dir() -> PathBuf {
 }
 
 /// An example or test program built beside vkshmrun (`cargo test` builds examples).
+/// Jobs whose PEs spin on the device. Cargo runs tests on parallel threads; two
+/// such jobs at once on a small CPU-only machine would share its cores, and
+/// lavapipe bounds how long one dispatch may wait (ARCHITECTURE.md, "Lavapipe").
+static SPINNING_JOBS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_spinning_job() -> std::sync::MutexGuard<'static, ()> {
+    SPINNING_JOBS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn program(name: &str) -> String {
     let p = bin_dir().join("examples").join(name);
     assert!(
@@ -375,6 +386,7 @@ fn bad_arguments_are_refused() {
 /// cores: lavapipe then waits for the scheduler at every barrier).
 #[test]
 fn device_barrier_on_1_to_8_pes() {
+    let _one = one_spinning_job();
     let prog = program("device_barrier");
     for (n, k) in [
         ("1", "100"),
@@ -398,6 +410,7 @@ fn device_barrier_on_1_to_8_pes() {
 /// WGSL pointing at the user's line, out-of-heap and loop-cap device errors.
 #[test]
 fn user_kernels_on_1_to_4_pes() {
+    let _one = one_spinning_job();
     let prog = program("user_kernel_check");
     for n in [1u32, 2, 3, 4] {
         let r = vkshmrun(&["-n", &n.to_string(), &prog], Duration::from_secs(120));
@@ -439,9 +452,12 @@ fn litmus(n: &str, args: &[&str]) -> (u64, String) {
 }
 
 /// Message passing over the device barrier: no stale or torn word on 2 and 4 PEs;
-/// the same check without synchronization does see wrong words (the control).
+/// the same check without synchronization does see wrong words (the control: a
+/// PE reads right after its own store, long before its predecessor's store of the
+/// same round could land, on any device).
 #[test]
 fn litmus_message_passing() {
+    let _one = one_spinning_job();
     for (n, rounds) in [("2", "1000"), ("4", "100")] {
         let (stale, line) = litmus(n, &[rounds]);
         assert_eq!(stale, 0, "{line}");

@@ -252,6 +252,12 @@ pub fn link_kernel(
         name: name.to_string(),
         message,
     })?;
+    if cfg.loop_cap && report.loop_checks == 0 {
+        return Err(CompileError::Backend {
+            name: name.to_string(),
+            message: "the loop-cap check was not inserted (vks_loop_check missing)".into(),
+        });
+    }
     Ok(LinkedKernel {
         spirv,
         entry: ep.name.clone(),
@@ -380,5 +386,34 @@ fn main(@builtin(local_invocation_index) li: u32) {
         let good = USER.replace("inp[li] > 0.0", "u32(inp[li])");
         let e = link_kernel(&good, "k", Some("nope"), &cfg()).unwrap_err();
         assert!(e.to_string().contains("nope"), "{e}");
+    }
+
+    #[test]
+    fn loop_cap_shape() {
+        // Where the driver caps loops: many branch-free polls per wait iteration,
+        // and a loop-cap check before the entry point's return.
+        let src = "@group(1) @binding(0) var<storage, read_write> o: array<u32>;
+@compute @workgroup_size(1) fn main() { if o[0] == 0u { return; } shmem_barrier_all(); }";
+        let capped = LibraryConfig {
+            loop_cap: true,
+            divergent_fences: false,
+            ..cfg()
+        };
+        let k = link_kernel(src, "k.wgsl", None, &capped).unwrap();
+        assert_eq!(k.report.loop_checks, 2, "{:?}", k.report);
+        let plain = link_kernel(src, "k.wgsl", None, &cfg()).unwrap();
+        assert_eq!(plain.report.loop_checks, 0);
+        let lib = crate::library::library_source(&capped);
+        assert_eq!(
+            lib.matches("vks_cond_bit(c, vks_volatile_load_own(addr))")
+                .count(),
+            crate::library::CAPPED_POLLS_PER_ITERATION as usize
+        );
+        assert_eq!(
+            crate::library::library_source(&cfg())
+                .matches("vks_cond_bit(c, vks_volatile_load_own(addr))")
+                .count(),
+            1
+        );
     }
 }

@@ -68,7 +68,8 @@ pub(crate) struct Inner {
     pe: u32,
     npes: u32,
     pub(crate) wait_timeout: Option<Duration>,
-    /// Set when a launch that waited on peers failed: see [`Error::Broken`].
+    /// Set when a launch of a kernel that waits on peers failed in a job of
+    /// several PEs: see [`Error::Broken`].
     pub(crate) broken: Mutex<Option<String>>,
     // Field order is drop order: everything holding Vulkan objects goes before `gpu`.
     pub(crate) kernels: Mutex<HashMap<KernelKey, Arc<DeviceKernel>>>,

@@ -87,7 +87,7 @@ impl Context {
             self.inner.heap.block(pe)?;
         }
         let caps = self.device_caps();
-        let llvmpipe = self.device_info().name.contains("llvmpipe");
+        let llvmpipe = self.device_info().is_llvmpipe();
         Ok(LibraryConfig {
             my_pe: self.my_pe(),
             n_pes: self.n_pes(),
@@ -250,10 +250,10 @@ impl Context {
     /// count that does not match the kernel or the device, or a window that is
     /// misaligned or too large; [`Error::Device`] when device code raised an error;
     /// [`Error::PeerFailed`] when another PE died while this kernel waited for it;
-    /// [`Error::Timeout`] when `VKSHMEM_WAIT_TIMEOUT` expired. After any of these
-    /// three from a kernel that waits on peers, the PEs are out of step: this PE
-    /// leaves the job's collectives and later calls that need them return
-    /// [`Error::Broken`].
+    /// [`Error::Timeout`] when `VKSHMEM_WAIT_TIMEOUT` expired. After any error from
+    /// a kernel that waits on peers, in a job of several PEs, the PEs are out of
+    /// step: this PE leaves the job's collectives and later calls that need them
+    /// return [`Error::Broken`].
     pub fn launch(
         &self,
         kernel: &DeviceKernel,
@@ -285,6 +285,25 @@ impl Context {
     }
 
     fn launch_inner(
+        &self,
+        kernel: &DeviceKernel,
+        groups: [u32; 3],
+        buffers: &[HeapWindow],
+        immediates: &[u8],
+        timed: bool,
+    ) -> Result<Option<Duration>> {
+        let r = self.launch_checked(kernel, groups, buffers, immediates, timed);
+        if let Err(e) = &r {
+            if kernel.linked.waits_on_peers && self.n_pes() > 1 {
+                // Peers may be in the launch's sync, inside this kernel or past
+                // it: a later collective call would pair with the wrong one.
+                *lock(&self.inner.broken) = Some(e.to_string());
+            }
+        }
+        r
+    }
+
+    fn launch_checked(
         &self,
         kernel: &DeviceKernel,
         groups: [u32; 3],
@@ -338,14 +357,7 @@ impl Context {
             timed,
             &mut |elapsed| self.watch(&mut seen, elapsed, timeout),
         )?;
-        if let Err(e) = self.check_device_errors(kernel, &seen, timeout) {
-            if kernel.linked.waits_on_peers {
-                // Peers may still be inside this kernel or past it: a later
-                // collective call would pair with the wrong one on other PEs.
-                *lock(&self.inner.broken) = Some(e.to_string());
-            }
-            return Err(e);
-        }
+        self.check_device_errors(kernel, &seen, timeout)?;
         Ok(took)
     }
 

@@ -38,8 +38,6 @@ fn expect(r: u32, src: u32, w: u32) -> u32 {
     return x;
 }
 
-var<workgroup> cut: bool;
-
 // Mode 1: every PE's leader stores epoch `e` into its slot on every PE with
 // relaxed atomic stores and polls its own slots with relaxed read-modify-writes.
 fn weak_barrier(li: u32, e: u32) {

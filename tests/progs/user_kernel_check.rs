@@ -154,7 +154,7 @@ fn main() -> Result<()> {
             bytemuck::cast_slice(&[sink.device_addr()?, iters]),
         );
         let want = (0..iters).fold(0u32, |a, i| a.wrapping_add(i));
-        let capped = ctx.device_info().name.contains("llvmpipe") && iters > 65535;
+        let capped = ctx.device_info().is_llvmpipe() && iters > 65535;
         match r {
             Ok(()) if !capped => {
                 ensure!(sink.to_vec()?[0] == want, "sum of {iters} is wrong")

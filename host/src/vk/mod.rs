@@ -68,6 +68,15 @@ pub struct DeviceInfo {
     pub max_workgroup_invocations: u32,
 }
 
+impl DeviceInfo {
+    /// Whether this is Mesa's llvmpipe (lavapipe), whose compute quirks the device
+    /// library works around (see ARCHITECTURE.md, "Lavapipe"): among them, at most
+    /// 65535 loop iterations per invocation and dispatch.
+    pub fn is_llvmpipe(&self) -> bool {
+        self.name.contains("llvmpipe")
+    }
+}
+
 /// A Vulkan instance and logical device with one compute queue.
 ///
 /// Other Vulkan objects (heaps, kernels) hold an `Arc<Gpu>` and are destroyed
