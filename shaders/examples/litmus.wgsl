@@ -50,7 +50,13 @@ fn weak_barrier(li: u32, e: u32) {
         }
         for (var j = 0u; j < n; j++) {
             loop {
-                if shmem_uint32_atomic_fetch_add(p.flags + j, 0u, me) >= e {
+                // 16 polls per iteration, branch-free: lavapipe caps the loop
+                // iterations of a dispatch (see ARCHITECTURE.md).
+                var seen = false;
+                for (var i = 0; i < 16; i++) {
+                    seen = seen | (shmem_uint32_atomic_fetch_add(p.flags + j, 0u, me) >= e);
+                }
+                if seen {
                     break;
                 }
             }
