@@ -105,21 +105,58 @@ control_struct!(
         flags,
         /// Invocations of this PE currently inside a sync on this team (misuse check).
         busy,
+        /// This PE's element count in the team's `collect` in progress (device
+        /// forms publish it here; peers read it between the collective's syncs).
+        count,
+        /// Reserved; zero.
+        reserved0,
+        /// Reserved; zero.
+        reserved1,
+        /// Reserved; zero.
+        reserved2,
+        /// Reserved; zero.
+        reserved3,
+        /// Reserved; zero.
+        reserved4,
+        /// Reserved; zero.
+        reserved5,
+        /// Reserved; zero.
+        reserved6,
     }
 );
 
 /// `"VKSH"`, little-endian.
 pub const CONTROL_MAGIC: u32 = u32::from_le_bytes(*b"VKSH");
 /// Version of this layout; bumped when it changes.
-pub const LAYOUT_VERSION: u32 = 1;
+pub const LAYOUT_VERSION: u32 = 2;
 /// Most teams a PE can be part of at once (the device table's length).
 pub const MAX_TEAMS: u32 = 64;
 /// Team handle of WORLD (entry 0 of the table).
 pub const TEAM_WORLD: u32 = 0;
 /// Word address of the team table.
 pub const TEAM_TABLE_WORD: u32 = ControlHeader::WORDS;
+/// Team handle of SHARED (entry 1): the PEs whose heaps this PE can load and store.
+pub const TEAM_SHARED: u32 = 1;
+/// Team handle of NODE (entry 2): the PEs on this node (every PE of the job).
+pub const TEAM_NODE: u32 = 2;
+/// The handle of no team (`SHMEM_TEAM_INVALID`).
+pub const TEAM_INVALID: u32 = u32::MAX;
+/// Word address of the teams' sync flags: entry `t` of the team table owns the
+/// `n_pes` words from [`team_flags_word`]`(t, n_pes)` (a team uses the first
+/// `size` of them). Symmetric: a team has the same entry on every member.
+pub const TEAM_FLAGS_WORD: u32 = TEAM_TABLE_WORD + MAX_TEAMS * TeamEntry::WORDS;
 /// Word address of WORLD's sync flags (one word per PE).
-pub const WORLD_FLAGS_WORD: u32 = TEAM_TABLE_WORD + MAX_TEAMS * TeamEntry::WORDS;
+pub const WORLD_FLAGS_WORD: u32 = TEAM_FLAGS_WORD;
+
+/// Word address of the sync flags of team-table entry `slot`.
+pub fn team_flags_word(slot: u32, n_pes: u32) -> u32 {
+    TEAM_FLAGS_WORD + slot * n_pes
+}
+
+/// Word address of team-table entry `slot`.
+pub fn team_entry_word(slot: u32) -> u32 {
+    TEAM_TABLE_WORD + slot * TeamEntry::WORDS
+}
 
 /// Device error bit: a heap access named an address outside the heap.
 pub const ERR_BAD_ADDRESS: u32 = 1;
@@ -166,7 +203,7 @@ pub fn describe_errors(bits: u32) -> Vec<&'static str> {
 
 /// Bytes of the control region for a job of `n_pes` PEs.
 pub fn control_bytes(n_pes: u32) -> u64 {
-    (WORLD_FLAGS_WORD as u64 + n_pes as u64) * 4
+    (TEAM_FLAGS_WORD as u64 + MAX_TEAMS as u64 * n_pes as u64) * 4
 }
 
 /// The control region's initial contents on PE `my_pe` of `n_pes`, as words.
@@ -189,7 +226,7 @@ pub fn initial_control(my_pe: u32, n_pes: u32) -> Vec<u32> {
         my_index: my_pe,
         epoch: 0,
         flags: WORLD_FLAGS_WORD,
-        busy: 0,
+        ..Default::default()
     };
     let at = TEAM_TABLE_WORD as usize;
     words[at..at + TeamEntry::WORDS as usize]
@@ -207,6 +244,9 @@ pub fn wgsl() -> String {
     let _ = writeln!(s, "const VKS_TEAM_TABLE: u32 = {TEAM_TABLE_WORD}u;");
     let _ = writeln!(s, "const VKS_WORLD_FLAGS: u32 = {WORLD_FLAGS_WORD}u;");
     let _ = writeln!(s, "const SHMEM_TEAM_WORLD: u32 = {TEAM_WORLD}u;");
+    let _ = writeln!(s, "const SHMEM_TEAM_SHARED: u32 = {TEAM_SHARED}u;");
+    let _ = writeln!(s, "const SHMEM_TEAM_NODE: u32 = {TEAM_NODE}u;");
+    let _ = writeln!(s, "const SHMEM_TEAM_INVALID: u32 = {TEAM_INVALID}u;");
     for (name, v) in [
         ("BAD_ADDRESS", ERR_BAD_ADDRESS),
         ("BAD_PE", ERR_BAD_PE),
@@ -269,7 +309,7 @@ mod tests {
         assert_eq!(w[2], 2);
         assert_eq!(w[3], 5);
         let e = TEAM_TABLE_WORD as usize;
-        assert_eq!(&w[e..e + 8], &[1, 0, 1, 5, 2, 0, WORLD_FLAGS_WORD, 0]);
+        assert_eq!(&w[e..e + 9], &[1, 0, 1, 5, 2, 0, WORLD_FLAGS_WORD, 0, 0]);
         assert!(w[WORLD_FLAGS_WORD as usize..].iter().all(|&x| x == 0));
     }
 

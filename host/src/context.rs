@@ -18,6 +18,7 @@ use crate::config;
 use crate::error::{Error, Result};
 use crate::heap::SymmetricHeap;
 use crate::symbuf::SymBuffer;
+use crate::team::{TeamShape, TeamTable};
 use crate::user_kernel::DeviceKernel;
 use crate::vk::kernel::Kernel;
 use crate::vk::memory::Staging;
@@ -71,6 +72,8 @@ pub(crate) struct Inner {
     /// Set when a launch of a kernel that waits on peers failed in a job of
     /// several PEs: see [`Error::Broken`].
     pub(crate) broken: Mutex<Option<String>>,
+    /// This PE's teams (see [`crate::team`]).
+    pub(crate) teams: Mutex<TeamTable>,
     // Field order is drop order: everything holding Vulkan objects goes before `gpu`.
     pub(crate) kernels: Mutex<HashMap<KernelKey, Arc<DeviceKernel>>>,
     pub(crate) submit: Mutex<Submitter>,
@@ -141,12 +144,21 @@ impl Context {
             ));
         }
         let submit = Submitter::new(&gpu)?;
+        let world = TeamShape::world(job.npes);
+        // SHARED: the PEs on this device (reachability is an equivalence, so every
+        // member computes the same set).
+        let near: Vec<u32> = (0..job.npes).filter(|&p| heap.reachable(p)).collect();
+        let shared = TeamShape::from_members(&near).unwrap_or_else(|| {
+            tracing::warn!("the PEs on this device ({near:?}) are not a strided set: SHARED is this PE alone");
+            TeamShape::single(job.pe)
+        });
         let ctx = Context {
             inner: Arc::new(Inner {
                 pe: job.pe,
                 npes: job.npes,
                 wait_timeout,
                 broken: Mutex::new(None),
+                teams: Mutex::new(TeamTable::new(job.pe, world, shared)),
                 kernels: Mutex::new(HashMap::new()),
                 submit: Mutex::new(submit),
                 staging: Mutex::new(None),
@@ -158,6 +170,10 @@ impl Context {
         };
         let words = layout::initial_control(job.pe, job.npes);
         ctx.write_bytes(job.pe, 0, bytemuck::cast_slice(&words))?;
+        for slot in [layout::TEAM_SHARED, layout::TEAM_NODE] {
+            let rec = ctx.teams().record(slot).expect("predefined");
+            ctx.write_team_slot(slot, &rec)?;
+        }
         // No PE's device code may touch a peer's control region before its owner
         // has initialised it.
         ctx.sync_all()?;
@@ -220,7 +236,7 @@ impl Context {
     }
 
     /// Runs a bootstrap collective, or nothing in a job of one PE without a launcher.
-    fn with_boot<T>(&self, solo: T, f: impl FnOnce(&mut Bootstrap) -> Result<T>) -> Result<T> {
+    pub(crate) fn with_boot<T>(&self, solo: T, f: impl FnOnce(&mut Bootstrap) -> Result<T>) -> Result<T> {
         if let Some(why) = lock(&self.inner.broken).clone() {
             return Err(Error::Broken(why));
         }

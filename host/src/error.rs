@@ -108,6 +108,12 @@ pub enum Error {
         /// Which PEs had not arrived, when known (", waiting for PE 3").
         missing: String,
     },
+    /// Every slot of the team table is taken on some member of the parent team.
+    #[error("no free team slot: a PE can be in at most {max} teams at once (destroy teams no longer used)")]
+    TeamLimit {
+        /// The table's size.
+        max: u32,
+    },
     /// An argument is out of range or malformed.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

@@ -19,10 +19,12 @@ pub use error::{Error, Result};
 pub mod context;
 pub mod heap;
 pub mod symbuf;
+pub mod team;
 pub mod user_kernel;
 
 pub use context::{Context, HeapWindow};
 pub use symbuf::SymBuffer;
+pub use team::{Team, TeamConfig, TeamShape};
 pub use user_kernel::DeviceKernel;
 pub use vk::kernel::Kernel;
 pub use vk::{DeviceCaps, DeviceInfo};

@@ -20,6 +20,8 @@ pub struct Bootstrap {
     pe: u32,
     npes: u32,
     seq: u64,
+    /// Sequence numbers of team collectives, per member set.
+    team_seq: std::collections::HashMap<(u32, i32, u32), u64>,
     closed: bool,
     /// The job's first failure, once this PE has heard of it: later calls fail
     /// with it at once.
@@ -69,6 +71,7 @@ impl Bootstrap {
             pe,
             npes,
             seq: 0,
+            team_seq: Default::default(),
             closed: false,
             failed: None,
         })
@@ -189,6 +192,46 @@ impl Bootstrap {
             (m, _) => Err(Error::Bootstrap(format!(
                 "expected {} gathered blobs, got {}",
                 self.npes,
+                m.kind()
+            ))),
+        }
+    }
+
+    /// Every member's `data` (at most 4 KiB each), in team order, for the team of
+    /// WORLD PEs `start + i * stride`, `i < size`, which must contain this PE. Only
+    /// the members call it; a barrier over the team when `data` is empty.
+    pub fn team_allgather(
+        &mut self,
+        start: u32,
+        stride: i32,
+        size: u32,
+        data: &[u8],
+    ) -> Result<Vec<Vec<u8>>> {
+        if data.len() > MAX_BLOB {
+            return Err(Error::InvalidArgument(format!(
+                "allgather contribution of {} bytes is over the {MAX_BLOB}-byte limit",
+                data.len()
+            )));
+        }
+        self.failure()?;
+        let key = (start, stride, size);
+        let seq = {
+            let s = self.team_seq.entry(key).or_insert(0);
+            *s += 1;
+            *s
+        };
+        let msg = Msg::TeamGather {
+            start,
+            stride,
+            size,
+            seq,
+            data: data.to_vec(),
+        };
+        send(&self.stream, &msg, &[])?;
+        match self.answer(seq)? {
+            (Msg::Gathered { blobs, .. }, _) if blobs.len() == size as usize => Ok(blobs),
+            (m, _) => Err(Error::Bootstrap(format!(
+                "expected {size} gathered blobs, got {}",
                 m.kind()
             ))),
         }

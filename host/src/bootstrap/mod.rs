@@ -62,6 +62,41 @@ mod tests {
     }
 
     #[test]
+    fn team_allgathers_run_side_by_side() {
+        // 7 PEs: evens (stride 2) and odds (negative stride) gather concurrently,
+        // interleaved with world barriers; a 1-PE team answers at once.
+        job(7, |mut b| {
+            let pe = b.pe();
+            for round in 0..10u32 {
+                let (start, stride, size) = if pe % 2 == 0 { (0, 2, 4) } else { (5, -2, 3) };
+                let got = b
+                    .team_allgather(start, stride, size, &[pe as u8, round as u8])
+                    .unwrap();
+                for (i, blob) in got.iter().enumerate() {
+                    let w = (start as i32 + i as i32 * stride) as u8;
+                    assert_eq!(blob, &vec![w, round as u8]);
+                }
+                assert_eq!(b.team_allgather(pe, 1, 1, &[]).unwrap(), vec![Vec::<u8>::new()]);
+                b.barrier().unwrap();
+            }
+            b.finalize().unwrap();
+        });
+    }
+
+    #[test]
+    fn team_allgather_outside_the_team_fails_the_job() {
+        let out = job(2, |mut b| {
+            if b.pe() == 0 {
+                // PE 0 claims a team it is not part of.
+                b.team_allgather(1, 1, 1, &[]).map(|_| ())
+            } else {
+                b.barrier()
+            }
+        });
+        assert!(out.iter().all(|r| matches!(r, Err(Error::PeerFailed { pe: 0, .. }))), "{out:?}");
+    }
+
+    #[test]
     fn empty_and_max_blobs_and_oversize() {
         job(3, |mut b| {
             let big = vec![b.pe() as u8; wire::MAX_BLOB];

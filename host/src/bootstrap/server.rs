@@ -8,6 +8,7 @@
 //! fails the job: every other PE gets an [`Msg::Abort`] and returns
 //! [`crate::Error::PeerFailed`] from the call it is in.
 
+use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
@@ -52,6 +53,13 @@ struct Pending {
     part: Part,
 }
 
+/// One team allgather in progress.
+struct TeamRound {
+    seq: u64,
+    parts: Vec<Option<Vec<u8>>>,
+    arrived: u32,
+}
+
 #[derive(Default)]
 struct State {
     /// Write side of each admitted PE's connection.
@@ -63,6 +71,8 @@ struct State {
     /// Contributions to the collective in progress.
     pending: Vec<Option<Pending>>,
     arrived: u32,
+    /// Team allgathers in progress, by member set (start, stride, size).
+    teams: HashMap<(u32, i32, u32), TeamRound>,
     /// The first failure: PE and how.
     failed: Option<(u32, String)>,
 }
@@ -233,7 +243,7 @@ fn serve(stream: Arc<UnixStream>, shared: Arc<Shared>) {
                 let mut st = shared.lock();
                 st.done[pe as usize] = true;
                 st.conns[pe as usize] = None;
-                if st.arrived > 0 {
+                if st.arrived > 0 || st.teams.values().any(|t| t.arrived > 0) {
                     // Others wait in a collective this PE will never enter.
                     drop(st);
                     shared.fail(pe, "finalized while other PEs wait in a collective, which can then never complete");
@@ -244,6 +254,16 @@ fn serve(stream: Arc<UnixStream>, shared: Arc<Shared>) {
             Ok(Some((Msg::Gather { seq, data }, _))) => {
                 shared.arrive(pe, seq, "allgather", Part::Gather(data))
             }
+            Ok(Some((
+                Msg::TeamGather {
+                    start,
+                    stride,
+                    size,
+                    seq,
+                    data,
+                },
+                _,
+            ))) => shared.team_arrive(pe, (start, stride, size), seq, data),
             Ok(Some((Msg::FdOffer { seq, .. }, mut fds))) => {
                 shared.arrive(pe, seq, "fd-exchange", Part::Fd(fds.pop()))
             }
@@ -288,15 +308,85 @@ impl Shared {
             pe,
             reason: how.to_string(),
         };
-        for (i, c) in st.conns.iter().enumerate() {
-            if let (Some(c), false) = (c, i as u32 == pe) {
-                let _ = send(c, &abort, &[]);
-            }
+        // The failed PE hears it too: it may be alive and waiting (a protocol
+        // violation); a dead one's send just fails.
+        for c in st.conns.iter().flatten() {
+            let _ = send(c, &abort, &[]);
         }
         for p in st.pending.iter_mut() {
             *p = None;
         }
         st.arrived = 0;
+        st.teams.clear();
+    }
+
+    /// Records `pe`'s part of allgather `seq` over the member set `team`; the last
+    /// member to arrive answers the members.
+    fn team_arrive(&self, pe: u32, team: (u32, i32, u32), seq: u64, data: Vec<u8>) {
+        let (start, stride, size) = team;
+        let members: Option<Vec<u32>> = (0..size)
+            .map(|i| {
+                let w = start as i64 + i as i64 * stride as i64;
+                (0..self.npes as i64).contains(&w).then_some(w as u32)
+            })
+            .collect();
+        let index = match members.as_ref().and_then(|m| m.iter().position(|&w| w == pe)) {
+            Some(i) if size >= 1 => i,
+            _ => {
+                self.fail(
+                    pe,
+                    &format!(
+                        "protocol violation: team allgather over (start {start}, stride {stride}, size {size}), which is not a team of this job containing PE {pe}"
+                    ),
+                );
+                return;
+            }
+        };
+        let members = members.expect("checked above");
+        let mut st = self.lock();
+        if let Some((fpe, how)) = st.failed.clone() {
+            if let Some(c) = &st.conns[pe as usize] {
+                let _ = send(c, &Msg::Abort { pe: fpe, reason: how }, &[]);
+            }
+            return;
+        }
+        if let Some(gone) = members.iter().find(|&&m| st.done[m as usize]) {
+            drop(st);
+            self.fail(
+                *gone,
+                &format!("finalized while PE {pe} entered a team collective it is part of, which can then never complete"),
+            );
+            return;
+        }
+        let round = st.teams.entry(team).or_insert_with(|| TeamRound {
+            seq,
+            parts: vec![None; size as usize],
+            arrived: 0,
+        });
+        if round.seq != seq || round.parts[index].is_some() {
+            let how = format!(
+                "team collectives out of step on (start {start}, stride {stride}, size {size}): #{} in progress, PE {pe} entered #{seq}",
+                round.seq
+            );
+            drop(st);
+            self.fail(pe, &how);
+            return;
+        }
+        round.parts[index] = Some(data);
+        round.arrived += 1;
+        if round.arrived < size {
+            return;
+        }
+        let round = st.teams.remove(&team).expect("present");
+        let blobs: Vec<Vec<u8>> = round.parts.into_iter().map(Option::unwrap_or_default).collect();
+        let msg = Msg::Gathered { seq, blobs };
+        for m in &members {
+            if let Some(c) = &st.conns[*m as usize] {
+                if let Err(e) = send(c, &msg, &[]) {
+                    tracing::warn!("bootstrap: delivering team allgather #{seq}: {e}");
+                }
+            }
+        }
     }
 
     /// Records `pe`'s part of collective `seq`; the last to arrive answers everyone.

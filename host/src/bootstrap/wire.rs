@@ -87,6 +87,22 @@ pub enum Msg {
         /// The contribution.
         data: Vec<u8>,
     },
+    /// PE → server: this PE's contribution to allgather `seq` of the team
+    /// `start + i * stride` (WORLD numbers, `i < size`). The answer is
+    /// [`Msg::Gathered`] with one blob per member, in team order. Sequence numbers
+    /// count per member set.
+    TeamGather {
+        /// WORLD number of the team's member 0.
+        start: u32,
+        /// WORLD distance between consecutive members (may be negative).
+        stride: i32,
+        /// Number of members.
+        size: u32,
+        /// Collective sequence number on this member set.
+        seq: u64,
+        /// The contribution.
+        data: Vec<u8>,
+    },
     /// Server → PE: every PE's contribution, in PE order.
     Gathered {
         /// Collective sequence number.
@@ -133,6 +149,7 @@ const T_FD_OFFER: u8 = 8;
 const T_FD_CHUNK: u8 = 9;
 const T_ABORT: u8 = 10;
 const T_GOODBYE: u8 = 11;
+const T_TEAM_GATHER: u8 = 12;
 
 impl Msg {
     /// How many file descriptors travel with this message.
@@ -153,6 +170,7 @@ impl Msg {
             Msg::Barrier { .. } => "barrier",
             Msg::BarrierDone { .. } => "barrier-done",
             Msg::Gather { .. } => "allgather",
+            Msg::TeamGather { .. } => "team allgather",
             Msg::Gathered { .. } => "gathered",
             Msg::FdOffer { .. } => "fd-exchange",
             Msg::FdChunk { .. } => "fd-chunk",
@@ -197,6 +215,21 @@ pub fn encode(msg: &Msg) -> Vec<u8> {
         }
         Msg::Gather { seq, data } => {
             b.push(T_GATHER);
+            b.extend_from_slice(&seq.to_le_bytes());
+            b.extend_from_slice(&(data.len() as u32).to_le_bytes());
+            b.extend_from_slice(data);
+        }
+        Msg::TeamGather {
+            start,
+            stride,
+            size,
+            seq,
+            data,
+        } => {
+            b.push(T_TEAM_GATHER);
+            b.extend_from_slice(&start.to_le_bytes());
+            b.extend_from_slice(&stride.to_le_bytes());
+            b.extend_from_slice(&size.to_le_bytes());
             b.extend_from_slice(&seq.to_le_bytes());
             b.extend_from_slice(&(data.len() as u32).to_le_bytes());
             b.extend_from_slice(data);
@@ -315,6 +348,13 @@ pub fn decode(body: &[u8]) -> Result<Msg, WireError> {
             seq: r.u64()?,
             data: r.blob()?,
         },
+        T_TEAM_GATHER => Msg::TeamGather {
+            start: r.u32()?,
+            stride: r.u32()? as i32,
+            size: r.u32()?,
+            seq: r.u64()?,
+            data: r.blob()?,
+        },
         T_GATHERED => {
             let seq = r.u64()?;
             let n = r.len("blob count", MAX_PES as usize)?;
@@ -376,6 +416,13 @@ mod tests {
             Msg::Gather {
                 seq: 1,
                 data: vec![1, 2, 3],
+            },
+            Msg::TeamGather {
+                start: 7,
+                stride: -2,
+                size: 3,
+                seq: 9,
+                data: vec![4; 10],
             },
             Msg::Gathered {
                 seq: 2,
