@@ -65,8 +65,11 @@ pub use vkshmem_device::layout::{
     ERR_ABORTED, ERR_BAD_ADDRESS, ERR_BAD_PE, ERR_BAD_TEAM, ERR_CONCURRENT_SYNC, ERR_LOOPS_CUT,
 };
 pub use vkshmem_device::CompileError;
+/// The deprecated active-set collectives' constants (`SHMEM_*_SYNC_SIZE`, ...).
+pub use vkshmem_host::collective::active as active_set;
 pub use vkshmem_host::{
-    Context, DeviceCaps, DeviceInfo, DeviceKernel, Error, HeapWindow, Kernel, Result, SymBuffer,
+    ActiveSet, BitwiseReduce, Context, DeviceCaps, DeviceInfo, DeviceKernel, Error, HeapWindow,
+    Kernel, Reduce, ReduceOp, Result, SymBuffer, SymSlice, Team, TeamConfig, TeamShape,
     UserBinding,
 };
 

@@ -424,6 +424,39 @@ fn user_kernels_on_1_to_4_pes() {
     }
 }
 
+/// The conformance harness (tests/progs/collectives_check.rs): every host-initiated
+/// collective on every team shape against a host reference, then bad input.
+#[test]
+fn collectives_conform_on_1_to_4_and_8_pes() {
+    let _one = one_spinning_job();
+    let prog = program("collectives_check");
+    for (n, quick) in [(1u32, false), (2, false), (3, false), (4, false), (8, true)] {
+        let mut argv = vec!["-n".to_string(), n.to_string(), prog.clone()];
+        if quick {
+            argv.push("--quick".into());
+        }
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let r = vkshmrun(&argv, Duration::from_secs(300));
+        assert_eq!(r.code, Some(0), "{n} PEs:\n{}\n{}", r.stdout, r.stderr);
+        let lines: Vec<&str> = r
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("collectives_check:"))
+            .collect();
+        assert_eq!(lines.len(), n as usize, "{}", r.stdout);
+        for l in lines {
+            assert!(l.ends_with("wrong=0"), "{l}");
+            let calls: u64 = l
+                .split("calls=")
+                .nth(1)
+                .and_then(|x| x.split(' ').next())
+                .and_then(|x| x.parse().ok())
+                .unwrap_or(0);
+            assert!(calls > 100, "too few checked calls: {l}");
+        }
+    }
+}
+
 /// `litmus: stale=N rounds=M` from a litmus run.
 fn litmus(n: &str, args: &[&str]) -> (u64, String) {
     let prog = program("litmus");

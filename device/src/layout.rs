@@ -203,7 +203,13 @@ pub fn describe_errors(bits: u32) -> Vec<&'static str> {
 
 /// Bytes of the control region for a job of `n_pes` PEs.
 pub fn control_bytes(n_pes: u32) -> u64 {
-    (TEAM_FLAGS_WORD as u64 + MAX_TEAMS as u64 * n_pes as u64) * 4
+    (host_counts_word(n_pes) as u64 + n_pes as u64) * 4
+}
+
+/// Word address of `n_pes` words that only this PE's host and kernels use: the
+/// per-member byte counts of a host-initiated `collect` in progress.
+pub fn host_counts_word(n_pes: u32) -> u32 {
+    TEAM_FLAGS_WORD + MAX_TEAMS * n_pes
 }
 
 /// The control region's initial contents on PE `my_pe` of `n_pes`, as words.

@@ -23,6 +23,7 @@
 
 #![warn(missing_docs)]
 
+pub mod collectives;
 pub mod layout;
 pub mod library;
 mod link;

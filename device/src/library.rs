@@ -318,6 +318,7 @@ pub fn library_source(cfg: &LibraryConfig) -> String {
     }
     s.push_str("\n// ======== vkshmem device library (fixed) ========\n");
     s.push_str(FIXED_SOURCE);
+    s.push_str(&crate::collectives::library_part(cfg));
     s
 }
 

@@ -149,7 +149,9 @@ impl Context {
         // member computes the same set).
         let near: Vec<u32> = (0..job.npes).filter(|&p| heap.reachable(p)).collect();
         let shared = TeamShape::from_members(&near).unwrap_or_else(|| {
-            tracing::warn!("the PEs on this device ({near:?}) are not a strided set: SHARED is this PE alone");
+            tracing::warn!(
+                "the PEs on this device ({near:?}) are not a strided set: SHARED is this PE alone"
+            );
             TeamShape::single(job.pe)
         });
         let ctx = Context {
@@ -236,7 +238,11 @@ impl Context {
     }
 
     /// Runs a bootstrap collective, or nothing in a job of one PE without a launcher.
-    pub(crate) fn with_boot<T>(&self, solo: T, f: impl FnOnce(&mut Bootstrap) -> Result<T>) -> Result<T> {
+    pub(crate) fn with_boot<T>(
+        &self,
+        solo: T,
+        f: impl FnOnce(&mut Bootstrap) -> Result<T>,
+    ) -> Result<T> {
         if let Some(why) = lock(&self.inner.broken).clone() {
             return Err(Error::Broken(why));
         }

@@ -16,14 +16,17 @@ pub mod error;
 pub mod vk;
 
 pub use error::{Error, Result};
+pub mod collective;
 pub mod context;
 pub mod heap;
 pub mod symbuf;
 pub mod team;
 pub mod user_kernel;
 
+pub use collective::active::ActiveSet;
+pub use collective::reduce::{BitwiseReduce, Reduce, ReduceOp};
 pub use context::{Context, HeapWindow};
-pub use symbuf::SymBuffer;
+pub use symbuf::{SymBuffer, SymSlice};
 pub use team::{Team, TeamConfig, TeamShape};
 pub use user_kernel::DeviceKernel;
 pub use vk::kernel::Kernel;

@@ -166,3 +166,72 @@ impl<T: Pod> Drop for SymBuffer<T> {
         }
     }
 }
+
+/// A range of elements of a symmetric buffer (`&buf[start..end]` in SHMEM terms):
+/// what collectives take as `dest` and `source`. Made by [`SymBuffer::slice`] or
+/// [`SymBuffer::as_slice`]; it borrows nothing, so it stays valid only while its
+/// buffer is alive (collectives check that it lies in the heap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SymSlice<T: Pod> {
+    offset: u64,
+    len: usize,
+    _t: PhantomData<T>,
+}
+
+impl<T: Pod> SymSlice<T> {
+    /// A slice at byte `offset` of every PE's heap: for code that manages
+    /// symmetric addresses itself.
+    pub fn from_raw(offset: u64, len: usize) -> Self {
+        SymSlice {
+            offset,
+            len,
+            _t: PhantomData,
+        }
+    }
+
+    /// Byte offset in every PE's heap (the symmetric address).
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Size in bytes.
+    pub fn bytes(&self) -> u64 {
+        (self.len * std::mem::size_of::<T>()) as u64
+    }
+}
+
+impl<T: Pod> SymBuffer<T> {
+    /// Elements `range` of the buffer, for collectives.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] when the range runs past the buffer.
+    pub fn slice(&self, range: std::ops::Range<usize>) -> Result<SymSlice<T>> {
+        let n = range
+            .end
+            .checked_sub(range.start)
+            .ok_or_else(|| crate::Error::InvalidArgument(format!("range {range:?} is reversed")))?;
+        let at = self.check_range(range.start, n)?;
+        Ok(SymSlice::from_raw(at, n))
+    }
+
+    /// The whole buffer as a slice.
+    pub fn as_slice(&self) -> SymSlice<T> {
+        SymSlice::from_raw(self.offset, self.len)
+    }
+}
+
+impl<T: Pod> From<&SymBuffer<T>> for SymSlice<T> {
+    fn from(b: &SymBuffer<T>) -> Self {
+        b.as_slice()
+    }
+}

@@ -76,7 +76,10 @@ mod tests {
                     let w = (start as i32 + i as i32 * stride) as u8;
                     assert_eq!(blob, &vec![w, round as u8]);
                 }
-                assert_eq!(b.team_allgather(pe, 1, 1, &[]).unwrap(), vec![Vec::<u8>::new()]);
+                assert_eq!(
+                    b.team_allgather(pe, 1, 1, &[]).unwrap(),
+                    vec![Vec::<u8>::new()]
+                );
                 b.barrier().unwrap();
             }
             b.finalize().unwrap();
@@ -93,7 +96,11 @@ mod tests {
                 b.barrier()
             }
         });
-        assert!(out.iter().all(|r| matches!(r, Err(Error::PeerFailed { pe: 0, .. }))), "{out:?}");
+        assert!(
+            out.iter()
+                .all(|r| matches!(r, Err(Error::PeerFailed { pe: 0, .. }))),
+            "{out:?}"
+        );
     }
 
     #[test]

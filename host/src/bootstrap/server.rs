@@ -330,7 +330,10 @@ impl Shared {
                 (0..self.npes as i64).contains(&w).then_some(w as u32)
             })
             .collect();
-        let index = match members.as_ref().and_then(|m| m.iter().position(|&w| w == pe)) {
+        let index = match members
+            .as_ref()
+            .and_then(|m| m.iter().position(|&w| w == pe))
+        {
             Some(i) if size >= 1 => i,
             _ => {
                 self.fail(
@@ -346,7 +349,14 @@ impl Shared {
         let mut st = self.lock();
         if let Some((fpe, how)) = st.failed.clone() {
             if let Some(c) = &st.conns[pe as usize] {
-                let _ = send(c, &Msg::Abort { pe: fpe, reason: how }, &[]);
+                let _ = send(
+                    c,
+                    &Msg::Abort {
+                        pe: fpe,
+                        reason: how,
+                    },
+                    &[],
+                );
             }
             return;
         }
@@ -378,7 +388,11 @@ impl Shared {
             return;
         }
         let round = st.teams.remove(&team).expect("present");
-        let blobs: Vec<Vec<u8>> = round.parts.into_iter().map(Option::unwrap_or_default).collect();
+        let blobs: Vec<Vec<u8>> = round
+            .parts
+            .into_iter()
+            .map(Option::unwrap_or_default)
+            .collect();
         let msg = Msg::Gathered { seq, blobs };
         for m in &members {
             if let Some(c) = &st.conns[*m as usize] {

@@ -87,7 +87,11 @@ impl TeamTable {
     /// A table with WORLD, SHARED and NODE.
     pub fn new(me: u32, world: TeamShape, shared: TeamShape) -> TeamTable {
         let mut slots = vec![None; MAX_TEAMS as usize];
-        for (slot, shape) in [(TEAM_WORLD, world), (TEAM_SHARED, shared), (TEAM_NODE, world)] {
+        for (slot, shape) in [
+            (TEAM_WORLD, world),
+            (TEAM_SHARED, shared),
+            (TEAM_NODE, world),
+        ] {
             slots[slot as usize] = Some(TeamRecord {
                 shape,
                 my_index: shape.index_of(me).expect("predefined teams hold this PE"),
@@ -355,7 +359,10 @@ impl Context {
             )));
         }
         let free = all.iter().fold(u64::MAX, |m, r| m & r.free);
-        let slots: Vec<u32> = (0..MAX_TEAMS).filter(|s| free & 1 << s != 0).take(want).collect();
+        let slots: Vec<u32> = (0..MAX_TEAMS)
+            .filter(|s| free & 1 << s != 0)
+            .take(want)
+            .collect();
         if slots.len() < want {
             return Err(Error::TeamLimit { max: MAX_TEAMS });
         }

@@ -145,7 +145,12 @@ impl TeamShape {
 
     /// The shape of the OpenSHMEM active set (`PE_start`, `logPE_stride`,
     /// `PE_size`) of the deprecated collectives.
-    pub fn active_set(pe_start: i32, log_stride: i32, pe_size: i32, n_pes: u32) -> Result<TeamShape> {
+    pub fn active_set(
+        pe_start: i32,
+        log_stride: i32,
+        pe_size: i32,
+        n_pes: u32,
+    ) -> Result<TeamShape> {
         if !(0..31).contains(&log_stride) || pe_start < 0 || pe_size < 1 {
             return Err(Error::InvalidArgument(format!(
                 "active set (PE_start {pe_start}, logPE_stride {log_stride}, PE_size {pe_size}): PE_start >= 0, 0 <= logPE_stride < 31 and PE_size >= 1"
@@ -198,7 +203,15 @@ mod tests {
     #[test]
     fn bad_splits_are_errors() {
         let w = TeamShape::world(4);
-        for (s, st, n) in [(0, 1, 5), (4, 1, 1), (-1, 1, 1), (0, 0, 2), (3, 1, 2), (0, 1, 0), (1, -2, 2)] {
+        for (s, st, n) in [
+            (0, 1, 5),
+            (4, 1, 1),
+            (-1, 1, 1),
+            (0, 0, 2),
+            (3, 1, 2),
+            (0, 1, 0),
+            (1, -2, 2),
+        ] {
             assert!(w.split_strided(s, st, n).is_err(), "({s}, {st}, {n})");
         }
         assert!(w.split_2d(0, 0).is_err());
@@ -235,7 +248,14 @@ mod tests {
 
     #[test]
     fn shapes_from_member_lists() {
-        assert_eq!(TeamShape::from_members(&[1, 3, 5]), Some(TeamShape { start: 1, stride: 2, size: 3 }));
+        assert_eq!(
+            TeamShape::from_members(&[1, 3, 5]),
+            Some(TeamShape {
+                start: 1,
+                stride: 2,
+                size: 3
+            })
+        );
         assert_eq!(TeamShape::from_members(&[4]), Some(TeamShape::single(4)));
         assert_eq!(TeamShape::from_members(&[0, 1, 3]), None);
         assert_eq!(TeamShape::from_members(&[]), None);

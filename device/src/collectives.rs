@@ -1,0 +1,471 @@
+//! The collectives' device code, generated from one table of element kinds and
+//! reduction operations.
+//!
+//! - [`KINDS`]: the ten machine element kinds (8-, 16-, 32-, 64-bit integers, signed
+//!   and unsigned; f32; f64). Sub-word kinds are packed in the heap's 32-bit words:
+//!   a reduction combines the 4 or 2 lanes of a word one by one.
+//! - [`TYPES`]: ishmem's TYPENAMEs (`char` … `double`), each a kind plus whether
+//!   the bitwise operations apply (ishmem's reduction table).
+//! - [`ReduceOp`]: and, or, xor, max, min, sum, prod.
+//!
+//! From them: `vks_combine_<kind>(op, a, b)` and `vks_reduce_<kind>(team, op, dest,
+//! source, nelems, tid, nth)` in every library, and the kernels of the
+//! host-initiated collectives ([`host_kernel_source`]). The data movement that does
+//! not depend on the type is in `shaders/collectives.wgsl`.
+
+use std::fmt::Write as _;
+
+use crate::LibraryConfig;
+
+/// The fixed part: data movement shared by every form.
+pub const FIXED_SOURCE: &str = include_str!("../../shaders/collectives.wgsl");
+
+/// A reduction operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    /// Bitwise and.
+    And,
+    /// Bitwise or.
+    Or,
+    /// Bitwise exclusive or.
+    Xor,
+    /// Maximum.
+    Max,
+    /// Minimum.
+    Min,
+    /// Sum (wrapping for integers).
+    Sum,
+    /// Product (wrapping for integers).
+    Prod,
+}
+
+impl ReduceOp {
+    /// Every operation, in code order.
+    pub const ALL: [ReduceOp; 7] = [
+        ReduceOp::And,
+        ReduceOp::Or,
+        ReduceOp::Xor,
+        ReduceOp::Max,
+        ReduceOp::Min,
+        ReduceOp::Sum,
+        ReduceOp::Prod,
+    ];
+
+    /// The operation's code in device code.
+    pub fn code(self) -> u32 {
+        self as u32
+    }
+
+    /// Its name in function names (`sum` in `shmem_int_sum_reduce`).
+    pub fn name(self) -> &'static str {
+        ["and", "or", "xor", "max", "min", "sum", "prod"][self as usize]
+    }
+
+    /// Whether it is one of the bitwise operations.
+    pub fn bitwise(self) -> bool {
+        matches!(self, ReduceOp::And | ReduceOp::Or | ReduceOp::Xor)
+    }
+}
+
+/// A machine element kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Kind {
+    /// Name in generated code (`i8`, `u64`, `f32`).
+    pub name: &'static str,
+    /// Bytes per element: 1, 2, 4 or 8.
+    pub bytes: u32,
+    /// Signed integer.
+    pub signed: bool,
+    /// Floating point.
+    pub float: bool,
+}
+
+impl Kind {
+    /// Whether device code for it needs `shaderInt64` (and `shaderFloat64` for f64).
+    pub fn needs_int64(&self) -> bool {
+        self.bytes == 8
+    }
+}
+
+const fn k(name: &'static str, bytes: u32, signed: bool, float: bool) -> Kind {
+    Kind {
+        name,
+        bytes,
+        signed,
+        float,
+    }
+}
+
+/// The machine element kinds.
+pub const KINDS: [Kind; 10] = [
+    k("i8", 1, true, false),
+    k("u8", 1, false, false),
+    k("i16", 2, true, false),
+    k("u16", 2, false, false),
+    k("i32", 4, true, false),
+    k("u32", 4, false, false),
+    k("i64", 8, true, false),
+    k("u64", 8, false, false),
+    k("f32", 4, false, true),
+    k("f64", 8, false, true),
+];
+
+/// The kind called `name`.
+pub fn kind(name: &str) -> Option<Kind> {
+    KINDS.iter().copied().find(|k| k.name == name)
+}
+
+/// One of ishmem's TYPENAMEs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TypeName {
+    /// The TYPENAME (`int`, `uint64`, `double`).
+    pub name: &'static str,
+    /// Its machine kind (C's `char` is signed, `long` is 64-bit: LP64).
+    pub kind: &'static str,
+    /// Whether and/or/xor reductions apply (ishmem's table).
+    pub bitwise: bool,
+}
+
+const fn t(name: &'static str, kind: &'static str, bitwise: bool) -> TypeName {
+    TypeName {
+        name,
+        kind,
+        bitwise,
+    }
+}
+
+/// ishmem's reduction types (its standard RMA types, as far as reductions go).
+pub const TYPES: [TypeName; 23] = [
+    t("char", "i8", false),
+    t("schar", "i8", false),
+    t("short", "i16", false),
+    t("int", "i32", false),
+    t("long", "i64", false),
+    t("longlong", "i64", false),
+    t("ptrdiff", "i64", false),
+    t("uchar", "u8", true),
+    t("ushort", "u16", true),
+    t("uint", "u32", true),
+    t("ulong", "u64", true),
+    t("ulonglong", "u64", true),
+    t("int8", "i8", true),
+    t("int16", "i16", true),
+    t("int32", "i32", true),
+    t("int64", "i64", true),
+    t("uint8", "u8", true),
+    t("uint16", "u16", true),
+    t("uint32", "u32", true),
+    t("uint64", "u64", true),
+    t("size", "u64", true),
+    t("float", "f32", false),
+    t("double", "f64", false),
+];
+
+/// Whether a library for `cfg` has device code for `kind`.
+pub fn kind_available(cfg: &LibraryConfig, kind: &Kind) -> bool {
+    match (kind.bytes, kind.float) {
+        (8, true) => cfg.float64,
+        (8, false) => cfg.int64,
+        _ => true,
+    }
+}
+
+/// The generated collectives code of a library: combine functions and reduction
+/// drivers for every available kind, then the fixed movement code.
+pub fn library_part(cfg: &LibraryConfig) -> String {
+    let mut s = String::from("\n// ---- collectives (generated) ----\n");
+    s.push_str(FIXED_SOURCE);
+    if cfg.int64 {
+        s.push_str(
+            "fn vks_load_u64(pe: u32, w: u32) -> u64 {
+    return u64(vks_plain_load(pe, w)) | (u64(vks_plain_load(pe, w + 1u)) << 32u);
+}
+",
+        );
+    }
+    for kind in KINDS.iter().filter(|k| kind_available(cfg, k)) {
+        combine(&mut s, kind);
+        reduce(&mut s, kind);
+    }
+    s
+}
+
+/// `vks_combine_<kind>(op, a, b)`: `a op b` on raw bits (u32 lanes zero-extended,
+/// or u64).
+fn combine(s: &mut String, kind: &Kind) {
+    let n = kind.name;
+    let bits = kind.bytes * 8;
+    let raw = if kind.bytes == 8 { "u64" } else { "u32" };
+    // (bits -> value, value -> bits)
+    let (from, to): (String, &str) = match (kind.float, kind.signed, kind.bytes) {
+        (true, _, 4) => ("bitcast<f32>(X)".into(), "bitcast<u32>(X)"),
+        (true, _, _) => ("bitcast<f64>(X)".into(), "bitcast<u64>(X)"),
+        (false, true, 8) => ("bitcast<i64>(X)".into(), "bitcast<u64>(X)"),
+        (false, true, 4) => ("bitcast<i32>(X)".into(), "bitcast<u32>(X)"),
+        (false, true, _) => (
+            format!("(bitcast<i32>(X << {0}u) >> {0}u)", 32 - bits),
+            "bitcast<u32>(X)",
+        ),
+        (false, false, _) => ("X".into(), "X"),
+    };
+    let a = from.replace('X', "a");
+    let b = from.replace('X', "b");
+    let _ = writeln!(
+        s,
+        "fn vks_combine_{n}(op: u32, a: {raw}, b: {raw}) -> {raw} {{"
+    );
+    let _ = writeln!(s, "    let x = {a};\n    let y = {b};\n    var r = x;");
+    let _ = writeln!(s, "    switch op {{");
+    if !kind.float {
+        let _ = writeln!(s, "        case 0u: {{ r = x & y; }}");
+        let _ = writeln!(s, "        case 1u: {{ r = x | y; }}");
+        let _ = writeln!(s, "        case 2u: {{ r = x ^ y; }}");
+    }
+    let _ = writeln!(s, "        case 3u: {{ r = max(x, y); }}");
+    let _ = writeln!(s, "        case 4u: {{ r = min(x, y); }}");
+    let _ = writeln!(s, "        case 5u: {{ r = x + y; }}");
+    let _ = writeln!(s, "        case 6u: {{ r = x * y; }}");
+    let _ = writeln!(s, "        default: {{ }}\n    }}");
+    let _ = writeln!(s, "    return {};\n}}", to.replace('X', "r"));
+    if kind.bytes < 4 {
+        // Lane by lane over a packed word, unrolled (no loop iterations spent).
+        let mask = (1u32 << bits) - 1;
+        let _ = writeln!(
+            s,
+            "fn vks_lanes_{n}(op: u32, a: u32, b: u32) -> u32 {{\n    var r = 0u;"
+        );
+        for l in (0..32).step_by(bits as usize) {
+            let _ = writeln!(
+                s,
+                "    r |= (vks_combine_{n}(op, (a >> {l}u) & {mask}u, (b >> {l}u) & {mask}u) & {mask}u) << {l}u;"
+            );
+        }
+        let _ = writeln!(s, "    return r;\n}}");
+    }
+}
+
+/// `vks_reduce_<kind>`: this PE's share of a reduction over team `t`, written to
+/// every member's `dest` (a reduce-scatter and an allgather in one pass: each
+/// member combines one slice of the elements from every member's source and
+/// stores the result into every member's dest, so every element is read once from
+/// each source and written once to each dest). In place is fine: an element is
+/// read and written by the same invocation only.
+fn reduce(s: &mut String, kind: &Kind) {
+    let n = kind.name;
+    if kind.bytes == 8 {
+        let _ = write!(
+            s,
+            "fn vks_reduce_{n}(t: VksTeam, op: u32, d: u32, s: u32, nelems: u32, tid: u32, nth: u32) {{
+    let share = vks_share(nelems, t.size, t.me);
+    for (var k = share.x + tid; k < share.y; k += nth) {{
+        let sw = (s >> 2u) + 2u * k;
+        var acc = vks_load_u64(vks_team_pe(t, 0u), sw);
+        for (var j = 1u; j < t.size; j++) {{
+            acc = vks_combine_{n}(op, acc, vks_load_u64(vks_team_pe(t, j), sw));
+        }}
+        let dw = (d >> 2u) + 2u * k;
+        for (var j = 0u; j < t.size; j++) {{
+            let pe = vks_team_pe(t, j);
+            vks_plain_store(pe, dw, u32(acc));
+            vks_plain_store(pe, dw + 1u, u32(acc >> 32u));
+        }}
+    }}
+}}
+"
+        );
+        return;
+    }
+    let combine = if kind.bytes == 4 {
+        format!("vks_combine_{n}")
+    } else {
+        format!("vks_lanes_{n}")
+    };
+    let _ = write!(
+        s,
+        "fn vks_reduce_{n}(t: VksTeam, op: u32, d: u32, s: u32, nelems: u32, tid: u32, nth: u32) {{
+    let n = nelems * {es}u;
+    if n == 0u {{
+        return;
+    }}
+    let w0 = d >> 2u;
+    let share = vks_share(((d + n - 1u) >> 2u) - w0 + 1u, t.size, t.me);
+    for (var i = share.x + tid; i < share.y; i += nth) {{
+        let w = w0 + i;
+        let lo = max(d, w * 4u);
+        let hi = min(d + n, w * 4u + 4u);
+        let sb = lo - d + s;
+        var acc = vks_load_bytes(vks_team_pe(t, 0u), sb, hi - lo);
+        for (var j = 1u; j < t.size; j++) {{
+            acc = {combine}(op, acc, vks_load_bytes(vks_team_pe(t, j), sb, hi - lo));
+        }}
+        let v = acc << ((lo & 3u) * 8u);
+        let mask = vks_byte_mask(lo & 3u, hi - w * 4u);
+        for (var j = 0u; j < t.size; j++) {{
+            vks_store_masked(vks_team_pe(t, j), w, v, mask);
+        }}
+    }}
+}}
+",
+        es = kind.bytes
+    );
+}
+
+/// What a host-initiated collective's kernel does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HostCollective {
+    /// broadcastmem (args: root in `x`, skip the root's dest when `y` is 1).
+    Broadcast,
+    /// fcollectmem.
+    Fcollect,
+    /// collectmem (args: word address of the byte counts in `x`).
+    Collect,
+    /// alltoallmem.
+    Alltoall,
+    /// alltoalls (args: element bytes `x`, dst `y`, sst `z`).
+    Alltoalls,
+    /// A reduction over elements of `kind` (args: op in `x`).
+    Reduce(Kind),
+}
+
+/// Workgroup size of the host collectives' kernels.
+pub const HOST_WORKGROUP: u32 = 64;
+
+/// The immediates of a host collective's kernel.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+pub struct HostArgs {
+    /// The team: WORLD number of member 0.
+    pub start: u32,
+    /// The team's stride (i32 bits).
+    pub stride: u32,
+    /// The team's size.
+    pub size: u32,
+    /// This PE's number in the team.
+    pub me: u32,
+    /// Byte address of dest.
+    pub dest: u32,
+    /// Byte address of source.
+    pub source: u32,
+    /// Bytes (movement) or elements (reductions, alltoalls).
+    pub n: u32,
+    /// Per collective (see [`HostCollective`]).
+    pub x: u32,
+    /// Per collective.
+    pub y: u32,
+    /// Per collective.
+    pub z: u32,
+}
+
+impl HostCollective {
+    /// A name for caches and errors.
+    pub fn name(&self) -> String {
+        match self {
+            HostCollective::Reduce(k) => format!("vkshmem_reduce_{}", k.name),
+            other => format!("vkshmem_{other:?}").to_lowercase(),
+        }
+    }
+
+    /// The WGSL of its kernel (to be linked with the library).
+    pub fn source(&self) -> String {
+        let call = match self {
+            HostCollective::Broadcast => {
+                "vks_broadcast_move(t, a.dest, a.source, a.n, a.x, a.y == 1u, tid, nth);"
+                    .to_string()
+            }
+            HostCollective::Fcollect => {
+                "vks_fcollect_move(t, a.dest, a.source, a.n, tid, nth);".into()
+            }
+            HostCollective::Collect => {
+                "vks_collect_move(t, a.dest, a.source, a.x, tid, nth);".into()
+            }
+            HostCollective::Alltoall => {
+                "vks_alltoall_move(t, a.dest, a.source, a.n, tid, nth);".into()
+            }
+            HostCollective::Alltoalls => {
+                "vks_alltoalls_move(t, a.dest, a.source, a.n, a.x, a.y, a.z, tid, nth);".into()
+            }
+            HostCollective::Reduce(k) => format!(
+                "vks_reduce_{}(t, a.x, a.dest, a.source, a.n, tid, nth);",
+                k.name
+            ),
+        };
+        let fields: String = [
+            "start", "stride", "size", "me", "dest", "source", "n", "x", "y", "z",
+        ]
+        .iter()
+        .map(|f| format!("    {f}: u32,\n"))
+        .collect();
+        format!(
+            "struct HostArgs {{\n{fields}}}
+var<immediate> args: HostArgs;
+@compute @workgroup_size({HOST_WORKGROUP})
+fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {{
+    let a = args;
+    let t = VksTeam(a.start, a.stride, a.size, a.me);
+    let tid = g.x;
+    let nth = nw.x * {HOST_WORKGROUP}u;
+    {call}
+}}
+"
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_typename_has_a_kind() {
+        for t in TYPES {
+            assert!(kind(t.kind).is_some(), "{}", t.name);
+        }
+        // Floating types have no bitwise reductions; unsigned ones all do.
+        assert!(TYPES
+            .iter()
+            .filter(|t| t.kind.starts_with('f'))
+            .all(|t| !t.bitwise));
+        assert!(TYPES
+            .iter()
+            .filter(|t| t.kind.starts_with('u'))
+            .all(|t| t.bitwise));
+    }
+
+    #[test]
+    fn every_host_kernel_links() {
+        let cfg = LibraryConfig {
+            my_pe: 1,
+            n_pes: 3,
+            heap_bytes: 1 << 20,
+            max_binding_bytes: 1 << 27,
+            int64: true,
+            float64: true,
+            divergent_fences: true,
+            loop_cap: true,
+        };
+        let mut all = vec![
+            HostCollective::Broadcast,
+            HostCollective::Fcollect,
+            HostCollective::Collect,
+            HostCollective::Alltoall,
+            HostCollective::Alltoalls,
+        ];
+        all.extend(KINDS.iter().map(|k| HostCollective::Reduce(*k)));
+        for c in all {
+            let linked = crate::link_kernel(&c.source(), &c.name(), None, &cfg)
+                .unwrap_or_else(|e| panic!("{}: {e}", c.name()));
+            assert_eq!(
+                linked.immediate_bytes as usize,
+                std::mem::size_of::<HostArgs>()
+            );
+            assert!(!linked.waits_on_peers, "{}", c.name());
+        }
+    }
+
+    #[test]
+    fn host_args_match_the_wgsl_struct() {
+        let src = HostCollective::Fcollect.source();
+        let fields = src.matches(": u32,").count();
+        assert_eq!(fields * 4, std::mem::size_of::<HostArgs>());
+    }
+}

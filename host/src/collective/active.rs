@@ -1,0 +1,194 @@
+//! The deprecated active-set collectives of OpenSHMEM (before teams): the PEs
+//! `PE_start + i * 2^logPE_stride`, `i < PE_size`, and a symmetric `pSync` work
+//! array.
+//!
+//! They run on the same code as the team collectives (an active set is a strided
+//! team that needs no table slot). `pSync` (and `pWrk`) are checked to be
+//! symmetric objects of the documented size and are never written, so they hold
+//! their initial values (`SHMEM_SYNC_VALUE`) on return, as the OpenSHMEM
+//! specification and Open MPI's man pages require.
+
+use bytemuck::Pod;
+
+use super::reduce::{Reduce, ReduceOp};
+use super::Members;
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::symbuf::SymSlice;
+use crate::team::TeamShape;
+
+/// `SHMEM_SYNC_VALUE`: what every element of a pSync array holds before a call.
+pub const SYNC_VALUE: i64 = 0;
+/// `SHMEM_BARRIER_SYNC_SIZE` (elements of pSync).
+pub const BARRIER_SYNC_SIZE: usize = 1;
+/// `SHMEM_BCAST_SYNC_SIZE`.
+pub const BCAST_SYNC_SIZE: usize = 1;
+/// `SHMEM_COLLECT_SYNC_SIZE`.
+pub const COLLECT_SYNC_SIZE: usize = 1;
+/// `SHMEM_ALLTOALL_SYNC_SIZE`.
+pub const ALLTOALL_SYNC_SIZE: usize = 1;
+/// `SHMEM_ALLTOALLS_SYNC_SIZE`.
+pub const ALLTOALLS_SYNC_SIZE: usize = 1;
+/// `SHMEM_REDUCE_SYNC_SIZE`.
+pub const REDUCE_SYNC_SIZE: usize = 1;
+/// `SHMEM_REDUCE_MIN_WRKDATA_SIZE` (elements of pWrk).
+pub const REDUCE_MIN_WRKDATA_SIZE: usize = 1;
+
+/// An OpenSHMEM active set: `pe_start + i * 2^log_pe_stride`, `i < pe_size`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActiveSet {
+    /// `PE_start`: the lowest PE number of the set.
+    pub pe_start: i32,
+    /// `logPE_stride`: log2 of the stride between consecutive PEs.
+    pub log_pe_stride: i32,
+    /// `PE_size`: the number of PEs.
+    pub pe_size: i32,
+}
+
+impl Context {
+    /// The members of an active set, checked to hold this PE, and a checked pSync.
+    fn active(&self, set: ActiveSet, psync: &SymSlice<i64>, need: usize) -> Result<Members> {
+        let shape =
+            TeamShape::active_set(set.pe_start, set.log_pe_stride, set.pe_size, self.n_pes())?;
+        let me = shape.index_of(self.my_pe()).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "PE {} is not in the active set {set:?}: only its members may call",
+                self.my_pe()
+            ))
+        })?;
+        self.check_sym("pSync", psync, need as u64)?;
+        Ok(Members { shape, me })
+    }
+
+    /// `shmem_barrier`: [`Context::quiet`], then a sync of the active set.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a bad active set, one without this PE, or a
+    /// pSync outside the heap or shorter than [`BARRIER_SYNC_SIZE`].
+    pub fn barrier_active(&self, set: ActiveSet, psync: &SymSlice<i64>) -> Result<()> {
+        let m = self.active(set, psync, BARRIER_SYNC_SIZE)?;
+        self.quiet()?;
+        self.sync_shape(m.shape)
+    }
+
+    /// `shmem_sync` over an active set.
+    ///
+    /// # Errors
+    /// As [`Context::barrier_active`].
+    pub fn sync_active(&self, set: ActiveSet, psync: &SymSlice<i64>) -> Result<()> {
+        let m = self.active(set, psync, BARRIER_SYNC_SIZE)?;
+        self.sync_shape(m.shape)
+    }
+
+    /// `shmem_broadcast32`/`64` (use `u32` or `u64` elements): `root` is a number in
+    /// the active set; unlike [`Context::broadcast`], the root's `dest` is not
+    /// written.
+    ///
+    /// # Errors
+    /// As [`Context::broadcast`] and [`Context::barrier_active`].
+    pub fn broadcast_active<T: Pod>(
+        &self,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nelems: usize,
+        root: u32,
+        set: ActiveSet,
+        psync: &SymSlice<i64>,
+    ) -> Result<()> {
+        let m = self.active(set, psync, BCAST_SYNC_SIZE)?;
+        self.broadcast_inner(m, dest, source, nelems, root, true)
+    }
+
+    /// `shmem_collect32`/`64` over an active set (counts may differ).
+    ///
+    /// # Errors
+    /// As [`Context::collect`] and [`Context::barrier_active`].
+    pub fn collect_active<T: Pod>(
+        &self,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nelems: usize,
+        set: ActiveSet,
+        psync: &SymSlice<i64>,
+    ) -> Result<()> {
+        let m = self.active(set, psync, COLLECT_SYNC_SIZE)?;
+        self.collect_inner(m, dest, source, nelems)
+    }
+
+    /// `shmem_fcollect32`/`64` over an active set.
+    ///
+    /// # Errors
+    /// As [`Context::fcollect`] and [`Context::barrier_active`].
+    pub fn fcollect_active<T: Pod>(
+        &self,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nelems: usize,
+        set: ActiveSet,
+        psync: &SymSlice<i64>,
+    ) -> Result<()> {
+        let m = self.active(set, psync, COLLECT_SYNC_SIZE)?;
+        self.fcollect_inner(m, dest, source, nelems)
+    }
+
+    /// `shmem_alltoall32`/`64` over an active set.
+    ///
+    /// # Errors
+    /// As [`Context::alltoall`] and [`Context::barrier_active`].
+    pub fn alltoall_active<T: Pod>(
+        &self,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nelems: usize,
+        set: ActiveSet,
+        psync: &SymSlice<i64>,
+    ) -> Result<()> {
+        let m = self.active(set, psync, ALLTOALL_SYNC_SIZE)?;
+        self.alltoall_inner(m, dest, source, nelems)
+    }
+
+    /// `shmem_alltoalls32`/`64` over an active set.
+    ///
+    /// # Errors
+    /// As [`Context::alltoalls`] and [`Context::barrier_active`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn alltoalls_active<T: Pod>(
+        &self,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        dst: usize,
+        sst: usize,
+        nelems: usize,
+        set: ActiveSet,
+        psync: &SymSlice<i64>,
+    ) -> Result<()> {
+        let m = self.active(set, psync, ALLTOALLS_SYNC_SIZE)?;
+        self.alltoalls_inner(m, dest, source, dst, sst, nelems)
+    }
+
+    /// `shmem_<TYPE>_<op>_to_all`: the reduction over an active set. `pwrk` must
+    /// hold `max(nreduce / 2 + 1, REDUCE_MIN_WRKDATA_SIZE)` elements (checked, not
+    /// used).
+    ///
+    /// # Errors
+    /// As [`Context::reduce`] and [`Context::barrier_active`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn reduce_to_all<T: Reduce>(
+        &self,
+        op: ReduceOp,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nreduce: usize,
+        set: ActiveSet,
+        pwrk: &SymSlice<T>,
+        psync: &SymSlice<i64>,
+    ) -> Result<()> {
+        let m = self.active(set, psync, REDUCE_SYNC_SIZE)?;
+        self.check_sym(
+            "pWrk",
+            pwrk,
+            (nreduce / 2 + 1).max(REDUCE_MIN_WRKDATA_SIZE) as u64,
+        )?;
+        self.reduce_inner(m, op, dest, source, nreduce)
+    }
+}

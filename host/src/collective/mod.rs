@@ -1,0 +1,602 @@
+//! Host-initiated collectives on teams: broadcast, collect, fcollect, alltoall,
+//! alltoalls ([`Context::broadcast`] …), reductions ([`reduce`]) and the deprecated
+//! active-set forms ([`active`]).
+//!
+//! Every call runs the same three steps on every member of the team:
+//!
+//! 1. **Agree**: an allgather over the team (the bootstrap) of a small descriptor
+//!    of the call (which collective, addresses, counts, root, operation, and
+//!    whether this PE's own checks passed). It is the "source is ready, dest is
+//!    free" synchronisation the collective needs anyway, and it lets every member
+//!    report the same typed error when members disagree (an fcollect whose
+//!    `nelems` differ, different roots) or one member passed bad arguments,
+//!    instead of hanging or corrupting memory.
+//! 2. **Move**: one dispatch on this PE's device of a kernel from the device
+//!    library (`shaders/collectives.wgsl`, `vkshmem_device::collectives`), over
+//!    enough workgroups to fill the device, that *pulls* this PE's part: it reads
+//!    peers' heaps directly and writes its own dest (reductions: combines one
+//!    slice of the elements from every member and writes it to every member).
+//! 3. **Complete**: a sync over the team, so that on return every member's dest is
+//!    written and every source may be reused.
+//!
+//! The device-side waits of the per-thread and work_group forms are not used, so
+//! the host path does not depend on cross-process spinning on the device.
+
+pub mod active;
+pub mod reduce;
+
+use bytemuck::{Pod, Zeroable};
+use vkshmem_device::collectives::{HostArgs, HostCollective, HOST_WORKGROUP};
+use vkshmem_device::layout;
+
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::symbuf::SymSlice;
+use crate::team::{Team, TeamShape};
+
+/// Work items (heap words) per invocation the host forms aim for: many
+/// workgroups with a few items each (lavapipe's copies were fastest that way).
+const ITEMS_PER_INVOCATION: u64 = 4;
+
+/// `items`, or 0 (nothing to launch) when there are no bytes to move.
+fn nonzero(bytes: u64, items: u64) -> u64 {
+    if bytes == 0 {
+        0
+    } else {
+        items
+    }
+}
+
+/// Which collective a descriptor describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub(crate) enum Which {
+    Broadcast = 1,
+    Collect = 2,
+    Fcollect = 3,
+    Alltoall = 4,
+    Alltoalls = 5,
+    Reduce = 6,
+}
+
+impl Which {
+    fn name(self) -> &'static str {
+        match self {
+            Which::Broadcast => "broadcast",
+            Which::Collect => "collect",
+            Which::Fcollect => "fcollect",
+            Which::Alltoall => "alltoall",
+            Which::Alltoalls => "alltoalls",
+            Which::Reduce => "reduce",
+        }
+    }
+}
+
+/// One member's view of a call, compared across the team before anything moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Pod, Zeroable)]
+#[repr(C)]
+pub(crate) struct Desc {
+    which: u32,
+    /// 1 when this member's own checks passed.
+    ok: u32,
+    dest: u64,
+    source: u64,
+    /// Elements (bytes for the mem forms).
+    nelems: u64,
+    /// Bytes per element.
+    es: u32,
+    root: u32,
+    op: u32,
+    /// 1: the root's dest is left alone (deprecated broadcast).
+    skip_root: u32,
+    dst: u64,
+    sst: u64,
+}
+
+impl Desc {
+    pub(crate) fn new(which: Which, dest: u64, source: u64, nelems: u64, es: u32) -> Desc {
+        Desc {
+            which: which as u32,
+            ok: 1,
+            dest,
+            source,
+            nelems,
+            es,
+            root: 0,
+            op: 0,
+            skip_root: 0,
+            dst: 1,
+            sst: 1,
+        }
+    }
+}
+
+/// A team as a collective call sees it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Members {
+    pub shape: TeamShape,
+    pub me: u32,
+}
+
+impl Context {
+    /// The members of `team`, for a collective.
+    pub(crate) fn members(&self, team: Team) -> Result<Members> {
+        let r = self.team_record(team)?;
+        Ok(Members {
+            shape: r.shape,
+            me: r.my_index,
+        })
+    }
+
+    /// Checks that `n` elements of `s` are inside `s` and the heap (past the
+    /// control region, within the first 4 GiB that collectives address).
+    pub(crate) fn check_sym<T: Pod>(&self, what: &str, s: &SymSlice<T>, n: u64) -> Result<()> {
+        let es = std::mem::size_of::<T>() as u64;
+        let control = layout::control_bytes(self.n_pes());
+        if n > s.len() as u64 {
+            return Err(Error::InvalidArgument(format!(
+                "{what}: {n} elements needed, the object holds {}",
+                s.len()
+            )));
+        }
+        let end = s.offset().checked_add(s.bytes());
+        if s.offset() < control || !end.is_some_and(|e| e <= self.heap_size()) {
+            return Err(Error::InvalidArgument(format!(
+                "{what}: {} bytes at offset {} are not inside the symmetric heap's allocatable part ({control}..{})",
+                s.bytes(),
+                s.offset(),
+                self.heap_size()
+            )));
+        }
+        if end.is_some_and(|e| e > u32::MAX as u64) {
+            return Err(Error::InvalidArgument(format!(
+                "{what}: collectives address the first 4 GiB of the heap; the object ends at byte {}",
+                end.unwrap_or(0)
+            )));
+        }
+        if s.offset() % es != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "{what}: offset {} is not a multiple of the element size {es}",
+                s.offset()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Steps 1-3 of the module docs. `local` is this PE's own check; `plan` turns
+    /// every member's descriptor into this PE's kernel, arguments and work items
+    /// (or nothing to do).
+    pub(crate) fn run_collective(
+        &self,
+        m: Members,
+        mut desc: Desc,
+        local: Result<()>,
+        same_nelems: bool,
+        plan: impl FnOnce(&[Desc]) -> Result<Option<(HostCollective, HostArgs, u64)>>,
+    ) -> Result<()> {
+        let name = Which::name(match desc.which {
+            1 => Which::Broadcast,
+            2 => Which::Collect,
+            3 => Which::Fcollect,
+            4 => Which::Alltoall,
+            5 => Which::Alltoalls,
+            _ => Which::Reduce,
+        });
+        desc.ok = u32::from(local.is_ok());
+        let blobs = self.gather_shape(m.shape, bytemuck::bytes_of(&desc))?;
+        let all: Vec<Desc> = blobs
+            .iter()
+            .map(|b| bytemuck::try_pod_read_unaligned(b))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|_| Error::Bootstrap("a PE sent a malformed collective descriptor".into()))?;
+        local?;
+        if let Some(i) = all.iter().position(|d| d.ok == 0) {
+            return Err(Error::InvalidArgument(format!(
+                "{name}: team member {i} (PE {}) passed invalid arguments (its error says which)",
+                m.shape.member(i as u32)
+            )));
+        }
+        let first = &all[0];
+        for (i, d) in all.iter().enumerate() {
+            let differs = |what: &str, a: u64, b: u64| {
+                Err(Error::InvalidArgument(format!(
+                    "{name}: team member {i} passed {what} {b}, member 0 passed {a}; every member must pass the same"
+                )))
+            };
+            if d.which != first.which {
+                return Err(Error::InvalidArgument(format!(
+                    "collectives out of step on the team: member 0 is in {name}, member {i} in another collective"
+                )));
+            }
+            let pairs = [
+                ("dest address", first.dest, d.dest),
+                ("source address", first.source, d.source),
+                ("element size", first.es as u64, d.es as u64),
+                ("root", first.root as u64, d.root as u64),
+                ("operation", first.op as u64, d.op as u64),
+                ("dst stride", first.dst, d.dst),
+                ("sst stride", first.sst, d.sst),
+                (
+                    "nelems",
+                    first.nelems,
+                    if same_nelems { d.nelems } else { first.nelems },
+                ),
+            ];
+            for (what, a, b) in pairs {
+                if a != b {
+                    return differs(what, a, b);
+                }
+            }
+        }
+        let moved = plan(&all).and_then(|p| match p {
+            Some((kernel, args, items)) if items > 0 => {
+                self.launch_collective(kernel, &args, items)
+            }
+            _ => Ok(()),
+        });
+        // Complete on every member even when this PE's part failed, so that no
+        // member waits forever; then report this PE's failure.
+        let done = self.sync_shape(m.shape);
+        moved.and(done)
+    }
+
+    /// Dispatches a host collective's kernel over enough workgroups for `items`.
+    fn launch_collective(&self, c: HostCollective, args: &HostArgs, items: u64) -> Result<()> {
+        let k = self.device_kernel(&c.source(), &c.name())?;
+        let per_group = HOST_WORKGROUP as u64 * ITEMS_PER_INVOCATION;
+        let max = self.device_info().max_workgroups_x as u64;
+        let groups = items.div_ceil(per_group).clamp(1, max.min(65535)) as u32;
+        self.launch(&k, [groups, 1, 1], &[], bytemuck::bytes_of(args))
+    }
+
+    /// The kernel arguments' team part.
+    pub(crate) fn host_args(m: &Members) -> HostArgs {
+        HostArgs {
+            start: m.shape.start,
+            stride: m.shape.stride as u32,
+            size: m.shape.size,
+            me: m.me,
+            ..Default::default()
+        }
+    }
+
+    /// Copies `nelems` elements of `source` on the team's PE `root` into `dest` on
+    /// every member of `team` (the root included): `shmem_broadcast`. Collective.
+    ///
+    /// ```no_run
+    /// # fn main() -> vkshmem_host::Result<()> {
+    /// use vkshmem_host::{Context, Team};
+    /// let ctx = Context::init()?;
+    /// let src = ctx.malloc::<f32>(4)?;
+    /// let dst = ctx.malloc::<f32>(4)?;
+    /// src.write(&[ctx.my_pe() as f32; 4])?;
+    /// ctx.broadcast(Team::WORLD, &dst.as_slice(), &src.as_slice(), 4, 0)?;
+    /// assert_eq!(dst.to_vec()?, vec![0.0; 4]); // PE 0's data everywhere
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] (on every member) for an invalid team, a root
+    /// outside it, objects that do not hold `nelems` elements or lie outside the
+    /// heap, or members passing different arguments; [`Error::PeerFailed`],
+    /// [`Error::Device`] and Vulkan errors.
+    pub fn broadcast<T: Pod>(
+        &self,
+        team: Team,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nelems: usize,
+        root: u32,
+    ) -> Result<()> {
+        self.broadcast_inner(self.members(team)?, dest, source, nelems, root, false)
+    }
+
+    /// [`Context::broadcast`] over bytes (`shmem_broadcastmem`): `nbytes` bytes.
+    ///
+    /// # Errors
+    /// As [`Context::broadcast`].
+    pub fn broadcastmem(
+        &self,
+        team: Team,
+        dest: &SymSlice<u8>,
+        source: &SymSlice<u8>,
+        nbytes: usize,
+        root: u32,
+    ) -> Result<()> {
+        self.broadcast(team, dest, source, nbytes, root)
+    }
+
+    pub(crate) fn broadcast_inner<T: Pod>(
+        &self,
+        m: Members,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nelems: usize,
+        root: u32,
+        skip_root: bool,
+    ) -> Result<()> {
+        let es = std::mem::size_of::<T>() as u32;
+        let n = nelems as u64;
+        let local = self
+            .check_sym("broadcast dest", dest, n)
+            .and_then(|_| self.check_sym("broadcast source", source, n))
+            .and_then(|_| {
+                if root >= m.shape.size {
+                    Err(Error::InvalidArgument(format!(
+                        "broadcast: root {root} is not a PE of the team (size {})",
+                        m.shape.size
+                    )))
+                } else {
+                    Ok(())
+                }
+            });
+        let mut desc = Desc::new(Which::Broadcast, dest.offset(), source.offset(), n, es);
+        desc.root = root;
+        desc.skip_root = u32::from(skip_root);
+        self.run_collective(m, desc, local, true, |_| {
+            let bytes = n * es as u64;
+            let mut a = Self::host_args(&m);
+            a.dest = dest.offset() as u32;
+            a.source = source.offset() as u32;
+            a.n = bytes as u32;
+            a.x = root;
+            a.y = u32::from(skip_root);
+            Ok(Some((
+                HostCollective::Broadcast,
+                a,
+                nonzero(bytes, bytes.div_ceil(4) + 1),
+            )))
+        })
+    }
+
+    /// Concatenates `nelems` elements of every member's `source`, in team order,
+    /// into `dest` on every member (`shmem_fcollect`). Collective; `nelems` must be
+    /// the same on every member.
+    ///
+    /// # Errors
+    /// As [`Context::broadcast`]; members passing different `nelems` is an
+    /// [`Error::InvalidArgument`] on every member.
+    pub fn fcollect<T: Pod>(
+        &self,
+        team: Team,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nelems: usize,
+    ) -> Result<()> {
+        let m = self.members(team)?;
+        self.fcollect_inner(m, dest, source, nelems)
+    }
+
+    pub(crate) fn fcollect_inner<T: Pod>(
+        &self,
+        m: Members,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nelems: usize,
+    ) -> Result<()> {
+        let es = std::mem::size_of::<T>() as u32;
+        let n = nelems as u64;
+        let size = m.shape.size as u64;
+        let local = self
+            .check_sym("fcollect dest", dest, n * size)
+            .and_then(|_| self.check_sym("fcollect source", source, n));
+        let desc = Desc::new(Which::Fcollect, dest.offset(), source.offset(), n, es);
+        self.run_collective(m, desc, local, true, |_| {
+            let bytes = n * es as u64;
+            let mut a = Self::host_args(&m);
+            a.dest = dest.offset() as u32;
+            a.source = source.offset() as u32;
+            a.n = bytes as u32;
+            Ok(Some((
+                HostCollective::Fcollect,
+                a,
+                nonzero(bytes, (bytes * size).div_ceil(4) + size),
+            )))
+        })
+    }
+
+    /// [`Context::fcollect`] over bytes (`shmem_fcollectmem`).
+    ///
+    /// # Errors
+    /// As [`Context::fcollect`].
+    pub fn fcollectmem(
+        &self,
+        team: Team,
+        dest: &SymSlice<u8>,
+        source: &SymSlice<u8>,
+        nbytes: usize,
+    ) -> Result<()> {
+        self.fcollect(team, dest, source, nbytes)
+    }
+
+    /// Concatenates every member's `source` (this member gives `nelems` elements;
+    /// the counts may differ), in team order, into `dest` on every member
+    /// (`shmem_collect`). Collective. `dest` must hold the sum of the counts.
+    ///
+    /// # Errors
+    /// As [`Context::broadcast`].
+    pub fn collect<T: Pod>(
+        &self,
+        team: Team,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nelems: usize,
+    ) -> Result<()> {
+        let m = self.members(team)?;
+        self.collect_inner(m, dest, source, nelems)
+    }
+
+    pub(crate) fn collect_inner<T: Pod>(
+        &self,
+        m: Members,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nelems: usize,
+    ) -> Result<()> {
+        let es = std::mem::size_of::<T>() as u32;
+        let n = nelems as u64;
+        let local = self.check_sym("collect source", source, n).and_then(|_| {
+            // The total is known after the agreement; the dest must at least
+            // hold this PE's own part.
+            self.check_sym("collect dest", dest, n)
+        });
+        let desc = Desc::new(Which::Collect, dest.offset(), source.offset(), n, es);
+        self.run_collective(m, desc, local, false, |all| {
+            let counts: Vec<u64> = all.iter().map(|d| d.nelems * es as u64).collect();
+            let total: u64 = counts.iter().sum();
+            self.check_sym("collect dest", dest, total / es as u64)?;
+            let words: Vec<u32> = counts.iter().map(|&c| c as u32).collect();
+            let at = layout::host_counts_word(self.n_pes());
+            self.write_bytes(self.my_pe(), at as u64 * 4, bytemuck::cast_slice(&words))?;
+            let mut a = Self::host_args(&m);
+            a.dest = dest.offset() as u32;
+            a.source = source.offset() as u32;
+            a.x = at;
+            Ok(Some((
+                HostCollective::Collect,
+                a,
+                nonzero(total, total.div_ceil(4) + m.shape.size as u64),
+            )))
+        })
+    }
+
+    /// [`Context::collect`] over bytes (`shmem_collectmem`).
+    ///
+    /// # Errors
+    /// As [`Context::collect`].
+    pub fn collectmem(
+        &self,
+        team: Team,
+        dest: &SymSlice<u8>,
+        source: &SymSlice<u8>,
+        nbytes: usize,
+    ) -> Result<()> {
+        self.collect(team, dest, source, nbytes)
+    }
+
+    /// Block `j` (of `nelems` elements) of `dest` on every member gets block `me`
+    /// of member `j`'s `source` (`shmem_alltoall`). Collective; both objects hold
+    /// `nelems` times the team's size.
+    ///
+    /// # Errors
+    /// As [`Context::fcollect`].
+    pub fn alltoall<T: Pod>(
+        &self,
+        team: Team,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nelems: usize,
+    ) -> Result<()> {
+        let m = self.members(team)?;
+        self.alltoall_inner(m, dest, source, nelems)
+    }
+
+    pub(crate) fn alltoall_inner<T: Pod>(
+        &self,
+        m: Members,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nelems: usize,
+    ) -> Result<()> {
+        let es = std::mem::size_of::<T>() as u32;
+        let n = nelems as u64;
+        let size = m.shape.size as u64;
+        let local = self
+            .check_sym("alltoall dest", dest, n * size)
+            .and_then(|_| self.check_sym("alltoall source", source, n * size));
+        let desc = Desc::new(Which::Alltoall, dest.offset(), source.offset(), n, es);
+        self.run_collective(m, desc, local, true, |_| {
+            let bytes = n * es as u64;
+            let mut a = Self::host_args(&m);
+            a.dest = dest.offset() as u32;
+            a.source = source.offset() as u32;
+            a.n = bytes as u32;
+            Ok(Some((
+                HostCollective::Alltoall,
+                a,
+                nonzero(bytes, (bytes * size).div_ceil(4) + size),
+            )))
+        })
+    }
+
+    /// [`Context::alltoall`] over bytes (`shmem_alltoallmem`).
+    ///
+    /// # Errors
+    /// As [`Context::alltoall`].
+    pub fn alltoallmem(
+        &self,
+        team: Team,
+        dest: &SymSlice<u8>,
+        source: &SymSlice<u8>,
+        nbytes: usize,
+    ) -> Result<()> {
+        self.alltoall(team, dest, source, nbytes)
+    }
+
+    /// Strided [`Context::alltoall`] (`shmem_alltoalls`): element `k` of block `j`
+    /// is at `dest[(j * nelems + k) * dst]`, and comes from
+    /// `source[(me * nelems + k) * sst]` of member `j`. Strides are in elements, at
+    /// least 1. Collective.
+    ///
+    /// # Errors
+    /// As [`Context::alltoall`]; a zero stride.
+    pub fn alltoalls<T: Pod>(
+        &self,
+        team: Team,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        dst: usize,
+        sst: usize,
+        nelems: usize,
+    ) -> Result<()> {
+        let m = self.members(team)?;
+        self.alltoalls_inner(m, dest, source, dst, sst, nelems)
+    }
+
+    pub(crate) fn alltoalls_inner<T: Pod>(
+        &self,
+        m: Members,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        dst: usize,
+        sst: usize,
+        nelems: usize,
+    ) -> Result<()> {
+        let es = std::mem::size_of::<T>() as u32;
+        let n = nelems as u64;
+        let size = m.shape.size as u64;
+        // Elements spanned: the last element of the last block, plus one.
+        let span = |stride: u64| {
+            if n == 0 {
+                0
+            } else {
+                (size * n - 1) * stride + 1
+            }
+        };
+        let local = if dst == 0 || sst == 0 {
+            Err(Error::InvalidArgument(format!(
+                "alltoalls: strides must be at least 1 (dst {dst}, sst {sst})"
+            )))
+        } else if es > 8 || !es.is_power_of_two() {
+            Err(Error::InvalidArgument(format!(
+                "alltoalls: elements of 1, 2, 4 or 8 bytes, not {es}"
+            )))
+        } else {
+            self.check_sym("alltoalls dest", dest, span(dst as u64))
+                .and_then(|_| self.check_sym("alltoalls source", source, span(sst as u64)))
+        };
+        let mut desc = Desc::new(Which::Alltoalls, dest.offset(), source.offset(), n, es);
+        desc.dst = dst as u64;
+        desc.sst = sst as u64;
+        self.run_collective(m, desc, local, true, |_| {
+            let mut a = Self::host_args(&m);
+            a.dest = dest.offset() as u32;
+            a.source = source.offset() as u32;
+            a.n = n as u32;
+            a.x = es;
+            a.y = dst as u32;
+            a.z = sst as u32;
+            Ok(Some((HostCollective::Alltoalls, a, n * size)))
+        })
+    }
+}

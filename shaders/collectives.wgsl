@@ -1,0 +1,143 @@
+// vkshmem device library: the collectives' data movement (fixed part).
+//
+// Appended after vkshmem.wgsl. Every routine here moves or combines data only; the
+// callers put the synchronisation around it: the host forms sync the team's PEs
+// through the bootstrap before and after a dispatch of many workgroups, the
+// per-thread and work_group forms (generated, see device/src/collectives.rs) call
+// vks_team_sync before and after.
+//
+// Addresses here are BYTE addresses in the symmetric heap (u32: the first 4 GiB).
+// Work is spread over `nth` cooperating invocations of this PE, `tid` being this
+// one's number: the whole device for host forms, a workgroup for the work_group
+// forms, one invocation for the per-thread forms. Every heap word written is
+// written by exactly one invocation of one PE: whole words with a plain store,
+// words shared with neighbouring data (sub-word types, unaligned edges) with an
+// atomic AND then OR of just their own bytes, so neighbours written by other PEs
+// at the same time stay intact.
+
+// A team as the collectives see it: member i is WORLD PE start + i * stride.
+struct VksTeam {
+    start: u32,
+    stride: u32, // i32 bits
+    size: u32,
+    me: u32, // this PE's number in the team
+}
+
+fn vks_team_pe(t: VksTeam, i: u32) -> u32 {
+    return bitcast<u32>(bitcast<i32>(t.start) + bitcast<i32>(i) * bitcast<i32>(t.stride));
+}
+
+// The team in slot `team` of this PE's table (vks_team_ok first).
+fn vks_team_of(team: u32) -> VksTeam {
+    return VksTeam(
+        vks_team_field(team, VKS_TEAM_START),
+        vks_team_field(team, VKS_TEAM_STRIDE),
+        vks_team_field(team, VKS_TEAM_SIZE),
+        vks_team_field(team, VKS_TEAM_MY_INDEX),
+    );
+}
+
+// Mask of the bytes [lo, hi) of a word (0 <= lo < hi <= 4).
+fn vks_byte_mask(lo: u32, hi: u32) -> u32 {
+    let top = select((1u << (hi * 8u)) - 1u, 0xffffffffu, hi >= 4u);
+    return top & ~((1u << (lo * 8u)) - 1u);
+}
+
+// Writes the bytes of `v` selected by `mask` into word `w` of PE `pe`.
+fn vks_store_masked(pe: u32, w: u32, v: u32, mask: u32) {
+    if mask == 0xffffffffu {
+        vks_plain_store(pe, w, v);
+    } else {
+        vks_fetch_and(pe, w, ~mask);
+        vks_fetch_or(pe, w, v & mask);
+    }
+}
+
+// The 4 bytes at byte address `b` of PE `pe` (any alignment), reading only the
+// words that hold bytes [b, b + len) (len 1..=4; other bytes are zero).
+fn vks_load_bytes(pe: u32, b: u32, len: u32) -> u32 {
+    let sh = (b & 3u) * 8u;
+    var v = vks_plain_load(pe, b >> 2u) >> sh;
+    if sh != 0u && (b & 3u) + len > 4u {
+        v |= vks_plain_load(pe, (b >> 2u) + 1u) << (32u - sh);
+    }
+    return v;
+}
+
+// Destination word `w` of a copy of `n` bytes from (spe, s) to (dpe, d).
+fn vks_copy_word(dpe: u32, d: u32, spe: u32, s: u32, n: u32, w: u32) {
+    let lo = max(d, w * 4u);
+    let hi = min(d + n, w * 4u + 4u);
+    let v = vks_load_bytes(spe, lo - d + s, hi - lo) << ((lo & 3u) * 8u);
+    vks_store_masked(dpe, w, v, vks_byte_mask(lo & 3u, hi - w * 4u));
+}
+
+// Copies `n` bytes from (spe, s) to (dpe, d), spread over the invocations.
+fn vks_copy_bytes(dpe: u32, d: u32, spe: u32, s: u32, n: u32, tid: u32, nth: u32) {
+    if n == 0u {
+        return;
+    }
+    let w0 = d >> 2u;
+    let words = ((d + n - 1u) >> 2u) - w0 + 1u;
+    for (var i = tid; i < words; i += nth) {
+        vks_copy_word(dpe, d, spe, s, n, w0 + i);
+    }
+}
+
+// broadcastmem: this PE's `dest` gets `n` bytes of the root's `source` (pull).
+// The root copies too unless `skip_root` (the deprecated active-set form leaves
+// the root's dest alone).
+fn vks_broadcast_move(t: VksTeam, d: u32, s: u32, n: u32, root: u32, skip_root: bool, tid: u32, nth: u32) {
+    if skip_root && t.me == root {
+        return;
+    }
+    vks_copy_bytes(VKS_MY_PE, d, vks_team_pe(t, root), s, n, tid, nth);
+}
+
+// fcollectmem: this PE's dest gets every member's `n` source bytes, in team order.
+fn vks_fcollect_move(t: VksTeam, d: u32, s: u32, n: u32, tid: u32, nth: u32) {
+    for (var j = 0u; j < t.size; j++) {
+        vks_copy_bytes(VKS_MY_PE, d + j * n, vks_team_pe(t, j), s, n, tid, nth);
+    }
+}
+
+// collectmem: member j contributes counts[j] bytes; `counts` is the word address
+// (in this PE's heap) of the members' byte counts, in team order.
+fn vks_collect_move(t: VksTeam, d: u32, s: u32, counts: u32, tid: u32, nth: u32) {
+    var off = 0u;
+    for (var j = 0u; j < t.size; j++) {
+        let n = vks_plain_load(VKS_MY_PE, counts + j);
+        vks_copy_bytes(VKS_MY_PE, d + off, vks_team_pe(t, j), s, n, tid, nth);
+        off += n;
+    }
+}
+
+// alltoallmem: block j of this PE's dest gets block `me` of member j's source
+// (blocks of `n` bytes).
+fn vks_alltoall_move(t: VksTeam, d: u32, s: u32, n: u32, tid: u32, nth: u32) {
+    for (var j = 0u; j < t.size; j++) {
+        vks_copy_bytes(VKS_MY_PE, d + j * n, vks_team_pe(t, j), s + t.me * n, n, tid, nth);
+    }
+}
+
+// alltoalls: element k of block j (at dest + (j * nelems + k) * dst * es) gets
+// element k of member j's block `me` (at source + (me * nelems + k) * sst * es);
+// elements of `es` bytes, strides in elements.
+fn vks_alltoalls_move(t: VksTeam, d: u32, s: u32, nelems: u32, es: u32, dst: u32, sst: u32, tid: u32, nth: u32) {
+    let total = t.size * nelems;
+    for (var i = tid; i < total; i += nth) {
+        let j = i / nelems;
+        let k = i % nelems;
+        let db = d + (j * nelems + k) * dst * es;
+        let sb = s + (t.me * nelems + k) * sst * es;
+        vks_copy_bytes(VKS_MY_PE, db, vks_team_pe(t, j), sb, es, 0u, 1u);
+    }
+}
+
+// The share of `items` work items that member `me` of `size` takes in a
+// reduction: [first, end).
+fn vks_share(items: u32, size: u32, me: u32) -> vec2<u32> {
+    let per = (items + size - 1u) / size;
+    let first = min(me * per, items);
+    return vec2<u32>(first, min(first + per, items));
+}
