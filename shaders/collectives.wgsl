@@ -141,3 +141,52 @@ fn vks_share(items: u32, size: u32, me: u32) -> vec2<u32> {
     let first = min(me * per, items);
     return vec2<u32>(first, min(first + per, items));
 }
+
+// ---- device-initiated forms: what runs between the syncs ----
+
+// collectmem with the counts published in each member's team entry (device
+// forms): member j's count is the `count` word of the same team slot on PE j.
+fn vks_collect_move_team(t: VksTeam, team: u32, d: u32, s: u32, tid: u32, nth: u32) {
+    var off = 0u;
+    let at = vks_team_base(team) + VKS_TEAM_COUNT;
+    for (var j = 0u; j < t.size; j++) {
+        let pe = vks_team_pe(t, j);
+        let n = vks_relaxed_load(pe, at);
+        vks_copy_bytes(VKS_MY_PE, d + off, pe, s, n, tid, nth);
+        off += n;
+    }
+}
+
+// Per-thread forms: one invocation per PE calls; the others may be anywhere.
+// Begin: a valid team and a sync (sources ready, dests free); end: a sync (every
+// member's part done). Returns false / -1 after raising a device error.
+fn vks_pt_begin(team: u32) -> bool {
+    return vks_team_ok(team) && vks_team_sync(team);
+}
+
+fn vks_pt_end(team: u32) -> i32 {
+    return select(-1, 0, vks_team_sync(team));
+}
+
+// Work-group forms: every invocation of the workgroup calls, in uniform control
+// flow, with the same arguments; the data moves are spread over the group; the
+// fence before the closing sync orders every invocation's stores before
+// invocation 0 announces.
+fn vks_wg_begin(team: u32, li: u32) -> bool {
+    return shmemx_team_sync_work_group(team, li) == 0;
+}
+
+fn vks_wg_end(team: u32, li: u32) -> i32 {
+    vks_fence_acq_rel();
+    return shmemx_team_sync_work_group(team, li);
+}
+
+// A root outside the team raises VKS_ERR_BAD_PE (every member passes the same
+// root, so all skip the move alike).
+fn vks_root_ok(team: u32, root: u32) -> bool {
+    if root >= vks_team_field(team, VKS_TEAM_SIZE) {
+        vks_raise(VKS_ERR_BAD_PE, root, 0u);
+        return false;
+    }
+    return true;
+}

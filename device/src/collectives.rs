@@ -310,6 +310,199 @@ fn reduce(s: &mut String, kind: &Kind) {
     );
 }
 
+/// One device-initiated mem collective: (name, extra params after `team`, the
+/// move given team `team`, `t` = its VksTeam, and `tid`/`nth`, a check run before
+/// the move (all members run it alike), a statement run before the opening sync).
+struct MemCollective {
+    name: &'static str,
+    params: &'static str,
+    pre: &'static str,
+    check: &'static str,
+    body: &'static str,
+}
+
+const MEM_COLLECTIVES: [MemCollective; 4] = [
+    MemCollective {
+        name: "broadcastmem",
+        params: "dest: u32, source: u32, nelems: u32, root: u32",
+        pre: "",
+        check: "vks_root_ok(team, root)",
+        body: "vks_broadcast_move(t, dest, source, nelems, root, false, tid, nth);",
+    },
+    MemCollective {
+        name: "collectmem",
+        params: "dest: u32, source: u32, nelems: u32",
+        pre: "vks_relaxed_store(VKS_MY_PE, vks_team_base(min(team, VKS_MAX_TEAMS - 1u)) + VKS_TEAM_COUNT, nelems);",
+        check: "true",
+        body: "vks_collect_move_team(t, team, dest, source, tid, nth);",
+    },
+    MemCollective {
+        name: "fcollectmem",
+        params: "dest: u32, source: u32, nelems: u32",
+        pre: "",
+        check: "true",
+        body: "vks_fcollect_move(t, dest, source, nelems, tid, nth);",
+    },
+    MemCollective {
+        name: "alltoallmem",
+        params: "dest: u32, source: u32, nelems: u32",
+        pre: "",
+        check: "true",
+        body: "vks_alltoall_move(t, dest, source, nelems, tid, nth);",
+    },
+];
+
+/// A per-thread function and its `_work_group` twin around `body` (which sees
+/// `team`, `t`, `tid`, `nth` and the parameters).
+fn both_forms(
+    s: &mut String,
+    name: &str,
+    wg_name: &str,
+    params: &str,
+    pre: &str,
+    check: &str,
+    body: &str,
+) {
+    // One sync call site per function, in a two-phase loop (sync, move; sync):
+    // llvmpipe inlines every call, and each inlined wait costs compile time.
+    let _ = write!(
+        s,
+        "fn {name}(team: u32, {params}) -> i32 {{
+    {pre}
+    var ok = vks_team_ok(team);
+    for (var phase = 0u; phase < 2u && ok; phase++) {{
+        ok = vks_team_sync(team);
+        if ok && phase == 0u && {check} {{
+            let t = vks_team_of(team);
+            let tid = 0u;
+            let nth = 1u;
+            {body}
+        }}
+    }}
+    return select(-1, 0, ok);
+}}
+fn {wg_name}(team: u32, {params}, local_index: u32, group_size: u32) -> i32 {{
+    {pre}
+    var r = 0;
+    for (var phase = 0u; phase < 2u && r == 0; phase++) {{
+        vks_fence_acq_rel();
+        r = shmemx_team_sync_work_group(team, local_index);
+        if r == 0 && phase == 0u && {check} {{
+            let t = vks_team_of(team);
+            let tid = local_index;
+            let nth = group_size;
+            {body}
+        }}
+    }}
+    return r;
+}}
+"
+    );
+}
+
+/// The device-initiated collectives: per-thread `shmem_*` and work_group
+/// `shmemx_*_work_group` forms of every mem collective, and the typed forms of
+/// ishmem's TYPENAMEs (broadcast, collect, fcollect, alltoall, alltoalls and
+/// every reduction the type table allows). Typed forms are generated only when
+/// `uses` mentions them (a kernel's own source), to keep kernels small; `None`
+/// generates all.
+pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
+    let mut s = String::from("\n// ---- device-initiated collectives (generated) ----\n");
+    for c in &MEM_COLLECTIVES {
+        let wg = format!("shmemx_{}_work_group", c.name);
+        both_forms(
+            &mut s,
+            &format!("shmem_{}", c.name),
+            &wg,
+            c.params,
+            c.pre,
+            c.check,
+            c.body,
+        );
+    }
+    both_forms(
+        &mut s,
+        "vks_alltoalls",
+        "vks_alltoalls_work_group",
+        "dest: u32, source: u32, dst: u32, sst: u32, nelems: u32, es: u32",
+        "",
+        "dst > 0u && sst > 0u",
+        "vks_alltoalls_move(t, dest, source, nelems, es, dst, sst, tid, nth);",
+    );
+    let wanted = |name: &str| uses.is_none_or(|u| u.contains(name));
+    for ty in TYPES {
+        let kind = kind(ty.kind).expect("table");
+        if !kind_available(cfg, &kind) {
+            continue;
+        }
+        let (n, es) = (ty.name, kind.bytes);
+        for c in ["broadcast", "collect", "fcollect", "alltoall"] {
+            let (pt, wg) = (
+                format!("shmem_{n}_{c}"),
+                format!("shmemx_{n}_{c}_work_group"),
+            );
+            let root = if c == "broadcast" { ", root: u32" } else { "" };
+            let root_arg = if c == "broadcast" { ", root" } else { "" };
+            if wanted(&pt) {
+                let _ = writeln!(
+                    s,
+                    "fn {pt}(team: u32, dest: u32, source: u32, nelems: u32{root}) -> i32 {{ return shmem_{c}mem(team, dest, source, nelems * {es}u{root_arg}); }}"
+                );
+            }
+            if wanted(&wg) {
+                let _ = writeln!(
+                    s,
+                    "fn {wg}(team: u32, dest: u32, source: u32, nelems: u32{root}, local_index: u32, group_size: u32) -> i32 {{ return shmemx_{c}mem_work_group(team, dest, source, nelems * {es}u{root_arg}, local_index, group_size); }}"
+                );
+            }
+        }
+        let (pt, wg) = (
+            format!("shmem_{n}_alltoalls"),
+            format!("shmemx_{n}_alltoalls_work_group"),
+        );
+        if wanted(&pt) {
+            let _ = writeln!(
+                s,
+                "fn {pt}(team: u32, dest: u32, source: u32, dst: u32, sst: u32, nelems: u32) -> i32 {{ return vks_alltoalls(team, dest, source, dst, sst, nelems, {es}u); }}"
+            );
+        }
+        if wanted(&wg) {
+            let _ = writeln!(
+                s,
+                "fn {wg}(team: u32, dest: u32, source: u32, dst: u32, sst: u32, nelems: u32, local_index: u32, group_size: u32) -> i32 {{ return vks_alltoalls_work_group(team, dest, source, dst, sst, nelems, {es}u, local_index, group_size); }}"
+            );
+        }
+        for op in ReduceOp::ALL {
+            if op.bitwise() && !ty.bitwise {
+                continue;
+            }
+            let o = op.name();
+            let (pt, wg) = (
+                format!("shmem_{n}_{o}_reduce"),
+                format!("shmemx_{n}_{o}_reduce_work_group"),
+            );
+            if !wanted(&pt) && !wanted(&wg) {
+                continue;
+            }
+            let body = format!(
+                "vks_reduce_{}(t, {}u, dest, source, nreduce, tid, nth);",
+                kind.name,
+                op.code()
+            );
+            both_forms(
+                &mut s,
+                &pt,
+                &wg,
+                "dest: u32, source: u32, nreduce: u32",
+                "",
+                "true",
+                &body,
+            );
+        }
+    }
+    s
+}
+
 /// What a host-initiated collective's kernel does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HostCollective {

@@ -287,8 +287,15 @@ const ACCESSORS: &[(&str, char, &str, Option<&str>, &str)] = &[
     ),
 ];
 
-/// The whole device library (generated part, then the fixed part) for `cfg`.
+/// The whole device library (generated part, then the fixed part) for `cfg`, with
+/// every typed collective.
 pub fn library_source(cfg: &LibraryConfig) -> String {
+    library_source_for(cfg, None)
+}
+
+/// The device library for a kernel whose source is `uses`: the typed device
+/// collectives it does not mention are left out (`None`: all of them).
+pub fn library_source_for(cfg: &LibraryConfig, uses: Option<&str>) -> String {
     let mut s = String::new();
     s.push_str("\n// ======== vkshmem device library (generated) ========\n");
     let _ = writeln!(s, "const VKS_MY_PE: u32 = {}u;", cfg.my_pe);
@@ -319,6 +326,7 @@ pub fn library_source(cfg: &LibraryConfig) -> String {
     s.push_str("\n// ======== vkshmem device library (fixed) ========\n");
     s.push_str(FIXED_SOURCE);
     s.push_str(&crate::collectives::library_part(cfg));
+    s.push_str(&crate::collectives::device_api(cfg, uses));
     s
 }
 

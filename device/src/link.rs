@@ -9,7 +9,7 @@ use std::collections::HashSet;
 
 use naga::{AddressSpace, Block, Function, Handle, Module, Statement};
 
-use crate::library::{library_source, LibraryConfig, LIBRARY_SET, USER_SET};
+use crate::library::{library_source_for, LibraryConfig, LIBRARY_SET, USER_SET};
 use crate::pass::{self, PassReport};
 use crate::CompileError;
 
@@ -115,7 +115,7 @@ pub fn link_kernel(
     entry: Option<&str>,
     cfg: &LibraryConfig,
 ) -> Result<LinkedKernel, CompileError> {
-    let library = library_source(cfg);
+    let library = library_source_for(cfg, Some(user_source));
     let reserved = declared_names(&library);
     for (decl, line, col) in declarations(user_source) {
         if decl.starts_with("vks_") || decl.starts_with("VKS_") {
