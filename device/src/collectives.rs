@@ -429,7 +429,7 @@ pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
         "dst > 0u && sst > 0u",
         "vks_alltoalls_move(t, dest, source, nelems, es, dst, sst, tid, nth);",
     );
-    let wanted = |name: &str| uses.is_none_or(|u| u.contains(name));
+    let wanted = |name: &str| uses.map_or(true, |u| u.contains(name));
     for ty in TYPES {
         let kind = kind(ty.kind).expect("table");
         if !kind_available(cfg, &kind) {

@@ -64,6 +64,17 @@ impl<T: Pod> SymBuffer<T> {
         })
     }
 
+    /// The byte address device collectives take (`shmem_broadcastmem(team, dest,
+    /// source, ...)` and the other collectives of the device library address
+    /// bytes, so that 8- and 16-bit elements can start anywhere).
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] when the object ends beyond the first
+    /// 4 GiB of the heap.
+    pub fn device_byte_addr(&self) -> crate::Result<u32> {
+        self.as_slice().device_byte_addr()
+    }
+
     /// Number of elements.
     pub fn len(&self) -> usize {
         self.len
@@ -192,6 +203,21 @@ impl<T: Pod> SymSlice<T> {
     /// Byte offset in every PE's heap (the symmetric address).
     pub fn offset(&self) -> u64 {
         self.offset
+    }
+
+    /// The byte address device collectives take (see
+    /// [`SymBuffer::device_byte_addr`]).
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] when the slice ends beyond the first 4 GiB.
+    pub fn device_byte_addr(&self) -> crate::Result<u32> {
+        match self.offset.checked_add(self.bytes()) {
+            Some(end) if end <= u32::MAX as u64 => Ok(self.offset as u32),
+            _ => Err(crate::Error::InvalidArgument(format!(
+                "object at offset {} ends beyond the 4 GiB device collectives address",
+                self.offset
+            ))),
+        }
     }
 
     /// Number of elements.

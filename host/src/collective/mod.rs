@@ -353,6 +353,19 @@ impl Context {
     /// into `dest` on every member (`shmem_fcollect`). Collective; `nelems` must be
     /// the same on every member.
     ///
+    /// ```no_run
+    /// # fn main() -> vkshmem_host::Result<()> {
+    /// use vkshmem_host::{Context, Team};
+    /// let ctx = Context::init()?;
+    /// let n = ctx.n_pes() as usize;
+    /// let mine = ctx.malloc::<u32>(2)?;
+    /// let all = ctx.malloc::<u32>(2 * n)?;
+    /// mine.write(&[ctx.my_pe(), 7])?;
+    /// ctx.fcollect(Team::WORLD, &all.as_slice(), &mine.as_slice(), 2)?;
+    /// assert_eq!(all.to_vec()?[2], 1); // PE 1's first element, on every PE
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Errors
     /// As [`Context::broadcast`]; members passing different `nelems` is an
     /// [`Error::InvalidArgument`] on every member.
@@ -477,6 +490,20 @@ impl Context {
     /// Block `j` (of `nelems` elements) of `dest` on every member gets block `me`
     /// of member `j`'s `source` (`shmem_alltoall`). Collective; both objects hold
     /// `nelems` times the team's size.
+    ///
+    /// ```no_run
+    /// # fn main() -> vkshmem_host::Result<()> {
+    /// use vkshmem_host::{Context, Team};
+    /// let ctx = Context::init()?;
+    /// let n = ctx.n_pes() as usize;
+    /// let out = ctx.malloc::<u64>(n)?; // one token for each PE (MoE dispatch)
+    /// let inbox = ctx.malloc::<u64>(n)?;
+    /// let me = ctx.my_pe() as u64;
+    /// out.write(&(0..n as u64).map(|to| me * 100 + to).collect::<Vec<_>>())?;
+    /// ctx.alltoall(Team::WORLD, &inbox.as_slice(), &out.as_slice(), 1)?;
+    /// assert_eq!(inbox.to_vec()?[0], me); // from PE 0: 0 * 100 + me
+    /// # Ok(()) }
+    /// ```
     ///
     /// # Errors
     /// As [`Context::fcollect`].
