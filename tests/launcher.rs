@@ -461,6 +461,29 @@ fn collectives_conform_on_1_to_4_and_8_pes() {
             assert!(calls > 100, "too few checked calls: {l}");
         }
     }
+    // The example program (host allreduce, team broadcast, device reduction).
+    let r = vkshmrun(
+        &["-n", "3", &program("collectives")],
+        Duration::from_secs(120),
+    );
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("collectives: ok on 3 PEs"),
+        "{}",
+        r.stdout
+    );
+    // Device-side misuse (a root outside the team) is reported by every PE.
+    let r = vkshmrun(
+        &["-n", "2", &prog, "--device-misuse"],
+        Duration::from_secs(120),
+    );
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(
+        r.stdout.matches("device misuse reported").count(),
+        2,
+        "{}",
+        r.stdout
+    );
 }
 
 /// `litmus: stale=N rounds=M` from a litmus run.

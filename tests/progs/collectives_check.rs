@@ -722,6 +722,47 @@ fn bad_input(h: &mut Harness) -> anyhow::Result<()> {
             }
         }
     }
+    // Team handles: a destroyed team is invalid; the table has a limit that every
+    // member of the parent reports alike; SHARED and NODE are WORLD here (one
+    // device, one node).
+    let cfg = TeamConfig::default();
+    let t = ctx
+        .team_split_strided(Team::WORLD, 0, 1, ctx.n_pes() as i32, &cfg)?
+        .expect("every PE is in it");
+    ctx.team_destroy(t)?;
+    for (what, r) in [
+        ("destroyed team", ctx.team_sync(t)),
+        ("destroying WORLD", ctx.team_destroy(Team::WORLD)),
+    ] {
+        h.calls += 1;
+        if !matches!(r, Err(Error::InvalidArgument(_))) {
+            h.wrong += 1;
+            h.fail(format!("PE {me}: {what}: want InvalidArgument, got {r:?}"));
+        }
+    }
+    let mut made = Vec::new();
+    let limit = loop {
+        match ctx.team_split_strided(Team::WORLD, 0, 1, 1, &cfg) {
+            Ok(t) => made.push(t),
+            Err(e) => break e,
+        }
+        anyhow::ensure!(made.len() < 100, "no team limit");
+    };
+    for t in made.into_iter().flatten() {
+        ctx.team_destroy(t)?;
+    }
+    h.calls += 1;
+    if !matches!(limit, Error::TeamLimit { max: 64 }) {
+        h.wrong += 1;
+        h.fail(format!("PE {me}: team limit: got {limit:?}"));
+    }
+    for t in [Team::SHARED, Team::NODE] {
+        h.calls += 1;
+        if ctx.team_shape(t)? != TeamShape::world(ctx.n_pes()) {
+            h.wrong += 1;
+            h.fail(format!("PE {me}: {t:?} is {:?}", ctx.team_shape(t)?));
+        }
+    }
     // The job is still usable.
     h.salt = 1 << 31;
     let tc = TeamCase {
@@ -884,7 +925,40 @@ fn device_forms(h: &mut Harness, cases: &[TeamCase], quick: bool) -> anyhow::Res
     Ok(())
 }
 
+/// `--device-misuse`: every PE calls the device broadcast with a root outside the
+/// team; every PE must get `Error::Device` with `ERR_BAD_PE` (then the context is
+/// broken by design, so the program ends without finalize).
+fn device_misuse() -> anyhow::Result<()> {
+    let ctx = vkshmem::init()?;
+    let buf = ctx.malloc::<u8>(64)?;
+    let k = ctx.device_kernel(&device_kernel_source(0, Form::Thread), "misuse")?;
+    let args = DeviceArgs {
+        which: 0,
+        form: 0,
+        team: Team::WORLD.device_handle(),
+        dest: buf.device_byte_addr()? + 32,
+        source: buf.device_byte_addr()?,
+        n: 8,
+        root: ctx.n_pes(),
+        dst: 0,
+        sst: 0,
+    };
+    match ctx.launch(&k, [1, 1, 1], &[], bytemuck::bytes_of(&args)) {
+        Err(Error::Device { bits, .. }) if bits & vkshmem::ERR_BAD_PE != 0 => {
+            println!(
+                "collectives_check: device misuse reported on PE {}",
+                ctx.my_pe()
+            );
+            Ok(())
+        }
+        other => anyhow::bail!("device broadcast with a bad root: got {other:?}"),
+    }
+}
+
 fn main() -> anyhow::Result<()> {
+    if std::env::args().any(|a| a == "--device-misuse") {
+        return device_misuse();
+    }
     let quick = std::env::args().any(|a| a == "--quick");
     let ctx = vkshmem::init()?;
     let cap = 4 << 20;

@@ -249,13 +249,20 @@ impl Context {
         self.launch(&k, [groups, 1, 1], &[], bytemuck::bytes_of(args))
     }
 
-    /// The kernel arguments' team part.
-    pub(crate) fn host_args(m: &Members) -> HostArgs {
+    /// The kernel arguments' team and address part (`check_sym` has checked that
+    /// both objects lie in the first 4 GiB).
+    pub(crate) fn host_args<T: Pod>(
+        m: &Members,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+    ) -> HostArgs {
         HostArgs {
             start: m.shape.start,
             stride: m.shape.stride as u32,
             size: m.shape.size,
             me: m.me,
+            dest: dest.offset() as u32,
+            source: source.offset() as u32,
             ..Default::default()
         }
     }
@@ -335,9 +342,7 @@ impl Context {
         desc.skip_root = u32::from(skip_root);
         self.run_collective(m, desc, local, true, |_| {
             let bytes = n * es as u64;
-            let mut a = Self::host_args(&m);
-            a.dest = dest.offset() as u32;
-            a.source = source.offset() as u32;
+            let mut a = Self::host_args(&m, dest, source);
             a.n = bytes as u32;
             a.x = root;
             a.y = u32::from(skip_root);
@@ -396,9 +401,7 @@ impl Context {
         let desc = Desc::new(Which::Fcollect, dest.offset(), source.offset(), n, es);
         self.run_collective(m, desc, local, true, |_| {
             let bytes = n * es as u64;
-            let mut a = Self::host_args(&m);
-            a.dest = dest.offset() as u32;
-            a.source = source.offset() as u32;
+            let mut a = Self::host_args(&m, dest, source);
             a.n = bytes as u32;
             Ok(Some((
                 HostCollective::Fcollect,
@@ -461,9 +464,7 @@ impl Context {
             let words: Vec<u32> = counts.iter().map(|&c| c as u32).collect();
             let at = layout::host_counts_word(self.n_pes());
             self.write_bytes(self.my_pe(), at as u64 * 4, bytemuck::cast_slice(&words))?;
-            let mut a = Self::host_args(&m);
-            a.dest = dest.offset() as u32;
-            a.source = source.offset() as u32;
+            let mut a = Self::host_args(&m, dest, source);
             a.x = at;
             Ok(Some((
                 HostCollective::Collect,
@@ -534,9 +535,7 @@ impl Context {
         let desc = Desc::new(Which::Alltoall, dest.offset(), source.offset(), n, es);
         self.run_collective(m, desc, local, true, |_| {
             let bytes = n * es as u64;
-            let mut a = Self::host_args(&m);
-            a.dest = dest.offset() as u32;
-            a.source = source.offset() as u32;
+            let mut a = Self::host_args(&m, dest, source);
             a.n = bytes as u32;
             Ok(Some((
                 HostCollective::Alltoall,
@@ -616,9 +615,7 @@ impl Context {
         desc.dst = dst as u64;
         desc.sst = sst as u64;
         self.run_collective(m, desc, local, true, |_| {
-            let mut a = Self::host_args(&m);
-            a.dest = dest.offset() as u32;
-            a.source = source.offset() as u32;
+            let mut a = Self::host_args(&m, dest, source);
             a.n = n as u32;
             a.x = es;
             a.y = dst as u32;

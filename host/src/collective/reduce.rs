@@ -148,9 +148,7 @@ impl Context {
         let mut desc = Desc::new(Which::Reduce, dest.offset(), source.offset(), n, kind.bytes);
         desc.op = op.code();
         self.run_collective(m, desc, local, true, |_| {
-            let mut a = Self::host_args(&m);
-            a.dest = dest.offset() as u32;
-            a.source = source.offset() as u32;
+            let mut a = Self::host_args(&m, dest, source);
             a.n = n as u32;
             a.x = op.code();
             // Work items: this member's share of the dest words (or elements).
