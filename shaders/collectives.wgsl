@@ -48,13 +48,17 @@ fn vks_store_masked(pe: u32, w: u32, v: u32, mask: u32) {
     if mask == 0xffffffffu {
         vks_plain_store(pe, w, v);
     } else {
-        vks_fetch_and(pe, w, ~mask);
+        // Clear only the bits that change to 0, then set the ones: a byte
+        // rewritten with its own value (an in-place broadcast at the root) never
+        // reads as anything else to a peer pulling it at the same time.
+        vks_fetch_and(pe, w, ~mask | v);
         vks_fetch_or(pe, w, v & mask);
     }
 }
 
-// The 4 bytes at byte address `b` of PE `pe` (any alignment), reading only the
-// words that hold bytes [b, b + len) (len 1..=4; other bytes are zero).
+// The 4 bytes at byte address `b` of PE `pe` (any alignment) in the low bytes,
+// reading only the words that hold bytes [b, b + len) (len 1..=4; the bytes
+// above `len` are unspecified: callers mask them).
 fn vks_load_bytes(pe: u32, b: u32, len: u32) -> u32 {
     let sh = (b & 3u) * 8u;
     var v = vks_plain_load(pe, b >> 2u) >> sh;
@@ -179,6 +183,24 @@ fn vks_wg_begin(team: u32, li: u32) -> bool {
 fn vks_wg_end(team: u32, li: u32) -> i32 {
     vks_fence_acq_rel();
     return shmemx_team_sync_work_group(team, li);
+}
+
+// False, and VKS_ERR_BAD_ARGUMENT raised, unless `ok`.
+fn vks_arg_ok(ok: bool) -> bool {
+    if !ok {
+        vks_raise(VKS_ERR_BAD_ARGUMENT, VKS_MY_PE, 0u);
+    }
+    return ok;
+}
+
+// False, and VKS_ERR_BAD_ADDRESS raised, unless both byte addresses are
+// multiples of the element size `es`.
+fn vks_aligned(d: u32, s: u32, es: u32) -> bool {
+    if (d % es) != 0u || (s % es) != 0u {
+        vks_raise(VKS_ERR_BAD_ADDRESS, VKS_MY_PE, select(s, d, (d % es) != 0u));
+        return false;
+    }
+    return true;
 }
 
 // A root outside the team raises VKS_ERR_BAD_PE (every member passes the same

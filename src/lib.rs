@@ -62,7 +62,8 @@ pub mod kernel;
 
 pub use kernel::compile_kernel;
 pub use vkshmem_device::layout::{
-    ERR_ABORTED, ERR_BAD_ADDRESS, ERR_BAD_PE, ERR_BAD_TEAM, ERR_CONCURRENT_SYNC, ERR_LOOPS_CUT,
+    ERR_ABORTED, ERR_BAD_ADDRESS, ERR_BAD_ARGUMENT, ERR_BAD_PE, ERR_BAD_TEAM, ERR_CONCURRENT_SYNC,
+    ERR_LOOPS_CUT,
 };
 pub use vkshmem_device::CompileError;
 /// The deprecated active-set collectives' constants (`SHMEM_*_SYNC_SIZE`, ...).

@@ -332,7 +332,7 @@ const MEM_COLLECTIVES: [MemCollective; 4] = [
     MemCollective {
         name: "collectmem",
         params: "dest: u32, source: u32, nelems: u32",
-        pre: "vks_relaxed_store(VKS_MY_PE, vks_team_base(min(team, VKS_MAX_TEAMS - 1u)) + VKS_TEAM_COUNT, nelems);",
+        pre: "if team < VKS_MAX_TEAMS { vks_relaxed_store(VKS_MY_PE, vks_team_base(team) + VKS_TEAM_COUNT, nelems); }",
         check: "true",
         body: "vks_collect_move_team(t, team, dest, source, tid, nth);",
     },
@@ -364,37 +364,49 @@ fn both_forms(
     body: &str,
 ) {
     // One sync call site per function, in a two-phase loop (sync, move; sync):
-    // llvmpipe inlines every call, and each inlined wait costs compile time.
+    // llvmpipe inlines every call, and each inlined wait costs compile time. A
+    // failed argument check skips the move but not the closing sync (every
+    // member passes the same arguments, so all skip alike) and returns -1.
     let _ = write!(
         s,
         "fn {name}(team: u32, {params}) -> i32 {{
     {pre}
     var ok = vks_team_ok(team);
+    var bad = false;
     for (var phase = 0u; phase < 2u && ok; phase++) {{
         ok = vks_team_sync(team);
-        if ok && phase == 0u && {check} {{
-            let t = vks_team_of(team);
-            let tid = 0u;
-            let nth = 1u;
-            {body}
+        if ok && phase == 0u {{
+            if {check} {{
+                let t = vks_team_of(team);
+                let tid = 0u;
+                let nth = 1u;
+                {body}
+            }} else {{
+                bad = true;
+            }}
         }}
     }}
-    return select(-1, 0, ok);
+    return select(-1, 0, ok && !bad);
 }}
 fn {wg_name}(team: u32, {params}, local_index: u32, group_size: u32) -> i32 {{
     {pre}
     var r = 0;
+    var bad = false;
     for (var phase = 0u; phase < 2u && r == 0; phase++) {{
         vks_fence_acq_rel();
         r = shmemx_team_sync_work_group(team, local_index);
-        if r == 0 && phase == 0u && {check} {{
-            let t = vks_team_of(team);
-            let tid = local_index;
-            let nth = group_size;
-            {body}
+        if r == 0 && phase == 0u {{
+            if {check} {{
+                let t = vks_team_of(team);
+                let tid = local_index;
+                let nth = group_size;
+                {body}
+            }} else {{
+                bad = true;
+            }}
         }}
     }}
-    return r;
+    return select(r, -1, bad);
 }}
 "
     );
@@ -426,7 +438,7 @@ pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
         "vks_alltoalls_work_group",
         "dest: u32, source: u32, dst: u32, sst: u32, nelems: u32, es: u32",
         "",
-        "dst > 0u && sst > 0u",
+        "vks_arg_ok(dst > 0u && sst > 0u)",
         "vks_alltoalls_move(t, dest, source, nelems, es, dst, sst, tid, nth);",
     );
     let wanted = |name: &str| uses.map_or(true, |u| u.contains(name));

@@ -176,6 +176,10 @@ pub const ERR_ABORTED: u32 = 16;
 /// reached, so the user's own loops may have been cut too.
 pub const ERR_LOOPS_CUT: u32 = 32;
 
+/// Device error bit: an argument of a device collective is invalid (a zero
+/// stride).
+pub const ERR_BAD_ARGUMENT: u32 = 64;
+
 /// Describes device error bits in words.
 pub fn describe_errors(bits: u32) -> Vec<&'static str> {
     let all = [
@@ -188,6 +192,10 @@ pub fn describe_errors(bits: u32) -> Vec<&'static str> {
              (per-thread collectives are called by one invocation per PE)",
         ),
         (ERR_ABORTED, "a wait gave up because the job is aborting"),
+        (
+            ERR_BAD_ARGUMENT,
+            "an invalid argument to a device collective (a zero stride)",
+        ),
         (
             ERR_LOOPS_CUT,
             "the driver cut the kernel's loops short, so its results are not to be \
@@ -260,6 +268,7 @@ pub fn wgsl() -> String {
         ("CONCURRENT_SYNC", ERR_CONCURRENT_SYNC),
         ("ABORTED", ERR_ABORTED),
         ("LOOPS_CUT", ERR_LOOPS_CUT),
+        ("BAD_ARGUMENT", ERR_BAD_ARGUMENT),
     ] {
         let _ = writeln!(s, "const VKS_ERR_{name}: u32 = {v}u;");
     }
@@ -321,7 +330,7 @@ mod tests {
 
     #[test]
     fn describes_every_bit() {
-        assert_eq!(describe_errors(0x3f).len(), 6);
+        assert_eq!(describe_errors(0x7f).len(), 7);
         assert!(describe_errors(0).is_empty());
     }
 }

@@ -212,7 +212,7 @@ impl<T: Pod> SymSlice<T> {
     /// [`crate::Error::InvalidArgument`] when the slice ends beyond the first 4 GiB.
     pub fn device_byte_addr(&self) -> crate::Result<u32> {
         match self.offset.checked_add(self.bytes()) {
-            Some(end) if end <= u32::MAX as u64 => Ok(self.offset as u32),
+            Some(end) if end <= crate::collective::MAX_DEVICE_BYTE => Ok(self.offset as u32),
             _ => Err(crate::Error::InvalidArgument(format!(
                 "object at offset {} ends beyond the 4 GiB device collectives address",
                 self.offset

@@ -688,7 +688,7 @@ fn bad_input(h: &mut Harness) -> anyhow::Result<()> {
     let past = SymSlice::<u32>::from_raw(ctx.heap_size() - 8, 16);
     expect(
         "dest past the heap",
-        ctx.fcollect(Team::WORLD, &past, &s, 1),
+        ctx.fcollect(Team::WORLD, &past, &s, 4),
     );
     expect(
         "nelems above the object",

@@ -324,6 +324,13 @@ impl Shared {
     /// member to arrive answers the members.
     fn team_arrive(&self, pe: u32, team: (u32, i32, u32), seq: u64, data: Vec<u8>) {
         let (start, stride, size) = team;
+        if size == 0 || size > self.npes || (size > 1 && stride == 0) {
+            self.fail(
+                pe,
+                &format!("protocol violation: team allgather over (start {start}, stride {stride}, size {size}), which is not a team of {} PEs", self.npes),
+            );
+            return;
+        }
         let members: Option<Vec<u32>> = (0..size)
             .map(|i| {
                 let w = start as i64 + i as i64 * stride as i64;

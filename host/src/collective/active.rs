@@ -56,8 +56,15 @@ impl Context {
                 self.my_pe()
             ))
         })?;
-        self.check_sym("pSync", psync, need as u64)?;
-        Ok(Members { shape, me })
+        let deferred = self
+            .check_sym("pSync", psync, need as u64)
+            .err()
+            .map(|e| e.to_string());
+        Ok(Members {
+            shape,
+            me,
+            deferred,
+        })
     }
 
     /// `shmem_barrier`: [`Context::quiet`], then a sync of the active set.
@@ -66,9 +73,8 @@ impl Context {
     /// [`Error::InvalidArgument`] for a bad active set, one without this PE, or a
     /// pSync outside the heap or shorter than [`BARRIER_SYNC_SIZE`].
     pub fn barrier_active(&self, set: ActiveSet, psync: &SymSlice<i64>) -> Result<()> {
-        let m = self.active(set, psync, BARRIER_SYNC_SIZE)?;
         self.quiet()?;
-        self.sync_shape(m.shape)
+        self.sync_active(set, psync)
     }
 
     /// `shmem_sync` over an active set.
@@ -77,7 +83,18 @@ impl Context {
     /// As [`Context::barrier_active`].
     pub fn sync_active(&self, set: ActiveSet, psync: &SymSlice<i64>) -> Result<()> {
         let m = self.active(set, psync, BARRIER_SYNC_SIZE)?;
-        self.sync_shape(m.shape)
+        // Every member learns whether any member's pSync was bad.
+        let ok = [u8::from(m.deferred.is_none())];
+        let all = self.gather_shape(m.shape, &ok)?;
+        if let Some(why) = m.deferred {
+            return Err(Error::InvalidArgument(why));
+        }
+        match all.iter().position(|b| b.first() != Some(&1)) {
+            Some(i) => Err(Error::InvalidArgument(format!(
+                "sync: member {i} of the active set passed a bad pSync"
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// `shmem_broadcast32`/`64` (use `u32` or `u64` elements): `root` is a number in
@@ -183,12 +200,17 @@ impl Context {
         pwrk: &SymSlice<T>,
         psync: &SymSlice<i64>,
     ) -> Result<()> {
-        let m = self.active(set, psync, REDUCE_SYNC_SIZE)?;
-        self.check_sym(
-            "pWrk",
-            pwrk,
-            (nreduce / 2 + 1).max(REDUCE_MIN_WRKDATA_SIZE) as u64,
-        )?;
+        let mut m = self.active(set, psync, REDUCE_SYNC_SIZE)?;
+        if m.deferred.is_none() {
+            m.deferred = self
+                .check_sym(
+                    "pWrk",
+                    pwrk,
+                    (nreduce / 2 + 1).max(REDUCE_MIN_WRKDATA_SIZE) as u64,
+                )
+                .err()
+                .map(|e| e.to_string());
+        }
         self.reduce_inner(m, op, dest, source, nreduce)
     }
 }

@@ -38,6 +38,10 @@ use crate::team::{Team, TeamShape};
 /// workgroups with a few items each (lavapipe's copies were fastest that way).
 const ITEMS_PER_INVOCATION: u64 = 4;
 
+/// The highest byte address (exclusive) a collective's objects may reach: device
+/// addresses are u32, and the end of the last word (`w * 4 + 4`) must not wrap.
+pub const MAX_DEVICE_BYTE: u64 = (1 << 32) - 4;
+
 /// `items`, or 0 (nothing to launch) when there are no bytes to move.
 fn nonzero(bytes: u64, items: u64) -> u64 {
     if bytes == 0 {
@@ -91,6 +95,8 @@ pub(crate) struct Desc {
     skip_root: u32,
     dst: u64,
     sst: u64,
+    /// Elements the member's dest holds (checked by every member for collect).
+    cap: u64,
 }
 
 impl Desc {
@@ -107,15 +113,20 @@ impl Desc {
             skip_root: 0,
             dst: 1,
             sst: 1,
+            cap: 0,
         }
     }
 }
 
 /// A team as a collective call sees it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Members {
     pub shape: TeamShape,
     pub me: u32,
+    /// A failed check of an argument that is not the collective's own (an active
+    /// set's pSync or pWrk): reported through the agreement like the others, so
+    /// that no member leaves its peers waiting.
+    pub deferred: Option<String>,
 }
 
 impl Context {
@@ -125,6 +136,7 @@ impl Context {
         Ok(Members {
             shape: r.shape,
             me: r.my_index,
+            deferred: None,
         })
     }
 
@@ -139,16 +151,19 @@ impl Context {
                 s.len()
             )));
         }
-        let end = s.offset().checked_add(s.bytes());
+        // Only the n elements the call touches count (a raw slice's own length may
+        // be anything).
+        let bytes = n.checked_mul(es);
+        let end = bytes.and_then(|b| s.offset().checked_add(b));
         if s.offset() < control || !end.is_some_and(|e| e <= self.heap_size()) {
             return Err(Error::InvalidArgument(format!(
-                "{what}: {} bytes at offset {} are not inside the symmetric heap's allocatable part ({control}..{})",
-                s.bytes(),
+                "{what}: {n} elements of {es} bytes at offset {} are not inside the symmetric heap's allocatable part ({control}..{})",
                 s.offset(),
                 self.heap_size()
             )));
         }
-        if end.is_some_and(|e| e > u32::MAX as u64) {
+        // Device byte addresses are u32, and a word index times 4 must not wrap.
+        if end.is_some_and(|e| e > MAX_DEVICE_BYTE) {
             return Err(Error::InvalidArgument(format!(
                 "{what}: collectives address the first 4 GiB of the heap; the object ends at byte {}",
                 end.unwrap_or(0)
@@ -168,7 +183,7 @@ impl Context {
     /// (or nothing to do).
     pub(crate) fn run_collective(
         &self,
-        m: Members,
+        m: &Members,
         mut desc: Desc,
         local: Result<()>,
         same_nelems: bool,
@@ -182,6 +197,10 @@ impl Context {
             5 => Which::Alltoalls,
             _ => Which::Reduce,
         });
+        let local = match &m.deferred {
+            Some(why) => local.and(Err(Error::InvalidArgument(why.clone()))),
+            None => local,
+        };
         desc.ok = u32::from(local.is_ok());
         let blobs = self.gather_shape(m.shape, bytemuck::bytes_of(&desc))?;
         let all: Vec<Desc> = blobs
@@ -340,7 +359,7 @@ impl Context {
         let mut desc = Desc::new(Which::Broadcast, dest.offset(), source.offset(), n, es);
         desc.root = root;
         desc.skip_root = u32::from(skip_root);
-        self.run_collective(m, desc, local, true, |_| {
+        self.run_collective(&m, desc, local, true, |_| {
             let bytes = n * es as u64;
             let mut a = Self::host_args(&m, dest, source);
             a.n = bytes as u32;
@@ -399,7 +418,7 @@ impl Context {
             .check_sym("fcollect dest", dest, n * size)
             .and_then(|_| self.check_sym("fcollect source", source, n));
         let desc = Desc::new(Which::Fcollect, dest.offset(), source.offset(), n, es);
-        self.run_collective(m, desc, local, true, |_| {
+        self.run_collective(&m, desc, local, true, |_| {
             let bytes = n * es as u64;
             let mut a = Self::host_args(&m, dest, source);
             a.n = bytes as u32;
@@ -456,10 +475,19 @@ impl Context {
             // hold this PE's own part.
             self.check_sym("collect dest", dest, n)
         });
-        let desc = Desc::new(Which::Collect, dest.offset(), source.offset(), n, es);
-        self.run_collective(m, desc, local, false, |all| {
+        let mut desc = Desc::new(Which::Collect, dest.offset(), source.offset(), n, es);
+        desc.cap = dest.len() as u64;
+        self.run_collective(&m, desc, local, false, |all| {
             let counts: Vec<u64> = all.iter().map(|d| d.nelems * es as u64).collect();
             let total: u64 = counts.iter().sum();
+            // Every member checks every member's dest, so all fail alike.
+            if let Some(i) = all.iter().position(|d| d.cap < total / es as u64) {
+                return Err(Error::InvalidArgument(format!(
+                    "collect: the counts add up to {} elements; team member {i}'s dest holds {}",
+                    total / es as u64,
+                    all[i].cap
+                )));
+            }
             self.check_sym("collect dest", dest, total / es as u64)?;
             let words: Vec<u32> = counts.iter().map(|&c| c as u32).collect();
             let at = layout::host_counts_word(self.n_pes());
@@ -533,7 +561,7 @@ impl Context {
             .check_sym("alltoall dest", dest, n * size)
             .and_then(|_| self.check_sym("alltoall source", source, n * size));
         let desc = Desc::new(Which::Alltoall, dest.offset(), source.offset(), n, es);
-        self.run_collective(m, desc, local, true, |_| {
+        self.run_collective(&m, desc, local, true, |_| {
             let bytes = n * es as u64;
             let mut a = Self::host_args(&m, dest, source);
             a.n = bytes as u32;
@@ -592,13 +620,14 @@ impl Context {
         let n = nelems as u64;
         let size = m.shape.size as u64;
         // Elements spanned: the last element of the last block, plus one.
-        let span = |stride: u64| {
+        let span = |stride: u64| -> Option<u64> {
             if n == 0 {
-                0
+                Some(0)
             } else {
-                (size * n - 1) * stride + 1
+                (size * n - 1).checked_mul(stride)?.checked_add(1)
             }
         };
+        let (dspan, sspan) = (span(dst as u64), span(sst as u64));
         let local = if dst == 0 || sst == 0 {
             Err(Error::InvalidArgument(format!(
                 "alltoalls: strides must be at least 1 (dst {dst}, sst {sst})"
@@ -607,14 +636,18 @@ impl Context {
             Err(Error::InvalidArgument(format!(
                 "alltoalls: elements of 1, 2, 4 or 8 bytes, not {es}"
             )))
+        } else if let (Some(ds), Some(ss)) = (dspan, sspan) {
+            self.check_sym("alltoalls dest", dest, ds)
+                .and_then(|_| self.check_sym("alltoalls source", source, ss))
         } else {
-            self.check_sym("alltoalls dest", dest, span(dst as u64))
-                .and_then(|_| self.check_sym("alltoalls source", source, span(sst as u64)))
+            Err(Error::InvalidArgument(format!(
+                "alltoalls: strides {dst}, {sst} with {nelems} elements overflow"
+            )))
         };
         let mut desc = Desc::new(Which::Alltoalls, dest.offset(), source.offset(), n, es);
         desc.dst = dst as u64;
         desc.sst = sst as u64;
-        self.run_collective(m, desc, local, true, |_| {
+        self.run_collective(&m, desc, local, true, |_| {
             let mut a = Self::host_args(&m, dest, source);
             a.n = n as u32;
             a.x = es;

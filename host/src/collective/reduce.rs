@@ -147,7 +147,7 @@ impl Context {
         let local = self.check_reduce(&kind, op, dest, source, n);
         let mut desc = Desc::new(Which::Reduce, dest.offset(), source.offset(), n, kind.bytes);
         desc.op = op.code();
-        self.run_collective(m, desc, local, true, |_| {
+        self.run_collective(&m, desc, local, true, |_| {
             let mut a = Self::host_args(&m, dest, source);
             a.n = n as u32;
             a.x = op.code();

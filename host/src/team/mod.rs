@@ -240,9 +240,11 @@ impl Context {
         let slots = self.agree_split(&p, [1, start, stride, size], 1)?;
         // Every member checked the same arguments: all fail alike here.
         let shape = p.shape.split_strided(start, stride, size)?;
-        let teams = self.install(&[(slots[0], shape, *config)])?;
+        // The parent sync happens even when this PE's install failed, so no
+        // member waits for it forever.
+        let teams = self.install(&[(slots[0], shape, *config)]);
         self.sync_shape(p.shape)?;
-        Ok(teams[0])
+        Ok(teams?[0])
     }
 
     /// Splits `parent` into a grid of `xrange` columns (`shmem_team_split_2d`):
@@ -263,8 +265,9 @@ impl Context {
         let p = self.team_record(parent)?;
         let slots = self.agree_split(&p, [2, xrange, 0, 0], 2)?;
         let (x, y) = p.shape.split_2d(xrange, p.my_index)?;
-        let teams = self.install(&[(slots[0], x, *xconfig), (slots[1], y, *yconfig)])?;
+        let teams = self.install(&[(slots[0], x, *xconfig), (slots[1], y, *yconfig)]);
         self.sync_shape(p.shape)?;
+        let teams = teams?;
         Ok((
             teams[0].expect("a member of its row"),
             teams[1].expect("a member of its column"),
