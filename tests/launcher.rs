@@ -486,6 +486,59 @@ fn collectives_conform_on_1_to_4_and_8_pes() {
     );
 }
 
+/// `vkshmem-bench --check` over every collective reports no wrong element and
+/// writes the CSV columns of the issue.
+#[test]
+fn bench_check_reports_no_wrong_elements() {
+    let _one = one_spinning_job();
+    let bench = bin_dir()
+        .join("vkshmem-bench")
+        .to_string_lossy()
+        .into_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("out.csv");
+    let csv_arg = csv.to_string_lossy().into_owned();
+    let r = vkshmrun(
+        &[
+            "-n",
+            "3",
+            &bench,
+            "--collective",
+            "all",
+            "--check",
+            "--max-bytes",
+            "64K",
+            "--iters",
+            "3",
+            "--warmup",
+            "1",
+            "--type",
+            "int32",
+            "--op",
+            "xor",
+            "--csv",
+            &csv_arg,
+        ],
+        Duration::from_secs(300),
+    );
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("wrong=0"), "{}", r.stdout);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("collective,scope,type,op,root,npes,bytes,count,time_us,min_us,max_us,algbw_GBps,busbw_GBps,roofline_pct,wrong")
+    );
+    let rows: Vec<&str> = lines.collect();
+    assert!(rows.len() > 20, "{text}");
+    for row in rows
+        .iter()
+        .filter(|r| !r.starts_with("barrier") && !r.starts_with("sync"))
+    {
+        assert!(row.ends_with(",0"), "{row}");
+    }
+}
+
 /// `litmus: stale=N rounds=M` from a litmus run.
 fn litmus(n: &str, args: &[&str]) -> (u64, String) {
     let prog = program("litmus");

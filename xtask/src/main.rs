@@ -160,6 +160,22 @@ fn bench(npes: u32, iters: u32) -> Result<()> {
         npes,
         field(&barrier, "sync_all_us")
     );
+    // The collectives sweep (host scope for now), verified.
+    let mut c = Command::new(dir.join("vkshmrun"));
+    c.arg("-n")
+        .arg(npes.to_string())
+        .arg(dir.join("vkshmem-bench"))
+        .args([
+            "--collective",
+            "all",
+            "--check",
+            "--max-bytes",
+            "256K",
+            "--iters",
+            "10",
+        ]);
+    println!();
+    print!("{}", output(c)?);
     Ok(())
 }
 
