@@ -9,9 +9,15 @@
 //! nccl-tests' factor. `--check` runs one more call per size on pattern data and
 //! counts the destination elements that differ from a host reference.
 //!
+//! `roofline_pct`: the time the least data movement of the call would take at
+//! the copy kernel's bandwidth (measured at start on PE 0's device: a plain vec4
+//! copy, bytes read plus written per second), over the measured time. The least
+//! movement sums every PE's inputs read once and outputs written once, as all
+//! PEs of a job share one device on lavapipe (on several GPUs this overstates).
+//!
 //! Not yet here (issue 5 continues): the thread and work_group scopes timed with
-//! GPU timestamps, the copy-kernel roofline, the atomic-barrier floor, plots, a
-//! progress bar and the Open MPI comparison.
+//! GPU timestamps, the atomic-barrier floor, plots, a progress bar and the Open
+//! MPI comparison.
 
 mod metrics;
 
@@ -151,9 +157,63 @@ macro_rules! float_elem {
 }
 float_elem!(f32, f64);
 
+/// The roofline's copy kernel: a plain vec4 copy between two user buffers, one
+/// vec4 per invocation (many workgroups, as lavapipe copies fastest).
+const COPY_KERNEL: &str = "
+@group(1) @binding(0) var<storage, read_write> src: array<vec4<u32>>;
+@group(1) @binding(1) var<storage, read_write> dst: array<vec4<u32>>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
+    let i = g.x + g.y * nw.x * 64u;
+    if i < arrayLength(&src) {
+        dst[i] = src[i];
+    }
+}
+";
+
+/// The device's copy bandwidth (bytes read plus written per second): the best of
+/// five timed copies of `bytes` on this PE alone.
+fn copy_bandwidth(ctx: &Context, bytes: u64) -> anyhow::Result<f64> {
+    let a = ctx.malloc::<u8>(bytes as usize)?;
+    let b = ctx.malloc::<u8>(bytes as usize)?;
+    let k = ctx.device_kernel(COPY_KERNEL, "roofline_copy")?;
+    let vecs = bytes / 16;
+    let groups = vecs.div_ceil(64);
+    let (gx, gy) = (groups.min(65535) as u32, groups.div_ceil(65535) as u32);
+    let mut best = f64::MAX;
+    for _ in 0..5 {
+        let t = ctx.launch_timed(
+            &k,
+            [gx, gy, 1],
+            &[a.window(ctx.my_pe()), b.window(ctx.my_pe())],
+            &[],
+        )?;
+        best = best.min(t.as_secs_f64());
+    }
+    Ok(2.0 * bytes as f64 / best)
+}
+
+/// Bytes that every PE on the device together must at least read and write for
+/// one call: each PE reads its inputs once and writes its outputs once.
+fn least_traffic(coll: &str, bytes: u64, n: u64) -> Option<u64> {
+    match coll {
+        // The root reads the source; every PE writes its dest.
+        "broadcast" => Some(bytes + n * bytes),
+        // Each PE reads its own part and writes the whole result.
+        "collect" | "fcollect" => Some(n * (bytes + n * bytes)),
+        // Each PE reads its n blocks and writes n blocks.
+        "alltoall" | "alltoalls" => Some(n * 2 * n * bytes),
+        // Each PE reads its source and writes its dest.
+        "reduce" => Some(n * 2 * bytes),
+        _ => None,
+    }
+}
+
 struct Bench<'a> {
     ctx: &'a Context,
     args: &'a Args,
+    /// The copy kernel's bandwidth, bytes/s (all PEs share one device here).
+    copy_bw: f64,
     src: SymBuffer<u8>,
     dst: SymBuffer<u8>,
 }
@@ -235,7 +295,9 @@ impl Bench<'_> {
                 max_us,
                 algbw,
                 busbw: algbw.zip(factor).map(|(a, f)| a * f),
-                roofline_pct: None,
+                roofline_pct: least_traffic(coll, bytes, n as u64)
+                    .filter(|_| time_us > 0.0)
+                    .map(|b| 100.0 * (b as f64 / self.copy_bw) / (time_us * 1e-6)),
                 wrong,
             });
         }
@@ -293,7 +355,7 @@ fn print_table(rows: &[Row]) {
         "time_us",
         "min_us",
         "max_us",
-        "",
+        "roofline%",
         "algbw",
         "busbw",
         "wrong"
@@ -311,7 +373,7 @@ fn print_table(rows: &[Row]) {
             r.time_us,
             r.min_us,
             r.max_us,
-            "",
+            opt(r.roofline_pct),
             opt(r.algbw),
             opt(r.busbw),
             r.wrong.map(|w| w.to_string()).unwrap_or_else(|| "-".into())
@@ -346,9 +408,11 @@ fn main() -> anyhow::Result<()> {
     let ctx = vkshmem::init()?;
     let n = ctx.n_pes() as u64;
     let room = args.max_bytes.max(64) * n + 64;
+    let copy_bw = copy_bandwidth(&ctx, 16 << 20)?;
     let bench = Bench {
         ctx: &ctx,
         args: &args,
+        copy_bw,
         src: ctx.malloc::<u8>(room as usize)?,
         dst: ctx.malloc::<u8>(room as usize)?,
     };
@@ -371,6 +435,10 @@ fn main() -> anyhow::Result<()> {
     }
     if ctx.my_pe() == 0 {
         println!("# vkshmem-bench: {} PEs on {}", n, ctx.device_info().name);
+        println!(
+            "# roofline: copy kernel {:.2} GB/s (read + write, 16 MiB, one PE alone)",
+            copy_bw / 1e9
+        );
         print_table(&rows);
         if let Some(p) = &args.csv {
             let mut w = csv::Writer::from_path(p).with_context(|| format!("{}", p.display()))?;
