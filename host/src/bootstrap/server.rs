@@ -290,6 +290,27 @@ fn serve(stream: Arc<UnixStream>, shared: Arc<Shared>) {
     }
 }
 
+impl State {
+    /// When the job has already failed, tells `pe` (which just entered a
+    /// collective) and returns true.
+    fn tell_failure(&self, pe: u32) -> bool {
+        let Some((fpe, how)) = self.failed.clone() else {
+            return false;
+        };
+        if let Some(c) = &self.conns[pe as usize] {
+            let _ = send(
+                c,
+                &Msg::Abort {
+                    pe: fpe,
+                    reason: how,
+                },
+                &[],
+            );
+        }
+        true
+    }
+}
+
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         // A poisoned lock only means a connection thread panicked; the state itself
@@ -354,17 +375,7 @@ impl Shared {
         };
         let members = members.expect("checked above");
         let mut st = self.lock();
-        if let Some((fpe, how)) = st.failed.clone() {
-            if let Some(c) = &st.conns[pe as usize] {
-                let _ = send(
-                    c,
-                    &Msg::Abort {
-                        pe: fpe,
-                        reason: how,
-                    },
-                    &[],
-                );
-            }
+        if st.tell_failure(pe) {
             return;
         }
         if let Some(gone) = members.iter().find(|&&m| st.done[m as usize]) {
@@ -413,17 +424,7 @@ impl Shared {
     /// Records `pe`'s part of collective `seq`; the last to arrive answers everyone.
     fn arrive(&self, pe: u32, seq: u64, kind: &'static str, part: Part) {
         let mut st = self.lock();
-        if let Some((fpe, how)) = st.failed.clone() {
-            if let Some(c) = &st.conns[pe as usize] {
-                let _ = send(
-                    c,
-                    &Msg::Abort {
-                        pe: fpe,
-                        reason: how,
-                    },
-                    &[],
-                );
-            }
+        if st.tell_failure(pe) {
             return;
         }
         if let Some(gone) = st.done.iter().position(|d| *d) {

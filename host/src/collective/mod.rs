@@ -411,19 +411,38 @@ impl Context {
         source: &SymSlice<T>,
         nelems: usize,
     ) -> Result<()> {
+        self.blocks_inner(m, Which::Fcollect, dest, source, nelems, 1)
+    }
+
+    /// fcollect and alltoall: every member's dest gets `size` blocks of `nelems`
+    /// elements; the source holds `source_blocks` blocks (1 or `size`).
+    fn blocks_inner<T: Pod>(
+        &self,
+        m: Members,
+        which: Which,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nelems: usize,
+        source_blocks: u64,
+    ) -> Result<()> {
         let es = std::mem::size_of::<T>() as u32;
         let n = nelems as u64;
         let size = m.shape.size as u64;
+        let name = which.name();
         let local = self
-            .check_sym("fcollect dest", dest, n * size)
-            .and_then(|_| self.check_sym("fcollect source", source, n));
-        let desc = Desc::new(Which::Fcollect, dest.offset(), source.offset(), n, es);
+            .check_sym(&format!("{name} dest"), dest, n * size)
+            .and_then(|_| self.check_sym(&format!("{name} source"), source, n * source_blocks));
+        let desc = Desc::new(which, dest.offset(), source.offset(), n, es);
+        let kernel = match which {
+            Which::Fcollect => HostCollective::Fcollect,
+            _ => HostCollective::Alltoall,
+        };
         self.run_collective(&m, desc, local, true, |_| {
             let bytes = n * es as u64;
             let mut a = Self::host_args(&m, dest, source);
             a.n = bytes as u32;
             Ok(Some((
-                HostCollective::Fcollect,
+                kernel,
                 a,
                 nonzero(bytes, (bytes * size).div_ceil(4) + size),
             )))
@@ -554,23 +573,8 @@ impl Context {
         source: &SymSlice<T>,
         nelems: usize,
     ) -> Result<()> {
-        let es = std::mem::size_of::<T>() as u32;
-        let n = nelems as u64;
         let size = m.shape.size as u64;
-        let local = self
-            .check_sym("alltoall dest", dest, n * size)
-            .and_then(|_| self.check_sym("alltoall source", source, n * size));
-        let desc = Desc::new(Which::Alltoall, dest.offset(), source.offset(), n, es);
-        self.run_collective(&m, desc, local, true, |_| {
-            let bytes = n * es as u64;
-            let mut a = Self::host_args(&m, dest, source);
-            a.n = bytes as u32;
-            Ok(Some((
-                HostCollective::Alltoall,
-                a,
-                nonzero(bytes, (bytes * size).div_ceil(4) + size),
-            )))
-        })
+        self.blocks_inner(m, Which::Alltoall, dest, source, nelems, size)
     }
 
     /// [`Context::alltoall`] over bytes (`shmem_alltoallmem`).
