@@ -1,31 +1,55 @@
-//! `vkshmem-bench`: nccl-tests-style sweeps of the collectives, run under
-//! `vkshmrun -n N`.
+//! `vkshmem-bench`: nccl-tests-style sweeps of the collectives in every form, run
+//! under `vkshmrun -n N`.
 //!
-//! What each number includes (host scope): the wall time of one call on PE 0,
-//! from entering the collective to its return: the agreement allgather over the
-//! bootstrap, the dispatch and its completion, and the closing sync. Median,
-//! minimum and maximum over `--iters` calls after `--warmup` calls. `bytes` is one
-//! PE's contribution (the source size); algbw = bytes / time; busbw = algbw times
-//! nccl-tests' factor. `--check` runs one more call per size on pattern data and
-//! counts the destination elements that differ from a host reference.
+//! What each number includes:
 //!
-//! `roofline_pct`: the time the least data movement of the call would take at
-//! the copy kernel's bandwidth (measured at start on PE 0's device: a plain vec4
-//! copy, bytes read plus written per second), over the measured time. The least
-//! movement sums every PE's inputs read once and outputs written once, as all
-//! PEs of a job share one device on lavapipe (on several GPUs this overstates).
-//!
-//! Not yet here (issue 5 continues): the thread and work_group scopes timed with
-//! GPU timestamps, the atomic-barrier floor, plots, a progress bar and the Open
-//! MPI comparison.
+//! - **host** scope: the wall time of one call on the team's first PE, from
+//!   entering the collective to its return: the agreement allgather over the
+//!   bootstrap, the dispatch and its completion, and the closing sync. Median,
+//!   minimum and maximum over `--iters` calls after `--warmup` calls.
+//! - **thread** and **work_group** scopes: a kernel calls the device collective
+//!   (`shmem_*` from one invocation, `shmemx_*_work_group` from a workgroup of
+//!   `--workgroup-size`) in a loop inside one dispatch; the dispatch is timed with
+//!   GPU timestamps (from its start to the end of its last workgroup) and divided
+//!   by the calls it made. Each call includes its two team syncs; the dispatch
+//!   also includes the kernel's start and the wait for the peers' dispatches to
+//!   start (every launch of a waiting kernel follows a host sync of every PE).
+//!   Median, minimum and maximum over the dispatches. On drivers that cap loop
+//!   iterations (lavapipe) a dispatch makes few calls, and sizes one call cannot
+//!   fit are skipped and listed at the end.
+//! - `bytes` is one PE's contribution as nccl-tests counts it (the source of a
+//!   broadcast, collect, fcollect or reduction; one block of an alltoall);
+//!   algbw = bytes / time; busbw = algbw times nccl-tests' factor.
+//! - `roofline_pct`: the time the least data movement of the call would take at
+//!   the copy kernel's bandwidth (measured at start on this device), over the
+//!   measured time. The least movement sums every PE's inputs read once and
+//!   outputs written once, as all PEs of a job share one device on lavapipe (on
+//!   several GPUs this overstates).
+//! - `wrong` (with `--check`): one more call per size on pattern data; the number
+//!   of destination elements, summed over the team, that differ from a host
+//!   reference.
+//! - Floors, measured in the same run: one empty submit-and-wait (what every host
+//!   call pays at least) and a bare atomic counter barrier among the team's
+//!   processes on the device (no library code), the floor of the device barriers.
 
+mod device;
+mod elem;
+mod floors;
 mod metrics;
+mod report;
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context as _};
 use clap::Parser;
-use vkshmem::{Context, Reduce, ReduceOp, SymBuffer, SymSlice, Team};
+use device::{DeviceArgs, Scope};
+use elem::Elem;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use report::{Floors, Row};
+use vkshmem::{Context, DeviceKernel, ReduceOp, SymBuffer, SymSlice, Team, TeamConfig};
 
 const COLLECTIVES: [&str; 8] = [
     "barrier",
@@ -46,17 +70,20 @@ struct Args {
     /// fcollect, alltoall, alltoalls, reduce; or `all`.
     #[arg(long, default_value = "all")]
     collective: String,
-    /// host (thread and work_group are not measured yet).
+    /// Forms: a comma-separated list of host, thread, work_group; or `all`.
     #[arg(long, default_value = "host")]
     scope: String,
-    /// Element type: float, double, int8, int16, int32, int64, uint8, uint16,
-    /// uint32, uint64.
+    /// Element type (ishmem's TYPENAMEs): float, double, int8, int16, int32,
+    /// int64, uint8, uint16, uint32, uint64 (also int, long, uint, ulong, size).
     #[arg(long = "type", default_value = "float")]
     ty: String,
-    /// Reduction operation: and, or, xor, max, min, sum, prod.
+    /// Reduction operation: and, or, xor (integer types), max, min, sum, prod.
     #[arg(long, default_value = "sum")]
     op: String,
-    /// Broadcast root.
+    /// The team: `world`, or `START:STRIDE:SIZE` (a strided split of WORLD).
+    #[arg(long, default_value = "world")]
+    team: String,
+    /// Broadcast root (a PE number in the team).
     #[arg(long, default_value_t = 0)]
     root: u32,
     /// Smallest size in bytes (K/M/G suffixes).
@@ -74,123 +101,293 @@ struct Args {
     /// Untimed calls per size first.
     #[arg(long, default_value_t = 3)]
     warmup: u32,
+    /// Invocations of the workgroup that calls the work_group forms.
+    #[arg(long, default_value_t = 256)]
+    workgroup_size: u32,
     /// Check every size against a host reference (the `wrong` column).
     #[arg(long)]
     check: bool,
     /// Write the rows as CSV.
     #[arg(long)]
     csv: Option<std::path::PathBuf>,
-    /// Write the rows as JSON.
+    /// Write the floors and rows as JSON.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
+    /// Plot latency and bus bandwidth against size (PNG or SVG by extension).
+    #[arg(long)]
+    plot: Option<std::path::PathBuf>,
 }
 
-/// One result row; the CSV columns, in order.
-#[derive(Debug, Clone, serde::Serialize)]
-struct Row {
-    collective: String,
-    scope: String,
-    #[serde(rename = "type")]
-    ty: String,
-    op: String,
-    root: String,
-    npes: u32,
-    bytes: u64,
-    count: u64,
-    time_us: f64,
-    min_us: f64,
-    max_us: f64,
-    #[serde(rename = "algbw_GBps")]
-    algbw: Option<f64>,
-    #[serde(rename = "busbw_GBps")]
-    busbw: Option<f64>,
-    roofline_pct: Option<f64>,
-    wrong: Option<u64>,
+struct Bench<'a> {
+    ctx: &'a Context,
+    args: &'a Args,
+    /// The copy kernel's bandwidth, bytes/s (all PEs share one device here).
+    copy_bw: f64,
+    src: SymBuffer<u8>,
+    dst: SymBuffer<u8>,
+    /// Each PE's wrong count lands in slot `pe` of the reporter's copy.
+    wrong: SymBuffer<u64>,
+    team: Team,
+    /// The team's members, WORLD numbers in team order.
+    members: Vec<u32>,
+    /// This PE's index in the team.
+    me: Option<usize>,
+    /// The driver caps loop iterations (lavapipe).
+    capped: bool,
+    /// More PEs than CPU cores.
+    oversubscribed: bool,
+    kernels: RefCell<HashMap<String, Arc<DeviceKernel>>>,
+    skipped: RefCell<Vec<String>>,
+    progress: ProgressBar,
 }
 
-/// An element type the bench sweeps, with pattern data for `--check`.
-trait Elem: Reduce + PartialEq + std::fmt::Debug {
-    /// Small values, so float sums and products are exact in any order.
-    fn pat(pe: u32, i: usize) -> Self;
-    fn combine(op: ReduceOp, a: Self, b: Self) -> Self;
-}
+impl Bench<'_> {
+    fn reporter(&self) -> u32 {
+        self.members[0]
+    }
 
-macro_rules! int_elem {
-    ($($t:ty),*) => {$(
-        impl Elem for $t {
-            fn pat(pe: u32, i: usize) -> Self {
-                ((pe as usize * 131 + i * 7 + 1) % 97) as $t
-            }
-            fn combine(op: ReduceOp, a: Self, b: Self) -> Self {
-                match op {
-                    ReduceOp::And => a & b,
-                    ReduceOp::Or => a | b,
-                    ReduceOp::Xor => a ^ b,
-                    ReduceOp::Max => a.max(b),
-                    ReduceOp::Min => a.min(b),
-                    ReduceOp::Sum => a.wrapping_add(b),
-                    ReduceOp::Prod => a.wrapping_mul(b),
-                }
-            }
+    /// Times `f` (warmup, then iters calls) on the host, in seconds per call.
+    fn time_host(&self, mut f: impl FnMut() -> vkshmem::Result<()>) -> anyhow::Result<Vec<f64>> {
+        for _ in 0..self.args.warmup {
+            f()?;
         }
-    )*};
-}
-int_elem!(i8, u8, i16, u16, i32, u32, i64, u64);
-
-macro_rules! float_elem {
-    ($($t:ty),*) => {$(
-        impl Elem for $t {
-            fn pat(pe: u32, i: usize) -> Self {
-                (1 + (pe as usize + i) % 2) as $t
-            }
-            fn combine(op: ReduceOp, a: Self, b: Self) -> Self {
-                match op {
-                    ReduceOp::Max => a.max(b),
-                    ReduceOp::Min => a.min(b),
-                    ReduceOp::Sum => a + b,
-                    ReduceOp::Prod => a * b,
-                    _ => a,
-                }
-            }
+        let mut v = Vec::with_capacity(self.args.iters as usize);
+        for _ in 0..self.args.iters {
+            let t = Instant::now();
+            f()?;
+            v.push(t.elapsed().as_secs_f64());
         }
-    )*};
-}
-float_elem!(f32, f64);
+        Ok(v)
+    }
 
-/// The roofline's copy kernel: a plain vec4 copy between two user buffers, one
-/// vec4 per invocation (many workgroups, as lavapipe copies fastest).
-const COPY_KERNEL: &str = "
-@group(1) @binding(0) var<storage, read_write> src: array<vec4<u32>>;
-@group(1) @binding(1) var<storage, read_write> dst: array<vec4<u32>>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
-    let i = g.x + g.y * nw.x * 64u;
-    if i < arrayLength(&src) {
-        dst[i] = src[i];
+    fn kernel<T: Elem>(
+        &self,
+        coll: &str,
+        op: ReduceOp,
+        scope: Scope,
+    ) -> anyhow::Result<Arc<DeviceKernel>> {
+        let wg = self.args.workgroup_size;
+        let key = format!("{coll}_{}_{}_{}_{wg}", T::NAME, op.name(), scope.name());
+        if let Some(k) = self.kernels.borrow().get(&key) {
+            return Ok(k.clone());
+        }
+        let src = device::kernel_source::<T>(coll, op, scope, wg);
+        let k = self
+            .ctx
+            .device_kernel(&src, &format!("bench_{key}"))
+            .with_context(|| format!("compiling the {} kernel of {coll}", scope.name()))?;
+        self.kernels.borrow_mut().insert(key, k.clone());
+        Ok(k)
+    }
+
+    fn run<T: Elem>(
+        &self,
+        coll: &str,
+        op: ReduceOp,
+        scope: Option<Scope>,
+    ) -> anyhow::Result<Vec<Row>> {
+        let ctx = self.ctx;
+        if coll == "reduce"
+            && !T::BITWISE
+            && matches!(op, ReduceOp::And | ReduceOp::Or | ReduceOp::Xor)
+        {
+            bail!(
+                "--op {}: and, or and xor take integer types, not {}",
+                op.name(),
+                T::NAME
+            );
+        }
+        let n = self.members.len() as u32;
+        let es = std::mem::size_of::<T>() as u64;
+        let scope_name = scope.map_or("host", Scope::name);
+        let kernel = scope.map(|s| self.kernel::<T>(coll, op, s)).transpose()?;
+        let nth = match scope {
+            Some(Scope::WorkGroup) => self.args.workgroup_size as u64,
+            _ => 1,
+        };
+        let mut rows = Vec::new();
+        for bytes in sweep(self.args, coll, es) {
+            self.progress
+                .set_message(format!("{coll} {scope_name} {bytes} B"));
+            let count = (bytes / es) as usize;
+            let s: SymSlice<T> = SymSlice::from_raw(self.src.offset(), count * n as usize);
+            let d: SymSlice<T> = SymSlice::from_raw(self.dst.offset(), count * n as usize);
+            let per_dispatch = match scope {
+                None => self.args.iters,
+                Some(_) => {
+                    let data = device::data_iters(coll, bytes, n as u64, nth);
+                    match device::calls_per_dispatch(
+                        self.capped,
+                        self.oversubscribed,
+                        data,
+                        self.args.iters,
+                    ) {
+                        Some(k) => k,
+                        None => {
+                            self.skipped.borrow_mut().push(format!(
+                                "{coll} {scope_name} {bytes} B: one call needs more loop iterations per invocation than this driver allows"
+                            ));
+                            self.progress.inc(1);
+                            continue;
+                        }
+                    }
+                }
+            };
+            let member = self.me.is_some();
+            let team = self.team;
+            let root = self.args.root;
+            // One call (host), or `k` calls in one dispatch (device): the GPU time.
+            let call = |k: u32| -> vkshmem::Result<Option<f64>> {
+                if let Some(kernel) = &kernel {
+                    let a = DeviceArgs {
+                        team: team.device_handle(),
+                        dest: d.device_byte_addr()?,
+                        source: s.device_byte_addr()?,
+                        nelems: count as u32,
+                        root,
+                        iters: if member { k } else { 0 },
+                    };
+                    let t = ctx.launch_timed(kernel, [1, 1, 1], &[], bytemuck::bytes_of(&a))?;
+                    return Ok(Some(t.as_secs_f64()));
+                }
+                if !member {
+                    return Ok(None);
+                }
+                match coll {
+                    "barrier" => ctx.team_barrier(team)?,
+                    "sync" => ctx.team_sync(team)?,
+                    "broadcast" => ctx.broadcast(team, &d, &s, count, root)?,
+                    "collect" => ctx.collect(team, &d, &s, count)?,
+                    "fcollect" => ctx.fcollect(team, &d, &s, count)?,
+                    "alltoall" => ctx.alltoall(team, &d, &s, count)?,
+                    "alltoalls" => ctx.alltoalls(team, &d, &s, 1, 1, count)?,
+                    _ => ctx.reduce(team, op, &d, &s, count)?,
+                }
+                Ok(None)
+            };
+            let wrong = if self.args.check && bytes > 0 {
+                Some(self.check::<T>(coll, op, count, &|| call(1).map(|_| ()))?)
+            } else {
+                None
+            };
+            let samples = match scope {
+                None => {
+                    if member {
+                        self.time_host(|| call(1).map(|_| ()))?
+                    } else {
+                        Vec::new()
+                    }
+                }
+                Some(_) => {
+                    call(per_dispatch.min(self.args.warmup.max(1)))?;
+                    let dispatches = self.args.iters.div_ceil(per_dispatch).max(3);
+                    let mut v = Vec::new();
+                    for _ in 0..dispatches {
+                        if let Some(t) = call(per_dispatch)? {
+                            v.push(t / per_dispatch as f64);
+                        }
+                    }
+                    v
+                }
+            };
+            // Keeps the PEs outside the team in step.
+            ctx.barrier_all()?;
+            let (time_us, min_us, max_us) = metrics::stats_us(&samples);
+            let factor = metrics::bus_factor(coll, n);
+            let algbw = factor.map(|_| metrics::algbw_gbps(bytes, time_us));
+            rows.push(Row {
+                collective: coll.into(),
+                scope: scope_name.into(),
+                ty: T::NAME.into(),
+                op: if coll == "reduce" {
+                    op.name().into()
+                } else {
+                    String::new()
+                },
+                root: if coll == "broadcast" {
+                    root.to_string()
+                } else {
+                    String::new()
+                },
+                npes: n,
+                bytes,
+                count: count as u64,
+                time_us,
+                min_us,
+                max_us,
+                algbw,
+                busbw: algbw.zip(factor).map(|(a, f)| a * f),
+                roofline_pct: least_traffic(coll, bytes, n as u64)
+                    .filter(|_| time_us > 0.0)
+                    .map(|b| 100.0 * (b as f64 / self.copy_bw) / (time_us * 1e-6)),
+                wrong,
+            });
+            self.progress.inc(1);
+        }
+        Ok(rows)
+    }
+
+    /// One call on pattern data; the number of dest elements, over the whole team,
+    /// that differ from the host reference (on the reporter; 0 elsewhere).
+    fn check<T: Elem>(
+        &self,
+        coll: &str,
+        op: ReduceOp,
+        count: usize,
+        call: &dyn Fn() -> vkshmem::Result<()>,
+    ) -> anyhow::Result<u64> {
+        let ctx = self.ctx;
+        let me = ctx.my_pe();
+        let n = self.members.len();
+        let src: Vec<T> = (0..count * n).map(|i| T::pat(me, i)).collect();
+        self.src.write_at(me, 0, bytemuck::cast_slice(&src))?;
+        let out_len = match coll {
+            "broadcast" | "reduce" => count,
+            _ => count * n,
+        };
+        let es = std::mem::size_of::<T>();
+        self.dst.write_at(me, 0, &vec![0xa5u8; out_len * es])?;
+        ctx.barrier_all()?;
+        call()?;
+        let mut wrong = 0u64;
+        if let Some(my) = self.me {
+            let m = &self.members;
+            let root = m[self.args.root as usize];
+            let want: Vec<T> = (0..out_len)
+                .map(|k| match coll {
+                    "broadcast" => T::pat(root, k),
+                    "collect" | "fcollect" => T::pat(m[k / count], k % count),
+                    "alltoall" | "alltoalls" => T::pat(m[k / count], my * count + k % count),
+                    _ => m[1..]
+                        .iter()
+                        .fold(T::pat(m[0], k), |a, &p| T::combine(op, a, T::pat(p, k))),
+                })
+                .collect();
+            let mut got = vec![T::zeroed(); out_len];
+            self.dst
+                .read_at(me, 0, bytemuck::cast_slice_mut(&mut got))?;
+            wrong = got.iter().zip(&want).filter(|(g, w)| g != w).count() as u64;
+        }
+        // Every PE's count into the reporter's slots, summed there.
+        self.wrong
+            .write_at(self.reporter(), me as usize, &[wrong])?;
+        ctx.barrier_all()?;
+        let mut all = vec![0u64; ctx.n_pes() as usize];
+        if me == self.reporter() {
+            self.wrong.read_at(me, 0, &mut all)?;
+        }
+        ctx.barrier_all()?;
+        Ok(all.iter().sum())
     }
 }
-";
 
-/// The device's copy bandwidth (bytes read plus written per second): the best of
-/// five timed copies of `bytes` on this PE alone.
-fn copy_bandwidth(ctx: &Context, bytes: u64) -> anyhow::Result<f64> {
-    let a = ctx.malloc::<u8>(bytes as usize)?;
-    let b = ctx.malloc::<u8>(bytes as usize)?;
-    let k = ctx.device_kernel(COPY_KERNEL, "roofline_copy")?;
-    let vecs = bytes / 16;
-    let groups = vecs.div_ceil(64);
-    let (gx, gy) = (groups.min(65535) as u32, groups.div_ceil(65535) as u32);
-    let mut best = f64::MAX;
-    for _ in 0..5 {
-        let t = ctx.launch_timed(
-            &k,
-            [gx, gy, 1],
-            &[a.window(ctx.my_pe()), b.window(ctx.my_pe())],
-            &[],
-        )?;
-        best = best.min(t.as_secs_f64());
+/// The sizes of one collective's sweep (one row of 0 bytes for barrier and sync).
+fn sweep(args: &Args, coll: &str, es: u64) -> Vec<u64> {
+    if matches!(coll, "barrier" | "sync") {
+        vec![0]
+    } else {
+        metrics::sizes(args.min_bytes, args.max_bytes, args.step_factor, es)
     }
-    Ok(2.0 * bytes as f64 / best)
 }
 
 /// Bytes that every PE on the device together must at least read and write for
@@ -209,178 +406,6 @@ fn least_traffic(coll: &str, bytes: u64, n: u64) -> Option<u64> {
     }
 }
 
-struct Bench<'a> {
-    ctx: &'a Context,
-    args: &'a Args,
-    /// The copy kernel's bandwidth, bytes/s (all PEs share one device here).
-    copy_bw: f64,
-    src: SymBuffer<u8>,
-    dst: SymBuffer<u8>,
-}
-
-impl Bench<'_> {
-    /// Times `f` (warmup, then iters calls), in seconds per call.
-    fn time(&self, mut f: impl FnMut() -> vkshmem::Result<()>) -> anyhow::Result<Vec<f64>> {
-        for _ in 0..self.args.warmup {
-            f()?;
-        }
-        let mut v = Vec::with_capacity(self.args.iters as usize);
-        for _ in 0..self.args.iters {
-            let t = Instant::now();
-            f()?;
-            v.push(t.elapsed().as_secs_f64());
-        }
-        Ok(v)
-    }
-
-    fn run<T: Elem>(&self, coll: &str, op: ReduceOp) -> anyhow::Result<Vec<Row>> {
-        let ctx = self.ctx;
-        let n = ctx.n_pes();
-        let es = std::mem::size_of::<T>() as u64;
-        let sizes = if matches!(coll, "barrier" | "sync") {
-            vec![0]
-        } else {
-            metrics::sizes(
-                self.args.min_bytes,
-                self.args.max_bytes,
-                self.args.step_factor,
-                es,
-            )
-        };
-        let mut rows = Vec::new();
-        for bytes in sizes {
-            let count = (bytes / es) as usize;
-            let s: SymSlice<T> = SymSlice::from_raw(self.src.offset(), count * n as usize);
-            let d: SymSlice<T> = SymSlice::from_raw(self.dst.offset(), count * n as usize);
-            let call = |c: usize| -> vkshmem::Result<()> {
-                match coll {
-                    "barrier" => ctx.barrier_all(),
-                    "sync" => ctx.sync_all(),
-                    "broadcast" => ctx.broadcast(Team::WORLD, &d, &s, c, self.args.root),
-                    "collect" => ctx.collect(Team::WORLD, &d, &s, c),
-                    "fcollect" => ctx.fcollect(Team::WORLD, &d, &s, c),
-                    "alltoall" => ctx.alltoall(Team::WORLD, &d, &s, c),
-                    "alltoalls" => ctx.alltoalls(Team::WORLD, &d, &s, 1, 1, c),
-                    _ => ctx.reduce(Team::WORLD, op, &d, &s, c),
-                }
-            };
-            let wrong = if self.args.check && bytes > 0 {
-                Some(self.check::<T>(coll, op, count, &call)?)
-            } else {
-                None
-            };
-            let samples = self.time(|| call(count))?;
-            let (time_us, min_us, max_us) = metrics::stats_us(&samples);
-            let factor = metrics::bus_factor(coll, n);
-            let algbw = factor.map(|_| metrics::algbw_gbps(bytes, time_us));
-            rows.push(Row {
-                collective: coll.into(),
-                scope: "host".into(),
-                ty: self.args.ty.clone(),
-                op: if coll == "reduce" {
-                    op.name().into()
-                } else {
-                    String::new()
-                },
-                root: if coll == "broadcast" {
-                    self.args.root.to_string()
-                } else {
-                    String::new()
-                },
-                npes: n,
-                bytes,
-                count: count as u64,
-                time_us,
-                min_us,
-                max_us,
-                algbw,
-                busbw: algbw.zip(factor).map(|(a, f)| a * f),
-                roofline_pct: least_traffic(coll, bytes, n as u64)
-                    .filter(|_| time_us > 0.0)
-                    .map(|b| 100.0 * (b as f64 / self.copy_bw) / (time_us * 1e-6)),
-                wrong,
-            });
-        }
-        Ok(rows)
-    }
-
-    /// One call on pattern data; the number of dest elements that differ from the
-    /// host reference.
-    fn check<T: Elem>(
-        &self,
-        coll: &str,
-        op: ReduceOp,
-        count: usize,
-        call: &dyn Fn(usize) -> vkshmem::Result<()>,
-    ) -> anyhow::Result<u64> {
-        let ctx = self.ctx;
-        let (me, n) = (ctx.my_pe(), ctx.n_pes() as usize);
-        let src: Vec<T> = (0..count * n).map(|i| T::pat(me, i)).collect();
-        self.src.write_at(me, 0, bytemuck::cast_slice(&src))?;
-        let out_len = match coll {
-            "broadcast" | "reduce" => count,
-            _ => count * n,
-        };
-        self.dst
-            .write_at(me, 0, &vec![0xa5u8; out_len * std::mem::size_of::<T>()])?;
-        ctx.barrier_all()?;
-        call(count)?;
-        let want: Vec<T> = (0..out_len)
-            .map(|k| match coll {
-                "broadcast" => T::pat(self.args.root, k),
-                "collect" | "fcollect" => T::pat((k / count) as u32, k % count),
-                "alltoall" | "alltoalls" => {
-                    T::pat((k / count) as u32, me as usize * count + k % count)
-                }
-                _ => (1..n as u32).fold(T::pat(0, k), |a, p| T::combine(op, a, T::pat(p, k))),
-            })
-            .collect();
-        let mut got = vec![T::zeroed(); out_len];
-        self.dst
-            .read_at(me, 0, bytemuck::cast_slice_mut(&mut got))?;
-        ctx.barrier_all()?;
-        Ok(got.iter().zip(&want).filter(|(g, w)| g != w).count() as u64)
-    }
-}
-
-fn print_table(rows: &[Row]) {
-    println!(
-        "{:>10} {:>6} {:>7} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>6}",
-        "collective",
-        "scope",
-        "type",
-        "op",
-        "npes",
-        "bytes",
-        "time_us",
-        "min_us",
-        "max_us",
-        "roofline%",
-        "algbw",
-        "busbw",
-        "wrong"
-    );
-    let opt = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into());
-    for r in rows {
-        println!(
-            "{:>10} {:>6} {:>7} {:>5} {:>5} {:>10} {:>10.1} {:>10.1} {:>10.1} {:>10} {:>9} {:>9} {:>6}",
-            r.collective,
-            r.scope,
-            r.ty,
-            if r.op.is_empty() { "-" } else { &r.op },
-            r.npes,
-            r.bytes,
-            r.time_us,
-            r.min_us,
-            r.max_us,
-            opt(r.roofline_pct),
-            opt(r.algbw),
-            opt(r.busbw),
-            r.wrong.map(|w| w.to_string()).unwrap_or_else(|| "-".into())
-        );
-    }
-}
-
 fn parse_op(s: &str) -> anyhow::Result<ReduceOp> {
     ReduceOp::ALL
         .into_iter()
@@ -388,12 +413,44 @@ fn parse_op(s: &str) -> anyhow::Result<ReduceOp> {
         .with_context(|| format!("--op {s:?}: one of and, or, xor, max, min, sum, prod"))
 }
 
+fn parse_scopes(s: &str) -> anyhow::Result<Vec<Option<Scope>>> {
+    if s == "all" {
+        return Ok(vec![None, Some(Scope::Thread), Some(Scope::WorkGroup)]);
+    }
+    s.split(',')
+        .map(|x| match x.trim() {
+            "host" => Ok(None),
+            "thread" => Ok(Some(Scope::Thread)),
+            "work_group" => Ok(Some(Scope::WorkGroup)),
+            other => bail!("--scope {other:?}: host, thread, work_group or all"),
+        })
+        .collect()
+}
+
+/// `world` or `START:STRIDE:SIZE`: the team and its members in team order.
+fn make_team(ctx: &Context, spec: &str) -> anyhow::Result<(Team, Vec<u32>)> {
+    if spec == "world" {
+        return Ok((Team::WORLD, (0..ctx.n_pes()).collect()));
+    }
+    let v: Vec<i32> = spec
+        .split(':')
+        .map(|x| x.trim().parse::<i32>())
+        .collect::<Result<_, _>>()
+        .ok()
+        .filter(|v: &Vec<i32>| v.len() == 3)
+        .with_context(|| format!("--team {spec:?}: `world` or START:STRIDE:SIZE"))?;
+    let (start, stride, size) = (v[0], v[1], v[2]);
+    let team = ctx
+        .team_split_strided(Team::WORLD, start, stride, size, &TeamConfig::default())
+        .with_context(|| format!("--team {spec}"))?;
+    let members = (0..size).map(|i| (start + i * stride) as u32).collect();
+    Ok((team.unwrap_or(Team::INVALID), members))
+}
+
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    if args.scope != "host" {
-        bail!("--scope {}: only host is measured so far", args.scope);
-    }
     let op = parse_op(&args.op)?;
+    let scopes = parse_scopes(&args.scope)?;
     let colls: Vec<&str> = if args.collective == "all" {
         COLLECTIVES.to_vec()
     } else {
@@ -405,56 +462,120 @@ fn main() -> anyhow::Result<()> {
             COLLECTIVES.join(", ")
         );
     }
+    if !(1..=1024).contains(&args.workgroup_size) {
+        bail!("--workgroup-size {}: 1 to 1024", args.workgroup_size);
+    }
     let ctx = vkshmem::init()?;
+    let (team, members) = make_team(&ctx, &args.team)?;
+    if args.root as usize >= members.len() {
+        bail!("--root {}: the team has {} PEs", args.root, members.len());
+    }
+    let me = members.iter().position(|&p| p == ctx.my_pe());
     let n = ctx.n_pes() as u64;
     let room = args.max_bytes.max(64) * n + 64;
-    let copy_bw = copy_bandwidth(&ctx, 16 << 20)?;
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get()) as u64;
+    let capped = ctx.device_info().is_llvmpipe();
+    let oversubscribed = n > cores;
+    let reporter = members[0] == ctx.my_pe();
+
+    let copy_bps = floors::copy_bandwidth(&ctx, 16 << 20)?;
+    let empty_submit_us = floors::empty_submit_us(&ctx, args.iters)?;
+    let per_dispatch =
+        device::calls_per_dispatch(capped, oversubscribed, 0, args.iters).unwrap_or(1);
+    let atomic_barrier_us = floors::atomic_barrier_us(&ctx, &members, args.iters, per_dispatch)?;
+    let floors = Floors {
+        copy_bps,
+        empty_submit_us,
+        atomic_barrier_us,
+    };
+
+    let total: u64 = colls
+        .iter()
+        .map(|c| sweep(&args, c, 8).len().max(1) as u64)
+        .sum::<u64>()
+        * scopes.len() as u64;
+    let progress = if reporter {
+        ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr())
+    } else {
+        ProgressBar::hidden()
+    };
+    progress.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
     let bench = Bench {
         ctx: &ctx,
         args: &args,
-        copy_bw,
+        copy_bw: copy_bps,
         src: ctx.malloc::<u8>(room as usize)?,
         dst: ctx.malloc::<u8>(room as usize)?,
+        wrong: ctx.calloc::<u64>(n as usize)?,
+        team,
+        members,
+        me,
+        capped,
+        oversubscribed,
+        kernels: RefCell::default(),
+        skipped: RefCell::default(),
+        progress,
     };
     let mut rows = Vec::new();
     for coll in colls {
-        let r = match args.ty.as_str() {
-            "float" => bench.run::<f32>(coll, op),
-            "double" => bench.run::<f64>(coll, op),
-            "int8" => bench.run::<i8>(coll, op),
-            "int16" => bench.run::<i16>(coll, op),
-            "int32" | "int" => bench.run::<i32>(coll, op),
-            "int64" | "long" => bench.run::<i64>(coll, op),
-            "uint8" | "uchar" => bench.run::<u8>(coll, op),
-            "uint16" | "ushort" => bench.run::<u16>(coll, op),
-            "uint32" | "uint" => bench.run::<u32>(coll, op),
-            "uint64" | "ulong" | "size" => bench.run::<u64>(coll, op),
-            t => bail!("--type {t:?}: float, double, int8..int64, uint8..uint64"),
-        };
-        rows.extend(r.with_context(|| coll.to_string())?);
+        for &scope in &scopes {
+            let r = match args.ty.as_str() {
+                "float" => bench.run::<f32>(coll, op, scope),
+                "double" => bench.run::<f64>(coll, op, scope),
+                "int8" => bench.run::<i8>(coll, op, scope),
+                "int16" => bench.run::<i16>(coll, op, scope),
+                "int32" | "int" => bench.run::<i32>(coll, op, scope),
+                "int64" | "long" => bench.run::<i64>(coll, op, scope),
+                "uint8" | "uchar" => bench.run::<u8>(coll, op, scope),
+                "uint16" | "ushort" => bench.run::<u16>(coll, op, scope),
+                "uint32" | "uint" => bench.run::<u32>(coll, op, scope),
+                "uint64" | "ulong" | "size" => bench.run::<u64>(coll, op, scope),
+                t => bail!("--type {t:?}: float, double, int8..int64, uint8..uint64"),
+            };
+            rows.extend(
+                r.with_context(|| format!("{coll} {}", scope.map_or("host", Scope::name)))?,
+            );
+        }
     }
-    if ctx.my_pe() == 0 {
-        println!("# vkshmem-bench: {} PEs on {}", n, ctx.device_info().name);
+    bench.progress.finish_and_clear();
+    if reporter {
+        println!(
+            "# vkshmem-bench: {} PEs on {}; team {} ({} PEs)",
+            n,
+            ctx.device_info().name,
+            args.team,
+            bench.members.len()
+        );
         println!(
             "# roofline: copy kernel {:.2} GB/s (read + write, 16 MiB, one PE alone)",
-            copy_bw / 1e9
+            copy_bps / 1e9
         );
-        print_table(&rows);
+        report::print_table(&rows);
         if let Some(p) = &args.csv {
-            let mut w = csv::Writer::from_path(p).with_context(|| format!("{}", p.display()))?;
-            for r in &rows {
-                w.serialize(r)?;
-            }
-            w.flush()?;
+            report::write_csv(p, &rows)?;
         }
         if let Some(p) = &args.json {
-            std::fs::write(p, serde_json::to_string_pretty(&rows)?)
-                .with_context(|| format!("{}", p.display()))?;
+            report::write_json(p, &rows, &floors)?;
         }
-        let wrong: u64 = rows.iter().filter_map(|r| r.wrong).sum();
-        println!("# rows={} wrong={wrong}", rows.len());
+        if let Some(p) = &args.plot {
+            let title = format!("vkshmem-bench: {} PEs on {}", n, ctx.device_info().name);
+            report::plot(p, &rows, &title)?;
+        }
+        for line in report::summary(&rows, &floors, &bench.skipped.borrow()) {
+            println!("# {line}");
+        }
     }
-    drop(bench);
+    let Bench {
+        src, dst, wrong, ..
+    } = bench;
+    drop((src, dst, wrong));
+    if team != Team::WORLD && team != Team::INVALID {
+        ctx.team_destroy(team)?;
+    }
     ctx.finalize()?;
     Ok(())
 }

@@ -75,11 +75,29 @@ fn missing() -> Vec<&'static str> {
 
 /// Makes sure the loader, a driver and spirv-val are installed.
 pub fn ensure() -> Result<()> {
-    let packages = missing();
+    install(&missing(), &|| missing().is_empty())
+}
+
+/// Makes sure Open MPI's launcher and compiler wrapper are installed (for
+/// `cargo xtask bench --compare-mpi`).
+pub fn ensure_mpi() -> Result<()> {
+    let have = || {
+        quiet_ok(Command::new("mpicc").arg("--version"))
+            && quiet_ok(Command::new("mpirun").arg("--version"))
+    };
+    if have() {
+        return Ok(());
+    }
+    install(&["openmpi-bin", "libopenmpi-dev"], &have)
+}
+
+/// Installs `packages` with apt-get (as root, or through sudo without a
+/// password); otherwise says what to run. `done` says whether it worked.
+fn install(packages: &[&str], done: &dyn Fn() -> bool) -> Result<()> {
     if packages.is_empty() {
         return Ok(());
     }
-    let root = nix_is_root();
+    let root = is_root();
     let sudo = !root && quiet_ok(Command::new("sudo").args(["-n", "true"]));
     let install = format!(
         "apt-get update && apt-get install -y {}",
@@ -103,7 +121,7 @@ pub fn ensure() -> Result<()> {
     };
     cmd.arg(&install).env("DEBIAN_FRONTEND", "noninteractive");
     let st = cmd.status()?;
-    if !st.success() || !missing().is_empty() {
+    if !st.success() || !done() {
         bail!(
             "installing {} failed ({st}); try: sudo sh -c '{install}'",
             packages.join(" ")
@@ -112,7 +130,8 @@ pub fn ensure() -> Result<()> {
     Ok(())
 }
 
-fn nix_is_root() -> bool {
+/// Whether this process runs as root.
+pub fn is_root() -> bool {
     Command::new("id")
         .arg("-u")
         .output()

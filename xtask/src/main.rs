@@ -5,8 +5,11 @@
 //!   every test of the workspace.
 //! - `cargo xtask shaders`: every shipped kernel and the generated device library
 //!   through naga and spirv-val.
-//! - `cargo xtask bench`: the same set-up, then the benchmark on 4 PEs on the
-//!   default Vulkan device, printed as a table.
+//! - `cargo xtask bench`: the same set-up, then `vkshmem-bench` on 4 PEs on the
+//!   default Vulkan device (every collective in every form, verified), printed
+//!   as a table; `--compare-mpi` also runs the same sweep through Open MPI
+//!   (`benches/mpi/mpi_bench.c`, installed and built here) and prints both side
+//!   by side.
 
 mod deps;
 mod shaders;
@@ -35,14 +38,29 @@ enum Cmd {
     /// Validate every shipped kernel and the device library with naga and spirv-val.
     Shaders,
     /// Run the benchmark on the default Vulkan device and print the table.
-    Bench {
-        /// Number of PEs.
-        #[arg(short = 'n', long, default_value_t = 4)]
-        npes: u32,
-        /// Barrier iterations.
-        #[arg(long, default_value_t = 2000)]
-        iters: u32,
-    },
+    Bench(BenchArgs),
+}
+
+#[derive(clap::Args)]
+struct BenchArgs {
+    /// Number of PEs.
+    #[arg(short = 'n', long, default_value_t = 4)]
+    npes: u32,
+    /// Forms: host, thread, work_group (comma-separated) or all.
+    #[arg(long, default_value = "all")]
+    scope: String,
+    /// Largest size in bytes (K/M/G suffixes).
+    #[arg(long, default_value = "256K")]
+    max_bytes: String,
+    /// Timed calls per size.
+    #[arg(long, default_value_t = 10)]
+    iters: u32,
+    /// Also run the sweep through Open MPI on as many processes and print both.
+    #[arg(long)]
+    compare_mpi: bool,
+    /// More arguments for vkshmem-bench (after `--`), e.g. `--type double`.
+    #[arg(last = true)]
+    extra: Vec<String>,
 }
 
 fn root() -> PathBuf {
@@ -94,88 +112,119 @@ fn test(args: &[String]) -> Result<()> {
     run(t)
 }
 
-/// `key=value` fields of the line of `text` that contains `marker`.
-fn fields<'a>(text: &'a str, marker: &str) -> Result<Vec<(&'a str, &'a str)>> {
-    let line = text
-        .lines()
-        .find(|l| l.contains(marker))
-        .with_context(|| format!("no line with {marker:?} in:\n{text}"))?;
-    Ok(line
-        .split_whitespace()
-        .filter_map(|w| w.split_once('='))
-        .collect())
+/// A byte count with an optional K, M or G suffix.
+fn parse_bytes(s: &str) -> Result<u64> {
+    let (num, mul) = match s.trim().char_indices().last() {
+        Some((i, 'K' | 'k')) => (&s[..i], 1u64 << 10),
+        Some((i, 'M' | 'm')) => (&s[..i], 1 << 20),
+        Some((i, 'G' | 'g')) => (&s[..i], 1 << 30),
+        _ => (s, 1),
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mul))
+        .with_context(|| format!("{s:?} is not a byte count"))
 }
 
-fn field<'a>(f: &[(&'a str, &'a str)], key: &str) -> &'a str {
-    f.iter()
-        .find(|(k, _)| *k == key)
-        .map(|(_, v)| *v)
-        .unwrap_or("-")
+/// The rows of a CSV text with a header line, as maps from column to value.
+fn csv_rows(text: &str) -> Vec<std::collections::HashMap<String, String>> {
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let Some(head) = lines.next() else {
+        return Vec::new();
+    };
+    let cols: Vec<&str> = head.split(',').collect();
+    lines
+        .map(|l| {
+            cols.iter()
+                .zip(l.split(','))
+                .map(|(c, v)| (c.to_string(), v.to_string()))
+                .collect()
+        })
+        .collect()
 }
 
-fn bench(npes: u32, iters: u32) -> Result<()> {
+fn bench(a: &BenchArgs) -> Result<()> {
     deps::ensure()?;
     let mut build = cargo();
-    build.args(["build", "--release", "--bins", "--examples"]);
+    build.args(["build", "--release", "--bins"]);
     run(build)?;
     let dir = root().join("target/release");
-    let launch = |prog: &str, args: &[String]| -> Result<String> {
-        let mut c = Command::new(dir.join("vkshmrun"));
-        c.arg("-n")
-            .arg(npes.to_string())
-            .arg(dir.join("examples").join(prog))
-            .args(args);
-        output(c)
-    };
-    let ring_out = launch("heap_ring", &[])?;
-    let ring = fields(&ring_out, "heap_ring: ok")?;
-    // The device name has spaces: it is the rest of the line after `device=`.
-    let device = ring_out
-        .lines()
-        .find_map(|l| {
-            l.split_once("device=")
-                .map(|(_, d)| d.trim_matches('"').to_string())
-        })
-        .unwrap_or_default();
-    let barrier = launch("host_barrier", &[iters.to_string()])?;
-    let barrier = fields(&barrier, "host_barrier: ok")?;
-    println!();
-    println!("vkshmem bench: {npes} PEs, device {device}");
-    println!("{:<28} {:>6} {:>14}", "test", "npes", "result");
-    println!(
-        "{:<28} {:>6} {:>14}",
-        "heap_ring (u32 elems)",
-        npes,
-        format!("ok, {}", field(&ring, "elems"))
-    );
-    println!(
-        "{:<28} {:>6} {:>11} us",
-        "host barrier_all",
-        npes,
-        field(&barrier, "barrier_all_us")
-    );
-    println!(
-        "{:<28} {:>6} {:>11} us",
-        "host sync_all",
-        npes,
-        field(&barrier, "sync_all_us")
-    );
-    // The collectives sweep (host scope for now), verified.
+    let out_dir = root().join("target/bench");
+    std::fs::create_dir_all(&out_dir)?;
+    let csv = out_dir.join("vkshmem.csv");
     let mut c = Command::new(dir.join("vkshmrun"));
     c.arg("-n")
-        .arg(npes.to_string())
+        .arg(a.npes.to_string())
         .arg(dir.join("vkshmem-bench"))
-        .args([
-            "--collective",
-            "all",
-            "--check",
-            "--max-bytes",
-            "256K",
-            "--iters",
-            "10",
-        ]);
+        .args(["--collective", "all", "--scope", &a.scope, "--check"])
+        .args(["--max-bytes", &a.max_bytes, "--iters", &a.iters.to_string()])
+        .arg("--csv")
+        .arg(&csv)
+        .args(&a.extra);
+    // The table goes straight to the terminal (the progress bar too).
+    run(c)?;
+    if !a.compare_mpi {
+        return Ok(());
+    }
+    deps::ensure_mpi()?;
+    let exe = dir.join("mpi_bench");
+    let mut cc = Command::new("mpicc");
+    cc.args(["-O2", "-Wall", "-o"])
+        .arg(&exe)
+        .arg(root().join("benches/mpi/mpi_bench.c"));
+    run(cc)?;
+    // The type and op of the vkshmem rows, for the same MPI sweep.
+    let ours = csv_rows(&std::fs::read_to_string(&csv)?);
+    let pick = |col: &str, coll: &str| {
+        ours.iter()
+            .find(|r| r["collective"] == coll)
+            .map(|r| r[col].clone())
+            .unwrap_or_default()
+    };
+    let (ty, op) = (pick("type", "reduce"), pick("op", "reduce"));
+    let mut m = Command::new("mpirun");
+    if deps::is_root() {
+        m.arg("--allow-run-as-root");
+    }
+    m.args(["--oversubscribe", "-n", &a.npes.to_string()])
+        .arg(&exe)
+        .args(["--max-bytes", &parse_bytes(&a.max_bytes)?.to_string()])
+        .args(["--iters", &a.iters.to_string()])
+        .args(["--type", if ty.is_empty() { "float" } else { &ty }])
+        .args(["--op", if op.is_empty() { "sum" } else { &op }]);
+    let theirs_text = output(m)?;
+    std::fs::write(out_dir.join("mpi.csv"), &theirs_text)?;
+    let theirs = csv_rows(&theirs_text);
     println!();
-    print!("{}", output(c)?);
+    println!(
+        "vkshmem against Open MPI ({} processes, host memory), median us; ratio = vkshmem / MPI",
+        a.npes
+    );
+    let scopes = ["host", "work_group", "thread"];
+    print!("{:>10} {:>10} {:>10}", "collective", "bytes", "mpi_us");
+    for s in scopes {
+        print!(" {:>12} {:>8}", format!("{s}_us"), "ratio");
+    }
+    println!();
+    for t in &theirs {
+        let mpi: f64 = t["time_us"].parse().unwrap_or(f64::NAN);
+        print!("{:>10} {:>10} {:>10.2}", t["collective"], t["bytes"], mpi);
+        for s in scopes {
+            let mine = ours.iter().find(|r| {
+                r["collective"] == t["collective"] && r["bytes"] == t["bytes"] && r["scope"] == s
+            });
+            match mine.and_then(|r| r["time_us"].parse::<f64>().ok()) {
+                Some(v) => print!(" {:>12.2} {:>8.1}", v, v / mpi),
+                None => print!(" {:>12} {:>8}", "-", "-"),
+            }
+        }
+        println!();
+    }
+    println!(
+        "(CSV: {} and {})",
+        csv.display(),
+        out_dir.join("mpi.csv").display()
+    );
     Ok(())
 }
 
@@ -186,6 +235,6 @@ fn main() -> Result<()> {
             deps::ensure()?;
             shaders::check(&root())
         }
-        Cmd::Bench { npes, iters } => bench(npes, iters),
+        Cmd::Bench(a) => bench(&a),
     }
 }

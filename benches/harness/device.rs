@@ -1,0 +1,163 @@
+//! The thread and work_group scopes: a kernel per collective, element type and
+//! form that calls the device collective `iters` times in a loop inside one
+//! dispatch, timed with GPU timestamps.
+
+use crate::elem::Elem;
+use vkshmem::ReduceOp;
+
+/// A device form of the collectives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// `shmem_*`, called by one invocation (of a workgroup of 64: lavapipe cuts
+    /// the loops of one-invocation workgroups short).
+    Thread,
+    /// `shmemx_*_work_group`, called by every invocation of one workgroup.
+    WorkGroup,
+}
+
+impl Scope {
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Thread => "thread",
+            Scope::WorkGroup => "work_group",
+        }
+    }
+}
+
+/// The kernel's immediates (the WGSL struct `P` below).
+#[repr(C)]
+#[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct DeviceArgs {
+    pub team: u32,
+    pub dest: u32,
+    pub source: u32,
+    pub nelems: u32,
+    pub root: u32,
+    pub iters: u32,
+}
+
+/// The per-thread call of `coll` on elements `T` (the WGSL expression, returning
+/// i32 0 on success), with the `shmem_` prefix.
+fn call<T: Elem>(coll: &str, op: ReduceOp) -> String {
+    let tn = T::NAME;
+    match coll {
+        "barrier" => "shmem_team_barrier(a.team)".into(),
+        "sync" => "shmem_team_sync(a.team)".into(),
+        "broadcast" => format!("shmem_{tn}_broadcast(a.team, a.dest, a.source, a.nelems, a.root)"),
+        "collect" => format!("shmem_{tn}_collect(a.team, a.dest, a.source, a.nelems)"),
+        "fcollect" => format!("shmem_{tn}_fcollect(a.team, a.dest, a.source, a.nelems)"),
+        "alltoall" => format!("shmem_{tn}_alltoall(a.team, a.dest, a.source, a.nelems)"),
+        "alltoalls" => format!("shmem_{tn}_alltoalls(a.team, a.dest, a.source, 1u, 1u, a.nelems)"),
+        _ => format!(
+            "shmem_{tn}_{}_reduce(a.team, a.dest, a.source, a.nelems)",
+            op.name()
+        ),
+    }
+}
+
+/// The kernel that calls `coll` `p.iters` times in `scope`: one workgroup of
+/// `wg` invocations, or invocation 0 of a workgroup of 64 for the thread scope.
+pub fn kernel_source<T: Elem>(coll: &str, op: ReduceOp, scope: Scope, wg: u32) -> String {
+    let per_thread = call::<T>(coll, op);
+    let (size, body) = match scope {
+        Scope::Thread => (64, per_thread),
+        Scope::WorkGroup => {
+            // shmem_X(args) -> shmemx_X_work_group(args, li, wg)
+            let open = per_thread.find('(').expect("a call");
+            let name = per_thread[..open].replacen("shmem_", "shmemx_", 1);
+            let args = &per_thread[open + 1..per_thread.len() - 1];
+            let extra = if matches!(coll, "barrier" | "sync") {
+                "li".to_string()
+            } else {
+                format!("li, {wg}u")
+            };
+            (wg, format!("{name}_work_group({args}, {extra})"))
+        }
+    };
+    // Only invocation 0 makes per-thread calls; the others finish at once.
+    let callers = match scope {
+        Scope::Thread => " && li == 0u",
+        Scope::WorkGroup => "",
+    };
+    format!(
+        "struct P {{ team: u32, dest: u32, source: u32, nelems: u32, root: u32, iters: u32 }}
+var<immediate> p: P;
+@compute @workgroup_size({size})
+fn main(@builtin(local_invocation_index) li: u32) {{
+    let a = p;
+    var failed = 0u;
+    for (var k = 0u; k < a.iters{callers}; k++) {{
+        // A failed call has raised a device error, which the launch reports.
+        failed += u32({body} != 0);
+    }}
+}}
+"
+    )
+}
+
+/// How many calls one dispatch may make on a driver that caps loop iterations
+/// (lavapipe: 65535 per invocation, all loops together; the library reports a
+/// capped loop as an error). `data_iters` estimates the loop iterations one call's
+/// data movement costs each invocation; waits get a fixed allowance per call,
+/// large when PEs share cores (a wait then spins through the scheduler's time
+/// slices). `None` when one call does not fit.
+pub fn calls_per_dispatch(
+    capped: bool,
+    oversubscribed: bool,
+    data_iters: u64,
+    iters: u32,
+) -> Option<u32> {
+    if !capped {
+        return Some(iters.max(1));
+    }
+    const BUDGET: u64 = 60_000;
+    let waits = if oversubscribed { 40_000 } else { 6_000 };
+    let per_call = waits + data_iters;
+    let k = BUDGET / per_call;
+    (k > 0).then(|| (k as u32).min(iters.max(1)))
+}
+
+/// Loop iterations one invocation of `nth` spends on the data movement of one call
+/// moving `bytes` per PE contribution on `n` PEs (an overestimate: every byte the
+/// PE reads or writes, in words, times the members for reductions, which read
+/// every member's element once per item, plus a loop over the members).
+pub fn data_iters(coll: &str, bytes: u64, n: u64, nth: u64) -> u64 {
+    let words = bytes.div_ceil(4) + 1;
+    let touched = match coll {
+        "barrier" | "sync" => 0,
+        "broadcast" => 2 * words,
+        "collect" | "fcollect" => words + n * words,
+        "alltoall" | "alltoalls" => 2 * n * words,
+        _ => (n + 2) * words,
+    };
+    touched.div_ceil(nth) + 4 * n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn work_group_source_names_the_work_group_form() {
+        let s = kernel_source::<f32>("reduce", ReduceOp::Sum, Scope::WorkGroup, 128);
+        assert!(s.contains(
+            "shmemx_float_sum_reduce_work_group(a.team, a.dest, a.source, a.nelems, li, 128u)"
+        ));
+        assert!(s.contains("@workgroup_size(128)"));
+        let s = kernel_source::<u8>("barrier", ReduceOp::Sum, Scope::WorkGroup, 64);
+        assert!(s.contains("shmemx_team_barrier_work_group(a.team, li)"));
+        let s = kernel_source::<i64>("broadcast", ReduceOp::Sum, Scope::Thread, 64);
+        assert!(s.contains("shmem_int64_broadcast(a.team, a.dest, a.source, a.nelems, a.root)"));
+        assert!(s.contains("@workgroup_size(64)"));
+    }
+
+    #[test]
+    fn loop_budget() {
+        assert_eq!(calls_per_dispatch(false, true, 1 << 40, 7), Some(7));
+        assert_eq!(calls_per_dispatch(true, false, 0, 100), Some(10));
+        assert_eq!(calls_per_dispatch(true, true, 0, 100), Some(1));
+        assert_eq!(calls_per_dispatch(true, true, 30_000, 100), None);
+        assert!(data_iters("reduce", 1 << 20, 2, 1) > 1 << 18);
+        assert_eq!(data_iters("barrier", 0, 4, 256), 16);
+    }
+}

@@ -1,0 +1,64 @@
+//! The element types the bench sweeps: ishmem's TYPENAME for device code, pattern
+//! data for `--check` and the host reference of a reduction.
+
+use vkshmem::{Reduce, ReduceOp};
+
+/// An element type of the sweep.
+pub trait Elem: Reduce + PartialEq + std::fmt::Debug {
+    /// ishmem's TYPENAME (`shmem_<NAME>_sum_reduce` on the device).
+    const NAME: &'static str;
+    /// Whether and, or and xor are defined (ishmem: integer types only).
+    const BITWISE: bool;
+    /// Small values, so float sums and products are exact in any order.
+    fn pat(pe: u32, i: usize) -> Self;
+    /// The host reference of one reduction step.
+    fn combine(op: ReduceOp, a: Self, b: Self) -> Self;
+}
+
+macro_rules! int_elem {
+    ($($t:ty => $name:literal),*) => {$(
+        impl Elem for $t {
+            const NAME: &'static str = $name;
+            const BITWISE: bool = true;
+            fn pat(pe: u32, i: usize) -> Self {
+                ((pe as usize * 131 + i * 7 + 1) % 97) as $t
+            }
+            fn combine(op: ReduceOp, a: Self, b: Self) -> Self {
+                match op {
+                    ReduceOp::And => a & b,
+                    ReduceOp::Or => a | b,
+                    ReduceOp::Xor => a ^ b,
+                    ReduceOp::Max => a.max(b),
+                    ReduceOp::Min => a.min(b),
+                    ReduceOp::Sum => a.wrapping_add(b),
+                    ReduceOp::Prod => a.wrapping_mul(b),
+                }
+            }
+        }
+    )*};
+}
+int_elem!(i8 => "int8", u8 => "uint8", i16 => "int16", u16 => "uint16",
+    i32 => "int32", u32 => "uint32", i64 => "int64", u64 => "uint64");
+
+macro_rules! float_elem {
+    ($($t:ty => $name:literal),*) => {$(
+        impl Elem for $t {
+            const NAME: &'static str = $name;
+            const BITWISE: bool = false;
+            fn pat(pe: u32, i: usize) -> Self {
+                (1 + (pe as usize + i) % 2) as $t
+            }
+            fn combine(op: ReduceOp, a: Self, b: Self) -> Self {
+                match op {
+                    ReduceOp::Max => a.max(b),
+                    ReduceOp::Min => a.min(b),
+                    ReduceOp::Sum => a + b,
+                    ReduceOp::Prod => a * b,
+                    // Not defined for floats: refused before any call.
+                    ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => a,
+                }
+            }
+        }
+    )*};
+}
+float_elem!(f32 => "float", f64 => "double");

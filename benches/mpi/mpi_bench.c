@@ -1,0 +1,133 @@
+/* mpi_bench: the peer baseline of vkshmem-bench (`cargo xtask bench --compare-mpi`).
+ *
+ * The same sweep through Open MPI on host memory, timed like vkshmem-bench's host
+ * scope: the wall time of one call on rank 0 (MPI_Wtime), median, minimum and
+ * maximum over --iters calls after --warmup calls. Sizes follow vkshmem-bench:
+ * `bytes` is one rank's contribution (one block of an alltoall).
+ *
+ * Collectives: barrier and sync (MPI_Barrier), broadcast (MPI_Bcast), collect
+ * (MPI_Allgatherv), fcollect (MPI_Allgather), alltoall and alltoalls
+ * (MPI_Alltoall), reduce (MPI_Allreduce with --op).
+ *
+ * Prints CSV on rank 0: collective,type,op,npes,bytes,time_us,min_us,max_us.
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void die(const char *msg) {
+    fprintf(stderr, "mpi_bench: %s\n", msg);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+}
+
+static MPI_Datatype type_of(const char *t, size_t *size) {
+    struct { const char *name; MPI_Datatype ty; size_t size; } types[] = {
+        {"float", MPI_FLOAT, 4},   {"double", MPI_DOUBLE, 8},
+        {"int8", MPI_INT8_T, 1},   {"int16", MPI_INT16_T, 2},
+        {"int32", MPI_INT32_T, 4}, {"int64", MPI_INT64_T, 8},
+        {"uint8", MPI_UINT8_T, 1}, {"uint16", MPI_UINT16_T, 2},
+        {"uint32", MPI_UINT32_T, 4}, {"uint64", MPI_UINT64_T, 8},
+    };
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (!strcmp(t, types[i].name)) {
+            *size = types[i].size;
+            return types[i].ty;
+        }
+    die("unknown --type");
+    return MPI_DATATYPE_NULL;
+}
+
+static MPI_Op op_of(const char *o) {
+    struct { const char *name; MPI_Op op; } ops[] = {
+        {"and", MPI_BAND}, {"or", MPI_BOR}, {"xor", MPI_BXOR}, {"max", MPI_MAX},
+        {"min", MPI_MIN},  {"sum", MPI_SUM}, {"prod", MPI_PROD},
+    };
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (!strcmp(o, ops[i].name)) return ops[i].op;
+    die("unknown --op");
+    return MPI_OP_NULL;
+}
+
+int main(int argc, char **argv) {
+    const char *colls = "barrier,sync,broadcast,collect,fcollect,alltoall,alltoalls,reduce";
+    const char *type = "float", *opname = "sum";
+    uint64_t min_bytes = 8, max_bytes = 1 << 20, factor = 4;
+    int iters = 20, warmup = 3, root = 0;
+    MPI_Init(&argc, &argv);
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const char *k = argv[i], *v = argv[i + 1];
+        if (!strcmp(k, "--collective")) colls = v;
+        else if (!strcmp(k, "--type")) type = v;
+        else if (!strcmp(k, "--op")) opname = v;
+        else if (!strcmp(k, "--min-bytes")) min_bytes = strtoull(v, NULL, 10);
+        else if (!strcmp(k, "--max-bytes")) max_bytes = strtoull(v, NULL, 10);
+        else if (!strcmp(k, "--step-factor")) factor = strtoull(v, NULL, 10);
+        else if (!strcmp(k, "--iters")) iters = atoi(v);
+        else if (!strcmp(k, "--warmup")) warmup = atoi(v);
+        else if (!strcmp(k, "--root")) root = atoi(v);
+        else die("unknown option");
+    }
+    if (factor < 2) factor = 2;
+    if (iters < 1) iters = 1;
+    int me, n;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    if (root < 0 || root >= n) die("--root outside the job");
+    size_t es = 1;
+    MPI_Datatype ty = type_of(type, &es);
+    MPI_Op op = op_of(opname);
+    size_t room = (size_t)(max_bytes > 64 ? max_bytes : 64) * n + 64;
+    char *src = calloc(room, 1), *dst = calloc(room, 1);
+    int *counts = malloc(n * sizeof(int)), *displs = malloc(n * sizeof(int));
+    double *t = malloc(iters * sizeof(double));
+    if (!src || !dst || !counts || !displs || !t) die("out of memory");
+    if (me == 0) printf("collective,type,op,npes,bytes,time_us,min_us,max_us\n");
+    char list[256];
+    snprintf(list, sizeof list, "%s", colls);
+    for (char *c = strtok(list, ","); c; c = strtok(NULL, ",")) {
+        int sync = !strcmp(c, "barrier") || !strcmp(c, "sync");
+        for (uint64_t b = min_bytes < es ? es : min_bytes; b <= max_bytes; b *= factor) {
+            int count = (int)(b / es);
+            uint64_t bytes = sync ? 0 : (uint64_t)count * es;
+            for (int j = 0; j < n; j++) {
+                counts[j] = count;
+                displs[j] = j * count;
+            }
+            for (int i = -warmup; i < iters; i++) {
+                double t0 = MPI_Wtime();
+                if (sync) MPI_Barrier(MPI_COMM_WORLD);
+                else if (!strcmp(c, "broadcast")) MPI_Bcast(dst, count, ty, root, MPI_COMM_WORLD);
+                else if (!strcmp(c, "collect"))
+                    MPI_Allgatherv(src, count, ty, dst, counts, displs, ty, MPI_COMM_WORLD);
+                else if (!strcmp(c, "fcollect"))
+                    MPI_Allgather(src, count, ty, dst, count, ty, MPI_COMM_WORLD);
+                else if (!strcmp(c, "alltoall") || !strcmp(c, "alltoalls"))
+                    MPI_Alltoall(src, count, ty, dst, count, ty, MPI_COMM_WORLD);
+                else if (!strcmp(c, "reduce"))
+                    MPI_Allreduce(src, dst, count, ty, op, MPI_COMM_WORLD);
+                else die("unknown --collective");
+                if (i >= 0) t[i] = MPI_Wtime() - t0;
+            }
+            if (me == 0) {
+                qsort(t, iters, sizeof(double), cmp_double);
+                double med = iters % 2 ? t[iters / 2] : (t[iters / 2 - 1] + t[iters / 2]) / 2;
+                printf("%s,%s,%s,%d,%llu,%.3f,%.3f,%.3f\n", c, type,
+                       strcmp(c, "reduce") ? "" : opname, n, (unsigned long long)bytes,
+                       med * 1e6, t[0] * 1e6, t[iters - 1] * 1e6);
+                fflush(stdout);
+            }
+            MPI_Barrier(MPI_COMM_WORLD);
+            if (sync) break;
+        }
+    }
+    free(src); free(dst); free(counts); free(displs); free(t);
+    MPI_Finalize();
+    return 0;
+}
