@@ -496,8 +496,10 @@ fn bench_check_reports_no_wrong_elements() {
         .to_string_lossy()
         .into_owned();
     let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("out.csv");
-    let csv_arg = csv.to_string_lossy().into_owned();
+    let out = |f: &str| dir.path().join(f).to_string_lossy().into_owned();
+    let (csv, plot) = (out("out.csv"), out("out.svg"));
+    // Every collective in every form on 3 PEs, checked; sizes cross the
+    // sub-word, single-word and many-word paths of the device code.
     let r = vkshmrun(
         &[
             "-n",
@@ -505,24 +507,35 @@ fn bench_check_reports_no_wrong_elements() {
             &bench,
             "--collective",
             "all",
+            "--scope",
+            "all",
             "--check",
+            "--min-bytes",
+            "1",
             "--max-bytes",
-            "64K",
+            "4K",
+            "--step-factor",
+            "8",
             "--iters",
-            "3",
+            "2",
             "--warmup",
             "1",
             "--type",
-            "int32",
+            "int16",
             "--op",
             "xor",
+            "--workgroup-size",
+            "32",
             "--csv",
-            &csv_arg,
+            &csv,
+            "--plot",
+            &plot,
         ],
-        Duration::from_secs(300),
+        Duration::from_secs(600),
     );
     assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("wrong=0"), "{}", r.stdout);
+    assert!(r.stdout.contains(" wrong=0 "), "{}", r.stdout);
+    assert!(r.stdout.contains("# floors: empty submit"), "{}", r.stdout);
     let text = std::fs::read_to_string(&csv).unwrap();
     let mut lines = text.lines();
     assert_eq!(
@@ -530,13 +543,63 @@ fn bench_check_reports_no_wrong_elements() {
         Some("collective,scope,type,op,root,npes,bytes,count,time_us,min_us,max_us,algbw_GBps,busbw_GBps,roofline_pct,wrong")
     );
     let rows: Vec<&str> = lines.collect();
-    assert!(rows.len() > 20, "{text}");
+    for scope in ["host", "thread", "work_group"] {
+        let n = rows
+            .iter()
+            .filter(|r| r.contains(&format!(",{scope},")))
+            .count();
+        // barrier, sync and 6 collectives at 2, 16, 128 and 1024 bytes.
+        assert_eq!(n, 2 + 6 * 4, "{scope}: {text}");
+    }
     for row in rows
         .iter()
         .filter(|r| !r.starts_with("barrier") && !r.starts_with("sync"))
     {
         assert!(row.ends_with(",0"), "{row}");
     }
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(
+        svg.contains("<svg") && svg.contains("reduce work_group"),
+        "{svg}"
+    );
+}
+
+#[test]
+fn bench_on_a_team_checks_its_members_only() {
+    let _one = one_spinning_job();
+    let bench = bin_dir()
+        .join("vkshmem-bench")
+        .to_string_lossy()
+        .into_owned();
+    // PEs 2 and 0 (stride -2) of 3: PE 1 only keeps step.
+    let r = vkshmrun(
+        &[
+            "-n",
+            "3",
+            &bench,
+            "--team",
+            "2:-2:2",
+            "--root",
+            "1",
+            "--collective",
+            "broadcast,alltoall,reduce",
+            "--check",
+            "--max-bytes",
+            "1K",
+            "--iters",
+            "2",
+            "--type",
+            "double",
+            "--op",
+            "max",
+        ],
+        Duration::from_secs(300),
+    );
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("team 2:-2:2 (2 PEs)"), "{}", r.stdout);
+    assert!(r.stdout.contains(" wrong=0 "), "{}", r.stdout);
+    let rows = r.stdout.lines().filter(|l| l.contains(" host ")).count();
+    assert_eq!(rows, 3 * 4, "{}", r.stdout);
 }
 
 /// `litmus: stale=N rounds=M` from a litmus run.

@@ -2,7 +2,7 @@
 //! run on the same device:
 //!
 //! - the copy roofline: a plain vec4 copy kernel's bandwidth (bytes read plus
-//!   written per second);
+//!   written per second), every PE copying at once as they share the device;
 //! - the empty submit: one empty command buffer submitted and waited for, the
 //!   least any host-initiated device operation costs;
 //! - the atomic barrier: a bare counter barrier between the team's processes on
@@ -14,15 +14,15 @@ use std::time::Instant;
 
 use vkshmem::{Context, SymBuffer};
 
-/// The roofline's copy kernel: a plain vec4 copy between two user buffers, one
-/// vec4 per invocation (many workgroups, as lavapipe copies fastest).
+/// The roofline's copy kernel: a plain vec4 copy between two user buffers, each
+/// invocation striding over the vec4s (the wide reduction's access pattern).
 const COPY_KERNEL: &str = "
 @group(1) @binding(0) var<storage, read_write> src: array<vec4<u32>>;
 @group(1) @binding(1) var<storage, read_write> dst: array<vec4<u32>>;
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
-    let i = g.x + g.y * nw.x * 64u;
-    if i < arrayLength(&src) {
+    let n = arrayLength(&src);
+    for (var i = g.x; i < n; i += nw.x * 64u) {
         dst[i] = src[i];
     }
 }
@@ -62,26 +62,31 @@ fn main(@builtin(local_invocation_index) li: u32) {{
     )
 }
 
-/// The device's copy bandwidth (bytes read plus written per second): the best of
-/// five timed copies of `bytes` on this PE alone.
+/// The device's copy bandwidth (bytes read plus written per second, all PEs of
+/// the job together, as they share the device): every PE copies `bytes` at the
+/// same time; the best of three at each of several workgroup counts (from a few
+/// per core to one vec4 per invocation), counting every PE's bytes over this
+/// PE's time. Collective.
 pub fn copy_bandwidth(ctx: &Context, bytes: u64) -> anyhow::Result<f64> {
     let a = ctx.malloc::<u8>(bytes as usize)?;
     let b = ctx.malloc::<u8>(bytes as usize)?;
     let k = ctx.device_kernel(COPY_KERNEL, "roofline_copy")?;
-    let vecs = bytes / 16;
-    let groups = vecs.div_ceil(64);
-    let (gx, gy) = (groups.min(65535) as u32, groups.div_ceil(65535) as u32);
+    let one_each = (bytes / 16).div_ceil(64).min(65535) as u32;
     let mut best = f64::MAX;
-    for _ in 0..5 {
-        let t = ctx.launch_timed(
-            &k,
-            [gx, gy, 1],
-            &[a.window(ctx.my_pe()), b.window(ctx.my_pe())],
-            &[],
-        )?;
-        best = best.min(t.as_secs_f64());
+    for groups in [16, 64, 256, 1024, 4096, one_each] {
+        for _ in 0..3 {
+            ctx.barrier_all()?;
+            let t = ctx.launch_timed(
+                &k,
+                [groups.min(one_each), 1, 1],
+                &[a.window(ctx.my_pe()), b.window(ctx.my_pe())],
+                &[],
+            )?;
+            best = best.min(t.as_secs_f64());
+        }
     }
-    Ok(2.0 * bytes as f64 / best)
+    ctx.barrier_all()?;
+    Ok(ctx.n_pes() as f64 * 2.0 * bytes as f64 / best)
 }
 
 /// One empty submit-and-wait on this PE's queue: the median over `iters`, in µs.

@@ -21,10 +21,11 @@
 //!   broadcast, collect, fcollect or reduction; one block of an alltoall);
 //!   algbw = bytes / time; busbw = algbw times nccl-tests' factor.
 //! - `roofline_pct`: the time the least data movement of the call would take at
-//!   the copy kernel's bandwidth (measured at start on this device), over the
-//!   measured time. The least movement sums every PE's inputs read once and
-//!   outputs written once, as all PEs of a job share one device on lavapipe (on
-//!   several GPUs this overstates).
+//!   the copy kernel's bandwidth (measured at start: every PE copies 16 MiB at
+//!   once, read plus written bytes of all PEs over the time), over the measured
+//!   time. The least movement sums every PE's inputs read once and outputs
+//!   written once, as all PEs of a job share one device on lavapipe (on several
+//!   GPUs both sums run over devices that do not share memory).
 //! - `wrong` (with `--check`): one more call per size on pattern data; the number
 //!   of destination elements, summed over the team, that differ from a host
 //!   reference.
@@ -121,7 +122,7 @@ struct Args {
 struct Bench<'a> {
     ctx: &'a Context,
     args: &'a Args,
-    /// The copy kernel's bandwidth, bytes/s (all PEs share one device here).
+    /// The copy kernel's bandwidth, bytes/s, all PEs copying at once.
     copy_bw: f64,
     src: SymBuffer<u8>,
     dst: SymBuffer<u8>,
@@ -551,7 +552,7 @@ fn main() -> anyhow::Result<()> {
             bench.members.len()
         );
         println!(
-            "# roofline: copy kernel {:.2} GB/s (read + write, 16 MiB, one PE alone)",
+            "# roofline: copy kernel {:.2} GB/s (read + write, 16 MiB on each of the {n} PEs at once)",
             copy_bps / 1e9
         );
         report::print_table(&rows);

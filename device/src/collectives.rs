@@ -616,6 +616,133 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw
     }
 }
 
+/// The largest team whose host reductions take the wide path (two storage
+/// bindings per member, see [`wide_reduce_source`]).
+pub const WIDE_REDUCE_MAX_MEMBERS: u32 = 8;
+
+/// The bytes a wide-path window may span: Vulkan's least `maxStorageBufferRange`
+/// (2^27), so that every device takes the same path (every member must split the
+/// work the same way).
+pub const WIDE_WINDOW_MAX_BYTES: u64 = 1 << 27;
+
+/// Window offsets of the wide path are multiples of this: Vulkan's largest
+/// `minStorageBufferOffsetAlignment` (256), again the same on every device.
+pub const WIDE_WINDOW_ALIGN: u64 = 256;
+
+/// The immediates of the wide reduction kernel (`WideArgs` in its WGSL).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct WideArgs {
+    /// First vec4 index of this PE's share.
+    pub first: u32,
+    /// End (exclusive) of this PE's share.
+    pub end: u32,
+    /// Elements (32-bit words) in the reduction.
+    pub words: u32,
+    /// vec4 index of the source in each source window.
+    pub s0: u32,
+    /// vec4 index of the dest in each dest window.
+    pub d0: u32,
+}
+
+/// The host reduction kernel's wide path for a 4-byte `kind`, `op` and a team of
+/// `members`: the members' sources are bindings 0..members and their dests
+/// bindings members..2*members, so each vec4 of this PE's share is read from
+/// every source and written to every dest with plain vector accesses (no
+/// per-access PE switch or bounds check: the host bound exactly the objects).
+/// The last vec4 of a count that is not a multiple of 4 is written word by
+/// word. Sources and dests must be 16-byte aligned. `None` for other kinds or
+/// too many members.
+pub fn wide_reduce_source(kind: &Kind, op: ReduceOp, members: u32) -> Option<String> {
+    if kind.bytes != 4 || members == 0 || members > WIDE_REDUCE_MAX_MEMBERS {
+        return None;
+    }
+    if kind.float && matches!(op, ReduceOp::And | ReduceOp::Or | ReduceOp::Xor) {
+        return None;
+    }
+    let v = match (kind.float, kind.signed) {
+        (true, _) => "vec4<f32>",
+        (false, true) => "vec4<i32>",
+        (false, false) => "vec4<u32>",
+    };
+    let combine = match op {
+        ReduceOp::And => "acc & x",
+        ReduceOp::Or => "acc | x",
+        ReduceOp::Xor => "acc ^ x",
+        ReduceOp::Max => "max(acc, x)",
+        ReduceOp::Min => "min(acc, x)",
+        ReduceOp::Sum => "acc + x",
+        ReduceOp::Prod => "acc * x",
+    };
+    let mut s = String::from(
+        "struct WideArgs { first: u32, end: u32, words: u32, s0: u32, d0: u32 }\nvar<immediate> w: WideArgs;\n",
+    );
+    for j in 0..members {
+        let _ = writeln!(
+            s,
+            "@group(1) @binding({j}) var<storage, read_write> s_{j}: array<vec4<u32>>;"
+        );
+    }
+    for j in 0..members {
+        let _ = writeln!(
+            s,
+            "@group(1) @binding({}) var<storage, read_write> d_{j}: array<vec4<u32>>;",
+            members + j
+        );
+    }
+    let _ = writeln!(
+        s,
+        "@compute @workgroup_size({HOST_WORKGROUP})
+fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {{
+    let a = w;
+    let nth = nw.x * {HOST_WORKGROUP}u;
+    for (var i = a.first + g.x; i < a.end; i += nth) {{
+        var acc = bitcast<{v}>(s_0[a.s0 + i]);"
+    );
+    for j in 1..members {
+        let _ = writeln!(
+            s,
+            "        {{ let x = bitcast<{v}>(s_{j}[a.s0 + i]); acc = {combine}; }}"
+        );
+    }
+    let _ = writeln!(s, "        let r = bitcast<vec4<u32>>(acc);\n        let left = a.words - i * 4u;\n        if left >= 4u {{");
+    for j in 0..members {
+        let _ = writeln!(s, "            d_{j}[a.d0 + i] = r;");
+    }
+    let _ = writeln!(s, "        }} else {{");
+    for j in 0..members {
+        let _ = writeln!(
+            s,
+            "            d_{j}[a.d0 + i].x = r.x;\n            if left > 1u {{ d_{j}[a.d0 + i].y = r.y; }}\n            if left > 2u {{ d_{j}[a.d0 + i].z = r.z; }}"
+        );
+    }
+    s.push_str("        }\n    }\n}\n");
+    Some(s)
+}
+
+#[cfg(test)]
+mod wide_tests {
+    use super::*;
+
+    #[test]
+    fn wide_reduce_kernels_for_4_byte_kinds_only() {
+        let f32k = kind("f32").unwrap();
+        let s = wide_reduce_source(&f32k, ReduceOp::Sum, 3).unwrap();
+        assert!(s.contains("@binding(5) var<storage, read_write> d_2"));
+        assert!(s.contains("let x = bitcast<vec4<f32>>(s_2[a.s0 + i]); acc = acc + x;"));
+        assert!(wide_reduce_source(&f32k, ReduceOp::Xor, 3).is_none());
+        assert!(wide_reduce_source(&kind("u64").unwrap(), ReduceOp::Sum, 2).is_none());
+        assert!(wide_reduce_source(&kind("i32").unwrap(), ReduceOp::Max, 9).is_none());
+        let s = wide_reduce_source(&kind("u32").unwrap(), ReduceOp::Xor, 1).unwrap();
+        assert!(!s.contains("let x"));
+        // The immediates match WideArgs.
+        assert_eq!(std::mem::size_of::<WideArgs>(), 20);
+        assert!(
+            s.contains("struct WideArgs { first: u32, end: u32, words: u32, s0: u32, d0: u32 }")
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

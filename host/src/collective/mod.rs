@@ -24,6 +24,7 @@
 
 pub mod active;
 pub mod reduce;
+mod wide;
 
 use bytemuck::{Pod, Zeroable};
 use vkshmem_device::collectives::{HostArgs, HostCollective, HOST_WORKGROUP};

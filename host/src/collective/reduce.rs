@@ -148,6 +148,9 @@ impl Context {
         let mut desc = Desc::new(Which::Reduce, dest.offset(), source.offset(), n, kind.bytes);
         desc.op = op.code();
         self.run_collective(&m, desc, local, true, |_| {
+            if self.reduce_wide(&m, &kind, op, dest.offset(), source.offset(), n)? {
+                return Ok(None);
+            }
             let mut a = Self::host_args(&m, dest, source);
             a.n = n as u32;
             a.x = op.code();

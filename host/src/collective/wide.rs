@@ -1,0 +1,153 @@
+//! The wide path of host reductions: for 4-byte kinds on 16-byte aligned objects
+//! and teams of up to [`WIDE_REDUCE_MAX_MEMBERS`], a kernel that binds every
+//! member's source and dest directly and moves vec4s (see
+//! `vkshmem_device::collectives::wide_reduce_source`). The split of the work is
+//! the generic path's (each member combines one slice and writes it to every
+//! member) but by vec4 instead of by word, so every member of a call must take
+//! the same path: the choice depends only on values the members agreed on and on
+//! the heap size (symmetric), never on the device.
+
+use vkshmem_device::collectives::{
+    self, Kind, ReduceOp, WideArgs, HOST_WORKGROUP, WIDE_REDUCE_MAX_MEMBERS, WIDE_WINDOW_ALIGN,
+    WIDE_WINDOW_MAX_BYTES,
+};
+
+use super::Members;
+use crate::context::{Context, HeapWindow};
+use crate::error::Result;
+
+/// One member's wide-path launch: the windows and the kernel's immediates.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct WidePlan {
+    /// Start and length of every member's source window.
+    pub src: (u64, u64),
+    /// Start and length of every member's dest window.
+    pub dst: (u64, u64),
+    pub args: WideArgs,
+}
+
+/// The wide plan of member `me` of `members` reducing `n` elements of `es` bytes
+/// from byte offset `source` into `dest`, in a heap of `heap` bytes; `None` when
+/// the call must take the generic path.
+pub(crate) fn plan(
+    es: u32,
+    members: u32,
+    me: u32,
+    dest: u64,
+    source: u64,
+    n: u64,
+    heap: u64,
+) -> Option<WidePlan> {
+    if es != 4 || n == 0 || members == 0 || members > WIDE_REDUCE_MAX_MEMBERS {
+        return None;
+    }
+    if dest % 16 != 0 || source % 16 != 0 || n > u32::MAX as u64 {
+        return None;
+    }
+    let vecs = n.div_ceil(4);
+    // The window of an object: from the aligned start below it to its last vec4
+    // (reading the few bytes past its end is harmless; writing them is not, and
+    // the kernel does not).
+    let window = |at: u64| -> Option<(u64, u64)> {
+        let start = at - at % WIDE_WINDOW_ALIGN;
+        let end = at + vecs * 16;
+        (end <= heap && end - start <= WIDE_WINDOW_MAX_BYTES).then_some((start, end - start))
+    };
+    let (src, dst) = (window(source)?, window(dest)?);
+    // vks_share: ceil(vecs / members) per member.
+    let per = vecs.div_ceil(members as u64);
+    let first = (me as u64 * per).min(vecs);
+    let end = (first + per).min(vecs);
+    Some(WidePlan {
+        src,
+        dst,
+        args: WideArgs {
+            first: first as u32,
+            end: end as u32,
+            words: n as u32,
+            s0: ((source - src.0) / 16) as u32,
+            d0: ((dest - dst.0) / 16) as u32,
+        },
+    })
+}
+
+impl Context {
+    /// Runs this member's share of a reduction on the wide path when the call
+    /// qualifies; `false` (nothing done) when it must take the generic path.
+    pub(crate) fn reduce_wide(
+        &self,
+        m: &Members,
+        kind: &Kind,
+        op: ReduceOp,
+        dest: u64,
+        source: u64,
+        n: u64,
+    ) -> Result<bool> {
+        let size = m.shape.size;
+        let Some(p) = plan(kind.bytes, size, m.me, dest, source, n, self.heap_size()) else {
+            return Ok(false);
+        };
+        let Some(src) = collectives::wide_reduce_source(kind, op, size) else {
+            return Ok(false);
+        };
+        let k = self.device_kernel(
+            &src,
+            &format!("vkshmem_wide_reduce_{}_{}_{size}", kind.name, op.name()),
+        )?;
+        let items = (p.args.end - p.args.first) as u64;
+        if items == 0 {
+            return Ok(true);
+        }
+        let windows: Vec<HeapWindow> = [p.src, p.dst]
+            .iter()
+            .flat_map(|&(offset, bytes)| {
+                m.shape
+                    .members()
+                    .map(move |pe| HeapWindow { pe, offset, bytes })
+            })
+            .collect();
+        let max = (self.device_info().max_workgroups_x as u64).min(65535);
+        let groups = items.div_ceil(HOST_WORKGROUP as u64).clamp(1, max) as u32;
+        self.launch(&k, [groups, 1, 1], &windows, bytemuck::bytes_of(&p.args))?;
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_cover_every_vec4_once() {
+        for members in 1..=WIDE_REDUCE_MAX_MEMBERS {
+            for n in [1u64, 3, 4, 5, 17, 1000, 1 << 20] {
+                let mut next = 0;
+                for me in 0..members {
+                    let p = plan(4, members, me, 4096, 8192, n, 1 << 30).unwrap();
+                    assert!(p.args.first as u64 <= p.args.end as u64);
+                    if p.args.first < p.args.end {
+                        assert_eq!(p.args.first, next, "members {members} n {n}");
+                        next = p.args.end;
+                    }
+                }
+                assert_eq!(next as u64, n.div_ceil(4));
+            }
+        }
+    }
+
+    #[test]
+    fn windows_and_fallbacks() {
+        let p = plan(4, 2, 0, 256 + 48, 512 + 16, 10, 4096).unwrap();
+        assert_eq!(p.dst, (256, 48 + 48));
+        assert_eq!(p.src, (512, 16 + 48));
+        assert_eq!((p.args.d0, p.args.s0), (3, 1));
+        assert_eq!((p.args.first, p.args.end, p.args.words), (0, 2, 10));
+        // Not 4-byte, misaligned, too many members, past the heap, too large.
+        assert!(plan(8, 2, 0, 0, 256, 10, 4096).is_none());
+        assert!(plan(4, 2, 0, 4, 256, 10, 4096).is_none());
+        assert!(plan(4, WIDE_REDUCE_MAX_MEMBERS + 1, 0, 0, 256, 10, 4096).is_none());
+        assert!(plan(4, 2, 0, 4096 - 16, 0, 10, 4096).is_none());
+        assert!(plan(4, 2, 0, 0, 1 << 28, 1 << 26, 1 << 30).is_none());
+        assert!(plan(4, 2, 0, 0, 0, 0, 4096).is_none());
+    }
+}
