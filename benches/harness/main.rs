@@ -480,10 +480,16 @@ fn main() -> anyhow::Result<()> {
     let reporter = members[0] == ctx.my_pe();
 
     let copy_bps = floors::copy_bandwidth(&ctx, 16 << 20)?;
-    let empty_submit_us = floors::empty_submit_us(&ctx, args.iters)?;
     let per_dispatch =
         device::calls_per_dispatch(capped, oversubscribed, 0, args.iters).unwrap_or(1);
     let atomic_barrier_us = floors::atomic_barrier_us(&ctx, &members, args.iters, per_dispatch)?;
+    // The reporter alone, while the others wait in a barrier (idle, not compiling).
+    let empty_submit_us = if reporter {
+        floors::empty_submit_us(&ctx, args.iters.max(20))?
+    } else {
+        0.0
+    };
+    ctx.barrier_all()?;
     let floors = Floors {
         copy_bps,
         empty_submit_us,
