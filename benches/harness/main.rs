@@ -65,7 +65,7 @@ const COLLECTIVES: [&str; 8] = [
 
 /// Sweeps of vkshmem's collectives (run it under `vkshmrun -n N`).
 #[derive(Parser, Debug)]
-#[command(name = "vkshmem-bench", version)]
+#[command(name = "vkshmem-bench", version, args_override_self = true)]
 struct Args {
     /// Collectives: a comma-separated list of barrier, sync, broadcast, collect,
     /// fcollect, alltoall, alltoalls, reduce; or `all`.
@@ -448,6 +448,17 @@ fn make_team(ctx: &Context, spec: &str) -> anyhow::Result<(Team, Vec<u32>)> {
     Ok((team.unwrap_or(Team::INVALID), members))
 }
 
+/// The element size of a `--type`.
+fn elem_size(ty: &str) -> anyhow::Result<u64> {
+    Ok(match ty {
+        "int8" | "uint8" | "uchar" => 1,
+        "int16" | "uint16" | "ushort" => 2,
+        "float" | "int32" | "int" | "uint32" | "uint" => 4,
+        "double" | "int64" | "long" | "uint64" | "ulong" | "size" => 8,
+        t => bail!("--type {t:?}: float, double, int8..int64, uint8..uint64"),
+    })
+}
+
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let op = parse_op(&args.op)?;
@@ -466,6 +477,17 @@ fn main() -> anyhow::Result<()> {
     if !(1..=1024).contains(&args.workgroup_size) {
         bail!("--workgroup-size {}: 1 to 1024", args.workgroup_size);
     }
+    let es = elem_size(&args.ty)?;
+    // Outputs are checked before the sweep, not found wrong at its end.
+    if let Some(p) = &args.plot {
+        report::plot_ready(p)?;
+    }
+    for p in [&args.csv, &args.json, &args.plot].into_iter().flatten() {
+        let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+        if dir.is_some_and(|d| !d.is_dir()) {
+            bail!("{}: no such directory", p.display());
+        }
+    }
     let ctx = vkshmem::init()?;
     let (team, members) = make_team(&ctx, &args.team)?;
     if args.root as usize >= members.len() {
@@ -476,10 +498,18 @@ fn main() -> anyhow::Result<()> {
     let room = args.max_bytes.max(64) * n + 64;
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get()) as u64;
     let capped = ctx.device_info().is_llvmpipe();
-    let oversubscribed = n > cores;
     let reporter = members[0] == ctx.my_pe();
+    // Launch counts depend on it: every PE takes the first PE's view.
+    let flags = ctx.calloc::<u64>(1)?;
+    if ctx.my_pe() == 0 {
+        for pe in 0..ctx.n_pes() {
+            flags.write_at(pe, 0, &[u64::from(n > cores)])?;
+        }
+    }
+    ctx.barrier_all()?;
+    let oversubscribed = flags.to_vec()?[0] != 0;
 
-    let copy_bps = floors::copy_bandwidth(&ctx, 16 << 20)?;
+    let copy_bps = floors::copy_bandwidth(&ctx, (16 << 20).min(ctx.heap_size() / 8))?;
     let per_dispatch =
         device::calls_per_dispatch(capped, oversubscribed, 0, args.iters).unwrap_or(1);
     let atomic_barrier_us = floors::atomic_barrier_us(&ctx, &members, args.iters, per_dispatch)?;
@@ -498,7 +528,7 @@ fn main() -> anyhow::Result<()> {
 
     let total: u64 = colls
         .iter()
-        .map(|c| sweep(&args, c, 8).len().max(1) as u64)
+        .map(|c| sweep(&args, c, es).len().max(1) as u64)
         .sum::<u64>()
         * scopes.len() as u64;
     let progress = if reporter {
@@ -579,7 +609,7 @@ fn main() -> anyhow::Result<()> {
     let Bench {
         src, dst, wrong, ..
     } = bench;
-    drop((src, dst, wrong));
+    drop((src, dst, wrong, flags));
     if team != Team::WORLD && team != Team::INVALID {
         ctx.team_destroy(team)?;
     }

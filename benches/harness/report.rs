@@ -175,7 +175,7 @@ pub fn plot(path: &Path, rows: &[Row], title: &str) -> anyhow::Result<()> {
         .and_then(|e| e.to_str())
         .unwrap_or("")
         .to_ascii_lowercase();
-    register_font()?;
+    plot_ready(path)?;
     let size = (1400, 600);
     match ext.as_str() {
         "svg" => draw(SVGBackend::new(path, size).into_drawing_area(), rows, title),
@@ -192,8 +192,30 @@ pub fn plot(path: &Path, rows: &[Row], title: &str) -> anyhow::Result<()> {
     .with_context(|| format!("plotting to {}", path.display()))
 }
 
-/// Text needs a TrueType font: the first of the usual system ones.
+/// Whether `path` can be plotted to (its extension, a font), checked before a
+/// sweep rather than after it.
+pub fn plot_ready(path: &Path) -> anyhow::Result<()> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if ext != "png" && ext != "svg" {
+        bail!(
+            "--plot {}: the file must end in .png or .svg",
+            path.display()
+        );
+    }
+    register_font()
+}
+
+/// Text needs a TrueType font: the first of the usual system ones (registered
+/// once).
 fn register_font() -> anyhow::Result<()> {
+    static DONE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    if DONE.get().is_some() {
+        return Ok(());
+    }
     const FONTS: [&str; 3] = [
         "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
         "/usr/share/fonts/TTF/DejaVuSans.ttf",
@@ -205,7 +227,9 @@ fn register_font() -> anyhow::Result<()> {
     // The font lives as long as the process (plotters keeps a 'static reference).
     let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
     plotters::style::register_font("sans-serif", plotters::style::FontStyle::Normal, bytes)
-        .map_err(|_| anyhow::anyhow!("the system font could not be read"))
+        .map_err(|_| anyhow::anyhow!("the system font could not be read"))?;
+    let _ = DONE.set(());
+    Ok(())
 }
 
 fn draw<DB: plotters::prelude::DrawingBackend>(

@@ -166,6 +166,26 @@ fn bench(a: &BenchArgs) -> Result<()> {
     if !a.compare_mpi {
         return Ok(());
     }
+    // The MPI sweep must be the same sweep: the options that shape it follow.
+    let value = |key: &str| {
+        a.extra
+            .iter()
+            .position(|x| x == key)
+            .and_then(|i| a.extra.get(i + 1))
+            .cloned()
+    };
+    if value("--team").is_some() {
+        bail!("--compare-mpi runs on every PE: leave out --team");
+    }
+    let mut same = Vec::new();
+    for key in ["--step-factor", "--warmup", "--root", "--collective"] {
+        if let Some(v) = value(key).filter(|v| v != "all") {
+            same.extend([key.to_string(), v]);
+        }
+    }
+    if let Some(v) = value("--min-bytes") {
+        same.extend(["--min-bytes".to_string(), parse_bytes(&v)?.to_string()]);
+    }
     deps::ensure_mpi()?;
     let exe = dir.join("mpi_bench");
     let mut cc = Command::new("mpicc");
@@ -191,7 +211,8 @@ fn bench(a: &BenchArgs) -> Result<()> {
         .args(["--max-bytes", &parse_bytes(&a.max_bytes)?.to_string()])
         .args(["--iters", &a.iters.to_string()])
         .args(["--type", if ty.is_empty() { "float" } else { &ty }])
-        .args(["--op", if op.is_empty() { "sum" } else { &op }]);
+        .args(["--op", if op.is_empty() { "sum" } else { &op }])
+        .args(&same);
     let theirs_text = output(m)?;
     std::fs::write(out_dir.join("mpi.csv"), &theirs_text)?;
     let theirs = csv_rows(&theirs_text);

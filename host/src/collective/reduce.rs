@@ -144,11 +144,20 @@ impl Context {
     ) -> Result<()> {
         let kind: Kind = collectives::kind(T::KIND).expect("every Reduce kind is in the table");
         let n = nreduce as u64;
-        let local = self.check_reduce(&kind, op, dest, source, n);
+        let mut local = self.check_reduce(&kind, op, dest, source, n);
+        // The wide path's kernel is built before the agreement (see wide.rs).
+        let mut wide = None;
+        if local.is_ok() {
+            match self.wide_prepare(&m, &kind, op, dest.offset(), source.offset(), n) {
+                Ok(w) => wide = w,
+                Err(e) => local = Err(e),
+            }
+        }
         let mut desc = Desc::new(Which::Reduce, dest.offset(), source.offset(), n, kind.bytes);
         desc.op = op.code();
         self.run_collective(&m, desc, local, true, |_| {
-            if self.reduce_wide(&m, &kind, op, dest.offset(), source.offset(), n)? {
+            if let Some((k, p)) = &wide {
+                self.reduce_wide(&m, k, p)?;
                 return Ok(None);
             }
             let mut a = Self::host_args(&m, dest, source);

@@ -12,9 +12,12 @@ use vkshmem_device::collectives::{
     WIDE_WINDOW_MAX_BYTES,
 };
 
+use std::sync::Arc;
+
 use super::Members;
 use crate::context::{Context, HeapWindow};
 use crate::error::Result;
+use crate::user_kernel::DeviceKernel;
 
 /// One member's wide-path launch: the windows and the kernel's immediates.
 #[derive(Debug, Clone, Copy)]
@@ -72,9 +75,13 @@ pub(crate) fn plan(
 }
 
 impl Context {
-    /// Runs this member's share of a reduction on the wide path when the call
-    /// qualifies; `false` (nothing done) when it must take the generic path.
-    pub(crate) fn reduce_wide(
+    /// The wide kernel and this member's plan when the call qualifies (`None`:
+    /// the generic path). Called before the agreement, so that a kernel that
+    /// fails to build fails the call on every member through it, instead of
+    /// leaving this member's share unwritten. Whether a call qualifies depends
+    /// on the arguments (agreed before anything moves), the heap size and this
+    /// device's storage-binding limit (every PE of a job is on one device).
+    pub(crate) fn wide_prepare(
         &self,
         m: &Members,
         kind: &Kind,
@@ -82,21 +89,30 @@ impl Context {
         dest: u64,
         source: u64,
         n: u64,
-    ) -> Result<bool> {
+    ) -> Result<Option<(Arc<DeviceKernel>, WidePlan)>> {
         let size = m.shape.size;
         let Some(p) = plan(kind.bytes, size, m.me, dest, source, n, self.heap_size()) else {
-            return Ok(false);
+            return Ok(None);
         };
         let Some(src) = collectives::wide_reduce_source(kind, op, size) else {
-            return Ok(false);
+            return Ok(None);
         };
+        let library = self.library_config()?.bindings().len() as u64;
+        if library + 2 * size as u64 > self.device_info().max_storage_buffers_per_stage as u64 {
+            return Ok(None);
+        }
         let k = self.device_kernel(
             &src,
             &format!("vkshmem_wide_reduce_{}_{}_{size}", kind.name, op.name()),
         )?;
+        Ok(Some((k, p)))
+    }
+
+    /// Runs this member's share of a reduction on the wide path.
+    pub(crate) fn reduce_wide(&self, m: &Members, k: &DeviceKernel, p: &WidePlan) -> Result<()> {
         let items = (p.args.end - p.args.first) as u64;
         if items == 0 {
-            return Ok(true);
+            return Ok(());
         }
         let windows: Vec<HeapWindow> = [p.src, p.dst]
             .iter()
@@ -108,8 +124,7 @@ impl Context {
             .collect();
         let max = (self.device_info().max_workgroups_x as u64).min(65535);
         let groups = items.div_ceil(HOST_WORKGROUP as u64).clamp(1, max) as u32;
-        self.launch(&k, [groups, 1, 1], &windows, bytemuck::bytes_of(&p.args))?;
-        Ok(true)
+        self.launch(k, [groups, 1, 1], &windows, bytemuck::bytes_of(&p.args))
     }
 }
 
