@@ -720,6 +720,54 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw
     Some(s)
 }
 
+/// The immediates of the wide copy kernel (`WideCopy` in its WGSL).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct WideCopyArgs {
+    /// vec4s per block.
+    pub bvecs: u32,
+    /// vec4 index of each block's source in its window.
+    pub s0: u32,
+    /// vec4 index of the dest in its window.
+    pub d0: u32,
+}
+
+/// The wide path of the pull collectives (broadcast, fcollect, alltoall): `blocks`
+/// source windows (bindings 0..blocks, one per member pulled from) copied, block
+/// after block, into this PE's dest window (binding `blocks`), in vec4s. Blocks
+/// and addresses must be multiples of 16 bytes. `None` for more than
+/// [`WIDE_REDUCE_MAX_MEMBERS`] blocks.
+pub fn wide_copy_source(blocks: u32) -> Option<String> {
+    if blocks == 0 || blocks > WIDE_REDUCE_MAX_MEMBERS {
+        return None;
+    }
+    let mut s = String::from(
+        "struct WideCopy { bvecs: u32, s0: u32, d0: u32 }\nvar<immediate> w: WideCopy;\n",
+    );
+    for j in 0..blocks {
+        let _ = writeln!(
+            s,
+            "@group(1) @binding({j}) var<storage, read_write> s_{j}: array<vec4<u32>>;"
+        );
+    }
+    let _ = writeln!(
+        s,
+        "@group(1) @binding({blocks}) var<storage, read_write> d: array<vec4<u32>>;
+@compute @workgroup_size({HOST_WORKGROUP})
+fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {{
+    let a = w;
+    let nth = nw.x * {HOST_WORKGROUP}u;"
+    );
+    for j in 0..blocks {
+        let _ = writeln!(
+            s,
+            "    for (var o = g.x; o < a.bvecs; o += nth) {{ d[a.d0 + {j}u * a.bvecs + o] = s_{j}[a.s0 + o]; }}"
+        );
+    }
+    s.push_str("}\n");
+    Some(s)
+}
+
 #[cfg(test)]
 mod wide_tests {
     use super::*;
@@ -740,6 +788,16 @@ mod wide_tests {
         assert!(
             s.contains("struct WideArgs { first: u32, end: u32, words: u32, s0: u32, d0: u32 }")
         );
+    }
+
+    #[test]
+    fn wide_copy_kernels() {
+        let s = wide_copy_source(3).unwrap();
+        assert!(s.contains("@binding(3) var<storage, read_write> d:"));
+        assert!(s.contains("d[a.d0 + 2u * a.bvecs + o] = s_2[a.s0 + o];"));
+        assert!(wide_copy_source(0).is_none() && wide_copy_source(9).is_none());
+        assert_eq!(std::mem::size_of::<WideCopyArgs>(), 12);
+        assert!(s.contains("struct WideCopy { bvecs: u32, s0: u32, d0: u32 }"));
     }
 }
 

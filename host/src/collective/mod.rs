@@ -362,6 +362,13 @@ impl Context {
         desc.skip_root = u32::from(skip_root);
         self.run_collective(&m, desc, local, true, |_| {
             let bytes = n * es as u64;
+            if skip_root && m.me == root {
+                return Ok(None);
+            }
+            let from = [m.shape.member(root)];
+            if self.copy_wide(&from, bytes, source.offset(), dest.offset())? {
+                return Ok(None);
+            }
             let mut a = Self::host_args(&m, dest, source);
             a.n = bytes as u32;
             a.x = root;
@@ -440,6 +447,15 @@ impl Context {
         };
         self.run_collective(&m, desc, local, true, |_| {
             let bytes = n * es as u64;
+            // fcollect pulls every member's source, alltoall block `me` of it.
+            let from: Vec<u32> = m.shape.members().collect();
+            let at = match which {
+                Which::Fcollect => source.offset(),
+                _ => source.offset() + m.me as u64 * bytes,
+            };
+            if self.copy_wide(&from, bytes, at, dest.offset())? {
+                return Ok(None);
+            }
             let mut a = Self::host_args(&m, dest, source);
             a.n = bytes as u32;
             Ok(Some((

@@ -1,15 +1,21 @@
-//! The wide path of host reductions: for 4-byte kinds on 16-byte aligned objects
-//! and teams of up to [`WIDE_REDUCE_MAX_MEMBERS`], a kernel that binds every
-//! member's source and dest directly and moves vec4s (see
-//! `vkshmem_device::collectives::wide_reduce_source`). The split of the work is
+//! The wide paths of host collectives: kernels that bind the objects of the
+//! members directly and move vec4s, with no per-access PE switch or bounds check.
+//!
+//! Pull collectives (broadcast, fcollect, alltoall) on 16-byte aligned objects
+//! and blocks, from up to [`WIDE_REDUCE_MAX_MEMBERS`] members: each PE copies
+//! the blocks it needs into its own dest (`wide_copy_source`). Only this PE's
+//! dest is written, so each PE may choose its path alone.
+//!
+//! Reductions of 4-byte kinds on 16-byte aligned objects and teams of up to
+//! [`WIDE_REDUCE_MAX_MEMBERS`] (`wide_reduce_source`). The split of the work is
 //! the generic path's (each member combines one slice and writes it to every
 //! member) but by vec4 instead of by word, so every member of a call must take
 //! the same path: the choice depends only on values the members agreed on and on
 //! the heap size (symmetric), never on the device.
 
 use vkshmem_device::collectives::{
-    self, Kind, ReduceOp, WideArgs, HOST_WORKGROUP, WIDE_REDUCE_MAX_MEMBERS, WIDE_WINDOW_ALIGN,
-    WIDE_WINDOW_MAX_BYTES,
+    self, Kind, ReduceOp, WideArgs, WideCopyArgs, HOST_WORKGROUP, WIDE_REDUCE_MAX_MEMBERS,
+    WIDE_WINDOW_ALIGN, WIDE_WINDOW_MAX_BYTES,
 };
 
 use std::sync::Arc;
@@ -74,7 +80,101 @@ pub(crate) fn plan(
     })
 }
 
+/// One PE's wide copy: `blocks` blocks of `block` bytes, each at byte offset
+/// `src` in its member's heap, into consecutive blocks from `dst` in this PE's.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CopyPlan {
+    /// Start and length of every source window.
+    pub src: (u64, u64),
+    /// Start and length of the dest window.
+    pub dst: (u64, u64),
+    pub args: WideCopyArgs,
+}
+
+/// The wide copy plan, or `None` for the generic path. `align` is the device's
+/// storage offset alignment, `max_range` its largest binding, `heap` the heap size.
+pub(crate) fn copy_plan(
+    blocks: u32,
+    block: u64,
+    src: u64,
+    dst: u64,
+    heap: u64,
+    align: u64,
+    max_range: u64,
+) -> Option<CopyPlan> {
+    if blocks == 0 || blocks > WIDE_REDUCE_MAX_MEMBERS || block == 0 {
+        return None;
+    }
+    if block % 16 != 0 || src % 16 != 0 || dst % 16 != 0 {
+        return None;
+    }
+    let align = align.max(16);
+    let window = |at: u64, bytes: u64| -> Option<(u64, u64)> {
+        let start = at - at % align;
+        let end = at.checked_add(bytes)?;
+        (end <= heap && end - start <= max_range).then_some((start, end - start))
+    };
+    let s = window(src, block)?;
+    let d = window(dst, block.checked_mul(blocks as u64)?)?;
+    let bvecs = u32::try_from(block / 16).ok()?;
+    u32::try_from(d.1 / 16).ok()?;
+    Some(CopyPlan {
+        src: s,
+        dst: d,
+        args: WideCopyArgs {
+            bvecs,
+            s0: ((src - s.0) / 16) as u32,
+            d0: ((dst - d.0) / 16) as u32,
+        },
+    })
+}
+
 impl Context {
+    /// Copies `block` bytes at byte offset `src` of each PE in `from` into
+    /// consecutive blocks at `dst` of this PE, on the wide path; `false` (nothing
+    /// done) when the call must take the generic path.
+    pub(crate) fn copy_wide(&self, from: &[u32], block: u64, src: u64, dst: u64) -> Result<bool> {
+        let info = self.device_info();
+        let Some(p) = copy_plan(
+            from.len() as u32,
+            block,
+            src,
+            dst,
+            self.heap_size(),
+            info.min_storage_offset_alignment,
+            info.max_storage_buffer_range,
+        ) else {
+            return Ok(false);
+        };
+        let Some(source) = collectives::wide_copy_source(from.len() as u32) else {
+            return Ok(false);
+        };
+        let library = self.library_config()?.bindings().len() as u64;
+        if library + from.len() as u64 + 1 > info.max_storage_buffers_per_stage as u64 {
+            return Ok(false);
+        }
+        let k = self.device_kernel(&source, &format!("vkshmem_wide_copy_{}", from.len()))?;
+        let mut windows: Vec<HeapWindow> = from
+            .iter()
+            .map(|&pe| HeapWindow {
+                pe,
+                offset: p.src.0,
+                bytes: p.src.1,
+            })
+            .collect();
+        windows.push(HeapWindow {
+            pe: self.my_pe(),
+            offset: p.dst.0,
+            bytes: p.dst.1,
+        });
+        let max = (info.max_workgroups_x as u64).min(65535);
+        let groups = (p.args.bvecs as u64)
+            .div_ceil(HOST_WORKGROUP as u64)
+            .clamp(1, max) as u32;
+        self.launch(&k, [groups, 1, 1], &windows, bytemuck::bytes_of(&p.args))?;
+        Ok(true)
+    }
+
     /// The wide kernel and this member's plan when the call qualifies (`None`:
     /// the generic path). Called before the agreement, so that a kernel that
     /// fails to build fails the call on every member through it, instead of
@@ -148,6 +248,20 @@ mod tests {
                 assert_eq!(next as u64, n.div_ceil(4));
             }
         }
+    }
+
+    #[test]
+    fn copy_plans() {
+        let p = copy_plan(3, 64, 512 + 32, 1024 + 16, 1 << 20, 64, 1 << 27).unwrap();
+        assert_eq!(p.src, (512, 32 + 64));
+        assert_eq!(p.dst, (1024, 16 + 192));
+        assert_eq!((p.args.bvecs, p.args.s0, p.args.d0), (4, 2, 1));
+        // Unaligned block or address, too many blocks, past the heap, too wide.
+        assert!(copy_plan(3, 24, 0, 0, 1 << 20, 64, 1 << 27).is_none());
+        assert!(copy_plan(3, 64, 8, 0, 1 << 20, 64, 1 << 27).is_none());
+        assert!(copy_plan(WIDE_REDUCE_MAX_MEMBERS + 1, 64, 0, 0, 1 << 20, 64, 1 << 27).is_none());
+        assert!(copy_plan(2, 64, 0, (1 << 20) - 64, 1 << 20, 64, 1 << 27).is_none());
+        assert!(copy_plan(2, 1 << 20, 0, 0, 1 << 30, 64, 1 << 20).is_none());
     }
 
     #[test]
