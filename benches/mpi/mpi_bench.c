@@ -2,8 +2,9 @@
  *
  * The same sweep through Open MPI on host memory, timed like vkshmem-bench's host
  * scope: the wall time of one call on rank 0 (MPI_Wtime), median, minimum and
- * maximum over --iters calls after --warmup calls. Sizes follow vkshmem-bench:
- * `bytes` is one rank's contribution (one block of an alltoall).
+ * maximum over --iters calls after --warmup calls. Sizes follow vkshmem-bench
+ * (`--min-bytes`/`--max-bytes` take K, M and G suffixes): `bytes` is one rank's
+ * contribution (one block of an alltoall).
  *
  * Collectives: barrier and sync (MPI_Barrier), broadcast (MPI_Bcast), collect
  * (MPI_Allgatherv), fcollect (MPI_Allgather), alltoall and alltoalls
@@ -44,6 +45,19 @@ static MPI_Datatype type_of(const char *t, size_t *size) {
     return MPI_DATATYPE_NULL;
 }
 
+/* A byte count with an optional K, M or G suffix (powers of 1024). */
+static uint64_t bytes_of(const char *v) {
+    char *end;
+    uint64_t n = strtoull(v, &end, 10);
+    switch (*end) {
+    case 'K': case 'k': return n << 10;
+    case 'M': case 'm': return n << 20;
+    case 'G': case 'g': return n << 30;
+    case 0: return n;
+    default: die("not a byte count"); return 0;
+    }
+}
+
 static MPI_Op op_of(const char *o) {
     struct { const char *name; MPI_Op op; } ops[] = {
         {"and", MPI_BAND}, {"or", MPI_BOR}, {"xor", MPI_BXOR}, {"max", MPI_MAX},
@@ -66,8 +80,8 @@ int main(int argc, char **argv) {
         if (!strcmp(k, "--collective")) colls = v;
         else if (!strcmp(k, "--type")) type = v;
         else if (!strcmp(k, "--op")) opname = v;
-        else if (!strcmp(k, "--min-bytes")) min_bytes = strtoull(v, NULL, 10);
-        else if (!strcmp(k, "--max-bytes")) max_bytes = strtoull(v, NULL, 10);
+        else if (!strcmp(k, "--min-bytes")) min_bytes = bytes_of(v);
+        else if (!strcmp(k, "--max-bytes")) max_bytes = bytes_of(v);
         else if (!strcmp(k, "--step-factor")) factor = strtoull(v, NULL, 10);
         else if (!strcmp(k, "--iters")) iters = atoi(v);
         else if (!strcmp(k, "--warmup")) warmup = atoi(v);

@@ -112,20 +112,6 @@ fn test(args: &[String]) -> Result<()> {
     run(t)
 }
 
-/// A byte count with an optional K, M or G suffix.
-fn parse_bytes(s: &str) -> Result<u64> {
-    let (num, mul) = match s.trim().char_indices().last() {
-        Some((i, 'K' | 'k')) => (&s[..i], 1u64 << 10),
-        Some((i, 'M' | 'm')) => (&s[..i], 1 << 20),
-        Some((i, 'G' | 'g')) => (&s[..i], 1 << 30),
-        _ => (s, 1),
-    };
-    num.parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(mul))
-        .with_context(|| format!("{s:?} is not a byte count"))
-}
-
 /// The rows of a CSV text with a header line, as maps from column to value.
 fn csv_rows(text: &str) -> Vec<std::collections::HashMap<String, String>> {
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
@@ -178,13 +164,16 @@ fn bench(a: &BenchArgs) -> Result<()> {
         bail!("--compare-mpi runs on every PE: leave out --team");
     }
     let mut same = Vec::new();
-    for key in ["--step-factor", "--warmup", "--root", "--collective"] {
+    for key in [
+        "--min-bytes",
+        "--step-factor",
+        "--warmup",
+        "--root",
+        "--collective",
+    ] {
         if let Some(v) = value(key).filter(|v| v != "all") {
             same.extend([key.to_string(), v]);
         }
-    }
-    if let Some(v) = value("--min-bytes") {
-        same.extend(["--min-bytes".to_string(), parse_bytes(&v)?.to_string()]);
     }
     deps::ensure_mpi()?;
     let exe = dir.join("mpi_bench");
@@ -208,7 +197,7 @@ fn bench(a: &BenchArgs) -> Result<()> {
     }
     m.args(["--oversubscribe", "-n", &a.npes.to_string()])
         .arg(&exe)
-        .args(["--max-bytes", &parse_bytes(&a.max_bytes)?.to_string()])
+        .args(["--max-bytes", &a.max_bytes])
         .args(["--iters", &a.iters.to_string()])
         .args(["--type", if ty.is_empty() { "float" } else { &ty }])
         .args(["--op", if op.is_empty() { "sum" } else { &op }])
