@@ -263,10 +263,17 @@ impl Context {
     /// Dispatches a host collective's kernel over enough workgroups for `items`.
     fn launch_collective(&self, c: HostCollective, args: &HostArgs, items: u64) -> Result<()> {
         let k = self.device_kernel(&c.source(), &c.name())?;
-        let per_group = HOST_WORKGROUP as u64 * ITEMS_PER_INVOCATION;
-        let max = self.device_info().max_workgroups_x as u64;
-        let groups = items.div_ceil(per_group).clamp(1, max.min(65535)) as u32;
+        let groups = self.host_groups(items, ITEMS_PER_INVOCATION);
         self.launch(&k, [groups, 1, 1], &[], bytemuck::bytes_of(args))
+    }
+
+    /// Workgroups of [`HOST_WORKGROUP`] for `items` work items, `per_invocation`
+    /// each, within the device's limit (and 65535); kernels stride over the rest.
+    pub(crate) fn host_groups(&self, items: u64, per_invocation: u64) -> u32 {
+        let max = (self.device_info().max_workgroups_x as u64).min(65535);
+        items
+            .div_ceil(HOST_WORKGROUP as u64 * per_invocation)
+            .clamp(1, max) as u32
     }
 
     /// The kernel arguments' team and address part (`check_sym` has checked that

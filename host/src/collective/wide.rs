@@ -14,8 +14,8 @@
 //! the heap size (symmetric), never on the device.
 
 use vkshmem_device::collectives::{
-    self, Kind, ReduceOp, WideArgs, WideCopyArgs, HOST_WORKGROUP, WIDE_REDUCE_MAX_MEMBERS,
-    WIDE_WINDOW_ALIGN, WIDE_WINDOW_MAX_BYTES,
+    self, Kind, ReduceOp, WideArgs, WideCopyArgs, WIDE_REDUCE_MAX_MEMBERS, WIDE_WINDOW_ALIGN,
+    WIDE_WINDOW_MAX_BYTES,
 };
 
 use std::sync::Arc;
@@ -54,13 +54,16 @@ pub(crate) fn plan(
         return None;
     }
     let vecs = n.div_ceil(4);
-    // The window of an object: from the aligned start below it to its last vec4
-    // (reading the few bytes past its end is harmless; writing them is not, and
-    // the kernel does not).
-    let window = |at: u64| -> Option<(u64, u64)> {
-        let start = at - at % WIDE_WINDOW_ALIGN;
-        let end = at + vecs * 16;
-        (end <= heap && end - start <= WIDE_WINDOW_MAX_BYTES).then_some((start, end - start))
+    // Each object's window runs to its last vec4 (reading the few bytes past its
+    // end is harmless; writing them is not, and the kernel does not).
+    let window = |at| {
+        window(
+            at,
+            vecs * 16,
+            heap,
+            WIDE_WINDOW_ALIGN,
+            WIDE_WINDOW_MAX_BYTES,
+        )
     };
     let (src, dst) = (window(source)?, window(dest)?);
     // vks_share: ceil(vecs / members) per member.
@@ -78,6 +81,14 @@ pub(crate) fn plan(
             d0: ((dest - dst.0) / 16) as u32,
         },
     })
+}
+
+/// The window (start, length) that binds `bytes` at byte offset `at`: from the
+/// `align`ed start below it; `None` past the `heap` or wider than `max_range`.
+fn window(at: u64, bytes: u64, heap: u64, align: u64, max_range: u64) -> Option<(u64, u64)> {
+    let start = at - at % align;
+    let end = at.checked_add(bytes)?;
+    (end <= heap && end - start <= max_range).then_some((start, end - start))
 }
 
 /// One PE's wide copy: `blocks` blocks of `block` bytes, each at byte offset
@@ -109,13 +120,14 @@ pub(crate) fn copy_plan(
         return None;
     }
     let align = align.max(16);
-    let window = |at: u64, bytes: u64| -> Option<(u64, u64)> {
-        let start = at - at % align;
-        let end = at.checked_add(bytes)?;
-        (end <= heap && end - start <= max_range).then_some((start, end - start))
-    };
-    let s = window(src, block)?;
-    let d = window(dst, block.checked_mul(blocks as u64)?)?;
+    let s = window(src, block, heap, align, max_range)?;
+    let d = window(
+        dst,
+        block.checked_mul(blocks as u64)?,
+        heap,
+        align,
+        max_range,
+    )?;
     let bvecs = u32::try_from(block / 16).ok()?;
     u32::try_from(d.1 / 16).ok()?;
     Some(CopyPlan {
@@ -167,10 +179,7 @@ impl Context {
             offset: p.dst.0,
             bytes: p.dst.1,
         });
-        let max = (info.max_workgroups_x as u64).min(65535);
-        let groups = (p.args.bvecs as u64)
-            .div_ceil(HOST_WORKGROUP as u64)
-            .clamp(1, max) as u32;
+        let groups = self.host_groups(p.args.bvecs as u64, 1);
         self.launch(&k, [groups, 1, 1], &windows, bytemuck::bytes_of(&p.args))?;
         Ok(true)
     }
@@ -222,8 +231,7 @@ impl Context {
                     .map(move |pe| HeapWindow { pe, offset, bytes })
             })
             .collect();
-        let max = (self.device_info().max_workgroups_x as u64).min(65535);
-        let groups = items.div_ceil(HOST_WORKGROUP as u64).clamp(1, max) as u32;
+        let groups = self.host_groups(items, 1);
         self.launch(k, [groups, 1, 1], &windows, bytemuck::bytes_of(&p.args))
     }
 }
