@@ -298,6 +298,64 @@ fn a_panic_is_reported_within_seconds_on_4_pes() {
     assert!(r.elapsed < Duration::from_secs(10), "{:?}", r.elapsed);
 }
 
+#[test]
+fn a_pe_killed_inside_a_device_loop_fails_the_job_within_seconds() {
+    let _one = one_spinning_job();
+    let marks = tempfile::tempdir().unwrap();
+    let mark_dir = marks.path().to_string_lossy().into_owned();
+    let killed_at = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let at = killed_at.clone();
+    let dir = marks.path().to_path_buf();
+    // Once every PE has finished a dispatch of device-side barriers (its kernel
+    // built, the job in its loop), SIGKILL PE 2 while the others wait for it in
+    // device code or in the launch's sync.
+    let r = vkshmrun_with(
+        &[
+            "-n",
+            "4",
+            &program("pe_fault"),
+            "device",
+            "-",
+            "100000",
+            &mark_dir,
+        ],
+        Duration::from_secs(180),
+        move |_| {
+            let deadline = Instant::now() + Duration::from_secs(150);
+            while (0..4).any(|pe| !dir.join(format!("pe{pe}")).exists()) {
+                assert!(
+                    Instant::now() < deadline,
+                    "the PEs never reached their loops"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            std::thread::sleep(Duration::from_millis(300));
+            let pid: i32 = std::fs::read_to_string(dir.join("pe2"))
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
+            *at.lock().unwrap() = Some(Instant::now());
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL).unwrap();
+        },
+    );
+    let ended = Instant::now();
+    let killed = killed_at.lock().unwrap().expect("the PE was killed");
+    assert_eq!(r.code, Some(137), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("vkshmrun: PE 2 was killed by signal 9"),
+        "{}",
+        r.stderr
+    );
+    // vkshmrun_with has checked that no process, socket or temp file remains.
+    assert!(
+        ended - killed < Duration::from_secs(5),
+        "the job ended {:?} after the kill",
+        ended - killed
+    );
+    assert_gone(&pids_in(&r.stdout));
+}
+
 /// Sends `sig` to the launcher once its PEs have had 3 seconds to start.
 fn signal_after(sig: Signal) -> impl FnOnce(u32) {
     move |pid| {

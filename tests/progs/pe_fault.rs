@@ -4,6 +4,11 @@
 //! barriers; PE `PE` misbehaves at iteration `ITER` as MODE says: `panic`, `exit3`
 //! (exits with code 3 without finalizing), `sigkill` (kills itself with SIGKILL) or
 //! `none`. Surviving PEs report the error they got and exit with code 2.
+//!
+//! `pe_fault device - ITER MARKDIR`: every PE runs ITER dispatches of a kernel
+//! that loops over work_group barriers on the device; after its first dispatch
+//! each PE writes its process id into `MARKDIR/pe<N>`, so that a test can kill
+//! one PE while the others wait for it inside device code.
 
 use std::io::Write;
 
@@ -16,6 +21,11 @@ fn main() {
     let me = ctx.my_pe();
     println!("pid {} pe {me}", std::process::id());
     std::io::stdout().flush().unwrap();
+    if mode == "device" {
+        device_loop(&ctx, at, args.get(4).map(String::as_str).unwrap_or("."));
+        ctx.finalize().expect("finalize");
+        return;
+    }
     for i in 0..at + 1_000_000 {
         if me == bad_pe && i == at {
             match mode {
@@ -36,4 +46,39 @@ fn main() {
         }
     }
     ctx.finalize().expect("finalize");
+}
+
+/// Device-side barrier loops, dispatch after dispatch (see the module docs).
+fn device_loop(ctx: &vkshmem::Context, dispatches: u64, marks: &str) {
+    let kernel = ctx
+        .device_kernel(
+            "var<immediate> iters: u32;
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_index) li: u32) {
+    for (var k = 0u; k < iters; k++) {
+        shmemx_barrier_all_work_group(li);
+    }
+}",
+            "fault_device_loop",
+        )
+        .expect("compile");
+    // lavapipe caps loop iterations per invocation: few barriers per dispatch,
+    // fewer when PEs share cores (each wait then spins through time slices).
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get()) as u32;
+    let iters: u32 = match (ctx.device_info().is_llvmpipe(), ctx.n_pes() <= cores) {
+        (false, _) => 1000,
+        (true, true) => 20,
+        (true, false) => 2,
+    };
+    let me = ctx.my_pe();
+    for d in 0..dispatches {
+        if let Err(e) = ctx.launch(&kernel, [1, 1, 1], &[], bytemuck::bytes_of(&iters)) {
+            eprintln!("PE {me}: device loop failed: {e}");
+            std::process::exit(2);
+        }
+        if d == 0 {
+            std::fs::write(format!("{marks}/pe{me}"), std::process::id().to_string())
+                .expect("mark");
+        }
+    }
 }
