@@ -68,6 +68,10 @@ impl DeviceKernel {
     }
 }
 
+/// How long a launch whose waits the driver cut short listens for news of a
+/// failed peer before reporting the cut (see `Context::peer_failure_behind`).
+const LATE_FAILURE_GRACE: Duration = Duration::from_millis(1500);
+
 /// What the host saw while a launch ran.
 #[derive(Default)]
 struct Watch {
@@ -388,6 +392,30 @@ impl Context {
         }
     }
 
+    /// A peer failure that may explain a wait the driver cut short: lavapipe
+    /// ends a wait for a dead peer after its loop cap (tens of milliseconds),
+    /// often before the launcher has told this PE that the peer died. Then the
+    /// bootstrap gets [`LATE_FAILURE_GRACE`] to say so, and the peer's failure is
+    /// reported rather than the cut loop (which would also name this PE as the
+    /// first to fail).
+    fn peer_failure_behind(&self, kernel: &DeviceKernel, bits: u32) -> Option<(u32, String)> {
+        if bits & layout::ERR_LOOPS_CUT == 0 || !kernel.linked.waits_on_peers || self.n_pes() < 2 {
+            return None;
+        }
+        let until = std::time::Instant::now() + LATE_FAILURE_GRACE;
+        loop {
+            if let Ok(mut boot) = self.inner.boot.try_lock() {
+                if let Some(f) = boot.as_mut().and_then(|b| b.poll_abort()) {
+                    return Some(f);
+                }
+            }
+            if std::time::Instant::now() >= until {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Reads and clears the device error words; turns them into an error.
     fn check_device_errors(
         &self,
@@ -403,7 +431,12 @@ impl Context {
             return Ok(());
         }
         self.write_bytes(self.my_pe(), first, &[0u8; 16])?;
-        if let Some((pe, how)) = &seen.peer_failed {
+        let late = if seen.peer_failed.is_none() {
+            self.peer_failure_behind(kernel, bits)
+        } else {
+            None
+        };
+        if let Some((pe, how)) = seen.peer_failed.as_ref().or(late.as_ref()) {
             return Err(Error::PeerFailed {
                 pe: *pe,
                 how: how.clone(),
