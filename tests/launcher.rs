@@ -356,6 +356,22 @@ fn a_pe_killed_inside_a_device_loop_fails_the_job_within_seconds() {
     assert_gone(&pids_in(&r.stdout));
 }
 
+#[test]
+fn init_and_finalize_100_times_leak_no_fds_or_memory() {
+    // A job of one PE: no launcher. Fails on a leaked fd or per-round growth.
+    let out = Command::new(program("hygiene"))
+        .arg("100")
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("hygiene: ok"), "{stdout}");
+}
+
 /// Sends `sig` to the launcher once its PEs have had 3 seconds to start.
 fn signal_after(sig: Signal) -> impl FnOnce(u32) {
     move |pid| {

@@ -1,0 +1,61 @@
+//! A PE program for the hygiene test: `hygiene CYCLES` runs CYCLES rounds of
+//! init, allocate, a host collective and a device kernel, free, finalize in one
+//! process (a job of one PE, started without vkshmrun), then compares its open
+//! file descriptors and resident memory with those after the first round.
+//! Prints `hygiene: ok cycles=N fds=A->B rss_kib=C->D` or fails.
+
+use anyhow::{bail, Context as _, Result};
+
+fn fds() -> Result<usize> {
+    Ok(std::fs::read_dir("/proc/self/fd")?.count())
+}
+
+fn rss_kib() -> Result<u64> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .context("no VmRSS in /proc/self/status")
+}
+
+fn round() -> Result<()> {
+    let ctx = vkshmem::init()?;
+    let a = ctx.calloc::<f32>(1024)?;
+    let b = ctx.malloc::<f32>(1024)?;
+    a.write(&[1.5; 1024])?;
+    ctx.sum_reduce(vkshmem::Team::WORLD, &b.as_slice(), &a.as_slice(), 1024)?;
+    if b.to_vec()? != vec![1.5; 1024] {
+        bail!("the reduction gave a wrong result");
+    }
+    ctx.barrier_all()?;
+    drop((a, b));
+    ctx.finalize()?;
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    let cycles: usize = std::env::args()
+        .nth(1)
+        .map(|a| a.parse())
+        .transpose()?
+        .unwrap_or(100);
+    // The first round loads the driver and its caches: the baseline is after it.
+    round()?;
+    let (fd0, rss0) = (fds()?, rss_kib()?);
+    for _ in 1..cycles {
+        round()?;
+    }
+    let (fd1, rss1) = (fds()?, rss_kib()?);
+    println!("hygiene: cycles={cycles} fds={fd0}->{fd1} rss_kib={rss0}->{rss1}");
+    if fd1 != fd0 {
+        bail!("file descriptors leaked: {fd0} after the first round, {fd1} at the end");
+    }
+    // Allocator noise is allowed; a leak of the heap or a Vulkan device per round
+    // (megabytes each) is not.
+    if rss1 > rss0 + 8 * 1024 {
+        bail!("resident memory grew from {rss0} KiB to {rss1} KiB over {cycles} rounds");
+    }
+    println!("hygiene: ok");
+    Ok(())
+}
