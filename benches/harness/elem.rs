@@ -1,18 +1,20 @@
 //! The element types the bench sweeps: ishmem's TYPENAME for device code, pattern
 //! data for `--check` and the host reference of a reduction.
 
-use vkshmem::{Reduce, ReduceOp};
+use vkshmem::Reduce;
 
-/// An element type of the sweep.
-pub trait Elem: Reduce + PartialEq + std::fmt::Debug {
+#[path = "../../tests/progs/common/combine.rs"]
+mod combine;
+pub use combine::Combine;
+
+/// An element type of the sweep (its host reference step is [`Combine`]).
+pub trait Elem: Reduce + Combine + PartialEq + std::fmt::Debug {
     /// ishmem's TYPENAME (`shmem_<NAME>_sum_reduce` on the device).
     const NAME: &'static str;
     /// Whether and, or and xor are defined (ishmem: integer types only).
     const BITWISE: bool;
     /// Small values, so float sums and products are exact in any order.
     fn pat(pe: u32, i: usize) -> Self;
-    /// The host reference of one reduction step.
-    fn combine(op: ReduceOp, a: Self, b: Self) -> Self;
 }
 
 macro_rules! int_elem {
@@ -22,17 +24,6 @@ macro_rules! int_elem {
             const BITWISE: bool = true;
             fn pat(pe: u32, i: usize) -> Self {
                 ((pe as usize * 131 + i * 7 + 1) % 97) as $t
-            }
-            fn combine(op: ReduceOp, a: Self, b: Self) -> Self {
-                match op {
-                    ReduceOp::And => a & b,
-                    ReduceOp::Or => a | b,
-                    ReduceOp::Xor => a ^ b,
-                    ReduceOp::Max => a.max(b),
-                    ReduceOp::Min => a.min(b),
-                    ReduceOp::Sum => a.wrapping_add(b),
-                    ReduceOp::Prod => a.wrapping_mul(b),
-                }
             }
         }
     )*};
@@ -47,16 +38,6 @@ macro_rules! float_elem {
             const BITWISE: bool = false;
             fn pat(pe: u32, i: usize) -> Self {
                 (1 + (pe as usize + i) % 2) as $t
-            }
-            fn combine(op: ReduceOp, a: Self, b: Self) -> Self {
-                match op {
-                    ReduceOp::Max => a.max(b),
-                    ReduceOp::Min => a.min(b),
-                    ReduceOp::Sum => a + b,
-                    ReduceOp::Prod => a * b,
-                    // Not defined for floats: refused before any call.
-                    ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => a,
-                }
             }
         }
     )*};

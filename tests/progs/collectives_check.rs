@@ -26,13 +26,16 @@ const GUARD: usize = 64;
 const POISON: u8 = 0xa5;
 const GUARD_BYTE: u8 = 0x5a;
 
-/// An element type with a host reference for the reductions.
-trait Elem: Reduce + PartialEq + Debug {
+#[path = "common/combine.rs"]
+mod combine;
+use combine::Combine;
+
+/// An element type with a host reference for the reductions ([`Combine`]).
+trait Elem: Reduce + Combine + PartialEq + Debug {
     const NAME: &'static str;
     const FLOAT: bool;
     /// The pattern value of element `i` on PE `pe` for call `salt`.
     fn pat(pe: u32, i: usize, salt: u32, op: Option<ReduceOp>) -> Self;
-    fn op(op: ReduceOp, a: Self, b: Self) -> Self;
 }
 
 macro_rules! int_elem {
@@ -45,17 +48,6 @@ macro_rules! int_elem {
                     ^ (i as u64).wrapping_mul(0xc2b2_ae3d_27d4_eb4f)
                     ^ (salt as u64).wrapping_mul(0x1656_67b1_9e37_79f9);
                 (h ^ (h >> 29)) as $t
-            }
-            fn op(op: ReduceOp, a: Self, b: Self) -> Self {
-                match op {
-                    ReduceOp::And => a & b,
-                    ReduceOp::Or => a | b,
-                    ReduceOp::Xor => a ^ b,
-                    ReduceOp::Max => a.max(b),
-                    ReduceOp::Min => a.min(b),
-                    ReduceOp::Sum => a.wrapping_add(b),
-                    ReduceOp::Prod => a.wrapping_mul(b),
-                }
             }
         }
     )*};
@@ -73,15 +65,6 @@ macro_rules! float_elem {
                 match op {
                     Some(ReduceOp::Prod) => (1 + k % 2) as $t,
                     _ => (k % 201) as $t - 100.0,
-                }
-            }
-            fn op(op: ReduceOp, a: Self, b: Self) -> Self {
-                match op {
-                    ReduceOp::Max => a.max(b),
-                    ReduceOp::Min => a.min(b),
-                    ReduceOp::Sum => a + b,
-                    ReduceOp::Prod => a * b,
-                    _ => unreachable!("no bitwise float reductions"),
                 }
             }
         }
@@ -541,7 +524,7 @@ impl Harness {
             .map(|i| {
                 let mut acc = T::pat(tc.members[0], i, self.salt, Some(op));
                 for &p in &tc.members[1..] {
-                    acc = T::op(op, acc, T::pat(p, i, self.salt, Some(op)));
+                    acc = T::combine(op, acc, T::pat(p, i, self.salt, Some(op)));
                 }
                 Some(acc)
             })
