@@ -136,6 +136,16 @@ pub enum Msg {
     },
     /// PE → server: clean end; the PE closes the connection next.
     Goodbye,
+    /// Server → PE: a collective waited longer than the job's wait timeout
+    /// (`VKSHMEM_WAIT_TIMEOUT`); the job is failing.
+    TimedOut {
+        /// The collective that waited ("barrier #3", "team allgather #2 over …").
+        what: String,
+        /// How long it had waited, in milliseconds.
+        waited_ms: u64,
+        /// The WORLD numbers of the PEs that had not arrived.
+        missing: Vec<u32>,
+    },
 }
 
 const T_HELLO: u8 = 1;
@@ -150,6 +160,7 @@ const T_FD_CHUNK: u8 = 9;
 const T_ABORT: u8 = 10;
 const T_GOODBYE: u8 = 11;
 const T_TEAM_GATHER: u8 = 12;
+const T_TIMED_OUT: u8 = 13;
 
 impl Msg {
     /// How many file descriptors travel with this message.
@@ -176,6 +187,7 @@ impl Msg {
             Msg::FdChunk { .. } => "fd-chunk",
             Msg::Abort { .. } => "abort",
             Msg::Goodbye => "goodbye",
+            Msg::TimedOut { .. } => "timed-out",
         }
     }
 }
@@ -265,6 +277,20 @@ pub fn encode(msg: &Msg) -> Vec<u8> {
             text(&mut b, reason);
         }
         Msg::Goodbye => b.push(T_GOODBYE),
+        Msg::TimedOut {
+            what,
+            waited_ms,
+            missing,
+        } => {
+            b.push(T_TIMED_OUT);
+            text(&mut b, what);
+            b.extend_from_slice(&waited_ms.to_le_bytes());
+            let n = missing.len().min(MAX_PES as usize);
+            b.extend_from_slice(&(n as u32).to_le_bytes());
+            for pe in &missing[..n] {
+                b.extend_from_slice(&pe.to_le_bytes());
+            }
+        }
     }
     b
 }
@@ -388,6 +414,17 @@ pub fn decode(body: &[u8]) -> Result<Msg, WireError> {
             reason: r.text()?,
         },
         T_GOODBYE => Msg::Goodbye,
+        T_TIMED_OUT => {
+            let what = r.text()?;
+            let waited_ms = r.u64()?;
+            let n = r.len("missing PEs", MAX_PES as usize)?;
+            let missing = (0..n).map(|_| r.u32()).collect::<Result<_, _>>()?;
+            Msg::TimedOut {
+                what,
+                waited_ms,
+                missing,
+            }
+        }
         t => return Err(WireError::UnknownTag(t)),
     };
     if !r.buf.is_empty() {
@@ -442,6 +479,11 @@ mod tests {
                 reason: "killed by SIGKILL".into(),
             },
             Msg::Goodbye,
+            Msg::TimedOut {
+                what: "barrier #3".into(),
+                waited_ms: 2500,
+                missing: vec![1, 3],
+            },
         ]
     }
 
