@@ -435,6 +435,43 @@ fn a_pe_that_finalizes_early_fails_the_job_instead_of_hanging() {
 }
 
 #[test]
+fn a_hung_pe_times_the_others_out_naming_the_collective_and_the_pe() {
+    // PE 2 of 4 stops arriving at iteration 3 (alive, asleep). With
+    // VKSHMEM_WAIT_TIMEOUT=1 the others' barrier_all fails with a timeout that
+    // names the barrier and PE 2, and vkshmrun names PE 2 and stops it.
+    let prog = program("pe_fault");
+    let started = Instant::now();
+    let r = vkshmrun(
+        &["-n", "4", "--label", "--wait-timeout", "1", &prog, "hang", "2", "3"],
+        Duration::from_secs(60),
+    );
+    let took = started.elapsed();
+    assert_ne!(r.code, Some(0), "{}", r.stderr);
+    for pe in [0, 1, 3] {
+        let want = format!(
+            "PE {pe}: barrier_all failed: barrier_all (barrier #"
+        );
+        let line = r
+            .stderr
+            .lines()
+            .find(|l| l.contains(&want))
+            .unwrap_or_else(|| panic!("no timeout from PE {pe}:\n{}", r.stderr));
+        assert!(
+            line.contains("VKSHMEM_WAIT_TIMEOUT), waiting for PE 2"),
+            "{line}"
+        );
+    }
+    assert!(
+        r.stderr.contains("vkshmrun: PE 2 did not arrive at barrier #"),
+        "{}",
+        r.stderr
+    );
+    // Timeout (1 s), blame (at most 1 s), grace (3 s) and start-up; far from the
+    // PE's 10-minute sleep.
+    assert!(took < Duration::from_secs(30), "took {took:?}");
+}
+
+#[test]
 fn a_missing_program_is_reported() {
     let r = vkshmrun(
         &["-n", "2", "/nonexistent/program"],

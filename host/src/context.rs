@@ -53,6 +53,14 @@ const OP_MALLOC: u32 = 1;
 const OP_FREE: u32 = 2;
 
 impl Request {
+    /// The public call that made this request.
+    fn call(&self) -> &'static str {
+        match self.op {
+            OP_MALLOC => "malloc",
+            _ => "free",
+        }
+    }
+
     fn describe(&self) -> String {
         match self.op {
             OP_MALLOC => format!("allocate {} bytes aligned to {}", self.a, self.b),
@@ -257,7 +265,9 @@ impl Context {
     /// Compares `req` across PEs; a difference is [`Error::AllocMismatch`] on all
     /// (every PE compares against PE 0's request, so all report the same words).
     fn agree(&self, req: Request) -> Result<()> {
-        let blobs = self.with_boot(Vec::new(), |b| b.allgather(bytemuck::bytes_of(&req)))?;
+        let blobs = self
+            .with_boot(Vec::new(), |b| b.allgather(bytemuck::bytes_of(&req)))
+            .map_err(|e| e.during(req.call()))?;
         let all: Vec<Request> = blobs
             .iter()
             .map(|b| bytemuck::try_pod_read_unaligned(b))
@@ -342,9 +352,16 @@ impl Context {
     /// Waits until every PE has called it, after completing this PE's outstanding
     /// memory updates (`shmem_barrier_all`): stores made before it, by the host or by
     /// finished dispatches, are visible to every PE after it.
+    ///
+    /// # Errors
+    /// [`Error::PeerFailed`] when another PE dies or leaves first,
+    /// [`Error::Broken`] after a failed launch (see [`Context::launch`]),
+    /// [`Error::InvalidArgument`] on a clone of a context that has finalized,
+    /// [`Error::Bootstrap`] when the job's endpoint cannot be reached.
     pub fn barrier_all(&self) -> Result<()> {
         self.quiet()?;
-        self.with_boot((), |b| b.barrier())?;
+        self.with_boot((), |b| b.barrier())
+            .map_err(|e| e.during("barrier_all"))?;
         fence(Ordering::SeqCst);
         Ok(())
     }
@@ -352,9 +369,13 @@ impl Context {
     /// Waits until every PE has called it (`shmem_sync_all`). Unlike
     /// [`Context::barrier_all`] it does not promise completion of outstanding
     /// remote updates; host stores through the mapping are still ordered.
+    ///
+    /// # Errors
+    /// As [`Context::barrier_all`].
     pub fn sync_all(&self) -> Result<()> {
         fence(Ordering::SeqCst);
-        self.with_boot((), |b| b.barrier())?;
+        self.with_boot((), |b| b.barrier())
+            .map_err(|e| e.during("sync_all"))?;
         fence(Ordering::SeqCst);
         Ok(())
     }

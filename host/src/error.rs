@@ -96,16 +96,18 @@ pub enum Error {
         /// The word address of the first failing access.
         arg_addr: u32,
     },
-    /// A wait took longer than `VKSHMEM_WAIT_TIMEOUT`.
-    #[error("kernel {kernel:?} on PE {pe} waited longer than {seconds} s (VKSHMEM_WAIT_TIMEOUT){missing}")]
+    /// A wait took longer than `VKSHMEM_WAIT_TIMEOUT`: a device wait inside a
+    /// kernel launch, or a host collective whose last PEs did not arrive.
+    #[error("{what} on PE {pe} waited longer than {seconds} s (VKSHMEM_WAIT_TIMEOUT){missing}")]
     Timeout {
-        /// The kernel's name.
-        kernel: String,
+        /// What waited: `kernel "name"`, or the collective
+        /// (`barrier_all (barrier #12)`).
+        what: String,
         /// This PE.
         pe: u32,
         /// The configured timeout.
         seconds: f64,
-        /// Which PEs had not arrived, when known (", waiting for PE 3").
+        /// Which PEs had not arrived, when known (", waiting for PEs 1, 3").
         missing: String,
     },
     /// Every slot of the team table is taken on some member of the parent team.
@@ -147,6 +149,25 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// Names the public call a [`Error::Timeout`] happened in (`what` becomes
+    /// `call (what)`); other errors pass through.
+    pub(crate) fn during(self, call: &str) -> Self {
+        match self {
+            Error::Timeout {
+                what,
+                pe,
+                seconds,
+                missing,
+            } => Error::Timeout {
+                what: format!("{call} ({what})"),
+                pe,
+                seconds,
+                missing,
+            },
+            e => e,
+        }
+    }
+
     pub(crate) fn io(what: impl Into<String>, source: io::Error) -> Self {
         Error::Io {
             what: what.into(),

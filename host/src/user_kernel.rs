@@ -350,7 +350,8 @@ impl Context {
             // before any PE's device code starts waiting for the others: waits stay
             // short, and no PE spins while a peer is still compiling (see the
             // forward-progress rules in ARCHITECTURE.md).
-            self.sync_all()?;
+            self.sync_all()
+                .map_err(|e| e.during(&format!("launch of kernel {:?}", kernel.name)))?;
         }
         let mut seen = Watch::default();
         let took = lock(&self.inner.submit).dispatch(
@@ -452,7 +453,7 @@ impl Context {
                 String::new()
             };
             return Err(Error::Timeout {
-                kernel: kernel.name.clone(),
+                what: format!("kernel {:?}", kernel.name),
                 pe: self.my_pe(),
                 seconds: timeout.map(|t| t.as_secs_f64()).unwrap_or(0.0),
                 missing,

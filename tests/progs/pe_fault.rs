@@ -2,8 +2,8 @@
 //!
 //! `pe_fault MODE PE ITER`: every PE prints its process id, then loops over host
 //! barriers; PE `PE` misbehaves at iteration `ITER` as MODE says: `panic`, `exit3`
-//! (exits with code 3 without finalizing), `sigkill` (kills itself with SIGKILL) or
-//! `none`. Surviving PEs report the error they got and exit with code 2.
+//! (exits with code 3 without finalizing), `sigkill` (kills itself with SIGKILL),
+//! `hang` (sleeps for 10 minutes: alive but never arriving) or `none`. Surviving PEs report the error they got and exit with code 2.
 //!
 //! `pe_fault device - ITER MARKDIR`: every PE runs ITER dispatches of a kernel
 //! that loops over work_group barriers on the device; after its first dispatch
@@ -34,6 +34,7 @@ fn main() {
                 "sigkill" => {
                     let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
                 }
+                "hang" => std::thread::sleep(std::time::Duration::from_secs(600)),
                 _ => {}
             }
         }

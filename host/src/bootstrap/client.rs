@@ -112,6 +112,7 @@ impl Bootstrap {
             if let Ok(1..) = nix::poll::poll(&mut [fd], nix::poll::PollTimeout::ZERO) {
                 self.failed = Some(match recv(&self.stream) {
                     Ok(Some((Msg::Abort { pe, reason }, _))) => (pe, reason),
+                    Ok(Some((m @ Msg::TimedOut { .. }, _))) => timed_out(&m),
                     Ok(Some((m, _))) => (
                         u32::MAX,
                         format!("unexpected {} from the endpoint", m.kind()),
@@ -133,6 +134,29 @@ impl Bootstrap {
             Some((Msg::Abort { pe, reason }, _)) => {
                 self.failed = Some((pe, reason.clone()));
                 Err(Error::PeerFailed { pe, how: reason })
+            }
+            Some((m @ Msg::TimedOut { .. }, _)) => {
+                let (pe, how) = timed_out(&m);
+                self.failed = Some((pe, how.clone()));
+                let Msg::TimedOut {
+                    what,
+                    waited_ms,
+                    missing,
+                } = m
+                else {
+                    unreachable!("matched above")
+                };
+                if missing.contains(&self.pe) {
+                    // This PE is one of the late ones: it did not wait, the job
+                    // failed while it was away.
+                    return Err(Error::PeerFailed { pe, how });
+                }
+                Err(Error::Timeout {
+                    what,
+                    pe: self.pe,
+                    seconds: waited_ms as f64 / 1000.0,
+                    missing: waiting_for(&missing),
+                })
             }
             Some((msg, fds)) => {
                 let got = match &msg {
@@ -282,6 +306,42 @@ impl Bootstrap {
     pub fn finalize(mut self) -> Result<()> {
         self.closed = true;
         send(&self.stream, &Msg::Goodbye, &[])
+    }
+}
+
+/// ", waiting for PEs 1, 3" (empty when no PE is named).
+fn waiting_for(missing: &[u32]) -> String {
+    match missing {
+        [] => String::new(),
+        [pe] => format!(", waiting for PE {pe}"),
+        _ => format!(
+            ", waiting for PEs {}",
+            missing
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// The job's failure as (PE, how) after a [`Msg::TimedOut`]: the first PE that
+/// had not arrived.
+fn timed_out(m: &Msg) -> (u32, String) {
+    match m {
+        Msg::TimedOut {
+            what,
+            waited_ms,
+            missing,
+        } => (
+            missing.first().copied().unwrap_or(u32::MAX),
+            format!(
+                "did not arrive at {what} within {:.1} s (VKSHMEM_WAIT_TIMEOUT){}",
+                *waited_ms as f64 / 1000.0,
+                waiting_for(missing)
+            ),
+        ),
+        _ => (u32::MAX, format!("unexpected {}", m.kind())),
     }
 }
 

@@ -7,6 +7,11 @@
 //! last answers all of them. A PE whose connection drops without a goodbye (it died)
 //! fails the job: every other PE gets an [`Msg::Abort`] and returns
 //! [`crate::Error::PeerFailed`] from the call it is in.
+//!
+//! With a wait timeout (`VKSHMEM_WAIT_TIMEOUT`, read by the launcher), a watchdog
+//! thread fails the job when a collective has waited longer than that for its last
+//! PEs: every PE gets [`Msg::TimedOut`] naming the collective and the PEs that had
+//! not arrived, and the ones waiting return [`crate::Error::Timeout`].
 
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -15,7 +20,7 @@ use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::transport::{peer_uid, recv, send};
 use super::wire::{Msg, MAX_FDS_PER_FRAME, MAX_PES, SECRET_LEN};
@@ -30,6 +35,7 @@ pub struct Server {
     secret: [u8; SECRET_LEN],
     shared: Arc<Shared>,
     accept: Option<JoinHandle<()>>,
+    watchdog: Option<JoinHandle<()>>,
     addr: SocketAddr,
 }
 
@@ -58,6 +64,8 @@ struct TeamRound {
     seq: u64,
     parts: Vec<Option<Vec<u8>>>,
     arrived: u32,
+    /// When the first member arrived.
+    since: Instant,
 }
 
 #[derive(Default)]
@@ -71,6 +79,8 @@ struct State {
     /// Contributions to the collective in progress.
     pending: Vec<Option<Pending>>,
     arrived: u32,
+    /// When the first PE arrived at the world collective in progress.
+    since: Option<Instant>,
     /// Team allgathers in progress, by member set (start, stride, size).
     teams: HashMap<(u32, i32, u32), TeamRound>,
     /// The first failure: PE and how.
@@ -81,6 +91,12 @@ impl Server {
     /// Starts an endpoint for a job of `npes` PEs, under a fresh random abstract name
     /// and secret.
     pub fn start(npes: u32) -> Result<Server> {
+        Server::start_with_timeout(npes, None)
+    }
+
+    /// Like [`Server::start`]; a collective that has waited `timeout` for its last
+    /// PEs fails the job ([`Msg::TimedOut`] to every PE, naming those PEs).
+    pub fn start_with_timeout(npes: u32, timeout: Option<Duration>) -> Result<Server> {
         if npes == 0 || npes > MAX_PES {
             return Err(Error::InvalidArgument(format!(
                 "a job has 1 to {MAX_PES} PEs, not {npes}"
@@ -118,11 +134,24 @@ impl Server {
             .name("vkshmem-bootstrap".into())
             .spawn(move || accept_loop(listener, s2))
             .map_err(|e| Error::io("starting the bootstrap thread", e))?;
+        let watchdog = match timeout {
+            Some(t) => {
+                let s2 = shared.clone();
+                Some(
+                    std::thread::Builder::new()
+                        .name("vkshmem-bootstrap-watchdog".into())
+                        .spawn(move || watchdog(&s2, t))
+                        .map_err(|e| Error::io("starting the bootstrap watchdog", e))?,
+                )
+            }
+            None => None,
+        };
         Ok(Server {
             endpoint: format!("@{name}"),
             secret,
             shared,
             accept: Some(accept),
+            watchdog,
             addr,
         })
     }
@@ -157,8 +186,30 @@ impl Drop for Server {
         if let Some(h) = self.accept.take() {
             let _ = h.join();
         }
+        if let Some(h) = self.watchdog.take() {
+            let _ = h.join();
+        }
         for c in self.shared.lock().all.drain(..) {
             let _ = c.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+/// Fails the job when a collective has waited `timeout` for its last PEs.
+fn watchdog(shared: &Shared, timeout: Duration) {
+    let tick = (timeout / 8).clamp(Duration::from_millis(5), Duration::from_millis(100));
+    while !shared.stop.load(Ordering::SeqCst) {
+        std::thread::sleep(tick);
+        let late = {
+            let st = shared.lock();
+            if st.failed.is_some() {
+                return;
+            }
+            st.overdue(timeout)
+        };
+        if let Some((what, waited, missing)) = late {
+            shared.time_out(&what, waited, &missing);
+            return;
         }
     }
 }
@@ -291,6 +342,48 @@ fn serve(stream: Arc<UnixStream>, shared: Arc<Shared>) {
 }
 
 impl State {
+    /// Forgets every collective in progress (the job is failing).
+    fn clear_rounds(&mut self) {
+        for p in self.pending.iter_mut() {
+            *p = None;
+        }
+        self.arrived = 0;
+        self.since = None;
+        self.teams.clear();
+    }
+
+    /// The first collective in progress that has waited at least `timeout`:
+    /// what it is, how long it waited and the PEs that have not arrived.
+    fn overdue(&self, timeout: Duration) -> Option<(String, Duration, Vec<u32>)> {
+        if let Some(since) = self.since.filter(|s| s.elapsed() >= timeout) {
+            let (kind, seq) = self
+                .pending
+                .iter()
+                .flatten()
+                .map(|p| (p.kind, p.seq))
+                .next()
+                .unwrap_or(("collective", 0));
+            let missing = (0..self.pending.len() as u32)
+                .filter(|&p| self.pending[p as usize].is_none())
+                .collect();
+            return Some((format!("{kind} #{seq}"), since.elapsed(), missing));
+        }
+        self.teams.iter().find_map(|(&(start, stride, size), r)| {
+            (r.since.elapsed() >= timeout).then(|| {
+                let member = |i: u32| (start as i64 + i as i64 * stride as i64) as u32;
+                let missing = (0..size).filter(|&i| r.parts[i as usize].is_none());
+                (
+                    format!(
+                        "team allgather #{} over the PEs {start}:{stride}:{size} (start:stride:size)",
+                        r.seq
+                    ),
+                    r.since.elapsed(),
+                    missing.map(member).collect(),
+                )
+            })
+        })
+    }
+
     /// When the job has already failed, tells `pe` (which just entered a
     /// collective) and returns true.
     fn tell_failure(&self, pe: u32) -> bool {
@@ -334,11 +427,35 @@ impl Shared {
         for c in st.conns.iter().flatten() {
             let _ = send(c, &abort, &[]);
         }
-        for p in st.pending.iter_mut() {
-            *p = None;
+        st.clear_rounds();
+    }
+
+    /// Fails the job because `what` waited `waited` for the PEs `missing`.
+    fn time_out(&self, what: &str, waited: Duration, missing: &[u32]) {
+        let mut st = self.lock();
+        if st.failed.is_some() {
+            return;
         }
-        st.arrived = 0;
-        st.teams.clear();
+        let list = missing
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let how = format!(
+            "did not arrive at {what} within {:.1} s (VKSHMEM_WAIT_TIMEOUT); PEs not arrived: {list}",
+            waited.as_secs_f64()
+        );
+        tracing::debug!("bootstrap: {how}");
+        st.failed = Some((missing.first().copied().unwrap_or(u32::MAX), how));
+        let msg = Msg::TimedOut {
+            what: what.to_string(),
+            waited_ms: waited.as_millis().min(u64::MAX as u128) as u64,
+            missing: missing.to_vec(),
+        };
+        for c in st.conns.iter().flatten() {
+            let _ = send(c, &msg, &[]);
+        }
+        st.clear_rounds();
     }
 
     /// Records `pe`'s part of allgather `seq` over the member set `team`; the last
@@ -390,6 +507,7 @@ impl Shared {
             seq,
             parts: vec![None; size as usize],
             arrived: 0,
+            since: Instant::now(),
         });
         if round.seq != seq || round.parts[index].is_some() {
             let how = format!(
@@ -444,11 +562,15 @@ impl Shared {
             return;
         }
         st.pending[pe as usize] = Some(Pending { seq, kind, part });
+        if st.arrived == 0 {
+            st.since = Some(Instant::now());
+        }
         st.arrived += 1;
         if st.arrived < self.npes {
             return;
         }
         st.arrived = 0;
+        st.since = None;
         let parts: Vec<Pending> = st.pending.iter_mut().map(|p| p.take().unwrap()).collect();
         if let Some(odd) = parts
             .iter()
@@ -529,4 +651,100 @@ fn deliver(conns: &[Arc<UnixStream>], seq: u64, parts: Vec<Pending>) -> Result<(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bootstrap::Bootstrap;
+
+    /// Runs `npes` PEs as threads against an endpoint with `timeout`.
+    fn job<T: Send + 'static>(
+        npes: u32,
+        timeout: Duration,
+        body: impl Fn(Bootstrap) -> T + Send + Sync + 'static,
+    ) -> (Server, Vec<T>) {
+        let server = Server::start_with_timeout(npes, Some(timeout)).unwrap();
+        let (ep, secret) = (server.endpoint().to_string(), server.secret().to_vec());
+        let body = Arc::new(body);
+        let handles: Vec<_> = (0..npes)
+            .map(|pe| {
+                let (ep, secret, body) = (ep.clone(), secret.clone(), body.clone());
+                std::thread::spawn(move || body(Bootstrap::connect(&ep, &secret, pe, npes).unwrap()))
+            })
+            .collect();
+        let out = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        (server, out)
+    }
+
+    #[test]
+    fn a_late_pe_times_the_barrier_out_and_is_named() {
+        let t0 = Instant::now();
+        let (server, errs) = job(4, Duration::from_millis(300), |mut b| {
+            b.barrier().unwrap(); // everyone arrives at #1
+            if b.pe() == 1 || b.pe() == 3 {
+                // Late for #2 (alive, just slow): hears the timeout when it comes.
+                std::thread::sleep(Duration::from_millis(1200));
+            }
+            b.barrier().unwrap_err()
+        });
+        // The waiting PEs were released after the timeout, not after the sleepers.
+        assert!(t0.elapsed() < Duration::from_secs(5));
+        for (pe, e) in errs.iter().enumerate() {
+            match (pe, e) {
+                (0 | 2, Error::Timeout { what, pe: p, missing, seconds }) => {
+                    assert_eq!(what, "barrier #2");
+                    assert_eq!(*p, pe as u32);
+                    assert_eq!(missing, ", waiting for PEs 1, 3");
+                    assert!(*seconds >= 0.3 && *seconds < 3.0, "{seconds}");
+                }
+                // The late PEs' next call fails with the job's failure.
+                (1 | 3, Error::PeerFailed { pe: 1, how }) => {
+                    assert!(how.contains("barrier #2") && how.contains("PEs 1, 3"), "{how}")
+                }
+                _ => panic!("PE {pe}: {e}"),
+            }
+        }
+        let (pe, how) = server.first_failure().unwrap();
+        assert_eq!(pe, 1);
+        assert!(how.contains("VKSHMEM_WAIT_TIMEOUT"), "{how}");
+    }
+
+    #[test]
+    fn a_team_allgather_times_out_naming_its_missing_member() {
+        let (_server, out) = job(3, Duration::from_millis(200), |mut b| {
+            // Team of PEs 2, 0 (start 2, stride -2); PE 0 never comes.
+            match b.pe() {
+                2 => Some(b.team_allgather(2, -2, 2, b"x").unwrap_err()),
+                _ => {
+                    std::thread::sleep(Duration::from_millis(800));
+                    None
+                }
+            }
+        });
+        match &out[2] {
+            Some(Error::Timeout { what, missing, .. }) => {
+                assert!(what.starts_with("team allgather #1 over the PEs 2:-2:2"), "{what}");
+                assert_eq!(missing, ", waiting for PE 0");
+            }
+            e => panic!("{e:?}"),
+        }
+    }
+
+    #[test]
+    fn collectives_that_complete_in_time_are_not_timed_out() {
+        let (server, out) = job(3, Duration::from_millis(400), |mut b| {
+            for i in 0..20u32 {
+                b.barrier()?;
+                b.allgather(&i.to_le_bytes())?;
+                // Spread over more than the timeout in total, never in one round.
+                std::thread::sleep(Duration::from_millis(30));
+            }
+            b.finalize()
+        });
+        for r in out {
+            r.unwrap();
+        }
+        assert!(server.first_failure().is_none());
+    }
 }

@@ -203,7 +203,9 @@ impl Context {
             None => local,
         };
         desc.ok = u32::from(local.is_ok());
-        let blobs = self.gather_shape(m.shape, bytemuck::bytes_of(&desc))?;
+        let blobs = self
+            .gather_shape(m.shape, bytemuck::bytes_of(&desc))
+            .map_err(|e| e.during(name))?;
         let all: Vec<Desc> = blobs
             .iter()
             .map(|b| bytemuck::try_pod_read_unaligned(b))
@@ -256,7 +258,7 @@ impl Context {
         });
         // Complete on every member even when this PE's part failed, so that no
         // member waits forever; then report this PE's failure.
-        let done = self.sync_shape(m.shape);
+        let done = self.sync_shape(m.shape).map_err(|e| e.during(name));
         moved.and(done)
     }
 

@@ -297,10 +297,12 @@ impl Context {
     /// Waits until every member of `team` has called it (`shmem_team_sync`, host).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for an invalid team; [`Error::PeerFailed`].
+    /// [`Error::InvalidArgument`] for an invalid or destroyed team;
+    /// [`Error::PeerFailed`] when a member dies, [`Error::Broken`] after a failed
+    /// launch.
     pub fn team_sync(&self, team: Team) -> Result<()> {
         let r = self.team_record(team)?;
-        self.sync_shape(r.shape)
+        self.sync_shape(r.shape).map_err(|e| e.during("team_sync"))
     }
 
     /// [`Context::quiet`], then [`Context::team_sync`] (`shmem_team_barrier`, host).

@@ -29,6 +29,11 @@ struct Args {
     /// Seconds the other PEs get to exit after a failure or a signal before SIGKILL.
     #[arg(long, default_value_t = 3.0)]
     grace: f64,
+    /// Seconds any wait (a host collective, a device wait in a kernel launch) may
+    /// take before it fails with a timeout naming the PEs that did not arrive; sets
+    /// VKSHMEM_WAIT_TIMEOUT for the job (default: that variable, else no timeout).
+    #[arg(long, value_name = "SECS")]
+    wait_timeout: Option<String>,
     /// The program each PE runs, and its arguments.
     #[arg(required = true, num_args = 1.., allow_hyphen_values = true, value_name = "PROGRAM [ARGS]...")]
     command: Vec<OsString>,
@@ -44,6 +49,10 @@ fn main() {
         .init();
     let args = Args::parse();
     let grace = Duration::from_secs_f64(args.grace.clamp(0.0, 3600.0));
+    if let Some(t) = &args.wait_timeout {
+        // Before any thread starts: the endpoint and every PE read it.
+        std::env::set_var(vkshmem_host::config::ENV_WAIT_TIMEOUT, t);
+    }
     let code = match supervise::run(args.npes, args.label, grace, &args.command) {
         Ok(code) => code,
         Err(e) => {
