@@ -26,8 +26,10 @@ use vkshmem_host::{Context, Error, Kernel};
 ///
 /// # Errors
 /// [`Error::Kernel`] when the WGSL does not compile (with its line and column),
-/// [`Error::InvalidArgument`] for binding or push-constant counts the device does
-/// not allow, Vulkan errors.
+/// [`Error::InvalidArgument`] when `entry` is not one of its compute entry points,
+/// when it uses a binding outside group 0 or at `bindings` or above, or
+/// immediates while `push_bytes` is 0, or for binding or push-constant counts
+/// the device does not allow (see [`Context::kernel_from_spirv`]); Vulkan errors.
 pub fn compile_kernel(
     ctx: &Context,
     source: &str,

@@ -79,6 +79,9 @@ pub use vkshmem_host::{
 /// When `RUST_LOG` is set and the program has not installed a `tracing` subscriber
 /// of its own, this installs one that writes to stderr, so that `RUST_LOG=info`
 /// shows which device each PE took and why, with no code in the program.
+///
+/// # Errors
+/// As [`Context::init`].
 pub fn init() -> Result<Context> {
     if std::env::var_os("RUST_LOG").is_some() {
         let _ = tracing_subscriber::fmt()

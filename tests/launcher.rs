@@ -758,3 +758,46 @@ fn litmus_message_passing() {
         "without synchronization the check must see wrong words: {line}"
     );
 }
+
+/// Input validation (tests/progs/validation_check.rs): bad calls to every public
+/// entry point give the exact typed error on every PE and leave the job usable;
+/// then, in a job of one PE without the launcher, kernels built on one context
+/// are refused by the next.
+#[test]
+fn bad_input_gives_typed_errors_and_the_job_stays_usable() {
+    let prog = program("validation_check");
+    for n in [1usize, 3] {
+        let r = vkshmrun(&["-n", &n.to_string(), &prog], Duration::from_secs(180));
+        assert_eq!(r.code, Some(0), "{n} PEs:\n{}\n{}", r.stdout, r.stderr);
+        let lines: Vec<&str> = r
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("validation_check:"))
+            .collect();
+        assert_eq!(lines.len(), n, "{}", r.stdout);
+        for l in lines {
+            assert!(l.ends_with("failed=0"), "{l}\n{}", r.stderr);
+            let checks: usize = l
+                .split("checks=")
+                .nth(1)
+                .and_then(|x| x.split(' ').next())
+                .and_then(|x| x.parse().ok())
+                .unwrap_or(0);
+            assert!(checks >= 80, "too few checks: {l}");
+        }
+    }
+    let out = Command::new(&prog)
+        .arg("--foreign")
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("validation_check: checks=3 failed=0"),
+        "{stdout}"
+    );
+}

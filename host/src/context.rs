@@ -194,6 +194,11 @@ impl Context {
     /// endpoint. Dropping the last handle without calling this says goodbye too
     /// (without the barrier). Symmetric buffers still alive keep their memory but can
     /// no longer be freed collectively.
+    ///
+    /// # Errors
+    /// As [`Context::barrier_all`] (a clone of a context that has already
+    /// finalized gets [`Error::InvalidArgument`]); [`Error::Bootstrap`] when the
+    /// goodbye cannot be sent.
     pub fn finalize(self) -> Result<()> {
         self.barrier_all()?;
         match lock(&self.inner.boot).take() {
@@ -288,14 +293,27 @@ impl Context {
     ///
     /// # Errors
     /// [`Error::AllocMismatch`] when the PEs asked for different things (on every
-    /// PE), [`Error::HeapExhausted`] when there is no room (on every PE).
+    /// PE), [`Error::HeapExhausted`] when there is no room (on every PE),
+    /// [`Error::InvalidArgument`] when `len` elements of `T` overflow 64 bits or `T`
+    /// is zero-sized; [`Error::PeerFailed`] when a PE dies during the agreement,
+    /// [`Error::Broken`] after a failed launch (see [`Context::launch`]).
     pub fn malloc<T: bytemuck::Pod>(&self, len: usize) -> Result<SymBuffer<T>> {
         self.align(std::mem::align_of::<T>() as u64, len)
     }
 
     /// Like [`Context::malloc`] with the offset a multiple of `align`
     /// (`shmem_align`; a power of two).
+    ///
+    /// # Errors
+    /// As [`Context::malloc`]; [`Error::InvalidArgument`] when `align` is not a power
+    /// of two (on every PE that passed it, before any communication).
     pub fn align<T: bytemuck::Pod>(&self, align: u64, len: usize) -> Result<SymBuffer<T>> {
+        if std::mem::size_of::<T>() == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "symmetric buffers of the zero-sized type {} hold no bytes",
+                std::any::type_name::<T>()
+            )));
+        }
         let bytes = (len as u64)
             .checked_mul(std::mem::size_of::<T>() as u64)
             .ok_or_else(|| {
@@ -318,6 +336,9 @@ impl Context {
 
     /// Like [`Context::malloc`], with every element zero on every PE on return
     /// (`shmem_calloc`).
+    ///
+    /// # Errors
+    /// As [`Context::malloc`]; Vulkan errors from zeroing the block.
     pub fn calloc<T: bytemuck::Pod>(&self, len: usize) -> Result<SymBuffer<T>> {
         let buf = self.malloc::<T>(len)?;
         let rounded = lock(&self.inner.alloc)
@@ -344,6 +365,7 @@ impl Context {
     /// Completes this PE's outstanding memory updates (`shmem_quiet`). Host-initiated
     /// operations of this version wait for their device work before returning, so
     /// this is a full memory fence for the host's own stores through the mapping.
+    /// It cannot fail (the `Result` leaves room for outstanding operations).
     pub fn quiet(&self) -> Result<()> {
         fence(Ordering::SeqCst);
         Ok(())
@@ -470,6 +492,18 @@ impl Context {
 
     /// Builds a compute kernel from SPIR-V with `bindings` storage buffers in set 0
     /// and `push_bytes` of push constants.
+    ///
+    /// The module is parsed and checked for what would otherwise be undefined
+    /// behaviour in the driver: a SPIR-V header, a `GLCompute` entry point named
+    /// `entry`, every resource in set 0 at a binding below `bindings`, and no push
+    /// constants unless `push_bytes` > 0. It is not otherwise validated: pass
+    /// modules from a validating compiler (as [`crate::Kernel`]s from WGSL are).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a module that fails those checks, more
+    /// bindings than the device's `maxPerStageDescriptorStorageBuffers`, or
+    /// `push_bytes` that is not a multiple of 4 or exceeds
+    /// `maxPushConstantsSize`; Vulkan errors.
     pub fn kernel_from_spirv(
         &self,
         spirv: &[u32],
@@ -477,6 +511,7 @@ impl Context {
         bindings: u32,
         push_bytes: u32,
     ) -> Result<Kernel> {
+        check_spirv(spirv, entry, bindings, push_bytes)?;
         Kernel::new(&self.inner.gpu, spirv, entry, &[bindings], push_bytes)
     }
 
@@ -486,9 +521,12 @@ impl Context {
     ///
     /// # Errors
     /// [`Error::Unreachable`] for a window on a PE this PE cannot reach,
-    /// [`Error::InvalidArgument`] for a window outside the heap, misaligned
-    /// (offsets must be multiples of [`Context::granule`]) or larger than the
-    /// device's `maxStorageBufferRange`, or a binding/push-constant count mismatch.
+    /// [`Error::InvalidArgument`] for a window outside the heap, empty, misaligned
+    /// (offsets must be multiples of the device's `minStorageBufferOffsetAlignment`;
+    /// [`Context::granule`] always is) or larger than the device's
+    /// `maxStorageBufferRange`, a binding/push-constant count mismatch, a
+    /// workgroup count of 0 or over the device's `maxComputeWorkGroupCount`, or a
+    /// kernel built on another context's device; Vulkan errors.
     pub fn dispatch(
         &self,
         kernel: &Kernel,
@@ -532,11 +570,10 @@ impl Context {
 
     /// Checks a workgroup count against the device.
     pub(crate) fn check_groups(&self, groups: [u32; 3]) -> Result<()> {
-        let info = &self.inner.gpu.info;
-        if groups.contains(&0) || groups[0] > info.max_workgroups_x {
+        let max = self.inner.gpu.info.max_workgroups;
+        if groups.contains(&0) || groups.iter().zip(max).any(|(&g, m)| g > m) {
             return Err(Error::InvalidArgument(format!(
-                "workgroup count {groups:?}: each must be at least 1, x at most {}",
-                info.max_workgroups_x
+                "workgroup count {groups:?}: each must be at least 1 and at most {max:?} (maxComputeWorkGroupCount)"
             )));
         }
         Ok(())
@@ -544,7 +581,114 @@ impl Context {
 
     /// Submits an empty command buffer and waits for it: the floor of every
     /// host-initiated device operation, for benchmarks.
+    ///
+    /// # Errors
+    /// Vulkan errors.
     pub fn empty_submit(&self) -> Result<()> {
         lock(&self.inner.submit).empty()
+    }
+}
+
+/// The checks [`Context::kernel_from_spirv`] makes before handing a module to the
+/// driver (pure).
+fn check_spirv(spirv: &[u32], entry: &str, bindings: u32, push_bytes: u32) -> Result<()> {
+    use rspirv::dr::Operand;
+    use rspirv::spirv::{Decoration, ExecutionModel, Op, StorageClass};
+    let bad = |why: String| Err(Error::InvalidArgument(format!("SPIR-V module: {why}")));
+    if spirv.len() < 5 || spirv[0] != rspirv::spirv::MAGIC_NUMBER {
+        return bad(format!(
+            "no SPIR-V header ({} words, first {:#x?})",
+            spirv.len(),
+            spirv.first()
+        ));
+    }
+    let m = match rspirv::dr::load_words(spirv) {
+        Ok(m) => m,
+        Err(e) => return bad(format!("malformed: {e}")),
+    };
+    let computes: Vec<&str> = m
+        .entry_points
+        .iter()
+        .filter_map(|e| match e.operands.as_slice() {
+            [Operand::ExecutionModel(ExecutionModel::GLCompute), _, Operand::LiteralString(n), ..] => {
+                Some(n.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    if !computes.contains(&entry) {
+        return bad(format!(
+            "no compute entry point {entry:?} (it has {computes:?})"
+        ));
+    }
+    for d in m
+        .annotations
+        .iter()
+        .filter(|i| i.class.opcode == Op::Decorate)
+    {
+        match d.operands.as_slice() {
+            [Operand::IdRef(id), Operand::Decoration(Decoration::DescriptorSet), Operand::LiteralBit32(set)]
+                if *set != 0 =>
+            {
+                return bad(format!(
+                    "resource %{id} is in descriptor set {set}; kernels bind set 0 only"
+                ));
+            }
+            [Operand::IdRef(id), Operand::Decoration(Decoration::Binding), Operand::LiteralBit32(b)]
+                if *b >= bindings =>
+            {
+                return bad(format!(
+                    "resource %{id} is at binding {b}; the kernel was given {bindings} bindings"
+                ));
+            }
+            _ => {}
+        }
+    }
+    let pushes = m.types_global_values.iter().any(|i| {
+        i.class.opcode == Op::Variable
+            && i.operands.first() == Some(&Operand::StorageClass(StorageClass::PushConstant))
+    });
+    if pushes && push_bytes == 0 {
+        return bad("it declares push constants; the kernel was given 0 bytes of them".into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_spirv;
+    use crate::error::Error;
+
+    fn wgsl(src: &str) -> Vec<u32> {
+        vkshmem_device::compile_wgsl(src, "t.wgsl").expect("valid WGSL")
+    }
+
+    const ONE_BINDING: &str = "@group(0) @binding(0) var<storage, read_write> a: array<u32>;
+        @compute @workgroup_size(1) fn main() { a[0] = 1u; }";
+
+    #[test]
+    fn spirv_checks_reject_what_the_driver_cannot_take() {
+        let words = wgsl(ONE_BINDING);
+        assert!(check_spirv(&words, "main", 1, 0).is_ok());
+        let invalid = |r: crate::Result<()>| matches!(r, Err(Error::InvalidArgument(_)));
+        assert!(invalid(check_spirv(&[], "main", 1, 0)));
+        assert!(invalid(check_spirv(&[0xdead_beef; 16], "main", 1, 0)));
+        assert!(invalid(check_spirv(
+            &words[..words.len() / 2],
+            "main",
+            1,
+            0
+        )));
+        assert!(invalid(check_spirv(&words, "other", 1, 0)));
+        assert!(invalid(check_spirv(&words, "main", 0, 0)));
+        let set1 = wgsl(&ONE_BINDING.replace("@group(0)", "@group(1)"));
+        assert!(invalid(check_spirv(&set1, "main", 1, 0)));
+        let push = wgsl(
+            "struct P { x: u32 } var<immediate> p: P;
+             @group(0) @binding(0) var<storage, read_write> a: array<u32>;
+             @compute @workgroup_size(1) fn main() { a[0] = p.x; }",
+        );
+        assert!(invalid(check_spirv(&push, "main", 1, 0)));
+        assert!(check_spirv(&push, "main", 1, 4).is_ok());
     }
 }

@@ -103,7 +103,8 @@ impl<T: Pod> SymBuffer<T> {
     ///
     /// # Errors
     /// [`crate::Error::Unreachable`] when `pe` is not directly reachable,
-    /// [`crate::Error::InvalidArgument`] when the range runs past the buffer.
+    /// [`crate::Error::InvalidArgument`] when the range runs past the buffer;
+    /// Vulkan errors on a heap the host cannot map.
     pub fn read_at(&self, pe: u32, start: usize, dst: &mut [T]) -> Result<()> {
         let at = self.check_range(start, dst.len())?;
         self.ctx.read_bytes(pe, at, bytemuck::cast_slice_mut(dst))
@@ -119,26 +120,42 @@ impl<T: Pod> SymBuffer<T> {
     }
 
     /// Copies the first `dst.len()` elements of PE `pe`'s copy into `dst`.
+    ///
+    /// # Errors
+    /// As [`SymBuffer::read_at`].
     pub fn read_pe(&self, pe: u32, dst: &mut [T]) -> Result<()> {
         self.read_at(pe, 0, dst)
     }
 
     /// Copies `src` into the first `src.len()` elements of PE `pe`'s copy.
+    ///
+    /// # Errors
+    /// As [`SymBuffer::read_at`].
     pub fn write_pe(&self, pe: u32, src: &[T]) -> Result<()> {
         self.write_at(pe, 0, src)
     }
 
     /// Copies this PE's own copy into `dst`.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] when `dst` is longer than the buffer;
+    /// Vulkan errors on a heap the host cannot map.
     pub fn read(&self, dst: &mut [T]) -> Result<()> {
         self.read_pe(self.ctx.my_pe(), dst)
     }
 
     /// Copies `src` into this PE's own copy.
+    ///
+    /// # Errors
+    /// As [`SymBuffer::read`].
     pub fn write(&self, src: &[T]) -> Result<()> {
         self.write_pe(self.ctx.my_pe(), src)
     }
 
     /// This PE's own copy as a vector.
+    ///
+    /// # Errors
+    /// Vulkan errors on a heap the host cannot map.
     pub fn to_vec(&self) -> Result<Vec<T>> {
         let mut v = vec![T::zeroed(); self.len];
         self.read(&mut v)?;
@@ -159,6 +176,12 @@ impl<T: Pod> SymBuffer<T> {
     }
 
     /// Frees the buffer on every PE (collective, `shmem_free`).
+    ///
+    /// # Errors
+    /// [`crate::Error::AllocMismatch`] (on every PE) when the PEs free different
+    /// buffers; [`crate::Error::PeerFailed`], [`crate::Error::Broken`] and
+    /// [`crate::Error::InvalidArgument`] as [`Context::barrier_all`]. The handle
+    /// is consumed either way; after an error the memory stays allocated.
     pub fn free(mut self) -> Result<()> {
         self.live = false;
         self.ctx.free_offset(self.offset)
@@ -191,7 +214,9 @@ pub struct SymSlice<T: Pod> {
 
 impl<T: Pod> SymSlice<T> {
     /// A slice at byte `offset` of every PE's heap: for code that manages
-    /// symmetric addresses itself.
+    /// symmetric addresses itself. Nothing is checked here; collectives check
+    /// that the elements they touch lie in the heap, past the control region, and
+    /// are aligned to the element size.
     pub fn from_raw(offset: u64, len: usize) -> Self {
         SymSlice {
             offset,
@@ -230,9 +255,10 @@ impl<T: Pod> SymSlice<T> {
         self.len == 0
     }
 
-    /// Size in bytes.
+    /// Size in bytes (`u64::MAX` when a [`SymSlice::from_raw`] length is too
+    /// large to have a size; collectives reject such a slice).
     pub fn bytes(&self) -> u64 {
-        (self.len * std::mem::size_of::<T>()) as u64
+        (self.len as u64).saturating_mul(std::mem::size_of::<T>() as u64)
     }
 }
 
@@ -259,5 +285,26 @@ impl<T: Pod> SymBuffer<T> {
 impl<T: Pod> From<&SymBuffer<T>> for SymSlice<T> {
     fn from(b: &SymBuffer<T>) -> Self {
         b.as_slice()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SymSlice;
+
+    #[test]
+    fn raw_slices_too_large_to_have_a_size_do_not_panic() {
+        let s = SymSlice::<u64>::from_raw(1 << 20, usize::MAX);
+        assert_eq!(s.bytes(), u64::MAX);
+        assert!(matches!(
+            s.device_byte_addr(),
+            Err(crate::Error::InvalidArgument(_))
+        ));
+        let past = SymSlice::<u32>::from_raw(u64::MAX - 2, 1);
+        assert!(past.device_byte_addr().is_err());
+        assert_eq!(
+            SymSlice::<u32>::from_raw(256, 4).device_byte_addr().ok(),
+            Some(256)
+        );
     }
 }

@@ -142,6 +142,10 @@ impl Context {
     }
 
     /// Like [`Context::device_kernel`] for a module with several entry points.
+    ///
+    /// # Errors
+    /// As [`Context::device_kernel`]; [`Error::Kernel`] when `entry` is not a
+    /// compute entry point of `source`.
     pub fn device_kernel_entry(
         &self,
         source: &str,
@@ -251,8 +255,10 @@ impl Context {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a buffer count, immediate size or workgroup
-    /// count that does not match the kernel or the device, or a window that is
-    /// misaligned or too large; [`Error::Device`] when device code raised an error;
+    /// count that does not match the kernel or the device, a window that is
+    /// empty, misaligned, too large or outside the heap, or a kernel compiled on
+    /// another context; [`Error::Unreachable`] for a window on a PE this PE cannot
+    /// reach; [`Error::Device`] when device code raised an error;
     /// [`Error::PeerFailed`] when another PE died while this kernel waited for it;
     /// [`Error::Timeout`] when `VKSHMEM_WAIT_TIMEOUT` expired. After any error from
     /// a kernel that waits on peers, in a job of several PEs, the PEs are out of
@@ -315,6 +321,12 @@ impl Context {
         immediates: &[u8],
         timed: bool,
     ) -> Result<Option<Duration>> {
+        if !Arc::ptr_eq(&kernel.kernel.gpu, &self.inner.gpu) {
+            return Err(Error::InvalidArgument(format!(
+                "kernel {:?} was compiled on another context (compile it again on this one)",
+                kernel.name
+            )));
+        }
         let want = kernel.linked.user_bindings.len();
         if buffers.len() != want {
             let names: Vec<_> = kernel

@@ -146,6 +146,12 @@ impl Context {
     pub(crate) fn check_sym<T: Pod>(&self, what: &str, s: &SymSlice<T>, n: u64) -> Result<()> {
         let es = std::mem::size_of::<T>() as u64;
         let control = layout::control_bytes(self.n_pes());
+        if es == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "{what}: the zero-sized type {} has no bytes to move",
+                std::any::type_name::<T>()
+            )));
+        }
         if n > s.len() as u64 {
             return Err(Error::InvalidArgument(format!(
                 "{what}: {n} elements needed, the object holds {}",
@@ -312,10 +318,13 @@ impl Context {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] (on every member) for an invalid team, a root
-    /// outside it, objects that do not hold `nelems` elements or lie outside the
-    /// heap, or members passing different arguments; [`Error::PeerFailed`],
-    /// [`Error::Device`] and Vulkan errors.
+    /// [`Error::InvalidArgument`] for an invalid or destroyed team (on this PE,
+    /// before any communication) and, on every member, for a root outside the
+    /// team, objects that do not hold `nelems` elements, lie outside the heap's
+    /// allocatable part or its first 4 GiB, are not aligned to the element size or
+    /// have a zero-sized element type, or members passing different arguments;
+    /// [`Error::PeerFailed`] when a member dies, [`Error::Broken`] after a failed
+    /// launch, [`Error::Device`] and Vulkan errors from the data movement.
     pub fn broadcast<T: Pod>(
         &self,
         team: Team,
@@ -408,7 +417,8 @@ impl Context {
     /// ```
     ///
     /// # Errors
-    /// As [`Context::broadcast`]; members passing different `nelems` is an
+    /// As [`Context::broadcast`] (without the root); members passing different
+    /// `nelems`, or `nelems` times the team's size overflowing, is an
     /// [`Error::InvalidArgument`] on every member.
     pub fn fcollect<T: Pod>(
         &self,
@@ -446,9 +456,14 @@ impl Context {
         let n = nelems as u64;
         let size = m.shape.size as u64;
         let name = which.name();
-        let local = self
-            .check_sym(&format!("{name} dest"), dest, n * size)
-            .and_then(|_| self.check_sym(&format!("{name} source"), source, n * source_blocks));
+        let local = match (n.checked_mul(size), n.checked_mul(source_blocks)) {
+            (Some(d), Some(s)) => self
+                .check_sym(&format!("{name} dest"), dest, d)
+                .and_then(|_| self.check_sym(&format!("{name} source"), source, s)),
+            _ => Err(Error::InvalidArgument(format!(
+                "{name}: {nelems} elements times {size} members overflow"
+            ))),
+        };
         let desc = Desc::new(which, dest.offset(), source.offset(), n, es);
         let kernel = match which {
             Which::Fcollect => HostCollective::Fcollect,
@@ -494,7 +509,8 @@ impl Context {
     /// (`shmem_collect`). Collective. `dest` must hold the sum of the counts.
     ///
     /// # Errors
-    /// As [`Context::broadcast`].
+    /// As [`Context::broadcast`] (without the root); a member whose `dest` does not
+    /// hold the sum of the counts is an [`Error::InvalidArgument`] on every member.
     pub fn collect<T: Pod>(
         &self,
         team: Team,
@@ -623,7 +639,9 @@ impl Context {
     /// least 1. Collective.
     ///
     /// # Errors
-    /// As [`Context::alltoall`]; a zero stride.
+    /// As [`Context::alltoall`]; [`Error::InvalidArgument`] (on every member) for a
+    /// zero stride, strides whose span overflows, or elements that are not 1, 2, 4
+    /// or 8 bytes.
     pub fn alltoalls<T: Pod>(
         &self,
         team: Team,
@@ -654,7 +672,9 @@ impl Context {
             if n == 0 {
                 Some(0)
             } else {
-                (size * n - 1).checked_mul(stride)?.checked_add(1)
+                (size.checked_mul(n)? - 1)
+                    .checked_mul(stride)?
+                    .checked_add(1)
             }
         };
         let (dspan, sspan) = (span(dst as u64), span(sst as u64));

@@ -121,7 +121,8 @@ impl Context {
     /// operation on a floating type, objects that do not hold `nreduce` elements,
     /// lie outside the heap or overlap without being the same, or members passing
     /// different arguments; [`Error::Unsupported`] for 64-bit types on a device
-    /// without 64-bit shader arithmetic; [`Error::PeerFailed`], [`Error::Device`].
+    /// without 64-bit shader arithmetic; the rest as [`Context::broadcast`]
+    /// ([`Error::PeerFailed`], [`Error::Broken`], [`Error::Device`], Vulkan).
     pub fn reduce<T: Reduce>(
         &self,
         team: Team,

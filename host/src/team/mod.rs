@@ -226,8 +226,10 @@ impl Context {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] (on every member) for an invalid parent, indices
-    /// outside it, a zero stride, or members passing different arguments;
-    /// [`Error::TeamLimit`] when no table slot is free on every member of `parent`.
+    /// outside it, a size below 1, a zero stride, or members passing different
+    /// arguments; [`Error::TeamLimit`] when no table slot is free on every member
+    /// of `parent`; [`Error::PeerFailed`] when a member dies, [`Error::Broken`]
+    /// after a failed launch.
     pub fn team_split_strided(
         &self,
         parent: Team,
@@ -278,7 +280,9 @@ impl Context {
     /// WORLD, SHARED and NODE cannot be destroyed.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for an invalid team or a predefined one.
+    /// [`Error::InvalidArgument`] for an invalid or already destroyed team or a
+    /// predefined one; [`Error::PeerFailed`] and [`Error::Broken`] as
+    /// [`Context::team_sync`].
     pub fn team_destroy(&self, team: Team) -> Result<()> {
         let r = self.team_record(team)?;
         if r.serial == 0 {

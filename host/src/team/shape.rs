@@ -40,6 +40,10 @@ impl TeamShape {
     }
 
     /// A checked shape: every member lies in `0..n_pes` and `size >= 1`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a size of 0, a zero stride with more than one
+    /// member, or a member outside `0..n_pes`.
     pub fn new(start: u32, stride: i32, size: u32, n_pes: u32) -> Result<TeamShape> {
         let bad = |why: String| {
             Err(Error::InvalidArgument(format!(
@@ -63,7 +67,8 @@ impl TeamShape {
         })
     }
 
-    /// WORLD number of member `i` (`i < size`).
+    /// WORLD number of member `i` (`i < size`; debug builds panic beyond, release
+    /// builds return a meaningless number).
     pub fn member(&self, i: u32) -> u32 {
         debug_assert!(i < self.size);
         (self.start as i64 + i as i64 * self.stride as i64) as u32
@@ -78,6 +83,10 @@ impl TeamShape {
     pub fn index_of(&self, pe: u32) -> Option<u32> {
         let d = pe as i64 - self.start as i64;
         let s = self.stride as i64;
+        if s == 0 {
+            // Not a shape `new` makes (the fields are public): one member at most.
+            return (d == 0 && self.size > 0).then_some(0);
+        }
         if d % s != 0 {
             return None;
         }
@@ -87,7 +96,13 @@ impl TeamShape {
 
     /// `shmem_team_split_strided`: the members `start + j * stride` (`j < size`)
     /// of this team, numbered in this team. Every index must lie in the team.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a size below 1, a zero stride with more than
+    /// one member, an index outside this team, a stride that overflows in WORLD
+    /// numbers, or a malformed `self` (see [`TeamShape::check`]).
     pub fn split_strided(&self, start: i32, stride: i32, size: i32) -> Result<TeamShape> {
+        self.check()?;
         let bad = |why: &str| {
             Err(Error::InvalidArgument(format!(
                 "split_strided(start {start}, stride {stride}, size {size}) of a team of {} PEs: {why}",
@@ -120,7 +135,18 @@ impl TeamShape {
     /// `xrange` consecutive members holding it; the last row may be shorter) and the
     /// y-axis team (the column: every `xrange`-th member from its column). An
     /// `xrange` above the team's size is the team's size.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an `xrange` below 1, an `index` outside the
+    /// team, or a malformed `self` (see [`TeamShape::check`]).
     pub fn split_2d(&self, xrange: i32, index: u32) -> Result<(TeamShape, TeamShape)> {
+        self.check()?;
+        if index >= self.size {
+            return Err(Error::InvalidArgument(format!(
+                "split_2d: member {index} of a team of {} PEs",
+                self.size
+            )));
+        }
         if xrange < 1 {
             return Err(Error::InvalidArgument(format!(
                 "split_2d: xrange {xrange} must be at least 1"
@@ -135,9 +161,10 @@ impl TeamShape {
     }
 
     /// `shmem_team_translate_pe`: the number in `to` of this team's member `pe`, or
-    /// `None` when `pe` is not a member of this team or the PE is not in `to`.
+    /// `None` when `pe` is not a member of this team or the PE is not in `to`
+    /// (or either shape is malformed).
     pub fn translate(&self, pe: i32, to: &TeamShape) -> Option<u32> {
-        if !(0..self.size as i64).contains(&(pe as i64)) {
+        if !(0..self.size as i64).contains(&(pe as i64)) || self.check().is_err() {
             return None;
         }
         to.index_of(self.member(pe as u32))
@@ -145,6 +172,10 @@ impl TeamShape {
 
     /// The shape of the OpenSHMEM active set (`PE_start`, `logPE_stride`,
     /// `PE_size`) of the deprecated collectives.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a negative `PE_start`, a `logPE_stride`
+    /// outside `0..31`, a `PE_size` below 1, or a PE outside `0..n_pes`.
     pub fn active_set(
         pe_start: i32,
         log_stride: i32,
@@ -157,6 +188,28 @@ impl TeamShape {
             )));
         }
         TeamShape::new(pe_start as u32, 1 << log_stride, pe_size as u32, n_pes)
+    }
+
+    /// Checks a shape built from its public fields: at least one member, at most
+    /// `i32::MAX`, a non-zero stride when there are several, and every member a
+    /// valid WORLD number (`0..=u32::MAX`). Shapes made by this module pass.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming what is wrong.
+    pub fn check(&self) -> Result<()> {
+        let last = self.start as i64 + (self.size as i64 - 1) * self.stride as i64;
+        let why = if self.size == 0 {
+            "a team has at least one PE"
+        } else if self.size > i32::MAX as u32 {
+            "more members than a team number can count"
+        } else if self.size > 1 && self.stride == 0 {
+            "a stride of 0 repeats a PE"
+        } else if !(0..=u32::MAX as i64).contains(&last) {
+            "its last member is not a PE number"
+        } else {
+            return Ok(());
+        };
+        Err(Error::InvalidArgument(format!("{self:?}: {why}")))
     }
 
     /// The smallest strided set holding exactly `pes` (sorted, distinct), if any:
@@ -262,5 +315,46 @@ mod tests {
         let a = TeamShape::active_set(1, 1, 3, 8).unwrap();
         assert_eq!(members(&a), [1, 3, 5]);
         assert!(TeamShape::active_set(4, 1, 3, 8).is_err());
+    }
+
+    #[test]
+    fn malformed_shapes_are_errors_not_panics() {
+        let zero_stride = TeamShape {
+            start: 2,
+            stride: 0,
+            size: 3,
+        };
+        let empty = TeamShape {
+            start: 0,
+            stride: 1,
+            size: 0,
+        };
+        let huge = TeamShape {
+            start: 0,
+            stride: 1,
+            size: u32::MAX,
+        };
+        let below_zero = TeamShape {
+            start: 1,
+            stride: -1,
+            size: 3,
+        };
+        let w = TeamShape::world(4);
+        for t in [zero_stride, empty, huge, below_zero] {
+            assert!(t.check().is_err(), "{t:?}");
+            assert!(matches!(
+                t.split_strided(0, 1, 1),
+                Err(Error::InvalidArgument(_))
+            ));
+            assert!(matches!(t.split_2d(1, 0), Err(Error::InvalidArgument(_))));
+            assert_eq!(t.translate(0, &w), None);
+        }
+        assert_eq!(zero_stride.index_of(2), Some(0));
+        assert_eq!(zero_stride.index_of(3), None);
+        assert_eq!(w.translate(2, &zero_stride), Some(0));
+        assert!(w.check().is_ok());
+        // A member index outside the team.
+        assert!(w.split_2d(2, 4).is_err());
+        assert!(w.split_2d(2, u32::MAX).is_err());
     }
 }

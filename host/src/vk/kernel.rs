@@ -11,7 +11,7 @@ use crate::error::{Error, Result, VkContext};
 
 /// A compute pipeline ready to dispatch.
 pub struct Kernel {
-    gpu: Arc<Gpu>,
+    pub(crate) gpu: Arc<Gpu>,
     module: vk::ShaderModule,
     pub(crate) set_layouts: Vec<vk::DescriptorSetLayout>,
     pub(crate) layout: vk::PipelineLayout,

@@ -58,6 +58,8 @@ pub struct DeviceInfo {
     pub max_push_constants: u32,
     /// `maxComputeWorkGroupCount[0]`.
     pub max_workgroups_x: u32,
+    /// `maxComputeWorkGroupCount`: the most workgroups of a dispatch in x, y and z.
+    pub max_workgroups: [u32; 3],
     /// `timestampPeriod` in nanoseconds per tick.
     pub timestamp_period_ns: f32,
     /// `timestampValidBits` of the compute queue family (0: no timestamps).
@@ -192,6 +194,7 @@ impl Gpu {
             min_storage_offset_alignment: p.limits.min_storage_buffer_offset_alignment,
             max_push_constants: p.limits.max_push_constants_size,
             max_workgroups_x: p.limits.max_compute_work_group_count[0],
+            max_workgroups: p.limits.max_compute_work_group_count,
             timestamp_period_ns: p.limits.timestamp_period,
             // SAFETY: valid physical device of `instance`.
             timestamp_valid_bits: unsafe {

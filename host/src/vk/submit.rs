@@ -171,6 +171,12 @@ impl Submitter {
         timed: bool,
         watch: &mut dyn FnMut(Duration),
     ) -> Result<Option<Duration>> {
+        if !Arc::ptr_eq(&kernel.gpu, &self.gpu) {
+            return Err(Error::InvalidArgument(
+                "the kernel was built on another context's device (build it again on this context)"
+                    .into(),
+            ));
+        }
         let counts: Vec<u32> = sets.iter().map(|s| s.len() as u32).collect();
         if counts != kernel.sets() {
             return Err(Error::InvalidArgument(format!(
