@@ -10,9 +10,13 @@
 //!   as a table; `--compare-mpi` also runs the same sweep through Open MPI
 //!   (`benches/mpi/mpi_bench.c`, installed and built here) and prints both side
 //!   by side.
+//! - `cargo xtask soak --minutes N [--pes P]`: random sequences of collectives,
+//!   each checked against the host reference (`soak.rs`); `cargo xtask test`
+//!   ends with a short one.
 
 mod deps;
 mod shaders;
+mod soak;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -39,6 +43,8 @@ enum Cmd {
     Shaders,
     /// Run the benchmark on the default Vulkan device and print the table.
     Bench(BenchArgs),
+    /// Run random sequences of checked collectives for a while.
+    Soak(soak::SoakArgs),
 }
 
 #[derive(clap::Args)]
@@ -109,7 +115,18 @@ fn test(args: &[String]) -> Result<()> {
     if !args.is_empty() {
         t.arg("--").args(args);
     }
-    run(t)
+    run(t)?;
+    if args.is_empty() {
+        // A short soak: half a minute of random checked collectives on 4 PEs
+        // with one device kernel.
+        soak::soak(&soak::SoakArgs {
+            minutes: 0.5,
+            pes: 4,
+            seed: None,
+            device_kernels: Some(1),
+        })?;
+    }
+    Ok(())
 }
 
 /// The rows of a CSV text with a header line, as maps from column to value.
@@ -246,5 +263,6 @@ fn main() -> Result<()> {
             shaders::check(&root())
         }
         Cmd::Bench(a) => bench(&a),
+        Cmd::Soak(a) => soak::soak(&a),
     }
 }
