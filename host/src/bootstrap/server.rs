@@ -680,23 +680,24 @@ mod tests {
     #[test]
     fn a_late_pe_times_the_barrier_out_and_is_named() {
         let t0 = Instant::now();
-        let (server, errs) = job(4, Duration::from_millis(300), |mut b| {
+        // Generous times: the test must hold on a loaded 2-core machine.
+        let (server, errs) = job(4, Duration::from_millis(1000), |mut b| {
             b.barrier().unwrap(); // everyone arrives at #1
             if b.pe() == 1 || b.pe() == 3 {
                 // Late for #2 (alive, just slow): hears the timeout when it comes.
-                std::thread::sleep(Duration::from_millis(1200));
+                std::thread::sleep(Duration::from_millis(4000));
             }
             b.barrier().unwrap_err()
         });
         // The waiting PEs were released after the timeout, not after the sleepers.
-        assert!(t0.elapsed() < Duration::from_secs(5));
+        assert!(t0.elapsed() < Duration::from_secs(15));
         for (pe, e) in errs.iter().enumerate() {
             match (pe, e) {
                 (0 | 2, Error::Timeout { what, pe: p, missing, seconds }) => {
                     assert_eq!(what, "barrier #2");
                     assert_eq!(*p, pe as u32);
                     assert_eq!(missing, ", waiting for PEs 1, 3");
-                    assert!(*seconds >= 0.3 && *seconds < 3.0, "{seconds}");
+                    assert!(*seconds >= 1.0 && *seconds < 4.0, "{seconds}");
                 }
                 // The late PEs' next call fails with the job's failure.
                 (1 | 3, Error::PeerFailed { pe: 1, how }) => {
@@ -712,12 +713,12 @@ mod tests {
 
     #[test]
     fn a_team_allgather_times_out_naming_its_missing_member() {
-        let (_server, out) = job(3, Duration::from_millis(200), |mut b| {
+        let (_server, out) = job(3, Duration::from_millis(500), |mut b| {
             // Team of PEs 2, 0 (start 2, stride -2); PE 0 never comes.
             match b.pe() {
                 2 => Some(b.team_allgather(2, -2, 2, b"x").unwrap_err()),
                 _ => {
-                    std::thread::sleep(Duration::from_millis(800));
+                    std::thread::sleep(Duration::from_millis(2000));
                     None
                 }
             }
@@ -733,12 +734,12 @@ mod tests {
 
     #[test]
     fn collectives_that_complete_in_time_are_not_timed_out() {
-        let (server, out) = job(3, Duration::from_millis(400), |mut b| {
+        let (server, out) = job(3, Duration::from_millis(1500), |mut b| {
             for i in 0..20u32 {
                 b.barrier()?;
                 b.allgather(&i.to_le_bytes())?;
                 // Spread over more than the timeout in total, never in one round.
-                std::thread::sleep(Duration::from_millis(30));
+                std::thread::sleep(Duration::from_millis(100));
             }
             b.finalize()
         });
