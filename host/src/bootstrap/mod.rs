@@ -188,6 +188,103 @@ mod tests {
         b.barrier().unwrap();
     }
 
+    /// The environment variable that turns [`raw_stranger_process`] into the
+    /// stranger: `ENDPOINT SECRET_HEX`.
+    const STRANGER_ENV: &str = "VKSHMEM_TEST_RAW_STRANGER";
+
+    #[test]
+    fn wrong_secret_is_refused_at_the_process_level() {
+        // Another process (this test binary, running only `raw_stranger_process`)
+        // speaks raw frames to the endpoint; see there for what it checks.
+        let server = Server::start(2).unwrap();
+        let hex: String = server.secret().iter().map(|b| format!("{b:02x}")).collect();
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "bootstrap::tests::raw_stranger_process"])
+            .args(["--nocapture", "--test-threads=1"])
+            .env(STRANGER_ENV, format!("{} {hex}", server.endpoint()))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("stranger: refused 3 times"),
+            "{}\n{stdout}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The refusals did not fail the job: the right PEs get in and work.
+        let (ep, secret) = (server.endpoint().to_string(), server.secret().to_vec());
+        let pes: Vec<_> = (0..2u32)
+            .map(|pe| {
+                let (ep, secret) = (ep.clone(), secret.clone());
+                thread::spawn(move || {
+                    let mut b = Bootstrap::connect(&ep, &secret, pe, 2).unwrap();
+                    b.barrier().unwrap();
+                    b.finalize().unwrap();
+                })
+            })
+            .collect();
+        for h in pes {
+            h.join().unwrap();
+        }
+        assert!(server.first_failure().is_none());
+    }
+
+    /// Does nothing unless started by [`wrong_secret_is_refused_at_the_process_level`]
+    /// with [`STRANGER_ENV`] set: then, as a separate process of the same uid, it
+    /// connects three times with hand-made frames and checks that each is answered
+    /// with exactly one `Refused` frame and then end of stream:
+    /// a Hello whose secret differs in one bit, and length prefixes of
+    /// `MAX_FRAME + 1` and `u32::MAX` with no body behind them, which are refused at
+    /// once (the server neither allocates nor waits for a body that size).
+    #[test]
+    fn raw_stranger_process() {
+        use std::os::linux::net::SocketAddrExt;
+        use std::os::unix::net::{SocketAddr, UnixStream};
+        use std::time::{Duration, Instant};
+        let Ok(spec) = std::env::var(STRANGER_ENV) else {
+            return;
+        };
+        let (ep, hex) = spec.split_once(' ').unwrap();
+        let mut secret = [0u8; wire::SECRET_LEN];
+        for (i, b) in secret.iter_mut().enumerate() {
+            *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap();
+        }
+        let addr = SocketAddr::from_abstract_name(&ep.as_bytes()[1..]).unwrap();
+        // Sends `bytes`, reads until the server closes, returns the one refusal.
+        let refused = |bytes: &[u8]| -> String {
+            let t0 = Instant::now();
+            let mut s = UnixStream::connect_addr(&addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            s.write_all(bytes).unwrap();
+            let mut got = Vec::new();
+            s.read_to_end(&mut got)
+                .expect("the server closes the connection");
+            assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+            let len = u32::from_le_bytes(got[..4].try_into().unwrap()) as usize;
+            assert_eq!(got.len(), 4 + len, "one frame, then the end");
+            match wire::decode(&got[4..]) {
+                Ok(wire::Msg::Refused { reason }) => reason,
+                other => panic!("{other:?}"),
+            }
+        };
+        let frame = |m: &wire::Msg| {
+            let body = wire::encode(m);
+            [&(body.len() as u32).to_le_bytes()[..], &body].concat()
+        };
+        secret[wire::SECRET_LEN - 1] ^= 0x80;
+        let r = refused(&frame(&wire::Msg::Hello {
+            secret,
+            pe: 0,
+            npes: 2,
+        }));
+        assert!(r.contains("secret"), "{r}");
+        for len in [wire::MAX_FRAME as u32 + 1, u32::MAX] {
+            let r = refused(&len.to_le_bytes());
+            assert!(r.contains("over the limit"), "{r}");
+        }
+        println!("stranger: refused 3 times");
+    }
+
     #[test]
     fn a_dead_peer_aborts_the_others() {
         let server = Server::start(3).unwrap();
