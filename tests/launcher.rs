@@ -442,15 +442,23 @@ fn a_hung_pe_times_the_others_out_naming_the_collective_and_the_pe() {
     let prog = program("pe_fault");
     let started = Instant::now();
     let r = vkshmrun(
-        &["-n", "4", "--label", "--wait-timeout", "1", &prog, "hang", "2", "3"],
+        &[
+            "-n",
+            "4",
+            "--label",
+            "--wait-timeout",
+            "1",
+            &prog,
+            "hang",
+            "2",
+            "3",
+        ],
         Duration::from_secs(60),
     );
     let took = started.elapsed();
     assert_ne!(r.code, Some(0), "{}", r.stderr);
     for pe in [0, 1, 3] {
-        let want = format!(
-            "PE {pe}: barrier_all failed: barrier_all (barrier #"
-        );
+        let want = format!("PE {pe}: barrier_all failed: barrier_all (barrier #");
         let line = r
             .stderr
             .lines()
@@ -462,7 +470,8 @@ fn a_hung_pe_times_the_others_out_naming_the_collective_and_the_pe() {
         );
     }
     assert!(
-        r.stderr.contains("vkshmrun: PE 2 did not arrive at barrier #"),
+        r.stderr
+            .contains("vkshmrun: PE 2 did not arrive at barrier #"),
         "{}",
         r.stderr
     );

@@ -670,7 +670,9 @@ mod tests {
         let handles: Vec<_> = (0..npes)
             .map(|pe| {
                 let (ep, secret, body) = (ep.clone(), secret.clone(), body.clone());
-                std::thread::spawn(move || body(Bootstrap::connect(&ep, &secret, pe, npes).unwrap()))
+                std::thread::spawn(move || {
+                    body(Bootstrap::connect(&ep, &secret, pe, npes).unwrap())
+                })
             })
             .collect();
         let out = handles.into_iter().map(|h| h.join().unwrap()).collect();
@@ -693,7 +695,15 @@ mod tests {
         assert!(t0.elapsed() < Duration::from_secs(15));
         for (pe, e) in errs.iter().enumerate() {
             match (pe, e) {
-                (0 | 2, Error::Timeout { what, pe: p, missing, seconds }) => {
+                (
+                    0 | 2,
+                    Error::Timeout {
+                        what,
+                        pe: p,
+                        missing,
+                        seconds,
+                    },
+                ) => {
                     assert_eq!(what, "barrier #2");
                     assert_eq!(*p, pe as u32);
                     assert_eq!(missing, ", waiting for PEs 1, 3");
@@ -701,7 +711,10 @@ mod tests {
                 }
                 // The late PEs' next call fails with the job's failure.
                 (1 | 3, Error::PeerFailed { pe: 1, how }) => {
-                    assert!(how.contains("barrier #2") && how.contains("PEs 1, 3"), "{how}")
+                    assert!(
+                        how.contains("barrier #2") && how.contains("PEs 1, 3"),
+                        "{how}"
+                    )
                 }
                 _ => panic!("PE {pe}: {e}"),
             }
@@ -725,7 +738,10 @@ mod tests {
         });
         match &out[2] {
             Some(Error::Timeout { what, missing, .. }) => {
-                assert!(what.starts_with("team allgather #1 over the PEs 2:-2:2"), "{what}");
+                assert!(
+                    what.starts_with("team allgather #1 over the PEs 2:-2:2"),
+                    "{what}"
+                );
                 assert_eq!(missing, ", waiting for PE 0");
             }
             e => panic!("{e:?}"),

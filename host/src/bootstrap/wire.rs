@@ -3,7 +3,8 @@
 //! A frame is `u32 body length (LE)` followed by the body: a one-byte tag and the
 //! message's fields in little endian. Every length is checked against a hard limit
 //! before anything is allocated, and [`decode`] returns an error (never panics) on
-//! any byte string: it is fuzzed by a property test below.
+//! any byte string: property tests (host/tests/wire_props.rs) and cargo-fuzz
+//! targets (fuzz/) check it.
 //!
 //! File descriptors travel beside frames as `SCM_RIGHTS` ancillary data; the frame
 //! says how many to expect (see [`crate::bootstrap::transport`]).

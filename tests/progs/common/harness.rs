@@ -23,7 +23,6 @@ pub const GUARD: usize = 64;
 pub const POISON: u8 = 0xa5;
 pub const GUARD_BYTE: u8 = 0x5a;
 
-
 /// An element type with a host reference for the reductions ([`Combine`]).
 pub trait Elem: Reduce + Combine + PartialEq + Debug {
     const NAME: &'static str;
@@ -544,7 +543,11 @@ impl Harness {
     }
 
     /// Every operation the type supports at every size in `sizes`.
-    pub fn reduce_all_ops<T: Elem>(&mut self, tc: &TeamCase, sizes: &[usize]) -> anyhow::Result<()> {
+    pub fn reduce_all_ops<T: Elem>(
+        &mut self,
+        tc: &TeamCase,
+        sizes: &[usize],
+    ) -> anyhow::Result<()> {
         for op in ReduceOp::ALL {
             if op.bitwise() && T::FLOAT {
                 continue;
@@ -652,4 +655,3 @@ pub fn teams(ctx: &Context) -> anyhow::Result<Vec<TeamCase>> {
     add("single", Some(single), TeamShape::single(me))?;
     Ok(out)
 }
-
