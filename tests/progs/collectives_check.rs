@@ -314,24 +314,7 @@ fn main() -> anyhow::Result<()> {
     }
     let quick = std::env::args().any(|a| a == "--quick");
     let ctx = vkshmem::init()?;
-    let cap = 4 << 20;
-    let src = ctx.malloc::<u8>(cap)?;
-    let dst = ctx.malloc::<u8>(cap + 2 * GUARD)?;
-    let mut h = Harness {
-        ctx: ctx.clone(),
-        form: Form::Host,
-        phantom: false,
-        kernels: Default::default(),
-        src,
-        dst,
-        cap,
-        salt: 0,
-        shift: 0,
-        calls: 0,
-        wrong: 0,
-        fails: Vec::new(),
-    };
-    let _ = h.cap;
+    let mut h = Harness::new(&ctx, 4 << 20)?;
     let cases = teams(&ctx)?;
     let (big, small): (&[usize], &[usize]) = if quick {
         (&[0, 1, 7, 1024], &[1, 33])

@@ -254,23 +254,7 @@ fn main() -> anyhow::Result<()> {
     let max = args.max_elems.max(1);
     // Room for the largest call: a gathering kind's n * members elements of 8
     // bytes, alltoalls' strided span, plus the alignment shift.
-    let cap = max * 8 * 3 + 64;
-    let src = ctx.malloc::<u8>(cap)?;
-    let dst = ctx.malloc::<u8>(cap + 2 * GUARD)?;
-    let mut h = Harness {
-        ctx: ctx.clone(),
-        form: Form::Host,
-        phantom: false,
-        kernels: Default::default(),
-        src,
-        dst,
-        cap,
-        salt: 0,
-        shift: 0,
-        calls: 0,
-        wrong: 0,
-        fails: Vec::new(),
-    };
+    let mut h = Harness::new(&ctx, max * 8 * 3 + 64)?;
     let cases = teams(&ctx)?;
     let mut rng = StdRng::seed_from_u64(args.seed);
     // The device pool: distinct (kernel, form) pairs.

@@ -216,6 +216,25 @@ pub struct Harness {
 }
 
 impl Harness {
+    /// A harness in the host form with source and dest regions of `cap` bytes
+    /// (dest with its guards), allocated collectively.
+    pub fn new(ctx: &Context, cap: usize) -> anyhow::Result<Harness> {
+        Ok(Harness {
+            ctx: ctx.clone(),
+            form: Form::Host,
+            phantom: false,
+            kernels: Default::default(),
+            src: ctx.malloc::<u8>(cap)?,
+            dst: ctx.malloc::<u8>(cap + 2 * GUARD)?,
+            cap,
+            salt: 0,
+            shift: 0,
+            calls: 0,
+            wrong: 0,
+            fails: Vec::new(),
+        })
+    }
+
     pub fn me(&self) -> u32 {
         self.ctx.my_pe()
     }
