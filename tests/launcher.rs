@@ -149,6 +149,22 @@ fn vkshmrun_with(args: &[&str], timeout: Duration, during: impl FnOnce(u32)) -> 
     run
 }
 
+/// Runs a PE program without the launcher (a job of one PE), asserts that it
+/// succeeded and returns its stdout and stderr.
+fn run_solo(prog: &str, args: &[&str]) -> (String, String) {
+    let out = Command::new(prog)
+        .args(args)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    (stdout, stderr)
+}
+
 fn vkshmrun(args: &[&str], timeout: Duration) -> Run {
     vkshmrun_with(args, timeout, |_| {})
 }
@@ -359,16 +375,7 @@ fn a_pe_killed_inside_a_device_loop_fails_the_job_within_seconds() {
 #[test]
 fn init_and_finalize_100_times_leak_no_fds_or_memory() {
     // A job of one PE: no launcher. Fails on a leaked fd or per-round growth.
-    let out = Command::new(program("hygiene"))
-        .arg("100")
-        .env("RUST_BACKTRACE", "0")
-        .output()
-        .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let (stdout, _) = run_solo(&program("hygiene"), &["100"]);
     assert!(stdout.contains("hygiene: ok"), "{stdout}");
 }
 
@@ -795,16 +802,7 @@ fn bad_input_gives_typed_errors_and_the_job_stays_usable() {
             assert!(checks >= 80, "too few checks: {l}");
         }
     }
-    let out = Command::new(&prog)
-        .arg("--foreign")
-        .env("RUST_BACKTRACE", "0")
-        .output()
-        .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let (stdout, _) = run_solo(&prog, &["--foreign"]);
     assert!(
         stdout.contains("validation_check: checks=3 failed=0"),
         "{stdout}"
