@@ -96,17 +96,25 @@ fn vks_wait(addr: u32, cmp: u32, value: u32, signed: bool) -> bool {
         return false;
     }
     let c = vks_cond(cmp, value, signed);
-    var done = false;
+    // A wait that ends at its first polls costs nothing more; a longer one is
+    // announced to the host (vks_wait_begin/end: only where the driver caps loops,
+    // whose host throttles the CPU threads that run a long wait, see
+    // LibraryConfig::loop_cap).
+    var done = vks_poll_many(addr, c);
     var aborted = false;
-    loop {
-        if vks_poll_many(addr, c) {
-            done = true;
-            break;
+    if !done {
+        vks_wait_begin(addr, cmp | select(0u, 256u, signed), value);
+        loop {
+            if vks_poll_many(addr, c) {
+                done = true;
+                break;
+            }
+            if vks_aborting() {
+                aborted = true;
+                break;
+            }
         }
-        if vks_aborting() {
-            aborted = true;
-            break;
-        }
+        vks_wait_end();
     }
     let ok = done && !aborted;
     if ok {

@@ -66,16 +66,21 @@ control_struct!(
         error_addr,
         /// Nonzero: the host asks every device-side wait to give up (a peer failed).
         abort,
-        /// Reserved for later use; zero.
-        reserved0,
-        /// Reserved; zero.
-        reserved1,
-        /// Reserved; zero.
-        reserved2,
-        /// Reserved; zero.
-        reserved3,
-        /// Reserved; zero.
-        reserved4,
+        /// Invocations of this PE now inside a device wait past its first polls
+        /// (written only where the driver caps loops: the host's wait throttle
+        /// reads it, see `vkshmem_host::throttle`).
+        waiting,
+        /// Device waits entered past their first polls so far (wrapping): the host
+        /// sees a wait that lasts when this stays put while `waiting` is nonzero.
+        wait_seq,
+        /// Word address (in this PE's heap) the latest such wait polls: a hint for
+        /// the host, which may stop throttling as soon as its condition holds.
+        wait_addr,
+        /// That wait's comparison: `SHMEM_CMP_*` or `VKS_CMP_EPOCH` (6), plus 256
+        /// when it compares as signed.
+        wait_cond,
+        /// That wait's comparison value.
+        wait_value,
         /// Reserved; zero.
         reserved5,
         /// Reserved; zero.
@@ -128,7 +133,7 @@ control_struct!(
 /// `"VKSH"`, little-endian.
 pub const CONTROL_MAGIC: u32 = u32::from_le_bytes(*b"VKSH");
 /// Version of this layout; bumped when it changes.
-pub const LAYOUT_VERSION: u32 = 2;
+pub const LAYOUT_VERSION: u32 = 3;
 /// Most teams a PE can be part of at once (the device table's length).
 pub const MAX_TEAMS: u32 = 64;
 /// Team handle of WORLD (entry 0 of the table).

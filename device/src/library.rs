@@ -304,6 +304,7 @@ pub fn library_source_for(cfg: &LibraryConfig, uses: Option<&str>) -> String {
     s.push_str(&layout::wgsl());
     bindings(&mut s, cfg);
     raise(&mut s, cfg);
+    wait_announce(&mut s, cfg);
     poll_many(&mut s, cfg);
     if cfg.loop_cap {
         s.push_str(LOOP_CHECK);
@@ -373,6 +374,38 @@ fn poll_many(s: &mut String, cfg: &LibraryConfig) {
         s.push_str("    hit |= vks_cond_bit(c, vks_volatile_load_own(addr));\n");
     }
     s.push_str("    return hit != 0u;\n}\n");
+}
+
+/// `vks_wait_begin(addr, cond, value)` / `vks_wait_end()`: where the driver caps
+/// loops (llvmpipe, whose "device" is the host's CPU threads), a wait that did
+/// not end at its first polls says so in this PE's control header (`waiting`,
+/// `wait_seq`, and the condition as a hint: `wait_addr`, `wait_cond`,
+/// `wait_value`). The host's wait throttle (`vkshmem_host::throttle`) then puts
+/// the driver's threads to sleep most of the time until the wait ends, so that a
+/// wait spends its loop iterations slowly and lasts seconds, and the CPU goes to
+/// the PEs it waits for. Elsewhere both are empty.
+fn wait_announce(s: &mut String, cfg: &LibraryConfig) {
+    if !cfg.loop_cap {
+        s.push_str(
+            "fn vks_wait_begin(addr: u32, cond: u32, value: u32) {}\nfn vks_wait_end() {}\n",
+        );
+        return;
+    }
+    let me = format!("vks_a_{}_0", cfg.my_pe);
+    let _ = write!(
+        s,
+        "fn vks_wait_begin(addr: u32, cond: u32, value: u32) {{
+    atomicAdd(&{me}[VKS_CTRL_WAITING], 1u);
+    atomicStore(&{me}[VKS_CTRL_WAIT_ADDR], addr);
+    atomicStore(&{me}[VKS_CTRL_WAIT_COND], cond);
+    atomicStore(&{me}[VKS_CTRL_WAIT_VALUE], value);
+    atomicAdd(&{me}[VKS_CTRL_WAIT_SEQ], 1u);
+}}
+fn vks_wait_end() {{
+    atomicSub(&{me}[VKS_CTRL_WAITING], 1u);
+}}
+"
+    );
 }
 
 /// `vks_raise` writes the error words of this PE's control region directly (the

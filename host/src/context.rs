@@ -136,12 +136,42 @@ impl Context {
             None => None,
         };
         let gpu = Arc::new(Gpu::open(get(config::ENV_DEVICE).as_deref(), job.pe)?);
-        let heap = SymmetricHeap::create(&gpu, heap_size, job.pe, boot.as_mut())?;
         let granule = gpu
             .info
             .min_storage_offset_alignment
             .max(256)
             .next_power_of_two();
+        let heap_text = get(config::ENV_HEAP_SIZE).unwrap_or_else(|| "(default)".into());
+        // The control region plus one allocation (every PE computes the same).
+        let minimum = layout::control_bytes(job.npes).next_multiple_of(granule) + granule;
+        let size_error = |why: String| Error::Config {
+            var: config::ENV_HEAP_SIZE,
+            value: heap_text.clone(),
+            why,
+        };
+        if heap_size < minimum {
+            return Err(size_error(format!(
+                "{heap_size} bytes is below the minimum of {minimum} bytes for {} PEs (the control region and one allocation)",
+                job.npes
+            )));
+        }
+        let heap = SymmetricHeap::create(&gpu, heap_size, job.pe, boot.as_mut()).map_err(|e| {
+            match e {
+                Error::Vulkan { call, result }
+                    if matches!(
+                        result,
+                        ash::vk::Result::ERROR_OUT_OF_DEVICE_MEMORY
+                            | ash::vk::Result::ERROR_OUT_OF_HOST_MEMORY
+                    ) =>
+                {
+                    size_error(format!(
+                        "the device cannot allocate a heap of {heap_size} bytes ({call}: {result:?}); this device's maxMemoryAllocationSize is {} bytes and the minimum is {minimum} bytes",
+                        gpu.info.max_memory_allocation_size
+                    ))
+                }
+                e => e,
+            }
+        })?;
         let mut alloc = Allocator::new(heap.size(), granule)?;
         // The control region sits at offset 0 of every heap (same size everywhere,
         // so the first allocation lands there on every PE).
@@ -537,7 +567,7 @@ impl Context {
         let bound = self.bind_windows(windows)?;
         self.check_groups(groups)?;
         lock(&self.inner.submit)
-            .dispatch(kernel, groups, &[&bound], push, false, &mut |_| {})
+            .dispatch(kernel, groups, &[&bound], push, false, &mut |_| None)
             .map(|_| ())
     }
 

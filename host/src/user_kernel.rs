@@ -78,6 +78,10 @@ struct Watch {
     peer_failed: Option<(u32, String)>,
     timed_out: bool,
     abort_set: bool,
+    /// How long the launch ran (host clock).
+    ran: Duration,
+    /// Signals the wait throttle sent during it.
+    throttle_signals: u64,
 }
 
 impl Context {
@@ -228,7 +232,7 @@ impl Context {
             &[&library, &user],
             &immediates,
             false,
-            &mut |_| {},
+            &mut |_| None,
         )?;
         Ok(())
     }
@@ -366,16 +370,43 @@ impl Context {
                 .map_err(|e| e.during(&format!("launch of kernel {:?}", kernel.name)))?;
         }
         let mut seen = Watch::default();
+        let mut throttle = self.wait_throttle(kernel)?;
+        let started = std::time::Instant::now();
         let took = lock(&self.inner.submit).dispatch(
             &kernel.kernel,
             groups,
             &[&library, &user],
             immediates,
             timed,
-            &mut |elapsed| self.watch(&mut seen, elapsed, timeout),
-        )?;
+            &mut |elapsed| {
+                self.watch(&mut seen, elapsed, timeout);
+                throttle.as_mut().map(|t| t.tick())
+            },
+        );
+        seen.throttle_signals = throttle.as_ref().map_or(0, |t| t.signals);
+        drop(throttle);
+        let took = took?;
+        seen.ran = started.elapsed();
         self.check_device_errors(kernel, &seen, timeout)?;
         Ok(took)
+    }
+
+    /// The wait throttle for a launch of `kernel` (see [`crate::throttle`]): on a
+    /// driver that caps loops, for kernels that wait on peers in a job of
+    /// several PEs, when this PE's heap is host-mapped.
+    fn wait_throttle(&self, kernel: &DeviceKernel) -> Result<Option<crate::throttle::Session<'_>>> {
+        let threads = self.inner.gpu.driver_threads.tids();
+        if !kernel.linked.waits_on_peers || self.n_pes() < 2 || threads.is_empty() {
+            return Ok(None);
+        }
+        let Some(base) = self.inner.heap.block(self.my_pe())?.mapped() else {
+            return Ok(None);
+        };
+        let words = usize::try_from(self.heap_size() / 4).unwrap_or(usize::MAX);
+        // SAFETY: the own block stays mapped while the context lives, which
+        // outlives the session (dropped before this launch returns); the heap
+        // is `heap_size` bytes, past the control header.
+        Ok(unsafe { crate::throttle::Session::begin(threads, base.as_ptr().cast::<u32>(), words) })
     }
 
     /// Called while a launch waits: looks for a failed peer and the timeout, and
@@ -471,10 +502,18 @@ impl Context {
                 missing,
             });
         }
+        let mut what = layout::describe_errors(bits).join("; ");
+        if bits & layout::ERR_LOOPS_CUT != 0 {
+            what += &format!(
+                " [the launch ran {:.3} s; the wait throttle signalled {} times]",
+                seen.ran.as_secs_f64(),
+                seen.throttle_signals
+            );
+        }
         Err(Error::Device {
             kernel: kernel.name.clone(),
             pe: self.my_pe(),
-            what: layout::describe_errors(bits).join("; "),
+            what,
             bits,
             arg_pe,
             arg_addr,

@@ -68,6 +68,9 @@ pub struct DeviceInfo {
     pub max_storage_buffers_per_stage: u32,
     /// `maxComputeWorkGroupInvocations`.
     pub max_workgroup_invocations: u32,
+    /// `maxMemoryAllocationSize`: the largest allocation the device promises
+    /// (some drivers allocate more, others fail below it when memory is short).
+    pub max_memory_allocation_size: u64,
 }
 
 impl DeviceInfo {
@@ -98,6 +101,9 @@ pub struct Gpu {
     pub info: DeviceInfo,
     /// Optional capabilities that were found and enabled.
     pub caps: DeviceCaps,
+    /// On CPU drivers that cap loops (llvmpipe): the threads the driver created
+    /// when the device was opened, which run its kernels (see `crate::throttle`).
+    pub(crate) driver_threads: crate::throttle::DriverThreads,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -131,6 +137,8 @@ impl Gpu {
     /// Opens the device for the PE with node-local number `local_pe`, chosen as
     /// [`select::choose`] says (`wanted` is `VKSHMEM_DEVICE`).
     pub fn open(wanted: Option<&str>, local_pe: u32) -> Result<Gpu> {
+        // Threads that exist before the driver is loaded: the rest are its own.
+        let before = crate::throttle::thread_ids();
         // SAFETY: loading the Vulkan loader runs its initialisers; libvulkan is a
         // well-behaved shared library and we keep `entry` alive as long as the Gpu.
         let entry = unsafe { ash::Entry::load() }.map_err(|e| Error::Loader(e.to_string()))?;
@@ -142,7 +150,15 @@ impl Gpu {
         // SAFETY: the create info and what it points to live across the call.
         let instance = unsafe { entry.create_instance(&create, None) }.vk("vkCreateInstance")?;
         match Self::open_device(entry.clone(), &instance, wanted, local_pe) {
-            Ok(gpu) => Ok(gpu),
+            Ok(mut gpu) => {
+                if gpu.info.is_llvmpipe() {
+                    gpu.driver_threads = crate::throttle::DriverThreads::new(
+                        crate::throttle::driver_threads_since(&before),
+                    );
+                    tracing::debug!(threads = ?gpu.driver_threads, "llvmpipe's threads");
+                }
+                Ok(gpu)
+            }
             Err(e) => {
                 // SAFETY: no child objects of the instance exist on this path.
                 unsafe { instance.destroy_instance(None) };
@@ -180,7 +196,10 @@ impl Gpu {
 
         // Properties: limits and UUIDs.
         let mut id = vk::PhysicalDeviceIDProperties::default();
-        let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut id);
+        let mut m3 = vk::PhysicalDeviceMaintenance3Properties::default();
+        let mut props2 = vk::PhysicalDeviceProperties2::default()
+            .push_next(&mut id)
+            .push_next(&mut m3);
         // SAFETY: valid physical device; the pNext chain points at live structs.
         unsafe { instance.get_physical_device_properties2(physical, &mut props2) };
         let p = props2.properties;
@@ -203,6 +222,7 @@ impl Gpu {
                 .timestamp_valid_bits,
             max_storage_buffers_per_stage: p.limits.max_per_stage_descriptor_storage_buffers,
             max_workgroup_invocations: p.limits.max_compute_work_group_invocations,
+            max_memory_allocation_size: m3.max_memory_allocation_size,
         };
 
         // Features: query, then enable the ones we use that the device has.
@@ -284,6 +304,7 @@ impl Gpu {
             memory_properties,
             info,
             caps,
+            driver_threads: Default::default(),
         })
     }
 }

@@ -94,15 +94,16 @@ impl Submitter {
     /// Records with `record`, submits, and waits for completion. A final barrier
     /// makes shader and transfer writes visible to the host.
     fn run(&mut self, record: impl FnOnce(&ash::Device, vk::CommandBuffer)) -> Result<()> {
-        self.run_watched(record, &mut |_| {})
+        self.run_watched(record, &mut |_| None)
     }
 
-    /// Like `run`, calling `watch(elapsed)` every [`WAIT_SLICE`] while the work is
-    /// not finished (it may, for example, set the abort word of a stuck kernel).
+    /// Like `run`, calling `watch(elapsed)` while the work is not finished (it may,
+    /// for example, set the abort word of a stuck kernel): after [`WAIT_SLICE`],
+    /// then after whatever each call returns (`None`: `WAIT_SLICE`).
     fn run_watched(
         &mut self,
         record: impl FnOnce(&ash::Device, vk::CommandBuffer),
-        watch: &mut dyn FnMut(Duration),
+        watch: &mut dyn FnMut(Duration) -> Option<Duration>,
     ) -> Result<()> {
         let d = &self.gpu.device;
         let begin = vk::CommandBufferBeginInfo::default()
@@ -139,11 +140,14 @@ impl Submitter {
                 .vk("vkQueueSubmit")?;
         }
         let start = Instant::now();
+        let mut slice = watch(Duration::ZERO).unwrap_or(WAIT_SLICE);
         loop {
             // SAFETY: the fence belongs to this device and was just submitted.
-            match unsafe { d.wait_for_fences(&[self.fence], true, WAIT_SLICE.as_nanos() as u64) } {
+            match unsafe { d.wait_for_fences(&[self.fence], true, slice.as_nanos() as u64) } {
                 Ok(()) => break,
-                Err(vk::Result::TIMEOUT) => watch(start.elapsed()),
+                Err(vk::Result::TIMEOUT) => {
+                    slice = watch(start.elapsed()).unwrap_or(WAIT_SLICE);
+                }
                 Err(r) => {
                     return Err(Error::Vulkan {
                         call: "vkWaitForFences",
@@ -169,7 +173,7 @@ impl Submitter {
         sets: &[&[Window]],
         push: &[u8],
         timed: bool,
-        watch: &mut dyn FnMut(Duration),
+        watch: &mut dyn FnMut(Duration) -> Option<Duration>,
     ) -> Result<Option<Duration>> {
         if !Arc::ptr_eq(&kernel.gpu, &self.gpu) {
             return Err(Error::InvalidArgument(
