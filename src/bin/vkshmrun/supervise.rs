@@ -1,4 +1,10 @@
 //! Starting and supervising the PEs.
+//!
+//! The PEs' stdout and stderr are always pipes to vkshmrun, forwarded line by line
+//! by [`crate::output`]; vkshmrun's own messages go through [`output::note`]. Every
+//! way out of [`run`] once PEs exist waits for them to end and then finishes the
+//! forwarder, so the error reports it holds back are printed even when vkshmrun was
+//! interrupted (SIGINT, SIGTERM and SIGHUP are caught and forwarded, not fatal).
 
 use std::ffi::OsString;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -12,6 +18,8 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use vkshmem_host::bootstrap::Server;
 use vkshmem_host::config;
+
+use crate::output::{self, Forwarder, Pipes};
 
 const POLL: Duration = Duration::from_millis(5);
 
@@ -94,7 +102,7 @@ pub fn run(npes: u32, label: bool, grace: Duration, command: &[OsString]) -> Res
     }
 
     let mut pes: Vec<Pe> = Vec::with_capacity(npes as usize);
-    let mut pumps = Vec::new();
+    let mut pipes = Pipes::default();
     let mut pgid = 0;
     for pe in 0..npes {
         let mut cmd = Command::new(&command[0]);
@@ -104,12 +112,11 @@ pub fn run(npes: u32, label: bool, grace: Duration, command: &[OsString]) -> Res
             .env(config::ENV_BOOTSTRAP, server.endpoint())
             .env(config::ENV_SECRET, &secret)
             .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
             // One process group for the job: the terminal's Ctrl-C reaches only
             // vkshmrun, which forwards it once to every PE.
             .process_group(pgid);
-        if label {
-            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        }
         // SAFETY: the closure runs in the child between fork and exec and only makes
         // the async-signal-safe prctl(2) call.
         unsafe {
@@ -122,30 +129,28 @@ pub fn run(npes: u32, label: bool, grace: Duration, command: &[OsString]) -> Res
                 if pgid == 0 {
                     pgid = child.id() as i32;
                 }
-                if let Some(out) = child.stdout.take() {
-                    pumps.push(crate::output::label(pe, out, false));
-                }
-                if let Some(err) = child.stderr.take() {
-                    pumps.push(crate::output::label(pe, err, true));
-                }
+                pipes.add(pe, &mut child);
                 pes.push(Pe {
                     child,
                     status: None,
                 });
             }
             Err(e) => {
-                eprintln!(
-                    "vkshmrun: cannot start PE {pe} ({}): {e}",
+                output::note(format_args!(
+                    "cannot start PE {pe} ({}): {e}",
                     command[0].to_string_lossy()
-                );
+                ));
                 signal_all(&pes, Signal::SIGKILL);
                 for p in &mut pes {
                     let _ = p.child.wait();
                 }
+                // What the PEs started so far wrote still comes out.
+                Forwarder::start(pipes, label).finish(None);
                 return Ok(127);
             }
         }
     }
+    let forwarder = Forwarder::start(pipes, label);
 
     let mut failure: Option<(u32, i32)> = None;
     let mut noticed: Option<Instant> = None;
@@ -157,7 +162,7 @@ pub fn run(npes: u32, label: bool, grace: Duration, command: &[OsString]) -> Res
         if sig != 0 {
             if let Ok(s) = Signal::try_from(sig as i32) {
                 if interrupted.is_none() {
-                    eprintln!("vkshmrun: got {s}, passing it to every PE");
+                    output::note(format_args!("got {s}, passing it to every PE"));
                 }
                 interrupted = Some(sig as i32);
                 signal_all(&pes, s);
@@ -179,7 +184,7 @@ pub fn run(npes: u32, label: bool, grace: Duration, command: &[OsString]) -> Res
         }
         if failure.is_none() && interrupted.is_none() {
             if let Some((pe, how, code)) = blame(&pes, &newly_failed, &server, &mut noticed) {
-                eprintln!("vkshmrun: PE {pe} {how}; stopping the other PEs");
+                output::note(format_args!("PE {pe} {how}; stopping the other PEs"));
                 server.fail(pe, &how);
                 failure = Some((pe, code));
                 signal_all(&pes, Signal::SIGTERM);
@@ -198,25 +203,46 @@ pub fn run(npes: u32, label: bool, grace: Duration, command: &[OsString]) -> Res
         }
         std::thread::sleep(POLL);
     }
-    for h in pumps {
-        let _ = h.join();
-    }
+    // Every PE has ended: the rest of their output, then their error reports.
+    forwarder.finish(failure.map(|(pe, _)| pe));
     drop(server);
 
     if let Some(sig) = interrupted {
         return Ok(128 + sig);
     }
     if let Some((pe, code)) = failure {
-        let others: Vec<String> = pes
-            .iter()
-            .enumerate()
-            .filter(|(i, p)| *i as u32 != pe && !p.status.is_some_and(|s| s.success()))
-            .map(|(i, p)| format!("PE {i} {}", p.status.map(describe).unwrap_or_default()))
-            .collect();
-        if !others.is_empty() {
-            eprintln!("vkshmrun: after PE {pe} failed: {}", others.join(", "));
+        if let Some(others) = others_failed(&pes, pe) {
+            output::note(format_args!("after PE {pe} failed: {others}"));
         }
         return Ok(code);
     }
     Ok(0)
+}
+
+/// How the PEs other than `blamed` that did not succeed ended, PEs that ended
+/// alike named together (`PEs 0-2,4 exited with code 2, PE 3 was killed by
+/// signal 15 (SIGTERM)`); `None` when all of them succeeded.
+fn others_failed(pes: &[Pe], blamed: u32) -> Option<String> {
+    let mut groups: Vec<(String, Vec<u32>)> = Vec::new();
+    for (i, p) in pes.iter().enumerate() {
+        let Some(st) = p.status.filter(|st| !st.success()) else {
+            continue;
+        };
+        if i as u32 == blamed {
+            continue;
+        }
+        let how = describe(st);
+        match groups.iter_mut().find(|(h, _)| *h == how) {
+            Some((_, list)) => list.push(i as u32),
+            None => groups.push((how, vec![i as u32])),
+        }
+    }
+    let parts: Vec<String> = groups
+        .iter()
+        .map(|(how, list)| match (list.len(), how.strip_prefix("was ")) {
+            (2.., Some(rest)) => format!("{} were {rest}", output::pes_named(list)),
+            _ => format!("{} {how}", output::pes_named(list)),
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
 }
