@@ -32,6 +32,11 @@
 //! - Floors, measured in the same run: one empty submit-and-wait (what every host
 //!   call pays at least) and a bare atomic counter barrier among the team's
 //!   processes on the device (no library code), the floor of the device barriers.
+//!
+//! Output (on the team's first PE): the table on stdout, a row as soon as its
+//! size is measured, with `--csv` and `--json` written row by row too (see
+//! `report::Stream`); a failed sweep keeps the rows before the failure and exits
+//! non-zero. The summary and `--plot` come at the end.
 
 mod device;
 mod elem;
@@ -49,7 +54,7 @@ use clap::Parser;
 use device::{DeviceArgs, Scope};
 use elem::Elem;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use report::{Floors, Row};
+use report::{Floors, Row, Stream};
 use vkshmem::{Context, DeviceKernel, ReduceOp, SymBuffer, SymSlice, Team, TeamConfig};
 
 const COLLECTIVES: [&str; 8] = [
@@ -108,10 +113,11 @@ struct Args {
     /// Check every size against a host reference (the `wrong` column).
     #[arg(long)]
     check: bool,
-    /// Write the rows as CSV.
+    /// Write the rows as CSV, each appended as soon as it is measured.
     #[arg(long)]
     csv: Option<std::path::PathBuf>,
-    /// Write the floors and rows as JSON.
+    /// Write the floors and rows as JSON, rewritten whole (atomically) after
+    /// each row; `complete` is true once the sweep has finished.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
     /// Plot latency and bus bandwidth against size (PNG or SVG by extension).
@@ -119,6 +125,8 @@ struct Args {
     plot: Option<std::path::PathBuf>,
 }
 
+/// One PE's side of the run: its buffers, team and kernels, shared by every
+/// sweep.
 struct Bench<'a> {
     ctx: &'a Context,
     args: &'a Args,
@@ -137,12 +145,17 @@ struct Bench<'a> {
     capped: bool,
     /// More PEs than CPU cores.
     oversubscribed: bool,
+    /// Compiled device kernels by collective, type, op, scope and workgroup size.
     kernels: RefCell<HashMap<String, Arc<DeviceKernel>>>,
+    /// The sizes skipped (one call does not fit the driver's loop cap), for the
+    /// summary.
     skipped: RefCell<Vec<String>>,
+    /// Sizes done out of all; drawn on the reporter's stderr only.
     progress: ProgressBar,
 }
 
 impl Bench<'_> {
+    /// The PE that prints and writes the results: the team's first.
     fn reporter(&self) -> u32 {
         self.members[0]
     }
@@ -161,6 +174,7 @@ impl Bench<'_> {
         Ok(v)
     }
 
+    /// The device kernel of `coll` in `scope` (compiled once, then cached).
     fn kernel<T: Elem>(
         &self,
         coll: &str,
@@ -181,12 +195,15 @@ impl Bench<'_> {
         Ok(k)
     }
 
+    /// The sweep of one collective in one form with element type `T`: each
+    /// size's row goes to `out` as soon as it is measured.
     fn run<T: Elem>(
         &self,
         coll: &str,
         op: ReduceOp,
         scope: Option<Scope>,
-    ) -> anyhow::Result<Vec<Row>> {
+        out: &mut Stream,
+    ) -> anyhow::Result<()> {
         let ctx = self.ctx;
         if coll == "reduce"
             && !T::BITWISE
@@ -206,8 +223,8 @@ impl Bench<'_> {
             Some(Scope::WorkGroup) => self.args.workgroup_size as u64,
             _ => 1,
         };
-        let mut rows = Vec::new();
-        for bytes in sweep(self.args, coll, es) {
+        // One size: measured, its row pushed; an error names the size.
+        let mut one = |bytes: u64| -> anyhow::Result<()> {
             self.progress
                 .set_message(format!("{coll} {scope_name} {bytes} B"));
             let count = (bytes / es) as usize;
@@ -229,7 +246,7 @@ impl Bench<'_> {
                                 "{coll} {scope_name} {bytes} B: one call needs more loop iterations per invocation than this driver allows"
                             ));
                             self.progress.inc(1);
-                            continue;
+                            return Ok(());
                         }
                     }
                 }
@@ -293,10 +310,10 @@ impl Bench<'_> {
             };
             // Keeps the PEs outside the team in step.
             ctx.barrier_all()?;
-            let (time_us, min_us, max_us) = metrics::stats_us(&samples);
+            let (median_us, min_us, max_us) = metrics::stats_us(&samples);
             let factor = metrics::bus_factor(coll, n);
-            let algbw = factor.map(|_| metrics::algbw_gbps(bytes, time_us));
-            rows.push(Row {
+            let algbw = factor.map(|_| metrics::algbw_gbps(bytes, median_us));
+            out.push(Row {
                 collective: coll.into(),
                 scope: scope_name.into(),
                 ty: T::NAME.into(),
@@ -313,19 +330,63 @@ impl Bench<'_> {
                 npes: n,
                 bytes,
                 count: count as u64,
-                time_us,
+                median_us,
                 min_us,
                 max_us,
                 algbw,
                 busbw: algbw.zip(factor).map(|(a, f)| a * f),
                 roofline_pct: least_traffic(coll, bytes, n as u64)
-                    .filter(|_| time_us > 0.0)
-                    .map(|b| 100.0 * (b as f64 / self.copy_bw) / (time_us * 1e-6)),
+                    .filter(|_| median_us > 0.0)
+                    .map(|b| 100.0 * (b as f64 / self.copy_bw) / (median_us * 1e-6)),
                 wrong,
-            });
+            })?;
             self.progress.inc(1);
+            Ok(())
+        };
+        for bytes in sweep(self.args, coll, es) {
+            one(bytes).with_context(|| format!("{coll} {scope_name} at {bytes} B"))?;
         }
-        Ok(rows)
+        Ok(())
+    }
+
+    /// [`Bench::run`] with the element type named by `--type`.
+    fn run_typed(
+        &self,
+        coll: &str,
+        op: ReduceOp,
+        scope: Option<Scope>,
+        out: &mut Stream,
+    ) -> anyhow::Result<()> {
+        match self.args.ty.as_str() {
+            "float" => self.run::<f32>(coll, op, scope, out),
+            "double" => self.run::<f64>(coll, op, scope, out),
+            "int8" => self.run::<i8>(coll, op, scope, out),
+            "int16" => self.run::<i16>(coll, op, scope, out),
+            "int32" | "int" => self.run::<i32>(coll, op, scope, out),
+            "int64" | "long" => self.run::<i64>(coll, op, scope, out),
+            "uint8" | "uchar" => self.run::<u8>(coll, op, scope, out),
+            "uint16" | "ushort" => self.run::<u16>(coll, op, scope, out),
+            "uint32" | "uint" => self.run::<u32>(coll, op, scope, out),
+            "uint64" | "ulong" | "size" => self.run::<u64>(coll, op, scope, out),
+            t => bail!("--type {t:?}: float, double, int8..int64, uint8..uint64"),
+        }
+    }
+
+    /// Every collective in every form, in order; stops at the first error.
+    fn sweep_all(
+        &self,
+        colls: &[&str],
+        op: ReduceOp,
+        scopes: &[Option<Scope>],
+        out: &mut Stream,
+    ) -> anyhow::Result<()> {
+        for &coll in colls {
+            for &scope in scopes {
+                // Its errors name the collective, the form and the size.
+                self.run_typed(coll, op, scope, out)?;
+            }
+        }
+        Ok(())
     }
 
     /// One call on pattern data; the number of dest elements, over the whole team,
@@ -459,6 +520,30 @@ fn elem_size(ty: &str) -> anyhow::Result<u64> {
     })
 }
 
+/// The end of the run on the reporter, whether the sweep finished or failed
+/// (`error`): the JSON marked complete or failed, the plot and the summary of
+/// the rows measured.
+fn finish_report(
+    args: &Args,
+    out: &Stream,
+    floors: &Floors,
+    skipped: &[String],
+    title: &str,
+    error: Option<&str>,
+) -> anyhow::Result<()> {
+    out.finish(error)?;
+    if error.is_some() {
+        println!("# the sweep failed: the rows above are those measured before the error");
+    }
+    for line in report::summary(out.rows(), floors, skipped) {
+        println!("# {line}");
+    }
+    if let Some(p) = args.plot.as_ref().filter(|_| !out.rows().is_empty()) {
+        report::plot(p, out.rows(), title)?;
+    }
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let op = parse_op(&args.op)?;
@@ -526,6 +611,21 @@ fn main() -> anyhow::Result<()> {
         atomic_barrier_us,
     };
 
+    if reporter {
+        // Printed before the sweep and the progress bar; the table follows, row by
+        // row.
+        println!(
+            "# vkshmem-bench: {} PEs on {}; team {} ({} PEs)",
+            n,
+            ctx.device_info().name,
+            args.team,
+            members.len()
+        );
+        println!(
+            "# roofline: copy kernel {:.2} GB/s (read + write, 16 MiB on each of the {n} PEs at once)",
+            copy_bps / 1e9
+        );
+    }
     let total: u64 = colls
         .iter()
         .map(|c| sweep(&args, c, es).len().max(1) as u64)
@@ -557,55 +657,31 @@ fn main() -> anyhow::Result<()> {
         skipped: RefCell::default(),
         progress,
     };
-    let mut rows = Vec::new();
-    for coll in colls {
-        for &scope in &scopes {
-            let r = match args.ty.as_str() {
-                "float" => bench.run::<f32>(coll, op, scope),
-                "double" => bench.run::<f64>(coll, op, scope),
-                "int8" => bench.run::<i8>(coll, op, scope),
-                "int16" => bench.run::<i16>(coll, op, scope),
-                "int32" | "int" => bench.run::<i32>(coll, op, scope),
-                "int64" | "long" => bench.run::<i64>(coll, op, scope),
-                "uint8" | "uchar" => bench.run::<u8>(coll, op, scope),
-                "uint16" | "ushort" => bench.run::<u16>(coll, op, scope),
-                "uint32" | "uint" => bench.run::<u32>(coll, op, scope),
-                "uint64" | "ulong" | "size" => bench.run::<u64>(coll, op, scope),
-                t => bail!("--type {t:?}: float, double, int8..int64, uint8..uint64"),
-            };
-            rows.extend(
-                r.with_context(|| format!("{coll} {}", scope.map_or("host", Scope::name)))?,
-            );
-        }
-    }
+    let mut out = Stream::new(
+        bench.progress.clone(),
+        reporter,
+        args.csv.as_deref().filter(|_| reporter),
+        args.json
+            .as_deref()
+            .filter(|_| reporter)
+            .map(|p| (p, floors)),
+    )?;
+    let swept = bench.sweep_all(&colls, op, &scopes, &mut out);
     bench.progress.finish_and_clear();
-    if reporter {
-        println!(
-            "# vkshmem-bench: {} PEs on {}; team {} ({} PEs)",
-            n,
-            ctx.device_info().name,
-            args.team,
-            bench.members.len()
-        );
-        println!(
-            "# roofline: copy kernel {:.2} GB/s (read + write, 16 MiB on each of the {n} PEs at once)",
-            copy_bps / 1e9
-        );
-        report::print_table(&rows);
-        if let Some(p) = &args.csv {
-            report::write_csv(p, &rows)?;
-        }
-        if let Some(p) = &args.json {
-            report::write_json(p, &rows, &floors)?;
-        }
-        if let Some(p) = &args.plot {
-            let title = format!("vkshmem-bench: {} PEs on {}", n, ctx.device_info().name);
-            report::plot(p, &rows, &title)?;
-        }
-        for line in report::summary(&rows, &floors, &bench.skipped.borrow()) {
-            println!("# {line}");
-        }
+    let reported = if reporter {
+        let title = format!("vkshmem-bench: {} PEs on {}", n, ctx.device_info().name);
+        let error = swept.as_ref().err().map(|e| format!("{e:#}"));
+        let skipped = bench.skipped.borrow();
+        finish_report(&args, &out, &floors, &skipped, &title, error.as_deref())
+    } else {
+        Ok(())
+    };
+    // The sweep's error is the one to report; a failure to write after it too.
+    if let (Err(_), Err(e)) = (&swept, &reported) {
+        eprintln!("vkshmem-bench: finishing the results: {e:#}");
     }
+    swept?;
+    reported?;
     let Bench {
         src, dst, wrong, ..
     } = bench;

@@ -1,11 +1,23 @@
 //! The results: rows, the table on stdout, CSV and JSON files, the final summary
 //! and the plots.
+//!
+//! Rows are streamed: [`Stream`] prints each row and writes it to the CSV and
+//! JSON files as soon as it is measured, so a run that fails or is killed
+//! half-way keeps every row measured before, in files that parse. The summary
+//! and the plots come at the end.
 
-use std::path::Path;
+use std::fs::File;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context as _};
+use indicatif::ProgressBar;
 
-/// One result row; the CSV columns, in order.
+/// One result row; the CSV columns, in order ([`COLUMNS`]).
+///
+/// The times are microseconds per call: `median_us` is the median over the
+/// timed calls (host) or dispatches (thread, work_group), `min_us` and `max_us`
+/// the extremes of the same samples; the bandwidths are computed from the
+/// median.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Row {
     pub collective: String,
@@ -17,7 +29,7 @@ pub struct Row {
     pub npes: u32,
     pub bytes: u64,
     pub count: u64,
-    pub time_us: f64,
+    pub median_us: f64,
     pub min_us: f64,
     pub max_us: f64,
     #[serde(rename = "algbw_GBps")]
@@ -27,6 +39,27 @@ pub struct Row {
     pub roofline_pct: Option<f64>,
     pub wrong: Option<u64>,
 }
+
+/// The CSV header: [`Row`]'s serialized field names, in order (a test keeps the
+/// two the same). Written before the first row, so a run that fails before its
+/// first row still leaves a CSV with its header.
+pub const COLUMNS: [&str; 15] = [
+    "collective",
+    "scope",
+    "type",
+    "op",
+    "root",
+    "npes",
+    "bytes",
+    "count",
+    "median_us",
+    "min_us",
+    "max_us",
+    "algbw_GBps",
+    "busbw_GBps",
+    "roofline_pct",
+    "wrong",
+];
 
 /// The floors and roofline of the run (see `floors`).
 #[derive(Debug, Clone, Copy, serde::Serialize)]
@@ -39,64 +72,203 @@ pub struct Floors {
     pub atomic_barrier_us: Option<f64>,
 }
 
+/// A value with three decimals, or `-` when there is none.
 fn opt(v: Option<f64>) -> String {
     v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into())
 }
 
-pub fn print_table(rows: &[Row]) {
-    println!(
-        "{:>10} {:>10} {:>7} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>6}",
-        "collective",
-        "scope",
-        "type",
-        "op",
-        "npes",
-        "bytes",
-        "time_us",
-        "min_us",
-        "max_us",
-        "roofline%",
-        "algbw",
-        "busbw",
-        "wrong"
-    );
-    for r in rows {
-        println!(
-            "{:>10} {:>10} {:>7} {:>5} {:>5} {:>10} {:>10.1} {:>10.1} {:>10.1} {:>10} {:>9} {:>9} {:>6}",
-            r.collective,
-            r.scope,
-            r.ty,
-            if r.op.is_empty() { "-" } else { &r.op },
-            r.npes,
-            r.bytes,
-            r.time_us,
-            r.min_us,
-            r.max_us,
-            opt(r.roofline_pct),
-            opt(r.algbw),
-            opt(r.busbw),
-            r.wrong.map(|w| w.to_string()).unwrap_or_else(|| "-".into())
-        );
+/// The lines above the table: what its times are, then the column names.
+pub fn table_header() -> [String; 2] {
+    [
+        "# median_us: the median time per call in us, over the timed calls (host) or \
+         dispatches (thread, work_group); min_us, max_us: their extremes"
+            .to_string(),
+        format!(
+            "{:>10} {:>10} {:>7} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>6}",
+            "collective",
+            "scope",
+            "type",
+            "op",
+            "npes",
+            "bytes",
+            "median_us",
+            "min_us",
+            "max_us",
+            "roofline%",
+            "algbw",
+            "busbw",
+            "wrong"
+        ),
+    ]
+}
+
+/// One row of the table, aligned under [`table_header`].
+pub fn table_row(r: &Row) -> String {
+    format!(
+        "{:>10} {:>10} {:>7} {:>5} {:>5} {:>10} {:>10.1} {:>10.1} {:>10.1} {:>10} {:>9} {:>9} {:>6}",
+        r.collective,
+        r.scope,
+        r.ty,
+        if r.op.is_empty() { "-" } else { &r.op },
+        r.npes,
+        r.bytes,
+        r.median_us,
+        r.min_us,
+        r.max_us,
+        opt(r.roofline_pct),
+        opt(r.algbw),
+        opt(r.busbw),
+        r.wrong.map(|w| w.to_string()).unwrap_or_else(|| "-".into())
+    )
+}
+
+/// Where each finished row goes at once: the table on stdout (printed through
+/// the progress bar, which it would otherwise garble), the CSV (appended and
+/// flushed) and the JSON (rewritten whole and renamed into place). Every row
+/// pushed is also kept for the summary and the plots.
+pub struct Stream {
+    /// Lines go to stdout through this bar (hidden on PEs that do not report).
+    progress: ProgressBar,
+    /// Whether this PE prints the table.
+    print: bool,
+    csv: Option<CsvOut>,
+    json: Option<JsonOut>,
+    rows: Vec<Row>,
+}
+
+impl Stream {
+    /// A stream that prints the table when `print` and writes the files given;
+    /// it creates them at once (the CSV with its header, the JSON with no rows)
+    /// and prints the table header.
+    pub fn new(
+        progress: ProgressBar,
+        print: bool,
+        csv: Option<&Path>,
+        json: Option<(&Path, Floors)>,
+    ) -> anyhow::Result<Stream> {
+        let s = Stream {
+            progress,
+            print,
+            csv: csv.map(CsvOut::create).transpose()?,
+            json: json
+                .map(|(p, floors)| JsonOut::create(p, floors))
+                .transpose()?,
+            rows: Vec::new(),
+        };
+        for line in table_header() {
+            s.println(&line);
+        }
+        Ok(s)
+    }
+
+    /// Prints one line on stdout (when this PE prints), above the progress bar.
+    pub fn println(&self, line: &str) {
+        if self.print {
+            self.progress.suspend(|| println!("{line}"));
+        }
+    }
+
+    /// A finished row: printed, appended to the CSV, the JSON rewritten.
+    pub fn push(&mut self, row: Row) -> anyhow::Result<()> {
+        self.println(&table_row(&row));
+        if let Some(c) = &mut self.csv {
+            c.append(&row)?;
+        }
+        self.rows.push(row);
+        if let Some(j) = &self.json {
+            j.write(&self.rows, false, None)?;
+        }
+        Ok(())
+    }
+
+    /// The end of the sweep: the JSON marked complete, or failed with `error`.
+    pub fn finish(&self, error: Option<&str>) -> anyhow::Result<()> {
+        if let Some(j) = &self.json {
+            j.write(&self.rows, error.is_none(), error)?;
+        }
+        Ok(())
+    }
+
+    /// The rows pushed so far.
+    pub fn rows(&self) -> &[Row] {
+        &self.rows
     }
 }
 
-pub fn write_csv(path: &Path, rows: &[Row]) -> anyhow::Result<()> {
-    let mut w = csv::Writer::from_path(path).with_context(|| format!("{}", path.display()))?;
-    for r in rows {
-        w.serialize(r)?;
-    }
-    w.flush()?;
-    Ok(())
+/// The CSV file: header first, then one flushed record per row.
+struct CsvOut {
+    path: PathBuf,
+    w: csv::Writer<File>,
 }
 
-pub fn write_json(path: &Path, rows: &[Row], floors: &Floors) -> anyhow::Result<()> {
-    #[derive(serde::Serialize)]
-    struct Out<'a> {
-        floors: &'a Floors,
-        rows: &'a [Row],
+impl CsvOut {
+    /// Creates (truncates) `path` and writes the header.
+    fn create(path: &Path) -> anyhow::Result<CsvOut> {
+        let file = File::create(path).with_context(|| format!("{}", path.display()))?;
+        let mut w = csv::WriterBuilder::new()
+            .has_headers(false)
+            .from_writer(file);
+        w.write_record(COLUMNS)?;
+        w.flush()?;
+        Ok(CsvOut {
+            path: path.to_path_buf(),
+            w,
+        })
     }
-    std::fs::write(path, serde_json::to_string_pretty(&Out { floors, rows })?)
-        .with_context(|| format!("{}", path.display()))
+
+    /// Appends `row` and flushes it to the file.
+    fn append(&mut self, row: &Row) -> anyhow::Result<()> {
+        self.w
+            .serialize(row)
+            .and_then(|_| Ok(self.w.flush()?))
+            .with_context(|| format!("{}", self.path.display()))
+    }
+}
+
+/// The JSON file, always one whole document: each write goes to a temporary
+/// file beside it (`NAME.tmp`) that is then renamed over it, so a reader (or a
+/// run killed mid-write) never sees half a document.
+struct JsonOut {
+    path: PathBuf,
+    floors: Floors,
+}
+
+/// The JSON document: `complete` is false while the sweep runs and stays false
+/// when it fails (`error` says why) or is killed (no `error`).
+#[derive(serde::Serialize)]
+struct JsonDoc<'a> {
+    complete: bool,
+    error: Option<&'a str>,
+    floors: &'a Floors,
+    rows: &'a [Row],
+}
+
+impl JsonOut {
+    /// Writes the document with no rows yet.
+    fn create(path: &Path, floors: Floors) -> anyhow::Result<JsonOut> {
+        let j = JsonOut {
+            path: path.to_path_buf(),
+            floors,
+        };
+        j.write(&[], false, None)?;
+        Ok(j)
+    }
+
+    /// Replaces the file with the document of `rows`.
+    fn write(&self, rows: &[Row], complete: bool, error: Option<&str>) -> anyhow::Result<()> {
+        let doc = JsonDoc {
+            complete,
+            error,
+            floors: &self.floors,
+            rows,
+        };
+        let mut tmp = self.path.clone().into_os_string();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        std::fs::write(&tmp, serde_json::to_string_pretty(&doc)?)
+            .and_then(|_| std::fs::rename(&tmp, &self.path))
+            .with_context(|| format!("{}", self.path.display()))
+    }
 }
 
 /// The closing lines: rows and wrong elements, the floors, and for each
@@ -141,10 +313,10 @@ pub fn summary(rows: &[Row], floors: &Floors, skipped: &[String]) -> Vec<String>
         };
         let mut line = format!(
             "{} {}: {} B {:.1} us",
-            r.collective, r.scope, first.bytes, first.time_us
+            r.collective, r.scope, first.bytes, first.median_us
         );
         if let Some((what, t)) = floor.filter(|f| f.1 > 0.0) {
-            line.push_str(&format!(" ({:.1}x the {what})", first.time_us / t));
+            line.push_str(&format!(" ({:.1}x the {what})", first.median_us / t));
         }
         let best_roof = group
             .iter()
@@ -262,12 +434,12 @@ where
     let bmax = (rows.iter().map(|r| r.bytes).max().unwrap_or(2) as f64).max(bmin * 2.0);
     let tmin = rows
         .iter()
-        .map(|r| r.time_us)
+        .map(|r| r.median_us)
         .fold(f64::MAX, f64::min)
         .max(1e-3);
     let tmax = rows
         .iter()
-        .map(|r| r.time_us)
+        .map(|r| r.median_us)
         .fold(0.0, f64::max)
         .max(tmin * 2.0);
     let bwmax = rows
@@ -303,7 +475,7 @@ where
         let color = Palette99::pick(i).to_rgba();
         let style = ShapeStyle::from(color).stroke_width(2);
         lat.draw_series(LineSeries::new(
-            pts.iter().map(|r| (r.bytes as f64, r.time_us.max(tmin))),
+            pts.iter().map(|r| (r.bytes as f64, r.median_us.max(tmin))),
             style,
         ))
         .map_err(err)?
@@ -327,4 +499,107 @@ where
         .map_err(err)?;
     root.present().map_err(err)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A row of `bytes` bytes with some of its optional values missing.
+    fn row(bytes: u64) -> Row {
+        Row {
+            collective: "reduce".into(),
+            scope: "host".into(),
+            ty: "float".into(),
+            op: "sum".into(),
+            root: String::new(),
+            npes: 4,
+            bytes,
+            count: bytes / 4,
+            median_us: 12.5,
+            min_us: 10.0,
+            max_us: 20.0,
+            algbw: Some(0.5),
+            busbw: Some(0.75),
+            roofline_pct: None,
+            wrong: Some(0),
+        }
+    }
+
+    const FLOORS: Floors = Floors {
+        copy_bps: 1e9,
+        empty_submit_us: 30.0,
+        atomic_barrier_us: None,
+    };
+
+    /// The header written by hand is the one serde would write for a row.
+    #[test]
+    fn columns_match_the_row_fields() {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.serialize(row(8)).unwrap();
+        let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
+        assert_eq!(text.lines().next().unwrap(), COLUMNS.join(","));
+    }
+
+    /// The CSV and the JSON hold every row pushed so far, and parse, after every
+    /// row; the JSON says whether the sweep finished, and why not.
+    #[test]
+    fn files_hold_every_row_as_it_comes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (csv_path, json_path) = (dir.path().join("o.csv"), dir.path().join("o.json"));
+        let mut s = Stream::new(
+            ProgressBar::hidden(),
+            false,
+            Some(&csv_path),
+            Some((&json_path, FLOORS)),
+        )
+        .unwrap();
+        let check = |n: usize, complete: bool, error: Option<&str>| {
+            let mut r = csv::Reader::from_path(&csv_path).unwrap();
+            let head: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
+            assert_eq!(head, COLUMNS);
+            let recs: Vec<csv::StringRecord> = r.records().map(Result::unwrap).collect();
+            assert_eq!(recs.len(), n);
+            for (i, rec) in recs.iter().enumerate() {
+                assert_eq!(&rec[6], (8u64 << i).to_string());
+                assert_eq!(&rec[8], "12.5");
+            }
+            let doc: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+            assert_eq!(doc["complete"], complete);
+            assert_eq!(doc["error"].as_str(), error);
+            assert_eq!(doc["floors"]["empty_submit_us"], 30.0);
+            let rows = doc["rows"].as_array().unwrap();
+            assert_eq!(rows.len(), n);
+            for (i, r) in rows.iter().enumerate() {
+                assert_eq!(r["bytes"], 8u64 << i);
+                assert_eq!(r["median_us"], 12.5);
+            }
+        };
+        check(0, false, None);
+        for i in 0..3 {
+            s.push(row(8 << i)).unwrap();
+            check(i + 1, false, None);
+        }
+        assert_eq!(s.rows().len(), 3);
+        s.finish(Some("reduce host: PE 1 failed")).unwrap();
+        check(3, false, Some("reduce host: PE 1 failed"));
+        s.finish(None).unwrap();
+        check(3, true, None);
+        // No temporary file is left beside the JSON.
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+    }
+
+    /// Table rows line up under the header's columns.
+    #[test]
+    fn table_rows_align_with_the_header() {
+        let [note, head] = table_header();
+        assert!(note.starts_with("# ") && note.contains("median"));
+        assert!(head.contains("median_us"));
+        assert_eq!(table_row(&row(1024)).len(), head.len());
+    }
 }

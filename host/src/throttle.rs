@@ -73,7 +73,7 @@ static ACTIVE_WORDS: AtomicUsize = AtomicUsize::new(0);
 static LAST_RETURN: AtomicU64 = AtomicU64::new(0);
 /// How handlers ended since the process started: [deadline, abort, wait over,
 /// condition held], and naps taken (debug statistics).
-static ENDS: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
+static ENDS: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
 /// Handlers running now.
 static IN_HANDLER: AtomicUsize = AtomicUsize::new(0);
 /// One launch at a time per process may throttle (they share the statics).
@@ -89,10 +89,13 @@ const W_COND: usize = word(std::mem::offset_of!(ControlHeader, wait_cond));
 const W_VALUE: usize = word(std::mem::offset_of!(ControlHeader, wait_value));
 const W_ABORT: usize = word(std::mem::offset_of!(ControlHeader, abort));
 
-/// The signal the throttle uses: a real-time signal that nothing else in a PE is
-/// expected to use (checked when the handler is installed).
+/// The signal the throttle uses: SIGSYS, because Mesa creates its threads with
+/// every signal blocked except SIGSYS (which seccomp needs), so nothing else
+/// reaches them. The handler tells our signals (sent by `tgkill` or a timer)
+/// from a real SIGSYS (a seccomp trap), for which it restores the default
+/// action and raises it again, so such a crash still crashes.
 fn signal_number() -> libc::c_int {
-    libc::SIGRTMIN() + 6
+    libc::SIGSYS
 }
 
 /// Reads word `i` of a live mapping of at least `i + 1` words.
@@ -138,7 +141,19 @@ pub fn condition_holds(cond: u32, value: u32, v: u32) -> bool {
 }
 
 /// The signal handler (see the module docs).
-extern "C" fn on_signal(_: libc::c_int) {
+extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo with SA_SIGINFO.
+    let code = unsafe { (*info).si_code };
+    if code != libc::SI_TKILL && code != libc::SI_TIMER {
+        // Not ours: a seccomp trap or a signal from elsewhere. Crash as if no
+        // handler had been installed. SAFETY: signal and raise are
+        // async-signal-safe.
+        unsafe {
+            libc::signal(sig, libc::SIG_DFL);
+            libc::raise(sig);
+        }
+        return;
+    }
     IN_HANDLER.fetch_add(1, Ordering::SeqCst);
     if nap_while_stuck() {
         rearm_own_timer();
@@ -214,6 +229,7 @@ fn rearm_own_timer() {
                     tv_nsec: WINDOW.as_nanos() as libc::c_long,
                 },
             };
+            ENDS[5].fetch_add(1, Ordering::Relaxed);
             // SAFETY: the timer was created for this thread by DriverThreads and
             // is deleted only after its slot is cleared; a deleted timer makes
             // the call fail with EINVAL, which is harmless.
@@ -228,6 +244,7 @@ fn rearm_own_timer() {
             return;
         }
     }
+    ENDS[6].fetch_add(1, Ordering::Relaxed);
 }
 
 /// Slots of (driver thread id, its timer) that the handler looks itself up in.
@@ -322,7 +339,7 @@ fn install() -> bool {
             }
             let mut act: libc::sigaction = std::mem::zeroed();
             act.sa_sigaction = on_signal as *const () as usize;
-            act.sa_flags = libc::SA_RESTART;
+            act.sa_flags = libc::SA_RESTART | libc::SA_SIGINFO;
             libc::sigemptyset(&mut act.sa_mask);
             libc::sigaction(signal_number(), &act, std::ptr::null_mut()) == 0
         }
@@ -451,8 +468,8 @@ impl Drop for Session<'_> {
             let ends: Vec<u64> = ENDS.iter().map(|e| e.load(Ordering::Relaxed)).collect();
             tracing::debug!(
                 signals = self.signals,
-                "device wait throttled (handler ends so far: deadline {}, abort {}, wait over {}, condition {}; naps {})",
-                ends[0], ends[1], ends[2], ends[3], ends[4]
+                "device wait throttled (handler ends so far: deadline {}, abort {}, wait over {}, condition {}; naps {}, re-armed {}, no timer {})",
+                ends[0], ends[1], ends[2], ends[3], ends[4], ends[5], ends[6]
             );
         }
     }

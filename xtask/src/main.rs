@@ -7,9 +7,10 @@
 //!   through naga and spirv-val.
 //! - `cargo xtask bench`: the same set-up, then `vkshmem-bench` on 4 PEs on the
 //!   default Vulkan device (every collective in every form, verified), printed
-//!   as a table; `--compare-mpi` also runs the same sweep through Open MPI
-//!   (`benches/mpi/mpi_bench.c`, installed and built here) and prints both side
-//!   by side.
+//!   as a table row by row and written to `target/bench/vkshmem.{csv,json}` as
+//!   it goes (a failed run keeps the rows measured before it); `--compare-mpi`
+//!   also runs the same sweep through Open MPI (`benches/mpi/mpi_bench.c`,
+//!   installed and built here) and prints both side by side.
 //! - `cargo xtask soak --minutes N [--pes P]`: random sequences of collectives,
 //!   each checked against the host reference (`soak.rs`); `cargo xtask test`
 //!   ends with a short one.
@@ -129,6 +130,27 @@ fn test(args: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// The median time of a row of vkshmem-bench's or mpi_bench's CSV, µs: the
+/// `median_us` column (vkshmem-bench), else `time_us` (mpi_bench, and
+/// vkshmem-bench's CSVs from before the column was renamed).
+fn median_us(row: &std::collections::HashMap<String, String>) -> Option<f64> {
+    row.get("median_us")
+        .or_else(|| row.get("time_us"))
+        .and_then(|v| v.parse().ok())
+}
+
+/// After a failed sweep: how many rows the streamed CSV kept, and where.
+fn report_partial(csv: &Path, json: &Path) {
+    let rows = std::fs::read_to_string(csv)
+        .map(|t| csv_rows(&t).len())
+        .unwrap_or(0);
+    eprintln!(
+        "xtask: the sweep failed; the {rows} rows measured before it are in {} and {}",
+        csv.display(),
+        json.display()
+    );
+}
+
 /// The rows of a CSV text with a header line, as maps from column to value.
 fn csv_rows(text: &str) -> Vec<std::collections::HashMap<String, String>> {
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
@@ -155,6 +177,12 @@ fn bench(a: &BenchArgs) -> Result<()> {
     let out_dir = root().join("target/bench");
     std::fs::create_dir_all(&out_dir)?;
     let csv = out_dir.join("vkshmem.csv");
+    let json = out_dir.join("vkshmem.json");
+    // A run that fails before its first row must not leave the last run's rows
+    // looking like its own.
+    for f in [&csv, &json] {
+        let _ = std::fs::remove_file(f);
+    }
     let mut c = Command::new(dir.join("vkshmrun"));
     c.arg("-n")
         .arg(a.npes.to_string())
@@ -163,9 +191,14 @@ fn bench(a: &BenchArgs) -> Result<()> {
         .args(["--max-bytes", &a.max_bytes, "--iters", &a.iters.to_string()])
         .arg("--csv")
         .arg(&csv)
+        .arg("--json")
+        .arg(&json)
         .args(&a.extra);
-    // The table goes straight to the terminal (the progress bar too).
-    run(c)?;
+    // The table goes straight to the terminal, row by row (the progress bar too).
+    if let Err(e) = run(c) {
+        report_partial(&csv, &json);
+        return Err(e);
+    }
     if !a.compare_mpi {
         return Ok(());
     }
@@ -234,13 +267,13 @@ fn bench(a: &BenchArgs) -> Result<()> {
     }
     println!();
     for t in &theirs {
-        let mpi: f64 = t["time_us"].parse().unwrap_or(f64::NAN);
+        let mpi = median_us(t).unwrap_or(f64::NAN);
         print!("{:>10} {:>10} {:>10.2}", t["collective"], t["bytes"], mpi);
         for s in scopes {
             let mine = ours.iter().find(|r| {
                 r["collective"] == t["collective"] && r["bytes"] == t["bytes"] && r["scope"] == s
             });
-            match mine.and_then(|r| r["time_us"].parse::<f64>().ok()) {
+            match mine.and_then(median_us) {
                 Some(v) => print!(" {:>12.2} {:>8.1}", v, v / mpi),
                 None => print!(" {:>12} {:>8}", "-", "-"),
             }
