@@ -808,3 +808,116 @@ fn bad_input_gives_typed_errors_and_the_job_stays_usable() {
         "{stdout}"
     );
 }
+
+/// The `checks=N` of every `prog: checks=N failed=0` line; asserts there are `n`
+/// such lines and none failed.
+fn all_checks_passed(prog: &str, n: usize, r: &Run) -> Vec<usize> {
+    let lines: Vec<&str> = r
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with(&format!("{prog}:")))
+        .collect();
+    assert_eq!(lines.len(), n, "{}\n{}", r.stdout, r.stderr);
+    lines
+        .iter()
+        .map(|l| {
+            assert!(l.ends_with("failed=0"), "{l}\n{}", r.stderr);
+            l.split("checks=")
+                .nth(1)
+                .and_then(|x| x.split(' ').next())
+                .and_then(|x| x.parse().ok())
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+#[test]
+fn misuse_is_refused_and_zero_length_calls_work_host_and_device() {
+    let prog = program("misuse_check");
+    // Device forms (a kernel per collective and form: llvmpipe compiles each
+    // for seconds) on 2 PEs; the host part on 1, 3 and 4.
+    let _spin = one_spinning_job();
+    let r = vkshmrun(&["-n", "2", &prog], Duration::from_secs(300));
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(all_checks_passed("misuse_check", 2, &r)
+        .iter()
+        .all(|&c| c >= 90));
+    drop(_spin);
+    for n in [1usize, 3, 4] {
+        let r = vkshmrun(
+            &["-n", &n.to_string(), &prog, "--host-only"],
+            Duration::from_secs(120),
+        );
+        assert_eq!(r.code, Some(0), "{n} PEs:\n{}\n{}", r.stdout, r.stderr);
+        all_checks_passed("misuse_check", n, &r);
+    }
+}
+
+#[test]
+fn ranks_of_another_launcher_do_not_run_as_separate_jobs() {
+    let prog = program("heap_ring");
+    // What mpirun, mpiexec and srun set in every rank's environment.
+    for (var, who) in [
+        ("OMPI_COMM_WORLD_SIZE", "Open MPI"),
+        ("PMI_SIZE", "MPI launcher"),
+        ("SLURM_STEP_NUM_TASKS", "srun"),
+    ] {
+        let out = Command::new(&prog)
+            .env(var, "2")
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success(),
+            "{var}: ran as a job of its own:\n{err}"
+        );
+        assert!(
+            err.contains(who) && err.contains("vkshmrun -n 2"),
+            "{var}: {err}"
+        );
+    }
+    // The real thing, where Open MPI is installed (`cargo xtask bench
+    // --compare-mpi` installs it): every rank fails, none reports success.
+    if let Ok(out) = Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-n", "2", &prog])
+        .env("RUST_BACKTRACE", "0")
+        .output()
+    {
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.status.success(), "{all}");
+        assert!(!all.contains("heap_ring: ok"), "{all}");
+        assert!(all.contains("vkshmrun -n 2"), "{all}");
+    }
+}
+
+#[test]
+fn heap_sizes_the_device_cannot_take_name_the_variable_and_the_limits() {
+    let prog = program("heap_ring");
+    for (size, words) in [
+        ("1K", &["VKSHMEM_SYMMETRIC_SIZE", "below the minimum"][..]),
+        (
+            "1T",
+            &[
+                "VKSHMEM_SYMMETRIC_SIZE",
+                "maxMemoryAllocationSize",
+                "minimum",
+            ][..],
+        ),
+    ] {
+        let out = Command::new(&prog)
+            .env("VKSHMEM_SYMMETRIC_SIZE", size)
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{size}: {err}");
+        for w in words {
+            assert!(err.contains(w), "{size}: no {w:?} in {err}");
+        }
+    }
+}

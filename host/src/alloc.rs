@@ -121,6 +121,16 @@ impl Allocator {
         self.used.get(&offset).copied()
     }
 
+    /// Whether `[offset, offset + bytes)` lies inside one live allocation.
+    pub fn is_live(&self, offset: u64, bytes: u64) -> bool {
+        match self.used.range(..=offset).next_back() {
+            Some((&start, &len)) => offset
+                .checked_add(bytes)
+                .is_some_and(|end| end <= start + len),
+            None => false,
+        }
+    }
+
     /// Largest contiguous free range in bytes.
     pub fn largest_free(&self) -> u64 {
         self.free.values().copied().max().unwrap_or(0)
@@ -222,6 +232,18 @@ mod tests {
         a.free(blocks[3]).unwrap();
         a.free(blocks[1]).unwrap();
         assert_eq!(a.alloc(768, 1).unwrap(), blocks[1]);
+    }
+
+    #[test]
+    fn live_ranges_end_with_their_allocation() {
+        let mut a = Allocator::new(1 << 20, 256).unwrap();
+        let x = a.alloc(1000, 256).unwrap();
+        let y = a.alloc(256, 256).unwrap();
+        assert!(a.is_live(x, 1000) && a.is_live(x + 8, 1016) && a.is_live(y, 256));
+        assert!(!a.is_live(x + 8, 1024), "runs past the allocation");
+        a.free(x).unwrap();
+        assert!(!a.is_live(x, 4) && a.is_live(y, 4));
+        assert!(!a.is_live(u64::MAX, 1));
     }
 
     #[test]

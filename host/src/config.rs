@@ -68,6 +68,13 @@ pub struct JobEnv {
 /// Without `VKSHMEM_PE`, the process is a job of one PE.
 pub fn job_env(get: impl Fn(&str) -> Option<String>) -> Result<JobEnv> {
     let Some(pe_text) = get(ENV_PE) else {
+        if let Some((launcher, var, ranks)) = foreign_launch(&get) {
+            return Err(Error::ForeignLauncher {
+                launcher,
+                var,
+                ranks,
+            });
+        }
         return Ok(JobEnv {
             pe: 0,
             npes: 1,
@@ -119,6 +126,30 @@ pub fn job_env(get: impl Fn(&str) -> Option<String>) -> Result<JobEnv> {
         pe,
         npes,
         bootstrap,
+    })
+}
+
+/// Variables other launchers set for every rank of a job: (variable with the
+/// number of ranks, the launcher).
+pub const FOREIGN_LAUNCHERS: &[(&str, &str)] = &[
+    ("OMPI_COMM_WORLD_SIZE", "Open MPI's mpirun"),
+    (
+        "PMI_SIZE",
+        "an MPI launcher (MPICH's or Intel MPI's mpiexec, or another PMI launcher)",
+    ),
+    ("MV2_COMM_WORLD_SIZE", "MVAPICH's mpirun"),
+    ("SLURM_STEP_NUM_TASKS", "Slurm's srun"),
+    ("PALS_NRANKS", "PALS (Cray) mpiexec"),
+];
+
+/// The launcher that started this process as one of several ranks, if any:
+/// (launcher, variable, ranks). One rank (`mpirun -n 1`) is a job of one PE.
+pub fn foreign_launch(
+    get: &impl Fn(&str) -> Option<String>,
+) -> Option<(&'static str, &'static str, u32)> {
+    FOREIGN_LAUNCHERS.iter().find_map(|&(var, launcher)| {
+        let ranks: u32 = get(var)?.trim().parse().ok()?;
+        (ranks > 1).then_some((launcher, var, ranks))
     })
 }
 
@@ -177,6 +208,29 @@ pub fn decode_hex(text: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn several_ranks_of_another_launcher_are_refused() {
+        let env = |k: &'static str, v: &'static str| move |q: &str| (q == k).then(|| v.to_string());
+        for (var, _) in FOREIGN_LAUNCHERS {
+            let e = job_env(env(var, "4")).unwrap_err().to_string();
+            assert!(e.contains("vkshmrun -n 4") && e.contains(var), "{e}");
+            // One rank is a job of one PE.
+            assert_eq!(job_env(env(var, "1")).unwrap().npes, 1);
+        }
+        let e = job_env(env("OMPI_COMM_WORLD_SIZE", "2"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("Open MPI's mpirun"), "{e}");
+        // Under vkshmrun the launcher's variables win.
+        let both = |q: &str| match q {
+            "OMPI_COMM_WORLD_SIZE" => Some("2".to_string()),
+            ENV_PE => Some("0".into()),
+            ENV_NPES => Some("1".into()),
+            _ => None,
+        };
+        assert_eq!(job_env(both).unwrap().npes, 1);
+    }
 
     #[test]
     fn wait_timeout_values() {

@@ -253,6 +253,12 @@ impl Context {
         self.inner.npes
     }
 
+    /// Whether `[offset, offset + bytes)` lies inside one live symmetric
+    /// allocation (a check for slices made with `SymSlice::from_raw`).
+    pub(crate) fn is_live(&self, offset: u64, bytes: u64) -> bool {
+        lock(&self.inner.alloc).is_live(offset, bytes)
+    }
+
     /// Size of each PE's symmetric heap in bytes.
     pub fn heap_size(&self) -> u64 {
         self.inner.heap.size()

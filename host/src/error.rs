@@ -10,6 +10,18 @@ use std::io;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
+    /// The process was started by another launcher (mpirun, srun, …) as one of
+    /// several ranks: without this error each rank would run as its own job of
+    /// one PE and every collective would silently skip the others.
+    #[error("this process is one of {ranks} ranks started by {launcher} ({var}={ranks}), but vkshmem cannot join such a job yet: each rank would run alone as a job of 1 PE. Start the job with `vkshmrun -n {ranks} PROGRAM [ARGS...]` instead")]
+    ForeignLauncher {
+        /// The launcher, as a person knows it.
+        launcher: &'static str,
+        /// The variable that gave it away.
+        var: &'static str,
+        /// How many ranks it started.
+        ranks: u32,
+    },
     /// An environment variable holds a value that cannot be used.
     #[error("environment variable {var}={value:?}: {why}")]
     Config {

@@ -203,20 +203,32 @@ impl<T: Pod> Drop for SymBuffer<T> {
 
 /// A range of elements of a symmetric buffer (`&buf[start..end]` in SHMEM terms):
 /// what collectives take as `dest` and `source`. Made by [`SymBuffer::slice`] or
-/// [`SymBuffer::as_slice`]; it borrows nothing, so it stays valid only while its
-/// buffer is alive (collectives check that it lies in the heap).
+/// [`SymBuffer::as_slice`], it borrows its buffer, so it cannot outlive it or
+/// survive its [`SymBuffer::free`]:
+///
+/// ```compile_fail
+/// # fn main() -> vkshmem_host::Result<()> {
+/// let ctx = vkshmem_host::Context::init()?;
+/// let buf = ctx.calloc::<f32>(16)?;
+/// let s = buf.as_slice();
+/// buf.free()?; // error[E0505]: cannot move out of `buf` because it is borrowed
+/// ctx.reduce(vkshmem_host::Team::WORLD, vkshmem_host::ReduceOp::Sum, &s, &s, 16)?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SymSlice<T: Pod> {
+pub struct SymSlice<'a, T: Pod> {
     offset: u64,
     len: usize,
-    _t: PhantomData<T>,
+    _t: PhantomData<(&'a (), T)>,
 }
 
-impl<T: Pod> SymSlice<T> {
+impl<T: Pod> SymSlice<'static, T> {
     /// A slice at byte `offset` of every PE's heap: for code that manages
-    /// symmetric addresses itself. Nothing is checked here; collectives check
-    /// that the elements they touch lie in the heap, past the control region, and
-    /// are aligned to the element size.
+    /// symmetric addresses itself, with no buffer to borrow. Nothing is checked
+    /// here; collectives check that the elements they touch lie inside one live
+    /// allocation (so a slice of a freed buffer fails with a typed error unless
+    /// the memory was allocated again), past the control region, and are aligned
+    /// to the element size.
     pub fn from_raw(offset: u64, len: usize) -> Self {
         SymSlice {
             offset,
@@ -224,7 +236,9 @@ impl<T: Pod> SymSlice<T> {
             _t: PhantomData,
         }
     }
+}
 
+impl<T: Pod> SymSlice<'_, T> {
     /// Byte offset in every PE's heap (the symmetric address).
     pub fn offset(&self) -> u64 {
         self.offset
@@ -267,23 +281,34 @@ impl<T: Pod> SymBuffer<T> {
     ///
     /// # Errors
     /// [`crate::Error::InvalidArgument`] when the range runs past the buffer.
-    pub fn slice(&self, range: std::ops::Range<usize>) -> Result<SymSlice<T>> {
+    pub fn slice(&self, range: std::ops::Range<usize>) -> Result<SymSlice<'_, T>> {
         let n = range
             .end
             .checked_sub(range.start)
             .ok_or_else(|| crate::Error::InvalidArgument(format!("range {range:?} is reversed")))?;
         let at = self.check_range(range.start, n)?;
-        Ok(SymSlice::from_raw(at, n))
+        Ok(SymSlice::borrowing(at, n))
     }
 
     /// The whole buffer as a slice.
-    pub fn as_slice(&self) -> SymSlice<T> {
-        SymSlice::from_raw(self.offset, self.len)
+    pub fn as_slice(&self) -> SymSlice<'_, T> {
+        SymSlice::borrowing(self.offset, self.len)
     }
 }
 
-impl<T: Pod> From<&SymBuffer<T>> for SymSlice<T> {
-    fn from(b: &SymBuffer<T>) -> Self {
+impl<'a, T: Pod> SymSlice<'a, T> {
+    /// A slice that borrows for `'a` (the buffer it was cut from).
+    fn borrowing(offset: u64, len: usize) -> Self {
+        SymSlice {
+            offset,
+            len,
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<'a, T: Pod> From<&'a SymBuffer<T>> for SymSlice<'a, T> {
+    fn from(b: &'a SymBuffer<T>) -> Self {
         b.as_slice()
     }
 }

@@ -30,6 +30,7 @@ use bytemuck::{Pod, Zeroable};
 use vkshmem_device::collectives::{HostArgs, HostCollective, HOST_WORKGROUP};
 use vkshmem_device::layout;
 
+use crate::collective::reduce::ReduceOp;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::symbuf::SymSlice;
@@ -65,6 +66,19 @@ pub(crate) enum Which {
 }
 
 impl Which {
+    fn from_code(code: u32) -> Option<Which> {
+        [
+            Which::Broadcast,
+            Which::Collect,
+            Which::Fcollect,
+            Which::Alltoall,
+            Which::Alltoalls,
+            Which::Reduce,
+        ]
+        .into_iter()
+        .find(|w| *w as u32 == code)
+    }
+
     fn name(self) -> &'static str {
         match self {
             Which::Broadcast => "broadcast",
@@ -94,24 +108,91 @@ pub(crate) struct Desc {
     op: u32,
     /// 1: the root's dest is left alone (deprecated broadcast).
     skip_root: u32,
+    /// The element type ([`ElemType::code`]).
+    ty: u32,
+    /// Zero (keeps the u64 fields aligned).
+    reserved: u32,
     dst: u64,
     sst: u64,
     /// Elements the member's dest holds (checked by every member for collect).
     cap: u64,
 }
 
+/// An element type as the members of a collective compare it: the primitive
+/// types by name, any other `Pod` type by a hash of its Rust name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ElemType {
+    code: u32,
+}
+
+/// The primitive types, in code order (code = index + 1).
+const PRIMITIVES: [&str; 14] = [
+    "u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64", "usize", "isize", "f32", "f64", "u128",
+    "i128",
+];
+
+impl ElemType {
+    /// The type of `T`.
+    pub(crate) fn of<T: 'static>() -> ElemType {
+        use std::any::TypeId;
+        let id = TypeId::of::<T>();
+        let ids = [
+            TypeId::of::<u8>(),
+            TypeId::of::<i8>(),
+            TypeId::of::<u16>(),
+            TypeId::of::<i16>(),
+            TypeId::of::<u32>(),
+            TypeId::of::<i32>(),
+            TypeId::of::<u64>(),
+            TypeId::of::<i64>(),
+            TypeId::of::<usize>(),
+            TypeId::of::<isize>(),
+            TypeId::of::<f32>(),
+            TypeId::of::<f64>(),
+            TypeId::of::<u128>(),
+            TypeId::of::<i128>(),
+        ];
+        match ids.iter().position(|t| *t == id) {
+            Some(i) => ElemType { code: i as u32 + 1 },
+            None => {
+                // FNV-1a of the type's name: the same program on every PE names
+                // it the same.
+                let h = std::any::type_name::<T>()
+                    .bytes()
+                    .fold(0x811c_9dc5u32, |h, b| {
+                        (h ^ b as u32).wrapping_mul(0x0100_0193)
+                    });
+                ElemType {
+                    code: 0x8000_0000 | h,
+                }
+            }
+        }
+    }
+
+    /// Its name for error messages.
+    pub(crate) fn name(code: u32) -> String {
+        match PRIMITIVES.get((code as usize).wrapping_sub(1)) {
+            Some(n) => (*n).to_string(),
+            None => format!("a type of its own (hash {code:#010x})"),
+        }
+    }
+}
+
 impl Desc {
-    pub(crate) fn new(which: Which, dest: u64, source: u64, nelems: u64, es: u32) -> Desc {
+    /// A descriptor for `nelems` elements of `T` (the mem forms pass `u8`).
+    pub(crate) fn new<T: Pod>(which: Which, dest: u64, source: u64, nelems: u64) -> Desc {
         Desc {
             which: which as u32,
             ok: 1,
             dest,
             source,
             nelems,
-            es,
+            es: std::mem::size_of::<T>() as u32,
             root: 0,
             op: 0,
             skip_root: 0,
+            ty: ElemType::of::<T>().code,
+            reserved: 0,
             dst: 1,
             sst: 1,
             cap: 0,
@@ -152,6 +233,11 @@ impl Context {
                 std::any::type_name::<T>()
             )));
         }
+        // A zero-element call touches no memory: any address will do
+        // (OpenSHMEM), and it still synchronises like any other call.
+        if n == 0 {
+            return Ok(());
+        }
         if n > s.len() as u64 {
             return Err(Error::InvalidArgument(format!(
                 "{what}: {n} elements needed, the object holds {}",
@@ -182,6 +268,14 @@ impl Context {
                 s.offset()
             )));
         }
+        // A slice of a buffer that was freed (possible only through
+        // SymSlice::from_raw: slices of a SymBuffer borrow it).
+        if !self.is_live(s.offset(), n * es) {
+            return Err(Error::InvalidArgument(format!(
+                "{what}: {n} elements of {es} bytes at offset {} are not inside one live symmetric allocation (freed, never allocated, or running past its end)",
+                s.offset()
+            )));
+        }
         Ok(())
     }
 
@@ -196,14 +290,7 @@ impl Context {
         same_nelems: bool,
         plan: impl FnOnce(&[Desc]) -> Result<Option<(HostCollective, HostArgs, u64)>>,
     ) -> Result<()> {
-        let name = Which::name(match desc.which {
-            1 => Which::Broadcast,
-            2 => Which::Collect,
-            3 => Which::Fcollect,
-            4 => Which::Alltoall,
-            5 => Which::Alltoalls,
-            _ => Which::Reduce,
-        });
+        let name = Which::from_code(desc.which).map_or("collective", Which::name);
         let local = match &m.deferred {
             Some(why) => local.and(Err(Error::InvalidArgument(why.clone()))),
             None => local,
@@ -226,22 +313,40 @@ impl Context {
         }
         let first = &all[0];
         for (i, d) in all.iter().enumerate() {
-            let differs = |what: &str, a: u64, b: u64| {
+            let pe = m.shape.member(i as u32);
+            let differs = |what: &str, a: String, b: String| {
                 Err(Error::InvalidArgument(format!(
-                    "{name}: team member {i} passed {what} {b}, member 0 passed {a}; every member must pass the same"
+                    "{name}: team member {i} (PE {pe}) passed {what} {b}, member 0 (PE {}) passed {a}; every member must pass the same",
+                    m.shape.member(0)
                 )))
             };
             if d.which != first.which {
                 return Err(Error::InvalidArgument(format!(
-                    "collectives out of step on the team: member 0 is in {name}, member {i} in another collective"
+                    "collectives out of step on the team: member 0 (PE {}) is in {name}, member {i} (PE {pe}) in {}",
+                    m.shape.member(0),
+                    Which::from_code(d.which).map_or("another collective", Which::name)
                 )));
+            }
+            if d.ty != first.ty {
+                return differs(
+                    "elements of type",
+                    ElemType::name(first.ty),
+                    ElemType::name(d.ty),
+                );
+            }
+            if d.op != first.op {
+                let op = |c: u32| {
+                    ReduceOp::ALL
+                        .get(c as usize)
+                        .map_or(format!("code {c}"), |o| o.name().to_string())
+                };
+                return differs("the operation", op(first.op), op(d.op));
             }
             let pairs = [
                 ("dest address", first.dest, d.dest),
                 ("source address", first.source, d.source),
                 ("element size", first.es as u64, d.es as u64),
                 ("root", first.root as u64, d.root as u64),
-                ("operation", first.op as u64, d.op as u64),
                 ("dst stride", first.dst, d.dst),
                 ("sst stride", first.sst, d.sst),
                 (
@@ -252,7 +357,7 @@ impl Context {
             ];
             for (what, a, b) in pairs {
                 if a != b {
-                    return differs(what, a, b);
+                    return differs(what, a.to_string(), b.to_string());
                 }
             }
         }
@@ -375,7 +480,7 @@ impl Context {
                     Ok(())
                 }
             });
-        let mut desc = Desc::new(Which::Broadcast, dest.offset(), source.offset(), n, es);
+        let mut desc = Desc::new::<T>(Which::Broadcast, dest.offset(), source.offset(), n);
         desc.root = root;
         desc.skip_root = u32::from(skip_root);
         self.run_collective(&m, desc, local, true, |_| {
@@ -464,7 +569,7 @@ impl Context {
                 "{name}: {nelems} elements times {size} members overflow"
             ))),
         };
-        let desc = Desc::new(which, dest.offset(), source.offset(), n, es);
+        let desc = Desc::new::<T>(which, dest.offset(), source.offset(), n);
         let kernel = match which {
             Which::Fcollect => HostCollective::Fcollect,
             _ => HostCollective::Alltoall,
@@ -536,7 +641,7 @@ impl Context {
             // hold this PE's own part.
             self.check_sym("collect dest", dest, n)
         });
-        let mut desc = Desc::new(Which::Collect, dest.offset(), source.offset(), n, es);
+        let mut desc = Desc::new::<T>(Which::Collect, dest.offset(), source.offset(), n);
         desc.cap = dest.len() as u64;
         self.run_collective(&m, desc, local, false, |all| {
             let counts: Vec<u64> = all.iter().map(|d| d.nelems * es as u64).collect();
@@ -694,7 +799,7 @@ impl Context {
                 "alltoalls: strides {dst}, {sst} with {nelems} elements overflow"
             )))
         };
-        let mut desc = Desc::new(Which::Alltoalls, dest.offset(), source.offset(), n, es);
+        let mut desc = Desc::new::<T>(Which::Alltoalls, dest.offset(), source.offset(), n);
         desc.dst = dst as u64;
         desc.sst = sst as u64;
         self.run_collective(&m, desc, local, true, |_| {

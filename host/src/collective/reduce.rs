@@ -154,7 +154,7 @@ impl Context {
                 Err(e) => local = Err(e),
             }
         }
-        let mut desc = Desc::new(Which::Reduce, dest.offset(), source.offset(), n, kind.bytes);
+        let mut desc = Desc::new::<T>(Which::Reduce, dest.offset(), source.offset(), n);
         desc.op = op.code();
         self.run_collective(&m, desc, local, true, |_| {
             if let Some((k, p)) = &wide {

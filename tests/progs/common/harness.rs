@@ -240,12 +240,12 @@ impl Harness {
     }
 
     /// `n` elements of `T` at the start of the source region.
-    pub fn src_slice<T: Pod>(&self, n: usize) -> SymSlice<T> {
+    pub fn src_slice<T: Pod>(&self, n: usize) -> SymSlice<'static, T> {
         SymSlice::from_raw(self.src.offset() + self.shift as u64, n)
     }
 
     /// `n` elements of `T` after the dest region's front guard.
-    pub fn dst_slice<T: Pod>(&self, n: usize) -> SymSlice<T> {
+    pub fn dst_slice<T: Pod>(&self, n: usize) -> SymSlice<'static, T> {
         SymSlice::from_raw(self.dst.offset() + (GUARD + self.shift) as u64, n)
     }
 
