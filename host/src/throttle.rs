@@ -18,18 +18,27 @@
 //! wait that outlasts its first polls in the PE's control header (`waiting`,
 //! `wait_seq`, and the condition as a hint: `wait_addr`, `wait_cond`,
 //! `wait_value`). While a kernel that waits on peers runs, the host thread that
-//! waits for its fence checks those words about every millisecond
-//! ([`Session::tick`]). When the same wait has lasted [`STUCK_AFTER`], it sends
-//! a signal to every thread the driver created ([`driver_threads_since`]); the
-//! handler ([`on_signal`]) sleeps in steps of [`NAP`] until [`PERIOD`] after the
-//! signal, returning early as soon as the hinted condition holds, the wait has
-//! ended or the abort word is set. The host sends the next signal
-//! [`WINDOW`] after that sleep ends, so the driver's threads run (and the wait
-//! polls) for about `WINDOW` in every `PERIOD + WINDOW`: the loop budget then
-//! lasts about 60 times longer (seconds; see ARCHITECTURE.md), other threads of
-//! the PE still progress (at that duty cycle), and the CPU goes to the peers.
-//! The hint makes the common case (one waiting invocation per PE) wake within
-//! about `NAP` of its condition.
+//! waits for its fence checks those words every [`TICK`] ([`Session::tick`]).
+//! When the device has been waiting at every tick for [`STUCK_AFTER`] with
+//! fewer than [`QUICK_WAITS`] waits ending, it signals every thread the driver
+//! created ([`driver_threads_since`], [`DriverThreads`]). The handler
+//! ([`on_signal`]) naps in steps of [`NAP`] for at most [`PERIOD`], returning
+//! early as soon as the hinted condition holds, the device stops waiting or the
+//! abort word is set; then, while the device still waits, it re-arms its own
+//! thread's timer, which signals it again after [`WINDOW`]. The chain needs no
+//! host thread (which a loaded machine may not run for milliseconds) and ends
+//! by itself when the device stops waiting; the host starts it again when the
+//! device is stuck and no handler has run for two windows.
+//!
+//! So a stuck wait polls about `WINDOW` in every `PERIOD`: its loop budget
+//! lasts seconds instead of 100 ms, the CPU goes to the PEs it waits for, and a
+//! wait whose condition the hint names wakes within about `NAP` of it. Other
+//! threads of the PE are slowed while the device waits, never stopped.
+//!
+//! The signal is SIGSYS: Mesa creates its threads with every signal blocked
+//! except SIGSYS (seccomp needs it), so no other signal reaches them. Ours come
+//! from `tgkill` or a timer (`si_code` `SI_TKILL`, `SI_TIMER`); any other SIGSYS
+//! (a seccomp trap) gets the default action back and is raised again.
 //!
 //! # Safety of the handler
 //! It runs on driver threads, in the middle of JIT code. It only reads atomics

@@ -120,12 +120,34 @@ fn test(args: &[String]) -> Result<()> {
     if args.is_empty() {
         // A short soak: half a minute of random checked collectives on 4 PEs
         // with one device kernel.
+        // Both beside two CPU-hungry threads: device waits must survive a busy
+        // machine (on lavapipe, PEs and the load share the CPU).
         soak::soak(&soak::SoakArgs {
             minutes: 0.5,
             pes: 4,
             seed: None,
             device_kernels: Some(1),
+            busy: 2,
         })?;
+        loaded_device_barrier()?;
+    }
+    Ok(())
+}
+
+/// `vkshmrun -n 8 device_barrier 200` beside two busy threads: 600 device
+/// barriers per PE, more PEs than cores, and a loaded machine.
+fn loaded_device_barrier() -> Result<()> {
+    let dir = root().join("target/debug");
+    let _busy = soak::Busy::start(2);
+    eprintln!("xtask: device_barrier on 8 PEs beside 2 busy threads");
+    let mut c = Command::new(dir.join("vkshmrun"));
+    c.args(["-n", "8"])
+        .arg(dir.join("examples/device_barrier"))
+        .arg("200");
+    let out = output(c)?;
+    print!("{out}");
+    if !out.contains("device_barrier: ok") {
+        bail!("device_barrier on 8 PEs beside a busy machine did not report ok");
     }
     Ok(())
 }

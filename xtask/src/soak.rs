@@ -23,6 +23,47 @@ pub struct SoakArgs {
     /// Device kernels the device forms draw from (default: one per 40 s).
     #[arg(long)]
     pub device_kernels: Option<usize>,
+    /// CPU-hungry threads to run beside the job (each spins on a core), to
+    /// show that the job holds on a busy machine.
+    #[arg(long, default_value_t = 0)]
+    pub busy: u32,
+}
+
+/// `n` threads that spin until the value is dropped: a busy machine.
+pub struct Busy {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<u64>>,
+}
+
+impl Busy {
+    /// Starts `n` spinning threads.
+    pub fn start(n: u32) -> Busy {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let threads = (0..n)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let mut x = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        x = std::hint::black_box(
+                            x.wrapping_mul(6364136223846793005).wrapping_add(1),
+                        );
+                    }
+                    x
+                })
+            })
+            .collect();
+        Busy { stop, threads }
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
 }
 
 /// Builds the soak program and vkshmrun, runs the soak, reports.
@@ -49,9 +90,10 @@ pub fn soak(a: &SoakArgs) -> Result<()> {
         c.arg("--device-kernels").arg(k.to_string());
     }
     eprintln!(
-        "xtask: soak for {} min on {} PEs, seed {seed} (replay with --seed {seed})",
-        a.minutes, a.pes
+        "xtask: soak for {} min on {} PEs beside {} busy threads, seed {seed} (replay with --seed {seed})",
+        a.minutes, a.pes, a.busy
     );
+    let _busy = Busy::start(a.busy);
     // PE output passes through, except the result lines, read here.
     let out = c
         .stdout(Stdio::piped())
