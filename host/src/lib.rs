@@ -21,7 +21,7 @@ pub mod context;
 pub mod heap;
 pub mod symbuf;
 pub mod team;
-pub mod throttle;
+pub(crate) mod throttle;
 pub mod user_kernel;
 
 pub use collective::active::ActiveSet;

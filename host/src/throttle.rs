@@ -48,7 +48,9 @@
 //! withdraws it after its fence signalled, then waits until no handler is still
 //! running ([`IN_HANDLER`]), so no handler reads the mapping after the launch.
 
-use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -78,10 +80,9 @@ pub const THROTTLE_TICK: Duration = Duration::from_micros(200);
 static ACTIVE: AtomicPtr<u32> = AtomicPtr::new(std::ptr::null_mut());
 /// Words of the mapping behind `ACTIVE` (the hint's address must be below it).
 static ACTIVE_WORDS: AtomicUsize = AtomicUsize::new(0);
-/// CLOCK_MONOTONIC nanoseconds when a handler last returned.
-static LAST_RETURN: AtomicU64 = AtomicU64::new(0);
-/// How handlers ended since the process started: [deadline, abort, wait over,
-/// condition held], and naps taken (debug statistics).
+/// Debug statistics since the process started: handlers that ended at their
+/// deadline, on the abort word, because the wait was over, because the hinted
+/// condition held; naps taken; timers re-armed; handlers that found no timer.
 static ENDS: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
 /// Handlers running now.
 static IN_HANDLER: AtomicUsize = AtomicUsize::new(0);
@@ -163,30 +164,63 @@ extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut li
         }
         return;
     }
+    // SAFETY: errno is thread-local; the interrupted code must find it as it
+    // left it (nanosleep and timer_settime may set it).
+    let errno = unsafe { *libc::__errno_location() };
     IN_HANDLER.fetch_add(1, Ordering::SeqCst);
-    if nap_while_stuck() {
-        rearm_own_timer();
+    let slot = own_slot();
+    if let Some(s) = slot {
+        s.busy.store(true, Ordering::SeqCst);
     }
-    LAST_RETURN.store(monotonic_ns(), Ordering::SeqCst);
+    if nap_while_stuck(slot) {
+        if let Some(s) = slot {
+            s.rearm();
+        }
+    }
+    if let Some(s) = slot {
+        s.returned_at.store(monotonic_ns(), Ordering::SeqCst);
+        s.cpu_at_return.store(thread_cpu_ns(), Ordering::SeqCst);
+        s.busy.store(false, Ordering::SeqCst);
+    }
     IN_HANDLER.fetch_sub(1, Ordering::SeqCst);
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
+}
+
+/// CPU time of the calling thread, ns (async-signal-safe).
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Naps while the device of the launch in progress waits, for at most
 /// [`PERIOD`]. True when the thread should nap again after [`WINDOW`] (the
 /// device still waits, or its hinted condition just held and the next wait
-/// may follow); false when the launch is over, the device stopped waiting or
-/// the abort word is set.
-fn nap_while_stuck() -> bool {
+/// may follow); false when the launch is over, throttling is off, the device
+/// stopped waiting or the abort word is set.
+///
+/// The hint names the latest wait only. When it holds but this thread has run
+/// since it last woke for it and no new wait began, the wait that keeps the
+/// device waiting is another one: the hint is ignored until the period ends.
+fn nap_while_stuck(slot: Option<&Slot>) -> bool {
     let until = monotonic_ns() + PERIOD.as_nanos() as u64;
     let nap = libc::timespec {
         tv_sec: 0,
         tv_nsec: NAP.as_nanos() as libc::c_long,
     };
+    let ran = slot.is_none_or(|s| {
+        thread_cpu_ns() > s.cpu_at_return.load(Ordering::SeqCst) + RAN.as_nanos() as u64
+    });
     loop {
         // Re-read every time: the launch withdraws the pointer when it ends,
         // and then waits for IN_HANDLER (counting this handler) to reach zero.
         let base = ACTIVE.load(Ordering::SeqCst);
-        if base.is_null() {
+        if base.is_null() || !ENABLED.load(Ordering::SeqCst) {
             return false;
         }
         if monotonic_ns() >= until {
@@ -195,7 +229,13 @@ fn nap_while_stuck() -> bool {
         }
         // SAFETY: `base` is published only while the launch that owns the
         // mapping runs (module docs); control-header words lie in it.
-        let (abort, waiting) = unsafe { (load(base, W_ABORT), load(base, W_WAITING)) };
+        let (abort, waiting, seq) = unsafe {
+            (
+                load(base, W_ABORT),
+                load(base, W_WAITING),
+                load(base, W_SEQ),
+            )
+        };
         if abort != 0 || waiting == 0 {
             ENDS[if abort != 0 { 1 } else { 2 }].fetch_add(1, Ordering::Relaxed);
             return false;
@@ -211,8 +251,15 @@ fn nap_while_stuck() -> bool {
         };
         // SAFETY: addr < words, the mapped length.
         if addr < words && condition_holds(cond, value, unsafe { load(base, addr) }) {
-            ENDS[3].fetch_add(1, Ordering::Relaxed);
-            return true;
+            let key = u64::from(seq) + 1;
+            let stale = slot.is_some_and(|s| ran && s.woke_for.load(Ordering::SeqCst) == key);
+            if !stale {
+                if let Some(s) = slot {
+                    s.woke_for.store(key, Ordering::SeqCst);
+                }
+                ENDS[3].fetch_add(1, Ordering::Relaxed);
+                return true;
+            }
         }
         ENDS[4].fetch_add(1, Ordering::Relaxed);
         // SAFETY: nanosleep reads our timespec; async-signal-safe. An early wake
@@ -221,116 +268,98 @@ fn nap_while_stuck() -> bool {
     }
 }
 
-/// Arms this thread's timer (see [`DriverThreads`]) to signal it again after
-/// [`WINDOW`]: async-signal-safe (gettid, timer_settime).
-fn rearm_own_timer() {
+/// CPU time a thread must have run since its handler returned to count as
+/// having polled (see [`nap_while_stuck`]).
+const RAN: Duration = Duration::from_micros(20);
+
+/// One driver thread: its id, its timer, and its chain's state, where the
+/// handler finds itself (by thread id) and the host sees whether the chain is
+/// live.
+struct Slot {
+    /// Thread id; 0: the slot is free.
+    tid: AtomicI32,
+    /// Its `timer_t`.
+    timer: AtomicUsize,
+    /// A handler runs on the thread now.
+    busy: AtomicBool,
+    /// CLOCK_MONOTONIC ns when its handler last returned.
+    returned_at: AtomicU64,
+    /// Its CPU time then.
+    cpu_at_return: AtomicU64,
+    /// `wait_seq + 1` of the hint it last woke for.
+    woke_for: AtomicU64,
+}
+
+impl Slot {
+    const FREE: Slot = Slot {
+        tid: AtomicI32::new(0),
+        timer: AtomicUsize::new(0),
+        busy: AtomicBool::new(false),
+        returned_at: AtomicU64::new(0),
+        cpu_at_return: AtomicU64::new(0),
+        woke_for: AtomicU64::new(0),
+    };
+
+    /// Arms the thread's timer to signal it again after [`WINDOW`]
+    /// (async-signal-safe: timer_settime).
+    fn rearm(&self) {
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: WINDOW.as_nanos() as libc::c_long,
+            },
+        };
+        ENDS[5].fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the timer was created for this thread by DriverThreads; it is
+        // deleted only after the slot is freed and no handler runs (Drop).
+        unsafe {
+            libc::timer_settime(
+                self.timer.load(Ordering::SeqCst) as libc::timer_t,
+                0,
+                &spec,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+}
+
+/// The driver threads' slots.
+static SLOTS: [Slot; 128] = [Slot::FREE; 128];
+/// Serialises taking and freeing slots.
+static SLOTS_LOCK: Mutex<()> = Mutex::new(());
+/// Whether the launch in progress throttles now (the host's decision; chains
+/// end when it is off).
+static ENABLED: AtomicBool = AtomicBool::new(false);
+
+/// The calling thread's slot (async-signal-safe: gettid and atomics).
+fn own_slot() -> Option<&'static Slot> {
     // SAFETY: gettid has no arguments and cannot fail.
     let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
-    for (t, timer) in TIMERS.iter() {
-        if t.load(Ordering::SeqCst) == tid {
-            let spec = libc::itimerspec {
-                it_interval: libc::timespec {
-                    tv_sec: 0,
-                    tv_nsec: 0,
-                },
-                it_value: libc::timespec {
-                    tv_sec: 0,
-                    tv_nsec: WINDOW.as_nanos() as libc::c_long,
-                },
-            };
-            ENDS[5].fetch_add(1, Ordering::Relaxed);
-            // SAFETY: the timer was created for this thread by DriverThreads and
-            // is deleted only after its slot is cleared; a deleted timer makes
-            // the call fail with EINVAL, which is harmless.
-            unsafe {
-                libc::timer_settime(
-                    timer.load(Ordering::SeqCst) as libc::timer_t,
-                    0,
-                    &spec,
-                    std::ptr::null_mut(),
-                )
-            };
-            return;
-        }
+    let s = SLOTS.iter().find(|s| s.tid.load(Ordering::SeqCst) == tid);
+    if s.is_none() {
+        ENDS[6].fetch_add(1, Ordering::Relaxed);
     }
-    ENDS[6].fetch_add(1, Ordering::Relaxed);
+    s
 }
 
-/// Slots of (driver thread id, its timer) that the handler looks itself up in.
-static TIMERS: [(AtomicI32, AtomicUsize); 64] =
-    [const { (AtomicI32::new(0), AtomicUsize::new(0)) }; 64];
-/// Serialises changes to `TIMERS`.
-static TIMERS_LOCK: Mutex<()> = Mutex::new(());
-
-/// The driver's threads of one device (llvmpipe's), each with a one-shot timer
-/// that signals that thread only (`SIGEV_THREAD_ID`): a handler that ends its
-/// nap re-arms its own thread's timer, so the threads keep napping while the
-/// device waits without needing the host thread, which may not be scheduled
-/// for milliseconds on a loaded machine.
-#[derive(Debug, Default)]
-pub struct DriverThreads {
-    tids: Vec<i32>,
-    /// (slot in TIMERS, timer) of each thread that got one.
-    timers: Vec<(usize, usize)>,
+/// Waits (at most 200 ms) until no handler runs.
+fn drain_handlers() -> bool {
+    let until = Instant::now() + Duration::from_millis(200);
+    while IN_HANDLER.load(Ordering::SeqCst) != 0 {
+        if Instant::now() >= until {
+            tracing::warn!("a wait-throttle handler did not return within 200 ms");
+            return false;
+        }
+        std::thread::sleep(Duration::from_micros(50));
+    }
+    true
 }
 
-impl DriverThreads {
-    /// Timers for `tids` (threads of this process).
-    pub fn new(tids: Vec<i32>) -> DriverThreads {
-        let mut me = DriverThreads {
-            tids,
-            timers: Vec::new(),
-        };
-        if me.tids.is_empty() || !install() {
-            return me;
-        }
-        let _g = TIMERS_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-        for &tid in &me.tids {
-            let Some(slot) = TIMERS
-                .iter()
-                .position(|(t, _)| t.load(Ordering::SeqCst) == 0)
-            else {
-                break;
-            };
-            // SAFETY: a zeroed sigevent is valid; we fill the fields that
-            // SIGEV_THREAD_ID uses; timer_create writes the id we own.
-            let timer = unsafe {
-                let mut ev: libc::sigevent = std::mem::zeroed();
-                ev.sigev_notify = libc::SIGEV_THREAD_ID;
-                ev.sigev_signo = signal_number();
-                ev.sigev_notify_thread_id = tid;
-                let mut id: libc::timer_t = std::ptr::null_mut();
-                if libc::timer_create(libc::CLOCK_MONOTONIC, &mut ev, &mut id) != 0 {
-                    continue;
-                }
-                id as usize
-            };
-            TIMERS[slot].1.store(timer, Ordering::SeqCst);
-            TIMERS[slot].0.store(tid, Ordering::SeqCst);
-            me.timers.push((slot, timer));
-        }
-        me
-    }
-
-    /// The threads' ids.
-    pub fn tids(&self) -> &[i32] {
-        &self.tids
-    }
-}
-
-impl Drop for DriverThreads {
-    fn drop(&mut self) {
-        let _g = TIMERS_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-        for &(slot, timer) in &self.timers {
-            TIMERS[slot].0.store(0, Ordering::SeqCst);
-            // SAFETY: created by `new`, deleted once; a handler that still
-            // finds it fails harmlessly (see rearm_own_timer).
-            unsafe { libc::timer_delete(timer as libc::timer_t) };
-        }
-    }
-}
-
-/// Installs the handler once per process. False when the signal already has
+/// Installs the handler once per process. False when SIGSYS already has
 /// another handler (then the throttle stays off).
 fn install() -> bool {
     static INSTALLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
@@ -343,7 +372,7 @@ fn install() -> bool {
             if libc::sigaction(signal_number(), std::ptr::null(), &mut old) != 0
                 || old.sa_sigaction != libc::SIG_DFL
             {
-                tracing::warn!("the wait throttle's signal is in use; device waits on this CPU driver are not throttled");
+                tracing::warn!("SIGSYS has a handler already; device waits on this CPU driver are not throttled");
                 return false;
             }
             let mut act: libc::sigaction = std::mem::zeroed();
@@ -353,6 +382,16 @@ fn install() -> bool {
             libc::sigaction(signal_number(), &act, std::ptr::null_mut()) == 0
         }
     })
+}
+
+/// Whether our handler is still SIGSYS's (another library may have replaced it).
+fn still_installed() -> bool {
+    // SAFETY: reads the current action into a struct we own.
+    unsafe {
+        let mut cur: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal_number(), std::ptr::null(), &mut cur) == 0
+            && cur.sa_sigaction == on_signal as *const () as usize
+    }
 }
 
 /// This process's thread ids (empty when /proc cannot be read).
@@ -369,7 +408,8 @@ pub fn thread_ids() -> Vec<i32> {
 
 /// The threads that exist now and not in `before`: called around opening a
 /// device, the driver's own threads (llvmpipe's compute and rasterizer threads,
-/// its queue and disk-cache threads).
+/// its queue and disk-cache threads), plus any thread the program started
+/// meanwhile (it would nap with them while a device wait lasts).
 pub fn driver_threads_since(before: &[i32]) -> Vec<i32> {
     thread_ids()
         .into_iter()
@@ -377,11 +417,103 @@ pub fn driver_threads_since(before: &[i32]) -> Vec<i32> {
         .collect()
 }
 
+/// The driver's threads of one device (llvmpipe's). At the first launch that
+/// throttles, the handler is installed and each thread gets a slot and a
+/// one-shot timer that signals that thread only (`SIGEV_THREAD_ID`): a handler
+/// that ends its nap re-arms its own thread's timer, so the threads keep
+/// napping while the device waits without needing the host thread, which may
+/// not be scheduled for milliseconds on a loaded machine.
+#[derive(Debug, Default)]
+pub struct DriverThreads {
+    tids: Vec<i32>,
+    /// Slots taken, once the first session asked (`None`: the throttle is off).
+    slots: std::sync::OnceLock<Option<Vec<usize>>>,
+}
+
+impl DriverThreads {
+    /// The threads `tids` (of this process); nothing is installed yet.
+    pub fn new(tids: Vec<i32>) -> DriverThreads {
+        DriverThreads {
+            tids,
+            slots: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The slots of the threads, installing the handler and creating the
+    /// timers the first time; `None` when the throttle cannot run.
+    fn slots(&self) -> Option<&[usize]> {
+        self.slots
+            .get_or_init(|| {
+                if self.tids.is_empty() || !install() {
+                    return None;
+                }
+                let _g = SLOTS_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+                let mut taken = Vec::new();
+                for &tid in &self.tids {
+                    let Some(i) = SLOTS.iter().position(|s| s.tid.load(Ordering::SeqCst) == 0)
+                    else {
+                        tracing::warn!("wait throttle: no slot left for thread {tid}");
+                        break;
+                    };
+                    // SAFETY: a zeroed sigevent is valid; we fill the fields
+                    // SIGEV_THREAD_ID uses; timer_create writes the id we own.
+                    let timer = unsafe {
+                        let mut ev: libc::sigevent = std::mem::zeroed();
+                        ev.sigev_notify = libc::SIGEV_THREAD_ID;
+                        ev.sigev_signo = signal_number();
+                        ev.sigev_notify_thread_id = tid;
+                        let mut id: libc::timer_t = std::ptr::null_mut();
+                        if libc::timer_create(libc::CLOCK_MONOTONIC, &mut ev, &mut id) != 0 {
+                            continue;
+                        }
+                        id as usize
+                    };
+                    let s = &SLOTS[i];
+                    s.timer.store(timer, Ordering::SeqCst);
+                    s.busy.store(false, Ordering::SeqCst);
+                    s.returned_at.store(0, Ordering::SeqCst);
+                    s.woke_for.store(0, Ordering::SeqCst);
+                    s.tid.store(tid, Ordering::SeqCst);
+                    taken.push(i);
+                }
+                Some(taken)
+            })
+            .as_deref()
+    }
+
+    /// The threads' ids.
+    pub fn tids(&self) -> &[i32] {
+        &self.tids
+    }
+}
+
+impl Drop for DriverThreads {
+    fn drop(&mut self) {
+        let Some(Some(taken)) = self.slots.get() else {
+            return;
+        };
+        let _g = SLOTS_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+        for &i in taken {
+            SLOTS[i].tid.store(0, Ordering::SeqCst);
+        }
+        // A handler that found its slot before it was freed may still re-arm
+        // its timer: delete the timers only once none runs.
+        if !drain_handlers() {
+            return; // leak the timers rather than race a handler
+        }
+        for &i in taken {
+            // SAFETY: created in `slots`, deleted once, no handler uses it now;
+            // its slot is free, so no later handler finds it.
+            unsafe { libc::timer_delete(SLOTS[i].timer.load(Ordering::SeqCst) as libc::timer_t) };
+        }
+    }
+}
+
 /// The throttle of one launch: created before the kernel is submitted, ticked
 /// while its fence is awaited, dropped after.
 pub struct Session<'a> {
     _owner: std::sync::MutexGuard<'static, ()>,
-    threads: &'a [i32],
+    threads: &'a DriverThreads,
     base: *const u32,
     /// Start of the current observation window and `wait_seq` then (`None`:
     /// the device was not waiting at the last tick).
@@ -393,22 +525,32 @@ pub struct Session<'a> {
 
 impl<'a> Session<'a> {
     /// Starts throttling `threads` (the driver's) for a launch whose control
-    /// header is mapped at `base`, `words` words long. `None` when there is
-    /// nothing to throttle or the signal is unavailable.
+    /// header is mapped at `base`, `words` words long, and zeroes the header's
+    /// `waiting` word (no kernel of this PE runs yet). `None` when there is
+    /// nothing to throttle, the handler cannot be installed or was replaced,
+    /// or another launch of this process throttles now.
     ///
     /// # Safety
     /// `base` must stay mapped, with at least `words` (≥ the control header)
     /// aligned words, until the session is dropped.
-    pub unsafe fn begin(threads: &'a [i32], base: *const u32, words: usize) -> Option<Self> {
-        if threads.is_empty() || words < ControlHeader::WORDS as usize || !install() {
+    pub unsafe fn begin(
+        threads: &'a DriverThreads,
+        base: *const u32,
+        words: usize,
+    ) -> Option<Self> {
+        if words < ControlHeader::WORDS as usize || threads.slots().is_none() || !still_installed()
+        {
             return None;
         }
-        // Another launch of this process throttles now: this one runs without.
         let owner = match OWNER.try_lock() {
             Ok(g) => g,
             Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) => return None,
         };
+        // SAFETY: the header is mapped (caller); no kernel of this PE runs, so
+        // a count left by a launch that ended abnormally is reset.
+        unsafe { AtomicU32::from_ptr(base.add(W_WAITING) as *mut u32) }.store(0, Ordering::SeqCst);
+        ENABLED.store(false, Ordering::SeqCst);
         ACTIVE_WORDS.store(words, Ordering::SeqCst);
         ACTIVE.store(base as *mut u32, Ordering::SeqCst);
         Some(Session {
@@ -430,54 +572,73 @@ impl<'a> Session<'a> {
         let (waiting, seq) = unsafe { (load(self.base, W_WAITING), load(self.base, W_SEQ)) };
         if waiting == 0 {
             self.window = None;
-            self.throttling = false;
+            self.set_throttling(false);
             return TICK;
         }
         let (since, seq0) = *self.window.get_or_insert((now, seq));
         if now >= since + STUCK_AFTER {
             // The device waited at every tick of the window: throttle in the
             // next one unless many waits ended (short waits).
-            self.throttling = seq.wrapping_sub(seq0) < QUICK_WAITS;
+            self.set_throttling(seq.wrapping_sub(seq0) < QUICK_WAITS);
             self.window = Some((now, seq));
         }
         if !self.throttling {
             return TICK;
         }
-        // A handler that returned within two windows has re-armed its timer:
-        // the threads keep throttling themselves.
-        let ran = monotonic_ns().saturating_sub(LAST_RETURN.load(Ordering::SeqCst));
-        if IN_HANDLER.load(Ordering::SeqCst) == 0 && ran >= 2 * WINDOW.as_nanos() as u64 {
-            self.signal();
-        }
+        self.signal_idle_chains();
         THROTTLE_TICK
     }
 
-    /// Puts the driver's threads to sleep for up to [`PERIOD`].
-    fn signal(&mut self) {
+    fn set_throttling(&mut self, on: bool) {
+        self.throttling = on;
+        ENABLED.store(on, Ordering::SeqCst);
+    }
+
+    /// Signals every driver thread whose chain is not live (no handler on it,
+    /// none returned within two windows): it naps for up to [`PERIOD`].
+    fn signal_idle_chains(&mut self) {
         let pid = std::process::id() as libc::pid_t;
-        for &tid in self.threads {
+        let now = monotonic_ns();
+        let mut sent = false;
+        for &i in self.threads.slots().unwrap_or(&[]) {
+            let s = &SLOTS[i];
+            let live = s.busy.load(Ordering::SeqCst)
+                || now.saturating_sub(s.returned_at.load(Ordering::SeqCst))
+                    < 2 * WINDOW.as_nanos() as u64;
+            if live {
+                continue;
+            }
             // SAFETY: tgkill sends our installed signal to a thread of this
             // process; a thread that has exited makes it fail with ESRCH, which
             // is harmless.
-            unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, signal_number()) };
+            unsafe {
+                libc::syscall(
+                    libc::SYS_tgkill,
+                    pid,
+                    s.tid.load(Ordering::SeqCst),
+                    signal_number(),
+                )
+            };
+            sent = true;
         }
-        self.signals += 1;
+        if sent {
+            self.signals += 1;
+        }
     }
 }
 
 impl Drop for Session<'_> {
     fn drop(&mut self) {
+        ENABLED.store(false, Ordering::SeqCst);
         ACTIVE.store(std::ptr::null_mut(), Ordering::SeqCst);
         // A handler that read ACTIVE before it was withdrawn may still be
         // reading the mapping; it sees the null within one NAP.
-        while IN_HANDLER.load(Ordering::SeqCst) != 0 {
-            std::thread::sleep(Duration::from_micros(50));
-        }
+        drain_handlers();
         if self.signals > 0 {
             let ends: Vec<u64> = ENDS.iter().map(|e| e.load(Ordering::Relaxed)).collect();
             tracing::debug!(
                 signals = self.signals,
-                "device wait throttled (handler ends so far: deadline {}, abort {}, wait over {}, condition {}; naps {}, re-armed {}, no timer {})",
+                "device wait throttled (handler ends so far: deadline {}, abort {}, wait over {}, condition {}; naps {}, re-armed {}, no slot {})",
                 ends[0], ends[1], ends[2], ends[3], ends[4], ends[5], ends[6]
             );
         }
@@ -516,40 +677,96 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_stuck_wait_puts_the_threads_to_sleep_until_its_condition_holds() {
-        // A fake control region; this test thread plays the driver's thread.
+    /// A fake heap whose device waits (cond GE 1 on word `FLAG`); this test
+    /// thread plays the driver's thread.
+    const FLAG: usize = 2000;
+
+    fn fake_heap() -> Vec<u32> {
         let mut heap = vec![0u32; 4096];
-        let flag = 2000usize;
-        heap[W_WAITING] = 1;
         heap[W_SEQ] = 7;
-        heap[W_ADDR] = flag as u32;
+        heap[W_ADDR] = FLAG as u32;
         heap[W_COND] = 3; // GE
         heap[W_VALUE] = 1;
+        heap
+    }
+
+    fn store(base: *mut u32, i: usize, v: u32) {
+        // SAFETY: the tests' heaps hold 4096 words and outlive the stores.
+        unsafe { AtomicU32::from_ptr(base.add(i)) }.store(v, Ordering::SeqCst);
+    }
+
+    /// Sessions share process-wide state: one test at a time.
+    static ONE: Mutex<()> = Mutex::new(());
+
+    #[test]
+    fn a_stuck_wait_puts_the_threads_to_sleep_until_its_condition_holds() {
+        let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
+        let mut heap = fake_heap();
         let base = heap.as_mut_ptr();
-        let me = [nix::unistd::gettid().as_raw()];
+        let me = DriverThreads::new(vec![nix::unistd::gettid().as_raw()]);
         // SAFETY: `heap` outlives the session and holds 4096 words.
-        let mut s = unsafe { Session::begin(&me, base, heap.len()) }.expect("session");
-        s.throttling = true;
+        let mut s = unsafe { Session::begin(&me, base, 4096) }.expect("session");
+        store(base, W_WAITING, 1);
+        s.set_throttling(true);
         s.window = Some((Instant::now(), 7));
         let setter = {
-            let addr = base as usize + flag * 4;
+            let addr = base as usize;
             std::thread::spawn(move || {
                 std::thread::sleep(Duration::from_millis(3));
-                // SAFETY: the heap lives until after the join below.
-                unsafe { AtomicU32::from_ptr(addr as *mut u32) }.store(1, Ordering::SeqCst);
+                store(addr as *mut u32, FLAG, 1);
             })
         };
         let t0 = Instant::now();
         // The signal is delivered to this thread before tgkill returns; the
         // handler naps until the setter's store makes the condition hold.
-        LAST_RETURN.store(0, Ordering::SeqCst);
         s.tick();
         let slept = t0.elapsed();
         setter.join().unwrap();
         assert_eq!(s.signals, 1);
         assert!(slept >= Duration::from_millis(2), "slept {slept:?}");
         drop(s);
+        drop(me);
         drop(heap);
+    }
+
+    #[test]
+    fn a_stuck_wait_keeps_its_thread_napping_without_the_host() {
+        let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
+        let mut heap = fake_heap();
+        let base = heap.as_mut_ptr();
+        let me = DriverThreads::new(vec![nix::unistd::gettid().as_raw()]);
+        // SAFETY: `heap` outlives the session and holds 4096 words.
+        let mut s = unsafe { Session::begin(&me, base, 4096) }.expect("session");
+        store(base, W_WAITING, 1);
+        s.set_throttling(true);
+        s.window = Some((Instant::now(), 7));
+        s.tick();
+        // The host ticks no more: the thread's own timer keeps it napping
+        // while it "spins" (as a shader would) for 200 ms of wall time.
+        let (t0, cpu0) = (Instant::now(), thread_cpu_ns());
+        while t0.elapsed() < Duration::from_millis(200) {
+            std::hint::spin_loop();
+        }
+        let cpu = Duration::from_nanos(thread_cpu_ns() - cpu0);
+        let wall = t0.elapsed();
+        // The wait ends: the chain stops, and the thread runs freely again.
+        store(base, W_WAITING, 0);
+        std::thread::sleep(PERIOD * 2);
+        let (t1, cpu1) = (Instant::now(), thread_cpu_ns());
+        while t1.elapsed() < Duration::from_millis(50) {
+            std::hint::spin_loop();
+        }
+        let free_cpu = Duration::from_nanos(thread_cpu_ns() - cpu1);
+        drop(s);
+        drop(me);
+        drop(heap);
+        assert!(
+            cpu < wall / 4,
+            "spun {cpu:?} of {wall:?} while the device waited"
+        );
+        assert!(
+            free_cpu > Duration::from_millis(5),
+            "ran only {free_cpu:?} of 50 ms after the wait ended"
+        );
     }
 }

@@ -72,6 +72,9 @@ impl DeviceKernel {
 /// failed peer before reporting the cut (see `Context::peer_failure_behind`).
 const LATE_FAILURE_GRACE: Duration = Duration::from_millis(1500);
 
+/// How often a launch looks for a failed peer and its timeout.
+const WATCH_EVERY: Duration = Duration::from_millis(20);
+
 /// What the host saw while a launch ran.
 #[derive(Default)]
 struct Watch {
@@ -372,6 +375,7 @@ impl Context {
         let mut seen = Watch::default();
         let mut throttle = self.wait_throttle(kernel)?;
         let started = std::time::Instant::now();
+        let mut next_watch = Duration::ZERO;
         let took = lock(&self.inner.submit).dispatch(
             &kernel.kernel,
             groups,
@@ -379,7 +383,12 @@ impl Context {
             immediates,
             timed,
             &mut |elapsed| {
-                self.watch(&mut seen, elapsed, timeout);
+                // The bootstrap and the timeout at the usual pace, the
+                // throttle as often as it asks.
+                if elapsed >= next_watch {
+                    self.watch(&mut seen, elapsed, timeout);
+                    next_watch = elapsed + WATCH_EVERY;
+                }
                 throttle.as_mut().map(|t| t.tick())
             },
         );
@@ -395,8 +404,8 @@ impl Context {
     /// driver that caps loops, for kernels that wait on peers in a job of
     /// several PEs, when this PE's heap is host-mapped.
     fn wait_throttle(&self, kernel: &DeviceKernel) -> Result<Option<crate::throttle::Session<'_>>> {
-        let threads = self.inner.gpu.driver_threads.tids();
-        if !kernel.linked.waits_on_peers || self.n_pes() < 2 || threads.is_empty() {
+        let threads = &self.inner.gpu.driver_threads;
+        if !kernel.linked.waits_on_peers || self.n_pes() < 2 || threads.tids().is_empty() {
             return Ok(None);
         }
         let Some(base) = self.inner.heap.block(self.my_pe())?.mapped() else {

@@ -141,7 +141,8 @@ fn loaded_device_barrier() -> Result<()> {
     let _busy = soak::Busy::start(2);
     eprintln!("xtask: device_barrier on 8 PEs beside 2 busy threads");
     let mut c = Command::new(dir.join("vkshmrun"));
-    c.args(["-n", "8"])
+    // A hang becomes an error naming the PEs that did not arrive.
+    c.args(["-n", "8", "--wait-timeout", "120"])
         .arg(dir.join("examples/device_barrier"))
         .arg("200");
     let out = output(c)?;
