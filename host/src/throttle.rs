@@ -213,9 +213,10 @@ fn nap_while_stuck(slot: Option<&Slot>) -> bool {
         tv_sec: 0,
         tv_nsec: NAP.as_nanos() as libc::c_long,
     };
-    let ran = slot.is_none_or(|s| {
-        thread_cpu_ns() > s.cpu_at_return.load(Ordering::SeqCst) + RAN.as_nanos() as u64
-    });
+    let ran = match slot {
+        Some(s) => thread_cpu_ns() > s.cpu_at_return.load(Ordering::SeqCst) + RAN.as_nanos() as u64,
+        None => true,
+    };
     loop {
         // Re-read every time: the launch withdraws the pointer when it ends,
         // and then waits for IN_HANDLER (counting this handler) to reach zero.
@@ -291,6 +292,8 @@ struct Slot {
 }
 
 impl Slot {
+    // Only the initialiser of SLOTS: each element is a fresh copy.
+    #[allow(clippy::declare_interior_mutable_const)]
     const FREE: Slot = Slot {
         tid: AtomicI32::new(0),
         timer: AtomicUsize::new(0),
