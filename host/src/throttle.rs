@@ -698,6 +698,14 @@ mod tests {
         unsafe { AtomicU32::from_ptr(base.add(i)) }.store(v, Ordering::SeqCst);
     }
 
+    /// Makes `s` throttle as if the device had been stuck in the fake heap's
+    /// wait (seq 7) for a while.
+    fn stuck(s: &mut Session, base: *mut u32) {
+        store(base, W_WAITING, 1);
+        s.set_throttling(true);
+        s.window = Some((Instant::now(), 7));
+    }
+
     /// Sessions share process-wide state: one test at a time.
     static ONE: Mutex<()> = Mutex::new(());
 
@@ -709,9 +717,7 @@ mod tests {
         let me = DriverThreads::new(vec![nix::unistd::gettid().as_raw()]);
         // SAFETY: `heap` outlives the session and holds 4096 words.
         let mut s = unsafe { Session::begin(&me, base, 4096) }.expect("session");
-        store(base, W_WAITING, 1);
-        s.set_throttling(true);
-        s.window = Some((Instant::now(), 7));
+        stuck(&mut s, base);
         let setter = {
             let addr = base as usize;
             std::thread::spawn(move || {
@@ -740,9 +746,7 @@ mod tests {
         let me = DriverThreads::new(vec![nix::unistd::gettid().as_raw()]);
         // SAFETY: `heap` outlives the session and holds 4096 words.
         let mut s = unsafe { Session::begin(&me, base, 4096) }.expect("session");
-        store(base, W_WAITING, 1);
-        s.set_throttling(true);
-        s.window = Some((Instant::now(), 7));
+        stuck(&mut s, base);
         s.tick();
         // The host ticks no more: the thread's own timer keeps it napping
         // while it "spins" (as a shader would) for 200 ms of wall time.

@@ -125,34 +125,22 @@ pub(crate) struct ElemType {
     code: u32,
 }
 
-/// The primitive types, in code order (code = index + 1).
-const PRIMITIVES: [&str; 14] = [
-    "u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64", "usize", "isize", "f32", "f64", "u128",
-    "i128",
-];
+/// The primitive types with their names, in code order (code = index + 1).
+macro_rules! primitives {
+    ($($t:ty),*) => {
+        [$((std::any::TypeId::of::<$t>(), stringify!($t))),*]
+    };
+}
+
+fn primitives() -> [(std::any::TypeId, &'static str); 14] {
+    primitives!(u8, i8, u16, i16, u32, i32, u64, i64, usize, isize, f32, f64, u128, i128)
+}
 
 impl ElemType {
     /// The type of `T`.
     pub(crate) fn of<T: 'static>() -> ElemType {
-        use std::any::TypeId;
-        let id = TypeId::of::<T>();
-        let ids = [
-            TypeId::of::<u8>(),
-            TypeId::of::<i8>(),
-            TypeId::of::<u16>(),
-            TypeId::of::<i16>(),
-            TypeId::of::<u32>(),
-            TypeId::of::<i32>(),
-            TypeId::of::<u64>(),
-            TypeId::of::<i64>(),
-            TypeId::of::<usize>(),
-            TypeId::of::<isize>(),
-            TypeId::of::<f32>(),
-            TypeId::of::<f64>(),
-            TypeId::of::<u128>(),
-            TypeId::of::<i128>(),
-        ];
-        match ids.iter().position(|t| *t == id) {
+        let id = std::any::TypeId::of::<T>();
+        match primitives().iter().position(|(t, _)| *t == id) {
             Some(i) => ElemType { code: i as u32 + 1 },
             None => {
                 // FNV-1a of the type's name: the same program on every PE names
@@ -171,8 +159,8 @@ impl ElemType {
 
     /// Its name for error messages.
     pub(crate) fn name(code: u32) -> String {
-        match PRIMITIVES.get((code as usize).wrapping_sub(1)) {
-            Some(n) => (*n).to_string(),
+        match primitives().get((code as usize).wrapping_sub(1)) {
+            Some((_, n)) => (*n).to_string(),
             None => format!("a type of its own (hash {code:#010x})"),
         }
     }
