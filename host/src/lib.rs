@@ -20,6 +20,7 @@ pub mod collective;
 pub mod context;
 pub mod heap;
 pub mod symbuf;
+pub mod sync;
 pub mod team;
 pub(crate) mod throttle;
 pub mod user_kernel;

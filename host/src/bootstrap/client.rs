@@ -26,6 +26,8 @@ pub struct Bootstrap {
     /// The job's first failure, once this PE has heard of it: later calls fail
     /// with it at once.
     failed: Option<(u32, String)>,
+    /// The node segment the endpoint handed over at admission, until taken.
+    segment: Option<OwnedFd>,
 }
 
 impl Bootstrap {
@@ -52,8 +54,8 @@ impl Bootstrap {
             )));
         }
         send(&stream, &Msg::Hello { secret, pe, npes }, &[])?;
-        match recv(&stream)? {
-            Some((Msg::Welcome, _)) => {}
+        let segment = match recv(&stream)? {
+            Some((Msg::Welcome, mut fds)) => fds.pop(),
             Some((Msg::Refused { reason }, _)) => return Err(Error::Refused(reason)),
             Some((Msg::Abort { pe, reason }, _)) => {
                 return Err(Error::PeerFailed { pe, how: reason })
@@ -65,7 +67,7 @@ impl Bootstrap {
                 )))
             }
             None => return Err(Error::Bootstrap("endpoint closed the connection".into())),
-        }
+        };
         Ok(Bootstrap {
             stream,
             pe,
@@ -74,7 +76,27 @@ impl Bootstrap {
             team_seq: Default::default(),
             closed: false,
             failed: None,
+            segment,
         })
+    }
+
+    /// The node segment's memfd (the sync plane, `crate::sync`), once.
+    pub fn take_segment(&mut self) -> Option<OwnedFd> {
+        self.segment.take()
+    }
+
+    /// Tells the endpoint that a wait on the sync plane for `what` timed out
+    /// after `waited`, with the PEs `missing` not arrived: the endpoint fails the
+    /// job and names them.
+    pub fn report_timeout(&mut self, what: &str, waited: std::time::Duration, missing: &[u32]) {
+        let msg = Msg::TimedOut {
+            what: what.to_string(),
+            waited_ms: waited.as_millis().min(u64::MAX as u128) as u64,
+            missing: missing.to_vec(),
+        };
+        if let Err(e) = send(&self.stream, &msg, &[]) {
+            tracing::debug!("bootstrap: reporting a timeout: {e}");
+        }
     }
 
     /// This PE's number.
@@ -310,7 +332,7 @@ impl Bootstrap {
 }
 
 /// ", waiting for PEs 1, 3" (empty when no PE is named).
-fn waiting_for(missing: &[u32]) -> String {
+pub(crate) fn waiting_for(missing: &[u32]) -> String {
     match missing {
         [] => String::new(),
         [pe] => format!(", waiting for PE {pe}"),

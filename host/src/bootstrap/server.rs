@@ -25,6 +25,8 @@ use std::time::{Duration, Instant};
 use super::transport::{peer_uid, recv, send};
 use super::wire::{Msg, MAX_FDS_PER_FRAME, MAX_PES, SECRET_LEN};
 use crate::error::{Error, Result};
+use crate::sync::layout as seg;
+use crate::sync::segment::Segment;
 
 /// How long a new connection may take to say hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(30);
@@ -45,6 +47,26 @@ struct Shared {
     uid: u32,
     stop: AtomicBool,
     state: Mutex<State>,
+    /// The node segment (the sync plane, [`crate::sync`]): handed to every PE
+    /// at admission; the endpoint raises its abort word and records goodbyes
+    /// in it, so PEs waiting on the plane hear of failures.
+    segment: Segment,
+    segment_fd: OwnedFd,
+}
+
+/// A PE's connection, write side. Several threads send to one PE (the last
+/// arrival of a collective, a failure, the watchdog), never under the global
+/// lock: this lock keeps their frames whole.
+struct Conn {
+    stream: Arc<UnixStream>,
+    write: Mutex<()>,
+}
+
+impl Conn {
+    fn send(&self, msg: &Msg, fds: &[RawFd]) -> Result<()> {
+        let _g = self.write.lock().unwrap_or_else(|p| p.into_inner());
+        send(&self.stream, msg, fds)
+    }
 }
 
 enum Part {
@@ -71,7 +93,7 @@ struct TeamRound {
 #[derive(Default)]
 struct State {
     /// Write side of each admitted PE's connection.
-    conns: Vec<Option<Arc<UnixStream>>>,
+    conns: Vec<Option<Arc<Conn>>>,
     /// Every connection ever accepted (to shut them down on stop).
     all: Vec<Arc<UnixStream>>,
     /// PEs that said goodbye.
@@ -117,11 +139,14 @@ impl Server {
             .map_err(|e| Error::io("naming the bootstrap socket", e))?;
         let listener = UnixListener::bind_addr(&addr)
             .map_err(|e| Error::io("binding the bootstrap socket", e))?;
+        let (segment, segment_fd) = Segment::create(npes)?;
         let shared = Arc::new(Shared {
             npes,
             secret,
             uid: nix::unistd::getuid().as_raw(),
             stop: AtomicBool::new(false),
+            segment,
+            segment_fd,
             state: Mutex::new(State {
                 conns: (0..npes).map(|_| None).collect(),
                 done: vec![false; npes as usize],
@@ -272,9 +297,18 @@ fn admit(stream: &UnixStream, shared: &Shared) -> std::result::Result<u32, Strin
     if st.conns[pe as usize].is_some() || st.done[pe as usize] {
         return Err(format!("PE {pe} has already joined"));
     }
-    // Welcome under the lock, so that no abort can interleave with it.
-    send(stream, &Msg::Welcome, &[]).map_err(|e| e.to_string())?;
-    st.conns[pe as usize] = Some(Arc::new(stream.try_clone().map_err(|e| e.to_string())?));
+    // Welcome under the lock (one socket, the newcomer's), so that no abort can
+    // interleave with it: a failure recorded after this sees the connection.
+    send(
+        stream,
+        &Msg::Welcome,
+        &[shared.segment_fd.as_raw_fd()],
+    )
+    .map_err(|e| e.to_string())?;
+    st.conns[pe as usize] = Some(Arc::new(Conn {
+        stream: Arc::new(stream.try_clone().map_err(|e| e.to_string())?),
+        write: Mutex::new(()),
+    }));
     Ok(pe)
 }
 
@@ -294,6 +328,8 @@ fn serve(stream: Arc<UnixStream>, shared: Arc<Shared>) {
                 let mut st = shared.lock();
                 st.done[pe as usize] = true;
                 st.conns[pe as usize] = None;
+                // PEs waiting for this one on the sync plane fail instead of hanging.
+                shared.segment.set_pe_state(pe, seg::PE_FINALIZED);
                 if st.arrived > 0 || st.teams.values().any(|t| t.arrived > 0) {
                     // Others wait in a collective this PE will never enter.
                     drop(st);
@@ -317,6 +353,21 @@ fn serve(stream: Arc<UnixStream>, shared: Arc<Shared>) {
             ))) => shared.team_arrive(pe, (start, stride, size), seq, data),
             Ok(Some((Msg::FdOffer { seq, .. }, mut fds))) => {
                 shared.arrive(pe, seq, "fd-exchange", Part::Fd(fds.pop()))
+            }
+            Ok(Some((
+                Msg::TimedOut {
+                    what,
+                    waited_ms,
+                    missing,
+                },
+                _,
+            ))) => {
+                // A wait on the sync plane timed out on this PE.
+                if missing.iter().any(|&m| m >= shared.npes) {
+                    shared.fail(pe, "protocol violation: timed out waiting for PEs outside the job");
+                    return;
+                }
+                shared.time_out(&what, Duration::from_millis(waited_ms), &missing);
             }
             Ok(Some((other, _))) => {
                 shared.fail(pe, &format!("protocol violation: sent {}", other.kind()));
@@ -384,23 +435,26 @@ impl State {
         })
     }
 
-    /// When the job has already failed, tells `pe` (which just entered a
-    /// collective) and returns true.
-    fn tell_failure(&self, pe: u32) -> bool {
-        let Some((fpe, how)) = self.failed.clone() else {
-            return false;
-        };
-        if let Some(c) = &self.conns[pe as usize] {
-            let _ = send(
-                c,
-                &Msg::Abort {
-                    pe: fpe,
-                    reason: how,
-                },
-                &[],
-            );
+    /// When the job has already failed: the abort to send to `pe` (which just
+    /// entered a collective), to be sent after the lock is released.
+    fn failure_for(&self, pe: u32) -> Option<(Option<Arc<Conn>>, Msg)> {
+        let (fpe, how) = self.failed.clone()?;
+        Some((
+            self.conns[pe as usize].clone(),
+            Msg::Abort {
+                pe: fpe,
+                reason: how,
+            },
+        ))
+    }
+}
+
+/// Sends `msg` to each connection (outside the global lock).
+fn send_all<'a>(conns: impl IntoIterator<Item = &'a Arc<Conn>>, msg: &Msg, what: &str) {
+    for c in conns {
+        if let Err(e) = c.send(msg, &[]) {
+            tracing::debug!("bootstrap: sending {what}: {e}");
         }
-        true
     }
 }
 
@@ -422,12 +476,19 @@ impl Shared {
             pe,
             reason: how.to_string(),
         };
+        st.clear_rounds();
+        let conns: Vec<Arc<Conn>> = st.conns.iter().flatten().cloned().collect();
+        drop(st);
         // The failed PE hears it too: it may be alive and waiting (a protocol
         // violation); a dead one's send just fails.
-        for c in st.conns.iter().flatten() {
-            let _ = send(c, &abort, &[]);
+        send_all(&conns, &abort, "an abort");
+        // The socket message goes first: a PE that sees the abort word finds
+        // the reason waiting in its socket.
+        if pe < self.npes {
+            self.segment.set_pe_state(pe, seg::PE_FAILED);
         }
-        st.clear_rounds();
+        self.segment
+            .raise_abort(seg::ABORT_FAILED | (pe & seg::ABORT_PE_MASK));
     }
 
     /// Fails the job because `what` waited `waited` for the PEs `missing`.
@@ -446,16 +507,19 @@ impl Shared {
             waited.as_secs_f64()
         );
         tracing::debug!("bootstrap: {how}");
-        st.failed = Some((missing.first().copied().unwrap_or(u32::MAX), how));
+        let first = missing.first().copied().unwrap_or(u32::MAX);
+        st.failed = Some((first, how));
         let msg = Msg::TimedOut {
             what: what.to_string(),
             waited_ms: waited.as_millis().min(u64::MAX as u128) as u64,
             missing: missing.to_vec(),
         };
-        for c in st.conns.iter().flatten() {
-            let _ = send(c, &msg, &[]);
-        }
         st.clear_rounds();
+        let conns: Vec<Arc<Conn>> = st.conns.iter().flatten().cloned().collect();
+        drop(st);
+        send_all(&conns, &msg, "a timeout");
+        self.segment
+            .raise_abort(seg::ABORT_TIMEOUT | (first & seg::ABORT_PE_MASK));
     }
 
     /// Records `pe`'s part of allgather `seq` over the member set `team`; the last
@@ -492,7 +556,9 @@ impl Shared {
         };
         let members = members.expect("checked above");
         let mut st = self.lock();
-        if st.tell_failure(pe) {
+        if let Some((conn, abort)) = st.failure_for(pe) {
+            drop(st);
+            send_all(&conn, &abort, "an abort");
             return;
         }
         if let Some(gone) = members.iter().find(|&&m| st.done[m as usize]) {
@@ -530,11 +596,14 @@ impl Shared {
             .map(Option::unwrap_or_default)
             .collect();
         let msg = Msg::Gathered { seq, blobs };
-        for m in &members {
-            if let Some(c) = &st.conns[*m as usize] {
-                if let Err(e) = send(c, &msg, &[]) {
-                    tracing::warn!("bootstrap: delivering team allgather #{seq}: {e}");
-                }
+        let conns: Vec<Arc<Conn>> = members
+            .iter()
+            .filter_map(|m| st.conns[*m as usize].clone())
+            .collect();
+        drop(st);
+        for c in &conns {
+            if let Err(e) = c.send(&msg, &[]) {
+                tracing::warn!("bootstrap: delivering team allgather #{seq}: {e}");
             }
         }
     }
@@ -542,7 +611,9 @@ impl Shared {
     /// Records `pe`'s part of collective `seq`; the last to arrive answers everyone.
     fn arrive(&self, pe: u32, seq: u64, kind: &'static str, part: Part) {
         let mut st = self.lock();
-        if st.tell_failure(pe) {
+        if let Some((conn, abort)) = st.failure_for(pe) {
+            drop(st);
+            send_all(&conn, &abort, "an abort");
             return;
         }
         if let Some(gone) = st.done.iter().position(|d| *d) {
@@ -584,7 +655,8 @@ impl Shared {
             self.fail(odd as u32, &how);
             return;
         }
-        let conns: Vec<Arc<UnixStream>> = st.conns.iter().flatten().cloned().collect();
+        let conns: Vec<Arc<Conn>> = st.conns.iter().flatten().cloned().collect();
+        drop(st);
         let result = deliver(&conns, seq, parts);
         if let Err(e) = result {
             tracing::warn!("bootstrap: delivering {kind} #{seq}: {e}");
@@ -593,11 +665,11 @@ impl Shared {
 }
 
 /// Sends the result of a completed collective to every PE.
-fn deliver(conns: &[Arc<UnixStream>], seq: u64, parts: Vec<Pending>) -> Result<()> {
+fn deliver(conns: &[Arc<Conn>], seq: u64, parts: Vec<Pending>) -> Result<()> {
     match parts[0].part {
         Part::Barrier => {
             for c in conns {
-                send(c, &Msg::BarrierDone { seq }, &[])?;
+                c.send(&Msg::BarrierDone { seq }, &[])?;
             }
         }
         Part::Gather(_) => {
@@ -610,7 +682,7 @@ fn deliver(conns: &[Arc<UnixStream>], seq: u64, parts: Vec<Pending>) -> Result<(
                 .collect();
             let msg = Msg::Gathered { seq, blobs };
             for c in conns {
-                send(c, &msg, &[])?;
+                c.send(&msg, &[])?;
             }
         }
         Part::Fd(_) => {
@@ -644,7 +716,7 @@ fn deliver(conns: &[Arc<UnixStream>], seq: u64, parts: Vec<Pending>) -> Result<(
                         first: *first,
                         present: present.clone(),
                     };
-                    send(c, &msg, raw)?;
+                    c.send(&msg, raw)?;
                 }
             }
             // `fds` drops here: the kernel has duplicated them into the receivers.

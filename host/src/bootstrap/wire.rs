@@ -64,7 +64,7 @@ pub enum Msg {
         /// The job's PE count as the PE knows it.
         npes: u32,
     },
-    /// Server → PE: admitted.
+    /// Server → PE: admitted. Carries one fd: the node segment (`crate::sync`).
     Welcome,
     /// Server → PE: not admitted, and why. The server closes the connection.
     Refused {
@@ -138,7 +138,8 @@ pub enum Msg {
     /// PE → server: clean end; the PE closes the connection next.
     Goodbye,
     /// Server → PE: a collective waited longer than the job's wait timeout
-    /// (`VKSHMEM_WAIT_TIMEOUT`); the job is failing.
+    /// (`VKSHMEM_WAIT_TIMEOUT`); the job is failing. PE → server: a wait on the
+    /// sync plane timed out (the PE names the members it waited for).
     TimedOut {
         /// The collective that waited ("barrier #3", "team allgather #2 over …").
         what: String,
@@ -167,6 +168,8 @@ impl Msg {
     /// How many file descriptors travel with this message.
     pub fn fd_count(&self) -> usize {
         match self {
+            // The node segment (the shared-memory sync plane, `crate::sync`).
+            Msg::Welcome => 1,
             Msg::FdOffer { has_fd, .. } => usize::from(*has_fd),
             Msg::FdChunk { present, .. } => present.iter().filter(|p| **p).count(),
             _ => 0,

@@ -1,0 +1,171 @@
+//! The node segment's layout: the one definition that the endpoint (which creates
+//! and initialises the segment) and every PE (which maps it) agree on. Pure: byte
+//! offsets only, unit-tested for alignment and overlap.
+//!
+//! ```text
+//! header     magic, version, npes, data_bytes          line 0
+//!            abort word                                 line 1
+//!            pe_state[npes] (u32 each)                  lines 2..
+//! teams      [slot][leader]: count (line), gen + sleepers (line)
+//! members    [slot][pe]: arrival (line), desc[2], data[2]
+//! ```
+//!
+//! A team occupies one slot on every member (see [`crate::team`]), and a PE is in
+//! at most one team per slot, but two disjoint teams may share a slot (a slot is
+//! chosen free among the *parent's* members). So a team's counters are indexed by
+//! (slot, leader), the leader being its lowest WORLD PE (two live teams of one
+//! slot never share a member, so never a leader), and a member's words by
+//! (slot, WORLD PE).
+//!
+//! Descriptors and data are double-buffered by the parity of the sync epoch:
+//! slot `e & 1` written before arriving at epoch `e` is read by peers after epoch
+//! `e` completes and rewritten at epoch `e + 2`, which no member reaches before
+//! every member has arrived at `e + 1`, i.e. finished reading.
+
+use vkshmem_device::layout::MAX_TEAMS;
+
+/// "VKSP": a mapped segment starts with it.
+pub const MAGIC: u32 = 0x5053_4b56;
+/// Bumped when this layout changes.
+pub const VERSION: u32 = 1;
+/// A cache line: words written by different PEs never share one.
+pub const LINE: usize = 64;
+/// Team slots (the device team table's size).
+pub const SLOTS: usize = MAX_TEAMS as usize;
+/// Bytes of a call descriptor slot.
+pub const DESC_BYTES: usize = 128;
+/// Bytes of a member's data slot: the largest contribution a small collective
+/// stages through the segment.
+pub const DATA_BYTES: usize = 16 << 10;
+
+/// `abort` word: nobody failed.
+pub const ABORT_NONE: u32 = 0;
+/// `abort` word kind bits: a PE failed (died, broke the protocol); low bits its PE.
+pub const ABORT_FAILED: u32 = 1 << 30;
+/// `abort` word kind bits: a wait timed out; low bits the first PE not arrived.
+pub const ABORT_TIMEOUT: u32 = 2 << 30;
+/// Mask of the PE number in the `abort` word.
+pub const ABORT_PE_MASK: u32 = (1 << 30) - 1;
+
+/// `pe_state` value: in the job.
+pub const PE_RUNNING: u32 = 0;
+/// `pe_state` value: said goodbye (finalized): enters no further collective.
+pub const PE_FINALIZED: u32 = 1;
+/// `pe_state` value: failed.
+pub const PE_FAILED: u32 = 2;
+
+/// Byte offsets of one job's segment (`npes` PEs on the node).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// PEs of the job.
+    pub npes: u32,
+}
+
+/// Header field offsets.
+pub const MAGIC_AT: usize = 0;
+/// Layout version.
+pub const VERSION_AT: usize = 4;
+/// PE count.
+pub const NPES_AT: usize = 8;
+/// [`DATA_BYTES`] as the creator saw it.
+pub const DATA_BYTES_AT: usize = 12;
+/// The job's abort word (its own line).
+pub const ABORT_AT: usize = LINE;
+/// First `pe_state` word.
+pub const PE_STATE_AT: usize = 2 * LINE;
+
+/// Bytes of a team's counters: `count` on one line, `gen` and `sleepers` on the
+/// next (arrivers hit `count`, waiters poll `gen`).
+pub const TEAM_BYTES: usize = 2 * LINE;
+/// Within a team's counters: arrivals so far in this epoch.
+pub const COUNT_AT: usize = 0;
+/// Within a team's counters: the last completed epoch (the futex word).
+pub const GEN_AT: usize = LINE;
+/// Within a team's counters: PEs asleep on `gen`.
+pub const SLEEPERS_AT: usize = LINE + 4;
+
+/// Within a member's block: the epoch it last arrived at.
+pub const ARRIVE_AT: usize = 0;
+/// Within a member's block: descriptor slots.
+pub const DESC_AT: usize = LINE;
+/// Within a member's block: data slots.
+pub const DATA_AT: usize = LINE + 2 * DESC_BYTES;
+/// Bytes of a member's block.
+pub const MEMBER_BYTES: usize = DATA_AT + 2 * DATA_BYTES;
+
+impl Layout {
+    fn header_bytes(self) -> usize {
+        (PE_STATE_AT + 4 * self.npes as usize).next_multiple_of(LINE)
+    }
+
+    /// `pe_state` word of `pe`.
+    pub fn pe_state(self, pe: u32) -> usize {
+        PE_STATE_AT + 4 * pe as usize
+    }
+
+    fn teams_at(self) -> usize {
+        self.header_bytes()
+    }
+
+    /// The counters of the team in `slot` whose lowest WORLD PE is `leader`.
+    pub fn team(self, slot: u32, leader: u32) -> usize {
+        self.teams_at() + (slot as usize * self.npes as usize + leader as usize) * TEAM_BYTES
+    }
+
+    fn members_at(self) -> usize {
+        (self.teams_at() + SLOTS * self.npes as usize * TEAM_BYTES).next_multiple_of(4096)
+    }
+
+    /// WORLD PE `pe`'s block for the team in `slot`.
+    pub fn member(self, slot: u32, pe: u32) -> usize {
+        self.members_at() + (slot as usize * self.npes as usize + pe as usize) * MEMBER_BYTES
+    }
+
+    /// Descriptor slot `parity` of `member(slot, pe)`.
+    pub fn desc(self, slot: u32, pe: u32, parity: u32) -> usize {
+        self.member(slot, pe) + DESC_AT + (parity as usize & 1) * DESC_BYTES
+    }
+
+    /// Data slot `parity` of `member(slot, pe)`.
+    pub fn data(self, slot: u32, pe: u32, parity: u32) -> usize {
+        self.member(slot, pe) + DATA_AT + (parity as usize & 1) * DATA_BYTES
+    }
+
+    /// The segment's size in bytes (a multiple of the page size; untouched pages
+    /// cost nothing).
+    pub fn bytes(self) -> usize {
+        self.members_at() + SLOTS * self.npes as usize * MEMBER_BYTES
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regions_are_aligned_and_disjoint() {
+        for npes in [1, 2, 3, 8, 17, 64] {
+            let l = Layout { npes };
+            assert!(l.pe_state(npes - 1) + 4 <= l.team(0, 0));
+            let last_team = l.team(SLOTS as u32 - 1, npes - 1) + TEAM_BYTES;
+            assert!(last_team <= l.member(0, 0));
+            assert_eq!(l.member(0, 0) % 4096, 0);
+            for slot in [0, 1, SLOTS as u32 - 1] {
+                for pe in [0, npes / 2, npes - 1] {
+                    assert_eq!(l.team(slot, pe) % LINE, 0);
+                    assert_eq!(l.member(slot, pe) % LINE, 0);
+                    assert_eq!(l.desc(slot, pe, 1), l.desc(slot, pe, 0) + DESC_BYTES);
+                    assert!(l.desc(slot, pe, 1) + DESC_BYTES <= l.data(slot, pe, 0));
+                    assert!(l.data(slot, pe, 1) + DATA_BYTES <= l.member(slot, pe) + MEMBER_BYTES);
+                }
+            }
+            assert_eq!(
+                l.member(SLOTS as u32 - 1, npes - 1) + MEMBER_BYTES,
+                l.bytes()
+            );
+            assert_eq!(l.bytes() % 4096, 0);
+        }
+        assert_eq!(MEMBER_BYTES % LINE, 0);
+        assert!(SLEEPERS_AT + 4 <= TEAM_BYTES && GEN_AT % LINE == 0);
+    }
+}
