@@ -19,11 +19,28 @@ struct Run {
     elapsed: Duration,
 }
 
+/// Where cargo puts the workspace's binaries (vkshmrun, vkshmem-bench, examples/):
+/// this test runs from `deps/` below it. They are other packages' binaries, built
+/// by `cargo build --workspace --bins --examples` or `cargo test --workspace`
+/// (`cargo xtask test` does both).
 fn bin_dir() -> PathBuf {
-    Path::new(env!("CARGO_BIN_EXE_vkshmrun"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
+    let exe = std::env::current_exe().unwrap();
+    let dir: &Path = exe.parent().unwrap();
+    if dir.ends_with("deps") {
+        dir.parent().unwrap().to_path_buf()
+    } else {
+        dir.to_path_buf()
+    }
+}
+
+fn vkshmrun_exe() -> PathBuf {
+    let p = bin_dir().join("vkshmrun");
+    assert!(
+        p.exists(),
+        "{} is missing: `cargo build --workspace --bins --examples` first",
+        p.display()
+    );
+    p
 }
 
 /// An example or test program built beside vkshmrun (`cargo test` builds examples).
@@ -81,7 +98,7 @@ fn job_sockets(launcher_pid: u32) -> usize {
 fn vkshmrun_with(args: &[&str], timeout: Duration, during: impl FnOnce(u32)) -> Run {
     let tmp = tempfile::tempdir().unwrap();
     let start = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_vkshmrun"))
+    let mut child = Command::new(vkshmrun_exe())
         .args(args)
         .env("TMPDIR", tmp.path())
         .env("RUST_BACKTRACE", "0")
@@ -506,7 +523,7 @@ fn a_missing_program_is_reported() {
 #[test]
 fn bad_arguments_are_refused() {
     for args in [&["-n", "0", "true"][..], &["true"][..], &["-n", "2"][..]] {
-        let out = Command::new(env!("CARGO_BIN_EXE_vkshmrun"))
+        let out = Command::new(vkshmrun_exe())
             .args(args)
             .output()
             .unwrap();

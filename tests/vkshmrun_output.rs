@@ -9,7 +9,7 @@
 //! vkshmem barrier).
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -29,13 +29,33 @@ impl Run {
     }
 }
 
+/// Where cargo puts the workspace's binaries (vkshmrun, examples/): this test runs
+/// from `deps/` below it. vkshmrun is another package's binary, built by `cargo
+/// build --workspace --bins --examples` or `cargo test --workspace` (`cargo xtask
+/// test` does both).
+fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir: &Path = exe.parent().unwrap();
+    if dir.ends_with("deps") {
+        dir.parent().unwrap().to_path_buf()
+    } else {
+        dir.to_path_buf()
+    }
+}
+
+fn vkshmrun_exe() -> PathBuf {
+    let p = bin_dir().join("vkshmrun");
+    assert!(
+        p.exists(),
+        "{} is missing: `cargo build --workspace --bins --examples` first",
+        p.display()
+    );
+    p
+}
+
 /// An example program built beside vkshmrun (`cargo test` builds examples).
 fn program(name: &str) -> String {
-    let p = Path::new(env!("CARGO_BIN_EXE_vkshmrun"))
-        .parent()
-        .unwrap()
-        .join("examples")
-        .join(name);
+    let p = bin_dir().join("examples").join(name);
     assert!(
         p.exists(),
         "{} is missing: build the examples first",
@@ -48,7 +68,7 @@ fn program(name: &str) -> String {
 /// while it runs, kills it after `timeout`.
 fn vkshmrun_with(args: &[&str], timeout: Duration, during: impl FnOnce(u32)) -> Run {
     let start = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_vkshmrun"))
+    let mut child = Command::new(vkshmrun_exe())
         .args(args)
         .env("RUST_BACKTRACE", "0")
         .env_remove("VKSHMEM_WAIT_TIMEOUT")
@@ -456,7 +476,7 @@ fn a_bad_wait_timeout_or_grace_is_reported_as_that_flag() {
         ("--grace", "4000"),
     ] {
         let arg = format!("{flag}={value}");
-        let out = Command::new(env!("CARGO_BIN_EXE_vkshmrun"))
+        let out = Command::new(vkshmrun_exe())
             .args([arg.as_str(), "-n", "2", "sh", "-c", "echo started"])
             .output()
             .unwrap();
@@ -467,7 +487,7 @@ fn a_bad_wait_timeout_or_grace_is_reported_as_that_flag() {
         assert!(out.stdout.is_empty(), "{arg}: a PE started");
     }
     // The same with the value as a separate argument.
-    let out = Command::new(env!("CARGO_BIN_EXE_vkshmrun"))
+    let out = Command::new(vkshmrun_exe())
         .args(["--wait-timeout", "abc", "-n", "2", "true"])
         .output()
         .unwrap();
