@@ -523,10 +523,7 @@ fn a_missing_program_is_reported() {
 #[test]
 fn bad_arguments_are_refused() {
     for args in [&["-n", "0", "true"][..], &["true"][..], &["-n", "2"][..]] {
-        let out = Command::new(vkshmrun_exe())
-            .args(args)
-            .output()
-            .unwrap();
+        let out = Command::new(vkshmrun_exe()).args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
     }
 }

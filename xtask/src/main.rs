@@ -108,6 +108,9 @@ fn output(mut cmd: Command) -> Result<String> {
 fn test(args: &[String]) -> Result<()> {
     deps::ensure()?;
     shaders::check(&root())?;
+    // vkshmrun and vkshmem-bench are other packages' binaries to the root package's
+    // tests (tests/launcher.rs finds them beside its executable): build them, and
+    // the examples the tests run as PEs, before any test runs.
     let mut build = cargo();
     build.args(["build", "--workspace", "--bins", "--examples"]);
     run(build)?;
@@ -194,7 +197,8 @@ fn csv_rows(text: &str) -> Vec<std::collections::HashMap<String, String>> {
 fn bench(a: &BenchArgs) -> Result<()> {
     deps::ensure()?;
     let mut build = cargo();
-    build.args(["build", "--release", "--bins"]);
+    build.args(["build", "--release"]);
+    build.args(["-p", "vkshmrun", "-p", "vkshmem-bench"]);
     run(build)?;
     let dir = root().join("target/release");
     let out_dir = root().join("target/bench");

@@ -70,7 +70,8 @@ impl Drop for Busy {
 pub fn soak(a: &SoakArgs) -> Result<()> {
     crate::deps::ensure()?;
     let mut build = crate::cargo();
-    build.args(["build", "--bin", "vkshmrun", "--example", "soak"]);
+    build.args(["build", "-p", "vkshmrun", "-p", "vkshmem"]);
+    build.args(["--bin", "vkshmrun", "--example", "soak"]);
     crate::run(build)?;
     let seed = a.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
