@@ -287,7 +287,10 @@ fn assert_gone(pids: &[u32]) {
             if stat.is_empty() || stat.contains(") Z ") {
                 break;
             }
-            assert!(Instant::now() < until, "PE process {pid} still runs: {stat}");
+            assert!(
+                Instant::now() < until,
+                "PE process {pid} still runs: {stat}"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -941,5 +944,48 @@ fn heap_sizes_the_device_cannot_take_name_the_variable_and_the_limits() {
         for w in words {
             assert!(err.contains(w), "{size}: no {w:?} in {err}");
         }
+    }
+}
+
+#[test]
+fn a_pe_killed_in_a_shared_memory_barrier_gets_every_peer_out_with_an_error() {
+    // Host barriers run on the sync plane (node shared memory), not through the
+    // endpoint: the survivors, asleep on a futex, must hear of the death (the
+    // endpoint raises the segment's abort word) and return PeerFailed naming
+    // PE 1 by themselves. They ignore SIGTERM, so the launcher's stop cannot do
+    // it for them (its SIGKILL comes only after a 30 s grace).
+    let prog = program("pe_fault");
+    let script = format!("PE_FAULT_IGNORE_TERM=1 exec {prog} sigkill 1 200");
+    for n in ["2", "4", "8"] {
+        let r = vkshmrun(
+            &["-n", n, "--grace", "30", "sh", "-c", &script],
+            Duration::from_secs(90),
+        );
+        assert_eq!(r.code, Some(137), "{n} PEs:\n{}", r.stderr);
+        let npes: u32 = n.parse().unwrap();
+        for pe in (0..npes).filter(|&p| p != 1) {
+            let want = format!("PE {pe}: barrier_all failed: PE 1 failed");
+            assert!(
+                r.stderr.contains(&want),
+                "{n} PEs: no {want:?}:\n{}",
+                r.stderr
+            );
+            let out = format!("PE {pe}: out after ");
+            let ms: u64 = r
+                .stderr
+                .lines()
+                .find_map(|l| l.split(&out).nth(1))
+                .and_then(|t| t.trim_end_matches(" ms").parse().ok())
+                .unwrap_or_else(|| panic!("no {out:?}:\n{}", r.stderr));
+            assert!(ms < 5000, "{n} PEs: PE {pe} left after {ms} ms");
+        }
+        assert!(
+            r.elapsed < Duration::from_secs(30),
+            "{n} PEs: took {:?}",
+            r.elapsed
+        );
+        let pids = pids_in(&r.stdout);
+        assert_eq!(pids.len(), npes as usize, "{}", r.stdout);
+        assert_gone(&pids);
     }
 }

@@ -189,6 +189,27 @@ pub fn wait_timeout(get: impl Fn(&str) -> Option<String>) -> Result<Option<std::
     }
 }
 
+/// Largest small collective (bytes per member) run on the host through the
+/// mapped heap and the sync plane, with no submission; `0` forces every
+/// collective through a kernel.
+pub const ENV_HOST_MAPPED_MAX: &str = "VKSHMEM_HOST_MAPPED_MAX";
+
+/// The default of [`ENV_HOST_MAPPED_MAX`] (measured: `benches/RESULTS.md`).
+pub const HOST_MAPPED_MAX_DEFAULT: u64 = 16 << 10;
+
+/// `VKSHMEM_HOST_MAPPED_MAX` in bytes (a size such as 4096 or 8K).
+pub fn host_mapped_max(get: impl Fn(&str) -> Option<String>) -> Result<u64> {
+    match get(ENV_HOST_MAPPED_MAX) {
+        None => Ok(HOST_MAPPED_MAX_DEFAULT),
+        Some(v) if v.trim() == "0" => Ok(0),
+        Some(v) => parse_size(&v).ok_or_else(|| Error::Config {
+            var: ENV_HOST_MAPPED_MAX,
+            value: v,
+            why: "expected a size in bytes such as 4096 or 8K (0: always a kernel)".into(),
+        }),
+    }
+}
+
 /// Lower-case hex of `bytes`.
 pub fn encode_hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()

@@ -18,7 +18,9 @@ use crate::config;
 use crate::error::{Error, Result};
 use crate::heap::SymmetricHeap;
 use crate::symbuf::SymBuffer;
-use crate::team::{TeamShape, TeamTable};
+use crate::sync::segment::Segment;
+use crate::sync::{Plane, WaitPolicy};
+use crate::team::{Team, TeamShape, TeamTable};
 use crate::user_kernel::DeviceKernel;
 use crate::vk::kernel::Kernel;
 use crate::vk::memory::Staging;
@@ -77,11 +79,16 @@ pub(crate) struct Inner {
     pe: u32,
     npes: u32,
     pub(crate) wait_timeout: Option<Duration>,
+    /// `VKSHMEM_HOST_MAPPED_MAX`: small collectives up to this many bytes per
+    /// member run on the host (see `collective::host_path`).
+    pub(crate) host_mapped_max: u64,
     /// Set when a launch of a kernel that waits on peers failed in a job of
     /// several PEs: see [`Error::Broken`].
     pub(crate) broken: Mutex<Option<String>>,
     /// This PE's teams (see [`crate::team`]).
     pub(crate) teams: Mutex<TeamTable>,
+    /// The sync plane (node shared memory), in a job started by the launcher.
+    pub(crate) plane: Option<Plane>,
     // Field order is drop order: everything holding Vulkan objects goes before `gpu`.
     pub(crate) kernels: Mutex<HashMap<KernelKey, Arc<DeviceKernel>>>,
     pub(crate) submit: Mutex<Submitter>,
@@ -129,9 +136,25 @@ impl Context {
         let job = config::job_env(get)?;
         let heap_size = config::heap_size(get)?;
         let wait_timeout = config::wait_timeout(get)?;
+        let policy = WaitPolicy::from_env(get, job.npes)?;
+        let host_mapped_max = config::host_mapped_max(get)?;
         let mut boot = match &job.bootstrap {
             Some((endpoint, secret)) => {
                 Some(Bootstrap::connect(endpoint, secret, job.pe, job.npes)?)
+            }
+            None => None,
+        };
+        let plane = match boot.as_mut().map(Bootstrap::take_segment) {
+            Some(Some(fd)) => Some(Plane::new(
+                Segment::open(fd, job.npes)?,
+                job.pe,
+                policy,
+                wait_timeout,
+            )),
+            Some(None) => {
+                return Err(Error::Bootstrap(
+                    "the endpoint sent no node segment (launcher from another version?)".into(),
+                ))
             }
             None => None,
         };
@@ -197,8 +220,10 @@ impl Context {
                 pe: job.pe,
                 npes: job.npes,
                 wait_timeout,
+                host_mapped_max,
                 broken: Mutex::new(None),
                 teams: Mutex::new(TeamTable::new(job.pe, world, shared)),
+                plane,
                 kernels: Mutex::new(HashMap::new()),
                 submit: Mutex::new(submit),
                 staging: Mutex::new(None),
@@ -418,7 +443,8 @@ impl Context {
     /// [`Error::Bootstrap`] when the job's endpoint cannot be reached.
     pub fn barrier_all(&self) -> Result<()> {
         self.quiet()?;
-        self.with_boot((), |b| b.barrier())
+        let m = self.members(Team::WORLD)?;
+        self.sync_members(&m, "barrier_all")
             .map_err(|e| e.during("barrier_all"))?;
         fence(Ordering::SeqCst);
         Ok(())
@@ -432,7 +458,8 @@ impl Context {
     /// As [`Context::barrier_all`].
     pub fn sync_all(&self) -> Result<()> {
         fence(Ordering::SeqCst);
-        self.with_boot((), |b| b.barrier())
+        let m = self.members(Team::WORLD)?;
+        self.sync_members(&m, "sync_all")
             .map_err(|e| e.during("sync_all"))?;
         fence(Ordering::SeqCst);
         Ok(())

@@ -19,6 +19,7 @@ pub use error::{Error, Result};
 pub mod collective;
 pub mod context;
 pub mod heap;
+pub(crate) mod rendezvous;
 pub mod symbuf;
 pub mod sync;
 pub mod team;

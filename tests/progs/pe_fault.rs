@@ -3,7 +3,10 @@
 //! `pe_fault MODE PE ITER`: every PE prints its process id, then loops over host
 //! barriers; PE `PE` misbehaves at iteration `ITER` as MODE says: `panic`, `exit3`
 //! (exits with code 3 without finalizing), `sigkill` (kills itself with SIGKILL),
-//! `hang` (sleeps for 10 minutes: alive but never arriving) or `none`. Surviving PEs report the error they got and exit with code 2.
+//! `hang` (sleeps for 10 minutes: alive but never arriving) or `none`. Surviving PEs report the error they got and exit with code 2,
+//! after a line `PE <me>: out after <ms> ms` (how long the failing barrier took).
+//! With `PE_FAULT_IGNORE_TERM` set, PEs ignore SIGTERM (so the launcher's stop
+//! cannot end them: they must leave the failing barrier by themselves).
 //!
 //! `pe_fault device - ITER MARKDIR`: every PE runs ITER dispatches of a kernel
 //! that loops over work_group barriers on the device; after its first dispatch
@@ -17,6 +20,17 @@ fn main() {
     let mode = args.get(1).map(String::as_str).unwrap_or("none");
     let bad_pe: u32 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(0);
     let at: u64 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(10);
+    if std::env::var_os("PE_FAULT_IGNORE_TERM").is_some() {
+        // SAFETY: SIG_IGN installs no handler code; nothing else in this
+        // program relies on SIGTERM's disposition.
+        unsafe {
+            nix::sys::signal::signal(
+                nix::sys::signal::Signal::SIGTERM,
+                nix::sys::signal::SigHandler::SigIgn,
+            )
+        }
+        .expect("ignoring SIGTERM");
+    }
     let ctx = vkshmem::init().expect("init");
     let me = ctx.my_pe();
     println!("pid {} pe {me}", std::process::id());
@@ -41,7 +55,9 @@ fn main() {
         if mode == "none" && i == at {
             break;
         }
+        let entered = std::time::Instant::now();
         if let Err(e) = ctx.barrier_all() {
+            eprintln!("PE {me}: out after {} ms", entered.elapsed().as_millis());
             eprintln!("PE {me}: barrier_all failed: {e}");
             std::process::exit(2);
         }

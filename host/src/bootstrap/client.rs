@@ -85,6 +85,18 @@ impl Bootstrap {
         self.segment.take()
     }
 
+    /// Tells the endpoint that PE `pe`, which finalized, left this PE waiting for
+    /// it on the sync plane: the endpoint fails the job, blaming `pe`.
+    pub fn report_finalized(&mut self, pe: u32, how: &str) {
+        let msg = Msg::Abort {
+            pe,
+            reason: how.to_string(),
+        };
+        if let Err(e) = send(&self.stream, &msg, &[]) {
+            tracing::debug!("bootstrap: reporting a finalized peer: {e}");
+        }
+    }
+
     /// Tells the endpoint that a wait on the sync plane for `what` timed out
     /// after `waited`, with the PEs `missing` not arrived: the endpoint fails the
     /// job and names them.

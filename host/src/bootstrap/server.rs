@@ -299,12 +299,7 @@ fn admit(stream: &UnixStream, shared: &Shared) -> std::result::Result<u32, Strin
     }
     // Welcome under the lock (one socket, the newcomer's), so that no abort can
     // interleave with it: a failure recorded after this sees the connection.
-    send(
-        stream,
-        &Msg::Welcome,
-        &[shared.segment_fd.as_raw_fd()],
-    )
-    .map_err(|e| e.to_string())?;
+    send(stream, &Msg::Welcome, &[shared.segment_fd.as_raw_fd()]).map_err(|e| e.to_string())?;
     st.conns[pe as usize] = Some(Arc::new(Conn {
         stream: Arc::new(stream.try_clone().map_err(|e| e.to_string())?),
         write: Mutex::new(()),
@@ -354,6 +349,18 @@ fn serve(stream: Arc<UnixStream>, shared: Arc<Shared>) {
             Ok(Some((Msg::FdOffer { seq, .. }, mut fds))) => {
                 shared.arrive(pe, seq, "fd-exchange", Part::Fd(fds.pop()))
             }
+            Ok(Some((Msg::Abort { pe: gone, reason }, _))) => {
+                // A PE waiting on the sync plane for `gone`, which finalized.
+                let finalized = shared.lock().done.get(gone as usize) == Some(&true);
+                if !finalized {
+                    shared.fail(
+                        pe,
+                        &format!("protocol violation: reported PE {gone} as finalized"),
+                    );
+                    return;
+                }
+                shared.fail(gone, &reason);
+            }
             Ok(Some((
                 Msg::TimedOut {
                     what,
@@ -364,7 +371,10 @@ fn serve(stream: Arc<UnixStream>, shared: Arc<Shared>) {
             ))) => {
                 // A wait on the sync plane timed out on this PE.
                 if missing.iter().any(|&m| m >= shared.npes) {
-                    shared.fail(pe, "protocol violation: timed out waiting for PEs outside the job");
+                    shared.fail(
+                        pe,
+                        "protocol violation: timed out waiting for PEs outside the job",
+                    );
                     return;
                 }
                 shared.time_out(&what, Duration::from_millis(waited_ms), &missing);

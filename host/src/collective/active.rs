@@ -63,6 +63,7 @@ impl Context {
         Ok(Members {
             shape,
             me,
+            slot: None,
             deferred,
         })
     }

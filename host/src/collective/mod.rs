@@ -23,8 +23,11 @@
 //! the host path does not depend on cross-process spinning on the device.
 
 pub mod active;
+mod host_path;
 pub mod reduce;
 mod wide;
+
+pub(crate) use host_path::Small;
 
 use bytemuck::{Pod, Zeroable};
 use vkshmem_device::collectives::{HostArgs, HostCollective, HOST_WORKGROUP};
@@ -110,8 +113,9 @@ pub(crate) struct Desc {
     skip_root: u32,
     /// The element type ([`ElemType::code`]).
     ty: u32,
-    /// Zero (keeps the u64 fields aligned).
-    reserved: u32,
+    /// 1 when this member staged its part for the host path (see
+    /// `host_path`); the host path runs when every member did.
+    staged: u32,
     dst: u64,
     sst: u64,
     /// Elements the member's dest holds (checked by every member for collect).
@@ -180,7 +184,7 @@ impl Desc {
             op: 0,
             skip_root: 0,
             ty: ElemType::of::<T>().code,
-            reserved: 0,
+            staged: 0,
             dst: 1,
             sst: 1,
             cap: 0,
@@ -193,10 +197,89 @@ impl Desc {
 pub(crate) struct Members {
     pub shape: TeamShape,
     pub me: u32,
+    /// The team's slot; `None` for an active set (not a team: it meets through
+    /// the bootstrap socket, see [`crate::rendezvous`]).
+    pub slot: Option<u32>,
     /// A failed check of an argument that is not the collective's own (an active
     /// set's pSync or pWrk): reported through the agreement like the others, so
     /// that no member leaves its peers waiting.
     pub deferred: Option<String>,
+}
+
+/// Every member's descriptor against member 0's: the same typed error on every
+/// member when one passed bad arguments or they disagree.
+fn agree(m: &Members, name: &str, all: &[Desc], same_nelems: bool) -> Result<()> {
+    if let Some(i) = all.iter().position(|d| d.ok == 0) {
+        return Err(Error::InvalidArgument(format!(
+            "{name}: team member {i} (PE {}) passed invalid arguments (its error says which)",
+            m.shape.member(i as u32)
+        )));
+    }
+    let first = &all[0];
+    for (i, d) in all.iter().enumerate() {
+        let pe = m.shape.member(i as u32);
+        let differs = |what: &str, a: String, b: String| {
+            Err(Error::InvalidArgument(format!(
+                    "{name}: team member {i} (PE {pe}) passed {what} {b}, member 0 (PE {}) passed {a}; every member must pass the same",
+                    m.shape.member(0)
+                )))
+        };
+        if d.which != first.which {
+            return Err(Error::InvalidArgument(format!(
+                    "collectives out of step on the team: member 0 (PE {}) is in {name}, member {i} (PE {pe}) in {}",
+                    m.shape.member(0),
+                    Which::from_code(d.which).map_or("another collective", Which::name)
+                )));
+        }
+        if d.ty != first.ty {
+            return differs(
+                "elements of type",
+                ElemType::name(first.ty),
+                ElemType::name(d.ty),
+            );
+        }
+        if d.op != first.op {
+            let op = |c: u32| {
+                ReduceOp::ALL
+                    .get(c as usize)
+                    .map_or(format!("code {c}"), |o| o.name().to_string())
+            };
+            return differs("the operation", op(first.op), op(d.op));
+        }
+        let pairs = [
+            ("dest address", first.dest, d.dest),
+            ("source address", first.source, d.source),
+            ("element size", first.es as u64, d.es as u64),
+            ("root", first.root as u64, d.root as u64),
+            ("dst stride", first.dst, d.dst),
+            ("sst stride", first.sst, d.sst),
+            (
+                "nelems",
+                first.nelems,
+                if same_nelems { d.nelems } else { first.nelems },
+            ),
+        ];
+        for (what, a, b) in pairs {
+            if a != b {
+                return differs(what, a.to_string(), b.to_string());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// collect: the total of the counts (elements), after checking that every
+/// member's dest holds it (every member checks every member's, so all fail
+/// alike).
+pub(crate) fn collect_total(all: &[Desc]) -> Result<u64> {
+    let total: u64 = all.iter().map(|d| d.nelems).sum();
+    if let Some(i) = all.iter().position(|d| d.cap < total) {
+        return Err(Error::InvalidArgument(format!(
+            "collect: the counts add up to {total} elements; team member {i}'s dest holds {}",
+            all[i].cap
+        )));
+    }
+    Ok(total)
 }
 
 impl Context {
@@ -206,6 +289,7 @@ impl Context {
         Ok(Members {
             shape: r.shape,
             me: r.my_index,
+            slot: Some(team.device_handle()),
             deferred: None,
         })
     }
@@ -267,15 +351,17 @@ impl Context {
         Ok(())
     }
 
-    /// Steps 1-3 of the module docs. `local` is this PE's own check; `plan` turns
-    /// every member's descriptor into this PE's kernel, arguments and work items
-    /// (or nothing to do).
+    /// Steps 1-3 of the module docs. `local` is this PE's own check; `small`
+    /// what this PE stages for the host path when the call is small enough (see
+    /// `host_path`); `plan` turns every member's descriptor into this PE's
+    /// kernel, arguments and work items (or nothing to do).
     pub(crate) fn run_collective(
         &self,
         m: &Members,
         mut desc: Desc,
         local: Result<()>,
         same_nelems: bool,
+        small: Option<Small>,
         plan: impl FnOnce(&[Desc]) -> Result<Option<(HostCollective, HostArgs, u64)>>,
     ) -> Result<()> {
         let name = Which::from_code(desc.which).map_or("collective", Which::name);
@@ -284,69 +370,27 @@ impl Context {
             None => local,
         };
         desc.ok = u32::from(local.is_ok());
-        let blobs = self
-            .gather_shape(m.shape, bytemuck::bytes_of(&desc))
+        let met = self
+            .meet(m, &mut |slot| {
+                let mut d = desc;
+                if let (Some(s), Some(slot), true) = (&small, slot, local.is_ok()) {
+                    d.staged = u32::from(self.stage_small(s, slot));
+                }
+                bytemuck::bytes_of(&d).to_vec()
+            })
             .map_err(|e| e.during(name))?;
-        let all: Vec<Desc> = blobs
+        let all: Vec<Desc> = met
+            .descs
             .iter()
             .map(|b| bytemuck::try_pod_read_unaligned(b))
             .collect::<std::result::Result<_, _>>()
             .map_err(|_| Error::Bootstrap("a PE sent a malformed collective descriptor".into()))?;
         local?;
-        if let Some(i) = all.iter().position(|d| d.ok == 0) {
-            return Err(Error::InvalidArgument(format!(
-                "{name}: team member {i} (PE {}) passed invalid arguments (its error says which)",
-                m.shape.member(i as u32)
-            )));
-        }
-        let first = &all[0];
-        for (i, d) in all.iter().enumerate() {
-            let pe = m.shape.member(i as u32);
-            let differs = |what: &str, a: String, b: String| {
-                Err(Error::InvalidArgument(format!(
-                    "{name}: team member {i} (PE {pe}) passed {what} {b}, member 0 (PE {}) passed {a}; every member must pass the same",
-                    m.shape.member(0)
-                )))
-            };
-            if d.which != first.which {
-                return Err(Error::InvalidArgument(format!(
-                    "collectives out of step on the team: member 0 (PE {}) is in {name}, member {i} (PE {pe}) in {}",
-                    m.shape.member(0),
-                    Which::from_code(d.which).map_or("another collective", Which::name)
-                )));
-            }
-            if d.ty != first.ty {
-                return differs(
-                    "elements of type",
-                    ElemType::name(first.ty),
-                    ElemType::name(d.ty),
-                );
-            }
-            if d.op != first.op {
-                let op = |c: u32| {
-                    ReduceOp::ALL
-                        .get(c as usize)
-                        .map_or(format!("code {c}"), |o| o.name().to_string())
-                };
-                return differs("the operation", op(first.op), op(d.op));
-            }
-            let pairs = [
-                ("dest address", first.dest, d.dest),
-                ("source address", first.source, d.source),
-                ("element size", first.es as u64, d.es as u64),
-                ("root", first.root as u64, d.root as u64),
-                ("dst stride", first.dst, d.dst),
-                ("sst stride", first.sst, d.sst),
-                (
-                    "nelems",
-                    first.nelems,
-                    if same_nelems { d.nelems } else { first.nelems },
-                ),
-            ];
-            for (what, a, b) in pairs {
-                if a != b {
-                    return differs(what, a.to_string(), b.to_string());
-                }
+        agree(m, name, &all, same_nelems)?;
+        if let (Some(t), Some(s)) = (&met.ticket, &small) {
+            if all.iter().all(|d| d.staged == 1) {
+                // Complete on return, no closing sync (see host_path).
+                return self.host_move(m, &all, t, s);
             }
         }
         let moved = plan(&all).and_then(|p| match p {
@@ -357,7 +401,7 @@ impl Context {
         });
         // Complete on every member even when this PE's part failed, so that no
         // member waits forever; then report this PE's failure.
-        let done = self.sync_shape(m.shape).map_err(|e| e.during(name));
+        let done = self.sync_members(m, name).map_err(|e| e.during(name));
         moved.and(done)
     }
 
@@ -471,7 +515,13 @@ impl Context {
         let mut desc = Desc::new::<T>(Which::Broadcast, dest.offset(), source.offset(), n);
         desc.root = root;
         desc.skip_root = u32::from(skip_root);
-        self.run_collective(&m, desc, local, true, |_| {
+        let small = Small {
+            src: source.offset(),
+            bytes: if m.me == root { n * es as u64 } else { 0 },
+            size: n * es as u64,
+            reduce: None,
+        };
+        self.run_collective(&m, desc, local, true, Some(small), |_| {
             let bytes = n * es as u64;
             if skip_root && m.me == root {
                 return Ok(None);
@@ -562,7 +612,13 @@ impl Context {
             Which::Fcollect => HostCollective::Fcollect,
             _ => HostCollective::Alltoall,
         };
-        self.run_collective(&m, desc, local, true, |_| {
+        let small = Small {
+            src: source.offset(),
+            bytes: n * es as u64 * source_blocks,
+            size: n * es as u64 * source_blocks,
+            reduce: None,
+        };
+        self.run_collective(&m, desc, local, true, Some(small), |_| {
             let bytes = n * es as u64;
             // fcollect pulls every member's source, alltoall block `me` of it.
             let from: Vec<u32> = m.shape.members().collect();
@@ -631,17 +687,15 @@ impl Context {
         });
         let mut desc = Desc::new::<T>(Which::Collect, dest.offset(), source.offset(), n);
         desc.cap = dest.len() as u64;
-        self.run_collective(&m, desc, local, false, |all| {
+        let small = Small {
+            src: source.offset(),
+            bytes: n * es as u64,
+            size: n * es as u64,
+            reduce: None,
+        };
+        self.run_collective(&m, desc, local, false, Some(small), |all| {
             let counts: Vec<u64> = all.iter().map(|d| d.nelems * es as u64).collect();
-            let total: u64 = counts.iter().sum();
-            // Every member checks every member's dest, so all fail alike.
-            if let Some(i) = all.iter().position(|d| d.cap < total / es as u64) {
-                return Err(Error::InvalidArgument(format!(
-                    "collect: the counts add up to {} elements; team member {i}'s dest holds {}",
-                    total / es as u64,
-                    all[i].cap
-                )));
-            }
+            let total = collect_total(all)? * es as u64;
             self.check_sym("collect dest", dest, total / es as u64)?;
             let words: Vec<u32> = counts.iter().map(|&c| c as u32).collect();
             let at = layout::host_counts_word(self.n_pes());
@@ -790,7 +844,7 @@ impl Context {
         let mut desc = Desc::new::<T>(Which::Alltoalls, dest.offset(), source.offset(), n);
         desc.dst = dst as u64;
         desc.sst = sst as u64;
-        self.run_collective(&m, desc, local, true, |_| {
+        self.run_collective(&m, desc, local, true, None, |_| {
             let mut a = Self::host_args(&m, dest, source);
             a.n = n as u32;
             a.x = es;

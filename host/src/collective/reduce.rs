@@ -10,7 +10,8 @@ use vkshmem_device::collectives::{self, HostCollective, Kind};
 
 pub use vkshmem_device::collectives::ReduceOp;
 
-use super::{Desc, Members, Which};
+use super::host_path::reduce_slots;
+use super::{Desc, Members, Small, Which};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::symbuf::SymSlice;
@@ -27,6 +28,10 @@ mod sealed {
 pub trait Reduce: Pod + sealed::Sealed {
     /// The device's machine kind for it (`i8`, `u64`, `f32`, ...).
     const KIND: &'static str;
+    /// `a op b` on the host, as the device computes it (the host path of small
+    /// reductions; integers wrap; bitwise ops are never asked of floats).
+    #[doc(hidden)]
+    fn host_combine(op: ReduceOp, a: Self, b: Self) -> Self;
 }
 
 /// A [`Reduce`] type that also supports the bitwise reductions (and, or, xor).
@@ -37,11 +42,36 @@ macro_rules! reduce_types {
         impl sealed::Sealed for $t {}
         impl Reduce for $t {
             const KIND: &'static str = $k;
+            fn host_combine(op: ReduceOp, a: Self, b: Self) -> Self {
+                reduce_types!(@combine $bitwise, op, a, b)
+            }
         }
         reduce_types!(@bitwise $t, $bitwise);
     )*};
     (@bitwise $t:ty, yes) => { impl BitwiseReduce for $t {} };
     (@bitwise $t:ty, no) => {};
+    (@combine yes, $op:ident, $a:ident, $b:ident) => {
+        match $op {
+            ReduceOp::And => $a & $b,
+            ReduceOp::Or => $a | $b,
+            ReduceOp::Xor => $a ^ $b,
+            ReduceOp::Max => $a.max($b),
+            ReduceOp::Min => $a.min($b),
+            ReduceOp::Sum => $a.wrapping_add($b),
+            ReduceOp::Prod => $a.wrapping_mul($b),
+        }
+    };
+    (@combine no, $op:ident, $a:ident, $b:ident) => {
+        match $op {
+            ReduceOp::Max => $a.max($b),
+            ReduceOp::Min => $a.min($b),
+            ReduceOp::Sum => $a + $b,
+            ReduceOp::Prod => $a * $b,
+            ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => {
+                unreachable!("checked: no bitwise reductions of floats")
+            }
+        }
+    };
 }
 
 reduce_types! {
@@ -156,7 +186,13 @@ impl Context {
         }
         let mut desc = Desc::new::<T>(Which::Reduce, dest.offset(), source.offset(), n);
         desc.op = op.code();
-        self.run_collective(&m, desc, local, true, |_| {
+        let small = Small {
+            src: source.offset(),
+            bytes: n * kind.bytes as u64,
+            size: n * kind.bytes as u64,
+            reduce: Some(reduce_slots::<T>),
+        };
+        self.run_collective(&m, desc, local, true, Some(small), |_| {
             if let Some((k, p)) = &wide {
                 self.reduce_wide(&m, k, p)?;
                 return Ok(None);

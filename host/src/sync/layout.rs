@@ -165,7 +165,7 @@ mod tests {
             );
             assert_eq!(l.bytes() % 4096, 0);
         }
-        assert_eq!(MEMBER_BYTES % LINE, 0);
-        assert!(SLEEPERS_AT + 4 <= TEAM_BYTES && GEN_AT % LINE == 0);
+        const { assert!(MEMBER_BYTES % LINE == 0) };
+        const { assert!(SLEEPERS_AT + 4 <= TEAM_BYTES && GEN_AT % LINE == 0) };
     }
 }

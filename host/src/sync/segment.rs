@@ -50,11 +50,13 @@ impl Segment {
         nix::unistd::ftruncate(&fd, layout.bytes() as i64)
             .map_err(|e| Error::io("sizing the node segment", e.into()))?;
         let seg = Segment::map_fd(&fd, layout)?;
-        seg.word(layout::VERSION_AT).store(layout::VERSION, Ordering::Relaxed);
+        seg.word(layout::VERSION_AT)
+            .store(layout::VERSION, Ordering::Relaxed);
         seg.word(layout::NPES_AT).store(npes, Ordering::Relaxed);
         seg.word(layout::DATA_BYTES_AT)
             .store(layout::DATA_BYTES as u32, Ordering::Relaxed);
-        seg.word(layout::MAGIC_AT).store(layout::MAGIC, Ordering::Release);
+        seg.word(layout::MAGIC_AT)
+            .store(layout::MAGIC, Ordering::Release);
         Ok((seg, fd))
     }
 
@@ -78,7 +80,12 @@ impl Segment {
             seg.word(layout::NPES_AT).load(Ordering::Relaxed),
             seg.word(layout::DATA_BYTES_AT).load(Ordering::Relaxed),
         ];
-        let want = [layout::MAGIC, layout::VERSION, npes, layout::DATA_BYTES as u32];
+        let want = [
+            layout::MAGIC,
+            layout::VERSION,
+            npes,
+            layout::DATA_BYTES as u32,
+        ];
         if got != want {
             return Err(Error::Bootstrap(format!(
                 "the node segment's header (magic, version, PEs, data bytes) is {got:?}, this library expects {want:?} (launcher and program from different versions?)"
@@ -158,7 +165,12 @@ impl Segment {
     /// sleeper. Returns the word now in place.
     pub fn raise_abort(&self, word: u32) -> u32 {
         let w = self.word(layout::ABORT_AT);
-        let now = match w.compare_exchange(layout::ABORT_NONE, word, Ordering::SeqCst, Ordering::SeqCst) {
+        let now = match w.compare_exchange(
+            layout::ABORT_NONE,
+            word,
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        ) {
             Ok(_) => word,
             Err(old) => old,
         };
@@ -168,7 +180,8 @@ impl Segment {
 
     /// Records `pe`'s state and wakes every sleeper (they check their peers).
     pub fn set_pe_state(&self, pe: u32, state: u32) {
-        self.word(self.layout.pe_state(pe)).store(state, Ordering::SeqCst);
+        self.word(self.layout.pe_state(pe))
+            .store(state, Ordering::SeqCst);
         self.wake_all();
     }
 

@@ -245,7 +245,7 @@ impl Context {
         // The parent sync happens even when this PE's install failed, so no
         // member waits for it forever.
         let teams = self.install(&[(slots[0], shape, *config)]);
-        self.sync_shape(p.shape)?;
+        self.sync_members(&self.members(parent)?, "team_split_strided")?;
         Ok(teams?[0])
     }
 
@@ -268,7 +268,7 @@ impl Context {
         let slots = self.agree_split(&p, [2, xrange, 0, 0], 2)?;
         let (x, y) = p.shape.split_2d(xrange, p.my_index)?;
         let teams = self.install(&[(slots[0], x, *xconfig), (slots[1], y, *yconfig)]);
-        self.sync_shape(p.shape)?;
+        self.sync_members(&self.members(parent)?, "team_split_2d")?;
         let teams = teams?;
         Ok((
             teams[0].expect("a member of its row"),
@@ -291,7 +291,7 @@ impl Context {
             ));
         }
         // No member may still be using the team's flags when its slot is reused.
-        self.sync_shape(r.shape)?;
+        self.sync_members(&self.members(team)?, "team_destroy")?;
         let at = layout::team_entry_word(team.slot) as u64 * 4;
         self.write_bytes(self.my_pe(), at, bytemuck::bytes_of(&TeamEntry::default()))?;
         self.teams().slots[team.slot as usize] = None;
@@ -305,8 +305,9 @@ impl Context {
     /// [`Error::PeerFailed`] when a member dies, [`Error::Broken`] after a failed
     /// launch.
     pub fn team_sync(&self, team: Team) -> Result<()> {
-        let r = self.team_record(team)?;
-        self.sync_shape(r.shape).map_err(|e| e.during("team_sync"))
+        let m = self.members(team)?;
+        self.sync_members(&m, "team_sync")
+            .map_err(|e| e.during("team_sync"))
     }
 
     /// [`Context::quiet`], then [`Context::team_sync`] (`shmem_team_barrier`, host).
@@ -318,13 +319,10 @@ impl Context {
         self.team_sync(team)
     }
 
-    /// A host sync of the PEs of `shape` (this PE must be one of them).
-    pub(crate) fn sync_shape(&self, shape: TeamShape) -> Result<()> {
-        self.gather_shape(shape, &[]).map(|_| ())
-    }
-
-    /// Every member's `data` over the PEs of `shape`, in team order (the bootstrap;
-    /// WORLD uses the world collectives).
+    /// Every member's `data` over the PEs of `shape`, in team order, through the
+    /// bootstrap socket (WORLD uses the world collectives). Teams meet on the sync
+    /// plane instead ([`crate::rendezvous`]); this serves active sets and the
+    /// team-creation agreement.
     pub(crate) fn gather_shape(&self, shape: TeamShape, data: &[u8]) -> Result<Vec<Vec<u8>>> {
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         let r = if shape.size == 1 {
@@ -401,6 +399,13 @@ impl Context {
                 config,
             };
             self.write_team_slot(slot, &rec)?;
+            if let Some(p) = &self.inner.plane {
+                p.install(&crate::sync::Group {
+                    slot,
+                    shape,
+                    me: my_index,
+                });
+            }
             self.teams().slots[slot as usize] = Some(rec);
             out.push(Some(Team { slot, serial }));
         }

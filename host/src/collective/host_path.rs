@@ -1,0 +1,172 @@
+//! Small collectives on the host: no submission, one sync.
+//!
+//! When every member's heap is mapped by the host (lavapipe, resizable-BAR
+//! GPUs) and a call moves at most `VKSHMEM_HOST_MAPPED_MAX` bytes per member
+//! (and fits the sync plane's data slot), each member copies its contribution
+//! into its data slot of the node segment *before* arriving at the entry sync
+//! (copy-in), and after the sync writes its own dest from the members' slots
+//! (copy-out), as Open MPI's shared-memory collectives do. A member's source is
+//! free again as soon as its contribution is staged, and its dest is complete
+//! when it returns, so the call needs no closing sync: the slot is rewritten
+//! two syncs later, when every member has finished reading it.
+//!
+//! Every member chooses for itself whether it can stage (`Desc::staged`); the
+//! host path runs only when all did, so the choice is the same on every
+//! member, with the thresholds of all of them taken into account.
+
+use super::reduce::{Reduce, ReduceOp};
+use super::{Desc, Members, Which};
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::sync::layout::DATA_BYTES;
+use crate::sync::Ticket;
+
+/// What a member stages for the host path.
+#[derive(Clone, Copy)]
+pub(crate) struct Small {
+    /// Heap offset of this member's contribution.
+    pub src: u64,
+    /// Its bytes (0: nothing, e.g. a broadcast's non-roots).
+    pub bytes: u64,
+    /// The call's size for the threshold (bytes per member).
+    pub size: u64,
+    /// Reductions: combines the members' slots into dest.
+    pub reduce: Option<ReduceFn>,
+}
+
+/// `out = slot_0 op slot_1 op …` over `n` elements of one type.
+pub(crate) type ReduceFn = fn(ReduceOp, usize, &[*const u8], *mut u8);
+
+/// [`ReduceFn`] for `T`.
+pub(crate) fn reduce_slots<T: Reduce>(op: ReduceOp, n: usize, slots: &[*const u8], out: *mut u8) {
+    let bytes = n * std::mem::size_of::<T>();
+    let mut acc = vec![T::zeroed(); n];
+    let mut x = vec![T::zeroed(); n];
+    for (i, &s) in slots.iter().enumerate() {
+        let dst = if i == 0 { &mut acc } else { &mut x };
+        // SAFETY: each slot holds at least `bytes` bytes (the member staged n
+        // elements of T, checked against DATA_BYTES) and nobody writes it until
+        // this PE's next sync on the team; dst is a fresh Vec of n elements.
+        unsafe { std::ptr::copy_nonoverlapping(s, dst.as_mut_ptr().cast::<u8>(), bytes) };
+        if i > 0 {
+            for (a, b) in acc.iter_mut().zip(&x) {
+                *a = T::host_combine(op, *a, *b);
+            }
+        }
+    }
+    // SAFETY: `out` points at `bytes` bytes of this PE's mapped dest (checked by
+    // the caller); acc holds exactly that many.
+    unsafe { std::ptr::copy_nonoverlapping(acc.as_ptr().cast::<u8>(), out, bytes) };
+}
+
+impl Context {
+    /// This PE's own heap at `offset` as a host pointer, when mapped.
+    fn own_mapped(&self, offset: u64, bytes: u64) -> Option<*mut u8> {
+        let block = self.check_range(self.my_pe(), offset, bytes).ok()?;
+        // SAFETY: in bounds of the mapping (check_range).
+        block
+            .mapped()
+            .map(|b| unsafe { b.as_ptr().add(offset as usize) })
+    }
+
+    /// Stages `s` into `slot` when this PE can take the host path for it;
+    /// returns whether it did.
+    pub(crate) fn stage_small(&self, s: &Small, slot: *mut u8) -> bool {
+        if s.size > self.inner.host_mapped_max || s.bytes > DATA_BYTES as u64 {
+            return false;
+        }
+        // Dest and source in the mapped heap.
+        let Some(src) = self.own_mapped(s.src, s.bytes) else {
+            return false;
+        };
+        if self.own_mapped(0, 1).is_none() {
+            return false;
+        }
+        // SAFETY: src is `bytes` bytes of this PE's mapped heap (checked above);
+        // slot is this PE's data slot for the coming sync (DATA_BYTES, nobody
+        // reads it before this PE arrives). Raw copies, no references.
+        unsafe { std::ptr::copy_nonoverlapping(src, slot, s.bytes as usize) };
+        true
+    }
+
+    /// Writes this PE's dest from the members' staged contributions (after the
+    /// entry sync; see the module docs).
+    pub(crate) fn host_move(
+        &self,
+        m: &Members,
+        all: &[Desc],
+        t: &Ticket,
+        small: &Small,
+    ) -> Result<()> {
+        let plane = self
+            .inner
+            .plane
+            .as_ref()
+            .expect("the host path runs on the plane");
+        let d = &all[m.me as usize];
+        let es = d.es as u64;
+        let size = m.shape.size;
+        let slot = |i: u32| plane.data(t, i);
+        // (dest offset, source pointer, bytes) copies.
+        let mut copies: Vec<(u64, *const u8, u64)> = Vec::new();
+        match d.which {
+            w if w == Which::Broadcast as u32 => {
+                if !(d.skip_root == 1 && m.me == d.root) {
+                    copies.push((d.dest, slot(d.root), d.nelems * es));
+                }
+            }
+            w if w == Which::Fcollect as u32 => {
+                let b = d.nelems * es;
+                copies.extend((0..size).map(|i| (d.dest + i as u64 * b, slot(i), b)));
+            }
+            w if w == Which::Alltoall as u32 => {
+                let b = d.nelems * es;
+                copies.extend((0..size).map(|i| {
+                    // SAFETY: member i staged `size` blocks of b bytes.
+                    let p = unsafe { slot(i).add((m.me as u64 * b) as usize) };
+                    (d.dest + i as u64 * b, p, b)
+                }));
+            }
+            w if w == Which::Collect as u32 => {
+                let total = super::collect_total(all)?;
+                self.check_sym(
+                    "collect dest",
+                    &crate::symbuf::SymSlice::<u8>::from_raw(d.dest, (total * es) as usize),
+                    total * es,
+                )?;
+                let mut at = d.dest;
+                for (i, di) in all.iter().enumerate() {
+                    let b = di.nelems * es;
+                    copies.push((at, slot(i as u32), b));
+                    at += b;
+                }
+            }
+            w if w == Which::Reduce as u32 => {
+                let bytes = d.nelems * es;
+                let out = self.own_mapped(d.dest, bytes).ok_or_else(|| {
+                    Error::InvalidArgument("reduce dest is not in the mapped heap".into())
+                })?;
+                let op = ReduceOp::ALL[d.op as usize];
+                let slots: Vec<*const u8> = (0..size).map(slot).collect();
+                let f = small.reduce.expect("reductions pass their combiner");
+                if bytes > 0 {
+                    f(op, d.nelems as usize, &slots, out);
+                }
+            }
+            _ => unreachable!("only the collectives above stage"),
+        }
+        for (at, src, bytes) in copies {
+            if bytes == 0 {
+                continue;
+            }
+            let dst = self.own_mapped(at, bytes).ok_or_else(|| {
+                Error::InvalidArgument(format!("dest at offset {at} is not in the mapped heap"))
+            })?;
+            // SAFETY: dst is `bytes` bytes of this PE's mapped heap (own_mapped
+            // checked the range); src is inside a member's data slot, which that
+            // member filled before the sync and rewrites only two syncs later.
+            unsafe { std::ptr::copy_nonoverlapping(src, dst, bytes as usize) };
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,171 @@
+//! How the members of a team meet for a call: the seam between the two ways.
+//!
+//! - **The sync plane** ([`crate::sync`]): teams (they own a slot) of a job
+//!   started by the launcher. Shared memory, no socket: each member publishes a
+//!   descriptor of its call (and, for small collectives, its data) with its
+//!   arrival, and reads everyone's after the sync.
+//! - **The bootstrap socket**: sets of PEs that are not teams (the deprecated
+//!   active sets): an allgather of the descriptors through the endpoint.
+//!
+//! Either way a meeting returns every member's descriptor in team order, so the
+//! callers (host syncs, host collectives) compare them the same way. Failures
+//! come back as the same typed errors: a dead or finalized member is
+//! [`Error::PeerFailed`], a wait longer than `VKSHMEM_WAIT_TIMEOUT` is
+//! [`Error::Timeout`] naming the members not arrived.
+
+use std::sync::atomic::{fence, Ordering};
+
+use crate::collective::Members;
+use crate::context::{lock, Context};
+use crate::error::{Error, Result};
+use crate::sync::{layout, Group, Stop, Ticket};
+
+/// What a meeting returns.
+pub(crate) struct Meeting {
+    /// Every member's descriptor, in team order.
+    pub descs: Vec<Vec<u8>>,
+    /// The plane's ticket when the meeting went through the plane: members' data
+    /// slots for it are readable until this PE's next meeting on the team.
+    pub ticket: Option<Ticket>,
+}
+
+/// A descriptor of a plain sync: its tag only, so that members in different
+/// calls notice.
+const SYNC_TAG: u32 = 0x5359_4e43;
+
+impl Context {
+    /// Syncs the members of `m`. `desc` builds this PE's descriptor: it is given
+    /// this PE's data slot on the plane (`None` on the socket) to stage data into
+    /// first. Callers name their public call in errors (`Error::during`).
+    pub(crate) fn meet(
+        &self,
+        m: &Members,
+        desc: &mut dyn FnMut(Option<*mut u8>) -> Vec<u8>,
+    ) -> Result<Meeting> {
+        if let Some(why) = lock(&self.inner.broken).clone() {
+            return Err(Error::Broken(why));
+        }
+        let plane = match (&self.inner.plane, m.slot) {
+            (Some(p), Some(slot)) if m.shape.size > 1 => Some((p, slot)),
+            _ => None,
+        };
+        let Some((plane, slot)) = plane else {
+            let mine = desc(None);
+            return Ok(Meeting {
+                descs: self.gather_shape(m.shape, &mine)?,
+                ticket: None,
+            });
+        };
+        if lock(&self.inner.boot).is_none() {
+            return Err(Error::InvalidArgument("this PE has finalized".into()));
+        }
+        let g = Group {
+            slot,
+            shape: m.shape,
+            me: m.me,
+        };
+        let t = plane.ticket(&g);
+        let mine = desc(Some(plane.my_data(&t)));
+        plane.put_desc(&t, &mine);
+        fence(Ordering::SeqCst);
+        if let Err(stop) = plane.arrive(&t) {
+            return Err(self.stop_error(&t, stop));
+        }
+        fence(Ordering::SeqCst);
+        let descs = (0..m.shape.size)
+            .map(|i| {
+                let mut d = vec![0u8; mine.len()];
+                plane.desc(&t, i, &mut d);
+                d
+            })
+            .collect();
+        Ok(Meeting {
+            descs,
+            ticket: Some(t),
+        })
+    }
+
+    /// A plain sync of the members of `m` (host `team_sync`, `barrier_all`, a
+    /// collective's closing sync). `call` names the public call for errors.
+    pub(crate) fn sync_members(&self, m: &Members, call: &str) -> Result<()> {
+        let tag = SYNC_TAG.to_le_bytes();
+        let met = self.meet(m, &mut |_| {
+            if m.slot.is_some() {
+                tag.to_vec()
+            } else {
+                Vec::new()
+            }
+        })?;
+        if met.ticket.is_some() {
+            if let Some(i) = met.descs.iter().position(|d| d[..] != tag) {
+                return Err(Error::InvalidArgument(format!(
+                    "collectives out of step on the team: this PE is in {call} (a sync), team member {i} (PE {}) in another call",
+                    m.shape.member(i as u32)
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The error for a wait on the plane that gave up.
+    fn stop_error(&self, t: &Ticket, stop: Stop) -> Error {
+        let me = self.my_pe();
+        let what = if t.slot() == 0 {
+            format!("barrier #{}", t.epoch())
+        } else {
+            format!("team sync #{} (team slot {})", t.epoch(), t.slot())
+        };
+        let seconds =
+            |waited: std::time::Duration| self.inner.wait_timeout.unwrap_or(waited).as_secs_f64();
+        // The endpoint's account of a failure, already in the socket when it
+        // raised the word.
+        let reported = |word: u32| {
+            let pe = word & layout::ABORT_PE_MASK;
+            let how = lock(&self.inner.boot)
+                .as_mut()
+                .and_then(|b| b.poll_abort())
+                .map(|(_, how)| how)
+                .unwrap_or_else(|| "failed (the job's abort word is raised)".into());
+            Error::PeerFailed { pe, how }
+        };
+        match stop {
+            Stop::AbortedBefore(word) => reported(word),
+            Stop::Aborted {
+                word,
+                missing,
+                waited,
+            } if word & !layout::ABORT_PE_MASK == layout::ABORT_TIMEOUT => Error::Timeout {
+                what,
+                pe: me,
+                seconds: seconds(waited),
+                missing: crate::bootstrap::client::waiting_for(&missing),
+            },
+            Stop::Aborted { word, .. } => reported(word),
+            Stop::Finalized(pe) => {
+                // The endpoint's words for it, so every waiter reports the same.
+                let how =
+                    "finalized while other PEs wait in a collective, which can then never complete"
+                        .to_string();
+                if let Some(b) = lock(&self.inner.boot).as_mut() {
+                    b.report_finalized(pe, &how);
+                }
+                Error::PeerFailed { pe, how }
+            }
+            Stop::TimedOut { missing, waited } => {
+                if let Some(b) = lock(&self.inner.boot).as_mut() {
+                    b.report_timeout(&what, waited, &missing);
+                }
+                if let Some(p) = &self.inner.plane {
+                    let first = missing.first().copied().unwrap_or(0);
+                    p.raise_abort(layout::ABORT_TIMEOUT | (first & layout::ABORT_PE_MASK));
+                }
+                Error::Timeout {
+                    what,
+                    pe: me,
+                    seconds: seconds(waited),
+                    missing: crate::bootstrap::client::waiting_for(&missing),
+                }
+            }
+        }
+    }
+}
