@@ -91,6 +91,9 @@ pub(crate) struct Inner {
     pub(crate) plane: Option<Plane>,
     // Field order is drop order: everything holding Vulkan objects goes before `gpu`.
     pub(crate) kernels: Mutex<HashMap<KernelKey, Arc<DeviceKernel>>>,
+    /// The library's own kernels (host collectives) by their unique name, so a
+    /// call finds its kernel without generating and hashing its source.
+    pub(crate) library_kernels: Mutex<HashMap<String, Arc<DeviceKernel>>>,
     pub(crate) submit: Mutex<Submitter>,
     staging: Mutex<Option<Staging>>,
     pub(crate) heap: SymmetricHeap,
@@ -225,6 +228,7 @@ impl Context {
                 teams: Mutex::new(TeamTable::new(job.pe, world, shared)),
                 plane,
                 kernels: Mutex::new(HashMap::new()),
+                library_kernels: Mutex::new(HashMap::new()),
                 submit: Mutex::new(submit),
                 staging: Mutex::new(None),
                 heap,

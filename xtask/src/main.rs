@@ -132,6 +132,15 @@ fn test(args: &[String]) -> Result<()> {
             device_kernels: Some(1),
             busy: 2,
         })?;
+        // And on 8 PEs (more PEs than cores: the sync plane's waits must yield
+        // to the PEs they wait for), host collectives only.
+        soak::soak(&soak::SoakArgs {
+            minutes: 0.5,
+            pes: 8,
+            seed: None,
+            device_kernels: Some(0),
+            busy: 0,
+        })?;
         loaded_device_barrier()?;
     }
     Ok(())

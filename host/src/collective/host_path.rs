@@ -69,19 +69,24 @@ impl Context {
             .map(|b| unsafe { b.as_ptr().add(offset as usize) })
     }
 
+    /// Whether this PE would stage `s` (the members then agree on the path).
+    pub(crate) fn may_stage(&self, s: &Small) -> bool {
+        self.inner.plane.is_some()
+            && s.size <= self.inner.host_mapped_max
+            && s.bytes <= DATA_BYTES as u64
+            && self.own_mapped(s.src, s.bytes).is_some()
+    }
+
     /// Stages `s` into `slot` when this PE can take the host path for it;
     /// returns whether it did.
     pub(crate) fn stage_small(&self, s: &Small, slot: *mut u8) -> bool {
-        if s.size > self.inner.host_mapped_max || s.bytes > DATA_BYTES as u64 {
+        if !self.may_stage(s) {
             return false;
         }
-        // Dest and source in the mapped heap.
+        // The source in the mapped heap (so is the dest: one mapping).
         let Some(src) = self.own_mapped(s.src, s.bytes) else {
             return false;
         };
-        if self.own_mapped(0, 1).is_none() {
-            return false;
-        }
         // SAFETY: src is `bytes` bytes of this PE's mapped heap (checked above);
         // slot is this PE's data slot for the coming sync (DATA_BYTES, nobody
         // reads it before this PE arrives). Raw copies, no references.

@@ -407,9 +407,30 @@ impl Context {
 
     /// Dispatches a host collective's kernel over enough workgroups for `items`.
     fn launch_collective(&self, c: HostCollective, args: &HostArgs, items: u64) -> Result<()> {
-        let k = self.device_kernel(&c.source(), &c.name())?;
+        let name = c.name();
+        let k = self
+            .library_kernel(&name, || Some(c.source()))?
+            .expect("every host collective has a source");
         let groups = self.host_groups(items, ITEMS_PER_INVOCATION);
         self.launch(&k, [groups, 1, 1], &[], bytemuck::bytes_of(args))
+    }
+
+    /// The library kernel named `name` (unique per generated source), built from
+    /// `source()` the first time; `None` when `source` has none.
+    pub(crate) fn library_kernel(
+        &self,
+        name: &str,
+        source: impl FnOnce() -> Option<String>,
+    ) -> Result<Option<std::sync::Arc<crate::DeviceKernel>>> {
+        if let Some(k) = crate::context::lock(&self.inner.library_kernels).get(name) {
+            return Ok(Some(k.clone()));
+        }
+        let Some(src) = source() else {
+            return Ok(None);
+        };
+        let k = self.device_kernel(&src, name)?;
+        crate::context::lock(&self.inner.library_kernels).insert(name.to_string(), k.clone());
+        Ok(Some(k))
     }
 
     /// Workgroups of [`HOST_WORKGROUP`] for `items` work items, `per_invocation`

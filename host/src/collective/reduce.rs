@@ -176,9 +176,19 @@ impl Context {
         let kind: Kind = collectives::kind(T::KIND).expect("every Reduce kind is in the table");
         let n = nreduce as u64;
         let mut local = self.check_reduce(&kind, op, dest, source, n);
-        // The wide path's kernel is built before the agreement (see wide.rs).
+        let small = Small {
+            src: source.offset(),
+            bytes: n * kind.bytes as u64,
+            size: n * kind.bytes as u64,
+            reduce: Some(reduce_slots::<T>),
+        };
+        // The wide path's kernel is built before the agreement (see wide.rs), so
+        // that a failure is every member's; a call this PE can run on the host
+        // builds it only if the members end up on the kernel path (then after
+        // the agreement: the choice uses agreed values only, so is the same).
         let mut wide = None;
-        if local.is_ok() {
+        let early = !self.may_stage(&small);
+        if local.is_ok() && early {
             match self.wide_prepare(&m, &kind, op, dest.offset(), source.offset(), n) {
                 Ok(w) => wide = w,
                 Err(e) => local = Err(e),
@@ -186,13 +196,10 @@ impl Context {
         }
         let mut desc = Desc::new::<T>(Which::Reduce, dest.offset(), source.offset(), n);
         desc.op = op.code();
-        let small = Small {
-            src: source.offset(),
-            bytes: n * kind.bytes as u64,
-            size: n * kind.bytes as u64,
-            reduce: Some(reduce_slots::<T>),
-        };
         self.run_collective(&m, desc, local, true, Some(small), |_| {
+            if !early {
+                wide = self.wide_prepare(&m, &kind, op, dest.offset(), source.offset(), n)?;
+            }
             if let Some((k, p)) = &wide {
                 self.reduce_wide(&m, k, p)?;
                 return Ok(None);

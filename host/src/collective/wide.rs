@@ -158,14 +158,16 @@ impl Context {
         ) else {
             return Ok(false);
         };
-        let Some(source) = collectives::wide_copy_source(from.len() as u32) else {
-            return Ok(false);
-        };
         let library = self.library_config()?.bindings().len() as u64;
         if library + from.len() as u64 + 1 > info.max_storage_buffers_per_stage as u64 {
             return Ok(false);
         }
-        let k = self.device_kernel(&source, &format!("vkshmem_wide_copy_{}", from.len()))?;
+        let Some(k) = self.library_kernel(&format!("vkshmem_wide_copy_{}", from.len()), || {
+            collectives::wide_copy_source(from.len() as u32)
+        })?
+        else {
+            return Ok(false);
+        };
         let mut windows: Vec<HeapWindow> = from
             .iter()
             .map(|&pe| HeapWindow {
@@ -203,18 +205,13 @@ impl Context {
         let Some(p) = plan(kind.bytes, size, m.me, dest, source, n, self.heap_size()) else {
             return Ok(None);
         };
-        let Some(src) = collectives::wide_reduce_source(kind, op, size) else {
-            return Ok(None);
-        };
         let library = self.library_config()?.bindings().len() as u64;
         if library + 2 * size as u64 > self.device_info().max_storage_buffers_per_stage as u64 {
             return Ok(None);
         }
-        let k = self.device_kernel(
-            &src,
-            &format!("vkshmem_wide_reduce_{}_{}_{size}", kind.name, op.name()),
-        )?;
-        Ok(Some((k, p)))
+        let name = format!("vkshmem_wide_reduce_{}_{}_{size}", kind.name, op.name());
+        let k = self.library_kernel(&name, || collectives::wide_reduce_source(kind, op, size))?;
+        Ok(k.map(|k| (k, p)))
     }
 
     /// Runs this member's share of a reduction on the wide path.
