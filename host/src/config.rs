@@ -194,15 +194,23 @@ pub fn wait_timeout(get: impl Fn(&str) -> Option<String>) -> Result<Option<std::
 /// collective through a kernel.
 pub const ENV_HOST_MAPPED_MAX: &str = "VKSHMEM_HOST_MAPPED_MAX";
 
-/// The default of [`ENV_HOST_MAPPED_MAX`] (measured: `benches/RESULTS.md`).
-pub const HOST_MAPPED_MAX_DEFAULT: u64 = 16 << 10;
+/// The default of [`ENV_HOST_MAPPED_MAX`] where the heap is host memory
+/// (lavapipe, integrated GPUs): every size the plane's data slot holds (the
+/// host path beat the kernel at every one, `benches/RESULTS.md`).
+pub const HOST_MAPPED_MAX_HOST_MEMORY: u64 = 16 << 10;
 
-/// `VKSHMEM_HOST_MAPPED_MAX` in bytes (a size such as 4096 or 8K).
-pub fn host_mapped_max(get: impl Fn(&str) -> Option<String>) -> Result<u64> {
+/// The default of [`ENV_HOST_MAPPED_MAX`] on a discrete GPU whose heap the host
+/// maps through the PCIe BAR: host reads of device memory are uncached, so only
+/// tiny calls (not yet measured on such a GPU).
+pub const HOST_MAPPED_MAX_BAR: u64 = 256;
+
+/// `VKSHMEM_HOST_MAPPED_MAX` in bytes (a size such as 4096 or 8K); `None` when
+/// unset (the caller picks the device's default).
+pub fn host_mapped_max(get: impl Fn(&str) -> Option<String>) -> Result<Option<u64>> {
     match get(ENV_HOST_MAPPED_MAX) {
-        None => Ok(HOST_MAPPED_MAX_DEFAULT),
-        Some(v) if v.trim() == "0" => Ok(0),
-        Some(v) => parse_size(&v).ok_or_else(|| Error::Config {
+        None => Ok(None),
+        Some(v) if v.trim() == "0" => Ok(Some(0)),
+        Some(v) => parse_size(&v).map(Some).ok_or_else(|| Error::Config {
             var: ENV_HOST_MAPPED_MAX,
             value: v,
             why: "expected a size in bytes such as 4096 or 8K (0: always a kernel)".into(),

@@ -162,6 +162,10 @@ impl Context {
             None => None,
         };
         let gpu = Arc::new(Gpu::open(get(config::ENV_DEVICE).as_deref(), job.pe)?);
+        let host_mapped_max = host_mapped_max.unwrap_or(match gpu.info.kind {
+            crate::vk::select::Kind::Discrete => config::HOST_MAPPED_MAX_BAR,
+            _ => config::HOST_MAPPED_MAX_HOST_MEMORY,
+        });
         let granule = gpu
             .info
             .min_storage_offset_alignment

@@ -136,8 +136,11 @@ impl Context {
                 let total = super::collect_total(all)?;
                 self.check_sym(
                     "collect dest",
-                    &crate::symbuf::SymSlice::<u8>::from_raw(d.dest, (total * es) as usize),
-                    total * es,
+                    &crate::symbuf::SymSlice::<u8>::from_raw(
+                        d.dest,
+                        total.saturating_mul(es) as usize,
+                    ),
+                    total.saturating_mul(es),
                 )?;
                 let mut at = d.dest;
                 for (i, di) in all.iter().enumerate() {

@@ -272,7 +272,7 @@ fn agree(m: &Members, name: &str, all: &[Desc], same_nelems: bool) -> Result<()>
 /// member's dest holds it (every member checks every member's, so all fail
 /// alike).
 pub(crate) fn collect_total(all: &[Desc]) -> Result<u64> {
-    let total: u64 = all.iter().map(|d| d.nelems).sum();
+    let total = all.iter().fold(0u64, |t, d| t.saturating_add(d.nelems));
     if let Some(i) = all.iter().position(|d| d.cap < total) {
         return Err(Error::InvalidArgument(format!(
             "collect: the counts add up to {total} elements; team member {i}'s dest holds {}",
@@ -538,8 +538,12 @@ impl Context {
         desc.skip_root = u32::from(skip_root);
         let small = Small {
             src: source.offset(),
-            bytes: if m.me == root { n * es as u64 } else { 0 },
-            size: n * es as u64,
+            bytes: if m.me == root {
+                n.saturating_mul(es as u64)
+            } else {
+                0
+            },
+            size: n.saturating_mul(es as u64),
             reduce: None,
         };
         self.run_collective(&m, desc, local, true, Some(small), |_| {
@@ -635,8 +639,8 @@ impl Context {
         };
         let small = Small {
             src: source.offset(),
-            bytes: n * es as u64 * source_blocks,
-            size: n * es as u64 * source_blocks,
+            bytes: n.saturating_mul(es as u64).saturating_mul(source_blocks),
+            size: n.saturating_mul(es as u64).saturating_mul(source_blocks),
             reduce: None,
         };
         self.run_collective(&m, desc, local, true, Some(small), |_| {
@@ -710,8 +714,8 @@ impl Context {
         desc.cap = dest.len() as u64;
         let small = Small {
             src: source.offset(),
-            bytes: n * es as u64,
-            size: n * es as u64,
+            bytes: n.saturating_mul(es as u64),
+            size: n.saturating_mul(es as u64),
             reduce: None,
         };
         self.run_collective(&m, desc, local, false, Some(small), |all| {

@@ -178,8 +178,8 @@ impl Context {
         let mut local = self.check_reduce(&kind, op, dest, source, n);
         let small = Small {
             src: source.offset(),
-            bytes: n * kind.bytes as u64,
-            size: n * kind.bytes as u64,
+            bytes: n.saturating_mul(kind.bytes as u64),
+            size: n.saturating_mul(kind.bytes as u64),
             reduce: Some(reduce_slots::<T>),
         };
         // The wide path's kernel is built before the agreement (see wide.rs), so
