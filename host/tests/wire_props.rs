@@ -511,9 +511,11 @@ fn frame_seeds() -> Vec<FrameSeed> {
         f.extend_from_slice(body);
         f
     };
-    // Every kind back to back; FdOffer without a descriptor, as none is attached.
+    // Every kind back to back; FdOffer without a descriptor, as none is attached,
+    // and no Welcome (it always carries the node segment's descriptor).
     let all: Vec<Msg> = samples()
         .into_iter()
+        .filter(|(_, m)| *m != Msg::Welcome)
         .map(|(_, m)| match m {
             Msg::FdOffer { seq, .. } => Msg::FdOffer { seq, has_fd: false },
             Msg::FdChunk { seq, first, .. } => Msg::FdChunk {
@@ -546,6 +548,7 @@ fn frame_seeds() -> Vec<FrameSeed> {
         ("len_prefix_cut", vec![0x29, 0], Err(())),
         ("body_unknown_tag", frame(&[200, 1, 2]), Err(())),
         ("fd_offer_without_fd", fd_missing, Err(())),
+        ("welcome_without_fd", frame(&encode(&Msg::Welcome)), Err(())),
     ]
 }
 
