@@ -371,11 +371,18 @@ impl Plane {
             }
             let missing = self.missing(t);
             if let Some(&gone) = missing.iter().find(|&&m| {
-                // A failed PE raises the abort word (checked above).
+                // A failed PE raises the abort word (checked above). A member
+                // may have arrived, seen the sync complete and finalized since
+                // `missing` was read: its state (read with acquire) comes after
+                // its arrival, so read the arrival again.
                 self.seg
                     .word(self.layout().pe_state(m))
                     .load(Ordering::Acquire)
                     == layout::PE_FINALIZED
+                    && !reached(
+                        self.arrival(t.group.slot, m).load(Ordering::Acquire),
+                        t.epoch,
+                    )
             }) {
                 return Err(Stop::Finalized(gone));
             }
@@ -495,6 +502,30 @@ mod tests {
                 Err(Stop::TimedOut { missing, .. }) => assert_eq!(missing, vec![2]),
                 other => panic!("{other:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn a_peer_that_arrived_then_finalized_is_not_blamed() {
+        // PE 1 arrived at the epoch and then finalized (as it may once the
+        // sync completed); PE 2 never comes. PE 0 must time out waiting for PE 2,
+        // not blame PE 1.
+        let planes = planes(
+            3,
+            WaitPolicy {
+                spins: 1,
+                yields: 1,
+                flags: false,
+            },
+            Some(Duration::from_millis(200)),
+        );
+        let g = world(3, 0);
+        let t = planes[0].ticket(&g);
+        planes[1].arrival(0, 1).store(t.epoch(), Ordering::SeqCst);
+        planes[1].seg.set_pe_state(1, layout::PE_FINALIZED);
+        match planes[0].arrive(&t) {
+            Err(Stop::TimedOut { missing, .. }) => assert_eq!(missing, vec![2]),
+            other => panic!("{other:?}"),
         }
     }
 
