@@ -250,6 +250,7 @@ impl Context {
         // No PE's device code may touch a peer's control region before its owner
         // has initialised it.
         ctx.sync_all()?;
+        ctx.prebuild_host_kernels();
         Ok(ctx)
     }
 

@@ -9,7 +9,9 @@
 //! the control region's abort word, which makes every device-side wait give up, so
 //! the launch returns [`Error::PeerFailed`] or [`Error::Timeout`] instead of hanging.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use vkshmem_device::layout::{self, ControlHeader};
@@ -18,7 +20,8 @@ use vkshmem_device::{LibraryConfig, LinkedKernel, UserBinding};
 use crate::context::{lock, Context, HeapWindow};
 use crate::error::{Error, Result};
 use crate::vk::kernel::Kernel;
-use crate::vk::submit::Window;
+use crate::vk::submit::{Submitter, Window};
+use crate::vk::Gpu;
 
 /// A compiled user kernel (a compute pipeline with the device library linked in).
 /// Get one with [`Context::device_kernel`]; launch it with [`Context::launch`].
@@ -65,6 +68,199 @@ impl DeviceKernel {
     /// ARCHITECTURE.md.
     pub fn waits_on_peers(&self) -> bool {
         self.linked.waits_on_peers
+    }
+}
+
+/// A kernel's cache key: (source, entry point).
+pub(crate) type KernelKey = (String, Option<String>);
+
+/// Kernels of one context built, or being built, on more than one thread (the
+/// caller's and the background builder's, `crate::collective::prebuild`): a
+/// kernel is built once, and a call that needs one still being built waits for
+/// it instead of building it again.
+pub(crate) struct Builds {
+    /// The library configuration the kernels here were linked for.
+    pub(crate) cfg: LibraryConfig,
+    slots: Mutex<HashMap<KernelKey, Slot>>,
+    /// Signalled when a slot is filled or given up.
+    changed: Condvar,
+    /// Set when the context goes: the background builder starts nothing more.
+    pub(crate) cancel: AtomicBool,
+    /// The host kernels the program used, in order (for its prebuild profile).
+    used: Mutex<Vec<String>>,
+}
+
+enum Slot {
+    Building,
+    Built(Arc<DeviceKernel>),
+}
+
+/// The right to build the kernel of one key: [`Claim::done`] publishes it;
+/// dropping the claim without (a failed build) frees the key for another
+/// builder and wakes those waiting for it.
+pub(crate) struct Claim<'a> {
+    builds: &'a Builds,
+    key: Option<KernelKey>,
+}
+
+impl Claim<'_> {
+    /// Publishes the kernel built for this claim's key.
+    pub(crate) fn done(mut self, kernel: Arc<DeviceKernel>) {
+        if let Some(key) = self.key.take() {
+            lock(&self.builds.slots).insert(key, Slot::Built(kernel));
+            self.builds.changed.notify_all();
+        }
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        if let Some(key) = self.key.take() {
+            lock(&self.builds.slots).remove(&key);
+            self.builds.changed.notify_all();
+        }
+    }
+}
+
+impl Builds {
+    /// Nothing built yet, for kernels linked with `cfg`.
+    pub(crate) fn new(cfg: LibraryConfig) -> Builds {
+        Builds {
+            cfg,
+            slots: Mutex::new(HashMap::new()),
+            changed: Condvar::new(),
+            cancel: AtomicBool::new(false),
+            used: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Notes that the program used the kernel `name`.
+    pub(crate) fn note(&self, name: &str) {
+        let mut used = lock(&self.used);
+        if !used.iter().any(|n| n == name) {
+            used.push(name.to_string());
+        }
+    }
+
+    /// The kernels noted, in order.
+    pub(crate) fn used(&self) -> Vec<String> {
+        lock(&self.used).clone()
+    }
+
+    /// The kernel of `key` if it is built (waiting while another thread builds
+    /// it), else the claim to build it.
+    pub(crate) fn get_or_claim(
+        &self,
+        key: &KernelKey,
+    ) -> std::result::Result<Arc<DeviceKernel>, Claim<'_>> {
+        let mut slots = lock(&self.slots);
+        loop {
+            match slots.get(key) {
+                Some(Slot::Built(k)) => return Ok(k.clone()),
+                Some(Slot::Building) => {
+                    slots = self.changed.wait(slots).unwrap_or_else(|p| p.into_inner());
+                }
+                None => {
+                    slots.insert(key.clone(), Slot::Building);
+                    return Err(Claim {
+                        builds: self,
+                        key: Some(key.clone()),
+                    });
+                }
+            }
+        }
+    }
+
+    /// The claim to build `key` when no thread has built or is building it.
+    pub(crate) fn claim_new(&self, key: &KernelKey) -> Option<Claim<'_>> {
+        let mut slots = lock(&self.slots);
+        if slots.contains_key(key) {
+            return None;
+        }
+        slots.insert(key.clone(), Slot::Building);
+        Some(Claim {
+            builds: self,
+            key: Some(key.clone()),
+        })
+    }
+
+    /// Whether the context is going.
+    pub(crate) fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+}
+
+/// Links `source` (entry `entry`, or its only one) with the device library of
+/// `cfg` and checks that the library's bindings and the kernel's fit the device.
+pub(crate) fn link(
+    gpu: &Gpu,
+    cfg: &LibraryConfig,
+    source: &str,
+    entry: Option<&str>,
+    name: &str,
+) -> Result<LinkedKernel> {
+    let linked = vkshmem_device::link_kernel(source, name, entry, cfg)?;
+    let library = cfg.bindings().len() as u32;
+    let user = linked.user_bindings.len() as u32;
+    let limit = gpu.info.max_storage_buffers_per_stage;
+    if library + user > limit {
+        return Err(Error::InvalidArgument(format!(
+            "kernel {name:?}: the device library needs {library} storage bindings ({} PEs x {} chunks of the heap) and the kernel {user}, over this device's limit of {limit}; use fewer PEs per device or a smaller VKSHMEM_SYMMETRIC_SIZE (at most maxStorageBufferRange = {} bytes keeps one chunk per PE)",
+            cfg.n_pes,
+            cfg.chunks(),
+            cfg.max_binding_bytes
+        )));
+    }
+    tracing::debug!(
+        kernel = name,
+        report = ?linked.report,
+        words = linked.spirv.len(),
+        "compiled user kernel"
+    );
+    Ok(linked)
+}
+
+impl DeviceKernel {
+    /// Builds the pipeline of `linked` (set 0: the library's bindings of `cfg`,
+    /// set 1: the kernel's own).
+    pub(crate) fn build(
+        gpu: &Arc<Gpu>,
+        cfg: &LibraryConfig,
+        linked: LinkedKernel,
+        name: &str,
+    ) -> Result<DeviceKernel> {
+        let library = cfg.bindings().len() as u32;
+        let user = linked.user_bindings.len() as u32;
+        let kernel = Kernel::new(
+            gpu,
+            &linked.spirv,
+            &linked.entry,
+            &[library, user],
+            linked.immediate_bytes,
+        )?;
+        Ok(DeviceKernel {
+            name: name.to_string(),
+            linked,
+            kernel,
+        })
+    }
+
+    /// Dispatches the kernel over zero workgroups with `submit`, every binding
+    /// on `window` (see `Context::warm_up`: nothing runs, but every descriptor
+    /// must be valid).
+    pub(crate) fn warm_up_with(&self, submit: &mut Submitter, window: Window) -> Result<()> {
+        let library = vec![window; self.kernel.sets()[0] as usize];
+        let user = vec![window; self.linked.user_bindings.len()];
+        let immediates = vec![0u8; self.linked.immediate_bytes as usize];
+        submit.dispatch(
+            &self.kernel,
+            [0, 0, 0],
+            &[&library, &user],
+            &immediates,
+            false,
+            &mut |_| None,
+        )?;
+        Ok(())
     }
 }
 
@@ -173,39 +369,45 @@ impl Context {
             return Ok(k.clone());
         }
         let cfg = self.library_config()?;
-        let linked = vkshmem_device::link_kernel(source, name, entry, &cfg)?;
-        let library = cfg.bindings().len() as u32;
-        let user = linked.user_bindings.len() as u32;
-        let limit = self.device_info().max_storage_buffers_per_stage;
-        if library + user > limit {
-            return Err(Error::InvalidArgument(format!(
-                "kernel {name:?}: the device library needs {library} storage bindings ({} PEs x {} chunks of the heap) and the kernel {user}, over this device's limit of {limit}; use fewer PEs per device or a smaller VKSHMEM_SYMMETRIC_SIZE (at most maxStorageBufferRange = {} bytes keeps one chunk per PE)",
-                cfg.n_pes,
-                cfg.chunks(),
-                cfg.max_binding_bytes
-            )));
+        // Kernels built in the background were linked for the same configuration
+        // (it depends only on the job and the device); check anyway.
+        let builds = self.builds().filter(|b| b.cfg == cfg);
+        let k = match builds.as_deref().map(|b| b.get_or_claim(&key)) {
+            Some(Ok(k)) => k,
+            Some(Err(claim)) => {
+                let k = self.build_kernel(&cfg, source, entry, name)?;
+                claim.done(k.clone());
+                k
+            }
+            None => self.build_kernel(&cfg, source, entry, name)?,
+        };
+        if let (Some(b), None) = (&builds, entry) {
+            crate::collective::prebuild::note_use(b, source, name);
         }
-        tracing::debug!(
-            kernel = name,
-            report = ?linked.report,
-            words = linked.spirv.len(),
-            "compiled user kernel"
-        );
-        let kernel = Kernel::new(
-            &self.inner.gpu,
-            &linked.spirv,
-            &linked.entry,
-            &[library, user],
-            linked.immediate_bytes,
-        )?;
-        let k = Arc::new(DeviceKernel {
-            name: name.to_string(),
-            linked,
-            kernel,
-        });
-        self.warm_up(&k)?;
         lock(&self.inner.kernels).insert(key, k.clone());
         Ok(k)
+    }
+
+    /// Links, builds and warms up a kernel on the caller's thread.
+    fn build_kernel(
+        &self,
+        cfg: &LibraryConfig,
+        source: &str,
+        entry: Option<&str>,
+        name: &str,
+    ) -> Result<Arc<DeviceKernel>> {
+        let linked = link(&self.inner.gpu, cfg, source, entry, name)?;
+        let k = Arc::new(DeviceKernel::build(&self.inner.gpu, cfg, linked, name)?);
+        self.warm_up(&k)?;
+        Ok(k)
+    }
+
+    /// The kernels being built beside this context's own calls, when a
+    /// background builder was started (`Context::prebuild_host_kernels`).
+    pub(crate) fn builds(&self) -> Option<Arc<Builds>> {
+        lock(&self.inner.submit)
+            .companion::<crate::collective::prebuild::Prebuild>()
+            .map(|p| p.builds.clone())
     }
 
     /// Dispatches `kernel` over zero workgroups. Some drivers (llvmpipe) compile a

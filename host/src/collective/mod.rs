@@ -24,6 +24,7 @@
 
 pub mod active;
 mod host_path;
+pub(crate) mod prebuild;
 pub mod reduce;
 mod wide;
 

@@ -100,12 +100,20 @@ impl Kernel {
         let info = [vk::ComputePipelineCreateInfo::default()
             .stage(stage)
             .layout(k.layout)];
-        // SAFETY: valid device, module and layout.
-        let pipes = unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &info, None) }
-            .map_err(|(_, r)| Error::Vulkan {
-            call: "vkCreateComputePipelines",
-            result: r,
-        })?;
+        let cache = gpu.pipeline_cache.handle();
+        // SAFETY: valid device, module and layout; the pipeline cache is null or a
+        // cache of this device (VUID-vkCreateComputePipelines-pipelineCache-parent)
+        // created without VK_PIPELINE_CACHE_CREATE_EXTERNALLY_SYNCHRONIZED_BIT, and
+        // vkCreateComputePipelines' host synchronization rule asks for external
+        // synchronization of the cache only with that bit: threads may build
+        // pipelines with it at once.
+        let pipes =
+            unsafe { d.create_compute_pipelines(cache, &info, None) }.map_err(|(_, r)| {
+                Error::Vulkan {
+                    call: "vkCreateComputePipelines",
+                    result: r,
+                }
+            })?;
         k.pipeline = pipes[0];
         Ok(k)
     }

@@ -328,10 +328,23 @@ unsafe impl Send for Staging {}
 impl Staging {
     /// A host-visible, coherent transfer buffer of `size` bytes.
     pub fn new(gpu: &Arc<Gpu>, size: u64) -> Result<Staging> {
+        Self::with_usage(
+            gpu,
+            size,
+            vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST,
+        )
+    }
+
+    /// A host-visible, coherent storage buffer of `size` bytes: something valid
+    /// to bind to every binding of a kernel that runs no workgroup (a warm-up
+    /// away from the heap).
+    pub fn storage(gpu: &Arc<Gpu>, size: u64) -> Result<Staging> {
+        Self::with_usage(gpu, size, vk::BufferUsageFlags::STORAGE_BUFFER)
+    }
+
+    fn with_usage(gpu: &Arc<Gpu>, size: u64, usage: vk::BufferUsageFlags) -> Result<Staging> {
         let d = &gpu.device;
-        let info = vk::BufferCreateInfo::default()
-            .size(size)
-            .usage(vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST);
+        let info = vk::BufferCreateInfo::default().size(size).usage(usage);
         // SAFETY: valid device, size > 0.
         let buffer = unsafe { d.create_buffer(&info, None) }.vk("vkCreateBuffer")?;
         // SAFETY: valid buffer.

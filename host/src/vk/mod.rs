@@ -4,6 +4,7 @@
 
 pub mod kernel;
 pub mod memory;
+pub mod pipeline_cache;
 pub mod select;
 pub mod submit;
 
@@ -97,6 +98,8 @@ pub struct Gpu {
     pub(crate) queue: Mutex<vk::Queue>,
     pub(crate) queue_family: u32,
     pub(crate) memory_properties: vk::PhysicalDeviceMemoryProperties,
+    /// The pipeline cache every kernel is built with, saved when the device closes.
+    pub(crate) pipeline_cache: pipeline_cache::PipelineCache,
     /// Facts about the device.
     pub info: DeviceInfo,
     /// Optional capabilities that were found and enabled.
@@ -287,6 +290,13 @@ impl Gpu {
         let external_fd = ash::khr::external_memory_fd::Device::new(instance, &device);
         // SAFETY: valid physical device.
         let memory_properties = unsafe { instance.get_physical_device_memory_properties(physical) };
+        let cache_id = pipeline_cache::CacheId {
+            vendor_id: p.vendor_id,
+            device_id: p.device_id,
+            uuid: p.pipeline_cache_uuid,
+        };
+        let cache_dir = pipeline_cache::cache_dir(|k| std::env::var(k).ok());
+        let pipeline_cache = pipeline_cache::PipelineCache::open(&device, cache_id, cache_dir);
         tracing::info!(
             "local PE {local_pe} uses Vulkan device [{index}] {:?} ({:?}) because {why}; caps {:?}",
             info.name,
@@ -302,6 +312,7 @@ impl Gpu {
             queue: Mutex::new(queue),
             queue_family,
             memory_properties,
+            pipeline_cache,
             info,
             caps,
             driver_threads: Default::default(),
@@ -311,8 +322,11 @@ impl Gpu {
 
 impl Drop for Gpu {
     fn drop(&mut self) {
-        // SAFETY: every child object holds an Arc<Gpu>, so none is alive any more;
-        // waiting idle first satisfies VUID-vkDestroyDevice-device-00378.
+        // Every kernel holds an Arc<Gpu>: no pipeline is being built with the cache.
+        self.pipeline_cache.close(&self.device);
+        // SAFETY: every child object holds an Arc<Gpu>, so none is alive any more
+        // (the pipeline cache was destroyed above); waiting idle first satisfies
+        // VUID-vkDestroyDevice-device-00378.
         unsafe {
             let _ = self.device.device_wait_idle();
             self.device.destroy_device(None);

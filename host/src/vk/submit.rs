@@ -38,6 +38,10 @@ pub struct Submitter {
     descriptors: vk::DescriptorPool,
     /// Two timestamps around a dispatch; null when the queue has none.
     queries: vk::QueryPool,
+    /// Work that uses the device beside this submitter (the kernels built in
+    /// the background, `crate::collective::prebuild`): ended first when the
+    /// submitter drops, so before the context's heap and device go.
+    companion: Option<Box<dyn std::any::Any + Send>>,
 }
 
 impl std::fmt::Debug for Submitter {
@@ -57,6 +61,7 @@ impl Submitter {
             fence: vk::Fence::null(),
             descriptors: vk::DescriptorPool::null(),
             queries: vk::QueryPool::null(),
+            companion: None,
         };
         let info = vk::CommandPoolCreateInfo::default()
             .queue_family_index(gpu.queue_family)
@@ -89,6 +94,18 @@ impl Submitter {
             s.queries = unsafe { d.create_query_pool(&info, None) }.vk("vkCreateQueryPool")?;
         }
         Ok(s)
+    }
+
+    /// Gives the submitter `companion` to keep (replacing and dropping any
+    /// earlier one): it is dropped before the submitter's own objects. Its `Drop`
+    /// must end whatever it runs on the device.
+    pub fn set_companion(&mut self, companion: Box<dyn std::any::Any + Send>) {
+        self.companion = Some(companion);
+    }
+
+    /// The companion given with [`Submitter::set_companion`], when it is a `T`.
+    pub fn companion<T: 'static>(&self) -> Option<&T> {
+        self.companion.as_ref()?.downcast_ref()
     }
 
     /// Records with `record`, submits, and waits for completion. A final barrier
@@ -354,6 +371,8 @@ impl Submitter {
 
 impl Drop for Submitter {
     fn drop(&mut self) {
+        // The companion's device work ends before anything of the context goes.
+        drop(self.companion.take());
         let d = &self.gpu.device;
         // SAFETY: every submission was waited for; freeing the pool frees its
         // command buffer.

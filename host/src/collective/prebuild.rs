@@ -1,0 +1,722 @@
+//! Building the host collectives' kernels before their first call.
+//!
+//! A host collective's first call used to link its kernel with the device
+//! library and build its pipeline (on lavapipe 15-30 ms with Mesa's shader cache
+//! warm, 100-600 ms cold, against 0.2-0.5 ms for later calls). At the end of
+//! `init`, [`Context::prebuild_host_kernels`] hands the kernels this program is
+//! likely to call to the process's builder thread, which builds them one at a
+//! time, each exactly as its collective would (same source, name and library),
+//! and publishes them in the context's [`Builds`]: a call whose kernel is built
+//! takes it, a call whose kernel is being built waits for it, and a call whose
+//! kernel the builder has not reached builds it itself (the builder then skips
+//! it). Nothing is built twice.
+//!
+//! **Which kernels.** Each context notes the host kernels the program used and,
+//! when it goes, adds them to the program's *profile*, a small text file beside
+//! the pipeline cache (`prebuild-<program>-<hash>-<PEs>.txt` in the directory of
+//! [`crate::vk::pipeline_cache::cache_dir`]), keyed by the executable's path and
+//! the number of PEs. Later runs build the kernels of the profile, in the order
+//! of their first use: work the program would do anyway, done while it sets up;
+//! a program that uses few collectives costs little, one that uses none costs
+//! nothing. Without a profile (a program's first run, or no cache directory)
+//! the builder guesses the kernels a typical program calls first ([`jobs`]),
+//! but only with CPUs to spare (more CPUs than the job's PEs plus the load
+//! average): 8 PEs starting on 2 cores have none, and guessing there doubled
+//! the time of a test running jobs of 1000 host barriers. The builder runs at
+//! the PE's priority: a call waiting for a kernel it builds must not wait
+//! longer than building it would have taken (a nice builder made such waits
+//! twice as long on a loaded machine).
+//!
+//! **Lifetimes.** The builder holds only the device (an `Arc<Gpu>`), its own
+//! submitter and a small storage buffer for the warm-up dispatch, never the
+//! context or its heap, and drops them after each context's batch. A context's
+//! [`Prebuild`] is owned by the context's submitter
+//! ([`Submitter::set_companion`]): when the context goes, the submitter's drop
+//! stops the batch between two steps of a build (link, pipeline, warm-up) and
+//! waits until the builder has let go of the device, before the heap and the
+//! device go. `finalize` waits for at most one such step.
+//!
+//! [`ENV_PREBUILD`] chooses: `0` nothing is built (nor noted), `1` (the
+//! default) as above, `all` the profile's kernels and every host kernel for the
+//! world team's size, CPUs to spare or not.
+//!
+//! [`Submitter::set_companion`]: crate::vk::submit::Submitter::set_companion
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+
+use vkshmem_device::collectives::{
+    self, HostCollective, Kind, ReduceOp, KINDS, WIDE_REDUCE_MAX_MEMBERS,
+};
+use vkshmem_device::LibraryConfig;
+
+use crate::context::{lock, Context};
+use crate::error::Result;
+use crate::user_kernel::{link, Builds, DeviceKernel, KernelKey};
+use crate::vk::memory::Staging;
+use crate::vk::pipeline_cache;
+use crate::vk::submit::{Submitter, Window};
+use crate::vk::Gpu;
+
+/// Environment variable: which host kernels are built in the background after
+/// `init` (`0`, `1` or `all`; see the module docs).
+pub const ENV_PREBUILD: &str = "VKSHMEM_PREBUILD";
+
+/// Bytes of the buffer bound to every binding of a warm-up dispatch.
+const WARM_UP_BYTES: u64 = 256;
+
+/// The first line of a profile file.
+const PROFILE_HEADER: &str = "vkshmem prebuild profile 1";
+
+/// Larger profile files are ignored (a profile names at most every host
+/// kernel: a few hundred short lines).
+const PROFILE_MAX_BYTES: u64 = 64 << 10;
+
+/// What the background builder builds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Nothing: every kernel is built by its first call.
+    Off,
+    /// The profile's kernels; without one, those a typical program calls
+    /// first when there are CPUs to spare.
+    Typical,
+    /// The profile's kernels and every host collective's kernel for the world
+    /// team.
+    All,
+}
+
+/// The mode [`ENV_PREBUILD`] asks for (`get` reads a variable); an unknown value
+/// is the default, with a warning.
+pub(crate) fn mode(get: impl Fn(&str) -> Option<String>) -> Mode {
+    match get(ENV_PREBUILD).as_deref().map(str::trim) {
+        None | Some("") | Some("1") => Mode::Typical,
+        Some("0") | Some("off") | Some("false") | Some("no") => Mode::Off,
+        Some("all") => Mode::All,
+        Some(other) => {
+            tracing::warn!("{ENV_PREBUILD}={other:?} is not 0, 1 or all: using 1");
+            Mode::Typical
+        }
+    }
+}
+
+/// One kernel to build: its source (the cache key) and its name, both as the
+/// collective that uses it makes them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Job {
+    pub source: String,
+    pub name: String,
+}
+
+fn host(c: HostCollective) -> Job {
+    Job {
+        source: c.source(),
+        name: c.name(),
+    }
+}
+
+/// The wide copy of `blocks` blocks (named as `Context::copy_wide` names it).
+fn wide_copy(blocks: u32) -> Option<Job> {
+    Some(Job {
+        source: collectives::wide_copy_source(blocks)?,
+        name: format!("vkshmem_wide_copy_{blocks}"),
+    })
+}
+
+/// The wide reduction (named as `Context::wide_prepare` names it).
+fn wide_reduce(kind: &Kind, op: ReduceOp, size: u32) -> Option<Job> {
+    Some(Job {
+        source: collectives::wide_reduce_source(kind, op, size)?,
+        name: format!("vkshmem_wide_reduce_{}_{}_{size}", kind.name, op.name()),
+    })
+}
+
+/// The kernels to build for a world team of `size` PEs with library `cfg`, the
+/// likeliest first: the wide paths (what aligned broadcasts, fcollects,
+/// alltoalls and f32 sums take), then the generic movement kernels and the
+/// f32 and i32 reductions; with [`Mode::All`], then every other reduction kind
+/// and every wide reduction.
+pub(crate) fn jobs(mode: Mode, size: u32, cfg: &LibraryConfig) -> Vec<Job> {
+    let kind = |name| collectives::kind(name).expect("a kind of the table");
+    let (f32k, i32k) = (kind("f32"), kind("i32"));
+    let mut jobs: Vec<Job> = Vec::new();
+    if mode == Mode::Off {
+        return jobs;
+    }
+    jobs.extend(wide_copy(1));
+    jobs.extend(wide_reduce(&f32k, ReduceOp::Sum, size));
+    jobs.extend(wide_copy(size));
+    jobs.push(host(HostCollective::Broadcast));
+    jobs.push(host(HostCollective::Reduce(f32k)));
+    jobs.push(host(HostCollective::Fcollect));
+    jobs.push(host(HostCollective::Alltoall));
+    jobs.push(host(HostCollective::Collect));
+    jobs.push(host(HostCollective::Alltoalls));
+    jobs.push(host(HostCollective::Reduce(i32k)));
+    if mode == Mode::All {
+        for k in KINDS.iter().filter(|k| collectives::kind_available(cfg, k)) {
+            jobs.push(host(HostCollective::Reduce(*k)));
+        }
+        for k in KINDS.iter().filter(|k| k.bytes == 4) {
+            for op in ReduceOp::ALL {
+                jobs.extend(wide_reduce(k, op, size));
+            }
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    jobs.retain(|j| seen.insert(j.source.clone()));
+    jobs
+}
+
+/// The job of the host kernel called `name`, for a library `cfg` (the
+/// collectives' names are unique: `vkshmem_<collective>`, `vkshmem_reduce_<kind>`,
+/// `vkshmem_wide_copy_<blocks>`, `vkshmem_wide_reduce_<kind>_<op>_<members>`);
+/// `None` for any other name.
+pub(crate) fn job_named(name: &str, cfg: &LibraryConfig) -> Option<Job> {
+    let movement = [
+        HostCollective::Broadcast,
+        HostCollective::Fcollect,
+        HostCollective::Collect,
+        HostCollective::Alltoall,
+        HostCollective::Alltoalls,
+    ];
+    if let Some(c) = movement.into_iter().find(|c| c.name() == name) {
+        return Some(host(c));
+    }
+    if let Some(k) = name.strip_prefix("vkshmem_reduce_") {
+        let kind = collectives::kind(k).filter(|k| collectives::kind_available(cfg, k))?;
+        return Some(host(HostCollective::Reduce(kind)));
+    }
+    let size = |s: &str| {
+        s.parse::<u32>()
+            .ok()
+            .filter(|n| (1..=WIDE_REDUCE_MAX_MEMBERS).contains(n))
+    };
+    if let Some(n) = name.strip_prefix("vkshmem_wide_copy_") {
+        return wide_copy(size(n)?);
+    }
+    let rest = name.strip_prefix("vkshmem_wide_reduce_")?;
+    let mut parts = rest.splitn(3, '_');
+    let (k, op, n) = (parts.next()?, parts.next()?, parts.next()?);
+    let kind = collectives::kind(k)?;
+    let op = ReduceOp::ALL.into_iter().find(|o| o.name() == op)?;
+    wide_reduce(&kind, op, size(n)?)
+}
+
+/// The host kernels a program used in earlier runs, in the order of first use.
+struct Profile {
+    file: PathBuf,
+    /// What the file held (`None`: no file yet).
+    names: Option<Vec<String>>,
+}
+
+/// The profile file of the program at `exe` in jobs of `npes` PEs.
+fn profile_path(dir: &Path, exe: &Path, npes: u32) -> PathBuf {
+    // FNV-1a of the path: a short, stable name.
+    let h = exe
+        .as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+            (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+    let stem = exe
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+        .take(40)
+        .collect::<String>();
+    dir.join(format!("prebuild-{stem}-{h:016x}-{npes}.txt"))
+}
+
+/// The kernel names of profile text (`None`: not a profile).
+fn parse_profile(text: &str) -> Option<Vec<String>> {
+    let mut lines = text.lines();
+    if lines.next()? != PROFILE_HEADER {
+        return None;
+    }
+    let mut names: Vec<String> = Vec::new();
+    for l in lines.map(str::trim).filter(|l| !l.is_empty()) {
+        if !names.iter().any(|n| n == l) {
+            names.push(l.to_string());
+        }
+    }
+    Some(names)
+}
+
+/// Profile text naming `names`.
+fn format_profile(names: &[String]) -> String {
+    let mut s = format!("{PROFILE_HEADER}\n");
+    for n in names {
+        s.push_str(n);
+        s.push('\n');
+    }
+    s
+}
+
+impl Profile {
+    /// The profile of this program for `npes` PEs, when there is a cache
+    /// directory (a file that cannot be read is logged and counts as none).
+    fn load(npes: u32) -> Option<Profile> {
+        let dir = pipeline_cache::cache_dir(|k| std::env::var(k).ok())?;
+        let exe = std::env::current_exe().ok()?;
+        let file = profile_path(&dir, &exe, npes);
+        let read = || -> std::io::Result<String> {
+            if std::fs::metadata(&file)?.len() > PROFILE_MAX_BYTES {
+                return Err(std::io::Error::other("too large"));
+            }
+            std::fs::read_to_string(&file)
+        };
+        let names = match read() {
+            Ok(text) => parse_profile(&text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => {
+                tracing::debug!("cannot read the prebuild profile {file:?}: {e}");
+                None
+            }
+        };
+        Some(Profile { file, names })
+    }
+
+    /// Adds the kernels `used` (in order) to the profile's file, unless it
+    /// names them all already. Errors are logged and ignored.
+    fn save(&self, used: &[String]) {
+        let mut names = self.names.clone().unwrap_or_default();
+        let before = names.len();
+        for u in used {
+            if !names.contains(u) {
+                names.push(u.clone());
+            }
+        }
+        if self.names.is_some() && names.len() == before {
+            return;
+        }
+        match pipeline_cache::write_atomic(&self.file, format_profile(&names).as_bytes()) {
+            Ok(()) => tracing::debug!(kernels = names.len(), "saved {:?}", self.file),
+            Err(e) => tracing::debug!("cannot save the prebuild profile {:?}: {e}", self.file),
+        }
+    }
+}
+
+/// Notes, for the profile, that the program used the kernel `name` built from
+/// `source` (kernels other than the host collectives' are not noted).
+pub(crate) fn note_use(builds: &Builds, source: &str, name: &str) {
+    if job_named(name, &builds.cfg).is_some_and(|j| j.source == source) {
+        builds.note(name);
+    }
+}
+
+/// One context's kernels to build, queued for the builder thread.
+struct Batch {
+    builds: Arc<Builds>,
+    gpu: Arc<Gpu>,
+    jobs: Vec<Job>,
+    ended: Arc<Ended>,
+}
+
+/// Whether the builder thread is done with a batch (built it, gave up, or
+/// dropped it unstarted).
+#[derive(Default)]
+struct Ended {
+    done: Mutex<bool>,
+    changed: Condvar,
+}
+
+impl Ended {
+    fn set(&self) {
+        *lock(&self.done) = true;
+        self.changed.notify_all();
+    }
+
+    fn wait(&self) {
+        let mut done = lock(&self.done);
+        while !*done {
+            done = self.changed.wait(done).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+/// The batches waiting for the builder thread.
+static QUEUE: Mutex<VecDeque<Batch>> = Mutex::new(VecDeque::new());
+/// Signalled when a batch is queued.
+static QUEUED: Condvar = Condvar::new();
+/// Whether the builder thread runs (started at the first batch).
+static BUILDER: OnceLock<bool> = OnceLock::new();
+
+/// One context's background builds: owned by the context's submitter; dropping
+/// it stops them, waits until the builder thread no longer uses the device for
+/// this context, and saves the profile.
+pub(crate) struct Prebuild {
+    pub(crate) builds: Arc<Builds>,
+    ended: Arc<Ended>,
+    profile: Option<Profile>,
+}
+
+impl Drop for Prebuild {
+    fn drop(&mut self) {
+        self.builds.cancel.store(true, Ordering::Relaxed);
+        // Not started yet: take it off the queue (its Arcs drop here).
+        let unstarted = {
+            let mut q = lock(&QUEUE);
+            let at = q.iter().position(|b| Arc::ptr_eq(&b.ended, &self.ended));
+            at.and_then(|i| q.remove(i))
+        };
+        match unstarted {
+            Some(batch) => drop(batch),
+            None => self.ended.wait(),
+        }
+        if let Some(p) = &self.profile {
+            p.save(&self.builds.used());
+        }
+    }
+}
+
+impl Context {
+    /// Starts building, on the process's builder thread, the host collectives'
+    /// kernels this program is likely to call (see the module docs and
+    /// [`ENV_PREBUILD`]). Called once, at the end of `init`; returns at once. A
+    /// failure to start is logged and leaves every kernel to its first call.
+    pub(crate) fn prebuild_host_kernels(&self) {
+        let mode = mode(|k| std::env::var(k).ok());
+        if mode == Mode::Off || self.builds().is_some() {
+            return;
+        }
+        let cfg = match self.library_config() {
+            Ok(cfg) => cfg,
+            Err(e) => {
+                tracing::debug!("no kernels built in the background: {e}");
+                return;
+            }
+        };
+        let profile = Profile::load(self.n_pes());
+        // Kernels no profile asks for are a guess: built only with CPUs to
+        // spare (the PEs of a job all run on this node).
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let load = std::fs::read_to_string("/proc/loadavg")
+            .ok()
+            .and_then(|l| l.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0.0);
+        let spare = cpus_to_spare(self.n_pes(), cpus, load);
+        let mut todo = match (mode, profile.as_ref().and_then(|p| p.names.as_ref())) {
+            (Mode::Typical, Some(_)) => Vec::new(),
+            (Mode::Typical, None) if !spare => Vec::new(),
+            (m, _) => jobs(m, self.n_pes(), &cfg),
+        };
+        if let Some(names) = profile.as_ref().and_then(|p| p.names.as_ref()) {
+            // The profile's kernels first (in the order of their first use).
+            let known: Vec<Job> = names.iter().filter_map(|n| job_named(n, &cfg)).collect();
+            todo.retain(|j| !known.contains(j));
+            todo.splice(0..0, known);
+        }
+        let builds = Arc::new(Builds::new(cfg));
+        let ended = Arc::new(Ended::default());
+        let queued = !todo.is_empty() && builder_runs();
+        if !queued {
+            ended.set();
+        }
+        // The companion is in place before the builder can publish anything.
+        lock(&self.inner.submit).set_companion(Box::new(Prebuild {
+            builds: builds.clone(),
+            ended: ended.clone(),
+            profile,
+        }));
+        if queued {
+            tracing::debug!(
+                kernels = todo.len(),
+                "building host kernels in the background"
+            );
+            lock(&QUEUE).push_back(Batch {
+                builds,
+                gpu: self.inner.gpu.clone(),
+                jobs: todo,
+                ended,
+            });
+            QUEUED.notify_one();
+        }
+    }
+}
+
+/// Whether a node of `cpus` CPUs with a 1-minute load average of `load` has
+/// CPUs to spare for a job of `npes` PEs: more CPUs than both together.
+fn cpus_to_spare(npes: u32, cpus: usize, load: f64) -> bool {
+    npes as f64 + load < cpus as f64
+}
+
+/// Starts the builder thread if it is not running; whether it runs.
+fn builder_runs() -> bool {
+    *BUILDER.get_or_init(|| {
+        let spawned = std::thread::Builder::new()
+            .name("vkshmem-prebuild".into())
+            .spawn(builder);
+        if let Err(e) = &spawned {
+            tracing::debug!("cannot start the kernel builder thread: {e}");
+        }
+        spawned.is_ok()
+    })
+}
+
+/// The builder thread: one per process, idle between batches and holding
+/// nothing of a context then. One thread, not one per context: no thread is
+/// started per `init`, and the memory its malloc arena keeps for reuse after a
+/// link (glibc; about 3.5 MiB here) is paid once.
+fn builder() {
+    loop {
+        let batch = {
+            let mut q = lock(&QUEUE);
+            loop {
+                match q.pop_front() {
+                    Some(b) => break b,
+                    None => q = QUEUED.wait(q).unwrap_or_else(|p| p.into_inner()),
+                }
+            }
+        };
+        let Batch {
+            builds,
+            gpu,
+            jobs,
+            ended,
+        } = batch;
+        // A panic is a failed build (its claim is given up as it unwinds):
+        // the thread goes on serving other contexts.
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if !builds.cancelled() {
+                run(&builds, &gpu, &jobs);
+            }
+        }));
+        if ran.is_err() {
+            tracing::debug!("a background kernel build panicked");
+        }
+        // The device and the kernels go before the context may go on: the
+        // context's thread, not this one, must drop the last of them.
+        drop((builds, gpu, jobs));
+        ended.set();
+    }
+}
+
+/// Builds `jobs` in order for one context, skipping those a call claimed,
+/// until done or cancelled.
+fn run(builds: &Builds, gpu: &Arc<Gpu>, jobs: &[Job]) {
+    let started = std::time::Instant::now();
+    let setup = Submitter::new(gpu).and_then(|s| Ok((s, Staging::storage(gpu, WARM_UP_BYTES)?)));
+    let (mut submit, scratch) = match setup {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::debug!("the kernel builder cannot start: {e}");
+            return;
+        }
+    };
+    let window = Window {
+        buffer: scratch.buffer,
+        offset: 0,
+        range: WARM_UP_BYTES,
+    };
+    let mut built = 0;
+    for job in jobs {
+        if builds.cancelled() {
+            break;
+        }
+        let key: KernelKey = (job.source.clone(), None);
+        let Some(claim) = builds.claim_new(&key) else {
+            continue;
+        };
+        let mut step = || -> Result<Option<DeviceKernel>> {
+            let linked = link(gpu, &builds.cfg, &job.source, None, &job.name)?;
+            if builds.cancelled() {
+                return Ok(None);
+            }
+            let k = DeviceKernel::build(gpu, &builds.cfg, linked, &job.name)?;
+            if builds.cancelled() {
+                return Ok(None);
+            }
+            k.warm_up_with(&mut submit, window)?;
+            Ok(Some(k))
+        };
+        match step() {
+            Ok(Some(k)) => {
+                claim.done(Arc::new(k));
+                built += 1;
+            }
+            Ok(None) => break,
+            // The call that needs it builds it again and reports the error.
+            Err(e) => tracing::debug!(kernel = job.name, "background build failed: {e}"),
+        }
+    }
+    tracing::debug!(
+        built,
+        of = jobs.len(),
+        ms = started.elapsed().as_millis() as u64,
+        "background kernel builds"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(npes: u32) -> LibraryConfig {
+        LibraryConfig {
+            my_pe: 0,
+            n_pes: npes,
+            heap_bytes: 1 << 26,
+            max_binding_bytes: 1 << 27,
+            int64: true,
+            float64: true,
+            divergent_fences: true,
+            loop_cap: false,
+        }
+    }
+
+    #[test]
+    fn the_modes_come_from_the_environment() {
+        let with = |v: Option<&'static str>| move |_: &str| v.map(String::from);
+        assert_eq!(mode(with(None)), Mode::Typical);
+        assert_eq!(mode(with(Some("1"))), Mode::Typical);
+        assert_eq!(mode(with(Some("0"))), Mode::Off);
+        assert_eq!(mode(with(Some("all"))), Mode::All);
+        assert_eq!(mode(with(Some("sometimes"))), Mode::Typical);
+    }
+
+    #[test]
+    fn jobs_are_named_and_keyed_as_the_collectives_make_them() {
+        assert!(jobs(Mode::Off, 4, &cfg(4)).is_empty());
+        let typical = jobs(Mode::Typical, 4, &cfg(4));
+        let names: Vec<_> = typical.iter().map(|j| j.name.as_str()).collect();
+        assert_eq!(
+            names[..4],
+            [
+                "vkshmem_wide_copy_1",
+                "vkshmem_wide_reduce_f32_sum_4",
+                "vkshmem_wide_copy_4",
+                "vkshmem_broadcast"
+            ]
+        );
+        let b = HostCollective::Broadcast;
+        assert!(typical.contains(&Job {
+            source: b.source(),
+            name: b.name()
+        }));
+        // One PE: the wide copy of one block is listed once.
+        let one = jobs(Mode::Typical, 1, &cfg(1));
+        assert_eq!(
+            one.iter()
+                .filter(|j| j.name.starts_with("vkshmem_wide_copy"))
+                .count(),
+            1
+        );
+        // Past the wide paths' limit of members, only a broadcast (one block)
+        // takes a wide path.
+        let big = jobs(Mode::Typical, 16, &cfg(16));
+        let wide: Vec<_> = big.iter().filter(|j| j.name.contains("wide")).collect();
+        assert_eq!(wide.len(), 1);
+        assert_eq!(wide[0].name, "vkshmem_wide_copy_1");
+        let all = jobs(Mode::All, 4, &cfg(4));
+        assert!(all.len() > typical.len());
+        let mut sources: Vec<_> = all.iter().map(|j| &j.source).collect();
+        sources.sort();
+        sources.dedup();
+        assert_eq!(sources.len(), all.len());
+        // No 64-bit reductions without 64-bit shader support.
+        let mut small = cfg(4);
+        small.int64 = false;
+        small.float64 = false;
+        assert!(jobs(Mode::All, 4, &small)
+            .iter()
+            .all(|j| !j.name.ends_with("64")));
+    }
+
+    #[test]
+    fn every_host_kernel_is_found_by_its_name() {
+        let c = cfg(4);
+        let all = jobs(Mode::All, 4, &c);
+        for j in &all {
+            assert_eq!(job_named(&j.name, &c).as_ref(), Some(j), "{}", j.name);
+        }
+        // Other team sizes, and names that are not host kernels.
+        let j = job_named("vkshmem_wide_reduce_i32_xor_7", &c).unwrap();
+        assert_eq!(
+            j.source,
+            collectives::wide_reduce_source(&collectives::kind("i32").unwrap(), ReduceOp::Xor, 7)
+                .unwrap()
+        );
+        for name in [
+            "vkshmem_wide_copy_0",
+            "vkshmem_wide_copy_9",
+            "vkshmem_wide_reduce_f32_xor_2",
+            "vkshmem_wide_reduce_f64_sum_2",
+            "vkshmem_reduce_f16",
+            "vkshmem_gather",
+            "count_in",
+        ] {
+            assert!(job_named(name, &c).is_none(), "{name}");
+        }
+        let mut small = c;
+        small.int64 = false;
+        assert!(job_named("vkshmem_reduce_u64", &small).is_none());
+    }
+
+    #[test]
+    fn guesses_need_cpus_to_spare() {
+        assert!(cpus_to_spare(1, 2, 0.2));
+        assert!(!cpus_to_spare(2, 2, 0.0));
+        assert!(!cpus_to_spare(1, 2, 1.5));
+        assert!(cpus_to_spare(8, 64, 20.0));
+        assert!(!cpus_to_spare(8, 2, 0.0));
+    }
+
+    #[test]
+    fn profiles_round_trip() {
+        let names = vec!["vkshmem_broadcast".to_string(), "x".to_string()];
+        let text = format_profile(&names);
+        assert_eq!(parse_profile(&text), Some(names));
+        assert_eq!(parse_profile(""), None);
+        assert_eq!(parse_profile("something else\nvkshmem_broadcast\n"), None);
+        let dup = format!("{PROFILE_HEADER}\na\n\n b \na\n");
+        assert_eq!(parse_profile(&dup), Some(vec!["a".into(), "b".into()]));
+        let p = profile_path(Path::new("/c"), Path::new("/bin/my prog!"), 8);
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            name.starts_with("prebuild-myprog-") && name.ends_with("-8.txt"),
+            "{name}"
+        );
+        assert_ne!(
+            p,
+            profile_path(Path::new("/c"), Path::new("/usr/bin/my prog!"), 8)
+        );
+        assert_ne!(
+            p,
+            profile_path(Path::new("/c"), Path::new("/bin/my prog!"), 4)
+        );
+    }
+
+    #[test]
+    fn saving_a_profile_adds_the_kernels_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("p.txt");
+        let p = Profile {
+            file: file.clone(),
+            names: None,
+        };
+        // No file yet: saved even when nothing was used.
+        p.save(&[]);
+        assert_eq!(
+            parse_profile(&std::fs::read_to_string(&file).unwrap()),
+            Some(vec![])
+        );
+        let p = Profile {
+            file: file.clone(),
+            names: Some(vec!["a".into()]),
+        };
+        p.save(&["b".into(), "a".into()]);
+        assert_eq!(
+            parse_profile(&std::fs::read_to_string(&file).unwrap()),
+            Some(vec!["a".into(), "b".into()])
+        );
+        // Nothing new: the file is left alone.
+        std::fs::write(&file, "changed").unwrap();
+        p.save(&["a".into()]);
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "changed");
+    }
+}
