@@ -574,6 +574,9 @@ fn main() -> anyhow::Result<()> {
         }
     }
     let ctx = vkshmem::init()?;
+    // Kernels still being built in the background would share the CPU with
+    // the timed calls.
+    ctx.wait_background_builds();
     let (team, members) = make_team(&ctx, &args.team)?;
     if args.root as usize >= members.len() {
         bail!("--root {}: the team has {} PEs", args.root, members.len());

@@ -439,6 +439,21 @@ impl Context {
     }
 }
 
+impl Context {
+    /// Waits until the builder thread has built the host kernels it was given
+    /// for this context after `init` (see `VKSHMEM_PREBUILD`); returns at once
+    /// when there were none. Benchmarks call it so that no background
+    /// compilation shares the CPU with what they time.
+    pub fn wait_background_builds(&self) {
+        let ended = lock(&self.inner.submit)
+            .companion::<Prebuild>()
+            .map(|p| p.ended.clone());
+        if let Some(e) = ended {
+            e.wait();
+        }
+    }
+}
+
 /// Whether a node of `cpus` CPUs with a 1-minute load average of `load` has
 /// CPUs to spare for a job of `npes` PEs: more CPUs than both together.
 fn cpus_to_spare(npes: u32, cpus: usize, load: f64) -> bool {
