@@ -1,0 +1,143 @@
+//! Host alltoall and alltoalls: block `j` of every member's dest from member
+//! `j` ([`Context::alltoall`], [`Context::alltoalls`]).
+
+use bytemuck::Pod;
+use vkshmem_device::collectives::HostCollective;
+
+use super::{Desc, Members, Which};
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::symbuf::SymSlice;
+use crate::team::Team;
+
+impl Context {
+    /// Block `j` (of `nelems` elements) of `dest` on every member gets block `me`
+    /// of member `j`'s `source` (`shmem_alltoall`). Collective; both objects hold
+    /// `nelems` times the team's size.
+    ///
+    /// ```no_run
+    /// # fn main() -> vkshmem_host::Result<()> {
+    /// use vkshmem_host::{Context, Team};
+    /// let ctx = Context::init()?;
+    /// let n = ctx.n_pes() as usize;
+    /// let out = ctx.malloc::<u64>(n)?; // one token for each PE (MoE dispatch)
+    /// let inbox = ctx.malloc::<u64>(n)?;
+    /// let me = ctx.my_pe() as u64;
+    /// out.write(&(0..n as u64).map(|to| me * 100 + to).collect::<Vec<_>>())?;
+    /// ctx.alltoall(Team::WORLD, &inbox.as_slice(), &out.as_slice(), 1)?;
+    /// assert_eq!(inbox.to_vec()?[0], me); // from PE 0: 0 * 100 + me
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Context::fcollect`].
+    pub fn alltoall<T: Pod>(
+        &self,
+        team: Team,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nelems: usize,
+    ) -> Result<()> {
+        let m = self.members(team)?;
+        self.alltoall_inner(m, dest, source, nelems)
+    }
+
+    pub(crate) fn alltoall_inner<T: Pod>(
+        &self,
+        m: Members,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nelems: usize,
+    ) -> Result<()> {
+        let size = m.shape.size as u64;
+        self.blocks_inner(m, Which::Alltoall, dest, source, nelems, size)
+    }
+
+    /// [`Context::alltoall`] over bytes (`shmem_alltoallmem`).
+    ///
+    /// # Errors
+    /// As [`Context::alltoall`].
+    pub fn alltoallmem(
+        &self,
+        team: Team,
+        dest: &SymSlice<u8>,
+        source: &SymSlice<u8>,
+        nbytes: usize,
+    ) -> Result<()> {
+        self.alltoall(team, dest, source, nbytes)
+    }
+
+    /// Strided [`Context::alltoall`] (`shmem_alltoalls`): element `k` of block `j`
+    /// is at `dest[(j * nelems + k) * dst]`, and comes from
+    /// `source[(me * nelems + k) * sst]` of member `j`. Strides are in elements, at
+    /// least 1. Collective.
+    ///
+    /// # Errors
+    /// As [`Context::alltoall`]; [`Error::InvalidArgument`] (on every member) for a
+    /// zero stride, strides whose span overflows, or elements that are not 1, 2, 4
+    /// or 8 bytes.
+    pub fn alltoalls<T: Pod>(
+        &self,
+        team: Team,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        dst: usize,
+        sst: usize,
+        nelems: usize,
+    ) -> Result<()> {
+        let m = self.members(team)?;
+        self.alltoalls_inner(m, dest, source, dst, sst, nelems)
+    }
+
+    pub(crate) fn alltoalls_inner<T: Pod>(
+        &self,
+        m: Members,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        dst: usize,
+        sst: usize,
+        nelems: usize,
+    ) -> Result<()> {
+        let es = std::mem::size_of::<T>() as u32;
+        let n = nelems as u64;
+        let size = m.shape.size as u64;
+        // Elements spanned: the last element of the last block, plus one.
+        let span = |stride: u64| -> Option<u64> {
+            if n == 0 {
+                Some(0)
+            } else {
+                (size.checked_mul(n)? - 1)
+                    .checked_mul(stride)?
+                    .checked_add(1)
+            }
+        };
+        let (dspan, sspan) = (span(dst as u64), span(sst as u64));
+        let local = if dst == 0 || sst == 0 {
+            Err(Error::InvalidArgument(format!(
+                "alltoalls: strides must be at least 1 (dst {dst}, sst {sst})"
+            )))
+        } else if es > 8 || !es.is_power_of_two() {
+            Err(Error::InvalidArgument(format!(
+                "alltoalls: elements of 1, 2, 4 or 8 bytes, not {es}"
+            )))
+        } else if let (Some(ds), Some(ss)) = (dspan, sspan) {
+            self.check_sym("alltoalls dest", dest, ds)
+                .and_then(|_| self.check_sym("alltoalls source", source, ss))
+        } else {
+            Err(Error::InvalidArgument(format!(
+                "alltoalls: strides {dst}, {sst} with {nelems} elements overflow"
+            )))
+        };
+        let mut desc = Desc::new::<T>(Which::Alltoalls, dest.offset(), source.offset(), n);
+        desc.dst = dst as u64;
+        desc.sst = sst as u64;
+        self.run_collective(&m, desc, local, true, None, |_| {
+            let mut a = Self::host_args(&m, dest, source);
+            a.n = n as u32;
+            a.x = es;
+            a.y = dst as u32;
+            a.z = sst as u32;
+            Ok(Some((HostCollective::Alltoalls, a, n * size)))
+        })
+    }
+}

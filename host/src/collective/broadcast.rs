@@ -1,0 +1,119 @@
+//! Host broadcast: one member's data to every member ([`Context::broadcast`]).
+
+use bytemuck::Pod;
+use vkshmem_device::collectives::HostCollective;
+
+use super::{nonzero, Desc, Members, Small, Which};
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::symbuf::SymSlice;
+use crate::team::Team;
+
+impl Context {
+    /// Copies `nelems` elements of `source` on the team's PE `root` into `dest` on
+    /// every member of `team` (the root included): `shmem_broadcast`. Collective.
+    ///
+    /// ```no_run
+    /// # fn main() -> vkshmem_host::Result<()> {
+    /// use vkshmem_host::{Context, Team};
+    /// let ctx = Context::init()?;
+    /// let src = ctx.malloc::<f32>(4)?;
+    /// let dst = ctx.malloc::<f32>(4)?;
+    /// src.write(&[ctx.my_pe() as f32; 4])?;
+    /// ctx.broadcast(Team::WORLD, &dst.as_slice(), &src.as_slice(), 4, 0)?;
+    /// assert_eq!(dst.to_vec()?, vec![0.0; 4]); // PE 0's data everywhere
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an invalid or destroyed team (on this PE,
+    /// before any communication) and, on every member, for a root outside the
+    /// team, objects that do not hold `nelems` elements, lie outside the heap's
+    /// allocatable part or its first 4 GiB, are not aligned to the element size or
+    /// have a zero-sized element type, or members passing different arguments;
+    /// [`Error::PeerFailed`] when a member dies, [`Error::Broken`] after a failed
+    /// launch, [`Error::Device`] and Vulkan errors from the data movement.
+    pub fn broadcast<T: Pod>(
+        &self,
+        team: Team,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nelems: usize,
+        root: u32,
+    ) -> Result<()> {
+        self.broadcast_inner(self.members(team)?, dest, source, nelems, root, false)
+    }
+
+    /// [`Context::broadcast`] over bytes (`shmem_broadcastmem`): `nbytes` bytes.
+    ///
+    /// # Errors
+    /// As [`Context::broadcast`].
+    pub fn broadcastmem(
+        &self,
+        team: Team,
+        dest: &SymSlice<u8>,
+        source: &SymSlice<u8>,
+        nbytes: usize,
+        root: u32,
+    ) -> Result<()> {
+        self.broadcast(team, dest, source, nbytes, root)
+    }
+
+    pub(crate) fn broadcast_inner<T: Pod>(
+        &self,
+        m: Members,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nelems: usize,
+        root: u32,
+        skip_root: bool,
+    ) -> Result<()> {
+        let es = std::mem::size_of::<T>() as u32;
+        let n = nelems as u64;
+        let local = self
+            .check_sym("broadcast dest", dest, n)
+            .and_then(|_| self.check_sym("broadcast source", source, n))
+            .and_then(|_| {
+                if root >= m.shape.size {
+                    Err(Error::InvalidArgument(format!(
+                        "broadcast: root {root} is not a PE of the team (size {})",
+                        m.shape.size
+                    )))
+                } else {
+                    Ok(())
+                }
+            });
+        let mut desc = Desc::new::<T>(Which::Broadcast, dest.offset(), source.offset(), n);
+        desc.root = root;
+        desc.skip_root = u32::from(skip_root);
+        let small = Small {
+            src: source.offset(),
+            bytes: if m.me == root {
+                n.saturating_mul(es as u64)
+            } else {
+                0
+            },
+            size: n.saturating_mul(es as u64),
+            reduce: None,
+        };
+        self.run_collective(&m, desc, local, true, Some(small), |_| {
+            let bytes = n * es as u64;
+            if skip_root && m.me == root {
+                return Ok(None);
+            }
+            let from = [m.shape.member(root)];
+            if self.copy_wide(&from, bytes, source.offset(), dest.offset())? {
+                return Ok(None);
+            }
+            let mut a = Self::host_args(&m, dest, source);
+            a.n = bytes as u32;
+            a.x = root;
+            a.y = u32::from(skip_root);
+            Ok(Some((
+                HostCollective::Broadcast,
+                a,
+                nonzero(bytes, bytes.div_ceil(4) + 1),
+            )))
+        })
+    }
+}

@@ -1,0 +1,198 @@
+//! Host fcollect and collect: every member's data, concatenated in team order,
+//! to every member ([`Context::fcollect`], [`Context::collect`]); also the block
+//! movement fcollect shares with alltoall.
+
+use bytemuck::Pod;
+use vkshmem_device::collectives::HostCollective;
+
+use super::collect_total;
+use super::{nonzero, Desc, Members, Small, Which};
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::symbuf::SymSlice;
+use crate::team::Team;
+use vkshmem_device::layout;
+
+impl Context {
+    /// Concatenates `nelems` elements of every member's `source`, in team order,
+    /// into `dest` on every member (`shmem_fcollect`). Collective; `nelems` must be
+    /// the same on every member.
+    ///
+    /// ```no_run
+    /// # fn main() -> vkshmem_host::Result<()> {
+    /// use vkshmem_host::{Context, Team};
+    /// let ctx = Context::init()?;
+    /// let n = ctx.n_pes() as usize;
+    /// let mine = ctx.malloc::<u32>(2)?;
+    /// let all = ctx.malloc::<u32>(2 * n)?;
+    /// mine.write(&[ctx.my_pe(), 7])?;
+    /// ctx.fcollect(Team::WORLD, &all.as_slice(), &mine.as_slice(), 2)?;
+    /// assert_eq!(all.to_vec()?[2], 1); // PE 1's first element, on every PE
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Context::broadcast`] (without the root); members passing different
+    /// `nelems`, or `nelems` times the team's size overflowing, is an
+    /// [`Error::InvalidArgument`] on every member.
+    pub fn fcollect<T: Pod>(
+        &self,
+        team: Team,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nelems: usize,
+    ) -> Result<()> {
+        let m = self.members(team)?;
+        self.fcollect_inner(m, dest, source, nelems)
+    }
+
+    pub(crate) fn fcollect_inner<T: Pod>(
+        &self,
+        m: Members,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nelems: usize,
+    ) -> Result<()> {
+        self.blocks_inner(m, Which::Fcollect, dest, source, nelems, 1)
+    }
+
+    /// fcollect and alltoall: every member's dest gets `size` blocks of `nelems`
+    /// elements; the source holds `source_blocks` blocks (1 or `size`).
+    pub(super) fn blocks_inner<T: Pod>(
+        &self,
+        m: Members,
+        which: Which,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nelems: usize,
+        source_blocks: u64,
+    ) -> Result<()> {
+        let es = std::mem::size_of::<T>() as u32;
+        let n = nelems as u64;
+        let size = m.shape.size as u64;
+        let name = which.name();
+        let local = match (n.checked_mul(size), n.checked_mul(source_blocks)) {
+            (Some(d), Some(s)) => self
+                .check_sym(&format!("{name} dest"), dest, d)
+                .and_then(|_| self.check_sym(&format!("{name} source"), source, s)),
+            _ => Err(Error::InvalidArgument(format!(
+                "{name}: {nelems} elements times {size} members overflow"
+            ))),
+        };
+        let desc = Desc::new::<T>(which, dest.offset(), source.offset(), n);
+        let kernel = match which {
+            Which::Fcollect => HostCollective::Fcollect,
+            _ => HostCollective::Alltoall,
+        };
+        let small = Small {
+            src: source.offset(),
+            bytes: n.saturating_mul(es as u64).saturating_mul(source_blocks),
+            size: n.saturating_mul(es as u64).saturating_mul(source_blocks),
+            reduce: None,
+        };
+        self.run_collective(&m, desc, local, true, Some(small), |_| {
+            let bytes = n * es as u64;
+            // fcollect pulls every member's source, alltoall block `me` of it.
+            let from: Vec<u32> = m.shape.members().collect();
+            let at = match which {
+                Which::Fcollect => source.offset(),
+                _ => source.offset() + m.me as u64 * bytes,
+            };
+            if self.copy_wide(&from, bytes, at, dest.offset())? {
+                return Ok(None);
+            }
+            let mut a = Self::host_args(&m, dest, source);
+            a.n = bytes as u32;
+            Ok(Some((
+                kernel,
+                a,
+                nonzero(bytes, (bytes * size).div_ceil(4) + size),
+            )))
+        })
+    }
+
+    /// [`Context::fcollect`] over bytes (`shmem_fcollectmem`).
+    ///
+    /// # Errors
+    /// As [`Context::fcollect`].
+    pub fn fcollectmem(
+        &self,
+        team: Team,
+        dest: &SymSlice<u8>,
+        source: &SymSlice<u8>,
+        nbytes: usize,
+    ) -> Result<()> {
+        self.fcollect(team, dest, source, nbytes)
+    }
+
+    /// Concatenates every member's `source` (this member gives `nelems` elements;
+    /// the counts may differ), in team order, into `dest` on every member
+    /// (`shmem_collect`). Collective. `dest` must hold the sum of the counts.
+    ///
+    /// # Errors
+    /// As [`Context::broadcast`] (without the root); a member whose `dest` does not
+    /// hold the sum of the counts is an [`Error::InvalidArgument`] on every member.
+    pub fn collect<T: Pod>(
+        &self,
+        team: Team,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nelems: usize,
+    ) -> Result<()> {
+        let m = self.members(team)?;
+        self.collect_inner(m, dest, source, nelems)
+    }
+
+    pub(crate) fn collect_inner<T: Pod>(
+        &self,
+        m: Members,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nelems: usize,
+    ) -> Result<()> {
+        let es = std::mem::size_of::<T>() as u32;
+        let n = nelems as u64;
+        let local = self.check_sym("collect source", source, n).and_then(|_| {
+            // The total is known after the agreement; the dest must at least
+            // hold this PE's own part.
+            self.check_sym("collect dest", dest, n)
+        });
+        let mut desc = Desc::new::<T>(Which::Collect, dest.offset(), source.offset(), n);
+        desc.cap = dest.len() as u64;
+        let small = Small {
+            src: source.offset(),
+            bytes: n.saturating_mul(es as u64),
+            size: n.saturating_mul(es as u64),
+            reduce: None,
+        };
+        self.run_collective(&m, desc, local, false, Some(small), |all| {
+            let counts: Vec<u64> = all.iter().map(|d| d.nelems * es as u64).collect();
+            let total = collect_total(all)? * es as u64;
+            self.check_sym("collect dest", dest, total / es as u64)?;
+            let words: Vec<u32> = counts.iter().map(|&c| c as u32).collect();
+            let at = layout::host_counts_word(self.n_pes());
+            self.write_bytes(self.my_pe(), at as u64 * 4, bytemuck::cast_slice(&words))?;
+            let mut a = Self::host_args(&m, dest, source);
+            a.x = at;
+            Ok(Some((
+                HostCollective::Collect,
+                a,
+                nonzero(total, total.div_ceil(4) + m.shape.size as u64),
+            )))
+        })
+    }
+
+    /// [`Context::collect`] over bytes (`shmem_collectmem`).
+    ///
+    /// # Errors
+    /// As [`Context::collect`].
+    pub fn collectmem(
+        &self,
+        team: Team,
+        dest: &SymSlice<u8>,
+        source: &SymSlice<u8>,
+        nbytes: usize,
+    ) -> Result<()> {
+        self.collect(team, dest, source, nbytes)
+    }
+}
