@@ -66,8 +66,11 @@ pub const COLUMNS: [&str; 15] = [
 pub struct Floors {
     /// Copy kernel bandwidth, bytes read plus written per second.
     pub copy_bps: f64,
-    /// One empty submit-and-wait, µs.
+    /// One empty submit-and-wait, µs (the reporter alone).
     pub empty_submit_us: f64,
+    /// One empty submit-and-wait while every PE submits at once, µs (what a
+    /// host collective's kernel path pays on a shared device).
+    pub empty_submit_all_us: f64,
     /// One round of the bare atomic barrier among the team, µs (GPU time).
     pub atomic_barrier_us: Option<f64>,
 }
@@ -284,8 +287,9 @@ pub fn summary(rows: &[Row], floors: &Floors, skipped: &[String]) -> Vec<String>
         skipped.len()
     ));
     out.push(format!(
-        "floors: empty submit {:.1} us; atomic barrier {}; copy {:.2} GB/s (read + write)",
+        "floors: empty submit {:.1} us ({:.1} us with every PE submitting); atomic barrier {}; copy {:.2} GB/s (read + write)",
         floors.empty_submit_us,
+        floors.empty_submit_all_us,
         floors
             .atomic_barrier_us
             .map(|t| format!("{t:.1} us"))
@@ -529,6 +533,7 @@ mod tests {
     const FLOORS: Floors = Floors {
         copy_bps: 1e9,
         empty_submit_us: 30.0,
+        empty_submit_all_us: 40.0,
         atomic_barrier_us: None,
     };
 
