@@ -15,15 +15,17 @@
 
 use std::sync::atomic::{fence, Ordering};
 
+use bytemuck::Pod;
+
 use crate::collective::Members;
 use crate::context::{lock, Context};
 use crate::error::{Error, Result};
 use crate::sync::{layout, Group, Stop, Ticket};
 
 /// What a meeting returns.
-pub(crate) struct Meeting {
+pub(crate) struct Meeting<D> {
     /// Every member's descriptor, in team order.
-    pub descs: Vec<Vec<u8>>,
+    pub descs: Vec<D>,
     /// The plane's ticket when the meeting went through the plane: members' data
     /// slots for it are readable until this PE's next meeting on the team.
     pub ticket: Option<Ticket>,
@@ -37,11 +39,11 @@ impl Context {
     /// Syncs the members of `m`. `desc` builds this PE's descriptor: it is given
     /// this PE's data slot on the plane (`None` on the socket) to stage data into
     /// first. Callers name their public call in errors (`Error::during`).
-    pub(crate) fn meet(
+    pub(crate) fn meet<D: Pod>(
         &self,
         m: &Members,
-        desc: &mut dyn FnMut(Option<*mut u8>) -> Vec<u8>,
-    ) -> Result<Meeting> {
+        desc: &mut dyn FnMut(Option<*mut u8>) -> D,
+    ) -> Result<Meeting<D>> {
         if let Some(why) = lock(&self.inner.broken).clone() {
             return Err(Error::Broken(why));
         }
@@ -51,8 +53,14 @@ impl Context {
         };
         let Some((plane, slot)) = plane else {
             let mine = desc(None);
+            let descs = self
+                .gather_shape(m.shape, bytemuck::bytes_of(&mine))?
+                .iter()
+                .map(|b| bytemuck::try_pod_read_unaligned(b))
+                .collect::<std::result::Result<_, _>>()
+                .map_err(|_| Error::Bootstrap("a PE sent a malformed call descriptor".into()))?;
             return Ok(Meeting {
-                descs: self.gather_shape(m.shape, &mine)?,
+                descs,
                 ticket: None,
             });
         };
@@ -66,7 +74,7 @@ impl Context {
         };
         let t = plane.ticket(&g);
         let mine = desc(Some(plane.my_data(&t)));
-        plane.put_desc(&t, &mine);
+        plane.put_desc(&t, bytemuck::bytes_of(&mine));
         fence(Ordering::SeqCst);
         if let Err(stop) = plane.arrive(&t) {
             return Err(self.stop_error(&t, stop));
@@ -74,8 +82,8 @@ impl Context {
         fence(Ordering::SeqCst);
         let descs = (0..m.shape.size)
             .map(|i| {
-                let mut d = vec![0u8; mine.len()];
-                plane.desc(&t, i, &mut d);
+                let mut d = D::zeroed();
+                plane.desc(&t, i, bytemuck::bytes_of_mut(&mut d));
                 d
             })
             .collect();
@@ -88,16 +96,13 @@ impl Context {
     /// A plain sync of the members of `m` (host `team_sync`, `barrier_all`, a
     /// collective's closing sync). `call` names the public call for errors.
     pub(crate) fn sync_members(&self, m: &Members, call: &str) -> Result<()> {
-        let tag = SYNC_TAG.to_le_bytes();
-        let met = self.meet(m, &mut |_| {
-            if m.slot.is_some() {
-                tag.to_vec()
-            } else {
-                Vec::new()
-            }
-        })?;
+        if m.slot.is_none() || self.inner.plane.is_none() {
+            // Through the socket: a barrier of the member set.
+            return self.gather_shape(m.shape, &[]).map(|_| ());
+        }
+        let met = self.meet(m, &mut |_| SYNC_TAG)?;
         if met.ticket.is_some() {
-            if let Some(i) = met.descs.iter().position(|d| d[..] != tag) {
+            if let Some(i) = met.descs.iter().position(|&d| d != SYNC_TAG) {
                 return Err(Error::InvalidArgument(format!(
                     "collectives out of step on the team: this PE is in {call} (a sync), team member {i} (PE {}) in another call",
                     m.shape.member(i as u32)

@@ -71,10 +71,14 @@ impl Context {
         let n = nelems as u64;
         let size = m.shape.size as u64;
         let name = which.name();
+        let (what_dest, what_source) = match which {
+            Which::Fcollect => ("fcollect dest", "fcollect source"),
+            _ => ("alltoall dest", "alltoall source"),
+        };
         let local = match (n.checked_mul(size), n.checked_mul(source_blocks)) {
             (Some(d), Some(s)) => self
-                .check_sym(&format!("{name} dest"), dest, d)
-                .and_then(|_| self.check_sym(&format!("{name} source"), source, s)),
+                .check_sym(what_dest, dest, d)
+                .and_then(|_| self.check_sym(what_source, source, s)),
             _ => Err(Error::InvalidArgument(format!(
                 "{name}: {nelems} elements times {size} members overflow"
             ))),

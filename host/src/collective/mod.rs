@@ -387,15 +387,10 @@ impl Context {
                 if let (Some(s), Some(slot), true) = (&small, slot, local.is_ok()) {
                     d.staged = u32::from(self.stage_small(s, slot));
                 }
-                bytemuck::bytes_of(&d).to_vec()
+                d
             })
             .map_err(|e| e.during(name))?;
-        let all: Vec<Desc> = met
-            .descs
-            .iter()
-            .map(|b| bytemuck::try_pod_read_unaligned(b))
-            .collect::<std::result::Result<_, _>>()
-            .map_err(|_| Error::Bootstrap("a PE sent a malformed collective descriptor".into()))?;
+        let all = met.descs;
         local?;
         agree(m, name, &all, same_nelems)?;
         if let (Some(t), Some(s)) = (&met.ticket, &small) {
