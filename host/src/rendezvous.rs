@@ -17,10 +17,26 @@ use std::sync::atomic::{fence, Ordering};
 
 use bytemuck::Pod;
 
-use crate::collective::Members;
 use crate::context::{lock, Context};
 use crate::error::{Error, Result};
 use crate::sync::{layout, Group, Stop, Ticket};
+
+/// The PEs that meet for a call: a team (or an active set) as a collective or
+/// sync sees it.
+#[derive(Debug, Clone)]
+pub(crate) struct Members {
+    /// Who they are.
+    pub shape: crate::team::TeamShape,
+    /// This PE's index among them.
+    pub me: u32,
+    /// The team's slot; `None` for an active set (not a team: it meets through
+    /// the bootstrap socket).
+    pub slot: Option<u32>,
+    /// A failed check of an argument that is not the collective's own (an active
+    /// set's pSync or pWrk): reported through the agreement like the others, so
+    /// that no member leaves its peers waiting.
+    pub deferred: Option<String>,
+}
 
 /// What a meeting returns.
 pub(crate) struct Meeting<D> {

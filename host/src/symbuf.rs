@@ -7,6 +7,10 @@ use bytemuck::Pod;
 use crate::context::{Context, HeapWindow};
 use crate::error::Result;
 
+/// The highest byte address (exclusive) a collective's objects may reach: device
+/// addresses are u32, and the end of the last word (`w * 4 + 4`) must not wrap.
+pub const MAX_DEVICE_BYTE: u64 = (1 << 32) - 4;
+
 /// `len` elements of `T` at the same offset of every PE's symmetric heap.
 ///
 /// Made by [`Context::malloc`], [`Context::calloc`] or [`Context::align`]. Host
@@ -251,7 +255,7 @@ impl<T: Pod> SymSlice<'_, T> {
     /// [`crate::Error::InvalidArgument`] when the slice ends beyond the first 4 GiB.
     pub fn device_byte_addr(&self) -> crate::Result<u32> {
         match self.offset.checked_add(self.bytes()) {
-            Some(end) if end <= crate::collective::MAX_DEVICE_BYTE => Ok(self.offset as u32),
+            Some(end) if end <= MAX_DEVICE_BYTE => Ok(self.offset as u32),
             _ => Err(crate::Error::InvalidArgument(format!(
                 "object at offset {} ends beyond the 4 GiB device collectives address",
                 self.offset

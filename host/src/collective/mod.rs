@@ -48,15 +48,13 @@ use crate::collective::reduce::ReduceOp;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::symbuf::SymSlice;
-use crate::team::{Team, TeamShape};
+use crate::team::Team;
 
 /// Work items (heap words) per invocation the host forms aim for: many
 /// workgroups with a few items each (lavapipe's copies were fastest that way).
 const ITEMS_PER_INVOCATION: u64 = 4;
 
-/// The highest byte address (exclusive) a collective's objects may reach: device
-/// addresses are u32, and the end of the last word (`w * 4 + 4`) must not wrap.
-pub const MAX_DEVICE_BYTE: u64 = (1 << 32) - 4;
+pub use crate::symbuf::MAX_DEVICE_BYTE;
 
 /// `items`, or 0 (nothing to launch) when there are no bytes to move.
 fn nonzero(bytes: u64, items: u64) -> u64 {
@@ -203,19 +201,7 @@ impl Desc {
     }
 }
 
-/// A team as a collective call sees it.
-#[derive(Debug, Clone)]
-pub(crate) struct Members {
-    pub shape: TeamShape,
-    pub me: u32,
-    /// The team's slot; `None` for an active set (not a team: it meets through
-    /// the bootstrap socket, see [`crate::rendezvous`]).
-    pub slot: Option<u32>,
-    /// A failed check of an argument that is not the collective's own (an active
-    /// set's pSync or pWrk): reported through the agreement like the others, so
-    /// that no member leaves its peers waiting.
-    pub deferred: Option<String>,
-}
+pub(crate) use crate::rendezvous::Members;
 
 /// Every member's descriptor against member 0's: the same typed error on every
 /// member when one passed bad arguments or they disagree.
