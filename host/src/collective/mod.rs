@@ -48,7 +48,6 @@ use crate::collective::reduce::ReduceOp;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::symbuf::SymSlice;
-use crate::team::Team;
 
 /// Work items (heap words) per invocation the host forms aim for: many
 /// workgroups with a few items each (lavapipe's copies were fastest that way).
@@ -280,17 +279,6 @@ pub(crate) fn collect_total(all: &[Desc]) -> Result<u64> {
 }
 
 impl Context {
-    /// The members of `team`, for a collective.
-    pub(crate) fn members(&self, team: Team) -> Result<Members> {
-        let r = self.team_record(team)?;
-        Ok(Members {
-            shape: r.shape,
-            me: r.my_index,
-            slot: Some(team.device_handle()),
-            deferred: None,
-        })
-    }
-
     /// Checks that `n` elements of `s` are inside `s` and the heap (past the
     /// control region, within the first 4 GiB that collectives address).
     pub(crate) fn check_sym<T: Pod>(&self, what: &str, s: &SymSlice<T>, n: u64) -> Result<()> {

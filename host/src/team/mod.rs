@@ -158,6 +158,18 @@ impl Context {
         lock(&self.inner.teams)
     }
 
+    /// The members of `team`, as a sync or collective meets them
+    /// ([`crate::rendezvous`]).
+    pub(crate) fn members(&self, team: Team) -> Result<crate::rendezvous::Members> {
+        let r = self.team_record(team)?;
+        Ok(crate::rendezvous::Members {
+            shape: r.shape,
+            me: r.my_index,
+            slot: Some(team.slot),
+            deferred: None,
+        })
+    }
+
     /// What this PE knows of `team`, or a clear error for an invalid handle.
     pub(crate) fn team_record(&self, team: Team) -> Result<TeamRecord> {
         self.teams().get(team)
