@@ -4,7 +4,7 @@
 use bytemuck::Pod;
 use vkshmem_device::collectives::HostCollective;
 
-use super::{Desc, Members, Which};
+use super::{Desc, Members, Small, Which};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::symbuf::SymSlice;
@@ -131,7 +131,15 @@ impl Context {
         let mut desc = Desc::new::<T>(Which::Alltoalls, dest.offset(), source.offset(), n);
         desc.dst = dst as u64;
         desc.sst = sst as u64;
-        self.run_collective(&m, desc, local, true, None, |_| {
+        // The host path stages the source's whole strided span.
+        let staged = sspan.unwrap_or(u64::MAX).saturating_mul(es as u64);
+        let small = Small {
+            src: source.offset(),
+            bytes: staged,
+            size: staged,
+            reduce: None,
+        };
+        self.run_collective(&m, desc, local, true, Some(small), |_| {
             let mut a = Self::host_args(&m, dest, source);
             a.n = n as u32;
             a.x = es;

@@ -161,6 +161,20 @@ impl Context {
                     f(op, d.nelems as usize, &slots, out);
                 }
             }
+            w if w == Which::Alltoalls as u32 => {
+                // Element k of block j: dest[(j n + k) dst] from member j's
+                // source[(me n + k) sst] (strides in elements).
+                let (n, dst, sst) = (d.nelems, d.dst, d.sst);
+                for j in 0..size {
+                    for k in 0..n {
+                        let from = (m.me as u64 * n + k) * sst * es;
+                        // SAFETY: member j staged its source's whole span,
+                        // which holds element (me n + k) sst.
+                        let p = unsafe { slot(j).add(from as usize) };
+                        copies.push((d.dest + (j as u64 * n + k) * dst * es, p, es));
+                    }
+                }
+            }
             _ => unreachable!("only the collectives above stage"),
         }
         for (at, src, bytes) in copies {
