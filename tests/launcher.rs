@@ -5,8 +5,10 @@
 //! behind: no process still carries the job's bootstrap endpoint in its environment,
 //! no socket of the job is still bound, and the job's private TMPDIR is empty.
 
+mod common;
+use common::{bin_dir, program, vkshmrun_exe};
+
 use std::io::Read;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -19,30 +21,6 @@ struct Run {
     elapsed: Duration,
 }
 
-/// Where cargo puts the workspace's binaries (vkshmrun, vkshmem-bench, examples/):
-/// this test runs from `deps/` below it. They are other packages' binaries, built
-/// by `cargo build --workspace --bins --examples` or `cargo test --workspace`
-/// (`cargo xtask test` does both).
-fn bin_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir: &Path = exe.parent().unwrap();
-    if dir.ends_with("deps") {
-        dir.parent().unwrap().to_path_buf()
-    } else {
-        dir.to_path_buf()
-    }
-}
-
-fn vkshmrun_exe() -> PathBuf {
-    let p = bin_dir().join("vkshmrun");
-    assert!(
-        p.exists(),
-        "{} is missing: `cargo build --workspace --bins --examples` first",
-        p.display()
-    );
-    p
-}
-
 /// An example or test program built beside vkshmrun (`cargo test` builds examples).
 /// Jobs whose PEs spin on the device. Cargo runs tests on parallel threads; two
 /// such jobs at once on a small CPU-only machine would share its cores, and
@@ -53,16 +31,6 @@ fn one_spinning_job() -> std::sync::MutexGuard<'static, ()> {
     SPINNING_JOBS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn program(name: &str) -> String {
-    let p = bin_dir().join("examples").join(name);
-    assert!(
-        p.exists(),
-        "{} is missing: build the examples first (`cargo build --examples`, which `cargo xtask test` does)",
-        p.display()
-    );
-    p.to_string_lossy().into_owned()
 }
 
 /// Processes whose environment names this launcher's bootstrap endpoint.

@@ -8,8 +8,11 @@
 //! stopped ignore SIGTERM and first wait for each other (a file barrier or a
 //! vkshmem barrier).
 
+mod common;
+use common::{program, vkshmrun_exe};
+
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -27,41 +30,6 @@ impl Run {
     fn err(&self) -> String {
         String::from_utf8_lossy(&self.stderr).into_owned()
     }
-}
-
-/// Where cargo puts the workspace's binaries (vkshmrun, examples/): this test runs
-/// from `deps/` below it. vkshmrun is another package's binary, built by `cargo
-/// build --workspace --bins --examples` or `cargo test --workspace` (`cargo xtask
-/// test` does both).
-fn bin_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir: &Path = exe.parent().unwrap();
-    if dir.ends_with("deps") {
-        dir.parent().unwrap().to_path_buf()
-    } else {
-        dir.to_path_buf()
-    }
-}
-
-fn vkshmrun_exe() -> PathBuf {
-    let p = bin_dir().join("vkshmrun");
-    assert!(
-        p.exists(),
-        "{} is missing: `cargo build --workspace --bins --examples` first",
-        p.display()
-    );
-    p
-}
-
-/// An example program built beside vkshmrun (`cargo test` builds examples).
-fn program(name: &str) -> String {
-    let p = bin_dir().join("examples").join(name);
-    assert!(
-        p.exists(),
-        "{} is missing: build the examples first",
-        p.display()
-    );
-    p.to_string_lossy().into_owned()
 }
 
 /// Runs `vkshmrun ARGS…`, calls `during` with its process id
