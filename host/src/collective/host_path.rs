@@ -71,25 +71,32 @@ impl Context {
 
     /// Whether this PE would stage `s` (the members then agree on the path).
     pub(crate) fn may_stage(&self, s: &Small) -> bool {
-        self.inner.plane.is_some()
-            && s.size <= self.inner.host_mapped_max
-            && s.bytes <= DATA_BYTES as u64
-            && self.own_mapped(s.src, s.bytes).is_some()
+        self.stage_source(s).is_some()
+    }
+
+    /// This PE's contribution in the mapped heap when it may take the host
+    /// path for `s` (a plane, within the threshold and the data slot).
+    fn stage_source(&self, s: &Small) -> Option<*mut u8> {
+        if self.inner.plane.is_none()
+            || s.size > self.inner.host_mapped_max
+            || s.bytes > DATA_BYTES as u64
+        {
+            return None;
+        }
+        // The source in the mapped heap (so is the dest: one mapping).
+        self.own_mapped(s.src, s.bytes)
     }
 
     /// Stages `s` into `slot` when this PE can take the host path for it;
     /// returns whether it did.
     pub(crate) fn stage_small(&self, s: &Small, slot: *mut u8) -> bool {
-        if !self.may_stage(s) {
-            return false;
-        }
-        // The source in the mapped heap (so is the dest: one mapping).
-        let Some(src) = self.own_mapped(s.src, s.bytes) else {
+        let Some(src) = self.stage_source(s) else {
             return false;
         };
-        // SAFETY: src is `bytes` bytes of this PE's mapped heap (checked above);
-        // slot is this PE's data slot for the coming sync (DATA_BYTES, nobody
-        // reads it before this PE arrives). Raw copies, no references.
+        // SAFETY: src is `bytes` bytes of this PE's mapped heap (stage_source
+        // checked the range); slot is this PE's data slot for the coming sync
+        // (DATA_BYTES, nobody reads it before this PE arrives). Raw copies, no
+        // references.
         unsafe { std::ptr::copy_nonoverlapping(src, slot, s.bytes as usize) };
         true
     }
