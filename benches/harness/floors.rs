@@ -5,6 +5,9 @@
 //!   written per second), every PE copying at once as they share the device;
 //! - the empty submit: one empty command buffer submitted and waited for, the
 //!   least any host-initiated device operation costs;
+//! - one dispatch: the smallest compute dispatch (one workgroup storing one
+//!   word into the PE's heap) launched and waited for, every PE at once: the
+//!   least a host collective that runs a kernel costs, before its syncs;
 //! - the atomic barrier: a bare counter barrier between the team's processes on
 //!   the device (no library code in the loop: one atomic add per PE on a counter
 //!   in the team leader's heap, then a spin until the counter reaches the round's
@@ -100,6 +103,38 @@ pub fn empty_submit_us(ctx: &Context, iters: u32) -> anyhow::Result<f64> {
         ctx.empty_submit()?;
         v.push(t.elapsed().as_secs_f64());
     }
+    Ok(crate::metrics::stats_us(&v).0)
+}
+
+/// The smallest dispatch's kernel: one workgroup, one store.
+const ONE_STORE_KERNEL: &str = "
+@group(1) @binding(0) var<storage, read_write> word: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_index) li: u32) {
+    if li == 0u { word[0] = word[0] + 1u; }
+}
+";
+
+/// One launch of the smallest dispatch, waited for: the median over `iters`,
+/// in µs (after a warm-up launch that builds the pipeline).
+pub fn one_dispatch_us(ctx: &Context, iters: u32) -> anyhow::Result<f64> {
+    let word = ctx.calloc::<u32>(1)?;
+    let k = ctx.device_kernel(ONE_STORE_KERNEL, "one_store")?;
+    let me = ctx.my_pe();
+    ctx.launch(&k, [1, 1, 1], &[word.window(me)], &[])?;
+    let mut v = Vec::new();
+    for _ in 0..iters.max(5) {
+        let t = Instant::now();
+        ctx.launch(&k, [1, 1, 1], &[word.window(me)], &[])?;
+        v.push(t.elapsed().as_secs_f64());
+    }
+    let launches = word.to_vec()?[0];
+    anyhow::ensure!(
+        launches == iters.max(5) + 1,
+        "the one-store kernel ran {launches} times, not {}",
+        iters.max(5) + 1
+    );
+    word.free()?;
     Ok(crate::metrics::stats_us(&v).0)
 }
 

@@ -611,10 +611,13 @@ fn main() -> anyhow::Result<()> {
     // Every PE at once, as the kernel path of a host collective submits.
     let empty_submit_all_us = floors::empty_submit_us(&ctx, args.iters.max(20))?;
     ctx.barrier_all()?;
+    let one_dispatch_all_us = floors::one_dispatch_us(&ctx, args.iters.max(20))?;
+    ctx.barrier_all()?;
     let floors = Floors {
         copy_bps,
         empty_submit_us,
         empty_submit_all_us,
+        one_dispatch_all_us,
         atomic_barrier_us,
     };
 

@@ -71,6 +71,9 @@ pub struct Floors {
     /// One empty submit-and-wait while every PE submits at once, µs (what a
     /// host collective's kernel path pays on a shared device).
     pub empty_submit_all_us: f64,
+    /// The smallest dispatch launched and waited for while every PE launches
+    /// at once, µs (what a host collective's kernel costs before its syncs).
+    pub one_dispatch_all_us: f64,
     /// One round of the bare atomic barrier among the team, µs (GPU time).
     pub atomic_barrier_us: Option<f64>,
 }
@@ -287,9 +290,10 @@ pub fn summary(rows: &[Row], floors: &Floors, skipped: &[String]) -> Vec<String>
         skipped.len()
     ));
     out.push(format!(
-        "floors: empty submit {:.1} us ({:.1} us with every PE submitting); atomic barrier {}; copy {:.2} GB/s (read + write)",
+        "floors: empty submit {:.1} us ({:.1} us with every PE submitting); one dispatch {:.1} us (every PE); atomic barrier {}; copy {:.2} GB/s (read + write)",
         floors.empty_submit_us,
         floors.empty_submit_all_us,
+        floors.one_dispatch_all_us,
         floors
             .atomic_barrier_us
             .map(|t| format!("{t:.1} us"))
@@ -320,7 +324,14 @@ pub fn summary(rows: &[Row], floors: &Floors, skipped: &[String]) -> Vec<String>
             r.collective, r.scope, first.bytes, first.median_us
         );
         if let Some((what, t)) = floor.filter(|f| f.1 > 0.0) {
-            line.push_str(&format!(" ({:.1}x the {what})", first.median_us / t));
+            line.push_str(&format!(" ({:.1}x the {what}", first.median_us / t));
+            if r.scope == "host" && floors.one_dispatch_all_us > 0.0 {
+                line.push_str(&format!(
+                    ", {:.1}x one dispatch",
+                    first.median_us / floors.one_dispatch_all_us
+                ));
+            }
+            line.push(')');
         }
         let best_roof = group
             .iter()
@@ -534,6 +545,7 @@ mod tests {
         copy_bps: 1e9,
         empty_submit_us: 30.0,
         empty_submit_all_us: 40.0,
+        one_dispatch_all_us: 50.0,
         atomic_barrier_us: None,
     };
 

@@ -6,7 +6,11 @@
  * (`--min-bytes`/`--max-bytes` take K, M and G suffixes): `bytes` is one rank's
  * contribution (one block of an alltoall).
  *
- * Collectives: barrier and sync (MPI_Barrier), broadcast (MPI_Bcast), collect
+ * Collectives: barrier and sync (MPI_Barrier), broadcast (MPI_Bcast; each
+ * broadcast row is followed by a `broadcast+barrier` row, MPI_Bcast then
+ * MPI_Barrier: the guarantee vkshmem's broadcast gives, every member has
+ * entered the call (and agreed on its arguments) when any returns, where MPI's
+ * root may return before any other rank has entered), collect
  * (MPI_Allgatherv), fcollect (MPI_Allgather), alltoall and alltoalls
  * (MPI_Alltoall), reduce (MPI_Allreduce with --op).
  *
@@ -106,6 +110,7 @@ int main(int argc, char **argv) {
     char list[256];
     snprintf(list, sizeof list, "%s", colls);
     for (char *c = strtok(list, ","); c; c = strtok(NULL, ",")) {
+      for (int synced = 0; synced < 1 + !strcmp(c, "broadcast"); synced++) {
         int sync = !strcmp(c, "barrier") || !strcmp(c, "sync");
         for (uint64_t b = min_bytes < es ? es : min_bytes; b <= max_bytes; b *= factor) {
             int count = (int)(b / es);
@@ -117,7 +122,10 @@ int main(int argc, char **argv) {
             for (int i = -warmup; i < iters; i++) {
                 double t0 = MPI_Wtime();
                 if (sync) MPI_Barrier(MPI_COMM_WORLD);
-                else if (!strcmp(c, "broadcast")) MPI_Bcast(dst, count, ty, root, MPI_COMM_WORLD);
+                else if (!strcmp(c, "broadcast")) {
+                    MPI_Bcast(dst, count, ty, root, MPI_COMM_WORLD);
+                    if (synced) MPI_Barrier(MPI_COMM_WORLD);
+                }
                 else if (!strcmp(c, "collect"))
                     MPI_Allgatherv(src, count, ty, dst, counts, displs, ty, MPI_COMM_WORLD);
                 else if (!strcmp(c, "fcollect"))
@@ -132,7 +140,7 @@ int main(int argc, char **argv) {
             if (me == 0) {
                 qsort(t, iters, sizeof(double), cmp_double);
                 double med = iters % 2 ? t[iters / 2] : (t[iters / 2 - 1] + t[iters / 2]) / 2;
-                printf("%s,%s,%s,%d,%llu,%.3f,%.3f,%.3f\n", c, type,
+                printf("%s%s,%s,%s,%d,%llu,%.3f,%.3f,%.3f\n", c, synced ? "+barrier" : "", type,
                        strcmp(c, "reduce") ? "" : opname, n, (unsigned long long)bytes,
                        med * 1e6, t[0] * 1e6, t[iters - 1] * 1e6);
                 fflush(stdout);
@@ -140,6 +148,7 @@ int main(int argc, char **argv) {
             MPI_Barrier(MPI_COMM_WORLD);
             if (sync) break;
         }
+      }
     }
     free(src); free(dst); free(counts); free(displs); free(t);
     MPI_Finalize();

@@ -297,17 +297,20 @@ fn bench(a: &BenchArgs) -> Result<()> {
         a.npes
     );
     let scopes = ["host", "work_group", "thread"];
-    print!("{:>10} {:>10} {:>10}", "collective", "bytes", "mpi_us");
+    print!("{:>17} {:>10} {:>10}", "collective", "bytes", "mpi_us");
     for s in scopes {
         print!(" {:>12} {:>8}", format!("{s}_us"), "ratio");
     }
     println!();
     for t in &theirs {
         let mpi = median_us(t).unwrap_or(f64::NAN);
-        print!("{:>10} {:>10} {:>10.2}", t["collective"], t["bytes"], mpi);
+        print!("{:>17} {:>10} {:>10.2}", t["collective"], t["bytes"], mpi);
         for s in scopes {
+            // MPI's `broadcast+barrier` row (MPI_Bcast then MPI_Barrier)
+            // gives the completion our broadcast gives.
+            let coll = t["collective"].trim_end_matches("+barrier");
             let mine = ours.iter().find(|r| {
-                r["collective"] == t["collective"] && r["bytes"] == t["bytes"] && r["scope"] == s
+                r["collective"] == coll && r["bytes"] == t["bytes"] && r["scope"] == s
             });
             match mine.and_then(median_us) {
                 Some(v) => print!(" {:>12.2} {:>8.1}", v, v / mpi),
