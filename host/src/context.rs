@@ -21,7 +21,7 @@ use crate::symbuf::SymBuffer;
 use crate::sync::segment::Segment;
 use crate::sync::{Plane, WaitPolicy};
 use crate::team::{Team, TeamShape, TeamTable};
-use crate::user_kernel::DeviceKernel;
+use crate::kernels::DeviceKernel;
 use crate::vk::kernel::Kernel;
 use crate::vk::memory::Staging;
 use crate::vk::submit::{Submitter, Window};

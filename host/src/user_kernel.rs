@@ -9,260 +9,18 @@
 //! the control region's abort word, which makes every device-side wait give up, so
 //! the launch returns [`Error::PeerFailed`] or [`Error::Timeout`] instead of hanging.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use vkshmem_device::layout::{self, ControlHeader};
-use vkshmem_device::{LibraryConfig, LinkedKernel, UserBinding};
+use vkshmem_device::LibraryConfig;
 
 use crate::context::{lock, Context, HeapWindow};
 use crate::error::{Error, Result};
-use crate::vk::kernel::Kernel;
-use crate::vk::submit::{Submitter, Window};
-use crate::vk::Gpu;
-
-/// A compiled user kernel (a compute pipeline with the device library linked in).
-/// Get one with [`Context::device_kernel`]; launch it with [`Context::launch`].
-pub struct DeviceKernel {
-    name: String,
-    linked: LinkedKernel,
-    kernel: Kernel,
-}
-
-impl std::fmt::Debug for DeviceKernel {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DeviceKernel")
-            .field("name", &self.name)
-            .field("entry", &self.linked.entry)
-            .field("user_bindings", &self.linked.user_bindings)
-            .field("immediate_bytes", &self.linked.immediate_bytes)
-            .finish()
-    }
-}
-
-impl DeviceKernel {
-    /// The name given at compilation (used in error messages).
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// The user's buffers (`@group(1)`), by binding number.
-    pub fn user_bindings(&self) -> &[UserBinding] {
-        &self.linked.user_bindings
-    }
-
-    /// Bytes of immediates (`var<immediate>`) a launch must pass.
-    pub fn immediate_bytes(&self) -> u32 {
-        self.linked.immediate_bytes
-    }
-
-    /// The entry point's `@workgroup_size`.
-    pub fn workgroup_size(&self) -> [u32; 3] {
-        self.linked.workgroup_size
-    }
-
-    /// Whether the kernel can wait on other PEs (calls a sync, barrier or
-    /// wait_until). Such kernels must follow the forward-progress rules in
-    /// ARCHITECTURE.md.
-    pub fn waits_on_peers(&self) -> bool {
-        self.linked.waits_on_peers
-    }
-}
-
-/// A kernel's cache key: (source, entry point).
-pub(crate) type KernelKey = (String, Option<String>);
-
-/// Kernels of one context built, or being built, on more than one thread (the
-/// caller's and the background builder's, `crate::collective::prebuild`): a
-/// kernel is built once, and a call that needs one still being built waits for
-/// it instead of building it again.
-pub(crate) struct Builds {
-    /// The library configuration the kernels here were linked for.
-    pub(crate) cfg: LibraryConfig,
-    slots: Mutex<HashMap<KernelKey, Slot>>,
-    /// Signalled when a slot is filled or given up.
-    changed: Condvar,
-    /// Set when the context goes: the background builder starts nothing more.
-    pub(crate) cancel: AtomicBool,
-    /// The host kernels the program used, in order (for its prebuild profile).
-    used: Mutex<Vec<String>>,
-}
-
-enum Slot {
-    Building,
-    Built(Arc<DeviceKernel>),
-}
-
-/// The right to build the kernel of one key: [`Claim::done`] publishes it;
-/// dropping the claim without (a failed build) frees the key for another
-/// builder and wakes those waiting for it.
-pub(crate) struct Claim<'a> {
-    builds: &'a Builds,
-    key: Option<KernelKey>,
-}
-
-impl Claim<'_> {
-    /// Publishes the kernel built for this claim's key.
-    pub(crate) fn done(mut self, kernel: Arc<DeviceKernel>) {
-        if let Some(key) = self.key.take() {
-            lock(&self.builds.slots).insert(key, Slot::Built(kernel));
-            self.builds.changed.notify_all();
-        }
-    }
-}
-
-impl Drop for Claim<'_> {
-    fn drop(&mut self) {
-        if let Some(key) = self.key.take() {
-            lock(&self.builds.slots).remove(&key);
-            self.builds.changed.notify_all();
-        }
-    }
-}
-
-impl Builds {
-    /// Nothing built yet, for kernels linked with `cfg`.
-    pub(crate) fn new(cfg: LibraryConfig) -> Builds {
-        Builds {
-            cfg,
-            slots: Mutex::new(HashMap::new()),
-            changed: Condvar::new(),
-            cancel: AtomicBool::new(false),
-            used: Mutex::new(Vec::new()),
-        }
-    }
-
-    /// Notes that the program used the kernel `name`.
-    pub(crate) fn note(&self, name: &str) {
-        let mut used = lock(&self.used);
-        if !used.iter().any(|n| n == name) {
-            used.push(name.to_string());
-        }
-    }
-
-    /// The kernels noted, in order.
-    pub(crate) fn used(&self) -> Vec<String> {
-        lock(&self.used).clone()
-    }
-
-    /// The kernel of `key` if it is built (waiting while another thread builds
-    /// it), else the claim to build it.
-    pub(crate) fn get_or_claim(
-        &self,
-        key: &KernelKey,
-    ) -> std::result::Result<Arc<DeviceKernel>, Claim<'_>> {
-        let mut slots = lock(&self.slots);
-        loop {
-            match slots.get(key) {
-                Some(Slot::Built(k)) => return Ok(k.clone()),
-                Some(Slot::Building) => {
-                    slots = self.changed.wait(slots).unwrap_or_else(|p| p.into_inner());
-                }
-                None => {
-                    slots.insert(key.clone(), Slot::Building);
-                    return Err(Claim {
-                        builds: self,
-                        key: Some(key.clone()),
-                    });
-                }
-            }
-        }
-    }
-
-    /// The claim to build `key` when no thread has built or is building it.
-    pub(crate) fn claim_new(&self, key: &KernelKey) -> Option<Claim<'_>> {
-        let mut slots = lock(&self.slots);
-        if slots.contains_key(key) {
-            return None;
-        }
-        slots.insert(key.clone(), Slot::Building);
-        Some(Claim {
-            builds: self,
-            key: Some(key.clone()),
-        })
-    }
-
-    /// Whether the context is going.
-    pub(crate) fn cancelled(&self) -> bool {
-        self.cancel.load(Ordering::Relaxed)
-    }
-}
-
-/// Links `source` (entry `entry`, or its only one) with the device library of
-/// `cfg` and checks that the library's bindings and the kernel's fit the device.
-pub(crate) fn link(
-    gpu: &Gpu,
-    cfg: &LibraryConfig,
-    source: &str,
-    entry: Option<&str>,
-    name: &str,
-) -> Result<LinkedKernel> {
-    let linked = vkshmem_device::link_kernel(source, name, entry, cfg)?;
-    let library = cfg.bindings().len() as u32;
-    let user = linked.user_bindings.len() as u32;
-    let limit = gpu.info.max_storage_buffers_per_stage;
-    if library + user > limit {
-        return Err(Error::InvalidArgument(format!(
-            "kernel {name:?}: the device library needs {library} storage bindings ({} PEs x {} chunks of the heap) and the kernel {user}, over this device's limit of {limit}; use fewer PEs per device or a smaller VKSHMEM_SYMMETRIC_SIZE (at most maxStorageBufferRange = {} bytes keeps one chunk per PE)",
-            cfg.n_pes,
-            cfg.chunks(),
-            cfg.max_binding_bytes
-        )));
-    }
-    tracing::debug!(
-        kernel = name,
-        report = ?linked.report,
-        words = linked.spirv.len(),
-        "compiled user kernel"
-    );
-    Ok(linked)
-}
-
-impl DeviceKernel {
-    /// Builds the pipeline of `linked` (set 0: the library's bindings of `cfg`,
-    /// set 1: the kernel's own).
-    pub(crate) fn build(
-        gpu: &Arc<Gpu>,
-        cfg: &LibraryConfig,
-        linked: LinkedKernel,
-        name: &str,
-    ) -> Result<DeviceKernel> {
-        let library = cfg.bindings().len() as u32;
-        let user = linked.user_bindings.len() as u32;
-        let kernel = Kernel::new(
-            gpu,
-            &linked.spirv,
-            &linked.entry,
-            &[library, user],
-            linked.immediate_bytes,
-        )?;
-        Ok(DeviceKernel {
-            name: name.to_string(),
-            linked,
-            kernel,
-        })
-    }
-
-    /// Dispatches the kernel over zero workgroups with `submit`, every binding
-    /// on `window` (see `Context::warm_up`: nothing runs, but every descriptor
-    /// must be valid).
-    pub(crate) fn warm_up_with(&self, submit: &mut Submitter, window: Window) -> Result<()> {
-        let library = vec![window; self.kernel.sets()[0] as usize];
-        let user = vec![window; self.linked.user_bindings.len()];
-        let immediates = vec![0u8; self.linked.immediate_bytes as usize];
-        submit.dispatch(
-            &self.kernel,
-            [0, 0, 0],
-            &[&library, &user],
-            &immediates,
-            false,
-            &mut |_| None,
-        )?;
-        Ok(())
-    }
-}
+use crate::kernels::builds::Builds;
+use crate::kernels::prebuild::{self, Prebuild};
+use crate::kernels::{link, DeviceKernel};
+use crate::vk::submit::Window;
 
 /// How long a launch whose waits the driver cut short listens for news of a
 /// failed peer before reporting the cut (see `Context::peer_failure_behind`).
@@ -382,7 +140,7 @@ impl Context {
             None => self.build_kernel(&cfg, source, entry, name)?,
         };
         if let (Some(b), None) = (&builds, entry) {
-            crate::collective::prebuild::note_use(b, source, name);
+            prebuild::note_use(b, source, name);
         }
         lock(&self.inner.kernels).insert(key, k.clone());
         Ok(k)
@@ -406,7 +164,7 @@ impl Context {
     /// background builder was started (`Context::prebuild_host_kernels`).
     pub(crate) fn builds(&self) -> Option<Arc<Builds>> {
         lock(&self.inner.submit)
-            .companion::<crate::collective::prebuild::Prebuild>()
+            .companion::<Prebuild>()
             .map(|p| p.builds.clone())
     }
 

@@ -3,7 +3,8 @@
 //! (`alltoall.rs`), reductions ([`reduce`]), the deprecated active-set forms
 //! ([`active`]); the algorithms they choose from: the host path for small calls
 //! (`host_path.rs`), the wide kernels (`wide.rs`) and the generic pull kernels
-//! of the device library; `prebuild.rs` builds their kernels after init.
+//! of the device library (`crate::kernels::prebuild` builds their kernels
+//! after init).
 //!
 //! Every call runs the same steps on every member of the team (this file):
 //!
@@ -34,7 +35,6 @@ mod alltoall;
 mod broadcast;
 mod collect;
 mod host_path;
-pub(crate) mod prebuild;
 pub mod reduce;
 mod wide;
 

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use super::Members;
 use crate::context::{Context, HeapWindow};
 use crate::error::Result;
-use crate::user_kernel::DeviceKernel;
+use crate::kernels::DeviceKernel;
 
 /// One member's wide-path launch: the windows and the kernel's immediates.
 #[derive(Debug, Clone, Copy)]

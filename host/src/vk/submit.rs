@@ -39,7 +39,7 @@ pub struct Submitter {
     /// Two timestamps around a dispatch; null when the queue has none.
     queries: vk::QueryPool,
     /// Work that uses the device beside this submitter (the kernels built in
-    /// the background, `crate::collective::prebuild`): ended first when the
+    /// the background, `crate::kernels::prebuild`): ended first when the
     /// submitter drops, so before the context's heap and device go.
     companion: Option<Box<dyn std::any::Any + Send>>,
 }

@@ -54,7 +54,8 @@ use vkshmem_device::LibraryConfig;
 
 use crate::context::{lock, Context};
 use crate::error::Result;
-use crate::user_kernel::{link, Builds, DeviceKernel, KernelKey};
+use super::builds::{Builds, KernelKey};
+use super::{link, DeviceKernel};
 use crate::vk::memory::Staging;
 use crate::vk::pipeline_cache;
 use crate::vk::submit::{Submitter, Window};

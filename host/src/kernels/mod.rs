@@ -1,0 +1,144 @@
+//! Kernels linked with the device library: what a [`DeviceKernel`] is, how
+//! one is linked ([`link`]) and built, the per-context cache that lets the
+//! caller's thread and the background builder share builds ([`builds`]), and
+//! the background builder of the host collectives' kernels ([`prebuild`]).
+//!
+//! Launching a kernel (the user's API, its bindings, the device error words
+//! and the watch while it runs) is `crate::user_kernel`'s; the host
+//! collectives name their kernels through `crate::collective`. Both use this
+//! module, which uses neither.
+
+pub(crate) mod builds;
+pub(crate) mod prebuild;
+
+use std::sync::Arc;
+
+use vkshmem_device::{LibraryConfig, LinkedKernel, UserBinding};
+
+use crate::error::{Error, Result};
+use crate::vk::kernel::Kernel;
+use crate::vk::submit::{Submitter, Window};
+use crate::vk::Gpu;
+
+/// A compiled user kernel (a compute pipeline with the device library linked in).
+/// Get one with [`Context::device_kernel`](crate::Context::device_kernel); launch it
+/// with [`Context::launch`](crate::Context::launch).
+pub struct DeviceKernel {
+    pub(crate) name: String,
+    pub(crate) linked: LinkedKernel,
+    pub(crate) kernel: Kernel,
+}
+
+impl std::fmt::Debug for DeviceKernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceKernel")
+            .field("name", &self.name)
+            .field("entry", &self.linked.entry)
+            .field("user_bindings", &self.linked.user_bindings)
+            .field("immediate_bytes", &self.linked.immediate_bytes)
+            .finish()
+    }
+}
+
+impl DeviceKernel {
+    /// The name given at compilation (used in error messages).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The user's buffers (`@group(1)`), by binding number.
+    pub fn user_bindings(&self) -> &[UserBinding] {
+        &self.linked.user_bindings
+    }
+
+    /// Bytes of immediates (`var<immediate>`) a launch must pass.
+    pub fn immediate_bytes(&self) -> u32 {
+        self.linked.immediate_bytes
+    }
+
+    /// The entry point's `@workgroup_size`.
+    pub fn workgroup_size(&self) -> [u32; 3] {
+        self.linked.workgroup_size
+    }
+
+    /// Whether the kernel can wait on other PEs (calls a sync, barrier or
+    /// wait_until). Such kernels must follow the forward-progress rules in
+    /// ARCHITECTURE.md.
+    pub fn waits_on_peers(&self) -> bool {
+        self.linked.waits_on_peers
+    }
+}
+
+/// Links `source` (entry `entry`, or its only one) with the device library of
+/// `cfg` and checks that the library's bindings and the kernel's fit the device.
+pub(crate) fn link(
+    gpu: &Gpu,
+    cfg: &LibraryConfig,
+    source: &str,
+    entry: Option<&str>,
+    name: &str,
+) -> Result<LinkedKernel> {
+    let linked = vkshmem_device::link_kernel(source, name, entry, cfg)?;
+    let library = cfg.bindings().len() as u32;
+    let user = linked.user_bindings.len() as u32;
+    let limit = gpu.info.max_storage_buffers_per_stage;
+    if library + user > limit {
+        return Err(Error::InvalidArgument(format!(
+            "kernel {name:?}: the device library needs {library} storage bindings ({} PEs x {} chunks of the heap) and the kernel {user}, over this device's limit of {limit}; use fewer PEs per device or a smaller VKSHMEM_SYMMETRIC_SIZE (at most maxStorageBufferRange = {} bytes keeps one chunk per PE)",
+            cfg.n_pes,
+            cfg.chunks(),
+            cfg.max_binding_bytes
+        )));
+    }
+    tracing::debug!(
+        kernel = name,
+        report = ?linked.report,
+        words = linked.spirv.len(),
+        "compiled user kernel"
+    );
+    Ok(linked)
+}
+
+impl DeviceKernel {
+    /// Builds the pipeline of `linked` (set 0: the library's bindings of `cfg`,
+    /// set 1: the kernel's own).
+    pub(crate) fn build(
+        gpu: &Arc<Gpu>,
+        cfg: &LibraryConfig,
+        linked: LinkedKernel,
+        name: &str,
+    ) -> Result<DeviceKernel> {
+        let library = cfg.bindings().len() as u32;
+        let user = linked.user_bindings.len() as u32;
+        let kernel = Kernel::new(
+            gpu,
+            &linked.spirv,
+            &linked.entry,
+            &[library, user],
+            linked.immediate_bytes,
+        )?;
+        Ok(DeviceKernel {
+            name: name.to_string(),
+            linked,
+            kernel,
+        })
+    }
+
+    /// Dispatches the kernel over zero workgroups with `submit`, every binding
+    /// on `window` (see `Context::warm_up`: nothing runs, but every descriptor
+    /// must be valid).
+    pub(crate) fn warm_up_with(&self, submit: &mut Submitter, window: Window) -> Result<()> {
+        let library = vec![window; self.kernel.sets()[0] as usize];
+        let user = vec![window; self.linked.user_bindings.len()];
+        let immediates = vec![0u8; self.linked.immediate_bytes as usize];
+        submit.dispatch(
+            &self.kernel,
+            [0, 0, 0],
+            &[&library, &user],
+            &immediates,
+            false,
+            &mut |_| None,
+        )?;
+        Ok(())
+    }
+}
