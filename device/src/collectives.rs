@@ -515,21 +515,92 @@ pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
     s
 }
 
-/// What a host-initiated collective's kernel does.
+/// What a host-initiated collective's kernel does (its identity: one kernel
+/// each). A call of it, with its own arguments, is a [`HostCall`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HostCollective {
-    /// broadcastmem (args: root in `x`, skip the root's dest when `y` is 1).
+    /// broadcastmem.
     Broadcast,
     /// fcollectmem.
     Fcollect,
-    /// collectmem (args: word address of the byte counts in `x`).
+    /// collectmem.
     Collect,
     /// alltoallmem.
     Alltoall,
-    /// alltoalls (args: element bytes `x`, dst `y`, sst `z`).
+    /// alltoalls.
     Alltoalls,
-    /// A reduction over elements of `kind` (args: op in `x`).
+    /// A reduction over elements of `kind`.
     Reduce(Kind),
+}
+
+/// One call of a host collective's kernel: the kernel and the arguments only
+/// it takes, typed. [`HostCall::words`] lays them into [`HostArgs::params`],
+/// in the order its kernel names them ([`HostCollective::params`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostCall {
+    /// broadcastmem from member `root`; the root's own dest is left alone
+    /// when `skip_root` (the active-set form, whose root keeps its dest).
+    Broadcast {
+        /// The root's index in the team.
+        root: u32,
+        /// Leave the root's dest alone.
+        skip_root: bool,
+    },
+    /// fcollectmem.
+    Fcollect,
+    /// collectmem; every member's byte count is in the control region.
+    Collect {
+        /// Word address of the members' byte counts.
+        counts_at: u32,
+    },
+    /// alltoallmem.
+    Alltoall,
+    /// alltoalls.
+    Alltoalls {
+        /// Bytes per element.
+        elem_bytes: u32,
+        /// Stride between dest elements, in elements.
+        dst: u32,
+        /// Stride between source elements, in elements.
+        sst: u32,
+    },
+    /// A reduction.
+    Reduce {
+        /// The element kind.
+        kind: Kind,
+        /// The operation.
+        op: ReduceOp,
+    },
+}
+
+impl HostCall {
+    /// Its kernel.
+    pub fn kernel(&self) -> HostCollective {
+        match *self {
+            HostCall::Broadcast { .. } => HostCollective::Broadcast,
+            HostCall::Fcollect => HostCollective::Fcollect,
+            HostCall::Collect { .. } => HostCollective::Collect,
+            HostCall::Alltoall => HostCollective::Alltoall,
+            HostCall::Alltoalls { .. } => HostCollective::Alltoalls,
+            HostCall::Reduce { kind, .. } => HostCollective::Reduce(kind),
+        }
+    }
+
+    /// Its own arguments as [`HostArgs::params`] words, in the order of
+    /// [`HostCollective::params`] (unused words 0).
+    pub fn words(&self) -> [u32; 3] {
+        match *self {
+            HostCall::Broadcast { root, skip_root } => [root, u32::from(skip_root), 0],
+            HostCall::Collect { counts_at } => [counts_at, 0, 0],
+            HostCall::Alltoalls {
+                elem_bytes,
+                dst,
+                sst,
+            } => [elem_bytes, dst, sst],
+            HostCall::Reduce { op, .. } => [op.code(), 0, 0],
+            HostCall::Fcollect | HostCall::Alltoall => [0; 3],
+        }
+    }
 }
 
 /// Workgroup size of the host collectives' kernels.
@@ -553,12 +624,9 @@ pub struct HostArgs {
     pub source: u32,
     /// Bytes (movement) or elements (reductions, alltoalls).
     pub n: u32,
-    /// Per collective (see [`HostCollective`]).
-    pub x: u32,
-    /// Per collective.
-    pub y: u32,
-    /// Per collective.
-    pub z: u32,
+    /// The call's own arguments ([`HostCall::words`]; WGSL fields `x`, `y`,
+    /// `z`, which the kernel names after [`HostCollective::params`]).
+    pub params: [u32; 3],
 }
 
 impl HostCollective {
@@ -570,36 +638,54 @@ impl HostCollective {
         }
     }
 
+    /// The names its kernel gives [`HostArgs::params`], in order: one table
+    /// with [`HostCall::words`] (a test checks that every call's words fill
+    /// exactly these).
+    pub fn params(&self) -> &'static [&'static str] {
+        match self {
+            HostCollective::Broadcast => &["root", "skip_root"],
+            HostCollective::Collect => &["counts_at"],
+            HostCollective::Alltoalls => &["elem_bytes", "dst", "sst"],
+            HostCollective::Reduce(_) => &["op"],
+            HostCollective::Fcollect | HostCollective::Alltoall => &[],
+        }
+    }
+
     /// The WGSL of its kernel (to be linked with the library).
     pub fn source(&self) -> String {
         let call = match self {
             HostCollective::Broadcast => {
-                "vks_broadcast_move(t, a.dest, a.source, a.n, a.x, a.y == 1u, tid, nth);"
+                "vks_broadcast_move(t, a.dest, a.source, a.n, root, skip_root == 1u, tid, nth);"
                     .to_string()
             }
             HostCollective::Fcollect => {
                 "vks_fcollect_move(t, a.dest, a.source, a.n, tid, nth);".into()
             }
             HostCollective::Collect => {
-                "vks_collect_move(t, a.dest, a.source, a.x, tid, nth);".into()
+                "vks_collect_move(t, a.dest, a.source, counts_at, tid, nth);".into()
             }
             HostCollective::Alltoall => {
                 "vks_alltoall_move(t, a.dest, a.source, a.n, tid, nth);".into()
             }
             HostCollective::Alltoalls => {
-                "vks_alltoalls_move(t, a.dest, a.source, a.n, a.x, a.y, a.z, tid, nth);".into()
+                "vks_alltoalls_move(t, a.dest, a.source, a.n, elem_bytes, dst, sst, tid, nth);"
+                    .into()
             }
             HostCollective::Reduce(k) => format!(
-                "vks_reduce_{}(t, a.x, a.dest, a.source, a.n, tid, nth);",
+                "vks_reduce_{}(t, op, a.dest, a.source, a.n, tid, nth);",
                 k.name
             ),
         };
-        let fields: String = [
-            "start", "stride", "size", "me", "dest", "source", "n", "x", "y", "z",
-        ]
-        .iter()
-        .map(|f| format!("    {f}: u32,\n"))
-        .collect();
+        let fields: String = HOST_ARGS_FIELDS
+            .iter()
+            .map(|f| format!("    {f}: u32,\n"))
+            .collect();
+        let params: String = self
+            .params()
+            .iter()
+            .zip(["x", "y", "z"])
+            .map(|(name, word)| format!("    let {name} = a.{word};\n"))
+            .collect();
         format!(
             "struct HostArgs {{\n{fields}}}
 var<immediate> args: HostArgs;
@@ -609,12 +695,17 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw
     let t = VksTeam(a.start, a.stride, a.size, a.me);
     let tid = g.x;
     let nth = nw.x * {HOST_WORKGROUP}u;
-    {call}
+{params}    {call}
 }}
 "
         )
     }
 }
+
+/// The WGSL fields of [`HostArgs`], in order (`params` is `x`, `y`, `z`).
+const HOST_ARGS_FIELDS: [&str; 10] = [
+    "start", "stride", "size", "me", "dest", "source", "n", "x", "y", "z",
+];
 
 /// The largest team whose host reductions take the wide path (two storage
 /// bindings per member, see [`wide_reduce_source`]).
@@ -857,5 +948,46 @@ mod tests {
         let src = HostCollective::Fcollect.source();
         let fields = src.matches(": u32,").count();
         assert_eq!(fields * 4, std::mem::size_of::<HostArgs>());
+        assert_eq!(fields, HOST_ARGS_FIELDS.len());
+        assert_eq!(
+            std::mem::offset_of!(HostArgs, params),
+            4 * HOST_ARGS_FIELDS.iter().position(|f| *f == "x").unwrap()
+        );
+    }
+
+    /// Every call's words fill exactly the parameters its kernel names, and
+    /// the kernel reads each of them.
+    #[test]
+    fn host_calls_fill_the_params_their_kernel_names() {
+        let k = KINDS[0];
+        let calls = [
+            HostCall::Broadcast {
+                root: 3,
+                skip_root: true,
+            },
+            HostCall::Fcollect,
+            HostCall::Collect { counts_at: 7 },
+            HostCall::Alltoall,
+            HostCall::Alltoalls {
+                elem_bytes: 4,
+                dst: 2,
+                sst: 5,
+            },
+            HostCall::Reduce {
+                kind: k,
+                op: ReduceOp::Max,
+            },
+        ];
+        for c in calls {
+            let names = c.kernel().params();
+            let words = c.words();
+            for (i, w) in words.iter().enumerate() {
+                assert_eq!(*w != 0, i < names.len(), "{c:?}: word {i}");
+            }
+            let src = c.kernel().source();
+            for n in names {
+                assert!(src.contains(&format!(", {n}")), "{c:?} does not read {n}");
+            }
+        }
     }
 }

@@ -26,7 +26,7 @@ use crate::sync::{layout, Group, Stop, Ticket};
 #[derive(Debug, Clone)]
 pub(crate) struct Members {
     /// Who they are.
-    pub shape: crate::team::TeamShape,
+    pub shape: crate::team::shape::TeamShape,
     /// This PE's index among them.
     pub me: u32,
     /// The team's slot; `None` for an active set (not a team: it meets through

@@ -2,7 +2,7 @@
 //! `j` ([`Context::alltoall`], [`Context::alltoalls`]).
 
 use bytemuck::Pod;
-use vkshmem_device::collectives::HostCollective;
+use vkshmem_device::collectives::HostCall;
 
 use super::{Desc, Members, Small, Which};
 use crate::context::Context;
@@ -142,10 +142,12 @@ impl Context {
         self.run_collective(&m, desc, local, true, Some(small), |_| {
             let mut a = Self::host_args(&m, dest, source);
             a.n = n as u32;
-            a.x = es;
-            a.y = dst as u32;
-            a.z = sst as u32;
-            Ok(Some((HostCollective::Alltoalls, a, n * size)))
+            let call = HostCall::Alltoalls {
+                elem_bytes: es,
+                dst: dst as u32,
+                sst: sst as u32,
+            };
+            Ok(Some((call, a, n * size)))
         })
     }
 }

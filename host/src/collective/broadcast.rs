@@ -1,7 +1,7 @@
 //! Host broadcast: one member's data to every member ([`Context::broadcast`]).
 
 use bytemuck::Pod;
-use vkshmem_device::collectives::HostCollective;
+use vkshmem_device::collectives::HostCall;
 
 use super::{nonzero, Desc, Members, Small, Which};
 use crate::context::Context;
@@ -107,10 +107,8 @@ impl Context {
             }
             let mut a = Self::host_args(&m, dest, source);
             a.n = bytes as u32;
-            a.x = root;
-            a.y = u32::from(skip_root);
             Ok(Some((
-                HostCollective::Broadcast,
+                HostCall::Broadcast { root, skip_root },
                 a,
                 nonzero(bytes, bytes.div_ceil(4) + 1),
             )))

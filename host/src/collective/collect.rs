@@ -3,7 +3,7 @@
 //! movement fcollect shares with alltoall.
 
 use bytemuck::Pod;
-use vkshmem_device::collectives::HostCollective;
+use vkshmem_device::collectives::HostCall;
 
 use super::collect_total;
 use super::{nonzero, Desc, Members, Small, Which};
@@ -84,9 +84,9 @@ impl Context {
             ))),
         };
         let desc = Desc::new::<T>(which, dest.offset(), source.offset(), n);
-        let kernel = match which {
-            Which::Fcollect => HostCollective::Fcollect,
-            _ => HostCollective::Alltoall,
+        let call = match which {
+            Which::Fcollect => HostCall::Fcollect,
+            _ => HostCall::Alltoall,
         };
         let small = Small {
             src: source.offset(),
@@ -108,7 +108,7 @@ impl Context {
             let mut a = Self::host_args(&m, dest, source);
             a.n = bytes as u32;
             Ok(Some((
-                kernel,
+                call,
                 a,
                 nonzero(bytes, (bytes * size).div_ceil(4) + size),
             )))
@@ -176,11 +176,9 @@ impl Context {
             let words: Vec<u32> = counts.iter().map(|&c| c as u32).collect();
             let at = layout::host_counts_word(self.n_pes());
             self.write_bytes(self.my_pe(), at as u64 * 4, bytemuck::cast_slice(&words))?;
-            let mut a = Self::host_args(&m, dest, source);
-            a.x = at;
             Ok(Some((
-                HostCollective::Collect,
-                a,
+                HostCall::Collect { counts_at: at },
+                Self::host_args(&m, dest, source),
                 nonzero(total, total.div_ceil(4) + m.shape.size as u64),
             )))
         })

@@ -41,7 +41,7 @@ mod wide;
 pub(crate) use host_path::Small;
 
 use bytemuck::{Pod, Zeroable};
-use vkshmem_device::collectives::{HostArgs, HostCollective, HOST_WORKGROUP};
+use vkshmem_device::collectives::{HostArgs, HostCall, HOST_WORKGROUP};
 use vkshmem_device::layout;
 
 use crate::collective::reduce::ReduceOp;
@@ -347,7 +347,7 @@ impl Context {
         local: Result<()>,
         same_nelems: bool,
         small: Option<Small>,
-        plan: impl FnOnce(&[Desc]) -> Result<Option<(HostCollective, HostArgs, u64)>>,
+        plan: impl FnOnce(&[Desc]) -> Result<Option<(HostCall, HostArgs, u64)>>,
     ) -> Result<()> {
         let name = Which::from_code(desc.which).map_or("collective", Which::name);
         let local = match &m.deferred {
@@ -374,9 +374,7 @@ impl Context {
             }
         }
         let moved = plan(&all).and_then(|p| match p {
-            Some((kernel, args, items)) if items > 0 => {
-                self.launch_collective(kernel, &args, items)
-            }
+            Some((call, args, items)) if items > 0 => self.launch_collective(call, args, items),
             _ => Ok(()),
         });
         // Complete on every member even when this PE's part failed, so that no
@@ -385,14 +383,17 @@ impl Context {
         moved.and(done)
     }
 
-    /// Dispatches a host collective's kernel over enough workgroups for `items`.
-    fn launch_collective(&self, c: HostCollective, args: &HostArgs, items: u64) -> Result<()> {
+    /// Dispatches `call`'s kernel over enough workgroups for `items`, with
+    /// `args` and the call's own arguments.
+    fn launch_collective(&self, call: HostCall, mut args: HostArgs, items: u64) -> Result<()> {
+        let c = call.kernel();
+        args.params = call.words();
         let name = c.name();
         let k = self
             .library_kernel(&name, || Some(c.source()))?
             .expect("every host collective has a source");
         let groups = self.host_groups(items, ITEMS_PER_INVOCATION);
-        self.launch(&k, [groups, 1, 1], &[], bytemuck::bytes_of(args))
+        self.launch(&k, [groups, 1, 1], &[], bytemuck::bytes_of(&args))
     }
 
     /// The library kernel named `name` (unique per generated source), built from

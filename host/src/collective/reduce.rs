@@ -6,7 +6,7 @@
 //! generic [`Context::reduce`] takes the operation at run time and checks it.
 
 use bytemuck::Pod;
-use vkshmem_device::collectives::{self, HostCollective, Kind};
+use vkshmem_device::collectives::{self, HostCall, Kind};
 
 pub use vkshmem_device::collectives::ReduceOp;
 
@@ -206,7 +206,6 @@ impl Context {
             }
             let mut a = Self::host_args(&m, dest, source);
             a.n = n as u32;
-            a.x = op.code();
             // Work items: this member's share of the dest words (or elements).
             let items = if kind.bytes == 8 {
                 n.div_ceil(m.shape.size as u64)
@@ -217,7 +216,7 @@ impl Context {
                     + 1
             };
             Ok(Some((
-                HostCollective::Reduce(kind),
+                HostCall::Reduce { kind, op },
                 a,
                 if n == 0 { 0 } else { items },
             )))

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use self::layout::{Layout, DATA_BYTES, DESC_BYTES};
 use self::segment::{futex_wait, futex_wake, Segment};
 use crate::error::{Error, Result};
-use crate::team::TeamShape;
+use crate::team::shape::TeamShape;
 
 /// How long a waiter sleeps on the futex before it looks at the clock and its
 /// peers again (the endpoint also wakes it on any failure).
