@@ -6,20 +6,12 @@
 //! no socket of the job is still bound, and the job's private TMPDIR is empty.
 
 mod common;
-use common::{bin_dir, program, vkshmrun_exe};
+use common::{bin_dir, program, run_vkshmrun, vkshmrun_exe, Leftovers, Run};
 
-use std::io::Read;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
-
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-    elapsed: Duration,
-}
 
 /// An example or test program built beside vkshmrun (`cargo test` builds examples).
 /// Jobs whose PEs spin on the device. Cargo runs tests on parallel threads; two
@@ -33,105 +25,9 @@ fn one_spinning_job() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Processes whose environment names this launcher's bootstrap endpoint.
-fn job_processes(launcher_pid: u32) -> Vec<u32> {
-    let needle = format!("VKSHMEM_BOOTSTRAP=@vkshmem-{launcher_pid}-");
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .map(|env| {
-                    env.split(|b| *b == 0)
-                        .any(|kv| kv.starts_with(needle.as_bytes()))
-                })
-                .unwrap_or(false)
-        })
-        .collect()
-}
-
-/// Abstract sockets of this launcher still bound.
-fn job_sockets(launcher_pid: u32) -> usize {
-    let needle = format!("@vkshmem-{launcher_pid}-");
-    std::fs::read_to_string("/proc/net/unix")
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| l.contains(&needle))
-        .count()
-}
-
-/// Runs `vkshmrun ARGS…` with a fresh TMPDIR, kills it after `timeout`, and checks
-/// that nothing of the job remains.
+/// Runs `vkshmrun ARGS…` (see [`run_vkshmrun`]): nothing of the job may remain.
 fn vkshmrun_with(args: &[&str], timeout: Duration, during: impl FnOnce(u32)) -> Run {
-    let tmp = tempfile::tempdir().unwrap();
-    let start = Instant::now();
-    let mut child = Command::new(vkshmrun_exe())
-        .args(args)
-        .env("TMPDIR", tmp.path())
-        .env("RUST_BACKTRACE", "0")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let o = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let e = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    during(pid);
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if start.elapsed() > timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("vkshmrun {args:?} did not finish within {timeout:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let elapsed = start.elapsed();
-    let run = Run {
-        code: status.code(),
-        stdout: o.join().unwrap(),
-        stderr: e.join().unwrap(),
-        elapsed,
-    };
-    // Nothing left behind. Processes get a moment to be reaped by init.
-    let t = Instant::now();
-    while !job_processes(pid).is_empty() && t.elapsed() < Duration::from_secs(2) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert_eq!(
-        job_processes(pid),
-        Vec::<u32>::new(),
-        "PE processes outlived vkshmrun {args:?}\n{}",
-        run.stderr
-    );
-    assert_eq!(
-        job_sockets(pid),
-        0,
-        "bootstrap socket left bound after {args:?}"
-    );
-    let left: Vec<_> = std::fs::read_dir(tmp.path())
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    assert!(
-        left.is_empty(),
-        "temp files left behind by {args:?}: {left:?}"
-    );
-    run
+    run_vkshmrun(args, timeout, Leftovers::Forbidden, during)
 }
 
 /// Runs a PE program without the launcher (a job of one PE), asserts that it

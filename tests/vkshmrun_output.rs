@@ -9,67 +9,15 @@
 //! vkshmem barrier).
 
 mod common;
-use common::{program, vkshmrun_exe};
+use common::{program, run_vkshmrun, vkshmrun_exe, Leftovers, Run};
 
-use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// What a vkshmrun run gave: exit code and raw output.
-struct Run {
-    code: Option<i32>,
-    stdout: Vec<u8>,
-    stderr: Vec<u8>,
-}
-
-impl Run {
-    fn out(&self) -> String {
-        String::from_utf8_lossy(&self.stdout).into_owned()
-    }
-    fn err(&self) -> String {
-        String::from_utf8_lossy(&self.stderr).into_owned()
-    }
-}
-
-/// Runs `vkshmrun ARGS…`, calls `during` with its process id
-/// while it runs, kills it after `timeout`.
+/// Runs `vkshmrun ARGS…` (see [`run_vkshmrun`]): nothing of the job may remain.
 fn vkshmrun_with(args: &[&str], timeout: Duration, during: impl FnOnce(u32)) -> Run {
-    let start = Instant::now();
-    let mut child = Command::new(vkshmrun_exe())
-        .args(args)
-        .env("RUST_BACKTRACE", "0")
-        .env_remove("VKSHMEM_WAIT_TIMEOUT")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let reader = |mut from: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut v = Vec::new();
-            let _ = from.read_to_end(&mut v);
-            v
-        })
-    };
-    let out = reader(Box::new(child.stdout.take().unwrap()));
-    let err = reader(Box::new(child.stderr.take().unwrap()));
-    during(child.id());
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if start.elapsed() > timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("vkshmrun {args:?} did not finish within {timeout:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Run {
-        code: status.code(),
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
-    }
+    run_vkshmrun(args, timeout, Leftovers::Forbidden, during)
 }
 
 fn vkshmrun(args: &[&str], timeout: Duration) -> Run {
@@ -153,9 +101,9 @@ fn lines_of_8_pes_writing_at_once_stay_whole() {
         }
         args.extend([prog.as_str(), "lines", &n]);
         let r = vkshmrun(&args, Duration::from_secs(240));
-        assert_eq!(r.code, Some(0), "{}", r.err());
-        assert_whole_lines(&r.out(), 8, lines, "out", label);
-        assert_whole_lines(&r.err(), 8, lines, "err", label);
+        assert_eq!(r.code, Some(0), "{}", r.stderr.clone());
+        assert_whole_lines(&r.stdout.clone(), 8, lines, "out", label);
+        assert_whole_lines(&r.stderr.clone(), 8, lines, "err", label);
     }
 }
 
@@ -171,19 +119,19 @@ fn binary_output_and_a_1_mib_line_pass_unchanged() {
         r.code,
         Some(0),
         "{}",
-        r.err().chars().take(2000).collect::<String>()
+        r.stderr.clone().chars().take(2000).collect::<String>()
     );
     let blob = binary_blob();
     assert!(
-        r.stdout == blob,
+        r.stdout_raw == blob,
         "stdout changed: {} bytes for {}",
-        r.stdout.len(),
+        r.stdout_raw.len(),
         blob.len()
     );
     assert!(
-        r.stderr == blob,
+        r.stderr_raw == blob,
         "stderr changed: {} bytes for {}",
-        r.stderr.len(),
+        r.stderr_raw.len(),
         blob.len()
     );
 }
@@ -196,14 +144,20 @@ fn unfinished_lines_and_pipes_left_open() {
     let script =
         r#"sleep 120 & echo "bg $!"; echo "err $VKSHMEM_PE" >&2; printf "tail $VKSHMEM_PE""#;
     let started = Instant::now();
-    let r = vkshmrun(&["-n", "3", "sh", "-c", script], Duration::from_secs(100));
+    // The script leaves a `sleep` behind on purpose (killed below).
+    let r = run_vkshmrun(
+        &["-n", "3", "sh", "-c", script],
+        Duration::from_secs(100),
+        Leftovers::ProcessesAllowed,
+        |_| {},
+    );
     let took = started.elapsed();
-    let out = r.out();
+    let out = r.stdout.clone();
     for line in out.lines().filter_map(|l| l.strip_prefix("bg ")) {
         let pid: i32 = line.trim().parse().unwrap();
         let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::SIGKILL);
     }
-    assert_eq!(r.code, Some(0), "{}", r.err());
+    assert_eq!(r.code, Some(0), "{}", r.stderr.clone());
     assert!(
         took < Duration::from_secs(60),
         "vkshmrun waited {took:?} for the pipes"
@@ -213,9 +167,9 @@ fn unfinished_lines_and_pipes_left_open() {
         let tails: Vec<&str> = out.lines().filter(|l| l.contains(&tail)).collect();
         assert_eq!(tails, [tail.as_str()], "{out:?}");
         assert!(
-            r.err().lines().any(|l| l == format!("err {pe}")),
+            r.stderr.clone().lines().any(|l| l == format!("err {pe}")),
             "{}",
-            r.err()
+            r.stderr.clone()
         );
     }
 }
@@ -288,7 +242,7 @@ fn identical_errors_of_8_pes_fold_into_one_report() {
         ],
         Duration::from_secs(120),
     );
-    let err = r.err();
+    let err = r.stderr.clone();
     assert_eq!(r.code, Some(1), "{err}");
     assert_eq!(report(&err, "PEs 0-7"), SAME_REPORT, "{err}");
     assert_eq!(err.matches("Error:").count(), 1, "{err}");
@@ -314,9 +268,9 @@ fn identical_errors_of_8_pes_fold_into_one_report() {
             "{err}"
         );
         assert!(
-            r.out().lines().any(|l| l == format!("pe {pe} starting")),
+            r.stdout.clone().lines().any(|l| l == format!("pe {pe} starting")),
             "{}",
-            r.out()
+            r.stdout.clone()
         );
     }
 }
@@ -339,7 +293,7 @@ fn differing_errors_stay_separate_and_attributed() {
         ],
         Duration::from_secs(120),
     );
-    let err = r.err();
+    let err = r.stderr.clone();
     assert_eq!(r.code, Some(1), "{err}");
     assert_eq!(report(&err, "PEs 0-4,6,7"), SAME_REPORT, "{err}");
     assert_eq!(
@@ -366,7 +320,7 @@ fn a_failing_pe_and_its_peers_give_two_reports() {
         ],
         Duration::from_secs(240),
     );
-    let err = r.err();
+    let err = r.stderr.clone();
     assert_eq!(r.code, Some(1), "{err}");
     assert_eq!(blamed(&err), 3, "{err}");
     assert_eq!(
@@ -415,7 +369,7 @@ fn held_reports_are_printed_when_vkshmrun_is_interrupted() {
             .unwrap();
         },
     );
-    let err = r.err();
+    let err = r.stderr.clone();
     assert_eq!(r.code, Some(128 + 15), "{err}");
     assert!(
         err.contains("vkshmrun: got SIGTERM, passing it to every PE"),
@@ -477,7 +431,7 @@ fn a_bad_wait_timeout_or_grace_is_reported_as_that_flag() {
             ],
             Duration::from_secs(60),
         );
-        assert_eq!(r.code, Some(0), "{}", r.err());
-        assert_eq!(r.out(), format!("t={want}\nt={want}\n"));
+        assert_eq!(r.code, Some(0), "{}", r.stderr.clone());
+        assert_eq!(r.stdout.clone(), format!("t={want}\nt={want}\n"));
     }
 }

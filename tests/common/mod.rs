@@ -1,7 +1,13 @@
 //! Shared by the integration tests that run jobs through vkshmrun
-//! (`tests/launcher.rs`, `tests/vkshmrun_output.rs`): where the binaries are.
+//! (`tests/launcher.rs`, `tests/vkshmrun_output.rs`): where the binaries are,
+//! and one way to run a job and check that it left nothing behind.
 
+#![allow(dead_code)] // each test binary uses its own part
+
+use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// Where cargo puts the workspace's binaries (vkshmrun, vkshmem-bench, examples/):
 /// the test runs from `deps/` below it. They are other packages' binaries, built
@@ -37,4 +43,141 @@ pub fn program(name: &str) -> String {
         p.display()
     );
     p.to_string_lossy().into_owned()
+}
+
+/// What a vkshmrun run gave: exit code, output (raw and as text), wall time.
+pub struct Run {
+    /// The exit code (`None`: killed by a signal).
+    pub code: Option<i32>,
+    /// Standard output, as text (invalid UTF-8 replaced).
+    pub stdout: String,
+    /// Standard error, as text.
+    pub stderr: String,
+    /// Standard output, the bytes.
+    pub stdout_raw: Vec<u8>,
+    /// Standard error, the bytes.
+    pub stderr_raw: Vec<u8>,
+    /// From the start to the exit.
+    pub elapsed: Duration,
+}
+
+/// Whether a run may leave processes of the job behind (a test of a PE that
+/// leaves one on purpose), or must leave nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Leftovers {
+    /// No process, bound socket or temp file of the job may outlive it.
+    Forbidden,
+    /// Processes may (the test kills them); sockets and temp files may not.
+    ProcessesAllowed,
+}
+
+/// Processes whose environment names launcher `launcher_pid`'s bootstrap
+/// endpoint.
+pub fn job_processes(launcher_pid: u32) -> Vec<u32> {
+    let needle = format!("VKSHMEM_BOOTSTRAP=@vkshmem-{launcher_pid}-");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|env| {
+                    env.split(|b| *b == 0)
+                        .any(|kv| kv.starts_with(needle.as_bytes()))
+                })
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// Abstract sockets of launcher `launcher_pid` still bound.
+pub fn job_sockets(launcher_pid: u32) -> usize {
+    let needle = format!("@vkshmem-{launcher_pid}-");
+    std::fs::read_to_string("/proc/net/unix")
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains(&needle))
+        .count()
+}
+
+/// Runs `vkshmrun ARGS…` with a fresh TMPDIR, without `VKSHMEM_WAIT_TIMEOUT`
+/// from the test's environment, calls `during` with its process id while it
+/// runs, kills it (and fails) after `timeout`, and checks what it left behind.
+pub fn run_vkshmrun(
+    args: &[&str],
+    timeout: Duration,
+    leftovers: Leftovers,
+    during: impl FnOnce(u32),
+) -> Run {
+    let tmp = tempfile::tempdir().unwrap();
+    let start = Instant::now();
+    let mut child = Command::new(vkshmrun_exe())
+        .args(args)
+        .env("TMPDIR", tmp.path())
+        .env("RUST_BACKTRACE", "0")
+        .env_remove("VKSHMEM_WAIT_TIMEOUT")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let reader = |mut from: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = from.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = reader(Box::new(child.stdout.take().unwrap()));
+    let err = reader(Box::new(child.stderr.take().unwrap()));
+    during(pid);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("vkshmrun {args:?} did not finish within {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let elapsed = start.elapsed();
+    let (stdout_raw, stderr_raw) = (out.join().unwrap(), err.join().unwrap());
+    let run = Run {
+        code: status.code(),
+        stdout: String::from_utf8_lossy(&stdout_raw).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr_raw).into_owned(),
+        stdout_raw,
+        stderr_raw,
+        elapsed,
+    };
+    if leftovers == Leftovers::Forbidden {
+        // Processes get a moment to be reaped by init.
+        let t = Instant::now();
+        while !job_processes(pid).is_empty() && t.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(
+            job_processes(pid),
+            Vec::<u32>::new(),
+            "PE processes outlived vkshmrun {args:?}\n{}",
+            run.stderr
+        );
+    }
+    assert_eq!(
+        job_sockets(pid),
+        0,
+        "bootstrap socket left bound after {args:?}"
+    );
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "temp files left behind by {args:?}: {left:?}"
+    );
+    run
 }
