@@ -923,6 +923,7 @@ mod tests {
             float64: true,
             divergent_fences: true,
             loop_cap: true,
+            direct: crate::PeSet::all(3),
         };
         let mut all = vec![
             HostCollective::Broadcast,

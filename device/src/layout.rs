@@ -185,11 +185,19 @@ pub const ERR_LOOPS_CUT: u32 = 32;
 /// stride).
 pub const ERR_BAD_ARGUMENT: u32 = 64;
 
+/// Device error bit: device code touched the heap of a PE it reaches only
+/// through the staged transport (another device; `VKSHMEM_TRANSPORT=staged`).
+pub const ERR_UNREACHABLE: u32 = 128;
+
 /// Describes device error bits in words.
 pub fn describe_errors(bits: u32) -> Vec<&'static str> {
     let all = [
         (ERR_BAD_ADDRESS, "a heap access outside the symmetric heap"),
         (ERR_BAD_PE, "a PE number outside the job"),
+        (
+            ERR_UNREACHABLE,
+            "an access to the heap of a PE on another device (staged transport), which device code cannot reach yet",
+        ),
         (ERR_BAD_TEAM, "an invalid team handle"),
         (
             ERR_CONCURRENT_SYNC,
@@ -274,6 +282,7 @@ pub fn wgsl() -> String {
         ("ABORTED", ERR_ABORTED),
         ("LOOPS_CUT", ERR_LOOPS_CUT),
         ("BAD_ARGUMENT", ERR_BAD_ARGUMENT),
+        ("UNREACHABLE", ERR_UNREACHABLE),
     ] {
         let _ = writeln!(s, "const VKS_ERR_{name}: u32 = {v}u;");
     }

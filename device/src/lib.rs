@@ -29,7 +29,7 @@ pub mod library;
 mod link;
 pub mod pass;
 
-pub use library::{HeapBinding, LibraryConfig};
+pub use library::{HeapBinding, LibraryConfig, PeSet};
 pub use link::{link_kernel, LinkedKernel, UserBinding};
 
 use naga::back::spv;

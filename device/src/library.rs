@@ -68,6 +68,40 @@ pub struct LibraryConfig {
     /// been cut too). Without it, a wait polls once per iteration, which keeps the
     /// wake-up latency at one load.
     pub loop_cap: bool,
+    /// The PEs whose heaps this PE's device reaches directly (the library
+    /// binds those only); device code that touches another PE's heap raises
+    /// `ERR_UNREACHABLE`.
+    pub direct: PeSet,
+}
+
+/// A set of PEs (numbers below [`PeSet::CAPACITY`]), small enough to copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PeSet {
+    bits: [u64; 16],
+}
+
+impl PeSet {
+    /// The largest PE count a set describes.
+    pub const CAPACITY: u32 = 1024;
+
+    /// PEs `0..n` (PEs at or past [`PeSet::CAPACITY`] are left out).
+    pub fn all(n: u32) -> PeSet {
+        PeSet::from_pes(0..n)
+    }
+
+    /// The PEs of `pes`.
+    pub fn from_pes(pes: impl IntoIterator<Item = u32>) -> PeSet {
+        let mut bits = [0u64; 16];
+        for p in pes.into_iter().filter(|&p| p < Self::CAPACITY) {
+            bits[p as usize / 64] |= 1 << (p % 64);
+        }
+        PeSet { bits }
+    }
+
+    /// Whether `pe` is in the set.
+    pub fn contains(&self, pe: u32) -> bool {
+        pe < Self::CAPACITY && self.bits[pe as usize / 64] & (1 << (pe % 64)) != 0
+    }
 }
 
 /// Polls per wait iteration where the driver caps loops: 64 polls take about
@@ -127,15 +161,16 @@ impl LibraryConfig {
         (self.heap_bytes / 4).min(u32::MAX as u64) as u32
     }
 
-    /// The library's bindings, in binding order.
+    /// The library's bindings, in binding order: every chunk of every PE this
+    /// PE reaches directly, numbered from 0.
     pub fn bindings(&self) -> Vec<HeapBinding> {
         let (cb, chunks) = (self.chunk_bytes(), self.chunks());
         let mut v = Vec::new();
-        for pe in 0..self.n_pes {
+        for pe in (0..self.n_pes).filter(|&p| self.direct.contains(p)) {
             for c in 0..chunks {
                 let offset = c as u64 * cb;
                 v.push(HeapBinding {
-                    binding: pe * chunks + c,
+                    binding: v.len() as u32,
                     pe,
                     offset,
                     bytes: cb.min(self.heap_bytes - offset),
@@ -333,7 +368,7 @@ pub fn library_source_for(cfg: &LibraryConfig, uses: Option<&str>) -> String {
 
 fn bindings(s: &mut String, cfg: &LibraryConfig) {
     for b in cfg.bindings() {
-        let c = b.binding % cfg.chunks();
+        let c = b.offset / cfg.chunk_bytes();
         let _ = writeln!(
             s,
             "@group({LIBRARY_SET}) @binding({}) @coherent var<storage, read_write> vks_a_{}_{c}: array<atomic<u32>>;",
@@ -456,17 +491,22 @@ fn accessor(
     );
     let _ = writeln!(s, "    let i = {index};");
     let _ = writeln!(s, "    switch {slot} {{");
+    // Cases by (PE, chunk); a PE without bindings (not reached directly)
+    // falls to the default.
     for b in cfg.bindings() {
-        let c = b.binding % chunks;
+        let c = (b.offset / cfg.chunk_bytes()) as u32;
         let v = format!("vks_{view}_{}_{c}[i]", b.pe);
         let _ = writeln!(
             s,
             "        case {}u: {{ {} }}",
-            b.binding,
+            b.pe * chunks + c,
             body.replace("{v}", &v)
         );
     }
-    let _ = writeln!(s, "        default: {{ }}");
+    let _ = writeln!(
+        s,
+        "        default: {{ vks_raise(VKS_ERR_UNREACHABLE, pe, a); }}"
+    );
     let _ = writeln!(s, "    }}");
     if ret.is_some() {
         let _ = writeln!(s, "    return 0u;");
@@ -588,7 +628,28 @@ mod tests {
             float64: true,
             divergent_fences: true,
             loop_cap: false,
+            direct: PeSet::all(n),
         }
+    }
+
+    /// A PE outside `direct` gets no bindings, the others are numbered from 0,
+    /// and an access to it raises ERR_UNREACHABLE.
+    #[test]
+    fn peers_not_reached_directly_get_no_bindings() {
+        let mut c = cfg(3, 256 << 20, 128 << 20);
+        c.direct = PeSet::from_pes([0, 2]);
+        let b = c.bindings();
+        assert_eq!(b.len(), 4);
+        assert_eq!(
+            b.iter().map(|b| (b.binding, b.pe, b.offset)).collect::<Vec<_>>(),
+            [(0, 0, 0), (1, 0, 128 << 20), (2, 2, 0), (3, 2, 128 << 20)]
+        );
+        let src = library_source(&c);
+        assert!(src.contains("case 5u: {"), "PE 2 chunk 1 keeps its case");
+        assert!(!src.contains("vks_a_1_0"), "PE 1 is bound");
+        assert!(src.contains("default: { vks_raise(VKS_ERR_UNREACHABLE, pe, a); }"));
+        let all = PeSet::all(70);
+        assert!(all.contains(69) && !all.contains(70) && !PeSet::all(0).contains(0));
     }
 
     #[test]

@@ -322,6 +322,7 @@ mod tests {
             float64: true,
             divergent_fences: true,
             loop_cap: false,
+            direct: crate::PeSet::all(3),
         }
     }
 

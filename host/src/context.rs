@@ -141,6 +141,7 @@ impl Context {
         let wait_timeout = config::wait_timeout(get)?;
         let policy = WaitPolicy::from_env(get, job.npes)?;
         let host_mapped_max = config::host_mapped_max(get)?;
+        let transport = crate::transport::Mode::from_env(get)?;
         let mut boot = match &job.bootstrap {
             Some((endpoint, secret)) => {
                 Some(Bootstrap::connect(endpoint, secret, job.pe, job.npes)?)
@@ -185,7 +186,7 @@ impl Context {
                 job.npes
             )));
         }
-        let heap = SymmetricHeap::create(&gpu, heap_size, job.pe, boot.as_mut()).map_err(|e| {
+        let heap = SymmetricHeap::create(&gpu, heap_size, job.pe, boot.as_mut(), transport).map_err(|e| {
             match e {
                 Error::Vulkan { call, result }
                     if matches!(
@@ -291,6 +292,29 @@ impl Context {
     /// allocation (a check for slices made with `SymSlice::from_raw`).
     pub(crate) fn is_live(&self, offset: u64, bytes: u64) -> bool {
         lock(&self.inner.alloc).is_live(offset, bytes)
+    }
+
+    /// How this PE reaches PE `pe` ([`crate::transport`]): directly through its
+    /// heap, or through staging because it is on another device.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let ctx = vkshmem_host::Context::init()?;
+    /// for pe in 0..ctx.n_pes() {
+    ///     println!("PE {pe}: {}", ctx.transport(pe)?.name());
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `pe` is not a PE of the job.
+    pub fn transport(&self, pe: u32) -> Result<crate::transport::Transport> {
+        self.inner.heap.transport(pe).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "transport: PE {pe} is not a PE of the job ({} PEs)",
+                self.n_pes()
+            ))
+        })
     }
 
     /// Size of each PE's symmetric heap in bytes.

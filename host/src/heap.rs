@@ -3,15 +3,17 @@
 //!
 //! Set-up is collective: every PE allocates its block, the PEs allgather
 //! `(deviceUUID, driverUUID, size, memory type)`, exchange fds, and each PE imports the
-//! blocks of the PEs on its own physical device. A PE on another device is recorded
-//! as unreachable (the proxy will serve it later). A final allgather of each PE's
-//! outcome makes a failure anywhere an error everywhere.
+//! blocks of the PEs on its own physical device. A PE on another device (or every
+//! peer, with `VKSHMEM_TRANSPORT=staged`) is reached through staging instead
+//! ([`crate::transport`]); its block is not imported. A final allgather of each
+//! PE's outcome makes a failure anywhere an error everywhere.
 
 use std::os::fd::AsFd;
 use std::sync::Arc;
 
 use crate::bootstrap::Bootstrap;
 use crate::error::{Error, Result};
+use crate::transport::{Mode, Transport};
 use crate::vk::memory::SharedMemory;
 use crate::vk::Gpu;
 
@@ -34,8 +36,8 @@ struct BlockInfo {
 pub enum Peer {
     /// Imported (or this PE's own block).
     Mapped(Arc<SharedMemory>),
-    /// Not directly reachable; why.
-    Unreachable(String),
+    /// Reached through staging ([`Transport::Staged`]); why.
+    Staged(String),
 }
 
 /// Every PE's heap block as seen from this PE.
@@ -47,13 +49,15 @@ pub struct SymmetricHeap {
 }
 
 impl SymmetricHeap {
-    /// Allocates this PE's block of `size` bytes and imports the peers' blocks.
-    /// Collective over the job when `boot` is given (else a job of one PE).
+    /// Allocates this PE's block of `size` bytes and imports the blocks of the
+    /// peers it reaches directly (`mode`). Collective over the job when `boot`
+    /// is given (else a job of one PE).
     pub fn create(
         gpu: &Arc<Gpu>,
         size: u64,
         me: u32,
         boot: Option<&mut Bootstrap>,
+        mode: Mode,
     ) -> Result<SymmetricHeap> {
         let own = Arc::new(SharedMemory::export_new(gpu, size)?);
         let Some(boot) = boot else {
@@ -99,21 +103,28 @@ impl SymmetricHeap {
             }
             if info.device_uuid != gpu.info.device_uuid || info.driver_uuid != gpu.info.driver_uuid
             {
-                peers.push(Peer::Unreachable(
-                    "on another physical device or driver".into(),
+                peers.push(Peer::Staged(
+                    "on another physical device or driver (staged transport)".into(),
                 ));
+                continue;
+            }
+            if mode == Mode::Staged {
+                peers.push(Peer::Staged(format!(
+                    "reached through staging ({}=staged)",
+                    crate::transport::ENV_TRANSPORT
+                )));
                 continue;
             }
             let Some(fd) = fd else {
                 outcome = Err(format!("PE {pe} sent no heap descriptor"));
-                peers.push(Peer::Unreachable("sent no heap descriptor".into()));
+                peers.push(Peer::Staged("sent no heap descriptor".into()));
                 continue;
             };
             match SharedMemory::import(gpu, fd, info.size, info.memory_type) {
                 Ok(m) => peers.push(Peer::Mapped(Arc::new(m))),
                 Err(e) => {
                     outcome = Err(format!("PE {me} cannot import the heap of PE {pe}: {e}"));
-                    peers.push(Peer::Unreachable(e.to_string()));
+                    peers.push(Peer::Staged(e.to_string()));
                 }
             }
         }
@@ -130,8 +141,11 @@ impl SymmetricHeap {
             .iter()
             .filter(|p| matches!(p, Peer::Mapped(_)))
             .count();
+        let staged: Vec<usize> = (0..peers.len())
+            .filter(|&p| matches!(peers[p], Peer::Staged(_)))
+            .collect();
         tracing::info!(
-            "PE {me}: symmetric heap of {size} bytes ({}), {reachable} of {} PEs directly reachable",
+            "PE {me}: symmetric heap of {size} bytes ({}), {reachable} of {} PEs direct, staged: {staged:?}",
             if own.mapped().is_some() { "host-mapped" } else { "device-only" },
             peers.len()
         );
@@ -147,7 +161,7 @@ impl SymmetricHeap {
     pub fn block(&self, pe: u32) -> Result<&Arc<SharedMemory>> {
         match self.peers.get(pe as usize) {
             Some(Peer::Mapped(m)) => Ok(m),
-            Some(Peer::Unreachable(why)) => Err(Error::Unreachable {
+            Some(Peer::Staged(why)) => Err(Error::Unreachable {
                 pe,
                 me: self.me,
                 why: why.clone(),
@@ -163,5 +177,13 @@ impl SymmetricHeap {
     /// Whether PE `pe`'s block is directly reachable from this PE.
     pub fn reachable(&self, pe: u32) -> bool {
         matches!(self.peers.get(pe as usize), Some(Peer::Mapped(_)))
+    }
+
+    /// How this PE reaches PE `pe` (`None`: no such PE).
+    pub fn transport(&self, pe: u32) -> Option<Transport> {
+        self.peers.get(pe as usize).map(|p| match p {
+            Peer::Mapped(_) => Transport::Direct,
+            Peer::Staged(_) => Transport::Staged,
+        })
     }
 }

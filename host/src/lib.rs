@@ -24,6 +24,7 @@ pub(crate) mod rendezvous;
 pub mod symbuf;
 pub mod sync;
 pub mod team;
+pub mod transport;
 pub(crate) mod throttle;
 pub mod user_kernel;
 
@@ -32,6 +33,7 @@ pub use collective::reduce::{BitwiseReduce, Reduce, ReduceOp};
 pub use context::{Context, HeapWindow};
 pub use symbuf::{SymBuffer, SymSlice};
 pub use team::{Team, TeamConfig, TeamShape};
+pub use transport::Transport;
 pub use kernels::DeviceKernel;
 pub use vk::kernel::Kernel;
 pub use vk::{DeviceCaps, DeviceInfo};

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use vkshmem_device::layout::{self, ControlHeader};
-use vkshmem_device::LibraryConfig;
+use vkshmem_device::{LibraryConfig, PeSet};
 
 use crate::context::{lock, Context, HeapWindow};
 use crate::error::{Error, Result};
@@ -42,15 +42,13 @@ struct Watch {
 }
 
 impl Context {
-    /// The device library's shape for this PE: every PE's heap must be reachable
-    /// from this device, and its bindings must leave room for the user's.
+    /// The device library's shape for this PE: it binds the heaps of the PEs
+    /// this PE reaches directly ([`Context::transport`]); device code that
+    /// touches another PE's heap raises a device error.
     ///
     /// # Errors
-    /// [`Error::Unreachable`] when a PE's heap is on another device.
+    /// None today (kept fallible for shapes a device cannot take).
     pub fn library_config(&self) -> Result<LibraryConfig> {
-        for pe in 0..self.n_pes() {
-            self.inner.heap.block(pe)?;
-        }
         let caps = self.device_caps();
         let llvmpipe = self.device_info().is_llvmpipe();
         Ok(LibraryConfig {
@@ -62,6 +60,7 @@ impl Context {
             float64: caps.float64 && caps.int64,
             divergent_fences: !llvmpipe,
             loop_cap: llvmpipe,
+            direct: PeSet::from_pes((0..self.n_pes()).filter(|&p| self.inner.heap.reachable(p))),
         })
     }
 

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
-use vkshmem_device::LibraryConfig;
+use vkshmem_device::{LibraryConfig, PeSet};
 
 const EMPTY: &str = "@compute @workgroup_size(1) fn main() {}";
 
@@ -32,6 +32,7 @@ fn shapes() -> Vec<LibraryConfig> {
                         float64: wide,
                         divergent_fences: gpu,
                         loop_cap: !gpu,
+                        direct: PeSet::all(n_pes),
                     });
                 }
             }

@@ -14,8 +14,9 @@
 //! host path runs only when all did, so the choice is the same on every
 //! member, with the thresholds of all of them taken into account.
 
+use super::moves::{self, Plan};
 use super::reduce::{Reduce, ReduceOp};
-use super::{Desc, Members, Which};
+use super::{Desc, Members};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::sync::layout::DATA_BYTES;
@@ -37,25 +38,30 @@ pub(crate) struct Small {
 /// `out = slot_0 op slot_1 op …` over `n` elements of one type.
 pub(crate) type ReduceFn = fn(ReduceOp, usize, &[*const u8], *mut u8);
 
-/// [`ReduceFn`] for `T`.
+/// [`ReduceFn`] for `T`. The slots must be aligned for `T`: the plane's data
+/// slots and the staging buffers start on cache lines, and a round's part
+/// starts at a multiple of the element size.
 pub(crate) fn reduce_slots<T: Reduce>(op: ReduceOp, n: usize, slots: &[*const u8], out: *mut u8) {
     let bytes = n * std::mem::size_of::<T>();
     let mut acc = vec![T::zeroed(); n];
-    let mut x = vec![T::zeroed(); n];
-    for (i, &s) in slots.iter().enumerate() {
-        let dst = if i == 0 { &mut acc } else { &mut x };
-        // SAFETY: each slot holds at least `bytes` bytes (the member staged n
-        // elements of T, checked against DATA_BYTES) and nobody writes it until
-        // this PE's next sync on the team; dst is a fresh Vec of n elements.
-        unsafe { std::ptr::copy_nonoverlapping(s, dst.as_mut_ptr().cast::<u8>(), bytes) };
-        if i > 0 {
-            for (a, b) in acc.iter_mut().zip(&x) {
-                *a = T::host_combine(op, *a, *b);
-            }
+    let Some((&first, rest)) = slots.split_first() else {
+        return;
+    };
+    // SAFETY: each slot holds at least `bytes` bytes (the member staged n
+    // elements of T) and nobody writes it until this PE's next sync on the
+    // team; acc is a fresh Vec of n elements.
+    unsafe { std::ptr::copy_nonoverlapping(first, acc.as_mut_ptr().cast::<u8>(), bytes) };
+    for &s in rest {
+        assert_eq!(s as usize % std::mem::align_of::<T>(), 0, "unaligned slot");
+        // SAFETY: as above, and aligned for T (asserted); any bytes are a valid
+        // T (Pod); shared, read-only while this slice lives.
+        let x = unsafe { std::slice::from_raw_parts(s.cast::<T>(), n) };
+        for (a, b) in acc.iter_mut().zip(x) {
+            *a = T::host_combine(op, *a, *b);
         }
     }
-    // SAFETY: `out` points at `bytes` bytes of this PE's mapped dest (checked by
-    // the caller); acc holds exactly that many.
+    // SAFETY: `out` points at `bytes` writable bytes (this PE's mapped dest or
+    // a buffer of the caller's); acc holds exactly that many.
     unsafe { std::ptr::copy_nonoverlapping(acc.as_ptr().cast::<u8>(), out, bytes) };
 }
 
@@ -102,7 +108,7 @@ impl Context {
     }
 
     /// Writes this PE's dest from the members' staged contributions (after the
-    /// entry sync; see the module docs).
+    /// entry sync; see the module docs), as `moves::plan` describes.
     pub(crate) fn host_move(
         &self,
         m: &Members,
@@ -115,86 +121,43 @@ impl Context {
             .plane
             .as_ref()
             .expect("the host path runs on the plane");
-        let d = &all[m.me as usize];
-        let es = d.es as u64;
-        let size = m.shape.size;
         let slot = |i: u32| plane.data(t, i);
-        // (dest offset, source pointer, bytes) copies.
-        let mut copies: Vec<(u64, *const u8, u64)> = Vec::new();
-        match d.which {
-            w if w == Which::Broadcast as u32 => {
-                if !(d.skip_root == 1 && m.me == d.root) {
-                    copies.push((d.dest, slot(d.root), d.nelems * es));
-                }
-            }
-            w if w == Which::Fcollect as u32 => {
-                let b = d.nelems * es;
-                copies.extend((0..size).map(|i| (d.dest + i as u64 * b, slot(i), b)));
-            }
-            w if w == Which::Alltoall as u32 => {
-                let b = d.nelems * es;
-                copies.extend((0..size).map(|i| {
-                    // SAFETY: member i staged `size` blocks of b bytes.
-                    let p = unsafe { slot(i).add((m.me as u64 * b) as usize) };
-                    (d.dest + i as u64 * b, p, b)
-                }));
-            }
-            w if w == Which::Collect as u32 => {
-                let total = super::collect_total(all)?;
-                self.check_sym(
-                    "collect dest",
-                    &crate::symbuf::SymSlice::<u8>::from_raw(
-                        d.dest,
-                        total.saturating_mul(es) as usize,
-                    ),
-                    total.saturating_mul(es),
-                )?;
-                let mut at = d.dest;
-                for (i, di) in all.iter().enumerate() {
-                    let b = di.nelems * es;
-                    copies.push((at, slot(i as u32), b));
-                    at += b;
-                }
-            }
-            w if w == Which::Reduce as u32 => {
-                let bytes = d.nelems * es;
-                let out = self.own_mapped(d.dest, bytes).ok_or_else(|| {
-                    Error::InvalidArgument("reduce dest is not in the mapped heap".into())
-                })?;
-                let op = ReduceOp::ALL[d.op as usize];
-                let slots: Vec<*const u8> = (0..size).map(slot).collect();
-                let f = small.reduce.expect("reductions pass their combiner");
-                if bytes > 0 {
-                    f(op, d.nelems as usize, &slots, out);
-                }
-            }
-            w if w == Which::Alltoalls as u32 => {
-                // Element k of block j: dest[(j n + k) dst] from member j's
-                // source[(me n + k) sst] (strides in elements).
-                let (n, dst, sst) = (d.nelems, d.dst, d.sst);
-                for j in 0..size {
-                    for k in 0..n {
-                        let from = (m.me as u64 * n + k) * sst * es;
-                        // SAFETY: member j staged its source's whole span,
-                        // which holds element (me n + k) sst.
-                        let p = unsafe { slot(j).add(from as usize) };
-                        copies.push((d.dest + (j as u64 * n + k) * dst * es, p, es));
+        let (_, plan) = moves::plan(m, all)?;
+        match plan {
+            Plan::Copies(moves) => {
+                for mv in moves {
+                    for (at, dest, bytes) in mv.within(0, DATA_BYTES as u64) {
+                        let dst = self.own_mapped(dest, bytes).ok_or_else(|| {
+                            Error::InvalidArgument(format!(
+                                "dest at offset {dest} is not in the mapped heap"
+                            ))
+                        })?;
+                        // SAFETY: dst is `bytes` bytes of this PE's mapped heap
+                        // (own_mapped checked the range); the source is inside
+                        // the member's data slot (`within` keeps it below
+                        // DATA_BYTES), which that member filled before the sync
+                        // and rewrites only two syncs later.
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(
+                                slot(mv.member).add(at as usize),
+                                dst,
+                                bytes as usize,
+                            )
+                        };
                     }
                 }
             }
-            _ => unreachable!("only the collectives above stage"),
-        }
-        for (at, src, bytes) in copies {
-            if bytes == 0 {
-                continue;
+            Plan::Reduce { dest, bytes, op } => {
+                let out = self.own_mapped(dest, bytes).ok_or_else(|| {
+                    Error::InvalidArgument("reduce dest is not in the mapped heap".into())
+                })?;
+                let slots: Vec<*const u8> = (0..m.shape.size).map(slot).collect();
+                let f = small.reduce.expect("reductions pass their combiner");
+                let es = all[m.me as usize].es as u64;
+                if bytes > 0 {
+                    f(op, (bytes / es) as usize, &slots, out);
+                }
             }
-            let dst = self.own_mapped(at, bytes).ok_or_else(|| {
-                Error::InvalidArgument(format!("dest at offset {at} is not in the mapped heap"))
-            })?;
-            // SAFETY: dst is `bytes` bytes of this PE's mapped heap (own_mapped
-            // checked the range); src is inside a member's data slot, which that
-            // member filled before the sync and rewrites only two syncs later.
-            unsafe { std::ptr::copy_nonoverlapping(src, dst, bytes as usize) };
         }
         Ok(())
     }

@@ -35,7 +35,9 @@ mod alltoall;
 mod broadcast;
 mod collect;
 mod host_path;
+mod moves;
 pub mod reduce;
+mod staged;
 mod wide;
 
 pub(crate) use host_path::Small;
@@ -124,6 +126,10 @@ pub(crate) struct Desc {
     /// 1 when this member staged its part for the host path (see
     /// `host_path`); the host path runs when every member did.
     staged: u32,
+    /// 1 when the team spans devices from this member's view (the staged
+    /// transport, `staged.rs`); every member then takes that path.
+    spans: u32,
+    _pad: u32,
     dst: u64,
     sst: u64,
     /// Elements the member's dest holds (checked by every member for collect).
@@ -193,6 +199,8 @@ impl Desc {
             skip_root: 0,
             ty: ElemType::of::<T>().code,
             staged: 0,
+            spans: 0,
+            _pad: 0,
             dst: 1,
             sst: 1,
             cap: 0,
@@ -355,6 +363,7 @@ impl Context {
             None => local,
         };
         desc.ok = u32::from(local.is_ok());
+        desc.spans = u32::from(self.spans_devices(m));
         let met = self
             .meet(m, &mut |slot| {
                 let mut d = desc;
@@ -372,6 +381,10 @@ impl Context {
                 // Complete on return, no closing sync (see host_path).
                 return self.host_move(m, &all, t, s);
             }
+        }
+        if all.iter().any(|d| d.spans == 1) {
+            // Some member is on another device: through the staging buffers.
+            return self.staged_move(m, &all, name, small.and_then(|s| s.reduce));
         }
         let moved = plan(&all).and_then(|p| match p {
             Some((call, args, items)) if items > 0 => self.launch_collective(call, args, items),

@@ -187,7 +187,9 @@ impl Context {
         // builds it only if the members end up on the kernel path (then after
         // the agreement: the choice uses agreed values only, so is the same).
         let mut wide = None;
-        let early = !self.may_stage(&small);
+        // Not on the staged transport (whose windows on peers' heaps do not
+        // exist), which every member takes alike.
+        let early = !self.may_stage(&small) && !self.spans_devices(&m);
         if local.is_ok() && early {
             match self.wide_prepare(&m, &kind, op, dest.offset(), source.offset(), n) {
                 Ok(w) => wide = w,

@@ -582,6 +582,7 @@ mod tests {
             float64: true,
             divergent_fences: true,
             loop_cap: false,
+            direct: vkshmem_device::PeSet::all(npes),
         }
     }
 

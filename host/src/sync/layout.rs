@@ -8,6 +8,7 @@
 //!            pe_state[npes] (u32 each)                  lines 2..
 //! teams      [slot][leader]: count (line), gen + sleepers (line)
 //! members    [slot][pe]: arrival (line), desc[2], data[2]
+//! staging    [slot + 1][pe]: stage[2]                   (page aligned)
 //! ```
 //!
 //! A team occupies one slot on every member (see [`crate::team`]), and a PE is in
@@ -21,13 +22,20 @@
 //! slot `e & 1` written before arriving at epoch `e` is read by peers after epoch
 //! `e` completes and rewritten at epoch `e + 2`, which no member reaches before
 //! every member has arrived at `e + 1`, i.e. finished reading.
+//!
+//! The staging buffers carry the collectives of teams that span devices (the
+//! staged transport, `crate::collective::staged`), [`STAGE_BYTES`] per round,
+//! double-buffered by round parity. One set per team slot and one more for the
+//! active sets ([`ACTIVE_SET_STAGING`]), so that collectives of different teams
+//! never share one. The memfd is sparse: pages nobody stages through cost
+//! nothing.
 
 use vkshmem_device::layout::MAX_TEAMS;
 
 /// "VKSP": a mapped segment starts with it.
 pub const MAGIC: u32 = 0x5053_4b56;
 /// Bumped when this layout changes.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// A cache line: words written by different PEs never share one.
 pub const LINE: usize = 64;
 /// Team slots (the device team table's size).
@@ -37,6 +45,12 @@ pub const DESC_BYTES: usize = 128;
 /// Bytes of a member's data slot: the largest contribution a small collective
 /// stages through the segment.
 pub const DATA_BYTES: usize = 16 << 10;
+
+/// Bytes of one staging buffer: what one member moves per round of a staged
+/// collective.
+pub const STAGE_BYTES: usize = 1 << 20;
+/// The staging "slot" of the deprecated active sets (they have no team slot).
+pub const ACTIVE_SET_STAGING: u32 = SLOTS as u32;
 
 /// `abort` word: nobody failed.
 pub const ABORT_NONE: u32 = 0;
@@ -131,10 +145,23 @@ impl Layout {
         self.member(slot, pe) + DATA_AT + (parity as usize & 1) * DATA_BYTES
     }
 
+    fn staging_at(self) -> usize {
+        (self.members_at() + SLOTS * self.npes as usize * MEMBER_BYTES).next_multiple_of(4096)
+    }
+
+    /// Staging buffer `parity` of WORLD PE `pe` for the team in `slot` (or
+    /// [`ACTIVE_SET_STAGING`]).
+    pub fn staging(self, slot: u32, pe: u32, parity: u32) -> usize {
+        debug_assert!(slot <= ACTIVE_SET_STAGING);
+        self.staging_at()
+            + ((slot as usize * self.npes as usize + pe as usize) * 2 + (parity as usize & 1))
+                * STAGE_BYTES
+    }
+
     /// The segment's size in bytes (a multiple of the page size; untouched pages
     /// cost nothing).
     pub fn bytes(self) -> usize {
-        self.members_at() + SLOTS * self.npes as usize * MEMBER_BYTES
+        self.staging_at() + (SLOTS + 1) * self.npes as usize * 2 * STAGE_BYTES
     }
 }
 
@@ -159,8 +186,12 @@ mod tests {
                     assert!(l.data(slot, pe, 1) + DATA_BYTES <= l.member(slot, pe) + MEMBER_BYTES);
                 }
             }
+            assert!(l.member(SLOTS as u32 - 1, npes - 1) + MEMBER_BYTES <= l.staging(0, 0, 0));
+            assert_eq!(l.staging(0, 0, 0) % 4096, 0);
+            assert_eq!(l.staging(0, 0, 1), l.staging(0, 0, 0) + STAGE_BYTES);
+            assert_eq!(l.staging(0, 1 % npes, 0), l.staging(0, 0, 0) + (npes.min(2) as usize - 1) * 2 * STAGE_BYTES);
             assert_eq!(
-                l.member(SLOTS as u32 - 1, npes - 1) + MEMBER_BYTES,
+                l.staging(ACTIVE_SET_STAGING, npes - 1, 1) + STAGE_BYTES,
                 l.bytes()
             );
             assert_eq!(l.bytes() % 4096, 0);

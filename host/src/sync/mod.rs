@@ -267,6 +267,17 @@ impl Plane {
             .ptr(self.layout().data(t.group.slot, pe, t.epoch), DATA_BYTES)
     }
 
+    /// Staging buffer `parity` of WORLD PE `pe` for the team in `slot` (`None`:
+    /// the active sets'), [`layout::STAGE_BYTES`] long. Who writes and reads it
+    /// when is `crate::collective::staged`'s protocol.
+    pub fn staging(&self, slot: Option<u32>, pe: u32, parity: u32) -> *mut u8 {
+        let slot = slot.unwrap_or(layout::ACTIVE_SET_STAGING);
+        self.seg.ptr(
+            self.layout().staging(slot, pe, parity),
+            layout::STAGE_BYTES,
+        )
+    }
+
     /// Arrives at `t`'s epoch and waits for every member. On `Ok`, every member's
     /// descriptor and data for this epoch can be read until this PE's next sync
     /// on the team.

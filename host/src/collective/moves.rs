@@ -1,0 +1,225 @@
+//! What each collective moves, as copies out of the members' *contributions*
+//! (the bytes each member stages: the root's source for a broadcast, every
+//! member's source otherwise): one description for the two paths that stage,
+//! the host path for small calls (`host_path.rs`, one staging in the sync
+//! plane's data slots) and the staged transport (`staged.rs`, rounds through
+//! the node segment's staging buffers). Pure: offsets and lengths only.
+
+use super::reduce::ReduceOp;
+use super::{collect_total, Desc, Members, Which};
+use crate::error::Result;
+
+/// `count` blocks of `bytes`: block `k` from byte `at + k * src_stride` of
+/// member `member`'s contribution to byte `dest + k * dst_stride` of this PE's
+/// heap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Move {
+    /// The member (team index) whose contribution is read.
+    pub member: u32,
+    /// Byte offset of block 0 in the contribution.
+    pub at: u64,
+    /// Heap byte offset of block 0 in this PE's dest.
+    pub dest: u64,
+    /// Bytes per block.
+    pub bytes: u64,
+    /// Blocks.
+    pub count: u64,
+    /// Bytes between blocks in the contribution.
+    pub src_stride: u64,
+    /// Bytes between blocks in dest.
+    pub dst_stride: u64,
+}
+
+impl Move {
+    /// One contiguous block.
+    fn one(member: u32, at: u64, dest: u64, bytes: u64) -> Move {
+        Move {
+            member,
+            at,
+            dest,
+            bytes,
+            count: 1,
+            src_stride: bytes,
+            dst_stride: bytes,
+        }
+    }
+
+    /// The parts of this move that read contribution bytes `lo..hi`, as
+    /// (contribution offset, dest offset, bytes), in block order.
+    pub fn within(&self, lo: u64, hi: u64) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+        // Block k reads [at + k ss, at + k ss + bytes): it meets [lo, hi) when
+        // at + k ss < hi and at + k ss + bytes > lo.
+        let ss = self.src_stride.max(1);
+        let first = if lo < self.at + self.bytes {
+            0
+        } else {
+            (lo - self.at - self.bytes) / ss + 1
+        };
+        let end = if hi <= self.at {
+            0
+        } else {
+            (hi - self.at).div_ceil(ss).min(self.count)
+        };
+        (first..end).filter_map(move |k| {
+            let start = self.at + k * ss;
+            let (a, b) = (start.max(lo), (start + self.bytes).min(hi));
+            (a < b).then(|| (a, self.dest + k * self.dst_stride + (a - start), b - a))
+        })
+    }
+}
+
+/// What this PE does with the members' contributions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Plan {
+    /// Copies into this PE's dest.
+    Copies(Vec<Move>),
+    /// `dest = contribution_0 op contribution_1 op …`, element by element
+    /// (every member contributes `bytes`).
+    Reduce {
+        /// Heap byte offset of this PE's dest.
+        dest: u64,
+        /// Bytes of every contribution (and of dest).
+        bytes: u64,
+        /// The operation.
+        op: ReduceOp,
+    },
+}
+
+/// Every member's contribution (bytes, in team order) and this PE's plan for a
+/// call whose descriptors (agreed) are `all`.
+///
+/// # Errors
+/// A collect whose counts add up to more than some member's dest holds.
+pub(crate) fn plan(m: &Members, all: &[Desc]) -> Result<(Vec<u64>, Plan)> {
+    let d = &all[m.me as usize];
+    let es = d.es as u64;
+    let size = m.shape.size;
+    let b = d.nelems * es;
+    let uniform = |bytes: u64| vec![bytes; size as usize];
+    let which = Which::from_code(d.which).expect("agreed descriptors name a collective");
+    Ok(match which {
+        Which::Broadcast => {
+            let mut c = vec![0; size as usize];
+            c[d.root as usize] = b;
+            let moves = if d.skip_root == 1 && m.me == d.root {
+                vec![]
+            } else {
+                vec![Move::one(d.root, 0, d.dest, b)]
+            };
+            (c, Plan::Copies(moves))
+        }
+        Which::Fcollect => (
+            uniform(b),
+            Plan::Copies(
+                (0..size)
+                    .map(|i| Move::one(i, 0, d.dest + i as u64 * b, b))
+                    .collect(),
+            ),
+        ),
+        Which::Alltoall => (
+            uniform(size as u64 * b),
+            Plan::Copies(
+                (0..size)
+                    .map(|i| Move::one(i, m.me as u64 * b, d.dest + i as u64 * b, b))
+                    .collect(),
+            ),
+        ),
+        Which::Collect => {
+            let total = collect_total(all)?;
+            let mut at = d.dest;
+            let mut moves = Vec::new();
+            for (i, di) in all.iter().enumerate() {
+                let bi = di.nelems * es;
+                moves.push(Move::one(i as u32, 0, at, bi));
+                at += bi;
+            }
+            debug_assert_eq!(at, d.dest + total * es);
+            (all.iter().map(|di| di.nelems * es).collect(), Plan::Copies(moves))
+        }
+        Which::Alltoalls => {
+            // Element k of block j: dest[(j n + k) dst] from member j's
+            // source[(me n + k) sst] (strides in elements). A member stages
+            // its source's whole strided span.
+            let (n, dst, sst) = (d.nelems, d.dst, d.sst);
+            let span = if n == 0 {
+                0
+            } else {
+                ((size as u64 * n - 1) * sst + 1) * es
+            };
+            let moves = (0..size)
+                .map(|j| Move {
+                    member: j,
+                    at: m.me as u64 * n * sst * es,
+                    dest: d.dest + j as u64 * n * dst * es,
+                    bytes: es,
+                    count: n,
+                    src_stride: sst * es,
+                    dst_stride: dst * es,
+                })
+                .collect();
+            (uniform(span), Plan::Copies(moves))
+        }
+        Which::Reduce => (
+            uniform(b),
+            Plan::Reduce {
+                dest: d.dest,
+                bytes: b,
+                op: ReduceOp::ALL[d.op as usize],
+            },
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `within` over consecutive windows gives every byte of the move once,
+    /// at the right dest, whatever the windows' size.
+    #[test]
+    fn windows_cover_every_block_once() {
+        let moves = [
+            Move::one(0, 0, 1000, 37),
+            Move::one(1, 5, 2000, 0),
+            Move {
+                member: 2,
+                at: 12,
+                dest: 100,
+                bytes: 4,
+                count: 9,
+                src_stride: 12,
+                dst_stride: 8,
+            },
+            Move {
+                member: 3,
+                at: 3,
+                dest: 0,
+                bytes: 5,
+                count: 4,
+                src_stride: 5,
+                dst_stride: 5,
+            },
+        ];
+        for mv in moves {
+            let mut want = Vec::new();
+            for k in 0..mv.count {
+                for x in 0..mv.bytes {
+                    want.push((mv.at + k * mv.src_stride + x, mv.dest + k * mv.dst_stride + x));
+                }
+            }
+            for window in [1u64, 2, 3, 7, 16, 1000] {
+                let mut got = Vec::new();
+                let end = mv.at + mv.count * mv.src_stride.max(mv.bytes) + window;
+                let mut lo = 0;
+                while lo < end {
+                    for (a, dest, n) in mv.within(lo, lo + window) {
+                        assert!(a >= lo && a + n <= lo + window);
+                        got.extend((0..n).map(|x| (a + x, dest + x)));
+                    }
+                    lo += window;
+                }
+                assert_eq!(got, want, "{mv:?} window {window}");
+            }
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! How this PE reaches each peer: the transports.
+//!
+//! - [`Transport::Direct`]: the peer's heap block is imported into this PE's
+//!   device (same physical device and driver). Kernels bind it and load and
+//!   store it; the host reaches it through the mapping when there is one.
+//! - [`Transport::Staged`]: the peer is on another device (or
+//!   `VKSHMEM_TRANSPORT=staged` pretends so). Its heap is not imported. Host
+//!   collectives move the data through staging buffers in the node segment,
+//!   host memory that every PE of the node maps
+//!   (`crate::collective::staged`): each member copies its part from its own
+//!   heap into its staging buffer, and every member copies what it needs from
+//!   the others' buffers into its own heap. Nothing touches a peer's device
+//!   memory.
+//!
+//! The choice is made at init, from the device and driver UUIDs every PE
+//! publishes (`crate::heap`), and is symmetric: PE a reaches PE b the way b
+//! reaches a. `RUST_LOG=info` reports it; [`crate::Context::transport`] answers
+//! for one peer.
+
+use crate::error::{Error, Result};
+
+/// Environment variable: `auto` (the default: direct where the peer shares
+/// this PE's device, staged elsewhere) or `staged` (every peer staged, as if
+/// each PE had a device of its own: the cross-device path, testable on one
+/// device).
+pub const ENV_TRANSPORT: &str = "VKSHMEM_TRANSPORT";
+
+/// How this PE reaches a peer's symmetric heap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Transport {
+    /// Through the heap itself: imported into this PE's device (or this PE's
+    /// own heap).
+    Direct,
+    /// Through staging buffers in node shared memory: the peer is on another
+    /// device of the node.
+    Staged,
+}
+
+impl Transport {
+    /// Its name in logs and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Direct => "direct",
+            Transport::Staged => "staged",
+        }
+    }
+}
+
+/// What `VKSHMEM_TRANSPORT` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Direct where the device is shared, staged elsewhere.
+    Auto,
+    /// Staged for every peer.
+    Staged,
+}
+
+impl Mode {
+    /// From the environment.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for a value other than `auto` or `staged`.
+    pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Mode> {
+        match get(ENV_TRANSPORT).as_deref().map(str::trim) {
+            None | Some("") | Some("auto") => Ok(Mode::Auto),
+            Some("staged") => Ok(Mode::Staged),
+            Some(v) => Err(Error::Config {
+                var: ENV_TRANSPORT,
+                value: v.into(),
+                why: "use auto or staged".into(),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mode_is_read_and_bad_values_named() {
+        let env = |v: Option<&'static str>| move |k: &str| (k == ENV_TRANSPORT).then_some(v).flatten().map(String::from);
+        assert_eq!(Mode::from_env(env(None)).unwrap(), Mode::Auto);
+        assert_eq!(Mode::from_env(env(Some("auto"))).unwrap(), Mode::Auto);
+        assert_eq!(Mode::from_env(env(Some(" staged "))).unwrap(), Mode::Staged);
+        match Mode::from_env(env(Some("proxy"))) {
+            Err(Error::Config { var, value, .. }) => {
+                assert_eq!((var, value.as_str()), (ENV_TRANSPORT, "proxy"))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
