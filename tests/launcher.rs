@@ -6,7 +6,7 @@
 //! no socket of the job is still bound, and the job's private TMPDIR is empty.
 
 mod common;
-use common::{bin_dir, program, run_vkshmrun, vkshmrun_exe, Leftovers, Run};
+use common::{bin_dir, program, run_vkshmrun, run_vkshmrun_env, vkshmrun_exe, Leftovers, Run};
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -438,6 +438,48 @@ fn user_kernels_on_1_to_4_pes() {
             r.stdout
         );
     }
+}
+
+/// The staged transport (`VKSHMEM_TRANSPORT=staged`: every peer as if on
+/// another device): the conformance harness's host forms on 1, 2, 3, 4 and 8
+/// PEs through the staging buffers, and the benchmark's check across rounds
+/// (4 MiB: several 1 MiB rounds per member) on 3 PEs, every collective, with
+/// the device rows reported as skipped.
+#[test]
+fn host_collectives_conform_through_the_staged_transport() {
+    let staged = [("VKSHMEM_TRANSPORT", "staged")];
+    let prog = program("collectives_check");
+    for (n, flag) in [(1u32, None), (2, None), (3, None), (4, None), (8, Some("--quick"))] {
+        let mut argv = vec!["-n".to_string(), n.to_string(), prog.clone()];
+        argv.extend(flag.map(String::from));
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let r = run_vkshmrun_env(&argv, &staged, Duration::from_secs(300), Leftovers::Forbidden, |_| {});
+        assert_eq!(r.code, Some(0), "{n} PEs:\n{}\n{}", r.stdout, r.stderr);
+        let lines: Vec<&str> = r
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("collectives_check: pe="))
+            .collect();
+        assert_eq!(lines.len(), n as usize, "{}", r.stdout);
+        assert!(lines.iter().all(|l| l.ends_with("wrong=0")), "{}", r.stdout);
+        if n > 1 {
+            assert!(r.stdout.contains("device forms skipped"), "{}", r.stdout);
+        }
+    }
+    let bench = bin_dir().join("vkshmem-bench");
+    let r = run_vkshmrun_env(
+        &[
+            "-n", "3", bench.to_str().unwrap(), "--collective", "all", "--scope", "all",
+            "--check", "--min-bytes", "1M", "--max-bytes", "4M", "--iters", "2",
+        ],
+        &staged,
+        Duration::from_secs(300),
+        Leftovers::Forbidden,
+        |_| {},
+    );
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("wrong=0"), "{}", r.stdout);
+    assert!(r.stdout.contains("team spans devices"), "{}", r.stdout);
 }
 
 /// The conformance harness (tests/progs/collectives_check.rs): every host-initiated

@@ -109,10 +109,22 @@ pub fn run_vkshmrun(
     leftovers: Leftovers,
     during: impl FnOnce(u32),
 ) -> Run {
+    run_vkshmrun_env(args, &[], timeout, leftovers, during)
+}
+
+/// [`run_vkshmrun`] with `env` added to the job's environment.
+pub fn run_vkshmrun_env(
+    args: &[&str],
+    env: &[(&str, &str)],
+    timeout: Duration,
+    leftovers: Leftovers,
+    during: impl FnOnce(u32),
+) -> Run {
     let tmp = tempfile::tempdir().unwrap();
     let start = Instant::now();
     let mut child = Command::new(vkshmrun_exe())
         .args(args)
+        .envs(env.iter().copied())
         .env("TMPDIR", tmp.path())
         .env("RUST_BACKTRACE", "0")
         .env_remove("VKSHMEM_WAIT_TIMEOUT")

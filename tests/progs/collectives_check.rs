@@ -14,6 +14,8 @@
 //! Prints `collectives_check: calls=N wrong=W` on every PE; exits non-zero when
 //! anything was wrong. `--quick`: fewer teams and sizes; `--device-quick`: only
 //! two device collectives per form (each costs llvmpipe seconds to compile).
+//! With a staged peer (`VKSHMEM_TRANSPORT=staged`) the host forms run through
+//! the staging buffers and the device forms are left out.
 
 use vkshmem::{ActiveSet, Error, ReduceOp, SymSlice, Team, TeamConfig, TeamShape};
 
@@ -76,8 +78,7 @@ fn bad_input(h: &mut Harness) -> anyhow::Result<()> {
         }
     }
     // Team handles: a destroyed team is invalid; the table has a limit that every
-    // member of the parent reports alike; SHARED and NODE are WORLD here (one
-    // device, one node).
+    // member of the parent reports alike; NODE is WORLD here (one node).
     let cfg = TeamConfig::default();
     let t = ctx
         .team_split_strided(Team::WORLD, 0, 1, ctx.n_pes() as i32, &cfg)?
@@ -109,11 +110,20 @@ fn bad_input(h: &mut Harness) -> anyhow::Result<()> {
         h.wrong += 1;
         h.fail(format!("PE {me}: team limit: got {limit:?}"));
     }
-    for t in [Team::SHARED, Team::NODE] {
+    // SHARED is the PEs this PE reaches directly: WORLD on one device, this PE
+    // alone when every peer is staged.
+    let mut direct = Vec::new();
+    for pe in 0..ctx.n_pes() {
+        if ctx.transport(pe)? == vkshmem::Transport::Direct {
+            direct.push(pe);
+        }
+    }
+    let shared = TeamShape::from_members(&direct).expect("a strided set here");
+    for (t, want) in [(Team::SHARED, shared), (Team::NODE, TeamShape::world(ctx.n_pes()))] {
         h.calls += 1;
-        if ctx.team_shape(t)? != TeamShape::world(ctx.n_pes()) {
+        if ctx.team_shape(t)? != want {
             h.wrong += 1;
-            h.fail(format!("PE {me}: {t:?} is {:?}", ctx.team_shape(t)?));
+            h.fail(format!("PE {me}: {t:?} is {:?}, want {want:?}", ctx.team_shape(t)?));
         }
     }
     // The job is still usable.
@@ -377,7 +387,15 @@ fn main() -> anyhow::Result<()> {
     active_sets(&mut h)?;
     bad_input(&mut h)?;
     let device_quick = quick || std::env::args().any(|a| a == "--device-quick");
-    if !(quick && ctx.device_info().is_llvmpipe()) {
+    // Device code reaches only the PEs of its own device: with any peer staged
+    // (another device, VKSHMEM_TRANSPORT=staged) the device forms are left out.
+    let mut staged = false;
+    for pe in 0..ctx.n_pes() {
+        staged |= ctx.transport(pe)? != vkshmem::Transport::Direct;
+    }
+    if staged {
+        println!("collectives_check: device forms skipped on PE {}: staged transport", ctx.my_pe());
+    } else if !(quick && ctx.device_info().is_llvmpipe()) {
         // With --quick on llvmpipe (8 PEs on a 2-core machine) the device pass
         // would mostly measure kernel compilation: skipped there.
         device_forms(&mut h, &cases, device_quick)?;

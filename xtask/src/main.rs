@@ -131,6 +131,7 @@ fn test(args: &[String]) -> Result<()> {
             seed: None,
             device_kernels: Some(1),
             busy: 2,
+            staged: false,
         })?;
         // And on 8 PEs (more PEs than cores: the sync plane's waits must yield
         // to the PEs they wait for), host collectives only.
@@ -140,6 +141,16 @@ fn test(args: &[String]) -> Result<()> {
             seed: None,
             device_kernels: Some(0),
             busy: 0,
+            staged: false,
+        })?;
+        // And through the staged transport on 4 PEs (host forms).
+        soak::soak(&soak::SoakArgs {
+            minutes: 0.5,
+            pes: 4,
+            seed: None,
+            device_kernels: Some(0),
+            busy: 0,
+            staged: true,
         })?;
         loaded_device_barrier()?;
     }

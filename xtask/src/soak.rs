@@ -27,6 +27,10 @@ pub struct SoakArgs {
     /// show that the job holds on a busy machine.
     #[arg(long, default_value_t = 0)]
     pub busy: u32,
+    /// Every peer through the staged transport (`VKSHMEM_TRANSPORT=staged`):
+    /// host forms only (device code does not reach across devices yet).
+    #[arg(long)]
+    pub staged: bool,
 }
 
 /// `n` threads that spin until the value is dropped: a busy machine.
@@ -87,12 +91,18 @@ pub fn soak(a: &SoakArgs) -> Result<()> {
         .arg((a.minutes * 60.0).to_string())
         .arg("--seed")
         .arg(seed.to_string());
-    if let Some(k) = a.device_kernels {
+    if a.staged {
+        c.env("VKSHMEM_TRANSPORT", "staged");
+        c.arg("--device-kernels").arg("0");
+    } else if let Some(k) = a.device_kernels {
         c.arg("--device-kernels").arg(k.to_string());
     }
     eprintln!(
-        "xtask: soak for {} min on {} PEs beside {} busy threads, seed {seed} (replay with --seed {seed})",
-        a.minutes, a.pes, a.busy
+        "xtask: soak for {} min on {} PEs beside {} busy threads{}, seed {seed} (replay with --seed {seed})",
+        a.minutes,
+        a.pes,
+        a.busy,
+        if a.staged { ", staged transport" } else { "" }
     );
     let _busy = Busy::start(a.busy);
     // PE output passes through, except the result lines, read here.
