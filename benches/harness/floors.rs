@@ -8,6 +8,9 @@
 //! - one dispatch: the smallest compute dispatch (one workgroup storing one
 //!   word into the PE's heap) launched and waited for, every PE at once: the
 //!   least a host collective that runs a kernel costs, before its syncs;
+//! - host memcpy: one PE's `copy_from_slice` of 32 MiB between two of its own
+//!   buffers (bytes read plus written per second), the ceiling of the paths
+//!   that move data through host memory (the host path, the staged transport);
 //! - the atomic barrier: a bare counter barrier between the team's processes on
 //!   the device (no library code in the loop: one atomic add per PE on a counter
 //!   in the team leader's heap, then a spin until the counter reaches the round's
@@ -93,6 +96,21 @@ pub fn copy_bandwidth(ctx: &Context, bytes: u64) -> anyhow::Result<f64> {
         }
     }
     Ok(ctx.n_pes() as f64 * 2.0 * bytes as f64 / best)
+}
+
+/// This PE's host memcpy bandwidth (bytes read plus written per second): the
+/// best of five copies of `bytes` between two buffers it owns (touched first).
+pub fn host_memcpy_bps(bytes: usize) -> f64 {
+    let src = vec![0x5au8; bytes];
+    let mut dst = vec![0u8; bytes];
+    let mut best = f64::MAX;
+    for _ in 0..5 {
+        let t = Instant::now();
+        dst.copy_from_slice(std::hint::black_box(&src));
+        std::hint::black_box(&mut dst);
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    2.0 * bytes as f64 / best
 }
 
 /// One empty submit-and-wait on this PE's queue: the median over `iters`, in µs.

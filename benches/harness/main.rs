@@ -637,8 +637,16 @@ fn run() -> anyhow::Result<()> {
     ctx.barrier_all()?;
     let one_dispatch_all_us = floors::one_dispatch_us(&ctx, args.iters.max(20))?;
     ctx.barrier_all()?;
+    // The reporter alone, while the others wait.
+    let host_memcpy_bps = if reporter {
+        floors::host_memcpy_bps(32 << 20)
+    } else {
+        0.0
+    };
+    ctx.barrier_all()?;
     let floors = Floors {
         copy_bps,
+        host_memcpy_bps,
         empty_submit_us,
         empty_submit_all_us,
         one_dispatch_all_us,

@@ -66,6 +66,8 @@ pub const COLUMNS: [&str; 15] = [
 pub struct Floors {
     /// Copy kernel bandwidth, bytes read plus written per second.
     pub copy_bps: f64,
+    /// One PE's host memcpy of 32 MiB, bytes read plus written per second.
+    pub host_memcpy_bps: f64,
     /// One empty submit-and-wait, µs (the reporter alone).
     pub empty_submit_us: f64,
     /// One empty submit-and-wait while every PE submits at once, µs (what a
@@ -290,7 +292,7 @@ pub fn summary(rows: &[Row], floors: &Floors, skipped: &[String]) -> Vec<String>
         skipped.len()
     ));
     out.push(format!(
-        "floors: empty submit {:.1} us ({:.1} us with every PE submitting); one dispatch {:.1} us (every PE); atomic barrier {}; copy {:.2} GB/s (read + write)",
+        "floors: empty submit {:.1} us ({:.1} us with every PE submitting); one dispatch {:.1} us (every PE); atomic barrier {}; copy {:.2} GB/s (read + write); host memcpy {:.2} GB/s (read + write)",
         floors.empty_submit_us,
         floors.empty_submit_all_us,
         floors.one_dispatch_all_us,
@@ -298,7 +300,8 @@ pub fn summary(rows: &[Row], floors: &Floors, skipped: &[String]) -> Vec<String>
             .atomic_barrier_us
             .map(|t| format!("{t:.1} us"))
             .unwrap_or_else(|| "-".into()),
-        floors.copy_bps / 1e9
+        floors.copy_bps / 1e9,
+        floors.host_memcpy_bps / 1e9
     ));
     let mut seen: Vec<(String, String)> = Vec::new();
     for r in rows {
@@ -543,6 +546,7 @@ mod tests {
 
     const FLOORS: Floors = Floors {
         copy_bps: 1e9,
+        host_memcpy_bps: 4e9,
         empty_submit_us: 30.0,
         empty_submit_all_us: 40.0,
         one_dispatch_all_us: 50.0,

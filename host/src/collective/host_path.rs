@@ -43,13 +43,22 @@ pub(crate) type ReduceFn = fn(ReduceOp, usize, &[*const u8], *mut u8);
 /// starts at a multiple of the element size.
 pub(crate) fn reduce_slots<T: Reduce>(op: ReduceOp, n: usize, slots: &[*const u8], out: *mut u8) {
     let bytes = n * std::mem::size_of::<T>();
-    let mut acc = vec![T::zeroed(); n];
     let Some((&first, rest)) = slots.split_first() else {
         return;
     };
+    let mut own = Vec::new();
+    let acc: &mut [T] = if out as usize % std::mem::align_of::<T>() == 0 {
+        // SAFETY: `out` points at `bytes` writable bytes that nothing else
+        // reads or writes during the call (this PE's mapped dest, or a buffer
+        // of the caller's), aligned for T (checked); any bytes are a valid T.
+        unsafe { std::slice::from_raw_parts_mut(out.cast::<T>(), n) }
+    } else {
+        own.resize(n, T::zeroed());
+        &mut own
+    };
     // SAFETY: each slot holds at least `bytes` bytes (the member staged n
     // elements of T) and nobody writes it until this PE's next sync on the
-    // team; acc is a fresh Vec of n elements.
+    // team; acc holds n elements and does not overlap a slot.
     unsafe { std::ptr::copy_nonoverlapping(first, acc.as_mut_ptr().cast::<u8>(), bytes) };
     for &s in rest {
         assert_eq!(s as usize % std::mem::align_of::<T>(), 0, "unaligned slot");
@@ -60,14 +69,15 @@ pub(crate) fn reduce_slots<T: Reduce>(op: ReduceOp, n: usize, slots: &[*const u8
             *a = T::host_combine(op, *a, *b);
         }
     }
-    // SAFETY: `out` points at `bytes` writable bytes (this PE's mapped dest or
-    // a buffer of the caller's); acc holds exactly that many.
-    unsafe { std::ptr::copy_nonoverlapping(acc.as_ptr().cast::<u8>(), out, bytes) };
+    if !own.is_empty() {
+        // SAFETY: as above; `own` holds exactly `bytes` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(own.as_ptr().cast::<u8>(), out, bytes) };
+    }
 }
 
 impl Context {
     /// This PE's own heap at `offset` as a host pointer, when mapped.
-    fn own_mapped(&self, offset: u64, bytes: u64) -> Option<*mut u8> {
+    pub(crate) fn own_mapped(&self, offset: u64, bytes: u64) -> Option<*mut u8> {
         let block = self.check_range(self.my_pe(), offset, bytes).ok()?;
         // SAFETY: in bounds of the mapping (check_range).
         block

@@ -111,10 +111,15 @@ impl Context {
                     let es = all[m.me as usize].es as u64;
                     let slots: Vec<*const u8> =
                         (0..m.shape.size).map(|i| part(i, lo, n).as_ptr()).collect();
-                    combined.resize(n as usize, 0);
                     let f = reduce.expect("reductions pass their combiner");
-                    f(*op, (n / es) as usize, &slots, combined.as_mut_ptr());
-                    self.write_bytes(me, dest + lo, &combined)?;
+                    if let Some(out) = self.own_mapped(dest + lo, n) {
+                        // Straight into the mapped dest.
+                        f(*op, (n / es) as usize, &slots, out);
+                    } else {
+                        combined.resize(n as usize, 0);
+                        f(*op, (n / es) as usize, &slots, combined.as_mut_ptr());
+                        self.write_bytes(me, dest + lo, &combined)?;
+                    }
                 }
             }
         }
