@@ -656,7 +656,12 @@ fn bench_on_a_team_checks_its_members_only() {
     assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
     assert!(r.stdout.contains("team 2:-2:2 (2 PEs)"), "{}", r.stdout);
     assert!(r.stdout.contains(" wrong=0 "), "{}", r.stdout);
-    let rows = r.stdout.lines().filter(|l| l.contains(" host ")).count();
+    // Table rows: the scope is the second column.
+    let rows = r
+        .stdout
+        .lines()
+        .filter(|l| l.split_whitespace().nth(1) == Some("host"))
+        .count();
     assert_eq!(rows, 3 * 4, "{}", r.stdout);
 }
 
