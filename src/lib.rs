@@ -63,7 +63,7 @@ pub mod kernel;
 pub use kernel::compile_kernel;
 pub use vkshmem_device::layout::{
     ERR_ABORTED, ERR_BAD_ADDRESS, ERR_BAD_ARGUMENT, ERR_BAD_PE, ERR_BAD_TEAM, ERR_CONCURRENT_SYNC,
-    ERR_LOOPS_CUT,
+    ERR_LOOPS_CUT, ERR_UNREACHABLE,
 };
 pub use vkshmem_device::CompileError;
 /// The deprecated active-set collectives' constants (`SHMEM_*_SYNC_SIZE`, ...).
@@ -71,7 +71,7 @@ pub use vkshmem_host::collective::active as active_set;
 pub use vkshmem_host::{
     ActiveSet, BitwiseReduce, Context, DeviceCaps, DeviceInfo, DeviceKernel, Error, HeapWindow,
     Kernel, Reduce, ReduceOp, Result, SymBuffer, SymSlice, Team, TeamConfig, TeamShape,
-    UserBinding,
+    Transport, UserBinding,
 };
 
 /// Joins the job: see [`Context::init`].
