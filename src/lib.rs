@@ -70,8 +70,8 @@ pub use vkshmem_device::CompileError;
 pub use vkshmem_host::collective::active as active_set;
 pub use vkshmem_host::{
     ActiveSet, BitwiseReduce, Context, DeviceCaps, DeviceInfo, DeviceKernel, Error, HeapWindow,
-    Kernel, Reduce, ReduceOp, Result, SymBuffer, SymSlice, Team, TeamConfig, TeamShape,
-    Transport, UserBinding,
+    Kernel, Reduce, ReduceOp, Result, SymBuffer, SymSlice, Team, TeamConfig, TeamShape, Transport,
+    UserBinding,
 };
 
 /// Joins the job: see [`Context::init`].

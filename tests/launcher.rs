@@ -449,11 +449,23 @@ fn user_kernels_on_1_to_4_pes() {
 fn host_collectives_conform_through_the_staged_transport() {
     let staged = [("VKSHMEM_TRANSPORT", "staged")];
     let prog = program("collectives_check");
-    for (n, flag) in [(1u32, None), (2, None), (3, None), (4, None), (8, Some("--quick"))] {
+    for (n, flag) in [
+        (1u32, None),
+        (2, None),
+        (3, None),
+        (4, None),
+        (8, Some("--quick")),
+    ] {
         let mut argv = vec!["-n".to_string(), n.to_string(), prog.clone()];
         argv.extend(flag.map(String::from));
         let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-        let r = run_vkshmrun_env(&argv, &staged, Duration::from_secs(300), Leftovers::Forbidden, |_| {});
+        let r = run_vkshmrun_env(
+            &argv,
+            &staged,
+            Duration::from_secs(300),
+            Leftovers::Forbidden,
+            |_| {},
+        );
         assert_eq!(r.code, Some(0), "{n} PEs:\n{}\n{}", r.stdout, r.stderr);
         let lines: Vec<&str> = r
             .stdout
@@ -469,8 +481,20 @@ fn host_collectives_conform_through_the_staged_transport() {
     let bench = bin_dir().join("vkshmem-bench");
     let r = run_vkshmrun_env(
         &[
-            "-n", "3", bench.to_str().unwrap(), "--collective", "all", "--scope", "all",
-            "--check", "--min-bytes", "1M", "--max-bytes", "4M", "--iters", "2",
+            "-n",
+            "3",
+            bench.to_str().unwrap(),
+            "--collective",
+            "all",
+            "--scope",
+            "all",
+            "--check",
+            "--min-bytes",
+            "1M",
+            "--max-bytes",
+            "4M",
+            "--iters",
+            "2",
         ],
         &staged,
         Duration::from_secs(300),

@@ -268,7 +268,10 @@ fn identical_errors_of_8_pes_fold_into_one_report() {
             "{err}"
         );
         assert!(
-            r.stdout.clone().lines().any(|l| l == format!("pe {pe} starting")),
+            r.stdout
+                .clone()
+                .lines()
+                .any(|l| l == format!("pe {pe} starting")),
             "{}",
             r.stdout.clone()
         );

@@ -613,9 +613,10 @@ fn run() -> anyhow::Result<()> {
     // and the atomic barrier floor need every member there (the same answer
     // on every PE: some member is elsewhere exactly when the team spans
     // devices).
-    let spans_devices = members
-        .iter()
-        .any(|&p| ctx.transport(p).map_or(true, |t| t != vkshmem::Transport::Direct));
+    let spans_devices = members.iter().any(|&p| {
+        ctx.transport(p)
+            .map_or(true, |t| t != vkshmem::Transport::Direct)
+    });
 
     let copy_bps = floors::copy_bandwidth(&ctx, (16 << 20).min(ctx.heap_size() / 8))?;
     let per_dispatch =

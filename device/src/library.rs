@@ -641,7 +641,9 @@ mod tests {
         let b = c.bindings();
         assert_eq!(b.len(), 4);
         assert_eq!(
-            b.iter().map(|b| (b.binding, b.pe, b.offset)).collect::<Vec<_>>(),
+            b.iter()
+                .map(|b| (b.binding, b.pe, b.offset))
+                .collect::<Vec<_>>(),
             [(0, 0, 0), (1, 0, 128 << 20), (2, 2, 0), (3, 2, 128 << 20)]
         );
         let src = library_source(&c);

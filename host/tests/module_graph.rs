@@ -107,9 +107,14 @@ fn the_module_graph_has_no_cycle() {
 
 #[test]
 fn the_reader_sees_edges_and_skips_comments() {
-    let u = uses("use crate::sync::Plane; // crate::team\nlet x = crate::team::shape::TeamShape::world(1);");
+    let u = uses(
+        "use crate::sync::Plane; // crate::team\nlet x = crate::team::shape::TeamShape::world(1);",
+    );
     assert_eq!(
         u,
-        ["sync", "team_shape"].iter().map(|s| s.to_string()).collect()
+        ["sync", "team_shape"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
     );
 }

@@ -119,11 +119,17 @@ fn bad_input(h: &mut Harness) -> anyhow::Result<()> {
         }
     }
     let shared = TeamShape::from_members(&direct).expect("a strided set here");
-    for (t, want) in [(Team::SHARED, shared), (Team::NODE, TeamShape::world(ctx.n_pes()))] {
+    for (t, want) in [
+        (Team::SHARED, shared),
+        (Team::NODE, TeamShape::world(ctx.n_pes())),
+    ] {
         h.calls += 1;
         if ctx.team_shape(t)? != want {
             h.wrong += 1;
-            h.fail(format!("PE {me}: {t:?} is {:?}, want {want:?}", ctx.team_shape(t)?));
+            h.fail(format!(
+                "PE {me}: {t:?} is {:?}, want {want:?}",
+                ctx.team_shape(t)?
+            ));
         }
     }
     // The job is still usable.
@@ -394,7 +400,10 @@ fn main() -> anyhow::Result<()> {
         staged |= ctx.transport(pe)? != vkshmem::Transport::Direct;
     }
     if staged {
-        println!("collectives_check: device forms skipped on PE {}: staged transport", ctx.my_pe());
+        println!(
+            "collectives_check: device forms skipped on PE {}: staged transport",
+            ctx.my_pe()
+        );
     } else if !(quick && ctx.device_info().is_llvmpipe()) {
         // With --quick on llvmpipe (8 PEs on a 2-core machine) the device pass
         // would mostly measure kernel compilation: skipped there.

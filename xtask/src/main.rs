@@ -320,9 +320,9 @@ fn bench(a: &BenchArgs) -> Result<()> {
             // MPI's `broadcast+barrier` row (MPI_Bcast then MPI_Barrier)
             // gives the completion our broadcast gives.
             let coll = t["collective"].trim_end_matches("+barrier");
-            let mine = ours.iter().find(|r| {
-                r["collective"] == coll && r["bytes"] == t["bytes"] && r["scope"] == s
-            });
+            let mine = ours
+                .iter()
+                .find(|r| r["collective"] == coll && r["bytes"] == t["bytes"] && r["scope"] == s);
             match mine.and_then(median_us) {
                 Some(v) => print!(" {:>12.2} {:>8.1}", v, v / mpi),
                 None => print!(" {:>12} {:>8}", "-", "-"),

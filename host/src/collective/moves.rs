@@ -134,7 +134,10 @@ pub(crate) fn plan(m: &Members, all: &[Desc]) -> Result<(Vec<u64>, Plan)> {
                 at += bi;
             }
             debug_assert_eq!(at, d.dest + total * es);
-            (all.iter().map(|di| di.nelems * es).collect(), Plan::Copies(moves))
+            (
+                all.iter().map(|di| di.nelems * es).collect(),
+                Plan::Copies(moves),
+            )
         }
         Which::Alltoalls => {
             // Element k of block j: dest[(j n + k) dst] from member j's
@@ -204,7 +207,10 @@ mod tests {
             let mut want = Vec::new();
             for k in 0..mv.count {
                 for x in 0..mv.bytes {
-                    want.push((mv.at + k * mv.src_stride + x, mv.dest + k * mv.dst_stride + x));
+                    want.push((
+                        mv.at + k * mv.src_stride + x,
+                        mv.dest + k * mv.dst_stride + x,
+                    ));
                 }
             }
             for window in [1u64, 2, 3, 7, 16, 1000] {

@@ -96,7 +96,12 @@ impl Context {
                 // of its contribution (at - lo + n <= STAGE_BYTES: `within`
                 // and the round bounds); it filled them before the meeting and
                 // rewrites them only after the next one.
-                unsafe { std::slice::from_raw_parts(buffer(member, r).add((at - lo) as usize), n as usize) }
+                unsafe {
+                    std::slice::from_raw_parts(
+                        buffer(member, r).add((at - lo) as usize),
+                        n as usize,
+                    )
+                }
             };
             match &plan {
                 Plan::Copies(moves) => {

@@ -52,10 +52,10 @@ use vkshmem_device::collectives::{
 };
 use vkshmem_device::LibraryConfig;
 
-use crate::context::{lock, Context};
-use crate::error::Result;
 use super::builds::{Builds, KernelKey};
 use super::{link, DeviceKernel};
+use crate::context::{lock, Context};
+use crate::error::Result;
 use crate::vk::memory::Staging;
 use crate::vk::pipeline_cache;
 use crate::vk::submit::{Submitter, Window};

@@ -189,7 +189,10 @@ mod tests {
             assert!(l.member(SLOTS as u32 - 1, npes - 1) + MEMBER_BYTES <= l.staging(0, 0, 0));
             assert_eq!(l.staging(0, 0, 0) % 4096, 0);
             assert_eq!(l.staging(0, 0, 1), l.staging(0, 0, 0) + STAGE_BYTES);
-            assert_eq!(l.staging(0, 1 % npes, 0), l.staging(0, 0, 0) + (npes.min(2) as usize - 1) * 2 * STAGE_BYTES);
+            assert_eq!(
+                l.staging(0, 1 % npes, 0),
+                l.staging(0, 0, 0) + (npes.min(2) as usize - 1) * 2 * STAGE_BYTES
+            );
             assert_eq!(
                 l.staging(ACTIVE_SET_STAGING, npes - 1, 1) + STAGE_BYTES,
                 l.bytes()

@@ -272,10 +272,8 @@ impl Plane {
     /// when is `crate::collective::staged`'s protocol.
     pub fn staging(&self, slot: Option<u32>, pe: u32, parity: u32) -> *mut u8 {
         let slot = slot.unwrap_or(layout::ACTIVE_SET_STAGING);
-        self.seg.ptr(
-            self.layout().staging(slot, pe, parity),
-            layout::STAGE_BYTES,
-        )
+        self.seg
+            .ptr(self.layout().staging(slot, pe, parity), layout::STAGE_BYTES)
     }
 
     /// Arrives at `t`'s epoch and waits for every member. On `Ok`, every member's

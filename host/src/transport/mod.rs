@@ -79,7 +79,14 @@ mod tests {
 
     #[test]
     fn the_mode_is_read_and_bad_values_named() {
-        let env = |v: Option<&'static str>| move |k: &str| (k == ENV_TRANSPORT).then_some(v).flatten().map(String::from);
+        let env = |v: Option<&'static str>| {
+            move |k: &str| {
+                (k == ENV_TRANSPORT)
+                    .then_some(v)
+                    .flatten()
+                    .map(String::from)
+            }
+        };
         assert_eq!(Mode::from_env(env(None)).unwrap(), Mode::Auto);
         assert_eq!(Mode::from_env(env(Some("auto"))).unwrap(), Mode::Auto);
         assert_eq!(Mode::from_env(env(Some(" staged "))).unwrap(), Mode::Staged);
