@@ -10,8 +10,9 @@
 //!
 //! From them: `vks_combine_<kind>(op, a, b)` and `vks_reduce_<kind>(team, op, dest,
 //! source, nelems, tid, nth)` in every library, and the kernels of the
-//! host-initiated collectives ([`host_kernel_source`]). The data movement that does
-//! not depend on the type is in `shaders/collectives.wgsl`.
+//! host-initiated collectives ([`HostCollective::source`], called as a
+//! [`HostCall`]). The data movement that does not depend on the type is in
+//! `shaders/collectives.wgsl`.
 
 use std::fmt::Write as _;
 
