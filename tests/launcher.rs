@@ -440,28 +440,19 @@ fn user_kernels_on_1_to_4_pes() {
     }
 }
 
-/// The staged transport (`VKSHMEM_TRANSPORT=staged`: every peer as if on
-/// another device): the conformance harness's host forms on 1, 2, 3, 4 and 8
-/// PEs through the staging buffers, and the benchmark's check across rounds
-/// (4 MiB: several 1 MiB rounds per member) on 3 PEs, every collective, with
-/// the device rows reported as skipped.
-#[test]
-fn host_collectives_conform_through_the_staged_transport() {
-    let staged = [("VKSHMEM_TRANSPORT", "staged")];
+/// Runs the conformance harness (tests/progs/collectives_check.rs) on each
+/// (PEs, flag) of `runs` with `env`: every PE must report over 100 checked
+/// calls and nothing wrong.
+fn conformance(runs: &[(u32, Option<&str>)], env: &[(&str, &str)]) -> Vec<Run> {
     let prog = program("collectives_check");
-    for (n, flag) in [
-        (1u32, None),
-        (2, None),
-        (3, None),
-        (4, None),
-        (8, Some("--quick")),
-    ] {
+    let mut out = Vec::new();
+    for &(n, flag) in runs {
         let mut argv = vec!["-n".to_string(), n.to_string(), prog.clone()];
         argv.extend(flag.map(String::from));
         let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
         let r = run_vkshmrun_env(
             &argv,
-            &staged,
+            env,
             Duration::from_secs(300),
             Leftovers::Forbidden,
             |_| {},
@@ -473,8 +464,38 @@ fn host_collectives_conform_through_the_staged_transport() {
             .filter(|l| l.starts_with("collectives_check: pe="))
             .collect();
         assert_eq!(lines.len(), n as usize, "{}", r.stdout);
-        assert!(lines.iter().all(|l| l.ends_with("wrong=0")), "{}", r.stdout);
-        if n > 1 {
+        for l in lines {
+            assert!(l.ends_with("wrong=0"), "{l}");
+            let calls: u64 = l
+                .split("calls=")
+                .nth(1)
+                .and_then(|x| x.split(' ').next())
+                .and_then(|x| x.parse().ok())
+                .unwrap_or(0);
+            assert!(calls > 100, "too few checked calls: {l}");
+        }
+        out.push(r);
+    }
+    out
+}
+
+/// The staged transport (`VKSHMEM_TRANSPORT=staged`: every peer as if on
+/// another device): the conformance harness's host forms on 1, 2, 3, 4 and 8
+/// PEs through the staging buffers, and the benchmark's check across rounds
+/// (4 MiB: several 1 MiB rounds per member) on 3 PEs, every collective, with
+/// the device rows reported as skipped.
+#[test]
+fn host_collectives_conform_through_the_staged_transport() {
+    let staged = [("VKSHMEM_TRANSPORT", "staged")];
+    let runs = [
+        (1, None),
+        (2, None),
+        (3, None),
+        (4, None),
+        (8, Some("--quick")),
+    ];
+    for (n, r) in runs.iter().zip(conformance(&runs, &staged)) {
+        if n.0 > 1 {
             assert!(r.stdout.contains("device forms skipped"), "{}", r.stdout);
         }
     }
@@ -514,35 +535,16 @@ fn collectives_conform_on_1_to_4_and_8_pes() {
     let prog = program("collectives_check");
     // Device forms compile one kernel per call and form, seconds each on llvmpipe:
     // the full device subset on 1 and 2 PEs, two calls per form beyond.
-    for (n, flag) in [
-        (1u32, None),
-        (2, None),
-        (3, Some("--device-quick")),
-        (4, Some("--device-quick")),
-        (8, Some("--quick")),
-    ] {
-        let mut argv = vec!["-n".to_string(), n.to_string(), prog.clone()];
-        argv.extend(flag.map(String::from));
-        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-        let r = vkshmrun(&argv, Duration::from_secs(300));
-        assert_eq!(r.code, Some(0), "{n} PEs:\n{}\n{}", r.stdout, r.stderr);
-        let lines: Vec<&str> = r
-            .stdout
-            .lines()
-            .filter(|l| l.starts_with("collectives_check:"))
-            .collect();
-        assert_eq!(lines.len(), n as usize, "{}", r.stdout);
-        for l in lines {
-            assert!(l.ends_with("wrong=0"), "{l}");
-            let calls: u64 = l
-                .split("calls=")
-                .nth(1)
-                .and_then(|x| x.split(' ').next())
-                .and_then(|x| x.parse().ok())
-                .unwrap_or(0);
-            assert!(calls > 100, "too few checked calls: {l}");
-        }
-    }
+    conformance(
+        &[
+            (1, None),
+            (2, None),
+            (3, Some("--device-quick")),
+            (4, Some("--device-quick")),
+            (8, Some("--quick")),
+        ],
+        &[],
+    );
     // The example program (host allreduce, team broadcast, device reduction).
     let r = vkshmrun(
         &["-n", "3", &program("collectives")],

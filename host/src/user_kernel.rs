@@ -175,28 +175,14 @@ impl Context {
     /// start of this PE's heap: nothing runs, but every descriptor must be valid.
     fn warm_up(&self, kernel: &DeviceKernel) -> Result<()> {
         let library = self.library_windows()?;
-        let own = self.inner.heap.block(self.my_pe())?.buffer;
-        let range = self
-            .heap_size()
-            .min(self.device_info().max_storage_buffer_range);
-        let user = vec![
-            Window {
-                buffer: own,
-                offset: 0,
-                range,
-            };
-            kernel.linked.user_bindings.len()
-        ];
-        let immediates = vec![0u8; kernel.linked.immediate_bytes as usize];
-        lock(&self.inner.submit).dispatch(
-            &kernel.kernel,
-            [0, 0, 0],
-            &[&library, &user],
-            &immediates,
-            false,
-            &mut |_| None,
-        )?;
-        Ok(())
+        let own = Window {
+            buffer: self.inner.heap.block(self.my_pe())?.buffer,
+            offset: 0,
+            range: self
+                .heap_size()
+                .min(self.device_info().max_storage_buffer_range),
+        };
+        kernel.warm_up_on(&mut lock(&self.inner.submit), &library, own)
     }
 
     /// Set 0 of every user kernel: the device library's windows on every PE's heap.

@@ -129,12 +129,23 @@ impl DeviceKernel {
     /// must be valid).
     pub(crate) fn warm_up_with(&self, submit: &mut Submitter, window: Window) -> Result<()> {
         let library = vec![window; self.kernel.sets()[0] as usize];
-        let user = vec![window; self.linked.user_bindings.len()];
+        self.warm_up_on(submit, &library, window)
+    }
+
+    /// Dispatches the kernel over zero workgroups with `submit`, `library` in
+    /// set 0 and `user` on every user binding.
+    pub(crate) fn warm_up_on(
+        &self,
+        submit: &mut Submitter,
+        library: &[Window],
+        user: Window,
+    ) -> Result<()> {
+        let user = vec![user; self.linked.user_bindings.len()];
         let immediates = vec![0u8; self.linked.immediate_bytes as usize];
         submit.dispatch(
             &self.kernel,
             [0, 0, 0],
-            &[&library, &user],
+            &[library, &user],
             &immediates,
             false,
             &mut |_| None,
