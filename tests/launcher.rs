@@ -6,7 +6,9 @@
 //! no socket of the job is still bound, and the job's private TMPDIR is empty.
 
 mod common;
-use common::{bin_dir, program, run_vkshmrun, run_vkshmrun_env, vkshmrun_exe, Leftovers, Run};
+use common::{
+    bin_dir, program, run_vkshmrun_env, vkshmrun, vkshmrun_exe, vkshmrun_with, Leftovers, Run,
+};
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -25,11 +27,6 @@ fn one_spinning_job() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Runs `vkshmrun ARGS…` (see [`run_vkshmrun`]): nothing of the job may remain.
-fn vkshmrun_with(args: &[&str], timeout: Duration, during: impl FnOnce(u32)) -> Run {
-    run_vkshmrun(args, timeout, Leftovers::Forbidden, during)
-}
-
 /// Runs a PE program without the launcher (a job of one PE), asserts that it
 /// succeeded and returns its stdout and stderr.
 fn run_solo(prog: &str, args: &[&str]) -> (String, String) {
@@ -44,10 +41,6 @@ fn run_solo(prog: &str, args: &[&str]) -> (String, String) {
     );
     assert!(out.status.success(), "{stdout}\n{stderr}");
     (stdout, stderr)
-}
-
-fn vkshmrun(args: &[&str], timeout: Duration) -> Run {
-    vkshmrun_with(args, timeout, |_| {})
 }
 
 const PE_COUNTS: [u32; 5] = [1, 2, 3, 4, 8];
@@ -882,6 +875,24 @@ fn heap_sizes_the_device_cannot_take_name_the_variable_and_the_limits() {
             assert!(err.contains(w), "{size}: no {w:?} in {err}");
         }
     }
+}
+
+/// Transports are symmetric: PEs that ask for different transport modes
+/// (`VKSHMEM_TRANSPORT`) all fail at init, naming the variable.
+#[test]
+fn pes_asking_for_different_transport_modes_fail_alike() {
+    let prog = program("heap_ring");
+    let script = format!(
+        "if [ \"$VKSHMEM_PE\" = 1 ]; then export VKSHMEM_TRANSPORT=staged; fi; exec {prog}"
+    );
+    let r = vkshmrun(&["-n", "2", "sh", "-c", &script], Duration::from_secs(120));
+    assert_ne!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("VKSHMEM_TRANSPORT")
+            && r.stderr.contains("every PE must ask for the same"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]

@@ -9,20 +9,11 @@
 //! vkshmem barrier).
 
 mod common;
-use common::{program, run_vkshmrun, vkshmrun_exe, Leftovers, Run};
+use common::{program, run_vkshmrun, vkshmrun, vkshmrun_exe, vkshmrun_with, Leftovers};
 
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-/// Runs `vkshmrun ARGS…` (see [`run_vkshmrun`]): nothing of the job may remain.
-fn vkshmrun_with(args: &[&str], timeout: Duration, during: impl FnOnce(u32)) -> Run {
-    run_vkshmrun(args, timeout, Leftovers::Forbidden, during)
-}
-
-fn vkshmrun(args: &[&str], timeout: Duration) -> Run {
-    vkshmrun_with(args, timeout, |_| {})
-}
 
 /// Waits until every PE of `npes` has written `dir/pe<N>`.
 fn wait_for_marks(dir: &Path, npes: u32, within: Duration) {

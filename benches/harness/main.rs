@@ -134,7 +134,6 @@ struct Bench<'a> {
     copy_bw: f64,
     src: SymBuffer<u8>,
     dst: SymBuffer<u8>,
-    /// Each PE's wrong count lands in slot `pe` of the reporter's copy.
     /// This PE's wrong count, then (after a sum over WORLD) everyone's.
     wrong: SymBuffer<u32>,
     team: Team,
@@ -395,7 +394,7 @@ impl Bench<'_> {
     }
 
     /// One call on pattern data; the number of dest elements, over the whole team,
-    /// that differ from the host reference (on the reporter; 0 elsewhere).
+    /// that differ from the host reference (the same sum on every PE).
     fn check<T: Elem>(
         &self,
         coll: &str,

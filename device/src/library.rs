@@ -7,9 +7,10 @@
 //!
 //! # How device code reaches the heaps
 //!
-//! One storage-buffer binding per (PE, chunk) in descriptor set 0: PE `p`'s heap
-//! is cut into chunks of at most `maxStorageBufferRange` bytes (lavapipe: 128 MiB)
-//! and chunk `c` is binding `p * chunks + c`. Every binding is declared twice, as
+//! One storage-buffer binding per (PE reached directly, chunk) in descriptor set
+//! 0: PE `p`'s heap is cut into chunks of at most `maxStorageBufferRange` bytes
+//! (lavapipe: 128 MiB); bindings are numbered from 0 in (PE, chunk) order, and
+//! the accessors' `switch` cases are `p * chunks + c`. Every binding is declared twice, as
 //! `array<atomic<u32>>` (`vks_a_P_C`) and `array<u32>` (`vks_w_P_C`); WGSL (naga)
 //! refuses two variables on one binding, so the plain view is declared at binding
 //! `PLAIN_VIEW_OFFSET + b` and the SPIR-V pass moves it onto `b` (Vulkan allows

@@ -89,6 +89,8 @@ pub(crate) struct Inner {
     pub(crate) teams: Mutex<TeamTable>,
     /// The sync plane (node shared memory), in a job started by the launcher.
     pub(crate) plane: Option<Plane>,
+    /// The device library's shape for this PE (`Context::library_config`).
+    pub(crate) library: vkshmem_device::LibraryConfig,
     // Field order is drop order: everything holding Vulkan objects goes before `gpu`.
     pub(crate) kernels: Mutex<HashMap<KernelKey, Arc<DeviceKernel>>>,
     /// The library's own kernels (host collectives) by their unique name, so a
@@ -223,6 +225,7 @@ impl Context {
             );
             TeamShape::single(job.pe)
         });
+        let library = crate::user_kernel::library_config_for(&gpu, &heap, job.pe, job.npes);
         let ctx = Context {
             inner: Arc::new(Inner {
                 pe: job.pe,
@@ -232,6 +235,7 @@ impl Context {
                 broken: Mutex::new(None),
                 teams: Mutex::new(TeamTable::new(job.pe, world, shared)),
                 plane,
+                library,
                 kernels: Mutex::new(HashMap::new()),
                 library_kernels: Mutex::new(HashMap::new()),
                 submit: Mutex::new(submit),

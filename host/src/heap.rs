@@ -28,7 +28,10 @@ struct BlockInfo {
     /// The allocation's real size (requested, rounded up by the driver).
     size: u64,
     memory_type: u32,
-    _pad: u32,
+    /// 1 when this PE was asked for the staged transport everywhere
+    /// (`VKSHMEM_TRANSPORT=staged`): every PE must ask the same, so that
+    /// transports are symmetric.
+    staged: u32,
 }
 
 /// How this PE reaches PE `i`'s block.
@@ -73,7 +76,7 @@ impl SymmetricHeap {
             requested: size,
             size: own.size(),
             memory_type: own.memory_type(),
-            _pad: 0,
+            staged: u32::from(mode == Mode::Staged),
         };
         let blobs = boot.allgather(bytemuck::bytes_of(&info))?;
         let infos: Vec<BlockInfo> = blobs
@@ -88,6 +91,19 @@ impl SymmetricHeap {
                 why: format!(
                     "PE {pe} asked for a heap of {} bytes; every PE must ask for the same size",
                     odd.requested
+                ),
+            });
+        }
+        if let Some((pe, _)) = infos
+            .iter()
+            .enumerate()
+            .find(|(_, i)| i.staged != info.staged)
+        {
+            return Err(Error::Config {
+                var: crate::transport::ENV_TRANSPORT,
+                value: if mode == Mode::Staged { "staged" } else { "auto" }.into(),
+                why: format!(
+                    "PE {pe} asked for the other transport mode; every PE must ask for the same (transports are symmetric)"
                 ),
             });
         }

@@ -17,10 +17,12 @@ use vkshmem_device::{LibraryConfig, PeSet};
 
 use crate::context::{lock, Context, HeapWindow};
 use crate::error::{Error, Result};
+use crate::heap::SymmetricHeap;
 use crate::kernels::builds::Builds;
 use crate::kernels::prebuild::{self, Prebuild};
 use crate::kernels::{link, DeviceKernel};
 use crate::vk::submit::Window;
+use crate::vk::Gpu;
 
 /// How long a launch whose waits the driver cut short listens for news of a
 /// failed peer before reporting the cut (see `Context::peer_failure_behind`).
@@ -41,27 +43,38 @@ struct Watch {
     throttle_signals: u64,
 }
 
+/// The device library's shape for PE `pe` of `npes` on `gpu` with `heap`
+/// (see [`Context::library_config`]).
+pub(crate) fn library_config_for(
+    gpu: &Gpu,
+    heap: &SymmetricHeap,
+    pe: u32,
+    npes: u32,
+) -> LibraryConfig {
+    let llvmpipe = gpu.info.is_llvmpipe();
+    LibraryConfig {
+        my_pe: pe,
+        n_pes: npes,
+        heap_bytes: heap.size(),
+        max_binding_bytes: gpu.info.max_storage_buffer_range,
+        int64: gpu.caps.int64,
+        float64: gpu.caps.float64 && gpu.caps.int64,
+        divergent_fences: !llvmpipe,
+        loop_cap: llvmpipe,
+        direct: PeSet::from_pes((0..npes).filter(|&p| heap.reachable(p))),
+    }
+}
+
 impl Context {
     /// The device library's shape for this PE: it binds the heaps of the PEs
     /// this PE reaches directly ([`Context::transport`]); device code that
-    /// touches another PE's heap raises a device error.
+    /// touches another PE's heap raises a device error. Fixed at init (it
+    /// depends only on the job and the device).
     ///
     /// # Errors
     /// None today (kept fallible for shapes a device cannot take).
     pub fn library_config(&self) -> Result<LibraryConfig> {
-        let caps = self.device_caps();
-        let llvmpipe = self.device_info().is_llvmpipe();
-        Ok(LibraryConfig {
-            my_pe: self.my_pe(),
-            n_pes: self.n_pes(),
-            heap_bytes: self.heap_size(),
-            max_binding_bytes: self.device_info().max_storage_buffer_range,
-            int64: caps.int64,
-            float64: caps.float64 && caps.int64,
-            divergent_fences: !llvmpipe,
-            loop_cap: llvmpipe,
-            direct: PeSet::from_pes((0..self.n_pes()).filter(|&p| self.inner.heap.reachable(p))),
-        })
+        Ok(self.inner.library)
     }
 
     /// Compiles `source` (WGSL with one `@compute` entry point that may call the
@@ -94,8 +107,7 @@ impl Context {
     ///
     /// # Errors
     /// [`Error::Kernel`] for WGSL that does not compile or link (with the line and
-    /// column), [`Error::Unreachable`] when some PE's heap is not on this device,
-    /// [`Error::InvalidArgument`] when the library's bindings plus the user's exceed
+    /// column), [`Error::InvalidArgument`] when the library's bindings plus the user's exceed
     /// the device's storage-buffer limit, Vulkan errors.
     pub fn device_kernel(&self, source: &str, name: &str) -> Result<Arc<DeviceKernel>> {
         self.device_kernel_at(source, None, name)
@@ -185,7 +197,8 @@ impl Context {
         kernel.warm_up_on(&mut lock(&self.inner.submit), &library, own)
     }
 
-    /// Set 0 of every user kernel: the device library's windows on every PE's heap.
+    /// Set 0 of every user kernel: the device library's windows on the heaps of
+    /// the PEs this PE reaches directly.
     fn library_windows(&self) -> Result<Vec<Window>> {
         self.library_config()?
             .bindings()

@@ -112,6 +112,16 @@ pub fn run_vkshmrun(
     run_vkshmrun_env(args, &[], timeout, leftovers, during)
 }
 
+/// [`run_vkshmrun`] where nothing of the job may remain, calling `during`.
+pub fn vkshmrun_with(args: &[&str], timeout: Duration, during: impl FnOnce(u32)) -> Run {
+    run_vkshmrun(args, timeout, Leftovers::Forbidden, during)
+}
+
+/// [`run_vkshmrun`] where nothing of the job may remain.
+pub fn vkshmrun(args: &[&str], timeout: Duration) -> Run {
+    vkshmrun_with(args, timeout, |_| {})
+}
+
 /// [`run_vkshmrun`] with `env` added to the job's environment.
 pub fn run_vkshmrun_env(
     args: &[&str],

@@ -139,7 +139,7 @@ impl Context {
             size: staged,
             reduce: None,
         };
-        self.run_collective(&m, desc, local, true, Some(small), |_| {
+        self.run_collective(&m, desc, local, true, small, |_| {
             let mut a = Self::host_args(&m, dest, source);
             a.n = n as u32;
             let call = HostCall::Alltoalls {

@@ -96,7 +96,7 @@ impl Context {
             size: n.saturating_mul(es as u64),
             reduce: None,
         };
-        self.run_collective(&m, desc, local, true, Some(small), |_| {
+        self.run_collective(&m, desc, local, true, small, |_| {
             let bytes = n * es as u64;
             if skip_root && m.me == root {
                 return Ok(None);

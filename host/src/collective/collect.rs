@@ -94,7 +94,7 @@ impl Context {
             size: n.saturating_mul(es as u64).saturating_mul(source_blocks),
             reduce: None,
         };
-        self.run_collective(&m, desc, local, true, Some(small), |_| {
+        self.run_collective(&m, desc, local, true, small, |_| {
             let bytes = n * es as u64;
             // fcollect pulls every member's source, alltoall block `me` of it.
             let from: Vec<u32> = m.shape.members().collect();
@@ -169,7 +169,7 @@ impl Context {
             size: n.saturating_mul(es as u64),
             reduce: None,
         };
-        self.run_collective(&m, desc, local, false, Some(small), |all| {
+        self.run_collective(&m, desc, local, false, small, |all| {
             let counts: Vec<u64> = all.iter().map(|d| d.nelems * es as u64).collect();
             let total = collect_total(all)? * es as u64;
             self.check_sym("collect dest", dest, total / es as u64)?;

@@ -126,10 +126,6 @@ pub(crate) struct Desc {
     /// 1 when this member staged its part for the host path (see
     /// `host_path`); the host path runs when every member did.
     staged: u32,
-    /// 1 when the team spans devices from this member's view (the staged
-    /// transport, `staged.rs`); every member then takes that path.
-    spans: u32,
-    _pad: u32,
     dst: u64,
     sst: u64,
     /// Elements the member's dest holds (checked by every member for collect).
@@ -199,8 +195,6 @@ impl Desc {
             skip_root: 0,
             ty: ElemType::of::<T>().code,
             staged: 0,
-            spans: 0,
-            _pad: 0,
             dst: 1,
             sst: 1,
             cap: 0,
@@ -354,7 +348,7 @@ impl Context {
         mut desc: Desc,
         local: Result<()>,
         same_nelems: bool,
-        small: Option<Small>,
+        small: Small,
         plan: impl FnOnce(&[Desc]) -> Result<Option<(HostCall, HostArgs, u64)>>,
     ) -> Result<()> {
         let name = Which::from_code(desc.which).map_or("collective", Which::name);
@@ -363,12 +357,11 @@ impl Context {
             None => local,
         };
         desc.ok = u32::from(local.is_ok());
-        desc.spans = u32::from(self.spans_devices(m));
         let met = self
             .meet(m, &mut |slot| {
                 let mut d = desc;
-                if let (Some(s), Some(slot), true) = (&small, slot, local.is_ok()) {
-                    d.staged = u32::from(self.stage_small(s, slot));
+                if let (Some(slot), true) = (slot, local.is_ok()) {
+                    d.staged = u32::from(self.stage_small(&small, slot));
                 }
                 d
             })
@@ -376,15 +369,16 @@ impl Context {
         let all = met.descs;
         local?;
         agree(m, name, &all, same_nelems)?;
-        if let (Some(t), Some(s)) = (&met.ticket, &small) {
+        if let Some(t) = &met.ticket {
             if all.iter().all(|d| d.staged == 1) {
                 // Complete on return, no closing sync (see host_path).
-                return self.host_move(m, &all, t, s);
+                return self.host_move(m, &all, t, &small);
             }
         }
-        if all.iter().any(|d| d.spans == 1) {
-            // Some member is on another device: through the staging buffers.
-            return self.staged_move(m, &all, name, small.and_then(|s| s.reduce));
+        if self.spans_devices(m) {
+            // Some member is on another device (the same answer on every
+            // member: transports are symmetric): through the staging buffers.
+            return self.staged_move(m, &all, name, small.reduce);
         }
         let moved = plan(&all).and_then(|p| match p {
             Some((call, args, items)) if items > 0 => self.launch_collective(call, args, items),

@@ -198,7 +198,7 @@ impl Context {
         }
         let mut desc = Desc::new::<T>(Which::Reduce, dest.offset(), source.offset(), n);
         desc.op = op.code();
-        self.run_collective(&m, desc, local, true, Some(small), |_| {
+        self.run_collective(&m, desc, local, true, small, |_| {
             if !early {
                 wide = self.wide_prepare(&m, &kind, op, dest.offset(), source.offset(), n)?;
             }

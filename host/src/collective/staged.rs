@@ -9,7 +9,8 @@
 //!    `moves.rs`) from its heap into its staging buffer of parity `r & 1`
 //!    (a memcpy when the heap is host-mapped, a copy through the device's
 //!    staging buffer otherwise);
-//! 2. the members meet on the plane, each saying whether its copy worked;
+//! 2. the members meet on the plane, each saying whether its copies so far
+//!    worked (a member that failed stops every member at the same round);
 //! 3. each member copies what it needs from the members' buffers into its own
 //!    dest (or combines them, for a reduction).
 //!
@@ -61,22 +62,25 @@ impl Context {
             plane.staging(m.slot, m.shape.member(member), (round & 1) as u32)
         };
         let mut combined: Vec<u8> = Vec::new();
+        // This PE's first failure (staging its part in, or writing its dest):
+        // reported at the next meeting, so that every member stops at the
+        // same round instead of waiting for one that left.
+        let mut failed: Option<Error> = None;
         for r in 0..rounds {
             let (lo, hi) = (r * s, (r + 1) * s);
             let mine = contrib[m.me as usize].min(hi).saturating_sub(lo);
-            let staged = if mine > 0 {
+            if mine > 0 && failed.is_none() {
                 // SAFETY: this PE's staging buffer of this parity is its own
                 // until it meets the others below (module docs); `mine` is at
                 // most STAGE_BYTES; no other reference to it exists here.
                 let to = unsafe { std::slice::from_raw_parts_mut(buffer(m.me, r), mine as usize) };
-                self.read_bytes(me, src + lo, to)
-            } else {
-                Ok(())
-            };
+                if let Err(e) = self.read_bytes(me, src + lo, to) {
+                    failed = Some(e);
+                }
+            }
             let met = self
-                .meet(m, &mut |_| [ROUND_TAG, u32::from(staged.is_ok())])
+                .meet(m, &mut |_| [ROUND_TAG, u32::from(failed.is_none())])
                 .map_err(|e| e.during(name))?;
-            staged?;
             if let Some(i) = met.descs.iter().position(|d| d[0] != ROUND_TAG) {
                 return Err(Error::InvalidArgument(format!(
                     "collectives out of step on the team: this PE is in {name} (staged round {r}), team member {i} (PE {}) in another call",
@@ -84,52 +88,75 @@ impl Context {
                 )));
             }
             if let Some(i) = met.descs.iter().position(|d| d[1] == 0) {
-                return Err(Error::InvalidArgument(format!(
-                    "{name}: team member {i} (PE {}) could not stage its part (its error says why)",
-                    m.shape.member(i as u32)
-                )));
+                // Every member saw the same descriptors: all stop here.
+                return Err(failed.unwrap_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "{name}: team member {i} (PE {}) failed in staged round {r} (its error says why)",
+                        m.shape.member(i as u32)
+                    ))
+                }));
             }
-            // The members' parts of this round are readable until this PE
-            // meets them again.
-            let part = |member: u32, at: u64, n: u64| -> &[u8] {
-                // SAFETY: member's buffer holds its bytes lo..lo + STAGE_BYTES
-                // of its contribution (at - lo + n <= STAGE_BYTES: `within`
-                // and the round bounds); it filled them before the meeting and
-                // rewrites them only after the next one.
-                unsafe {
-                    std::slice::from_raw_parts(
-                        buffer(member, r).add((at - lo) as usize),
-                        n as usize,
-                    )
-                }
-            };
-            match &plan {
-                Plan::Copies(moves) => {
-                    for mv in moves {
-                        for (at, dest, n) in mv.within(lo, hi.min(contrib[mv.member as usize])) {
-                            self.write_bytes(me, dest, part(mv.member, at, n))?;
-                        }
-                    }
-                }
-                Plan::Reduce { dest, bytes, op } => {
-                    let n = (*bytes).min(hi) - lo;
-                    let es = all[m.me as usize].es as u64;
-                    let slots: Vec<*const u8> =
-                        (0..m.shape.size).map(|i| part(i, lo, n).as_ptr()).collect();
-                    let f = reduce.expect("reductions pass their combiner");
-                    if let Some(out) = self.own_mapped(dest + lo, n) {
-                        // Straight into the mapped dest.
-                        f(*op, (n / es) as usize, &slots, out);
-                    } else {
-                        combined.resize(n as usize, 0);
-                        f(*op, (n / es) as usize, &slots, combined.as_mut_ptr());
-                        self.write_bytes(me, dest + lo, &combined)?;
-                    }
-                }
+            if let Err(e) = self.copy_out_round(m, all, &plan, &contrib, r, reduce, &mut combined) {
+                failed = Some(e);
             }
         }
         if rounds > 0 {
             self.sync_members(m, name).map_err(|e| e.during(name))?;
+        }
+        // A failure in the last round's copy-out is this PE's own (its dest).
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// Round `r`'s copy-out: this PE's dest from the members' staging
+    /// buffers (after the round's meeting).
+    #[allow(clippy::too_many_arguments)]
+    fn copy_out_round(
+        &self,
+        m: &Members,
+        all: &[Desc],
+        plan: &Plan,
+        contrib: &[u64],
+        r: u64,
+        reduce: Option<ReduceFn>,
+        combined: &mut Vec<u8>,
+    ) -> Result<()> {
+        let plane = self.inner.plane.as_ref().expect("checked by staged_move");
+        let me = self.my_pe();
+        let s = STAGE_BYTES as u64;
+        let (lo, hi) = (r * s, (r + 1) * s);
+        // The members' parts of this round are readable until this PE meets
+        // them again.
+        let part = |member: u32, at: u64, n: u64| -> &[u8] {
+            let buffer = plane.staging(m.slot, m.shape.member(member), (r & 1) as u32);
+            // SAFETY: member's buffer holds its bytes lo..lo + STAGE_BYTES of
+            // its contribution (at - lo + n <= STAGE_BYTES: `within` and the
+            // round bounds); it filled them before the meeting and rewrites
+            // them only after the next one.
+            unsafe { std::slice::from_raw_parts(buffer.add((at - lo) as usize), n as usize) }
+        };
+        match plan {
+            Plan::Copies(moves) => {
+                for mv in moves {
+                    for (at, dest, n) in mv.within(lo, hi.min(contrib[mv.member as usize])) {
+                        self.write_bytes(me, dest, part(mv.member, at, n))?;
+                    }
+                }
+            }
+            Plan::Reduce { dest, bytes, op } => {
+                let n = (*bytes).min(hi) - lo;
+                let es = all[m.me as usize].es as u64;
+                let slots: Vec<*const u8> =
+                    (0..m.shape.size).map(|i| part(i, lo, n).as_ptr()).collect();
+                let f = reduce.expect("reductions pass their combiner");
+                if let Some(out) = self.own_mapped(dest + lo, n) {
+                    // Straight into the mapped dest.
+                    f(*op, (n / es) as usize, &slots, out);
+                } else {
+                    combined.resize(n as usize, 0);
+                    f(*op, (n / es) as usize, &slots, combined.as_mut_ptr());
+                    self.write_bytes(me, dest + lo, combined)?;
+                }
+            }
         }
         Ok(())
     }

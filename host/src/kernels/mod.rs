@@ -84,8 +84,8 @@ pub(crate) fn link(
     let limit = gpu.info.max_storage_buffers_per_stage;
     if library + user > limit {
         return Err(Error::InvalidArgument(format!(
-            "kernel {name:?}: the device library needs {library} storage bindings ({} PEs x {} chunks of the heap) and the kernel {user}, over this device's limit of {limit}; use fewer PEs per device or a smaller VKSHMEM_SYMMETRIC_SIZE (at most maxStorageBufferRange = {} bytes keeps one chunk per PE)",
-            cfg.n_pes,
+            "kernel {name:?}: the device library needs {library} storage bindings ({} PEs on this device x {} chunks of the heap) and the kernel {user}, over this device's limit of {limit}; use fewer PEs per device or a smaller VKSHMEM_SYMMETRIC_SIZE (at most maxStorageBufferRange = {} bytes keeps one chunk per PE)",
+            library / cfg.chunks().max(1),
             cfg.chunks(),
             cfg.max_binding_bytes
         )));

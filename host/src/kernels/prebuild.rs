@@ -401,9 +401,12 @@ impl Context {
             .and_then(|l| l.split_whitespace().next()?.parse().ok())
             .unwrap_or(0.0);
         let spare = cpus_to_spare(self.n_pes(), cpus, load);
+        // With a peer on another device, host collectives on WORLD go through
+        // staging and launch no kernel: nothing to guess.
+        let world_staged = (0..self.n_pes()).any(|p| !self.inner.heap.reachable(p));
         let mut todo = match (mode, profile.as_ref().and_then(|p| p.names.as_ref())) {
             (Mode::Typical, Some(_)) => Vec::new(),
-            (Mode::Typical, None) if !spare => Vec::new(),
+            (Mode::Typical, None) if !spare || world_staged => Vec::new(),
             (m, _) => jobs(m, self.n_pes(), &cfg),
         };
         if let Some(names) = profile.as_ref().and_then(|p| p.names.as_ref()) {
