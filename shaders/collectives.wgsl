@@ -7,6 +7,9 @@
 // vks_team_sync before and after.
 //
 // Addresses here are BYTE addresses in the symmetric heap (u32: the first 4 GiB).
+// Data moves use the direct accessors (vks_d_*): a PE reached through the
+// proxy gets one bulk request instead (vks_copy_bytes; reductions: PX_REDUCE).
+//
 // Work is spread over `nth` cooperating invocations of this PE, `tid` being this
 // one's number: the whole device for host forms, a workgroup for the work_group
 // forms, one invocation for the per-thread forms. Every heap word written is
@@ -46,13 +49,13 @@ fn vks_byte_mask(lo: u32, hi: u32) -> u32 {
 // Writes the bytes of `v` selected by `mask` into word `w` of PE `pe`.
 fn vks_store_masked(pe: u32, w: u32, v: u32, mask: u32) {
     if mask == 0xffffffffu {
-        vks_plain_store(pe, w, v);
+        vks_d_plain_store(pe, w, v);
     } else {
         // Clear only the bits that change to 0, then set the ones: a byte
         // rewritten with its own value (an in-place broadcast at the root) never
         // reads as anything else to a peer pulling it at the same time.
-        vks_fetch_and(pe, w, ~mask | v);
-        vks_fetch_or(pe, w, v & mask);
+        vks_d_fetch_and(pe, w, ~mask | v);
+        vks_d_fetch_or(pe, w, v & mask);
     }
 }
 
@@ -61,9 +64,9 @@ fn vks_store_masked(pe: u32, w: u32, v: u32, mask: u32) {
 // above `len` are unspecified: callers mask them).
 fn vks_load_bytes(pe: u32, b: u32, len: u32) -> u32 {
     let sh = (b & 3u) * 8u;
-    var v = vks_plain_load(pe, b >> 2u) >> sh;
+    var v = vks_d_plain_load(pe, b >> 2u) >> sh;
     if sh != 0u && (b & 3u) + len > 4u {
-        v |= vks_plain_load(pe, (b >> 2u) + 1u) << (32u - sh);
+        v |= vks_d_plain_load(pe, (b >> 2u) + 1u) << (32u - sh);
     }
     return v;
 }
@@ -77,8 +80,22 @@ fn vks_copy_word(dpe: u32, d: u32, spe: u32, s: u32, n: u32, w: u32) {
 }
 
 // Copies `n` bytes from (spe, s) to (dpe, d), spread over the invocations.
+// A copy between this PE and one it reaches through the proxy is one bulk
+// request, made by invocation `tid` 0 (which returns when the bytes landed).
 fn vks_copy_bytes(dpe: u32, d: u32, spe: u32, s: u32, n: u32, tid: u32, nth: u32) {
     if n == 0u {
+        return;
+    }
+    if dpe == VKS_MY_PE && !vks_is_direct(spe) {
+        if tid == 0u {
+            vks_px_get(d, spe, s, n);
+        }
+        return;
+    }
+    if spe == VKS_MY_PE && !vks_is_direct(dpe) {
+        if tid == 0u {
+            vks_px_put(dpe, d, s, n);
+        }
         return;
     }
     let w0 = d >> 2u;
@@ -110,7 +127,7 @@ fn vks_fcollect_move(t: VksTeam, d: u32, s: u32, n: u32, tid: u32, nth: u32) {
 fn vks_collect_move(t: VksTeam, d: u32, s: u32, counts: u32, tid: u32, nth: u32) {
     var off = 0u;
     for (var j = 0u; j < t.size; j++) {
-        let n = vks_plain_load(VKS_MY_PE, counts + j);
+        let n = vks_d_plain_load(VKS_MY_PE, counts + j);
         vks_copy_bytes(VKS_MY_PE, d + off, vks_team_pe(t, j), s, n, tid, nth);
         off += n;
     }

@@ -192,7 +192,14 @@ fn vks_team_sync(team: u32) -> bool {
         // An atomic exchange rather than a store: a read-modify-write is a full
         // barrier for the compiler on drivers without divergent fences (llvmpipe
         // otherwise sinks earlier plain stores below the announcement).
-        vks_swap(vks_team_member(base, i), flags + me, e);
+        // A member reached through the proxy gets a posted store (the proxy
+        // forwards in order, so it lands after this PE's earlier requests).
+        let pe = vks_team_member(base, i);
+        if vks_is_direct(pe) {
+            vks_swap(pe, flags + me, e);
+        } else {
+            vks_relaxed_store(pe, flags + me, e);
+        }
     }
     var ok = true;
     for (var i = 0u; i < size && ok; i = i + 1u) {
@@ -237,9 +244,11 @@ fn shmem_fence() {
 }
 
 // Completes this invocation's earlier heap stores: they are visible to every PE
-// that synchronizes with this one afterwards.
+// that synchronizes with this one afterwards (including those the proxy
+// carries to PEs on another device).
 fn shmem_quiet() {
     vks_fence_any();
+    vks_px_quiet();
 }
 
 // Per-thread forms: called by one invocation per PE; other invocations may be
@@ -255,12 +264,14 @@ fn shmem_sync_all() {
 
 fn shmem_barrier_all() {
     vks_fence_any();
+    vks_px_quiet();
     vks_team_sync(SHMEM_TEAM_WORLD);
     vks_fence_any();
 }
 
 fn shmem_team_barrier(team: u32) -> i32 {
     vks_fence_any();
+    vks_px_quiet();
     let ok = vks_team_sync(team);
     vks_fence_any();
     return select(-1, 0, ok);
@@ -286,6 +297,11 @@ fn shmemx_sync_all_work_group(local_index: u32) {
 
 fn shmemx_team_barrier_work_group(team: u32, local_index: u32) -> i32 {
     vks_fence_acq_rel();
+    // Every invocation's requests are posted before invocation 0's quiet.
+    storageBarrier();
+    if local_index == 0u {
+        vks_px_quiet();
+    }
     let r = shmemx_team_sync_work_group(team, local_index);
     vks_fence_acq_rel();
     return r;

@@ -111,6 +111,12 @@ pub const KINDS: [Kind; 10] = [
     k("f64", 8, false, true),
 ];
 
+/// The index in [`KINDS`] of the kind called `name` (how the proxy ring
+/// names it).
+pub fn kind_index(name: &str) -> Option<u32> {
+    KINDS.iter().position(|k| k.name == name).map(|i| i as u32)
+}
+
 /// The kind called `name`.
 pub fn kind(name: &str) -> Option<Kind> {
     KINDS.iter().copied().find(|k| k.name == name)
@@ -179,7 +185,7 @@ pub fn library_part(cfg: &LibraryConfig) -> String {
     if cfg.int64 {
         s.push_str(
             "fn vks_load_u64(pe: u32, w: u32) -> u64 {
-    return u64(vks_plain_load(pe, w)) | (u64(vks_plain_load(pe, w + 1u)) << 32u);
+    return u64(vks_d_plain_load(pe, w)) | (u64(vks_d_plain_load(pe, w + 1u)) << 32u);
 }
 ",
         );
@@ -267,8 +273,8 @@ fn reduce(s: &mut String, kind: &Kind) {
         let dw = (d >> 2u) + 2u * k;
         for (var j = 0u; j < t.size; j++) {{
             let pe = vks_team_pe(t, j);
-            vks_plain_store(pe, dw, u32(acc));
-            vks_plain_store(pe, dw + 1u, u32(acc >> 32u));
+            vks_d_plain_store(pe, dw, u32(acc));
+            vks_d_plain_store(pe, dw + 1u, u32(acc >> 32u));
         }}
     }}
 }}
@@ -497,10 +503,13 @@ pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
             if !wanted(&pt) && !wanted(&wg) {
                 continue;
             }
+            // A team that spans devices: this PE's share through the proxy
+            // (one request; see layout::PX_REDUCE).
             let body = format!(
-                "vks_reduce_{}(t, {}u, dest, source, nreduce, tid, nth);",
-                kind.name,
-                op.code()
+                "if vks_team_spans(t) {{ if tid == 0u {{ vks_px_reduce(team, dest, source, nreduce, {k}u, {c}u); }} }} else {{ vks_reduce_{n}(t, {c}u, dest, source, nreduce, tid, nth); }}",
+                k = kind_index(kind.name).expect("a kind of KINDS"),
+                n = kind.name,
+                c = op.code()
             );
             both_forms(
                 &mut s,
@@ -925,6 +934,7 @@ mod tests {
             divergent_fences: true,
             loop_cap: true,
             direct: crate::PeSet::all(3),
+            proxy: false,
         };
         let mut all = vec![
             HostCollective::Broadcast,

@@ -81,8 +81,9 @@ control_struct!(
         wait_cond,
         /// That wait's comparison value.
         wait_value,
-        /// Reserved; zero.
-        reserved5,
+        /// Proxy ring tickets claimed by device code so far (wrapping): ticket
+        /// `t` owns entry `t % PROXY_SLOTS` of the ring (see [`ProxyEntry`]).
+        proxy_head,
         /// Reserved; zero.
         reserved6,
         /// Reserved; zero.
@@ -130,10 +131,83 @@ control_struct!(
     }
 );
 
+control_struct!(
+    /// One entry of the proxy ring (at [`proxy_ring_word`]): a request that
+    /// device code posts to this PE's proxy thread (`vkshmem_host::transport`)
+    /// for a PE it does not reach directly.
+    ///
+    /// Protocol for ticket `t` (lap `L = t / PROXY_SLOTS`): `seq` is `4L` when
+    /// the entry is free for ticket `t`; device code fills the other fields and
+    /// stores `4L + 1` (posted) after a release fence; the proxy reads them and,
+    /// for a request that answers, writes `value` (the result) and `cmp` (the
+    /// status: 0 or `ERR_*` bits) and stores `4L + 2`; the waiting invocation
+    /// reads them and stores `4L + 4` (free for ticket `t + PROXY_SLOTS`). A
+    /// request that does not answer ([`PX_STORE`]) is freed by the proxy
+    /// (`4L + 4`) once forwarded. The proxy serves tickets in order.
+    ProxyEntry, "VksProxyEntry", "VKS_PX_" {
+        /// The entry's state (see above).
+        seq,
+        /// `PX_*`.
+        op,
+        /// The target PE (a team slot for [`PX_REDUCE`]).
+        pe,
+        /// Word ops: the word address on `pe`. Bulk ops: the byte address on
+        /// `pe` (source of a get, dest of a put); [`PX_REDUCE`]: the dest.
+        addr,
+        /// Bulk ops: the byte address in this PE's heap (dest of a get, source
+        /// of a put); [`PX_REDUCE`]: the source.
+        src,
+        /// Bulk ops: bytes; [`PX_REDUCE`]: elements.
+        bytes,
+        /// The operand (stores, atomics; [`PX_REDUCE`]: kind | op << 8); the
+        /// result when answered.
+        value,
+        /// The compare operand of [`PX_CAS`]; the status when answered.
+        cmp,
+    }
+);
+
+/// Entries of the proxy ring. More than the invocations that may wait on the
+/// proxy at once on a driver whose invocations advance in lockstep (lavapipe
+/// runs a workgroup's invocations as SIMD lanes, so one whose entry is not
+/// free would wait for a lane that cannot run): a power of two.
+pub const PROXY_SLOTS: u32 = 2048;
+
+/// Proxy op: load a word (answers it).
+pub const PX_LOAD: u32 = 1;
+/// Proxy op: store a word (posted: no answer).
+pub const PX_STORE: u32 = 2;
+/// Proxy op: atomic add, answers the old value.
+pub const PX_ADD: u32 = 3;
+/// Proxy op: atomic and, answers the old value.
+pub const PX_AND: u32 = 4;
+/// Proxy op: atomic or, answers the old value.
+pub const PX_OR: u32 = 5;
+/// Proxy op: atomic xor, answers the old value.
+pub const PX_XOR: u32 = 6;
+/// Proxy op: atomic exchange, answers the old value.
+pub const PX_SWAP: u32 = 7;
+/// Proxy op: compare and swap, answers the old value.
+pub const PX_CAS: u32 = 8;
+/// Proxy op: copy bytes from `pe` into this PE's heap (answers when done).
+pub const PX_GET: u32 = 9;
+/// Proxy op: copy bytes from this PE's heap to `pe` (answers when they landed).
+pub const PX_PUT: u32 = 10;
+/// Proxy op: answers once every earlier request has landed at its target.
+pub const PX_QUIET: u32 = 11;
+/// Proxy op: this PE's share of a reduction over the team in slot `pe`
+/// (answers when every member's dest holds it).
+pub const PX_REDUCE: u32 = 12;
+
+/// Word address of the proxy ring (after the host collect counts).
+pub fn proxy_ring_word(n_pes: u32) -> u32 {
+    (host_counts_word(n_pes) + n_pes).next_multiple_of(ProxyEntry::WORDS)
+}
+
 /// `"VKSH"`, little-endian.
 pub const CONTROL_MAGIC: u32 = u32::from_le_bytes(*b"VKSH");
 /// Version of this layout; bumped when it changes.
-pub const LAYOUT_VERSION: u32 = 3;
+pub const LAYOUT_VERSION: u32 = 4;
 /// Most teams a PE can be part of at once (the device table's length).
 pub const MAX_TEAMS: u32 = 64;
 /// Team handle of WORLD (entry 0 of the table).
@@ -224,7 +298,7 @@ pub fn describe_errors(bits: u32) -> Vec<&'static str> {
 
 /// Bytes of the control region for a job of `n_pes` PEs.
 pub fn control_bytes(n_pes: u32) -> u64 {
-    (host_counts_word(n_pes) as u64 + n_pes as u64) * 4
+    (proxy_ring_word(n_pes) as u64 + (PROXY_SLOTS * ProxyEntry::WORDS) as u64) * 4
 }
 
 /// Word address of `n_pes` words that only this PE's host and kernels use: the
@@ -266,6 +340,25 @@ pub fn wgsl() -> String {
     let mut s = String::new();
     s.push_str(&ControlHeader::wgsl_offsets());
     s.push_str(&TeamEntry::wgsl_offsets());
+    s.push_str(&ProxyEntry::wgsl_offsets());
+    let _ = writeln!(s, "const VKS_PX_WORDS: u32 = {}u;", ProxyEntry::WORDS);
+    let _ = writeln!(s, "const VKS_PX_SLOTS: u32 = {PROXY_SLOTS}u;");
+    for (name, v) in [
+        ("LOAD", PX_LOAD),
+        ("STORE", PX_STORE),
+        ("ADD", PX_ADD),
+        ("AND", PX_AND),
+        ("OR", PX_OR),
+        ("XOR", PX_XOR),
+        ("SWAP", PX_SWAP),
+        ("CAS", PX_CAS),
+        ("GET", PX_GET),
+        ("PUT", PX_PUT),
+        ("QUIET", PX_QUIET),
+        ("REDUCE", PX_REDUCE),
+    ] {
+        let _ = writeln!(s, "const VKS_PX_{name}: u32 = {v}u;");
+    }
     let _ = writeln!(s, "const VKS_TEAM_WORDS: u32 = {}u;", TeamEntry::WORDS);
     let _ = writeln!(s, "const VKS_MAX_TEAMS: u32 = {MAX_TEAMS}u;");
     let _ = writeln!(s, "const VKS_TEAM_TABLE: u32 = {TEAM_TABLE_WORD}u;");
@@ -327,6 +420,11 @@ mod tests {
             TeamEntry::wgsl_struct(),
             "VksTeamEntry",
             TeamEntry::fields(),
+        );
+        check::<ProxyEntry>(
+            ProxyEntry::wgsl_struct(),
+            "VksProxyEntry",
+            ProxyEntry::fields(),
         );
     }
 

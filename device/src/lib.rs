@@ -28,6 +28,7 @@ pub mod layout;
 pub mod library;
 mod link;
 pub mod pass;
+mod proxy;
 
 pub use library::{HeapBinding, LibraryConfig, PeSet};
 pub use link::{link_kernel, LinkedKernel, UserBinding};

@@ -71,8 +71,12 @@ pub struct LibraryConfig {
     pub loop_cap: bool,
     /// The PEs whose heaps this PE's device reaches directly (the library
     /// binds those only); device code that touches another PE's heap raises
-    /// `ERR_UNREACHABLE`.
+    /// `ERR_UNREACHABLE`, unless [`LibraryConfig::proxy`].
     pub direct: PeSet,
+    /// Device code reaches the PEs outside `direct` through this PE's proxy
+    /// thread (the ring in the control region, see `layout::ProxyEntry`): word
+    /// loads, stores and atomics, bulk copies, and reductions.
+    pub proxy: bool,
 }
 
 /// A set of PEs (numbers below [`PeSet::CAPACITY`]), small enough to copy.
@@ -254,72 +258,26 @@ const TYPES: &[Ty] = &[
 ];
 
 /// The accessors instantiated per (PE, chunk): (name, view, extra params, return
-/// type, body with `{v}` for the element).
-const ACCESSORS: &[(&str, char, &str, Option<&str>, &str)] = &[
-    ("vks_plain_load", 'w', "", Some("u32"), "return {v};"),
-    ("vks_plain_store", 'w', ", x: u32", None, "{v} = x;"),
-    (
-        "vks_relaxed_load",
-        'a',
-        "",
-        Some("u32"),
-        "return atomicLoad(&{v});",
-    ),
-    (
-        "vks_relaxed_store",
-        'a',
-        ", x: u32",
-        None,
-        "atomicStore(&{v}, x);",
-    ),
-    (
-        "vks_acquire_load",
-        'a',
-        "",
-        Some("u32"),
-        "return atomicLoad(&{v});",
-    ),
-    (
-        "vks_fetch_add",
-        'a',
-        ", x: u32",
-        Some("u32"),
-        "return atomicAdd(&{v}, x);",
-    ),
-    (
-        "vks_fetch_and",
-        'a',
-        ", x: u32",
-        Some("u32"),
-        "return atomicAnd(&{v}, x);",
-    ),
-    (
-        "vks_fetch_or",
-        'a',
-        ", x: u32",
-        Some("u32"),
-        "return atomicOr(&{v}, x);",
-    ),
-    (
-        "vks_fetch_xor",
-        'a',
-        ", x: u32",
-        Some("u32"),
-        "return atomicXor(&{v}, x);",
-    ),
-    (
-        "vks_swap",
-        'a',
-        ", x: u32",
-        Some("u32"),
-        "return atomicExchange(&{v}, x);",
-    ),
+/// type, body with `{v}` for the element, the same through the proxy for a PE
+/// outside `direct`).
+const ACCESSORS: &[(&str, char, &str, Option<&str>, &str, &str)] = &[
+    ("vks_plain_load", 'w', "", Some("u32"), "return {v};", "return vks_px_call(VKS_PX_LOAD, pe, a, 0u, 0u, 0u, 0u);"),
+    ("vks_plain_store", 'w', ", x: u32", None, "{v} = x;", "vks_px_post(VKS_PX_STORE, pe, a, 0u, 0u, x, 0u);"),
+    ("vks_relaxed_load", 'a', "", Some("u32"), "return atomicLoad(&{v});", "return vks_px_call(VKS_PX_LOAD, pe, a, 0u, 0u, 0u, 0u);"),
+    ("vks_relaxed_store", 'a', ", x: u32", None, "atomicStore(&{v}, x);", "vks_px_post(VKS_PX_STORE, pe, a, 0u, 0u, x, 0u);"),
+    ("vks_acquire_load", 'a', "", Some("u32"), "return atomicLoad(&{v});", "return vks_px_call(VKS_PX_LOAD, pe, a, 0u, 0u, 0u, 0u);"),
+    ("vks_fetch_add", 'a', ", x: u32", Some("u32"), "return atomicAdd(&{v}, x);", "return vks_px_call(VKS_PX_ADD, pe, a, 0u, 0u, x, 0u);"),
+    ("vks_fetch_and", 'a', ", x: u32", Some("u32"), "return atomicAnd(&{v}, x);", "return vks_px_call(VKS_PX_AND, pe, a, 0u, 0u, x, 0u);"),
+    ("vks_fetch_or", 'a', ", x: u32", Some("u32"), "return atomicOr(&{v}, x);", "return vks_px_call(VKS_PX_OR, pe, a, 0u, 0u, x, 0u);"),
+    ("vks_fetch_xor", 'a', ", x: u32", Some("u32"), "return atomicXor(&{v}, x);", "return vks_px_call(VKS_PX_XOR, pe, a, 0u, 0u, x, 0u);"),
+    ("vks_swap", 'a', ", x: u32", Some("u32"), "return atomicExchange(&{v}, x);", "return vks_px_call(VKS_PX_SWAP, pe, a, 0u, 0u, x, 0u);"),
     (
         "vks_compare_swap",
         'a',
         ", c: u32, x: u32",
         Some("u32"),
         "return atomicCompareExchangeWeak(&{v}, c, x).old_value;",
+        "return vks_px_call(VKS_PX_CAS, pe, a, 0u, 0u, x, c);",
     ),
 ];
 
@@ -337,6 +295,11 @@ pub fn library_source_for(cfg: &LibraryConfig, uses: Option<&str>) -> String {
     let _ = writeln!(s, "const VKS_MY_PE: u32 = {}u;", cfg.my_pe);
     let _ = writeln!(s, "const VKS_N_PES: u32 = {}u;", cfg.n_pes);
     let _ = writeln!(s, "const VKS_HEAP_WORDS: u32 = {}u;", cfg.heap_words());
+    let _ = writeln!(
+        s,
+        "const VKS_PX_RING: u32 = {}u;",
+        layout::proxy_ring_word(cfg.n_pes)
+    );
     s.push_str(&layout::wgsl());
     bindings(&mut s, cfg);
     raise(&mut s, cfg);
@@ -351,9 +314,15 @@ pub fn library_source_for(cfg: &LibraryConfig, uses: Option<&str>) -> String {
         s.push_str("// llvmpipe: no fences in divergent code (see LibraryConfig::divergent_fences).\nfn vks_fence_any() {}\n");
     }
     for acc in ACCESSORS {
-        accessor(&mut s, cfg, acc);
+        accessor(&mut s, cfg, acc, true);
+        // `vks_d_*`: the same without the proxy path, for code that checks
+        // vks_is_direct first (the collectives' data movement): a proxied
+        // path inlined at every call site makes kernels slow to compile.
+        accessor(&mut s, cfg, acc, false);
     }
     own_volatile_load(&mut s, cfg);
+    is_direct(&mut s, cfg);
+    crate::proxy::ring_api(&mut s, cfg);
     for ty in TYPES {
         if (ty.needs_int64 && !cfg.int64) || (ty.needs_float64 && !cfg.float64) {
             continue;
@@ -463,8 +432,14 @@ fn raise(s: &mut String, cfg: &LibraryConfig) {
 fn accessor(
     s: &mut String,
     cfg: &LibraryConfig,
-    (name, view, params, ret, body): &(&str, char, &str, Option<&str>, &str),
+    (name, view, params, ret, body, proxied): &(&str, char, &str, Option<&str>, &str, &str),
+    with_proxy: bool,
 ) {
+    let name = if with_proxy {
+        name.to_string()
+    } else {
+        name.replacen("vks_", "vks_d_", 1)
+    };
     let chunks = cfg.chunks();
     let (slot, index) = if chunks == 1 {
         ("pe".to_string(), "a".to_string())
@@ -504,15 +479,55 @@ fn accessor(
             body.replace("{v}", &v)
         );
     }
-    let _ = writeln!(
-        s,
-        "        default: {{ vks_raise(VKS_ERR_UNREACHABLE, pe, a); }}"
-    );
+    if cfg.proxy && with_proxy {
+        let _ = writeln!(s, "        default: {{ {proxied} }}");
+    } else {
+        let _ = writeln!(
+            s,
+            "        default: {{ vks_raise(VKS_ERR_UNREACHABLE, pe, a); }}"
+        );
+    }
     let _ = writeln!(s, "    }}");
     if ret.is_some() {
         let _ = writeln!(s, "    return 0u;");
     }
     let _ = writeln!(s, "}}");
+}
+
+/// `vks_is_direct(pe)`: whether this PE's device reaches `pe`'s heap through
+/// a binding (a constant `true` when it reaches every PE, which the driver
+/// folds away).
+fn is_direct(s: &mut String, cfg: &LibraryConfig) {
+    let staged: Vec<u32> = (0..cfg.n_pes).filter(|&p| !cfg.direct.contains(p)).collect();
+    if staged.is_empty() {
+        s.push_str("fn vks_is_direct(pe: u32) -> bool { return true; }\n");
+        s.push_str("fn vks_team_spans(t: VksTeam) -> bool { return false; }\n");
+        return;
+    }
+    // Whether some member of `t` is reached through the proxy.
+    s.push_str(
+        "fn vks_team_spans(t: VksTeam) -> bool {
+    var spans = false;
+    for (var i = 0u; i < t.size; i++) {
+        spans = spans || !vks_is_direct(vks_team_pe(t, i));
+    }
+    return spans;
+}
+",
+    );
+    let cases: Vec<String> = (0..cfg.n_pes)
+        .filter(|&p| cfg.direct.contains(p))
+        .map(|p| format!("{p}u"))
+        .collect();
+    if cases.is_empty() {
+        s.push_str("fn vks_is_direct(pe: u32) -> bool { return false; }\n");
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "fn vks_is_direct(pe: u32) -> bool {{\n    switch pe {{\n        case {}: {{ return true; }}\n        default: {{ return false; }}\n    }}\n}}",
+        cases.join(", ")
+    );
 }
 
 /// `vks_volatile_load_own(a)`: a volatile load of this PE's heap word `a` (in
@@ -630,6 +645,7 @@ mod tests {
             divergent_fences: true,
             loop_cap: false,
             direct: PeSet::all(n),
+            proxy: false,
         }
     }
 

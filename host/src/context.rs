@@ -87,8 +87,11 @@ pub(crate) struct Inner {
     pub(crate) broken: Mutex<Option<String>>,
     /// This PE's teams (see [`crate::team`]).
     pub(crate) teams: Mutex<TeamTable>,
+    /// This PE's proxy thread, when device code reaches some peer through it
+    /// (started once the control region is initialised; stopped first at drop).
+    pub(crate) proxy: std::sync::OnceLock<crate::transport::proxy::Proxy>,
     /// The sync plane (node shared memory), in a job started by the launcher.
-    pub(crate) plane: Option<Plane>,
+    pub(crate) plane: Option<Arc<Plane>>,
     /// The device library's shape for this PE (`Context::library_config`).
     pub(crate) library: vkshmem_device::LibraryConfig,
     // Field order is drop order: everything holding Vulkan objects goes before `gpu`.
@@ -151,12 +154,12 @@ impl Context {
             None => None,
         };
         let plane = match boot.as_mut().map(Bootstrap::take_segment) {
-            Some(Some(fd)) => Some(Plane::new(
+            Some(Some(fd)) => Some(Arc::new(Plane::new(
                 Segment::open(fd, job.npes)?,
                 job.pe,
                 policy,
                 wait_timeout,
-            )),
+            ))),
             Some(None) => {
                 return Err(Error::Bootstrap(
                     "the endpoint sent no node segment (launcher from another version?)".into(),
@@ -225,7 +228,15 @@ impl Context {
             );
             TeamShape::single(job.pe)
         });
-        let library = crate::user_kernel::library_config_for(&gpu, &heap, job.pe, job.npes);
+        // A proxy carries device code's requests to PEs on other devices: it
+        // needs the node segment and a host-mapped heap (it writes the heap
+        // through the mapping).
+        let own_block = heap.block(job.pe)?.clone();
+        let proxy = plane.is_some()
+            && (0..job.npes).any(|p| !heap.reachable(p))
+            && own_block.mapped().is_some();
+        let library =
+            crate::user_kernel::library_config_for(&gpu, &heap, job.pe, job.npes, proxy);
         let ctx = Context {
             inner: Arc::new(Inner {
                 pe: job.pe,
@@ -234,6 +245,7 @@ impl Context {
                 host_mapped_max,
                 broken: Mutex::new(None),
                 teams: Mutex::new(TeamTable::new(job.pe, world, shared)),
+                proxy: std::sync::OnceLock::new(),
                 plane,
                 library,
                 kernels: Mutex::new(HashMap::new()),
@@ -248,6 +260,17 @@ impl Context {
         };
         let words = layout::initial_control(job.pe, job.npes);
         ctx.write_bytes(job.pe, 0, bytemuck::cast_slice(&words))?;
+        if proxy {
+            let plane = ctx.inner.plane.clone().expect("checked above");
+            let p = crate::transport::proxy::Proxy::start(
+                plane,
+                own_block,
+                job.pe,
+                job.npes,
+                crate::collective::combine_for_kind,
+            )?;
+            let _ = ctx.inner.proxy.set(p);
+        }
         for slot in [layout::TEAM_SHARED, layout::TEAM_NODE] {
             let rec = ctx.teams().record(slot).expect("predefined");
             ctx.write_team_slot(slot, &rec)?;
@@ -466,6 +489,10 @@ impl Context {
     /// It cannot fail (the `Result` leaves room for outstanding operations).
     pub fn quiet(&self) -> Result<()> {
         fence(Ordering::SeqCst);
+        if let Some(p) = self.inner.proxy.get() {
+            // Device code's posted stores to PEs on other devices.
+            p.quiet()?;
+        }
         Ok(())
     }
 

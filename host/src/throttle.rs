@@ -57,6 +57,9 @@ use std::time::{Duration, Instant};
 use nix::libc;
 use vkshmem_device::layout::ControlHeader;
 
+/// `wait_cond` bit of a wait on this PE's proxy thread (device/src/proxy.rs).
+pub const PROXY_WAIT: u32 = 512;
+
 /// How long the device must have been waiting, with few waits ending, before
 /// its threads are throttled.
 pub const STUCK_AFTER: Duration = Duration::from_millis(2);
@@ -579,7 +582,12 @@ impl<'a> Session<'a> {
             return TICK;
         }
         let (since, seq0) = *self.window.get_or_insert((now, seq));
-        if now >= since + STUCK_AFTER {
+        // SAFETY: as above.
+        if unsafe { load(self.base, W_COND) } & PROXY_WAIT != 0 {
+            // A wait on the proxy thread: it needs this CPU to answer, so the
+            // driver's threads nap from the start.
+            self.set_throttling(true);
+        } else if now >= since + STUCK_AFTER {
             // The device waited at every tick of the window: throttle in the
             // next one unless many waits ended (short waits).
             self.set_throttling(seq.wrapping_sub(seq0) < QUICK_WAITS);

@@ -50,6 +50,7 @@ pub(crate) fn library_config_for(
     heap: &SymmetricHeap,
     pe: u32,
     npes: u32,
+    proxy: bool,
 ) -> LibraryConfig {
     let llvmpipe = gpu.info.is_llvmpipe();
     LibraryConfig {
@@ -62,6 +63,7 @@ pub(crate) fn library_config_for(
         divergent_fences: !llvmpipe,
         loop_cap: llvmpipe,
         direct: PeSet::from_pes((0..npes).filter(|&p| heap.reachable(p))),
+        proxy,
     }
 }
 
@@ -330,6 +332,8 @@ impl Context {
             self.sync_all()
                 .map_err(|e| e.during(&format!("launch of kernel {:?}", kernel.name)))?;
         }
+        // The proxy polls its ring closely while the kernel runs.
+        let _busy = self.inner.proxy.get().map(|p| p.busy());
         let mut seen = Watch::default();
         let mut throttle = self.wait_throttle(kernel)?;
         let started = std::time::Instant::now();

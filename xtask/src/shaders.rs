@@ -33,7 +33,16 @@ fn shapes() -> Vec<LibraryConfig> {
                         divergent_fences: gpu,
                         loop_cap: !gpu,
                         direct: PeSet::all(n_pes),
+                        proxy: false,
                     });
+                    if n_pes > 1 && heap_mib == 64 {
+                        // Every peer on another device: reached through the proxy.
+                        v.push(LibraryConfig {
+                            direct: PeSet::from_pes([my_pe]),
+                            proxy: true,
+                            ..*v.last().expect("just pushed")
+                        });
+                    }
                 }
             }
         }

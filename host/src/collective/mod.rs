@@ -42,6 +42,27 @@ mod wide;
 
 pub(crate) use host_path::Small;
 
+/// The host combiner of the device collectives' element kind `kind` (its
+/// index in `vkshmem_device::collectives::KINDS`): what the proxy uses for a
+/// device reduction's share on a team that spans devices.
+pub(crate) fn combine_for_kind(kind: u32) -> Option<host_path::ReduceFn> {
+    use host_path::reduce_slots;
+    let name = vkshmem_device::collectives::KINDS.get(kind as usize)?.name;
+    Some(match name {
+        "i8" => reduce_slots::<i8>,
+        "u8" => reduce_slots::<u8>,
+        "i16" => reduce_slots::<i16>,
+        "u16" => reduce_slots::<u16>,
+        "i32" => reduce_slots::<i32>,
+        "u32" => reduce_slots::<u32>,
+        "i64" => reduce_slots::<i64>,
+        "u64" => reduce_slots::<u64>,
+        "f32" => reduce_slots::<f32>,
+        "f64" => reduce_slots::<f64>,
+        _ => return None,
+    })
+}
+
 use bytemuck::{Pod, Zeroable};
 use vkshmem_device::collectives::{HostArgs, HostCall, HOST_WORKGROUP};
 use vkshmem_device::layout;

@@ -586,6 +586,7 @@ mod tests {
             divergent_fences: true,
             loop_cap: false,
             direct: vkshmem_device::PeSet::all(npes),
+            proxy: false,
         }
     }
 

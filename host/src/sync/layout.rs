@@ -9,6 +9,8 @@
 //! teams      [slot][leader]: count (line), gen + sleepers (line)
 //! members    [slot][pe]: arrival (line), desc[2], data[2]
 //! staging    [slot + 1][pe]: stage[2]                   (page aligned)
+//! inboxes    [pe]: tail (line), bell + sleepers (line),
+//!                  cells[INBOX_CELLS] of CELL_BYTES      (page aligned)
 //! ```
 //!
 //! A team occupies one slot on every member (see [`crate::team`]), and a PE is in
@@ -35,7 +37,7 @@ use vkshmem_device::layout::MAX_TEAMS;
 /// "VKSP": a mapped segment starts with it.
 pub const MAGIC: u32 = 0x5053_4b56;
 /// Bumped when this layout changes.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// A cache line: words written by different PEs never share one.
 pub const LINE: usize = 64;
 /// Team slots (the device team table's size).
@@ -51,6 +53,22 @@ pub const DATA_BYTES: usize = 16 << 10;
 pub const STAGE_BYTES: usize = 1 << 20;
 /// The staging "slot" of the deprecated active sets (they have no team slot).
 pub const ACTIVE_SET_STAGING: u32 = SLOTS as u32;
+
+/// Bytes of one inbox cell: a message header and its payload.
+pub const CELL_BYTES: usize = 4096;
+/// Cells of a PE's inbox.
+pub const INBOX_CELLS: u32 = 64;
+/// Within an inbox: producers' position counter.
+pub const INBOX_TAIL_AT: usize = 0;
+/// Within an inbox: messages delivered so far (the futex word).
+pub const INBOX_BELL_AT: usize = LINE;
+/// Within an inbox: 1 while the owner sleeps on `bell`.
+pub const INBOX_SLEEPERS_AT: usize = LINE + 4;
+/// Within an inbox: the first cell.
+pub const INBOX_CELLS_AT: usize = 2 * LINE;
+/// Bytes of one PE's inbox (page aligned).
+pub const INBOX_BYTES: usize =
+    (INBOX_CELLS_AT + INBOX_CELLS as usize * CELL_BYTES).next_multiple_of(4096);
 
 /// `abort` word: nobody failed.
 pub const ABORT_NONE: u32 = 0;
@@ -158,10 +176,24 @@ impl Layout {
                 * STAGE_BYTES
     }
 
+    fn inboxes_at(self) -> usize {
+        self.staging_at() + (SLOTS + 1) * self.npes as usize * 2 * STAGE_BYTES
+    }
+
+    /// PE `pe`'s inbox.
+    pub fn inbox(self, pe: u32) -> usize {
+        self.inboxes_at() + pe as usize * INBOX_BYTES
+    }
+
+    /// Cell `i` of `inbox(pe)`.
+    pub fn cell(self, pe: u32, i: u32) -> usize {
+        self.inbox(pe) + INBOX_CELLS_AT + (i % INBOX_CELLS) as usize * CELL_BYTES
+    }
+
     /// The segment's size in bytes (a multiple of the page size; untouched pages
     /// cost nothing).
     pub fn bytes(self) -> usize {
-        self.staging_at() + (SLOTS + 1) * self.npes as usize * 2 * STAGE_BYTES
+        self.inboxes_at() + self.npes as usize * INBOX_BYTES
     }
 }
 
@@ -195,8 +227,12 @@ mod tests {
             );
             assert_eq!(
                 l.staging(ACTIVE_SET_STAGING, npes - 1, 1) + STAGE_BYTES,
-                l.bytes()
+                l.inbox(0)
             );
+            assert_eq!(l.inbox(npes - 1) + INBOX_BYTES, l.bytes());
+            assert_eq!(l.inbox(1 % npes) % 4096, 0);
+            assert!(l.cell(npes - 1, INBOX_CELLS - 1) + CELL_BYTES <= l.bytes());
+            assert_eq!(l.cell(0, INBOX_CELLS), l.cell(0, 0));
             assert_eq!(l.bytes() % 4096, 0);
         }
         const { assert!(MEMBER_BYTES % LINE == 0) };

@@ -204,7 +204,12 @@ impl Plane {
             .word(self.layout().member(slot, pe) + layout::ARRIVE_AT)
     }
 
-    /// The job's abort word (0: none).
+    /// The node segment under the plane (the proxies' inboxes live there).
+    pub fn segment(&self) -> &Segment {
+        &self.seg
+    }
+
+    /// The job's abort word (`layout::ABORT_*`).
     pub fn abort_word(&self) -> u32 {
         self.seg.word(layout::ABORT_AT).load(Ordering::Acquire)
     }

@@ -16,6 +16,12 @@
 //! publishes (`crate::heap`), and is symmetric: PE a reaches PE b the way b
 //! reaches a. `RUST_LOG=info` reports it; [`crate::Context::transport`] answers
 //! for one peer.
+//!
+//! Device code reaches a staged peer through this PE's proxy thread
+//! ([`proxy`]): requests posted into a ring in the control region, carried
+//! to the peer's proxy through its inbox in the node segment.
+
+pub mod proxy;
 
 use crate::error::{Error, Result};
 

@@ -1,0 +1,149 @@
+//! The device side of the proxy ring: how device code asks this PE's proxy
+//! thread (`vkshmem_host::transport::proxy`) to reach a PE it has no binding
+//! for (a PE on another device).
+//!
+//! The ring lives in the control region (`layout::ProxyEntry`, at
+//! `layout::proxy_ring_word`), so it is one definition for host and device,
+//! the device reaches it through its own heap binding, and its waits are
+//! ordinary device waits (abort word, wait throttle, loop cap). These
+//! functions touch the ring through the binding directly, never through the
+//! accessors: the accessors call them for a PE outside `direct`, and WGSL
+//! forbids recursion.
+//!
+//! Word loads, atomics and bulk copies wait for their answer; stores are
+//! posted (the proxy forwards them in ticket order, so a later request to the
+//! same PE lands after them); `shmem_quiet` waits until every earlier request
+//! has landed.
+
+use std::fmt::Write as _;
+
+use crate::library::LibraryConfig;
+
+/// Polls per iteration of a proxy wait where the driver caps loops.
+const PROXY_POLLS: u32 = 4;
+
+/// The ring's functions (or, without a proxy, the bulk entry points the
+/// collectives name, raising `ERR_UNREACHABLE`).
+pub(crate) fn ring_api(s: &mut String, cfg: &LibraryConfig) {
+    if !cfg.proxy {
+        s.push_str(
+            "fn vks_px_get(d: u32, spe: u32, sb: u32, n: u32) { vks_raise(VKS_ERR_UNREACHABLE, spe, sb >> 2u); }
+fn vks_px_put(dpe: u32, d: u32, sb: u32, n: u32) { vks_raise(VKS_ERR_UNREACHABLE, dpe, d >> 2u); }
+fn vks_px_reduce(team: u32, d: u32, sb: u32, nelems: u32, kind: u32, op: u32) { vks_raise(VKS_ERR_UNREACHABLE, VKS_MY_PE, d >> 2u); }
+fn vks_px_quiet() {}
+",
+        );
+        return;
+    }
+    let me = format!("vks_a_{}_0", cfg.my_pe);
+    let polls = "        hit |= vks_cond_bit(c, vks_volatile_load_own(addr));\n"
+        .repeat(PROXY_POLLS as usize);
+    let _ = write!(
+        s,
+        "const VKS_PX_NONE: u32 = 0xffffffffu;
+
+// Waits until ring word `addr` has reached `e` (wrapping), like vks_wait but
+// touching the ring only through this PE's binding, with fewer polls per
+// iteration (drivers inline every call, and each proxied accessor holds two of
+// these waits), announced as a proxy wait (condition bit 512): where the
+// driver caps loops, the host's wait throttle then naps the driver's threads
+// at once, which gives the proxy thread the CPU it needs to answer. False
+// after raising ERR_ABORTED or ERR_LOOPS_CUT.
+fn vks_px_wait(addr: u32, e: u32) -> bool {{
+    let c = vks_cond(VKS_CMP_EPOCH, e, false);
+    var done = false;
+    var aborted = false;
+    vks_wait_begin(addr, VKS_CMP_EPOCH | 512u, e);
+    loop {{
+        var hit = 0u;
+{polls}        if hit != 0u {{
+            done = true;
+            break;
+        }}
+        if vks_aborting() {{
+            aborted = true;
+            break;
+        }}
+    }}
+    vks_wait_end();
+    if done {{
+        atomicOr(&{me}[addr], 0u);
+        vks_fence_any();
+    }} else {{
+        vks_raise(select(VKS_ERR_LOOPS_CUT, VKS_ERR_ABORTED, aborted), VKS_MY_PE, addr);
+    }}
+    return done;
+}}
+
+// Claims the next ticket, waits for its entry to be free, fills it and posts
+// it. Returns the entry's word address, or VKS_PX_NONE when the wait gave up.
+fn vks_px_post(op: u32, pe: u32, addr: u32, src: u32, bytes: u32, value: u32, cmp: u32) -> u32 {{
+    let t = atomicAdd(&{me}[VKS_CTRL_PROXY_HEAD], 1u);
+    let e = VKS_PX_RING + (t % VKS_PX_SLOTS) * VKS_PX_WORDS;
+    let lap = (t / VKS_PX_SLOTS) * 4u;
+    if !vks_px_wait(e + VKS_PX_SEQ, lap) {{
+        return VKS_PX_NONE;
+    }}
+    atomicStore(&{me}[e + VKS_PX_OP], op);
+    atomicStore(&{me}[e + VKS_PX_PE], pe);
+    atomicStore(&{me}[e + VKS_PX_ADDR], addr);
+    atomicStore(&{me}[e + VKS_PX_SRC], src);
+    atomicStore(&{me}[e + VKS_PX_BYTES], bytes);
+    atomicStore(&{me}[e + VKS_PX_VALUE], value);
+    atomicStore(&{me}[e + VKS_PX_CMP], cmp);
+    vks_fence_any();
+    // An exchange, not a store: a read-modify-write keeps the fields above it
+    // where fences are left out (see vks_team_sync).
+    atomicExchange(&{me}[e + VKS_PX_SEQ], lap + 1u);
+    return e;
+}}
+
+// Waits for the answer to the request posted at entry `e`, frees the entry
+// and returns the result; a failed request raises its status bits (`pe`,
+// `addr` name it).
+fn vks_px_result(e: u32, pe: u32, addr: u32) -> u32 {{
+    if e == VKS_PX_NONE {{
+        return 0u;
+    }}
+    let lap = atomicLoad(&{me}[e + VKS_PX_SEQ]) & ~3u;
+    if !vks_px_wait(e + VKS_PX_SEQ, lap + 2u) {{
+        return 0u;
+    }}
+    let r = atomicLoad(&{me}[e + VKS_PX_VALUE]);
+    let st = atomicLoad(&{me}[e + VKS_PX_CMP]);
+    atomicExchange(&{me}[e + VKS_PX_SEQ], lap + 4u);
+    if st != 0u {{
+        vks_raise(st, pe, addr);
+    }}
+    return r;
+}}
+
+fn vks_px_call(op: u32, pe: u32, addr: u32, src: u32, bytes: u32, value: u32, cmp: u32) -> u32 {{
+    return vks_px_result(vks_px_post(op, pe, addr, src, bytes, value, cmp), pe, addr);
+}}
+
+// Bulk copies (byte addresses, any alignment): `n` bytes of PE `spe` at `sb`
+// into this PE's heap at `d`; this PE's `sb` to PE `dpe` at `d`. Return when
+// the bytes have landed.
+fn vks_px_get(d: u32, spe: u32, sb: u32, n: u32) {{
+    vks_px_call(VKS_PX_GET, spe, sb, d, n, 0u, 0u);
+}}
+
+fn vks_px_put(dpe: u32, d: u32, sb: u32, n: u32) {{
+    vks_px_call(VKS_PX_PUT, dpe, d, sb, n, 0u, 0u);
+}}
+
+// This PE's share of a reduction of `nelems` elements of collectives kind
+// `kind` with op `op` over the team in slot `team` (see PX_REDUCE); returns
+// when every member's dest holds it.
+fn vks_px_reduce(team: u32, d: u32, sb: u32, nelems: u32, kind: u32, op: u32) {{
+    vks_px_call(VKS_PX_REDUCE, team, d, sb, nelems, kind | (op << 8u), 0u);
+}}
+
+// Every earlier request of this PE has landed at its target.
+fn vks_px_quiet() {{
+    vks_px_call(VKS_PX_QUIET, VKS_MY_PE, 0u, 0u, 0u, 0u, 0u);
+}}
+"
+    );
+}

@@ -1,0 +1,997 @@
+//! The proxy: one host thread per PE that carries device code's requests to
+//! PEs on other devices, and serves the requests other PEs' proxies send to
+//! this PE's heap.
+//!
+//! # Two queues
+//! - **The ring** (device → this proxy): entries in this PE's control region
+//!   (`vkshmem_device::layout::ProxyEntry`, the one definition of the layout and
+//!   of its protocol). Device code claims a ticket, fills the entry and posts
+//!   it; the proxy takes tickets in order and answers into the entry.
+//! - **The inboxes** (proxy → proxy): one per PE in the node segment
+//!   (`crate::sync::layout`, cells of [`CELL_BYTES`]). A request for PE `p`
+//!   becomes messages in `p`'s inbox; `p`'s proxy applies them to its own heap
+//!   (through the host mapping) and answers into the sender's inbox. Messages
+//!   from one proxy to another arrive in the order sent, so a later request
+//!   lands after an earlier one (what posted stores, fences and the device
+//!   team sync rely on).
+//!
+//! # Never blocking
+//! The thread never waits for a queue: a full inbox leaves the message in
+//! this proxy's outbox (a FIFO, tried again each round), and new ring entries
+//! are taken only while the outbox is short, which is the back-pressure on
+//! device code (its entries stay unanswered). So two proxies sending to each
+//! other always keep draining their own inboxes and cannot deadlock.
+//!
+//! # Failure
+//! When the job's abort word is raised (a PE died or timed out), every request
+//! in flight and every later one is answered with `ERR_ABORTED`, so no device
+//! wait is left hanging on a dead peer; the device's own waits also end on the
+//! heap's abort word, which the launching thread raises.
+//!
+//! # Memory
+//! The proxy writes this PE's heap only through its host mapping; a PE whose
+//! heap is not host-visible runs no proxy (device code then raises
+//! `ERR_UNREACHABLE` for PEs on other devices; host collectives still work
+//! through staging).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use vkshmem_device::collectives::{ReduceOp, KINDS};
+use vkshmem_device::layout::{
+    self as dl, ControlHeader, ProxyEntry, TeamEntry, ERR_ABORTED, ERR_BAD_ADDRESS, ERR_BAD_PE,
+    ERR_BAD_TEAM, PROXY_SLOTS,
+};
+
+use crate::error::{Error, Result};
+use crate::sync::layout::{
+    ABORT_PE_MASK, CELL_BYTES, INBOX_BELL_AT, INBOX_CELLS, INBOX_SLEEPERS_AT, INBOX_TAIL_AT,
+};
+use crate::sync::segment::{futex_wait, futex_wake};
+use crate::sync::Plane;
+use crate::vk::memory::SharedMemory;
+
+/// Combines `n` elements of each slot into `out` (`collective::host_path::ReduceFn`).
+pub(crate) type Combine = fn(ReduceOp, usize, &[*const u8], *mut u8);
+
+/// The combiner for collectives kind `kind` (an index in `KINDS`).
+pub(crate) type CombineFor = fn(u32) -> Option<Combine>;
+
+/// Message kinds.
+const M_STORE: u32 = 1;
+const M_AMO: u32 = 2;
+const M_LOAD: u32 = 3;
+const M_GET: u32 = 4;
+const M_PUT: u32 = 5;
+const M_PING: u32 = 6;
+const M_VALUE: u32 = 7;
+const M_DATA: u32 = 8;
+const M_ACK: u32 = 9;
+
+/// A message's header, at the start of its cell (the sequence word first).
+#[derive(Debug, Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Header {
+    seq: u32,
+    kind: u32,
+    from: u32,
+    token: u32,
+    /// Byte address in the receiver's heap (requests), or unused.
+    addr: u64,
+    /// Payload bytes in this cell (PUT, DATA); bytes asked (GET).
+    len: u32,
+    value: u32,
+    cmp: u32,
+    /// `PX_*` of an atomic.
+    op: u32,
+    /// Where this cell's payload goes in the whole transfer.
+    offset: u32,
+    /// 1 on a transfer's last cell.
+    last: u32,
+    /// 0 or `ERR_*` bits (answers).
+    status: u32,
+    _pad: [u32; 3],
+}
+
+const HEADER_BYTES: usize = std::mem::size_of::<Header>();
+/// Payload bytes per cell.
+const PAYLOAD: usize = CELL_BYTES - HEADER_BYTES;
+/// New ring entries are taken only while the outbox holds fewer messages.
+const OUTBOX_MAX: usize = 256;
+/// Idle rounds spent yielding before the thread sleeps.
+const SPIN_ROUNDS: u32 = 200;
+/// How long an idle proxy sleeps between looks at the ring (a launch that
+/// uses the proxy wakes it at once).
+const IDLE_NAP: Duration = Duration::from_millis(2);
+/// The nap while a launch runs.
+const BUSY_NAP: Duration = Duration::from_micros(20);
+
+struct Msg {
+    to: u32,
+    h: Header,
+    payload: Vec<u8>,
+}
+
+/// This PE's heap as the proxy sees it: the host mapping.
+struct OwnHeap {
+    base: *mut u8,
+    len: u64,
+    _memory: Arc<SharedMemory>,
+}
+
+// SAFETY: `base` is the host mapping of `_memory`, which this struct keeps
+// alive; the mapping may be used from any thread (vkMapMemory gives a plain
+// host pointer). Device code and other host threads write the same memory:
+// every shared word is accessed atomically, and bulk copies cover bytes the
+// protocol hands to one writer at a time (the requester's dest or source).
+unsafe impl Send for OwnHeap {}
+
+impl OwnHeap {
+    fn range(&self, at: u64, n: u64) -> bool {
+        at.checked_add(n).is_some_and(|end| end <= self.len)
+    }
+
+    /// The word at byte `at` (aligned, in range).
+    fn word(&self, at: u64) -> Option<&AtomicU32> {
+        if at % 4 != 0 || !self.range(at, 4) {
+            return None;
+        }
+        // SAFETY: in range and aligned (checked; the mapping is page aligned);
+        // AtomicU32 has u32's layout, and every word both sides share is
+        // accessed atomically by the device too.
+        Some(unsafe { &*(self.base.add(at as usize) as *const AtomicU32) })
+    }
+
+    fn read(&self, at: u64, out: &mut [u8]) {
+        debug_assert!(self.range(at, out.len() as u64));
+        // SAFETY: in range (callers check); see the Send impl for who writes.
+        unsafe { std::ptr::copy_nonoverlapping(self.base.add(at as usize), out.as_mut_ptr(), out.len()) }
+    }
+
+    fn write(&self, at: u64, src: &[u8]) {
+        debug_assert!(self.range(at, src.len() as u64));
+        // SAFETY: as for read.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.base.add(at as usize), src.len()) }
+    }
+
+    /// Raises device error `bits` in this PE's control header, as device code
+    /// does (the first error names the PE and word).
+    fn raise(&self, bits: u32, pe: u32, word: u32) {
+        let at = |f: &str| {
+            let w = ControlHeader::fields().into_iter().find(|(n, _)| *n == f).expect("field").1;
+            self.word(w as u64 * 4).expect("control header")
+        };
+        if at("error").fetch_or(bits, Ordering::SeqCst) == 0 {
+            at("error_pe").store(pe, Ordering::SeqCst);
+            at("error_addr").store(word, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Where the answer to a message goes.
+#[derive(Debug, Clone, Copy)]
+enum ReplyTo {
+    /// The job's result word.
+    Word,
+    /// This PE's heap at `dst` (a get).
+    Heap { dst: u64 },
+    /// Member `member`'s buffer of a reduction.
+    Buf { member: usize },
+    /// An acknowledgement.
+    Ack,
+}
+
+/// Who waits for a job.
+#[derive(Debug, Clone, Copy)]
+enum Done {
+    /// Device code, at ring entry byte `at`, ticket lap `lap`.
+    Entry { at: u64, lap: u32 },
+    /// The host (`Proxy::quiet`), its request number.
+    Host { ticket: u64 },
+}
+
+/// A reduction's share in progress.
+struct Reduction {
+    members: Vec<u32>,
+    me: usize,
+    /// Byte offset of this PE's share in the arrays, and its length.
+    lo: u64,
+    n: u64,
+    dest: u64,
+    kind: u32,
+    op: ReduceOp,
+    /// Each member's share of its source (u64 backing: aligned for any kind).
+    bufs: Vec<Vec<u64>>,
+    putting: bool,
+}
+
+struct Job {
+    done: Done,
+    outstanding: u32,
+    result: u32,
+    status: u32,
+    reduce: Option<Reduction>,
+}
+
+/// What the owning context and the thread share.
+#[derive(Default)]
+struct Shared {
+    stop: AtomicBool,
+    /// Launches in progress that may use the proxy.
+    active: AtomicU32,
+    quiet_asked: AtomicU64,
+    quiet_done: AtomicU64,
+    quiet_failed: AtomicBool,
+    /// Ring tickets taken so far.
+    taken: AtomicU32,
+    /// Messages that need a quiet were sent since the last quiet began.
+    dirty: AtomicBool,
+}
+
+/// A running proxy thread; stopped and joined on drop.
+pub struct Proxy {
+    shared: Arc<Shared>,
+    plane: Arc<Plane>,
+    pe: u32,
+    /// The control header's `proxy_head` (tickets device code claimed).
+    head: *const AtomicU32,
+    /// Keeps `head` mapped.
+    _memory: Arc<SharedMemory>,
+    thread: Option<JoinHandle<()>>,
+}
+
+// SAFETY: `head` points into the host mapping of `_memory`, kept alive by the
+// struct; it is only read atomically.
+unsafe impl Send for Proxy {}
+// SAFETY: as for Send; every other field is Sync.
+unsafe impl Sync for Proxy {}
+
+impl std::fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Proxy").field("pe", &self.pe).finish()
+    }
+}
+
+impl Proxy {
+    /// Starts PE `pe`'s proxy over its heap `heap` (which must be host-mapped)
+    /// and the node segment under `plane`.
+    ///
+    /// # Errors
+    /// [`Error::Unreachable`]-free: [`Error::InvalidArgument`] when the heap has
+    /// no host mapping; an I/O error when the thread cannot be spawned.
+    pub(crate) fn start(
+        plane: Arc<Plane>,
+        heap: Arc<SharedMemory>,
+        pe: u32,
+        npes: u32,
+        combine: CombineFor,
+    ) -> Result<Proxy> {
+        let base = heap.mapped().ok_or_else(|| {
+            Error::InvalidArgument("the proxy needs a host-mapped heap".into())
+        })?;
+        let own = OwnHeap {
+            base: base.as_ptr(),
+            len: heap.size(),
+            _memory: heap.clone(),
+        };
+        let head_word = ControlHeader::fields()
+            .into_iter()
+            .find(|(n, _)| *n == "proxy_head")
+            .expect("field")
+            .1;
+        let head = own.word(head_word as u64 * 4).expect("control header") as *const AtomicU32;
+        let shared = Arc::new(Shared::default());
+        let mut w = Worker {
+            pe,
+            npes,
+            plane: plane.clone(),
+            heap: own,
+            ring_at: dl::proxy_ring_word(npes) as u64 * 4,
+            shared: shared.clone(),
+            combine,
+            tail: 0,
+            inbox_head: 0,
+            outbox: VecDeque::new(),
+            next_token: 1,
+            pending: HashMap::new(),
+            jobs: HashMap::new(),
+            next_job: 0,
+            quiet_served: 0,
+        };
+        let thread = std::thread::Builder::new()
+            .name(format!("vkshmem-proxy-{pe}"))
+            .spawn(move || w.run())
+            .map_err(|e| Error::io("starting the proxy thread", e))?;
+        tracing::info!("PE {pe}: proxy thread started (device code reaches PEs on other devices through it)");
+        Ok(Proxy {
+            shared,
+            plane,
+            pe,
+            head,
+            _memory: heap,
+            thread: Some(thread),
+        })
+    }
+
+    fn bell(&self) -> &AtomicU32 {
+        let seg = self.plane.segment();
+        seg.word(seg.layout().inbox(self.pe) + INBOX_BELL_AT)
+    }
+
+    /// Wakes the thread now (it naps while idle).
+    fn wake(&self) {
+        self.bell().fetch_add(1, Ordering::SeqCst);
+        futex_wake(self.bell());
+    }
+
+    /// Marks a launch that may post requests: the thread polls the ring
+    /// closely until the guard drops.
+    pub(crate) fn busy(&self) -> BusyGuard<'_> {
+        self.shared.active.fetch_add(1, Ordering::SeqCst);
+        self.wake();
+        BusyGuard(self)
+    }
+
+    /// Waits until every request device code posted so far has landed at its
+    /// target (`shmem_quiet` for the host: posted stores included).
+    ///
+    /// # Errors
+    /// [`Error::PeerFailed`]-style errors when the job aborts first.
+    pub(crate) fn quiet(&self) -> Result<()> {
+        // SAFETY: see the Send impl.
+        let head = unsafe { &*self.head }.load(Ordering::SeqCst);
+        if head == self.shared.taken.load(Ordering::SeqCst) && !self.shared.dirty.load(Ordering::SeqCst) {
+            // Nothing posted since the last quiet: every ticket is taken and
+            // answered (device code waits for its answers before its launch
+            // ends), and no store or put went out since.
+            return Ok(());
+        }
+        let ticket = self.shared.quiet_asked.fetch_add(1, Ordering::SeqCst) + 1;
+        self.wake();
+        let mut nap = Duration::from_micros(5);
+        while self.shared.quiet_done.load(Ordering::SeqCst) < ticket {
+            let word = self.plane.abort_word();
+            if word != 0 || self.shared.quiet_failed.load(Ordering::SeqCst) {
+                return Err(Error::PeerFailed {
+                    pe: word & ABORT_PE_MASK,
+                    how: "the job aborted while this PE's proxy still had requests in flight (quiet)".into(),
+                });
+            }
+            std::thread::sleep(nap);
+            nap = (nap * 2).min(Duration::from_millis(1));
+        }
+        Ok(())
+    }
+}
+
+/// See [`Proxy::busy`].
+pub(crate) struct BusyGuard<'a>(&'a Proxy);
+
+impl Drop for BusyGuard<'_> {
+    fn drop(&mut self) {
+        self.0.shared.active.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.wake();
+        if let Some(t) = self.thread.take() {
+            if t.join().is_err() {
+                tracing::warn!("PE {}: the proxy thread panicked", self.pe);
+            }
+        }
+    }
+}
+
+struct Worker {
+    pe: u32,
+    npes: u32,
+    plane: Arc<Plane>,
+    heap: OwnHeap,
+    /// Byte address of the ring in this PE's heap.
+    ring_at: u64,
+    shared: Arc<Shared>,
+    combine: CombineFor,
+    /// The next ring ticket to serve.
+    tail: u32,
+    inbox_head: u32,
+    outbox: VecDeque<Msg>,
+    next_token: u32,
+    pending: HashMap<u32, (u64, ReplyTo)>,
+    jobs: HashMap<u64, Job>,
+    next_job: u64,
+    quiet_served: u64,
+}
+
+impl Worker {
+    fn run(&mut self) {
+        let mut idle = 0u32;
+        let mut stopping: Option<Instant> = None;
+        loop {
+            let seg = self.plane.segment();
+            let bell_at = seg.layout().inbox(self.pe) + INBOX_BELL_AT;
+            let seen = seg.word(bell_at).load(Ordering::SeqCst);
+            let aborting = self.plane.abort_word() != 0;
+            if aborting {
+                self.fail_all();
+            }
+            let mut did = self.serve_inbox();
+            did |= self.take_quiet();
+            did |= self.take_ring(aborting);
+            did |= self.flush();
+            if self.shared.stop.load(Ordering::SeqCst) {
+                let since = *stopping.get_or_insert_with(Instant::now);
+                let idle_now = self.jobs.is_empty() && self.outbox.is_empty();
+                if idle_now || aborting || since.elapsed() > Duration::from_millis(200) {
+                    return;
+                }
+            }
+            if did {
+                idle = 0;
+                continue;
+            }
+            idle += 1;
+            if idle < SPIN_ROUNDS {
+                std::thread::yield_now();
+            } else if self.shared.active.load(Ordering::SeqCst) > 0 || !self.jobs.is_empty() {
+                std::thread::sleep(BUSY_NAP);
+            } else {
+                let seg = self.plane.segment();
+                let inbox = seg.layout().inbox(self.pe);
+                seg.word(inbox + INBOX_SLEEPERS_AT).store(1, Ordering::SeqCst);
+                futex_wait(seg.word(bell_at), seen, IDLE_NAP);
+                seg.word(inbox + INBOX_SLEEPERS_AT).store(0, Ordering::SeqCst);
+            }
+        }
+    }
+
+    fn token(&mut self) -> u32 {
+        let t = self.next_token;
+        self.next_token = self.next_token.wrapping_add(1).max(1);
+        t
+    }
+
+    fn send(&mut self, to: u32, h: Header, payload: Vec<u8>) {
+        if matches!(h.kind, M_STORE | M_PUT | M_AMO) {
+            self.shared.dirty.store(true, Ordering::SeqCst);
+        }
+        self.outbox.push_back(Msg { to, h, payload });
+    }
+
+    /// Sends what the inboxes take, in order; stops at the first full one.
+    fn flush(&mut self) -> bool {
+        let mut any = false;
+        while let Some(m) = self.outbox.front() {
+            if !self.try_send(m) {
+                break;
+            }
+            self.outbox.pop_front();
+            any = true;
+        }
+        any
+    }
+
+    fn try_send(&self, m: &Msg) -> bool {
+        let seg = self.plane.segment();
+        let l = seg.layout();
+        let inbox = l.inbox(m.to);
+        let tail = seg.word(inbox + INBOX_TAIL_AT);
+        let mut pos = tail.load(Ordering::Relaxed);
+        loop {
+            let i = pos % INBOX_CELLS;
+            let cell = l.cell(m.to, i);
+            let seq = seg.word(cell).load(Ordering::Acquire).wrapping_add(i);
+            let dif = seq.wrapping_sub(pos) as i32;
+            if dif == 0 {
+                match tail.compare_exchange_weak(pos, pos.wrapping_add(1), Ordering::Relaxed, Ordering::Relaxed) {
+                    Ok(_) => {
+                        let mut h = m.h;
+                        h.seq = 0;
+                        h.from = self.pe;
+                        h.len = if matches!(h.kind, M_PUT | M_DATA) { m.payload.len() as u32 } else { h.len };
+                        // The header after the sequence word, then the payload;
+                        // the sequence word last (release) publishes them.
+                        seg.write(cell + 4, &bytemuck::bytes_of(&h)[4..]);
+                        seg.write(cell + HEADER_BYTES, &m.payload);
+                        seg.word(cell).store(pos.wrapping_add(1).wrapping_sub(i), Ordering::Release);
+                        let bell = seg.word(inbox + INBOX_BELL_AT);
+                        bell.fetch_add(1, Ordering::SeqCst);
+                        if seg.word(inbox + INBOX_SLEEPERS_AT).load(Ordering::SeqCst) != 0 {
+                            futex_wake(bell);
+                        }
+                        return true;
+                    }
+                    Err(now) => pos = now,
+                }
+            } else if dif < 0 {
+                return false;
+            } else {
+                pos = tail.load(Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Applies and answers the messages in this PE's inbox.
+    fn serve_inbox(&mut self) -> bool {
+        let mut any = false;
+        for _ in 0..INBOX_CELLS {
+            let seg = self.plane.segment();
+            let pos = self.inbox_head;
+            let i = pos % INBOX_CELLS;
+            let cell = seg.layout().cell(self.pe, i);
+            if seg.word(cell).load(Ordering::Acquire).wrapping_add(i) != pos.wrapping_add(1) {
+                break;
+            }
+            let mut h = Header::default();
+            seg.read(cell, bytemuck::bytes_of_mut(&mut h));
+            let n = (h.len as usize).min(PAYLOAD);
+            let payload = if matches!(h.kind, M_PUT | M_DATA) {
+                let mut p = vec![0u8; n];
+                seg.read(cell + HEADER_BYTES, &mut p);
+                p
+            } else {
+                Vec::new()
+            };
+            // Free the cell for position pos + INBOX_CELLS.
+            seg.word(cell).store(pos.wrapping_add(INBOX_CELLS).wrapping_sub(i), Ordering::Release);
+            self.inbox_head = pos.wrapping_add(1);
+            self.handle(h, &payload);
+            any = true;
+        }
+        any
+    }
+
+    fn answer(&mut self, h: &Header, kind: u32, value: u32, status: u32) {
+        let a = Header {
+            kind,
+            token: h.token,
+            value,
+            status,
+            last: 1,
+            ..Default::default()
+        };
+        self.send(h.from, a, Vec::new());
+    }
+
+    fn handle(&mut self, h: Header, payload: &[u8]) {
+        match h.kind {
+            M_STORE => match self.heap.word(h.addr) {
+                Some(w) => w.store(h.value, Ordering::SeqCst),
+                None => self.heap.raise(ERR_BAD_ADDRESS, h.from, (h.addr / 4) as u32),
+            },
+            M_LOAD | M_AMO => {
+                let (v, st) = match self.heap.word(h.addr) {
+                    None => (0, ERR_BAD_ADDRESS),
+                    Some(w) => (
+                        match (h.kind, h.op) {
+                            (M_LOAD, _) => w.load(Ordering::SeqCst),
+                            (_, dl::PX_ADD) => w.fetch_add(h.value, Ordering::SeqCst),
+                            (_, dl::PX_AND) => w.fetch_and(h.value, Ordering::SeqCst),
+                            (_, dl::PX_OR) => w.fetch_or(h.value, Ordering::SeqCst),
+                            (_, dl::PX_XOR) => w.fetch_xor(h.value, Ordering::SeqCst),
+                            (_, dl::PX_SWAP) => w.swap(h.value, Ordering::SeqCst),
+                            _ => match w.compare_exchange(h.cmp, h.value, Ordering::SeqCst, Ordering::SeqCst) {
+                                Ok(v) | Err(v) => v,
+                            },
+                        },
+                        0,
+                    ),
+                };
+                self.answer(&h, M_VALUE, v, st);
+            }
+            M_GET => {
+                let total = h.len as u64;
+                if !self.heap.range(h.addr, total) {
+                    self.answer(&h, M_DATA, 0, ERR_BAD_ADDRESS);
+                    return;
+                }
+                let mut off = 0u64;
+                loop {
+                    let n = (total - off).min(PAYLOAD as u64);
+                    let mut p = vec![0u8; n as usize];
+                    self.heap.read(h.addr + off, &mut p);
+                    let last = off + n >= total;
+                    let a = Header {
+                        kind: M_DATA,
+                        token: h.token,
+                        offset: off as u32,
+                        last: u32::from(last),
+                        ..Default::default()
+                    };
+                    self.send(h.from, a, p);
+                    off += n;
+                    if last {
+                        break;
+                    }
+                }
+            }
+            M_PUT => {
+                let ok = self.heap.range(h.addr, payload.len() as u64);
+                if ok {
+                    self.heap.write(h.addr, payload);
+                }
+                if h.last == 1 || !ok {
+                    // An out-of-range piece answers at once (the sender's job
+                    // then fails; the rest of its pieces are dropped the same way).
+                    self.answer(&h, M_ACK, 0, if ok { 0 } else { ERR_BAD_ADDRESS });
+                }
+            }
+            M_PING => self.answer(&h, M_ACK, 0, 0),
+            M_VALUE | M_DATA | M_ACK => self.on_answer(h, payload),
+            _ => tracing::warn!("PE {}: proxy message of unknown kind {} from PE {}", self.pe, h.kind, h.from),
+        }
+    }
+
+    fn on_answer(&mut self, h: Header, payload: &[u8]) {
+        let Some(&(job, to)) = self.pending.get(&h.token) else {
+            return; // failed and forgotten (abort), or a duplicate error answer
+        };
+        let last = h.kind != M_DATA || h.last == 1 || h.status != 0;
+        if last {
+            self.pending.remove(&h.token);
+        }
+        let Some(j) = self.jobs.get_mut(&job) else {
+            return;
+        };
+        j.status |= h.status;
+        match (to, h.kind) {
+            (ReplyTo::Word, M_VALUE) => j.result = h.value,
+            (ReplyTo::Heap { dst }, M_DATA) if h.status == 0 => {
+                self.heap.write(dst + h.offset as u64, payload)
+            }
+            (ReplyTo::Buf { member }, M_DATA) if h.status == 0 => {
+                if let Some(r) = j.reduce.as_mut() {
+                    let buf: &mut [u8] = bytemuck::cast_slice_mut(&mut r.bufs[member]);
+                    let at = h.offset as usize;
+                    buf[at..at + payload.len()].copy_from_slice(payload);
+                }
+            }
+            _ => {}
+        }
+        if last {
+            j.outstanding -= 1;
+            if j.outstanding == 0 {
+                self.advance(job);
+            }
+        }
+    }
+
+    /// A job whose messages are all answered: the next step of a reduction,
+    /// or its answer.
+    fn advance(&mut self, id: u64) {
+        let Some(mut j) = self.jobs.remove(&id) else {
+            return;
+        };
+        if j.status == 0 {
+            if let Some(r) = j.reduce.as_mut().filter(|r| !r.putting) {
+                r.putting = true;
+                let out = self.combine_share(r);
+                match out {
+                    Some(out) => {
+                        self.heap.write(r.dest + r.lo, &out);
+                        let (dest, lo) = (r.dest, r.lo);
+                        let others: Vec<u32> = r
+                            .members
+                            .iter()
+                            .enumerate()
+                            .filter(|&(i, _)| i != r.me)
+                            .map(|(_, &p)| p)
+                            .collect();
+                        j.outstanding = others.len() as u32;
+                        for p in others {
+                            self.put(id, p, dest + lo, &out);
+                        }
+                    }
+                    None => j.status |= ERR_BAD_ADDRESS,
+                }
+                if j.outstanding > 0 && j.status == 0 {
+                    self.jobs.insert(id, j);
+                    return;
+                }
+            }
+        }
+        self.complete(j.done, j.result, j.status);
+    }
+
+    fn combine_share(&self, r: &Reduction) -> Option<Vec<u8>> {
+        let f = (self.combine)(r.kind)?;
+        let es = KINDS[r.kind as usize].bytes as u64;
+        let mut out = vec![0u64; (r.n as usize).div_ceil(8)];
+        let slots: Vec<*const u8> = r.bufs.iter().map(|b| b.as_ptr().cast::<u8>()).collect();
+        f(r.op, (r.n / es) as usize, &slots, out.as_mut_ptr().cast::<u8>());
+        let mut bytes: Vec<u8> = bytemuck::cast_slice(&out).to_vec();
+        bytes.truncate(r.n as usize);
+        Some(bytes)
+    }
+
+    /// Sends `src` to PE `to` at byte `at` in pieces; the last one's answer
+    /// counts for job `job`.
+    fn put(&mut self, job: u64, to: u32, at: u64, src: &[u8]) {
+        let token = self.token();
+        self.pending.insert(token, (job, ReplyTo::Ack));
+        let mut off = 0usize;
+        loop {
+            let n = (src.len() - off).min(PAYLOAD);
+            let last = off + n >= src.len();
+            let h = Header {
+                kind: M_PUT,
+                token,
+                addr: at + off as u64,
+                last: u32::from(last),
+                ..Default::default()
+            };
+            self.send(to, h, src[off..off + n].to_vec());
+            off += n;
+            if last {
+                break;
+            }
+        }
+    }
+
+    fn complete(&mut self, done: Done, result: u32, status: u32) {
+        match done {
+            Done::Entry { at, lap } => {
+                let f = |name: &str| {
+                    let w = ProxyEntry::fields().into_iter().find(|(n, _)| *n == name).expect("field").1;
+                    at + w as u64 * 4
+                };
+                let word = |a: u64| self.heap.word(a).expect("the ring is in the control region");
+                word(f("value")).store(result, Ordering::SeqCst);
+                word(f("cmp")).store(status, Ordering::SeqCst);
+                word(f("seq")).store(lap.wrapping_add(2), Ordering::SeqCst);
+            }
+            Done::Host { ticket } => {
+                if status != 0 {
+                    self.shared.quiet_failed.store(true, Ordering::SeqCst);
+                }
+                self.shared.quiet_done.fetch_max(ticket, Ordering::SeqCst);
+            }
+        }
+    }
+
+    fn new_job(&mut self, done: Done) -> u64 {
+        let id = self.next_job;
+        self.next_job += 1;
+        self.jobs.insert(
+            id,
+            Job {
+                done,
+                outstanding: 0,
+                result: 0,
+                status: 0,
+                reduce: None,
+            },
+        );
+        id
+    }
+
+    /// Starts a quiet: a ping to every peer, answered after every earlier
+    /// message from this proxy (inboxes keep order).
+    fn quiet(&mut self, done: Done) {
+        self.shared.dirty.store(false, Ordering::SeqCst);
+        let id = self.new_job(done);
+        let peers: Vec<u32> = (0..self.npes).filter(|&p| p != self.pe).collect();
+        for p in &peers {
+            let token = self.token();
+            self.pending.insert(token, (id, ReplyTo::Ack));
+            self.send(*p, Header { kind: M_PING, token, ..Default::default() }, Vec::new());
+        }
+        self.jobs.get_mut(&id).expect("new").outstanding = peers.len() as u32;
+        if peers.is_empty() {
+            self.advance(id);
+        }
+    }
+
+    fn take_quiet(&mut self) -> bool {
+        let asked = self.shared.quiet_asked.load(Ordering::SeqCst);
+        if asked == self.quiet_served || self.outbox.len() > OUTBOX_MAX {
+            return false;
+        }
+        self.quiet_served = asked;
+        if self.plane.abort_word() != 0 {
+            self.complete(Done::Host { ticket: asked }, 0, ERR_ABORTED);
+        } else {
+            self.quiet(Done::Host { ticket: asked });
+        }
+        true
+    }
+
+    /// Takes the ring's posted entries, in ticket order.
+    fn take_ring(&mut self, aborting: bool) -> bool {
+        let mut any = false;
+        while self.outbox.len() <= OUTBOX_MAX {
+            let t = self.tail;
+            let at = self.ring_at + (t % PROXY_SLOTS) as u64 * ProxyEntry::WORDS as u64 * 4;
+            let lap = (t / PROXY_SLOTS).wrapping_mul(4);
+            let mut e = [0u32; ProxyEntry::WORDS as usize];
+            let seq = self.heap.word(at).expect("ring").load(Ordering::Acquire);
+            if seq != lap.wrapping_add(1) {
+                break;
+            }
+            fence(Ordering::SeqCst);
+            for (i, w) in e.iter_mut().enumerate() {
+                *w = self.heap.word(at + 4 * i as u64).expect("ring").load(Ordering::SeqCst);
+            }
+            let entry: ProxyEntry = bytemuck::cast(e);
+            self.tail = t.wrapping_add(1);
+            self.shared.taken.store(self.tail, Ordering::SeqCst);
+            any = true;
+            let done = Done::Entry { at, lap };
+            if aborting {
+                self.finish_entry(&entry, done, ERR_ABORTED);
+                continue;
+            }
+            self.start(entry, done);
+        }
+        any
+    }
+
+    /// Answers (or frees, for a posted store) an entry with `status` at once.
+    fn finish_entry(&mut self, e: &ProxyEntry, done: Done, status: u32) {
+        if e.op == dl::PX_STORE {
+            if let Done::Entry { at, lap } = done {
+                self.heap.word(at).expect("ring").store(lap.wrapping_add(4), Ordering::SeqCst);
+            }
+            if status != 0 {
+                self.heap.raise(status, e.pe, e.addr);
+            }
+        } else {
+            self.complete(done, 0, status);
+        }
+    }
+
+    fn start(&mut self, e: ProxyEntry, done: Done) {
+        let word_op = matches!(
+            e.op,
+            dl::PX_LOAD | dl::PX_STORE | dl::PX_ADD | dl::PX_AND | dl::PX_OR | dl::PX_XOR | dl::PX_SWAP | dl::PX_CAS
+        );
+        if (word_op || matches!(e.op, dl::PX_GET | dl::PX_PUT)) && (e.pe >= self.npes || e.pe == self.pe) {
+            return self.finish_entry(&e, done, ERR_BAD_PE);
+        }
+        let heap_len = self.heap.len;
+        match e.op {
+            dl::PX_STORE => {
+                if (e.addr as u64 + 1) * 4 > heap_len {
+                    return self.finish_entry(&e, done, ERR_BAD_ADDRESS);
+                }
+                let h = Header { kind: M_STORE, addr: e.addr as u64 * 4, value: e.value, ..Default::default() };
+                self.send(e.pe, h, Vec::new());
+                self.finish_entry(&e, done, 0);
+            }
+            op if word_op => {
+                let id = self.new_job(done);
+                let token = self.token();
+                self.pending.insert(token, (id, ReplyTo::Word));
+                let kind = if op == dl::PX_LOAD { M_LOAD } else { M_AMO };
+                let h = Header {
+                    kind,
+                    token,
+                    addr: e.addr as u64 * 4,
+                    value: e.value,
+                    cmp: e.cmp,
+                    op,
+                    ..Default::default()
+                };
+                self.send(e.pe, h, Vec::new());
+                self.jobs.get_mut(&id).expect("new").outstanding = 1;
+            }
+            dl::PX_GET => {
+                let (src, dst, n) = (e.addr as u64, e.src as u64, e.bytes as u64);
+                if !self.heap.range(dst, n) || !self.heap.range(src, n) {
+                    return self.finish_entry(&e, done, ERR_BAD_ADDRESS);
+                }
+                if n == 0 {
+                    return self.finish_entry(&e, done, 0);
+                }
+                let id = self.new_job(done);
+                let token = self.token();
+                self.pending.insert(token, (id, ReplyTo::Heap { dst }));
+                let h = Header { kind: M_GET, token, addr: src, len: n as u32, ..Default::default() };
+                self.send(e.pe, h, Vec::new());
+                self.jobs.get_mut(&id).expect("new").outstanding = 1;
+            }
+            dl::PX_PUT => {
+                let (dst, src, n) = (e.addr as u64, e.src as u64, e.bytes as u64);
+                if !self.heap.range(dst, n) || !self.heap.range(src, n) {
+                    return self.finish_entry(&e, done, ERR_BAD_ADDRESS);
+                }
+                if n == 0 {
+                    return self.finish_entry(&e, done, 0);
+                }
+                let mut bytes = vec![0u8; n as usize];
+                self.heap.read(src, &mut bytes);
+                let id = self.new_job(done);
+                self.put(id, e.pe, dst, &bytes);
+                self.jobs.get_mut(&id).expect("new").outstanding = 1;
+            }
+            dl::PX_QUIET => self.quiet(done),
+            dl::PX_REDUCE => self.start_reduce(e, done),
+            _ => self.finish_entry(&e, done, dl::ERR_BAD_ARGUMENT),
+        }
+    }
+
+    /// This PE's share of a reduction (see `layout::PX_REDUCE`): the same
+    /// share as device code takes (`vks_share` over elements), every member's
+    /// source for it fetched, combined in team order, written to this PE's
+    /// dest and put to every other member's.
+    fn start_reduce(&mut self, e: ProxyEntry, done: Done) {
+        let slot = e.pe;
+        let entry = |f: &str| {
+            let w = TeamEntry::fields().into_iter().find(|(n, _)| *n == f).expect("field").1;
+            self.heap
+                .word((dl::team_entry_word(slot) + w) as u64 * 4)
+                .map(|w| w.load(Ordering::SeqCst))
+                .unwrap_or(0)
+        };
+        if slot >= dl::MAX_TEAMS || entry("valid") != 1 {
+            return self.complete(done, 0, ERR_BAD_TEAM);
+        }
+        let (start, stride, size, me) = (entry("start") as i32, entry("stride") as i32, entry("size"), entry("my_index"));
+        let (kind, op) = (e.value & 0xff, e.value >> 8);
+        let Some(op) = ReduceOp::ALL.get(op as usize).copied() else {
+            return self.complete(done, 0, dl::ERR_BAD_ARGUMENT);
+        };
+        let Some(k) = KINDS.get(kind as usize) else {
+            return self.complete(done, 0, dl::ERR_BAD_ARGUMENT);
+        };
+        let es = k.bytes as u64;
+        let nelems = e.bytes as u64;
+        let per = nelems.div_ceil(size.max(1) as u64);
+        let first = (me as u64 * per).min(nelems);
+        let end = (first + per).min(nelems);
+        let (lo, n) = (first * es, (end - first) * es);
+        let (dest, src) = (e.addr as u64, e.src as u64);
+        if !self.heap.range(dest, nelems * es) || !self.heap.range(src, nelems * es) {
+            return self.complete(done, 0, ERR_BAD_ADDRESS);
+        }
+        if n == 0 {
+            return self.complete(done, 0, 0);
+        }
+        let members: Vec<u32> = (0..size).map(|i| (start + i as i32 * stride) as u32).collect();
+        let mut bufs: Vec<Vec<u64>> = vec![vec![0u64; (n as usize).div_ceil(8)]; size as usize];
+        self.heap.read(src + lo, &mut bytemuck::cast_slice_mut(&mut bufs[me as usize])[..n as usize]);
+        let id = self.new_job(done);
+        let mut outstanding = 0;
+        for (i, &p) in members.iter().enumerate() {
+            if i == me as usize {
+                continue;
+            }
+            let token = self.token();
+            self.pending.insert(token, (id, ReplyTo::Buf { member: i }));
+            let h = Header { kind: M_GET, token, addr: src + lo, len: n as u32, ..Default::default() };
+            self.send(p, h, Vec::new());
+            outstanding += 1;
+        }
+        let j = self.jobs.get_mut(&id).expect("new");
+        j.outstanding = outstanding;
+        j.reduce = Some(Reduction {
+            members,
+            me: me as usize,
+            lo,
+            n,
+            dest,
+            kind,
+            op,
+            bufs,
+            putting: false,
+        });
+        if outstanding == 0 {
+            self.advance(id);
+        }
+    }
+
+    /// The job is aborting: answer everything in flight with `ERR_ABORTED`.
+    fn fail_all(&mut self) {
+        self.outbox.clear();
+        self.pending.clear();
+        let jobs: Vec<Job> = self.jobs.drain().map(|(_, j)| j).collect();
+        for j in jobs {
+            self.complete(j.done, 0, ERR_ABORTED);
+        }
+    }
+}
