@@ -260,7 +260,9 @@ pub const ERR_LOOPS_CUT: u32 = 32;
 pub const ERR_BAD_ARGUMENT: u32 = 64;
 
 /// Device error bit: device code touched the heap of a PE it reaches only
-/// through the staged transport (another device; `VKSHMEM_TRANSPORT=staged`).
+/// through the staged transport (another device; `VKSHMEM_TRANSPORT=staged`)
+/// while this PE runs no proxy (its heap is not host-mapped), or a bulk
+/// request through the proxy named such a PE.
 pub const ERR_UNREACHABLE: u32 = 128;
 
 /// Describes device error bits in words.
@@ -270,7 +272,7 @@ pub fn describe_errors(bits: u32) -> Vec<&'static str> {
         (ERR_BAD_PE, "a PE number outside the job"),
         (
             ERR_UNREACHABLE,
-            "an access to the heap of a PE on another device (staged transport), which device code cannot reach yet",
+            "an access to the heap of a PE on another device (staged transport) without a proxy to carry it (this PE's heap is not host-mapped)",
         ),
         (ERR_BAD_TEAM, "an invalid team handle"),
         (
