@@ -149,9 +149,22 @@ fn vks_alltoalls_move(t: VksTeam, d: u32, s: u32, nelems: u32, es: u32, dst: u32
     for (var i = tid; i < total; i += nth) {
         let j = i / nelems;
         let k = i % nelems;
+        let pe = vks_team_pe(t, j);
+        if !vks_is_direct(pe) {
+            continue;
+        }
         let db = d + (j * nelems + k) * dst * es;
         let sb = s + (t.me * nelems + k) * sst * es;
-        vks_copy_bytes(VKS_MY_PE, db, vks_team_pe(t, j), sb, es, 0u, 1u);
+        vks_copy_bytes(VKS_MY_PE, db, pe, sb, es, 0u, 1u);
+    }
+    // A member reached through the proxy: one strided get of its block.
+    if tid == 0u && nelems > 0u {
+        for (var j = 0u; j < t.size; j++) {
+            let pe = vks_team_pe(t, j);
+            if !vks_is_direct(pe) {
+                vks_px_iget(d + j * nelems * dst * es, dst * es, pe, s + t.me * nelems * sst * es, sst * es, es, nelems);
+            }
+        }
     }
 }
 

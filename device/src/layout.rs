@@ -164,6 +164,15 @@ control_struct!(
         value,
         /// The compare operand of [`PX_CAS`]; the status when answered.
         cmp,
+        /// [`PX_GET`]: elements of `bytes` bytes each (0 counts as 1: a plain
+        /// copy of `bytes`).
+        count,
+        /// [`PX_GET`]: bytes between elements on `pe`.
+        sstride,
+        /// [`PX_GET`]: bytes between elements in this PE's heap.
+        dstride,
+        /// Reserved; zero.
+        reserved0,
     }
 );
 
@@ -189,7 +198,8 @@ pub const PX_XOR: u32 = 6;
 pub const PX_SWAP: u32 = 7;
 /// Proxy op: compare and swap, answers the old value.
 pub const PX_CAS: u32 = 8;
-/// Proxy op: copy bytes from `pe` into this PE's heap (answers when done).
+/// Proxy op: copy bytes from `pe` into this PE's heap, contiguous or strided
+/// (`count` elements; answers when done).
 pub const PX_GET: u32 = 9;
 /// Proxy op: copy bytes from this PE's heap to `pe` (answers when they landed).
 pub const PX_PUT: u32 = 10;

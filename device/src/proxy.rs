@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 use crate::library::LibraryConfig;
 
 /// Polls per iteration of a proxy wait where the driver caps loops.
-const PROXY_POLLS: u32 = 4;
+const PROXY_POLLS: u32 = 32;
 
 /// The ring's functions (or, without a proxy, the bulk entry points the
 /// collectives name, raising `ERR_UNREACHABLE`).
@@ -29,6 +29,7 @@ pub(crate) fn ring_api(s: &mut String, cfg: &LibraryConfig) {
         s.push_str(
             "fn vks_px_get(d: u32, spe: u32, sb: u32, n: u32) { vks_raise(VKS_ERR_UNREACHABLE, spe, sb >> 2u); }
 fn vks_px_put(dpe: u32, d: u32, sb: u32, n: u32) { vks_raise(VKS_ERR_UNREACHABLE, dpe, d >> 2u); }
+fn vks_px_iget(d: u32, dst: u32, spe: u32, sb: u32, sst: u32, es: u32, count: u32) { vks_raise(VKS_ERR_UNREACHABLE, spe, sb >> 2u); }
 fn vks_px_reduce(team: u32, d: u32, sb: u32, nelems: u32, kind: u32, op: u32) { vks_raise(VKS_ERR_UNREACHABLE, VKS_MY_PE, d >> 2u); }
 fn vks_px_quiet() {}
 ",
@@ -38,6 +39,7 @@ fn vks_px_quiet() {}
     let me = format!("vks_a_{}_0", cfg.my_pe);
     let polls = "        hit |= vks_cond_bit(c, vks_volatile_load_own(addr));\n"
         .repeat(PROXY_POLLS as usize);
+    let poll1 = "        hit |= vks_cond_bit(c, vks_volatile_load_own(addr));\n";
     let _ = write!(
         s,
         "const VKS_PX_NONE: u32 = 0xffffffffu;
@@ -75,13 +77,45 @@ fn vks_px_wait(addr: u32, e: u32) -> bool {{
     return done;
 }}
 
+// The same with one poll per iteration: an entry is almost always free at
+// once (the ring is long), so this wait's code stays short.
+fn vks_px_wait_free(addr: u32, e: u32) -> bool {{
+    let c = vks_cond(VKS_CMP_EPOCH, e, false);
+    var done = false;
+    var aborted = false;
+    vks_wait_begin(addr, VKS_CMP_EPOCH | 512u, e);
+    loop {{
+        var hit = 0u;
+{poll1}        if hit != 0u {{
+            done = true;
+            break;
+        }}
+        if vks_aborting() {{
+            aborted = true;
+            break;
+        }}
+    }}
+    vks_wait_end();
+    if done {{
+        atomicOr(&{me}[addr], 0u);
+        vks_fence_any();
+    }} else {{
+        vks_raise(select(VKS_ERR_LOOPS_CUT, VKS_ERR_ABORTED, aborted), VKS_MY_PE, addr);
+    }}
+    return done;
+}}
+
 // Claims the next ticket, waits for its entry to be free, fills it and posts
 // it. Returns the entry's word address, or VKS_PX_NONE when the wait gave up.
 fn vks_px_post(op: u32, pe: u32, addr: u32, src: u32, bytes: u32, value: u32, cmp: u32) -> u32 {{
+    return vks_px_post_strided(op, pe, addr, src, bytes, value, cmp, 0u, 0u, 0u);
+}}
+
+fn vks_px_post_strided(op: u32, pe: u32, addr: u32, src: u32, bytes: u32, value: u32, cmp: u32, count: u32, sstride: u32, dstride: u32) -> u32 {{
     let t = atomicAdd(&{me}[VKS_CTRL_PROXY_HEAD], 1u);
     let e = VKS_PX_RING + (t % VKS_PX_SLOTS) * VKS_PX_WORDS;
     let lap = (t / VKS_PX_SLOTS) * 4u;
-    if !vks_px_wait(e + VKS_PX_SEQ, lap) {{
+    if !vks_px_wait_free(e + VKS_PX_SEQ, lap) {{
         return VKS_PX_NONE;
     }}
     atomicStore(&{me}[e + VKS_PX_OP], op);
@@ -91,6 +125,9 @@ fn vks_px_post(op: u32, pe: u32, addr: u32, src: u32, bytes: u32, value: u32, cm
     atomicStore(&{me}[e + VKS_PX_BYTES], bytes);
     atomicStore(&{me}[e + VKS_PX_VALUE], value);
     atomicStore(&{me}[e + VKS_PX_CMP], cmp);
+    atomicStore(&{me}[e + VKS_PX_COUNT], count);
+    atomicStore(&{me}[e + VKS_PX_SSTRIDE], sstride);
+    atomicStore(&{me}[e + VKS_PX_DSTRIDE], dstride);
     vks_fence_any();
     // An exchange, not a store: a read-modify-write keeps the fields above it
     // where fences are left out (see vks_team_sync).
@@ -127,6 +164,12 @@ fn vks_px_call(op: u32, pe: u32, addr: u32, src: u32, bytes: u32, value: u32, cm
 // the bytes have landed.
 fn vks_px_get(d: u32, spe: u32, sb: u32, n: u32) {{
     vks_px_call(VKS_PX_GET, spe, sb, d, n, 0u, 0u);
+}}
+
+// `count` elements of `es` bytes: element i of PE `spe` at `sb + i * sst`
+// into this PE's heap at `d + i * dst` (byte strides).
+fn vks_px_iget(d: u32, dst: u32, spe: u32, sb: u32, sst: u32, es: u32, count: u32) {{
+    vks_px_result(vks_px_post_strided(VKS_PX_GET, spe, sb, d, es, 0u, 0u, count, sst, dst), spe, sb);
 }}
 
 fn vks_px_put(dpe: u32, d: u32, sb: u32, n: u32) {{

@@ -529,6 +529,27 @@ impl Context {
         Ok(())
     }
 
+    /// The proxy, when PE `pe` is on another device and this PE runs one
+    /// (host access to `pe`'s heap then goes through it).
+    fn proxied(&self, pe: u32) -> Option<&crate::transport::proxy::Proxy> {
+        if self.inner.heap.transport(pe) == Some(crate::transport::Transport::Staged) {
+            self.inner.proxy.get()
+        } else {
+            None
+        }
+    }
+
+    /// Checks that `[offset, offset+bytes)` lies in the heap.
+    fn check_size(&self, offset: u64, bytes: u64) -> Result<()> {
+        match offset.checked_add(bytes) {
+            Some(end) if end <= self.inner.heap.size() => Ok(()),
+            _ => Err(Error::InvalidArgument(format!(
+                "range of {bytes} bytes at offset {offset} runs past the symmetric heap ({} bytes)",
+                self.inner.heap.size()
+            ))),
+        }
+    }
+
     /// Checks that `[offset, offset+bytes)` lies in PE `pe`'s reachable heap.
     pub(crate) fn check_range(
         &self,
@@ -537,17 +558,16 @@ impl Context {
         bytes: u64,
     ) -> Result<&Arc<crate::vk::memory::SharedMemory>> {
         let block = self.inner.heap.block(pe)?;
-        match offset.checked_add(bytes) {
-            Some(end) if end <= self.inner.heap.size() => Ok(block),
-            _ => Err(Error::InvalidArgument(format!(
-                "range of {bytes} bytes at offset {offset} runs past the symmetric heap ({} bytes)",
-                self.inner.heap.size()
-            ))),
-        }
+        self.check_size(offset, bytes)?;
+        Ok(block)
     }
 
     /// Copies bytes from PE `pe`'s heap at `offset` into `dst`.
     pub(crate) fn read_bytes(&self, pe: u32, offset: u64, dst: &mut [u8]) -> Result<()> {
+        if let Some(proxy) = self.proxied(pe) {
+            self.check_size(offset, dst.len() as u64)?;
+            return proxy.get(pe, offset, dst);
+        }
         let block = self.check_range(pe, offset, dst.len() as u64)?;
         if let Some(base) = block.mapped() {
             // SAFETY: the range lies inside the mapped block (check_range). Other PEs
@@ -582,6 +602,10 @@ impl Context {
 
     /// Copies `src` into PE `pe`'s heap at `offset`.
     pub(crate) fn write_bytes(&self, pe: u32, offset: u64, src: &[u8]) -> Result<()> {
+        if let Some(proxy) = self.proxied(pe) {
+            self.check_size(offset, src.len() as u64)?;
+            return proxy.put(pe, offset, src);
+        }
         let block = self.check_range(pe, offset, src.len() as u64)?;
         if let Some(base) = block.mapped() {
             // SAFETY: as in read_bytes; the destination range is inside the mapping.

@@ -106,7 +106,9 @@ impl<T: Pod> SymBuffer<T> {
     /// Copies elements `start..start + dst.len()` of PE `pe`'s copy into `dst`.
     ///
     /// # Errors
-    /// [`crate::Error::Unreachable`] when `pe` is not directly reachable,
+    /// [`crate::Error::Unreachable`] when `pe` is outside the job, or on
+    /// another device while this PE runs no proxy (its heap is not
+    /// host-mapped; otherwise the proxy carries the copy);
     /// [`crate::Error::InvalidArgument`] when the range runs past the buffer;
     /// Vulkan errors on a heap the host cannot map.
     pub fn read_at(&self, pe: u32, start: usize, dst: &mut [T]) -> Result<()> {

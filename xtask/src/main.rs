@@ -143,12 +143,13 @@ fn test(args: &[String]) -> Result<()> {
             busy: 0,
             staged: false,
         })?;
-        // And through the staged transport on 4 PEs (host forms).
+        // And through the staged transport on 4 PEs (device forms through
+        // the proxy).
         soak::soak(&soak::SoakArgs {
             minutes: 0.5,
             pes: 4,
             seed: None,
-            device_kernels: Some(0),
+            device_kernels: Some(1),
             busy: 0,
             staged: true,
         })?;

@@ -36,7 +36,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -93,7 +93,11 @@ struct Header {
     last: u32,
     /// 0 or `ERR_*` bits (answers).
     status: u32,
-    _pad: [u32; 3],
+    /// GET: elements of `len` bytes (0 counts as 1).
+    count: u32,
+    /// GET: bytes between elements in the receiver's heap.
+    stride: u32,
+    _pad: u32,
 }
 
 const HEADER_BYTES: usize = std::mem::size_of::<Header>();
@@ -176,21 +180,40 @@ impl OwnHeap {
 enum ReplyTo {
     /// The job's result word.
     Word,
-    /// This PE's heap at `dst` (a get).
-    Heap { dst: u64 },
+    /// This PE's heap at `dst`: elements of `es` bytes, `stride` apart (a
+    /// get; a plain one is one element).
+    Heap { dst: u64, es: u64, stride: u64 },
     /// Member `member`'s buffer of a reduction.
     Buf { member: usize },
+    /// The job's own buffer (a host get).
+    JobBuf,
     /// An acknowledgement.
     Ack,
 }
 
 /// Who waits for a job.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone)]
 enum Done {
     /// Device code, at ring entry byte `at`, ticket lap `lap`.
     Entry { at: u64, lap: u32 },
     /// The host (`Proxy::quiet`), its request number.
     Host { ticket: u64 },
+    /// A host get or put (`Proxy::get`, `Proxy::put`).
+    Rma(Arc<RmaSlot>),
+}
+
+/// Where a host get or put waits for its answer: the status and, for a get,
+/// the bytes.
+#[derive(Default)]
+pub(crate) struct RmaSlot {
+    answer: Mutex<Option<(u32, Vec<u8>)>>,
+    cv: Condvar,
+}
+
+/// A host get or put for the proxy thread.
+enum HostOp {
+    Get { pe: u32, at: u64, n: u64 },
+    Put { pe: u32, at: u64, data: Vec<u8> },
 }
 
 /// A reduction's share in progress.
@@ -214,6 +237,8 @@ struct Job {
     result: u32,
     status: u32,
     reduce: Option<Reduction>,
+    /// A host get's bytes.
+    buf: Vec<u8>,
 }
 
 /// What the owning context and the thread share.
@@ -229,6 +254,8 @@ struct Shared {
     taken: AtomicU32,
     /// Messages that need a quiet were sent since the last quiet began.
     dirty: AtomicBool,
+    /// Host gets and puts not yet taken by the thread.
+    rma: Mutex<VecDeque<(HostOp, Arc<RmaSlot>)>>,
 }
 
 /// A running proxy thread; stopped and joined on drop.
@@ -367,6 +394,58 @@ impl Proxy {
     }
 }
 
+impl Proxy {
+    /// Copies `dst.len()` bytes of PE `pe`'s heap at byte `at` into `dst`
+    /// (host RMA to a PE on another device).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a range outside the heap;
+    /// [`Error::PeerFailed`] when the job aborts first.
+    pub(crate) fn get(&self, pe: u32, at: u64, dst: &mut [u8]) -> Result<()> {
+        let bytes = self.rma(HostOp::Get { pe, at, n: dst.len() as u64 })?;
+        dst.copy_from_slice(&bytes);
+        Ok(())
+    }
+
+    /// Copies `src` into PE `pe`'s heap at byte `at`; returns once it landed.
+    ///
+    /// # Errors
+    /// As [`Proxy::get`].
+    pub(crate) fn put(&self, pe: u32, at: u64, src: &[u8]) -> Result<()> {
+        self.rma(HostOp::Put { pe, at, data: src.to_vec() }).map(drop)
+    }
+
+    fn rma(&self, op: HostOp) -> Result<Vec<u8>> {
+        let slot = Arc::new(RmaSlot::default());
+        self.shared.rma.lock().unwrap_or_else(|p| p.into_inner()).push_back((op, slot.clone()));
+        self.wake();
+        let mut answer = slot.answer.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some((status, bytes)) = answer.take() {
+                if status == 0 {
+                    return Ok(bytes);
+                }
+                return Err(Error::InvalidArgument(format!(
+                    "the proxy could not carry the access: {}",
+                    dl::describe_errors(status).join("; ")
+                )));
+            }
+            let word = self.plane.abort_word();
+            if word != 0 {
+                return Err(Error::PeerFailed {
+                    pe: word & ABORT_PE_MASK,
+                    how: "the job aborted while this PE waited for the proxy (host access to a PE on another device)".into(),
+                });
+            }
+            answer = slot
+                .cv
+                .wait_timeout(answer, Duration::from_millis(10))
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+}
+
 /// See [`Proxy::busy`].
 pub(crate) struct BusyGuard<'a>(&'a Proxy);
 
@@ -422,6 +501,7 @@ impl Worker {
             }
             let mut did = self.serve_inbox();
             did |= self.take_quiet();
+            did |= self.take_rma();
             did |= self.take_ring(aborting);
             did |= self.flush();
             if self.shared.stop.load(Ordering::SeqCst) {
@@ -585,16 +665,26 @@ impl Worker {
                 self.answer(&h, M_VALUE, v, st);
             }
             M_GET => {
-                let total = h.len as u64;
-                if !self.heap.range(h.addr, total) {
+                let (es, count, stride) = (h.len as u64, h.count.max(1) as u64, h.stride as u64);
+                let ok = count == 1 && self.heap.range(h.addr, es)
+                    || es <= stride && self.heap.range(h.addr, (count - 1) * stride + es);
+                if !ok {
                     self.answer(&h, M_DATA, 0, ERR_BAD_ADDRESS);
                     return;
                 }
+                // The elements packed, in cells of PAYLOAD bytes.
+                let total = es * count;
                 let mut off = 0u64;
                 loop {
                     let n = (total - off).min(PAYLOAD as u64);
                     let mut p = vec![0u8; n as usize];
-                    self.heap.read(h.addr + off, &mut p);
+                    let mut at = 0u64;
+                    while at < n {
+                        let (i, b) = ((off + at) / es, (off + at) % es);
+                        let piece = (es - b).min(n - at);
+                        self.heap.read(h.addr + i * stride + b, &mut p[at as usize..(at + piece) as usize]);
+                        at += piece;
+                    }
                     let last = off + n >= total;
                     let a = Header {
                         kind: M_DATA,
@@ -641,8 +731,19 @@ impl Worker {
         j.status |= h.status;
         match (to, h.kind) {
             (ReplyTo::Word, M_VALUE) => j.result = h.value,
-            (ReplyTo::Heap { dst }, M_DATA) if h.status == 0 => {
-                self.heap.write(dst + h.offset as u64, payload)
+            (ReplyTo::Heap { dst, es, stride }, M_DATA) if h.status == 0 => {
+                let off = h.offset as u64;
+                let mut at = 0u64;
+                while at < payload.len() as u64 {
+                    let (i, b) = ((off + at) / es, (off + at) % es);
+                    let piece = (es - b).min(payload.len() as u64 - at);
+                    self.heap.write(dst + i * stride + b, &payload[at as usize..(at + piece) as usize]);
+                    at += piece;
+                }
+            }
+            (ReplyTo::JobBuf, M_DATA) if h.status == 0 => {
+                let at = h.offset as usize;
+                j.buf[at..at + payload.len()].copy_from_slice(payload);
             }
             (ReplyTo::Buf { member }, M_DATA) if h.status == 0 => {
                 if let Some(r) = j.reduce.as_mut() {
@@ -695,7 +796,19 @@ impl Worker {
                 }
             }
         }
-        self.complete(j.done, j.result, j.status);
+        self.complete_job(j);
+    }
+
+    fn complete_job(&mut self, j: Job) {
+        match j.done {
+            Done::Rma(slot) => Self::answer_rma(&slot, j.status, j.buf),
+            done => self.complete(done, j.result, j.status),
+        }
+    }
+
+    fn answer_rma(slot: &RmaSlot, status: u32, bytes: Vec<u8>) {
+        *slot.answer.lock().unwrap_or_else(|p| p.into_inner()) = Some((status, bytes));
+        slot.cv.notify_all();
     }
 
     fn combine_share(&self, r: &Reduction) -> Option<Vec<u8>> {
@@ -751,6 +864,7 @@ impl Worker {
                 }
                 self.shared.quiet_done.fetch_max(ticket, Ordering::SeqCst);
             }
+            Done::Rma(slot) => Self::answer_rma(&slot, status, Vec::new()),
         }
     }
 
@@ -765,6 +879,7 @@ impl Worker {
                 result: 0,
                 status: 0,
                 reduce: None,
+                buf: Vec::new(),
             },
         );
         id
@@ -785,6 +900,46 @@ impl Worker {
         if peers.is_empty() {
             self.advance(id);
         }
+    }
+
+    /// Takes the host's gets and puts.
+    fn take_rma(&mut self) -> bool {
+        let mut any = false;
+        while self.outbox.len() <= OUTBOX_MAX {
+            let Some((op, slot)) = self.shared.rma.lock().unwrap_or_else(|p| p.into_inner()).pop_front() else {
+                break;
+            };
+            any = true;
+            let (pe, at, n) = match &op {
+                HostOp::Get { pe, at, n } => (*pe, *at, *n),
+                HostOp::Put { pe, at, data } => (*pe, *at, data.len() as u64),
+            };
+            if pe >= self.npes || pe == self.pe {
+                Self::answer_rma(&slot, ERR_BAD_PE, Vec::new());
+                continue;
+            }
+            if !self.heap.range(at, n) {
+                Self::answer_rma(&slot, ERR_BAD_ADDRESS, Vec::new());
+                continue;
+            }
+            if n == 0 {
+                Self::answer_rma(&slot, 0, Vec::new());
+                continue;
+            }
+            let id = self.new_job(Done::Rma(slot));
+            match op {
+                HostOp::Get { .. } => {
+                    let token = self.token();
+                    self.pending.insert(token, (id, ReplyTo::JobBuf));
+                    let h = Header { kind: M_GET, token, addr: at, len: n as u32, ..Default::default() };
+                    self.send(pe, h, Vec::new());
+                    self.jobs.get_mut(&id).expect("new").buf = vec![0; n as usize];
+                }
+                HostOp::Put { data, .. } => self.put(id, pe, at, &data),
+            }
+            self.jobs.get_mut(&id).expect("new").outstanding = 1;
+        }
+        any
     }
 
     fn take_quiet(&mut self) -> bool {
@@ -881,17 +1036,28 @@ impl Worker {
                 self.jobs.get_mut(&id).expect("new").outstanding = 1;
             }
             dl::PX_GET => {
-                let (src, dst, n) = (e.addr as u64, e.src as u64, e.bytes as u64);
-                if !self.heap.range(dst, n) || !self.heap.range(src, n) {
-                    return self.finish_entry(&e, done, ERR_BAD_ADDRESS);
-                }
-                if n == 0 {
+                let (src, dst, es) = (e.addr as u64, e.src as u64, e.bytes as u64);
+                let count = e.count.max(1) as u64;
+                let (ss, ds) = if e.count == 0 { (es, es) } else { (e.sstride as u64, e.dstride as u64) };
+                let span = |stride: u64| (count - 1) * stride + es;
+                if es == 0 {
                     return self.finish_entry(&e, done, 0);
+                }
+                if (count > 1 && (ss < es || ds < es)) || !self.heap.range(dst, span(ds)) || !self.heap.range(src, span(ss)) {
+                    return self.finish_entry(&e, done, ERR_BAD_ADDRESS);
                 }
                 let id = self.new_job(done);
                 let token = self.token();
-                self.pending.insert(token, (id, ReplyTo::Heap { dst }));
-                let h = Header { kind: M_GET, token, addr: src, len: n as u32, ..Default::default() };
+                self.pending.insert(token, (id, ReplyTo::Heap { dst, es, stride: ds }));
+                let h = Header {
+                    kind: M_GET,
+                    token,
+                    addr: src,
+                    len: es as u32,
+                    count: count as u32,
+                    stride: ss as u32,
+                    ..Default::default()
+                };
                 self.send(e.pe, h, Vec::new());
                 self.jobs.get_mut(&id).expect("new").outstanding = 1;
             }
@@ -990,8 +1156,13 @@ impl Worker {
         self.outbox.clear();
         self.pending.clear();
         let jobs: Vec<Job> = self.jobs.drain().map(|(_, j)| j).collect();
-        for j in jobs {
-            self.complete(j.done, 0, ERR_ABORTED);
+        for mut j in jobs {
+            j.status |= ERR_ABORTED;
+            self.complete_job(j);
+        }
+        let waiting: Vec<_> = self.shared.rma.lock().unwrap_or_else(|p| p.into_inner()).drain(..).collect();
+        for (_, slot) in waiting {
+            Self::answer_rma(&slot, ERR_ABORTED, Vec::new());
         }
     }
 }
