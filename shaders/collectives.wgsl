@@ -80,8 +80,10 @@ fn vks_copy_word(dpe: u32, d: u32, spe: u32, s: u32, n: u32, w: u32) {
 }
 
 // Copies `n` bytes from (spe, s) to (dpe, d), spread over the invocations.
-// A copy between this PE and one it reaches through the proxy is one bulk
-// request, made by invocation `tid` 0 (which returns when the bytes landed).
+// A copy from a PE reached through the proxy into this PE is one bulk get,
+// made by invocation `tid` 0 (which returns when the bytes landed). Every
+// collective pulls (dpe is this PE), except reductions, which go through
+// PX_REDUCE on teams that span devices.
 fn vks_copy_bytes(dpe: u32, d: u32, spe: u32, s: u32, n: u32, tid: u32, nth: u32) {
     if n == 0u {
         return;
@@ -89,12 +91,6 @@ fn vks_copy_bytes(dpe: u32, d: u32, spe: u32, s: u32, n: u32, tid: u32, nth: u32
     if dpe == VKS_MY_PE && !vks_is_direct(spe) {
         if tid == 0u {
             vks_px_get(d, spe, s, n);
-        }
-        return;
-    }
-    if spe == VKS_MY_PE && !vks_is_direct(dpe) {
-        if tid == 0u {
-            vks_px_put(dpe, d, s, n);
         }
         return;
     }

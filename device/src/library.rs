@@ -667,6 +667,13 @@ mod tests {
         assert!(src.contains("case 5u: {"), "PE 2 chunk 1 keeps its case");
         assert!(!src.contains("vks_a_1_0"), "PE 1 is bound");
         assert!(src.contains("default: { vks_raise(VKS_ERR_UNREACHABLE, pe, a); }"));
+        // With a proxy the same access becomes a ring request; the direct-only
+        // accessors (vks_d_*) keep raising.
+        c.proxy = true;
+        let src = library_source(&c);
+        assert!(src.contains("default: { return vks_px_call(VKS_PX_LOAD, pe, a, 0u, 0u, 0u, 0u); }"));
+        assert!(src.contains("fn vks_d_plain_load(pe: u32, a: u32) -> u32 {"));
+        assert!(src.contains("case 0u, 2u: { return true; }"), "vks_is_direct");
         let all = PeSet::all(70);
         assert!(all.contains(69) && !all.contains(70) && !PeSet::all(0).contains(0));
     }
@@ -702,16 +709,25 @@ mod tests {
             (3, 256 << 20, 128 << 20, true),
             (8, 64 << 20, 128 << 20, false),
         ] {
-            let mut c = cfg(n, heap, range);
-            c.my_pe = n - 1;
-            c.int64 = wide;
-            c.float64 = wide;
-            let src = format!(
-                "{}\n@compute @workgroup_size(1) fn main() {{ shmem_barrier_all(); }}",
-                library_source(&c)
-            );
-            if let Err(e) = crate::compile_wgsl(&src, "lib") {
-                panic!("{e}");
+            for proxy in [false, true] {
+                let mut c = cfg(n, heap, range);
+                c.my_pe = n - 1;
+                c.int64 = wide;
+                c.float64 = wide;
+                if proxy {
+                    // Every peer on another device, reached through the proxy.
+                    c.direct = PeSet::from_pes([n - 1]);
+                    c.proxy = true;
+                    c.loop_cap = true;
+                }
+                let src = format!(
+                    "{}\n@compute @workgroup_size(1) fn main() {{ shmem_barrier_all(); }}",
+                    library_source(&c)
+                );
+                if let Err(e) = crate::compile_wgsl(&src, "lib") {
+                    panic!("{e}");
+                }
+                assert_eq!(src.contains("fn vks_px_call("), proxy);
             }
         }
     }

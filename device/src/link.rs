@@ -323,6 +323,7 @@ mod tests {
             divergent_fences: true,
             loop_cap: false,
             direct: crate::PeSet::all(3),
+            proxy: false,
         }
     }
 

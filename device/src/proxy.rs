@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 use crate::library::LibraryConfig;
 
 /// Polls per iteration of a proxy wait where the driver caps loops.
-const PROXY_POLLS: u32 = 32;
+const PROXY_POLLS: u32 = 8;
 
 /// The ring's functions (or, without a proxy, the bulk entry points the
 /// collectives name, raising `ERR_UNREACHABLE`).

@@ -313,11 +313,11 @@ impl Drop for SharedMemory {
 }
 
 /// A private host-visible buffer for copies to and from heaps that the host cannot
-/// map (device-local only memory).
+/// map (device-local only memory), allocated through gpu-allocator.
 pub struct Staging {
     gpu: Arc<Gpu>,
     pub(crate) buffer: vk::Buffer,
-    memory: vk::DeviceMemory,
+    allocation: Option<gpu_allocator::vulkan::Allocation>,
     size: u64,
     ptr: NonNull<u8>,
 }
@@ -326,12 +326,14 @@ pub struct Staging {
 unsafe impl Send for Staging {}
 
 impl Staging {
-    /// A host-visible, coherent transfer buffer of `size` bytes.
+    /// A host-visible, coherent transfer buffer of `size` bytes (cached where
+    /// the device has such memory: the host reads what the device copied).
     pub fn new(gpu: &Arc<Gpu>, size: u64) -> Result<Staging> {
         Self::with_usage(
             gpu,
             size,
             vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST,
+            gpu_allocator::MemoryLocation::GpuToCpu,
         )
     }
 
@@ -339,58 +341,72 @@ impl Staging {
     /// to bind to every binding of a kernel that runs no workgroup (a warm-up
     /// away from the heap).
     pub fn storage(gpu: &Arc<Gpu>, size: u64) -> Result<Staging> {
-        Self::with_usage(gpu, size, vk::BufferUsageFlags::STORAGE_BUFFER)
+        Self::with_usage(
+            gpu,
+            size,
+            vk::BufferUsageFlags::STORAGE_BUFFER,
+            gpu_allocator::MemoryLocation::CpuToGpu,
+        )
     }
 
-    fn with_usage(gpu: &Arc<Gpu>, size: u64, usage: vk::BufferUsageFlags) -> Result<Staging> {
+    fn with_usage(
+        gpu: &Arc<Gpu>,
+        size: u64,
+        usage: vk::BufferUsageFlags,
+        location: gpu_allocator::MemoryLocation,
+    ) -> Result<Staging> {
         let d = &gpu.device;
         let info = vk::BufferCreateInfo::default().size(size).usage(usage);
         // SAFETY: valid device, size > 0.
         let buffer = unsafe { d.create_buffer(&info, None) }.vk("vkCreateBuffer")?;
         // SAFETY: valid buffer.
-        let req = unsafe { d.get_buffer_memory_requirements(buffer) };
-        let mp = &gpu.memory_properties;
-        let want = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
-        let Some(ty) = (0..mp.memory_type_count as usize).find(|&i| {
-            req.memory_type_bits & (1 << i) != 0 && mp.memory_types[i].property_flags.contains(want)
-        }) else {
-            // SAFETY: unused buffer.
-            unsafe { d.destroy_buffer(buffer, None) };
-            return Err(Error::Unsupported {
-                device: gpu.info.name.clone(),
-                what: "host-visible coherent memory for staging".into(),
-            });
+        let requirements = unsafe { d.get_buffer_memory_requirements(buffer) };
+        let unsupported = |e: String| Error::Unsupported {
+            device: gpu.info.name.clone(),
+            what: format!("host-visible coherent memory for staging ({e})"),
         };
-        let info = vk::MemoryAllocateInfo::default()
-            .allocation_size(req.size)
-            .memory_type_index(ty as u32);
-        // SAFETY: type allowed by the requirements; objects are destroyed on failure.
-        unsafe {
-            let memory = d
-                .allocate_memory(&info, None)
-                .inspect_err(|_| d.destroy_buffer(buffer, None));
-            let memory = memory.vk("vkAllocateMemory (staging)")?;
-            let mapped = d
-                .bind_buffer_memory(buffer, memory, 0)
-                .and_then(|_| d.map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()));
-            match mapped {
-                Ok(p) => Ok(Staging {
-                    gpu: gpu.clone(),
-                    buffer,
-                    memory,
-                    size,
-                    ptr: NonNull::new(p.cast()).expect("vkMapMemory returned NULL"),
-                }),
-                Err(e) => {
-                    d.destroy_buffer(buffer, None);
-                    d.free_memory(memory, None);
-                    Err(Error::Vulkan {
-                        call: "vkMapMemory (staging)",
-                        result: e,
-                    })
-                }
+        let allocated = gpu
+            .allocator
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_mut()
+            .ok_or_else(|| unsupported("the device is closing".into()))
+            .and_then(|a| {
+                a.allocate(&gpu_allocator::vulkan::AllocationCreateDesc {
+                    name: "vkshmem staging",
+                    requirements,
+                    location,
+                    linear: true,
+                    allocation_scheme: gpu_allocator::vulkan::AllocationScheme::GpuAllocatorManaged,
+                })
+                .map_err(|e| unsupported(e.to_string()))
+            });
+        let allocation = match allocated {
+            Ok(a) => a,
+            Err(e) => {
+                // SAFETY: unused buffer.
+                unsafe { d.destroy_buffer(buffer, None) };
+                return Err(e);
             }
-        }
+        };
+        let mut st = Staging {
+            gpu: gpu.clone(),
+            buffer,
+            size,
+            ptr: NonNull::dangling(),
+            allocation: None,
+        };
+        // SAFETY: the allocation satisfies the buffer's requirements (type,
+        // size, alignment of its offset: VUID-vkBindBufferMemory-memoryOffset-01036);
+        // on failure Drop frees both.
+        unsafe { d.bind_buffer_memory(buffer, allocation.memory(), allocation.offset()) }
+            .vk("vkBindBufferMemory (staging)")?;
+        st.ptr = allocation
+            .mapped_ptr()
+            .map(|p| p.cast::<u8>())
+            .ok_or_else(|| unsupported("gpu-allocator returned unmapped memory".into()))?;
+        st.allocation = Some(allocation);
+        Ok(st)
     }
 
     /// Size in bytes.
@@ -407,9 +423,13 @@ impl Staging {
 impl Drop for Staging {
     fn drop(&mut self) {
         // SAFETY: transfers wait for completion, so the device no longer uses it.
-        unsafe {
-            self.gpu.device.destroy_buffer(self.buffer, None);
-            self.gpu.device.free_memory(self.memory, None);
+        unsafe { self.gpu.device.destroy_buffer(self.buffer, None) };
+        if let Some(a) = self.allocation.take() {
+            if let Some(alloc) = self.gpu.allocator.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+                if let Err(e) = alloc.free(a) {
+                    tracing::warn!("freeing a staging buffer: {e}");
+                }
+            }
         }
     }
 }

@@ -100,6 +100,10 @@ pub struct Gpu {
     pub(crate) memory_properties: vk::PhysicalDeviceMemoryProperties,
     /// The pipeline cache every kernel is built with, saved when the device closes.
     pub(crate) pipeline_cache: pipeline_cache::PipelineCache,
+    /// Private allocations (staging and bounce buffers: memory that is not
+    /// exported; the heap's exportable blocks are allocated by hand, which
+    /// gpu-allocator cannot do). `None` once the device closes.
+    pub(crate) allocator: Mutex<Option<gpu_allocator::vulkan::Allocator>>,
     /// Facts about the device.
     pub info: DeviceInfo,
     /// Optional capabilities that were found and enabled.
@@ -303,7 +307,22 @@ impl Gpu {
             info.kind,
             caps
         );
+        let allocator = gpu_allocator::vulkan::Allocator::new(
+            &gpu_allocator::vulkan::AllocatorCreateDesc {
+                instance: instance.clone(),
+                device: device.clone(),
+                physical_device: physical,
+                debug_settings: Default::default(),
+                buffer_device_address: false,
+                allocation_sizes: Default::default(),
+            },
+        )
+        .map_err(|e| Error::Unsupported {
+            device: info.name.clone(),
+            what: format!("a memory allocator (gpu-allocator: {e})"),
+        })?;
         Ok(Gpu {
+            allocator: Mutex::new(Some(allocator)),
             _entry: entry,
             instance: instance.clone(),
             physical,
@@ -324,6 +343,9 @@ impl Drop for Gpu {
     fn drop(&mut self) {
         // Every kernel holds an Arc<Gpu>: no pipeline is being built with the cache.
         self.pipeline_cache.close(&self.device);
+        // Every private allocation holds an Arc<Gpu> too, so all are freed:
+        // the allocator's own memory blocks go before the device.
+        drop(self.allocator.lock().unwrap_or_else(|p| p.into_inner()).take());
         // SAFETY: every child object holds an Arc<Gpu>, so none is alive any more
         // (the pipeline cache was destroyed above); waiting idle first satisfies
         // VUID-vkDestroyDevice-device-00378.
