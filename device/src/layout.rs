@@ -136,14 +136,17 @@ control_struct!(
     /// device code posts to this PE's proxy thread (`vkshmem_host::transport`)
     /// for a PE it does not reach directly.
     ///
-    /// Protocol for ticket `t` (lap `L = t / PROXY_SLOTS`): `seq` is `4L` when
-    /// the entry is free for ticket `t`; device code fills the other fields and
-    /// stores `4L + 1` (posted) after a release fence; the proxy reads them and,
-    /// for a request that answers, writes `value` (the result) and `cmp` (the
-    /// status: 0 or `ERR_*` bits) and stores `4L + 2`; the waiting invocation
-    /// reads them and stores `4L + 4` (free for ticket `t + PROXY_SLOTS`). A
-    /// request that does not answer ([`PX_STORE`]) is freed by the proxy
-    /// (`4L + 4`) once forwarded. The proxy serves tickets in order.
+    /// Protocol for ticket `t` (its lap `L = t & !(PROXY_SLOTS - 1)`, so
+    /// every value wraps with the u32 ticket): `seq` is `L` when the entry is
+    /// free for ticket `t`; device code fills the other fields and stores
+    /// `L + 1` (posted) after a release fence; the proxy reads them and, for
+    /// a request that answers, writes `value` (the result) and `cmp` (the
+    /// status: 0 or `ERR_*` bits) and stores `L + 2`; the waiting invocation
+    /// reads them and stores `L + PROXY_SLOTS` (free for ticket
+    /// `t + PROXY_SLOTS`). A request that does not answer ([`PX_STORE`]) is
+    /// freed by the proxy once forwarded. The proxy serves tickets in order;
+    /// it frees the entries of tickets that a finished kernel claimed and
+    /// never posted or never collected.
     ProxyEntry, "VksProxyEntry", "VKS_PX_" {
         /// The entry's state (see above).
         seq,

@@ -114,7 +114,7 @@ fn vks_px_post(op: u32, pe: u32, addr: u32, src: u32, bytes: u32, value: u32, cm
 fn vks_px_post_strided(op: u32, pe: u32, addr: u32, src: u32, bytes: u32, value: u32, cmp: u32, count: u32, sstride: u32, dstride: u32) -> u32 {{
     let t = atomicAdd(&{me}[VKS_CTRL_PROXY_HEAD], 1u);
     let e = VKS_PX_RING + (t % VKS_PX_SLOTS) * VKS_PX_WORDS;
-    let lap = (t / VKS_PX_SLOTS) * 4u;
+    let lap = t & ~(VKS_PX_SLOTS - 1u);
     if !vks_px_wait_free(e + VKS_PX_SEQ, lap) {{
         return VKS_PX_NONE;
     }}
@@ -142,13 +142,13 @@ fn vks_px_result(e: u32, pe: u32, addr: u32) -> u32 {{
     if e == VKS_PX_NONE {{
         return 0u;
     }}
-    let lap = atomicLoad(&{me}[e + VKS_PX_SEQ]) & ~3u;
+    let lap = atomicLoad(&{me}[e + VKS_PX_SEQ]) & ~(VKS_PX_SLOTS - 1u);
     if !vks_px_wait(e + VKS_PX_SEQ, lap + 2u) {{
         return 0u;
     }}
     let r = atomicLoad(&{me}[e + VKS_PX_VALUE]);
     let st = atomicLoad(&{me}[e + VKS_PX_CMP]);
-    atomicExchange(&{me}[e + VKS_PX_SEQ], lap + 4u);
+    atomicExchange(&{me}[e + VKS_PX_SEQ], lap + VKS_PX_SLOTS);
     if st != 0u {{
         vks_raise(st, pe, addr);
     }}

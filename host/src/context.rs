@@ -232,9 +232,20 @@ impl Context {
         // needs the node segment and a host-mapped heap (it writes the heap
         // through the mapping).
         let own_block = heap.block(job.pe)?.clone();
-        let proxy = plane.is_some()
-            && (0..job.npes).any(|p| !heap.reachable(p))
-            && own_block.mapped().is_some();
+        let mut proxy = plane.is_some() && (0..job.npes).any(|p| !heap.reachable(p));
+        if proxy {
+            // Every PE runs one or none (a PE without one would never answer
+            // the others' messages): agreed with an allgather.
+            let mine = [u8::from(own_block.mapped().is_some())];
+            let all = boot.as_mut().expect("a plane comes with a bootstrap").allgather(&mine)?;
+            proxy = all.iter().all(|v| v.first() == Some(&1));
+            if !proxy {
+                tracing::warn!(
+                    "PE {}: some PE's heap is not host-mapped: no proxy, so device code cannot reach PEs on other devices (host collectives go through staging)",
+                    job.pe
+                );
+            }
+        }
         let library =
             crate::user_kernel::library_config_for(&gpu, &heap, job.pe, job.npes, proxy);
         let ctx = Context {

@@ -338,7 +338,8 @@ impl Context {
         let mut throttle = self.wait_throttle(kernel)?;
         let started = std::time::Instant::now();
         let mut next_watch = Duration::ZERO;
-        let took = lock(&self.inner.submit).dispatch(
+        let mut submit = lock(&self.inner.submit);
+        let took = submit.dispatch(
             &kernel.kernel,
             groups,
             &[&library, &user],
@@ -354,6 +355,11 @@ impl Context {
                 throttle.as_mut().map(|t| t.tick())
             },
         );
+        if let (Ok(_), Some(b)) = (&took, &_busy) {
+            // Under the submit lock: no other kernel of this PE runs.
+            b.settle();
+        }
+        drop(submit);
         seen.throttle_signals = throttle.as_ref().map_or(0, |t| t.signals);
         drop(throttle);
         let took = took?;
