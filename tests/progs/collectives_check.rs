@@ -13,7 +13,8 @@
 //!
 //! Prints `collectives_check: calls=N wrong=W` on every PE; exits non-zero when
 //! anything was wrong. `--quick`: fewer teams and sizes; `--device-quick`: only
-//! two device collectives per form (each costs llvmpipe seconds to compile).
+//! two device collectives per form (each costs llvmpipe seconds to compile);
+//! `--host-only`: no device forms.
 //! With a staged peer (`VKSHMEM_TRANSPORT=staged`) the host forms run through
 //! the staging buffers and the device forms through the proxy.
 
@@ -395,7 +396,8 @@ fn main() -> anyhow::Result<()> {
     let device_quick = quick || std::env::args().any(|a| a == "--device-quick");
     // With a staged peer (another device, VKSHMEM_TRANSPORT=staged) device
     // code reaches it through the proxy.
-    if !(quick && ctx.device_info().is_llvmpipe()) {
+    let host_only = std::env::args().any(|a| a == "--host-only");
+    if !host_only && !(quick && ctx.device_info().is_llvmpipe()) {
         // With --quick on llvmpipe (8 PEs on a 2-core machine) the device pass
         // would mostly measure kernel compilation: skipped there.
         device_forms(&mut h, &cases, device_quick)?;
