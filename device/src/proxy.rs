@@ -37,75 +37,26 @@ fn vks_px_quiet() {}
         return;
     }
     let me = format!("vks_a_{}_0", cfg.my_pe);
-    let polls = "        hit |= vks_cond_bit(c, vks_volatile_load_own(addr));\n"
-        .repeat(PROXY_POLLS as usize);
-    let poll1 = "        hit |= vks_cond_bit(c, vks_volatile_load_own(addr));\n";
-    let _ = write!(
-        s,
-        "const VKS_PX_NONE: u32 = 0xffffffffu;
-
-// Waits until ring word `addr` has reached `e` (wrapping), like vks_wait but
+    let waits = format!(
+        "// Waits until ring word `addr` has reached `e` (wrapping), like vks_wait but
 // touching the ring only through this PE's binding, with fewer polls per
 // iteration (drivers inline every call, and each proxied accessor holds two of
 // these waits), announced as a proxy wait (condition bit 512): where the
 // driver caps loops, the host's wait throttle then naps the driver's threads
 // at once, which gives the proxy thread the CPU it needs to answer. False
 // after raising ERR_ABORTED or ERR_LOOPS_CUT.
-fn vks_px_wait(addr: u32, e: u32) -> bool {{
-    let c = vks_cond(VKS_CMP_EPOCH, e, false);
-    var done = false;
-    var aborted = false;
-    vks_wait_begin(addr, VKS_CMP_EPOCH | 512u, e);
-    loop {{
-        var hit = 0u;
-{polls}        if hit != 0u {{
-            done = true;
-            break;
-        }}
-        if vks_aborting() {{
-            aborted = true;
-            break;
-        }}
-    }}
-    vks_wait_end();
-    if done {{
-        atomicOr(&{me}[addr], 0u);
-        vks_fence_any();
-    }} else {{
-        vks_raise(select(VKS_ERR_LOOPS_CUT, VKS_ERR_ABORTED, aborted), VKS_MY_PE, addr);
-    }}
-    return done;
-}}
-
+{}
 // The same with one poll per iteration: an entry is almost always free at
 // once (the ring is long), so this wait's code stays short.
-fn vks_px_wait_free(addr: u32, e: u32) -> bool {{
-    let c = vks_cond(VKS_CMP_EPOCH, e, false);
-    var done = false;
-    var aborted = false;
-    vks_wait_begin(addr, VKS_CMP_EPOCH | 512u, e);
-    loop {{
-        var hit = 0u;
-{poll1}        if hit != 0u {{
-            done = true;
-            break;
-        }}
-        if vks_aborting() {{
-            aborted = true;
-            break;
-        }}
-    }}
-    vks_wait_end();
-    if done {{
-        atomicOr(&{me}[addr], 0u);
-        vks_fence_any();
-    }} else {{
-        vks_raise(select(VKS_ERR_LOOPS_CUT, VKS_ERR_ABORTED, aborted), VKS_MY_PE, addr);
-    }}
-    return done;
-}}
+{}",
+        wait_fn("vks_px_wait", PROXY_POLLS, &me),
+        wait_fn("vks_px_wait_free", 1, &me)
+    );
+    let _ = write!(
+        s,
+        "const VKS_PX_NONE: u32 = 0xffffffffu;
 
-// Claims the next ticket, waits for its entry to be free, fills it and posts
+{waits}// Claims the next ticket, waits for its entry to be free, fills it and posts
 // it. Returns the entry's word address, or VKS_PX_NONE when the wait gave up.
 fn vks_px_post(op: u32, pe: u32, addr: u32, src: u32, bytes: u32, value: u32, cmp: u32) -> u32 {{
     return vks_px_post_strided(op, pe, addr, src, bytes, value, cmp, 0u, 0u, 0u);
@@ -189,4 +140,38 @@ fn vks_px_quiet() {{
 }}
 "
     );
+}
+
+/// A proxy wait function named `name` that polls `polls` times per loop
+/// iteration (see `vks_px_wait`); `me` is this PE's atomic binding.
+fn wait_fn(name: &str, polls: u32, me: &str) -> String {
+    let polls = "        hit |= vks_cond_bit(c, vks_volatile_load_own(addr));\n".repeat(polls as usize);
+    format!(
+        "fn {name}(addr: u32, e: u32) -> bool {{
+    let c = vks_cond(VKS_CMP_EPOCH, e, false);
+    var done = false;
+    var aborted = false;
+    vks_wait_begin(addr, VKS_CMP_EPOCH | 512u, e);
+    loop {{
+        var hit = 0u;
+{polls}        if hit != 0u {{
+            done = true;
+            break;
+        }}
+        if vks_aborting() {{
+            aborted = true;
+            break;
+        }}
+    }}
+    vks_wait_end();
+    if done {{
+        atomicOr(&{me}[addr], 0u);
+        vks_fence_any();
+    }} else {{
+        vks_raise(select(VKS_ERR_LOOPS_CUT, VKS_ERR_ABORTED, aborted), VKS_MY_PE, addr);
+    }}
+    return done;
+}}
+"
+    )
 }
