@@ -438,7 +438,13 @@ fn user_kernels_on_1_to_4_pes() {
     // Direct, then with every peer on "another device": the kernel's peer
     // loads and its barrier go through the proxy.
     let staged = [("VKSHMEM_TRANSPORT", "staged")];
-    let runs = [(1u32, &[][..]), (2, &[]), (3, &[]), (4, &[]), (3, &staged[..])];
+    let runs = [
+        (1u32, &[][..]),
+        (2, &[]),
+        (3, &[]),
+        (4, &[]),
+        (3, &staged[..]),
+    ];
     for (n, env) in runs {
         let r = run_vkshmrun_env(
             &["-n", &n.to_string(), &prog],
@@ -447,7 +453,13 @@ fn user_kernels_on_1_to_4_pes() {
             Leftovers::Forbidden,
             |_| {},
         );
-        assert_eq!(r.code, Some(0), "{n} PEs {env:?}:\n{}\n{}", r.stdout, r.stderr);
+        assert_eq!(
+            r.code,
+            Some(0),
+            "{n} PEs {env:?}:\n{}\n{}",
+            r.stdout,
+            r.stderr
+        );
         assert_eq!(
             r.stdout.matches("user_kernel_check: ok").count(),
             n as usize,

@@ -261,16 +261,86 @@ const TYPES: &[Ty] = &[
 /// type, body with `{v}` for the element, the same through the proxy for a PE
 /// outside `direct`).
 const ACCESSORS: &[(&str, char, &str, Option<&str>, &str, &str)] = &[
-    ("vks_plain_load", 'w', "", Some("u32"), "return {v};", "return vks_px_call(VKS_PX_LOAD, pe, a, 0u, 0u, 0u, 0u);"),
-    ("vks_plain_store", 'w', ", x: u32", None, "{v} = x;", "vks_px_post(VKS_PX_STORE, pe, a, 0u, 0u, x, 0u);"),
-    ("vks_relaxed_load", 'a', "", Some("u32"), "return atomicLoad(&{v});", "return vks_px_call(VKS_PX_LOAD, pe, a, 0u, 0u, 0u, 0u);"),
-    ("vks_relaxed_store", 'a', ", x: u32", None, "atomicStore(&{v}, x);", "vks_px_post(VKS_PX_STORE, pe, a, 0u, 0u, x, 0u);"),
-    ("vks_acquire_load", 'a', "", Some("u32"), "return atomicLoad(&{v});", "return vks_px_call(VKS_PX_LOAD, pe, a, 0u, 0u, 0u, 0u);"),
-    ("vks_fetch_add", 'a', ", x: u32", Some("u32"), "return atomicAdd(&{v}, x);", "return vks_px_call(VKS_PX_ADD, pe, a, 0u, 0u, x, 0u);"),
-    ("vks_fetch_and", 'a', ", x: u32", Some("u32"), "return atomicAnd(&{v}, x);", "return vks_px_call(VKS_PX_AND, pe, a, 0u, 0u, x, 0u);"),
-    ("vks_fetch_or", 'a', ", x: u32", Some("u32"), "return atomicOr(&{v}, x);", "return vks_px_call(VKS_PX_OR, pe, a, 0u, 0u, x, 0u);"),
-    ("vks_fetch_xor", 'a', ", x: u32", Some("u32"), "return atomicXor(&{v}, x);", "return vks_px_call(VKS_PX_XOR, pe, a, 0u, 0u, x, 0u);"),
-    ("vks_swap", 'a', ", x: u32", Some("u32"), "return atomicExchange(&{v}, x);", "return vks_px_call(VKS_PX_SWAP, pe, a, 0u, 0u, x, 0u);"),
+    (
+        "vks_plain_load",
+        'w',
+        "",
+        Some("u32"),
+        "return {v};",
+        "return vks_px_call(VKS_PX_LOAD, pe, a, 0u, 0u, 0u, 0u);",
+    ),
+    (
+        "vks_plain_store",
+        'w',
+        ", x: u32",
+        None,
+        "{v} = x;",
+        "vks_px_post(VKS_PX_STORE, pe, a, 0u, 0u, x, 0u);",
+    ),
+    (
+        "vks_relaxed_load",
+        'a',
+        "",
+        Some("u32"),
+        "return atomicLoad(&{v});",
+        "return vks_px_call(VKS_PX_LOAD, pe, a, 0u, 0u, 0u, 0u);",
+    ),
+    (
+        "vks_relaxed_store",
+        'a',
+        ", x: u32",
+        None,
+        "atomicStore(&{v}, x);",
+        "vks_px_post(VKS_PX_STORE, pe, a, 0u, 0u, x, 0u);",
+    ),
+    (
+        "vks_acquire_load",
+        'a',
+        "",
+        Some("u32"),
+        "return atomicLoad(&{v});",
+        "return vks_px_call(VKS_PX_LOAD, pe, a, 0u, 0u, 0u, 0u);",
+    ),
+    (
+        "vks_fetch_add",
+        'a',
+        ", x: u32",
+        Some("u32"),
+        "return atomicAdd(&{v}, x);",
+        "return vks_px_call(VKS_PX_ADD, pe, a, 0u, 0u, x, 0u);",
+    ),
+    (
+        "vks_fetch_and",
+        'a',
+        ", x: u32",
+        Some("u32"),
+        "return atomicAnd(&{v}, x);",
+        "return vks_px_call(VKS_PX_AND, pe, a, 0u, 0u, x, 0u);",
+    ),
+    (
+        "vks_fetch_or",
+        'a',
+        ", x: u32",
+        Some("u32"),
+        "return atomicOr(&{v}, x);",
+        "return vks_px_call(VKS_PX_OR, pe, a, 0u, 0u, x, 0u);",
+    ),
+    (
+        "vks_fetch_xor",
+        'a',
+        ", x: u32",
+        Some("u32"),
+        "return atomicXor(&{v}, x);",
+        "return vks_px_call(VKS_PX_XOR, pe, a, 0u, 0u, x, 0u);",
+    ),
+    (
+        "vks_swap",
+        'a',
+        ", x: u32",
+        Some("u32"),
+        "return atomicExchange(&{v}, x);",
+        "return vks_px_call(VKS_PX_SWAP, pe, a, 0u, 0u, x, 0u);",
+    ),
     (
         "vks_compare_swap",
         'a',
@@ -498,7 +568,9 @@ fn accessor(
 /// a binding (a constant `true` when it reaches every PE, which the driver
 /// folds away).
 fn is_direct(s: &mut String, cfg: &LibraryConfig) {
-    let staged: Vec<u32> = (0..cfg.n_pes).filter(|&p| !cfg.direct.contains(p)).collect();
+    let staged: Vec<u32> = (0..cfg.n_pes)
+        .filter(|&p| !cfg.direct.contains(p))
+        .collect();
     if staged.is_empty() {
         s.push_str("fn vks_is_direct(pe: u32) -> bool { return true; }\n");
         s.push_str("fn vks_team_spans(t: VksTeam) -> bool { return false; }\n");
@@ -671,9 +743,14 @@ mod tests {
         // accessors (vks_d_*) keep raising.
         c.proxy = true;
         let src = library_source(&c);
-        assert!(src.contains("default: { return vks_px_call(VKS_PX_LOAD, pe, a, 0u, 0u, 0u, 0u); }"));
+        assert!(
+            src.contains("default: { return vks_px_call(VKS_PX_LOAD, pe, a, 0u, 0u, 0u, 0u); }")
+        );
         assert!(src.contains("fn vks_d_plain_load(pe: u32, a: u32) -> u32 {"));
-        assert!(src.contains("case 0u, 2u: { return true; }"), "vks_is_direct");
+        assert!(
+            src.contains("case 0u, 2u: { return true; }"),
+            "vks_is_direct"
+        );
         let all = PeSet::all(70);
         assert!(all.contains(69) && !all.contains(70) && !PeSet::all(0).contains(0));
     }

@@ -145,7 +145,8 @@ fn vks_px_quiet() {{
 /// A proxy wait function named `name` that polls `polls` times per loop
 /// iteration (see `vks_px_wait`); `me` is this PE's atomic binding.
 fn wait_fn(name: &str, polls: u32, me: &str) -> String {
-    let polls = "        hit |= vks_cond_bit(c, vks_volatile_load_own(addr));\n".repeat(polls as usize);
+    let polls =
+        "        hit |= vks_cond_bit(c, vks_volatile_load_own(addr));\n".repeat(polls as usize);
     format!(
         "fn {name}(addr: u32, e: u32) -> bool {{
     let c = vks_cond(VKS_CMP_EPOCH, e, false);

@@ -237,7 +237,10 @@ impl Context {
             // Every PE runs one or none (a PE without one would never answer
             // the others' messages): agreed with an allgather.
             let mine = [u8::from(own_block.mapped().is_some())];
-            let all = boot.as_mut().expect("a plane comes with a bootstrap").allgather(&mine)?;
+            let all = boot
+                .as_mut()
+                .expect("a plane comes with a bootstrap")
+                .allgather(&mine)?;
             proxy = all.iter().all(|v| v.first() == Some(&1));
             if !proxy {
                 tracing::warn!(
@@ -246,8 +249,7 @@ impl Context {
                 );
             }
         }
-        let library =
-            crate::user_kernel::library_config_for(&gpu, &heap, job.pe, job.npes, proxy);
+        let library = crate::user_kernel::library_config_for(&gpu, &heap, job.pe, job.npes, proxy);
         let ctx = Context {
             inner: Arc::new(Inner {
                 pe: job.pe,

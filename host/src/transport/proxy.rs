@@ -152,20 +152,28 @@ impl OwnHeap {
     fn read(&self, at: u64, out: &mut [u8]) {
         debug_assert!(self.range(at, out.len() as u64));
         // SAFETY: in range (callers check); see the Send impl for who writes.
-        unsafe { std::ptr::copy_nonoverlapping(self.base.add(at as usize), out.as_mut_ptr(), out.len()) }
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.base.add(at as usize), out.as_mut_ptr(), out.len())
+        }
     }
 
     fn write(&self, at: u64, src: &[u8]) {
         debug_assert!(self.range(at, src.len() as u64));
         // SAFETY: as for read.
-        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.base.add(at as usize), src.len()) }
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.as_ptr(), self.base.add(at as usize), src.len())
+        }
     }
 
     /// Raises device error `bits` in this PE's control header, as device code
     /// does (the first error names the PE and word).
     fn raise(&self, bits: u32, pe: u32, word: u32) {
         let at = |f: &str| {
-            let w = ControlHeader::fields().into_iter().find(|(n, _)| *n == f).expect("field").1;
+            let w = ControlHeader::fields()
+                .into_iter()
+                .find(|(n, _)| *n == f)
+                .expect("field")
+                .1;
             self.word(w as u64 * 4).expect("control header")
         };
         if at("error").fetch_or(bits, Ordering::SeqCst) == 0 {
@@ -304,9 +312,9 @@ impl Proxy {
         npes: u32,
         combine: CombineFor,
     ) -> Result<Proxy> {
-        let base = heap.mapped().ok_or_else(|| {
-            Error::InvalidArgument("the proxy needs a host-mapped heap".into())
-        })?;
+        let base = heap
+            .mapped()
+            .ok_or_else(|| Error::InvalidArgument("the proxy needs a host-mapped heap".into()))?;
         let own = OwnHeap {
             base: base.as_ptr(),
             len: heap.size(),
@@ -343,7 +351,9 @@ impl Proxy {
             .name(format!("vkshmem-proxy-{pe}"))
             .spawn(move || w.run())
             .map_err(|e| Error::io("starting the proxy thread", e))?;
-        tracing::info!("PE {pe}: proxy thread started (device code reaches PEs on other devices through it)");
+        tracing::info!(
+            "PE {pe}: proxy thread started (device code reaches PEs on other devices through it)"
+        );
         Ok(Proxy {
             shared,
             plane,
@@ -396,7 +406,9 @@ impl Proxy {
             if word != 0 || self.shared.quiet_failed.load(Ordering::SeqCst) {
                 return Err(Error::PeerFailed {
                     pe: word & ABORT_PE_MASK,
-                    how: "the job aborted while this PE's proxy still had requests in flight (quiet)".into(),
+                    how:
+                        "the job aborted while this PE's proxy still had requests in flight (quiet)"
+                            .into(),
                 });
             }
             std::thread::sleep(nap);
@@ -414,7 +426,11 @@ impl Proxy {
     /// [`Error::InvalidArgument`] for a range outside the heap;
     /// [`Error::PeerFailed`] when the job aborts first.
     pub(crate) fn get(&self, pe: u32, at: u64, dst: &mut [u8]) -> Result<()> {
-        let bytes = self.rma(HostOp::Get { pe, at, n: dst.len() as u64 })?;
+        let bytes = self.rma(HostOp::Get {
+            pe,
+            at,
+            n: dst.len() as u64,
+        })?;
         dst.copy_from_slice(&bytes);
         Ok(())
     }
@@ -424,7 +440,12 @@ impl Proxy {
     /// # Errors
     /// As [`Proxy::get`].
     pub(crate) fn put(&self, pe: u32, at: u64, src: &[u8]) -> Result<()> {
-        self.rma(HostOp::Put { pe, at, data: src.to_vec() }).map(drop)
+        self.rma(HostOp::Put {
+            pe,
+            at,
+            data: src.to_vec(),
+        })
+        .map(drop)
     }
 
     fn rma(&self, op: HostOp) -> Result<Vec<u8>> {
@@ -439,7 +460,11 @@ impl Proxy {
             )));
         }
         let slot = Arc::new(RmaSlot::default());
-        self.shared.rma.lock().unwrap_or_else(|p| p.into_inner()).push_back((op, slot.clone()));
+        self.shared
+            .rma
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push_back((op, slot.clone()));
         self.wake();
         let mut answer = slot.answer.lock().unwrap_or_else(|p| p.into_inner());
         loop {
@@ -520,9 +545,12 @@ fn inbox_send(seg: &Segment, from: u32, to: u32, mut h: Header, payload: &[u8]) 
             pos = tail.load(Ordering::Relaxed); // another producer took pos
             continue;
         }
-        if let Err(now) =
-            tail.compare_exchange_weak(pos, pos.wrapping_add(1), Ordering::Relaxed, Ordering::Relaxed)
-        {
+        if let Err(now) = tail.compare_exchange_weak(
+            pos,
+            pos.wrapping_add(1),
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        ) {
             pos = now;
             continue;
         }
@@ -564,8 +592,10 @@ fn inbox_recv(seg: &Segment, pe: u32, pos: u32) -> Option<(Header, Vec<u8>)> {
     } else {
         Vec::new()
     };
-    seg.word(cell)
-        .store(pos.wrapping_add(INBOX_CELLS).wrapping_sub(i), Ordering::Release);
+    seg.word(cell).store(
+        pos.wrapping_add(INBOX_CELLS).wrapping_sub(i),
+        Ordering::Release,
+    );
     Some((h, payload))
 }
 
@@ -632,9 +662,11 @@ impl Worker {
             } else {
                 let seg = self.plane.segment();
                 let inbox = seg.layout().inbox(self.pe);
-                seg.word(inbox + INBOX_SLEEPERS_AT).store(1, Ordering::SeqCst);
+                seg.word(inbox + INBOX_SLEEPERS_AT)
+                    .store(1, Ordering::SeqCst);
                 futex_wait(seg.word(bell_at), seen, IDLE_NAP);
-                seg.word(inbox + INBOX_SLEEPERS_AT).store(0, Ordering::SeqCst);
+                seg.word(inbox + INBOX_SLEEPERS_AT)
+                    .store(0, Ordering::SeqCst);
             }
         }
     }
@@ -674,7 +706,8 @@ impl Worker {
     fn serve_inbox(&mut self) -> bool {
         let mut any = false;
         for _ in 0..INBOX_CELLS {
-            let Some((h, payload)) = inbox_recv(self.plane.segment(), self.pe, self.inbox_head) else {
+            let Some((h, payload)) = inbox_recv(self.plane.segment(), self.pe, self.inbox_head)
+            else {
                 break;
             };
             self.inbox_head = self.inbox_head.wrapping_add(1);
@@ -700,7 +733,9 @@ impl Worker {
         match h.kind {
             M_STORE => match self.heap.word(h.addr) {
                 Some(w) => w.store(h.value, Ordering::SeqCst),
-                None => self.heap.raise(ERR_BAD_ADDRESS, h.from, (h.addr / 4) as u32),
+                None => self
+                    .heap
+                    .raise(ERR_BAD_ADDRESS, h.from, (h.addr / 4) as u32),
             },
             M_LOAD | M_AMO => {
                 let (v, st) = match self.heap.word(h.addr) {
@@ -713,7 +748,12 @@ impl Worker {
                             (_, dl::PX_OR) => w.fetch_or(h.value, Ordering::SeqCst),
                             (_, dl::PX_XOR) => w.fetch_xor(h.value, Ordering::SeqCst),
                             (_, dl::PX_SWAP) => w.swap(h.value, Ordering::SeqCst),
-                            _ => match w.compare_exchange(h.cmp, h.value, Ordering::SeqCst, Ordering::SeqCst) {
+                            _ => match w.compare_exchange(
+                                h.cmp,
+                                h.value,
+                                Ordering::SeqCst,
+                                Ordering::SeqCst,
+                            ) {
                                 Ok(v) | Err(v) => v,
                             },
                         },
@@ -740,7 +780,10 @@ impl Worker {
                     while at < n {
                         let (i, b) = ((off + at) / es, (off + at) % es);
                         let piece = (es - b).min(n - at);
-                        self.heap.read(h.addr + i * stride + b, &mut p[at as usize..(at + piece) as usize]);
+                        self.heap.read(
+                            h.addr + i * stride + b,
+                            &mut p[at as usize..(at + piece) as usize],
+                        );
                         at += piece;
                     }
                     let last = off + n >= total;
@@ -771,7 +814,12 @@ impl Worker {
             }
             M_PING => self.answer(&h, M_ACK, 0, 0),
             M_VALUE | M_DATA | M_ACK => self.on_answer(h, payload),
-            _ => tracing::warn!("PE {}: proxy message of unknown kind {} from PE {}", self.pe, h.kind, h.from),
+            _ => tracing::warn!(
+                "PE {}: proxy message of unknown kind {} from PE {}",
+                self.pe,
+                h.kind,
+                h.from
+            ),
         }
     }
 
@@ -795,14 +843,21 @@ impl Worker {
                 while at < payload.len() as u64 {
                     let (i, b) = ((off + at) / es, (off + at) % es);
                     let piece = (es - b).min(payload.len() as u64 - at);
-                    self.heap.write(dst + i * stride + b, &payload[at as usize..(at + piece) as usize]);
+                    self.heap.write(
+                        dst + i * stride + b,
+                        &payload[at as usize..(at + piece) as usize],
+                    );
                     at += piece;
                 }
             }
             (ReplyTo::Ping { pe, gen }, M_ACK) => {
                 let acked = &mut self.acked_gen[pe as usize];
                 *acked = (*acked).max(gen);
-                let landed = self.sent_gen.iter().zip(&self.acked_gen).all(|(s, a)| s == a);
+                let landed = self
+                    .sent_gen
+                    .iter()
+                    .zip(&self.acked_gen)
+                    .all(|(s, a)| s == a);
                 self.shared.all_landed.store(landed, Ordering::SeqCst);
             }
             (ReplyTo::JobBuf, M_DATA) if h.status == 0 => {
@@ -880,7 +935,12 @@ impl Worker {
         let es = KINDS[r.kind as usize].bytes as u64;
         let mut out = vec![0u64; (r.n as usize).div_ceil(8)];
         let slots: Vec<*const u8> = r.bufs.iter().map(|b| b.as_ptr().cast::<u8>()).collect();
-        f(r.op, (r.n / es) as usize, &slots, out.as_mut_ptr().cast::<u8>());
+        f(
+            r.op,
+            (r.n / es) as usize,
+            &slots,
+            out.as_mut_ptr().cast::<u8>(),
+        );
         let mut bytes: Vec<u8> = bytemuck::cast_slice(&out).to_vec();
         bytes.truncate(r.n as usize);
         Some(bytes)
@@ -914,10 +974,18 @@ impl Worker {
         match done {
             Done::Entry { at, lap } => {
                 let f = |name: &str| {
-                    let w = ProxyEntry::fields().into_iter().find(|(n, _)| *n == name).expect("field").1;
+                    let w = ProxyEntry::fields()
+                        .into_iter()
+                        .find(|(n, _)| *n == name)
+                        .expect("field")
+                        .1;
                     at + w as u64 * 4
                 };
-                let word = |a: u64| self.heap.word(a).expect("the ring is in the control region");
+                let word = |a: u64| {
+                    self.heap
+                        .word(a)
+                        .expect("the ring is in the control region")
+                };
                 if word(f("seq")).load(Ordering::SeqCst) != lap.wrapping_add(1) {
                     // Freed meanwhile (its kernel ended without waiting for
                     // this answer) and perhaps claimed again: not ours.
@@ -966,7 +1034,15 @@ impl Worker {
         for &(pe, gen) in &targets {
             let token = self.token();
             self.pending.insert(token, (id, ReplyTo::Ping { pe, gen }));
-            self.send(pe, Header { kind: M_PING, token, ..Default::default() }, Vec::new());
+            self.send(
+                pe,
+                Header {
+                    kind: M_PING,
+                    token,
+                    ..Default::default()
+                },
+                Vec::new(),
+            );
         }
         self.jobs.get_mut(&id).expect("new").outstanding = targets.len() as u32;
         if targets.is_empty() {
@@ -978,7 +1054,13 @@ impl Worker {
     fn take_rma(&mut self) -> bool {
         let mut any = false;
         while self.outbox.len() <= OUTBOX_MAX {
-            let Some((op, slot)) = self.shared.rma.lock().unwrap_or_else(|p| p.into_inner()).pop_front() else {
+            let Some((op, slot)) = self
+                .shared
+                .rma
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .pop_front()
+            else {
                 break;
             };
             any = true;
@@ -1003,7 +1085,13 @@ impl Worker {
                 HostOp::Get { .. } => {
                     let token = self.token();
                     self.pending.insert(token, (id, ReplyTo::JobBuf));
-                    let h = Header { kind: M_GET, token, addr: at, len: n as u32, ..Default::default() };
+                    let h = Header {
+                        kind: M_GET,
+                        token,
+                        addr: at,
+                        len: n as u32,
+                        ..Default::default()
+                    };
                     self.send(pe, h, Vec::new());
                     self.jobs.get_mut(&id).expect("new").buf = vec![0; n as usize];
                 }
@@ -1021,8 +1109,16 @@ impl Worker {
         }
         // Every ticket device code claimed before the host asked is taken
         // first (its messages then go out before the pings).
-        let head = ControlHeader::fields().into_iter().find(|(n, _)| *n == "proxy_head").expect("field").1;
-        let head = self.heap.word(head as u64 * 4).expect("control header").load(Ordering::SeqCst);
+        let head = ControlHeader::fields()
+            .into_iter()
+            .find(|(n, _)| *n == "proxy_head")
+            .expect("field")
+            .1;
+        let head = self
+            .heap
+            .word(head as u64 * 4)
+            .expect("control header")
+            .load(Ordering::SeqCst);
         if head != self.tail && self.plane.abort_word() == 0 {
             return false;
         }
@@ -1049,7 +1145,9 @@ impl Worker {
                 let settled = self.shared.settled.load(Ordering::SeqCst);
                 let ended = |ticket: u32| (settled.wrapping_sub(ticket) as i32) > 0;
                 let word = self.heap.word(at).expect("ring");
-                if seq == lap.wrapping_sub(PROXY_SLOTS).wrapping_add(2) && ended(t.wrapping_sub(PROXY_SLOTS)) {
+                if seq == lap.wrapping_sub(PROXY_SLOTS).wrapping_add(2)
+                    && ended(t.wrapping_sub(PROXY_SLOTS))
+                {
                     // The previous lap's answer was never collected (its
                     // waiter gave up): free the entry for this ticket.
                     word.store(lap, Ordering::SeqCst);
@@ -1069,7 +1167,11 @@ impl Worker {
             }
             fence(Ordering::SeqCst);
             for (i, w) in e.iter_mut().enumerate() {
-                *w = self.heap.word(at + 4 * i as u64).expect("ring").load(Ordering::SeqCst);
+                *w = self
+                    .heap
+                    .word(at + 4 * i as u64)
+                    .expect("ring")
+                    .load(Ordering::SeqCst);
             }
             let entry: ProxyEntry = bytemuck::cast(e);
             self.tail = t.wrapping_add(1);
@@ -1091,7 +1193,10 @@ impl Worker {
     fn finish_entry(&mut self, e: &ProxyEntry, done: Done, status: u32) {
         if e.op == dl::PX_STORE {
             if let Done::Entry { at, lap } = done {
-                self.heap.word(at).expect("ring").store(lap.wrapping_add(PROXY_SLOTS), Ordering::SeqCst);
+                self.heap
+                    .word(at)
+                    .expect("ring")
+                    .store(lap.wrapping_add(PROXY_SLOTS), Ordering::SeqCst);
             }
             if status != 0 {
                 self.heap.raise(status, e.pe, e.addr);
@@ -1104,9 +1209,18 @@ impl Worker {
     fn start(&mut self, e: ProxyEntry, done: Done) {
         let word_op = matches!(
             e.op,
-            dl::PX_LOAD | dl::PX_STORE | dl::PX_ADD | dl::PX_AND | dl::PX_OR | dl::PX_XOR | dl::PX_SWAP | dl::PX_CAS
+            dl::PX_LOAD
+                | dl::PX_STORE
+                | dl::PX_ADD
+                | dl::PX_AND
+                | dl::PX_OR
+                | dl::PX_XOR
+                | dl::PX_SWAP
+                | dl::PX_CAS
         );
-        if (word_op || matches!(e.op, dl::PX_GET | dl::PX_PUT)) && (e.pe >= self.npes || e.pe == self.pe) {
+        if (word_op || matches!(e.op, dl::PX_GET | dl::PX_PUT))
+            && (e.pe >= self.npes || e.pe == self.pe)
+        {
             return self.finish_entry(&e, done, ERR_BAD_PE);
         }
         let heap_len = self.heap.len;
@@ -1115,7 +1229,12 @@ impl Worker {
                 if (e.addr as u64 + 1) * 4 > heap_len {
                     return self.finish_entry(&e, done, ERR_BAD_ADDRESS);
                 }
-                let h = Header { kind: M_STORE, addr: e.addr as u64 * 4, value: e.value, ..Default::default() };
+                let h = Header {
+                    kind: M_STORE,
+                    addr: e.addr as u64 * 4,
+                    value: e.value,
+                    ..Default::default()
+                };
                 self.send(e.pe, h, Vec::new());
                 self.finish_entry(&e, done, 0);
             }
@@ -1139,17 +1258,34 @@ impl Worker {
             dl::PX_GET => {
                 let (src, dst, es) = (e.addr as u64, e.src as u64, e.bytes as u64);
                 let count = e.count.max(1) as u64;
-                let (ss, ds) = if e.count == 0 { (es, es) } else { (e.sstride as u64, e.dstride as u64) };
+                let (ss, ds) = if e.count == 0 {
+                    (es, es)
+                } else {
+                    (e.sstride as u64, e.dstride as u64)
+                };
                 let span = |stride: u64| (count - 1) * stride + es;
                 if es == 0 {
                     return self.finish_entry(&e, done, 0);
                 }
-                if (count > 1 && (ss < es || ds < es)) || !self.heap.range(dst, span(ds)) || !self.heap.range(src, span(ss)) {
+                if (count > 1 && (ss < es || ds < es))
+                    || !self.heap.range(dst, span(ds))
+                    || !self.heap.range(src, span(ss))
+                {
                     return self.finish_entry(&e, done, ERR_BAD_ADDRESS);
                 }
                 let id = self.new_job(done);
                 let token = self.token();
-                self.pending.insert(token, (id, ReplyTo::Heap { dst, es, stride: ds }));
+                self.pending.insert(
+                    token,
+                    (
+                        id,
+                        ReplyTo::Heap {
+                            dst,
+                            es,
+                            stride: ds,
+                        },
+                    ),
+                );
                 let h = Header {
                     kind: M_GET,
                     token,
@@ -1189,7 +1325,11 @@ impl Worker {
     fn start_reduce(&mut self, e: ProxyEntry, done: Done) {
         let slot = e.pe;
         let entry = |f: &str| {
-            let w = TeamEntry::fields().into_iter().find(|(n, _)| *n == f).expect("field").1;
+            let w = TeamEntry::fields()
+                .into_iter()
+                .find(|(n, _)| *n == f)
+                .expect("field")
+                .1;
             self.heap
                 .word((dl::team_entry_word(slot) + w) as u64 * 4)
                 .map(|w| w.load(Ordering::SeqCst))
@@ -1198,7 +1338,12 @@ impl Worker {
         if slot >= dl::MAX_TEAMS || entry("valid") != 1 {
             return self.complete(done, 0, ERR_BAD_TEAM);
         }
-        let (start, stride, size, me) = (entry("start") as i32, entry("stride") as i32, entry("size"), entry("my_index"));
+        let (start, stride, size, me) = (
+            entry("start") as i32,
+            entry("stride") as i32,
+            entry("size"),
+            entry("my_index"),
+        );
         let (kind, op) = (e.value & 0xff, e.value >> 8);
         let Some(op) = ReduceOp::ALL.get(op as usize).copied() else {
             return self.complete(done, 0, dl::ERR_BAD_ARGUMENT);
@@ -1219,9 +1364,14 @@ impl Worker {
         if n == 0 {
             return self.complete(done, 0, 0);
         }
-        let members: Vec<u32> = (0..size).map(|i| (start + i as i32 * stride) as u32).collect();
+        let members: Vec<u32> = (0..size)
+            .map(|i| (start + i as i32 * stride) as u32)
+            .collect();
         let mut bufs: Vec<Vec<u64>> = vec![vec![0u64; (n as usize).div_ceil(8)]; size as usize];
-        self.heap.read(src + lo, &mut bytemuck::cast_slice_mut(&mut bufs[me as usize])[..n as usize]);
+        self.heap.read(
+            src + lo,
+            &mut bytemuck::cast_slice_mut(&mut bufs[me as usize])[..n as usize],
+        );
         let id = self.new_job(done);
         let mut outstanding = 0;
         for (i, &p) in members.iter().enumerate() {
@@ -1230,7 +1380,13 @@ impl Worker {
             }
             let token = self.token();
             self.pending.insert(token, (id, ReplyTo::Buf { member: i }));
-            let h = Header { kind: M_GET, token, addr: src + lo, len: n as u32, ..Default::default() };
+            let h = Header {
+                kind: M_GET,
+                token,
+                addr: src + lo,
+                len: n as u32,
+                ..Default::default()
+            };
             self.send(p, h, Vec::new());
             outstanding += 1;
         }
@@ -1261,7 +1417,13 @@ impl Worker {
             j.status |= ERR_ABORTED;
             self.complete_job(j);
         }
-        let waiting: Vec<_> = self.shared.rma.lock().unwrap_or_else(|p| p.into_inner()).drain(..).collect();
+        let waiting: Vec<_> = self
+            .shared
+            .rma
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+            .collect();
         for (_, slot) in waiting {
             Self::answer_rma(&slot, ERR_ABORTED, Vec::new());
         }
@@ -1290,7 +1452,11 @@ mod tests {
                 let seg = seg.clone();
                 std::thread::spawn(move || {
                     for k in 0..EACH {
-                        let h = Header { kind: M_PUT, token: k, ..Default::default() };
+                        let h = Header {
+                            kind: M_PUT,
+                            token: k,
+                            ..Default::default()
+                        };
                         let p = payload(from, k);
                         while !inbox_send(&seg, from, 0, h, &p) {
                             std::thread::yield_now(); // full: the consumer is behind
@@ -1310,7 +1476,12 @@ mod tests {
             let from = h.from as usize;
             assert!(from == 1 || from == 2, "sender {from}");
             assert_eq!(h.token, next[from], "PE {from}'s messages in order");
-            assert_eq!(p, payload(h.from, h.token), "payload {} from PE {from}", h.token);
+            assert_eq!(
+                p,
+                payload(h.from, h.token),
+                "payload {} from PE {from}",
+                h.token
+            );
             next[from] += 1;
         }
         for t in producers {

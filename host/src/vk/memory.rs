@@ -425,7 +425,13 @@ impl Drop for Staging {
         // SAFETY: transfers wait for completion, so the device no longer uses it.
         unsafe { self.gpu.device.destroy_buffer(self.buffer, None) };
         if let Some(a) = self.allocation.take() {
-            if let Some(alloc) = self.gpu.allocator.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+            if let Some(alloc) = self
+                .gpu
+                .allocator
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_mut()
+            {
                 if let Err(e) = alloc.free(a) {
                     tracing::warn!("freeing a staging buffer: {e}");
                 }

@@ -307,20 +307,19 @@ impl Gpu {
             info.kind,
             caps
         );
-        let allocator = gpu_allocator::vulkan::Allocator::new(
-            &gpu_allocator::vulkan::AllocatorCreateDesc {
+        let allocator =
+            gpu_allocator::vulkan::Allocator::new(&gpu_allocator::vulkan::AllocatorCreateDesc {
                 instance: instance.clone(),
                 device: device.clone(),
                 physical_device: physical,
                 debug_settings: Default::default(),
                 buffer_device_address: false,
                 allocation_sizes: Default::default(),
-            },
-        )
-        .map_err(|e| Error::Unsupported {
-            device: info.name.clone(),
-            what: format!("a memory allocator (gpu-allocator: {e})"),
-        })?;
+            })
+            .map_err(|e| Error::Unsupported {
+                device: info.name.clone(),
+                what: format!("a memory allocator (gpu-allocator: {e})"),
+            })?;
         Ok(Gpu {
             allocator: Mutex::new(Some(allocator)),
             _entry: entry,
@@ -345,7 +344,12 @@ impl Drop for Gpu {
         self.pipeline_cache.close(&self.device);
         // Every private allocation holds an Arc<Gpu> too, so all are freed:
         // the allocator's own memory blocks go before the device.
-        drop(self.allocator.lock().unwrap_or_else(|p| p.into_inner()).take());
+        drop(
+            self.allocator
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take(),
+        );
         // SAFETY: every child object holds an Arc<Gpu>, so none is alive any more
         // (the pipeline cache was destroyed above); waiting idle first satisfies
         // VUID-vkDestroyDevice-device-00378.
