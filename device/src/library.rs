@@ -260,7 +260,17 @@ const TYPES: &[Ty] = &[
 /// The accessors instantiated per (PE, chunk): (name, view, extra params, return
 /// type, body with `{v}` for the element, the same through the proxy for a PE
 /// outside `direct`).
-const ACCESSORS: &[(&str, char, &str, Option<&str>, &str, &str)] = &[
+/// (name, view, extra params, return type, body, proxied body).
+type Accessor = (
+    &'static str,
+    char,
+    &'static str,
+    Option<&'static str>,
+    &'static str,
+    &'static str,
+);
+
+const ACCESSORS: &[Accessor] = &[
     (
         "vks_plain_load",
         'w',
@@ -502,7 +512,7 @@ fn raise(s: &mut String, cfg: &LibraryConfig) {
 fn accessor(
     s: &mut String,
     cfg: &LibraryConfig,
-    (name, view, params, ret, body, proxied): &(&str, char, &str, Option<&str>, &str, &str),
+    (name, view, params, ret, body, proxied): &Accessor,
     with_proxy: bool,
 ) {
     let name = if with_proxy {

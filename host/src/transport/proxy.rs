@@ -35,6 +35,7 @@
 //! through staging).
 
 use std::collections::{HashMap, VecDeque};
+use std::mem::offset_of;
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -168,18 +169,17 @@ impl OwnHeap {
     /// Raises device error `bits` in this PE's control header, as device code
     /// does (the first error names the PE and word).
     fn raise(&self, bits: u32, pe: u32, word: u32) {
-        let at = |f: &str| {
-            let w = ControlHeader::fields()
-                .into_iter()
-                .find(|(n, _)| *n == f)
-                .expect("field")
-                .1;
-            self.word(w as u64 * 4).expect("control header")
-        };
-        if at("error").fetch_or(bits, Ordering::SeqCst) == 0 {
-            at("error_pe").store(pe, Ordering::SeqCst);
-            at("error_addr").store(word, Ordering::SeqCst);
+        let at = |offset: usize| self.word(offset as u64).expect("control header");
+        if at(offset_of!(ControlHeader, error)).fetch_or(bits, Ordering::SeqCst) == 0 {
+            at(offset_of!(ControlHeader, error_pe)).store(pe, Ordering::SeqCst);
+            at(offset_of!(ControlHeader, error_addr)).store(word, Ordering::SeqCst);
         }
+    }
+
+    /// The control header's `proxy_head`: tickets device code claimed.
+    fn head(&self) -> &AtomicU32 {
+        self.word(offset_of!(ControlHeader, proxy_head) as u64)
+            .expect("control header")
     }
 }
 
@@ -320,12 +320,7 @@ impl Proxy {
             len: heap.size(),
             _memory: heap.clone(),
         };
-        let head_word = ControlHeader::fields()
-            .into_iter()
-            .find(|(n, _)| *n == "proxy_head")
-            .expect("field")
-            .1;
-        let head = own.word(head_word as u64 * 4).expect("control header") as *const AtomicU32;
+        let head = own.head() as *const AtomicU32;
         let shared = Arc::new(Shared::default());
         shared.all_landed.store(true, Ordering::SeqCst);
         let mut w = Worker {
@@ -973,27 +968,19 @@ impl Worker {
     fn complete(&mut self, done: Done, result: u32, status: u32) {
         match done {
             Done::Entry { at, lap } => {
-                let f = |name: &str| {
-                    let w = ProxyEntry::fields()
-                        .into_iter()
-                        .find(|(n, _)| *n == name)
-                        .expect("field")
-                        .1;
-                    at + w as u64 * 4
-                };
-                let word = |a: u64| {
+                let word = |offset: usize| {
                     self.heap
-                        .word(a)
+                        .word(at + offset as u64)
                         .expect("the ring is in the control region")
                 };
-                if word(f("seq")).load(Ordering::SeqCst) != lap.wrapping_add(1) {
+                if word(offset_of!(ProxyEntry, seq)).load(Ordering::SeqCst) != lap.wrapping_add(1) {
                     // Freed meanwhile (its kernel ended without waiting for
                     // this answer) and perhaps claimed again: not ours.
                     return;
                 }
-                word(f("value")).store(result, Ordering::SeqCst);
-                word(f("cmp")).store(status, Ordering::SeqCst);
-                word(f("seq")).store(lap.wrapping_add(2), Ordering::SeqCst);
+                word(offset_of!(ProxyEntry, value)).store(result, Ordering::SeqCst);
+                word(offset_of!(ProxyEntry, cmp)).store(status, Ordering::SeqCst);
+                word(offset_of!(ProxyEntry, seq)).store(lap.wrapping_add(2), Ordering::SeqCst);
             }
             Done::Host { ticket } => {
                 if status != 0 {
@@ -1109,16 +1096,7 @@ impl Worker {
         }
         // Every ticket device code claimed before the host asked is taken
         // first (its messages then go out before the pings).
-        let head = ControlHeader::fields()
-            .into_iter()
-            .find(|(n, _)| *n == "proxy_head")
-            .expect("field")
-            .1;
-        let head = self
-            .heap
-            .word(head as u64 * 4)
-            .expect("control header")
-            .load(Ordering::SeqCst);
+        let head = self.heap.head().load(Ordering::SeqCst);
         if head != self.tail && self.plane.abort_word() == 0 {
             return false;
         }
@@ -1324,25 +1302,20 @@ impl Worker {
     /// dest and put to every other member's.
     fn start_reduce(&mut self, e: ProxyEntry, done: Done) {
         let slot = e.pe;
-        let entry = |f: &str| {
-            let w = TeamEntry::fields()
-                .into_iter()
-                .find(|(n, _)| *n == f)
-                .expect("field")
-                .1;
+        let entry = |offset: usize| {
             self.heap
-                .word((dl::team_entry_word(slot) + w) as u64 * 4)
+                .word(dl::team_entry_word(slot) as u64 * 4 + offset as u64)
                 .map(|w| w.load(Ordering::SeqCst))
                 .unwrap_or(0)
         };
-        if slot >= dl::MAX_TEAMS || entry("valid") != 1 {
+        if slot >= dl::MAX_TEAMS || entry(offset_of!(TeamEntry, valid)) != 1 {
             return self.complete(done, 0, ERR_BAD_TEAM);
         }
         let (start, stride, size, me) = (
-            entry("start") as i32,
-            entry("stride") as i32,
-            entry("size"),
-            entry("my_index"),
+            entry(offset_of!(TeamEntry, start)) as i32,
+            entry(offset_of!(TeamEntry, stride)) as i32,
+            entry(offset_of!(TeamEntry, size)),
+            entry(offset_of!(TeamEntry, my_index)),
         );
         let (kind, op) = (e.value & 0xff, e.value >> 8);
         let Some(op) = ReduceOp::ALL.get(op as usize).copied() else {
