@@ -509,22 +509,28 @@ fn conformance(runs: &[(u32, Option<&str>)], env: &[(&str, &str)]) -> Vec<Run> {
 }
 
 /// The staged transport (`VKSHMEM_TRANSPORT=staged`: every peer as if on
-/// another device): the conformance harness on 1, 2, 3, 4 and 8 PEs, host
-/// forms through the staging buffers and device forms through the proxy,
-/// and the benchmark's host check across rounds (4 MiB: several 1 MiB
-/// rounds per member) on 3 PEs, every collective.
+/// another device; `staged:2`: PEs in pairs as if each pair shared a device,
+/// so that teams mix direct and staged members): the conformance harness on
+/// 1, 2, 3, 4, 5 and 8 PEs, host forms through the staging buffers and
+/// device forms through the proxy, and the benchmark's host check across
+/// rounds (4 MiB: several 1 MiB rounds per member) on 3 PEs, every
+/// collective.
 #[test]
 fn collectives_conform_through_the_staged_transport() {
     let _one = one_spinning_job();
     let staged = [("VKSHMEM_TRANSPORT", "staged")];
+    let pairs = [("VKSHMEM_TRANSPORT", "staged:2")];
     // The device forms go through the proxy: --device-quick keeps their
     // kernels (tens of seconds each to compile on llvmpipe with proxied
-    // paths) to two per form, on 3 PEs (not a power of two); the other
-    // counts check the host forms (CI time).
+    // paths) to two per form, on 3 PEs in pairs ({0, 1} direct, {2} apart:
+    // PEs 0 and 1 reach one peer directly and one through the proxy in the
+    // same kernel, PE 2 every peer through it); the other counts check the
+    // host forms (CI time).
+    conformance(&[(3, Some("--device-quick"))], &pairs);
+    conformance(&[(5, Some("--quick"))], &pairs);
     let runs = [
         (1, None),
         (2, Some("--host-only")),
-        (3, Some("--device-quick")),
         (4, Some("--host-only")),
         (8, Some("--quick")),
     ];

@@ -28,8 +28,8 @@ struct BlockInfo {
     /// The allocation's real size (requested, rounded up by the driver).
     size: u64,
     memory_type: u32,
-    /// 1 when this PE was asked for the staged transport everywhere
-    /// (`VKSHMEM_TRANSPORT=staged`): every PE must ask the same, so that
+    /// The transport mode this PE was asked for ([`Mode::code`]: 0 for
+    /// `auto`, K for `staged:K`): every PE must ask the same, so that
     /// transports are symmetric.
     staged: u32,
 }
@@ -76,7 +76,7 @@ impl SymmetricHeap {
             requested: size,
             size: own.size(),
             memory_type: own.memory_type(),
-            staged: u32::from(mode == Mode::Staged),
+            staged: mode.code(),
         };
         let blobs = boot.allgather(bytemuck::bytes_of(&info))?;
         let infos: Vec<BlockInfo> = blobs
@@ -101,9 +101,9 @@ impl SymmetricHeap {
         {
             return Err(Error::Config {
                 var: crate::transport::ENV_TRANSPORT,
-                value: if mode == Mode::Staged { "staged" } else { "auto" }.into(),
+                value: mode.name(),
                 why: format!(
-                    "PE {pe} asked for the other transport mode; every PE must ask for the same (transports are symmetric)"
+                    "PE {pe} asked for another transport mode; every PE must ask for the same (transports are symmetric)"
                 ),
             });
         }
@@ -124,10 +124,11 @@ impl SymmetricHeap {
                 ));
                 continue;
             }
-            if mode == Mode::Staged {
+            if !mode.groups_together(me, pe as u32) {
                 peers.push(Peer::Staged(format!(
-                    "reached through staging ({}=staged)",
-                    crate::transport::ENV_TRANSPORT
+                    "reached through staging ({}={})",
+                    crate::transport::ENV_TRANSPORT,
+                    mode.name()
                 )));
                 continue;
             }

@@ -44,6 +44,26 @@ impl Move {
         }
     }
 
+    /// The same move as one block when its blocks follow each other on both
+    /// sides (unit strides), so that it is copied at once, not a block at a
+    /// time.
+    fn coalesced(self) -> Move {
+        if self.count > 1 && self.src_stride == self.bytes && self.dst_stride == self.bytes {
+            Move::one(self.member, self.at, self.dest, self.bytes * self.count)
+        } else {
+            self
+        }
+    }
+
+    /// The heap bytes of dest it writes, from first to last (0 when empty).
+    pub fn dest_span(&self) -> u64 {
+        if self.count == 0 || self.bytes == 0 {
+            0
+        } else {
+            (self.count - 1) * self.dst_stride + self.bytes
+        }
+    }
+
     /// The parts of this move that read contribution bytes `lo..hi`, as
     /// (contribution offset, dest offset, bytes), in block order.
     pub fn within(&self, lo: u64, hi: u64) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
@@ -150,14 +170,17 @@ pub(crate) fn plan(m: &Members, all: &[Desc]) -> Result<(Vec<u64>, Plan)> {
                 ((size as u64 * n - 1) * sst + 1) * es
             };
             let moves = (0..size)
-                .map(|j| Move {
-                    member: j,
-                    at: m.me as u64 * n * sst * es,
-                    dest: d.dest + j as u64 * n * dst * es,
-                    bytes: es,
-                    count: n,
-                    src_stride: sst * es,
-                    dst_stride: dst * es,
+                .map(|j| {
+                    Move {
+                        member: j,
+                        at: m.me as u64 * n * sst * es,
+                        dest: d.dest + j as u64 * n * dst * es,
+                        bytes: es,
+                        count: n,
+                        src_stride: sst * es,
+                        dst_stride: dst * es,
+                    }
+                    .coalesced()
                 })
                 .collect();
             (uniform(span), Plan::Copies(moves))
@@ -173,9 +196,158 @@ pub(crate) fn plan(m: &Members, all: &[Desc]) -> Result<(Vec<u64>, Plan)> {
     })
 }
 
+/// How the staged transport cuts the members' contributions into rounds of
+/// at most `stage` bytes each.
+///
+/// A contribution made of blocks that go to different members (an
+/// alltoall's: block `j` is member `j`'s) is cut across its blocks: round `r`
+/// stages bytes `r q .. (r + 1) q` of every block, block `k`'s at `k q` in
+/// the staging buffer, so that every member has something to read in every
+/// round. Cut along its length instead, the rounds of block `j` would keep
+/// member `j` busy and the others idle, one member at a time. Any other
+/// contribution is one block, staged `stage` bytes a round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Cut {
+    /// Bytes per block (the last block of a contribution may be shorter);
+    /// 0: the contribution is one block.
+    block: u64,
+    /// Bytes of each block per round.
+    q: u64,
+}
+
+impl Cut {
+    /// The cut for a call whose descriptors (agreed) are `all`, with `stage`
+    /// bytes of staging buffer per member and round.
+    pub fn new(m: &Members, all: &[Desc], stage: u64) -> Cut {
+        let d = &all[m.me as usize];
+        let es = d.es as u64;
+        let block = match Which::from_code(d.which) {
+            Some(Which::Alltoall) => d.nelems * es,
+            Some(Which::Alltoalls) => d.nelems * d.sst * es,
+            _ => 0,
+        };
+        let size = m.shape.size as u64;
+        if block == 0 || size <= 1 {
+            return Cut { block: 0, q: stage };
+        }
+        // At most `size` blocks share a buffer; a multiple of a cache line
+        // per block where that fits.
+        let q = stage / size;
+        let q = if q >= 64 { q & !63 } else { q.max(1) };
+        Cut { block, q }
+    }
+
+    /// Rounds a contribution of `bytes` takes.
+    pub fn rounds(&self, bytes: u64) -> u64 {
+        let longest = if self.block == 0 {
+            bytes
+        } else {
+            self.block.min(bytes)
+        };
+        longest.div_ceil(self.q)
+    }
+
+    /// The block of a contribution that only its owner reads, when its
+    /// blocks go one to each member (an alltoall's block `me` is this PE's
+    /// own): `me`, else `None`.
+    pub fn private_block(&self, me: u32) -> Option<u64> {
+        (self.block != 0).then_some(u64::from(me))
+    }
+
+    /// Round `r`'s windows of a contribution of `bytes`, in contribution
+    /// order. Over all rounds the windows cover every byte once.
+    pub fn windows(&self, bytes: u64, r: u64) -> impl Iterator<Item = Window> + '_ {
+        let (block, blocks) = if self.block == 0 {
+            (bytes, u64::from(bytes > 0))
+        } else {
+            (self.block, bytes.div_ceil(self.block))
+        };
+        (0..blocks).filter_map(move |k| {
+            let start = k * block;
+            let end = (start + block).min(bytes);
+            let lo = start + r * self.q;
+            let hi = (lo + self.q).min(end);
+            (lo < hi).then_some(Window {
+                block: k,
+                lo,
+                hi,
+                at: k * self.q,
+            })
+        })
+    }
+}
+
+/// Contribution bytes `lo..hi` (of block `block`), staged at byte `at` of the
+/// staging buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Window {
+    pub block: u64,
+    pub lo: u64,
+    pub hi: u64,
+    pub at: u64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A cut's windows cover every byte of a contribution once, within the
+    /// staging buffer and without two windows of a round overlapping there,
+    /// for one-block and many-block cuts and blocks that do not fill a round.
+    #[test]
+    fn cuts_cover_every_contribution_byte_once() {
+        for (block, q) in [
+            (0u64, 1000u64),
+            (0, 7),
+            (96, 64),
+            (100, 64),
+            (5, 3),
+            (64, 64),
+            (1, 1),
+        ] {
+            let cut = Cut { block, q };
+            let stage = if block == 0 { q } else { q * 8 };
+            for bytes in [
+                0u64,
+                1,
+                5,
+                63,
+                64,
+                100,
+                333,
+                8 * block.max(1),
+                8 * block.max(1) - 3,
+            ] {
+                if block > 0 && bytes.div_ceil(block) > 8 {
+                    continue;
+                }
+                let mut seen = vec![0u32; bytes as usize];
+                for r in 0..cut.rounds(bytes) {
+                    let mut used = vec![false; stage as usize];
+                    for Window {
+                        block: k,
+                        lo,
+                        hi,
+                        at,
+                    } in cut.windows(bytes, r)
+                    {
+                        assert!(lo < hi && hi <= bytes, "{cut:?} {bytes} r{r}");
+                        if block > 0 {
+                            assert!(lo >= k * block && hi <= (k + 1) * block);
+                        }
+                        for x in 0..hi - lo {
+                            seen[(lo + x) as usize] += 1;
+                            let b = (at + x) as usize;
+                            assert!(b < stage as usize && !used[b], "{cut:?} {bytes} r{r}");
+                            used[b] = true;
+                        }
+                    }
+                }
+                assert_eq!(cut.windows(bytes, cut.rounds(bytes)).count(), 0);
+                assert!(seen.iter().all(|&c| c == 1), "{cut:?} {bytes}: {seen:?}");
+            }
+        }
+    }
 
     /// `within` over consecutive windows gives every byte of the move once,
     /// at the right dest, whatever the windows' size.

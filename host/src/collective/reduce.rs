@@ -42,6 +42,7 @@ macro_rules! reduce_types {
         impl sealed::Sealed for $t {}
         impl Reduce for $t {
             const KIND: &'static str = $k;
+            #[inline(always)]
             fn host_combine(op: ReduceOp, a: Self, b: Self) -> Self {
                 reduce_types!(@combine $bitwise, op, a, b)
             }

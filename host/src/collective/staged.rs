@@ -5,10 +5,11 @@
 //! segment's staging buffers (host memory every PE maps), in rounds of
 //! [`STAGE_BYTES`] per member:
 //!
-//! 1. each member copies bytes `r S .. (r + 1) S` of its contribution (see
-//!    `moves.rs`) from its heap into its staging buffer of parity `r & 1`
-//!    (a memcpy when the heap is host-mapped, a copy through the device's
-//!    staging buffer otherwise);
+//! 1. each member copies round `r`'s part of its contribution (see
+//!    `moves.rs`: bytes `r S .. (r + 1) S`, or for an alltoall a slice of
+//!    every member's block, `moves::Cut`) from its heap into its staging
+//!    buffer of parity `r & 1` (a memcpy when the heap is host-mapped, a copy
+//!    through the device's staging buffer otherwise);
 //! 2. the members meet on the plane, each saying whether its copies so far
 //!    worked (a member that failed stops every member at the same round);
 //! 3. each member copies what it needs from the members' buffers into its own
@@ -21,7 +22,7 @@
 //! sets one more), so calls on different teams never share one.
 
 use super::host_path::ReduceFn;
-use super::moves::{self, Plan};
+use super::moves::{self, Cut, Plan, Window};
 use super::{Desc, Members};
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -30,6 +31,16 @@ use crate::sync::layout::STAGE_BYTES;
 /// A round's descriptor: a tag (members in another call notice) and whether
 /// this member staged its part.
 const ROUND_TAG: u32 = 0x5354_4744;
+
+/// What a round's copy-out reads: the plan, the cut and every member's
+/// contribution size, and this PE's private block (index, its mapped source)
+/// when it skips staging.
+struct RoundIo<'a> {
+    plan: &'a Plan,
+    cut: &'a Cut,
+    contrib: &'a [u64],
+    own: Option<(u64, *const u8)>,
+}
 
 impl Context {
     /// Whether some member of `m` is reached through staging: the same answer
@@ -56,24 +67,43 @@ impl Context {
         let (contrib, plan) = moves::plan(m, all)?;
         let me = self.my_pe();
         let src = all[m.me as usize].source;
-        let s = STAGE_BYTES as u64;
-        let rounds = contrib.iter().map(|b| b.div_ceil(s)).max().unwrap_or(0);
+        let cut = Cut::new(m, all, STAGE_BYTES as u64);
+        let rounds = contrib.iter().map(|&b| cut.rounds(b)).max().unwrap_or(0);
         let buffer = |member: u32, round: u64| {
             plane.staging(m.slot, m.shape.member(member), (round & 1) as u32)
         };
+        // An alltoall's block for this PE is read by this PE alone: with its
+        // heap mapped it goes from the source straight to dest, never
+        // through staging (a copy less of 1/n of the data).
+        let own = cut.private_block(m.me).and_then(|k| {
+            Some((
+                k,
+                self.own_mapped(src, contrib[m.me as usize])?.cast_const(),
+            ))
+        });
         let mut combined: Vec<u8> = Vec::new();
         // This PE's first failure (staging its part in, or writing its dest):
         // reported at the next meeting, so that every member stops at the
         // same round instead of waiting for one that left.
         let mut failed: Option<Error> = None;
         for r in 0..rounds {
-            let (lo, hi) = (r * s, (r + 1) * s);
-            let mine = contrib[m.me as usize].min(hi).saturating_sub(lo);
-            if mine > 0 && failed.is_none() {
+            for Window { block, lo, hi, at } in cut.windows(contrib[m.me as usize], r) {
+                if failed.is_some() {
+                    break;
+                }
+                if own.is_some_and(|(k, _)| k == block) {
+                    continue;
+                }
                 // SAFETY: this PE's staging buffer of this parity is its own
-                // until it meets the others below (module docs); `mine` is at
-                // most STAGE_BYTES; no other reference to it exists here.
-                let to = unsafe { std::slice::from_raw_parts_mut(buffer(m.me, r), mine as usize) };
+                // until it meets the others below (module docs); the window
+                // lies within its STAGE_BYTES (`Cut`); no other reference to
+                // it exists here.
+                let to = unsafe {
+                    std::slice::from_raw_parts_mut(
+                        buffer(m.me, r).add(at as usize),
+                        (hi - lo) as usize,
+                    )
+                };
                 if let Err(e) = self.read_bytes(me, src + lo, to) {
                     failed = Some(e);
                 }
@@ -96,7 +126,13 @@ impl Context {
                     ))
                 }));
             }
-            if let Err(e) = self.copy_out_round(m, all, &plan, &contrib, r, reduce, &mut combined) {
+            let io = RoundIo {
+                plan: &plan,
+                cut: &cut,
+                contrib: &contrib,
+                own,
+            };
+            if let Err(e) = self.copy_out_round(m, all, &io, r, reduce, &mut combined) {
                 failed = Some(e);
             }
         }
@@ -114,39 +150,73 @@ impl Context {
         &self,
         m: &Members,
         all: &[Desc],
-        plan: &Plan,
-        contrib: &[u64],
+        io: &RoundIo,
         r: u64,
         reduce: Option<ReduceFn>,
         combined: &mut Vec<u8>,
     ) -> Result<()> {
         let plane = self.inner.plane.as_ref().expect("checked by staged_move");
         let me = self.my_pe();
-        let s = STAGE_BYTES as u64;
-        let (lo, hi) = (r * s, (r + 1) * s);
         // The members' parts of this round are readable until this PE meets
-        // them again.
-        let part = |member: u32, at: u64, n: u64| -> &[u8] {
+        // them again: `n` bytes at `offset` of the member's buffer.
+        let part = |member: u32, offset: u64, n: u64| -> &[u8] {
             let buffer = plane.staging(m.slot, m.shape.member(member), (r & 1) as u32);
-            // SAFETY: member's buffer holds its bytes lo..lo + STAGE_BYTES of
-            // its contribution (at - lo + n <= STAGE_BYTES: `within` and the
-            // round bounds); it filled them before the meeting and rewrites
+            // SAFETY: offset + n lies within one of the member's windows of
+            // this round (`Cut::windows` and `within`), inside its
+            // STAGE_BYTES; it filled them before the meeting and rewrites
             // them only after the next one.
-            unsafe { std::slice::from_raw_parts(buffer.add((at - lo) as usize), n as usize) }
+            unsafe { std::slice::from_raw_parts(buffer.add(offset as usize), n as usize) }
         };
-        match plan {
+        match io.plan {
             Plan::Copies(moves) => {
                 for mv in moves {
-                    for (at, dest, n) in mv.within(lo, hi.min(contrib[mv.member as usize])) {
-                        self.write_bytes(me, dest, part(mv.member, at, n))?;
+                    // Straight into the mapped dest when it is mapped: one
+                    // range check per move, not one call per block.
+                    let mapped = self.own_mapped(mv.dest, mv.dest_span());
+                    for w in io.cut.windows(io.contrib[mv.member as usize], r) {
+                        let own = io.own.filter(|&(k, _)| mv.member == m.me && k == w.block);
+                        for (at, dest, n) in mv.within(w.lo, w.hi) {
+                            let from = match own {
+                                // SAFETY: contribution byte `at` of this PE is
+                                // byte src + at of its mapped heap (own_mapped
+                                // checked the whole contribution).
+                                Some((_, p)) => unsafe { p.add(at as usize) },
+                                None => part(mv.member, w.at + at - w.lo, n).as_ptr(),
+                            };
+                            match mapped {
+                                // SAFETY: dest..dest + n lies within the
+                                // move's dest span (`within`), which
+                                // own_mapped checked lies in this PE's
+                                // mapping; `from` holds n bytes (a staging
+                                // buffer's window or this PE's source, which
+                                // collectives' sources and dests may not
+                                // overlap); raw bytes, no references.
+                                Some(p) => unsafe {
+                                    std::ptr::copy_nonoverlapping(
+                                        from,
+                                        p.add((dest - mv.dest) as usize),
+                                        n as usize,
+                                    )
+                                },
+                                None => {
+                                    // SAFETY: as above, n readable bytes.
+                                    let from =
+                                        unsafe { std::slice::from_raw_parts(from, n as usize) };
+                                    self.write_bytes(me, dest, from)?
+                                }
+                            }
+                        }
                     }
                 }
             }
             Plan::Reduce { dest, bytes, op } => {
-                let n = (*bytes).min(hi) - lo;
+                // One block (`Cut`): this round's bytes of every member.
+                let s = STAGE_BYTES as u64;
+                let lo = r * s;
+                let n = (*bytes).min(lo + s) - lo;
                 let es = all[m.me as usize].es as u64;
                 let slots: Vec<*const u8> =
-                    (0..m.shape.size).map(|i| part(i, lo, n).as_ptr()).collect();
+                    (0..m.shape.size).map(|i| part(i, 0, n).as_ptr()).collect();
                 let f = reduce.expect("reductions pass their combiner");
                 if let Some(out) = self.own_mapped(dest + lo, n) {
                     // Straight into the mapped dest.

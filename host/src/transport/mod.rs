@@ -26,9 +26,11 @@ pub mod proxy;
 use crate::error::{Error, Result};
 
 /// Environment variable: `auto` (the default: direct where the peer shares
-/// this PE's device, staged elsewhere) or `staged` (every peer staged, as if
+/// this PE's device, staged elsewhere), `staged` (every peer staged, as if
 /// each PE had a device of its own: the cross-device path, testable on one
-/// device).
+/// device) or `staged:K` (PEs grouped K at a time by number, `pe / K`, as if
+/// each group shared a device: direct within a group, staged across; the
+/// mixed teams of a node with several GPUs and several PEs on each).
 pub const ENV_TRANSPORT: &str = "VKSHMEM_TRANSPORT";
 
 /// How this PE reaches a peer's symmetric heap.
@@ -57,8 +59,37 @@ impl Transport {
 pub enum Mode {
     /// Direct where the device is shared, staged elsewhere.
     Auto,
-    /// Staged for every peer.
-    Staged,
+    /// Direct only within groups of this many consecutive PEs (`pe / K`),
+    /// staged across them; `Staged(1)`: staged for every peer.
+    Staged(u32),
+}
+
+impl Mode {
+    /// Whether PEs `a` and `b` may be direct under this mode (they are when,
+    /// besides, they share a device).
+    pub fn groups_together(self, a: u32, b: u32) -> bool {
+        match self {
+            Mode::Auto => true,
+            Mode::Staged(k) => a / k == b / k,
+        }
+    }
+
+    /// The group size it asks for (0: `auto`), as published at init.
+    pub fn code(self) -> u32 {
+        match self {
+            Mode::Auto => 0,
+            Mode::Staged(k) => k,
+        }
+    }
+
+    /// How it is written in `VKSHMEM_TRANSPORT`.
+    pub fn name(self) -> String {
+        match self {
+            Mode::Auto => "auto".into(),
+            Mode::Staged(1) => "staged".into(),
+            Mode::Staged(k) => format!("staged:{k}"),
+        }
+    }
 }
 
 impl Mode {
@@ -69,12 +100,15 @@ impl Mode {
     pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Mode> {
         match get(ENV_TRANSPORT).as_deref().map(str::trim) {
             None | Some("") | Some("auto") => Ok(Mode::Auto),
-            Some("staged") => Ok(Mode::Staged),
-            Some(v) => Err(Error::Config {
-                var: ENV_TRANSPORT,
-                value: v.into(),
-                why: "use auto or staged".into(),
-            }),
+            Some("staged") => Ok(Mode::Staged(1)),
+            Some(v) => match v.strip_prefix("staged:").map(str::parse::<u32>) {
+                Some(Ok(k)) if k >= 1 => Ok(Mode::Staged(k)),
+                _ => Err(Error::Config {
+                    var: ENV_TRANSPORT,
+                    value: v.into(),
+                    why: "use auto, staged or staged:K with K >= 1 PEs per group".into(),
+                }),
+            },
         }
     }
 }
@@ -95,12 +129,35 @@ mod tests {
         };
         assert_eq!(Mode::from_env(env(None)).unwrap(), Mode::Auto);
         assert_eq!(Mode::from_env(env(Some("auto"))).unwrap(), Mode::Auto);
-        assert_eq!(Mode::from_env(env(Some(" staged "))).unwrap(), Mode::Staged);
-        match Mode::from_env(env(Some("proxy"))) {
-            Err(Error::Config { var, value, .. }) => {
-                assert_eq!((var, value.as_str()), (ENV_TRANSPORT, "proxy"))
+        assert_eq!(
+            Mode::from_env(env(Some(" staged "))).unwrap(),
+            Mode::Staged(1)
+        );
+        assert_eq!(
+            Mode::from_env(env(Some("staged:3"))).unwrap(),
+            Mode::Staged(3)
+        );
+        for bad in ["proxy", "staged:0", "staged:", "staged:x", "staged:-2"] {
+            match Mode::from_env(env(Some(bad))) {
+                Err(Error::Config { var, value, .. }) => {
+                    assert_eq!((var, value.as_str()), (ENV_TRANSPORT, bad))
+                }
+                other => panic!("{bad}: {other:?}"),
             }
-            other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn groups_are_consecutive_pes() {
+        assert!(Mode::Auto.groups_together(0, 7));
+        assert!(!Mode::Staged(1).groups_together(0, 1));
+        assert!(Mode::Staged(1).groups_together(3, 3));
+        let two = Mode::Staged(2);
+        assert!(two.groups_together(0, 1) && two.groups_together(2, 3));
+        assert!(!two.groups_together(1, 2) && !two.groups_together(0, 3));
+        // A last group may be short (5 PEs in groups of 2: {0,1} {2,3} {4}).
+        assert!(!two.groups_together(3, 4));
+        assert_eq!((two.code(), two.name()), (2, "staged:2".to_string()));
+        assert_eq!(Mode::Staged(1).name(), "staged");
     }
 }
