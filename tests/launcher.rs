@@ -562,6 +562,50 @@ fn collectives_conform_through_the_staged_transport() {
     assert!(r.stdout.contains("wrong=0"), "{}", r.stdout);
 }
 
+/// A heap the host does not map (`VKSHMEM_HEAP_MAPPING=off`, what a GPU
+/// without a host-visible device-local heap gives): host access goes through
+/// device copies, the small host path steps aside, and the staged transport
+/// copies between the heap and the staging buffers imported into the device
+/// (`VK_EXT_external_memory_host`). The conformance harness's host forms on 3
+/// PEs, direct and staged, and the benchmark's host check across staged
+/// rounds.
+#[test]
+fn collectives_conform_without_a_host_mapping() {
+    let _one = one_spinning_job();
+    let unmapped = [("VKSHMEM_HEAP_MAPPING", "off")];
+    conformance(&[(3, Some("--host-only"))], &unmapped);
+    let staged = [
+        ("VKSHMEM_HEAP_MAPPING", "off"),
+        ("VKSHMEM_TRANSPORT", "staged"),
+    ];
+    conformance(&[(3, Some("--host-only"))], &staged);
+    let bench = bin_dir().join("vkshmem-bench");
+    let r = run_vkshmrun_env(
+        &[
+            "-n",
+            "3",
+            bench.to_str().unwrap(),
+            "--collective",
+            "all",
+            "--scope",
+            "host",
+            "--check",
+            "--min-bytes",
+            "1M",
+            "--max-bytes",
+            "4M",
+            "--iters",
+            "2",
+        ],
+        &staged,
+        Duration::from_secs(300),
+        Leftovers::Forbidden,
+        |_| {},
+    );
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("wrong=0"), "{}", r.stdout);
+}
+
 /// The conformance harness (tests/progs/collectives_check.rs): every host-initiated
 /// collective on every team shape against a host reference, then bad input.
 #[test]

@@ -189,6 +189,26 @@ pub fn wait_timeout(get: impl Fn(&str) -> Option<String>) -> Result<Option<std::
     }
 }
 
+/// `off`: the host never maps the symmetric heap, even where its memory is
+/// host-visible, as on a GPU without a host-visible device-local heap; every
+/// host access then goes through copies on the device. For testing those paths
+/// on any device (lavapipe's heap is host memory). `auto` (the default): mapped
+/// where the memory allows.
+pub const ENV_HEAP_MAPPING: &str = "VKSHMEM_HEAP_MAPPING";
+
+/// `VKSHMEM_HEAP_MAPPING`: whether the host may map the heap.
+pub fn heap_mapping(get: impl Fn(&str) -> Option<String>) -> Result<bool> {
+    match get(ENV_HEAP_MAPPING).as_deref().map(str::trim) {
+        None | Some("") | Some("auto") => Ok(true),
+        Some("off") => Ok(false),
+        Some(v) => Err(Error::Config {
+            var: ENV_HEAP_MAPPING,
+            value: v.into(),
+            why: "use auto or off".into(),
+        }),
+    }
+}
+
 /// Largest small collective (bytes per member) run on the host through the
 /// mapped heap and the sync plane, with no submission; `0` forces every
 /// collective through a kernel.

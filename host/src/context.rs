@@ -22,6 +22,7 @@ use crate::symbuf::SymBuffer;
 use crate::sync::segment::Segment;
 use crate::sync::{Plane, WaitPolicy};
 use crate::team::{Team, TeamShape, TeamTable};
+use crate::vk::host_import::HostImport;
 use crate::vk::kernel::Kernel;
 use crate::vk::memory::Staging;
 use crate::vk::submit::{Submitter, Window};
@@ -90,6 +91,12 @@ pub(crate) struct Inner {
     /// This PE's proxy thread, when device code reaches some peer through it
     /// (started once the control region is initialised; stopped first at drop).
     pub(crate) proxy: std::sync::OnceLock<crate::transport::proxy::Proxy>,
+    /// The node segment's staging sets imported into this PE's device
+    /// (`VK_EXT_external_memory_host`), by staging slot, made on first use
+    /// where the heap is not host-mapped (`None`: the import failed; not
+    /// retried). Before `plane`: an import must go before the mapping it
+    /// covers.
+    pub(crate) staging_imports: Mutex<HashMap<u32, Option<Arc<HostImport>>>>,
     /// The sync plane (node shared memory), in a job started by the launcher.
     pub(crate) plane: Option<Arc<Plane>>,
     /// The device library's shape for this PE (`Context::library_config`).
@@ -147,6 +154,7 @@ impl Context {
         let policy = WaitPolicy::from_env(get, job.npes)?;
         let host_mapped_max = config::host_mapped_max(get)?;
         let transport = crate::transport::Mode::from_env(get)?;
+        let heap_mapping = config::heap_mapping(get)?;
         let mut boot = match &job.bootstrap {
             Some((endpoint, secret)) => {
                 Some(Bootstrap::connect(endpoint, secret, job.pe, job.npes)?)
@@ -191,7 +199,7 @@ impl Context {
                 job.npes
             )));
         }
-        let heap = SymmetricHeap::create(&gpu, heap_size, job.pe, boot.as_mut(), transport).map_err(|e| {
+        let heap = SymmetricHeap::create(&gpu, heap_size, job.pe, boot.as_mut(), transport, heap_mapping).map_err(|e| {
             match e {
                 Error::Vulkan { call, result }
                     if matches!(
@@ -265,6 +273,7 @@ impl Context {
                 library_kernels: Mutex::new(HashMap::new()),
                 submit: Mutex::new(submit),
                 staging: Mutex::new(None),
+                staging_imports: Mutex::new(HashMap::new()),
                 heap,
                 alloc: Mutex::new(alloc),
                 boot: Mutex::new(boot),

@@ -53,16 +53,18 @@ pub struct SymmetricHeap {
 
 impl SymmetricHeap {
     /// Allocates this PE's block of `size` bytes and imports the blocks of the
-    /// peers it reaches directly (`mode`). Collective over the job when `boot`
-    /// is given (else a job of one PE).
+    /// peers it reaches directly (`mode`), mapping them for the host where the
+    /// memory allows and `map` (`VKSHMEM_HEAP_MAPPING`). Collective over the
+    /// job when `boot` is given (else a job of one PE).
     pub fn create(
         gpu: &Arc<Gpu>,
         size: u64,
         me: u32,
         boot: Option<&mut Bootstrap>,
         mode: Mode,
+        map: bool,
     ) -> Result<SymmetricHeap> {
-        let own = Arc::new(SharedMemory::export_new(gpu, size)?);
+        let own = Arc::new(SharedMemory::export_new(gpu, size, map)?);
         let Some(boot) = boot else {
             return Ok(SymmetricHeap {
                 me,
@@ -137,7 +139,7 @@ impl SymmetricHeap {
                 peers.push(Peer::Staged("sent no heap descriptor".into()));
                 continue;
             };
-            match SharedMemory::import(gpu, fd, info.size, info.memory_type) {
+            match SharedMemory::import(gpu, fd, info.size, info.memory_type, map) {
                 Ok(m) => peers.push(Peer::Mapped(Arc::new(m))),
                 Err(e) => {
                     outcome = Err(format!("PE {me} cannot import the heap of PE {pe}: {e}"));

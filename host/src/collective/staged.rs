@@ -24,9 +24,16 @@
 use super::host_path::ReduceFn;
 use super::moves::{self, Cut, Plan, Window};
 use super::{Desc, Members};
-use crate::context::Context;
+use std::sync::Arc;
+
+use ash::vk;
+
+use crate::context::{lock, Context};
 use crate::error::{Error, Result};
+use crate::sync::layout::ACTIVE_SET_STAGING;
 use crate::sync::layout::STAGE_BYTES;
+use crate::sync::Plane;
+use crate::vk::host_import::HostImport;
 
 /// A round's descriptor: a tag (members in another call notice) and whether
 /// this member staged its part.
@@ -40,6 +47,9 @@ struct RoundIo<'a> {
     cut: &'a Cut,
     contrib: &'a [u64],
     own: Option<(u64, *const u8)>,
+    /// The team's staging set imported into this PE's device, when its heap
+    /// is not host-mapped.
+    import: Option<&'a HostImport>,
 }
 
 impl Context {
@@ -81,13 +91,38 @@ impl Context {
                 self.own_mapped(src, contrib[m.me as usize])?.cast_const(),
             ))
         });
+        // A heap the host does not map (a GPU's device-local memory): the
+        // device copies between it and the staging buffers, imported into it,
+        // a round's pieces in one submission each way.
+        let import = if self.inner.heap.block(me)?.mapped().is_none() {
+            self.staging_import(plane, m.slot)
+        } else {
+            None
+        };
         let mut combined: Vec<u8> = Vec::new();
         // This PE's first failure (staging its part in, or writing its dest):
         // reported at the next meeting, so that every member stops at the
         // same round instead of waiting for one that left.
         let mut failed: Option<Error> = None;
         for r in 0..rounds {
-            for Window { block, lo, hi, at } in cut.windows(contrib[m.me as usize], r) {
+            if let Some(imp) = import.as_deref().filter(|_| failed.is_none()) {
+                let base = Plane::staging_offset(me, r as u32);
+                let regions: Vec<vk::BufferCopy> = cut
+                    .windows(contrib[m.me as usize], r)
+                    .map(|w| vk::BufferCopy {
+                        src_offset: src + w.lo,
+                        dst_offset: base + w.at,
+                        size: w.hi - w.lo,
+                    })
+                    .collect();
+                if let Err(e) = self.device_copies(me, &regions, imp, true) {
+                    failed = Some(e);
+                }
+            }
+            for Window { block, lo, hi, at } in cut
+                .windows(contrib[m.me as usize], r)
+                .filter(|_| import.is_none())
+            {
                 if failed.is_some() {
                     break;
                 }
@@ -131,6 +166,7 @@ impl Context {
                 cut: &cut,
                 contrib: &contrib,
                 own,
+                import: import.as_deref(),
             };
             if let Err(e) = self.copy_out_round(m, all, &io, r, reduce, &mut combined) {
                 failed = Some(e);
@@ -167,6 +203,9 @@ impl Context {
             // them only after the next one.
             unsafe { std::slice::from_raw_parts(buffer.add(offset as usize), n as usize) }
         };
+        if let Some(imp) = io.import {
+            return self.copy_out_by_device(m, all, io, imp, r, reduce);
+        }
         match io.plan {
             Plan::Copies(moves) => {
                 for mv in moves {
@@ -229,5 +268,143 @@ impl Context {
             }
         }
         Ok(())
+    }
+
+    /// The staging set of `slot` imported into this PE's device, made on
+    /// first use; `None` where the device cannot import it (then the copies
+    /// go through the bounce buffer of `read_bytes`/`write_bytes`).
+    fn staging_import(&self, plane: &Plane, slot: Option<u32>) -> Option<Arc<HostImport>> {
+        let key = slot.unwrap_or(ACTIVE_SET_STAGING);
+        let mut imports = lock(&self.inner.staging_imports);
+        imports
+            .entry(key)
+            .or_insert_with(|| {
+                let (ptr, len) = plane.staging_set(slot);
+                let gpu = &self.inner.gpu;
+                if !HostImport::possible(gpu, ptr, len as u64) {
+                    tracing::info!(
+                        "PE {}: staged copies through a bounce buffer ({} cannot import the staging buffers: VK_EXT_external_memory_host missing or alignment)",
+                        self.my_pe(),
+                        gpu.info.name
+                    );
+                    return None;
+                }
+                // SAFETY: the range is part of the node segment's mapping,
+                // which `self.inner.plane` keeps for the life of the context;
+                // the import is dropped before it (`Inner`'s field order).
+                match unsafe { HostImport::new(gpu, ptr, len as u64) } {
+                    Ok(i) => {
+                        tracing::info!(
+                            "PE {}: staging set of slot {key} ({len} bytes) imported into {}: staged copies by the device",
+                            self.my_pe(),
+                            gpu.info.name
+                        );
+                        Some(Arc::new(i))
+                    }
+                    Err(e) => {
+                        tracing::warn!(
+                            "PE {}: staged copies through a bounce buffer: {e}",
+                            self.my_pe()
+                        );
+                        None
+                    }
+                }
+            })
+            .clone()
+    }
+
+    /// Runs `regions` between this PE's heap and the imported staging set in
+    /// one submission: heap to staging when `inbound`, else staging to heap.
+    /// Checks every region against both before recording.
+    fn device_copies(
+        &self,
+        me: u32,
+        regions: &[vk::BufferCopy],
+        imp: &HostImport,
+        inbound: bool,
+    ) -> Result<()> {
+        let heap = self.inner.heap.block(me)?;
+        for r in regions {
+            let (h, st) = if inbound {
+                (r.src_offset, r.dst_offset)
+            } else {
+                (r.dst_offset, r.src_offset)
+            };
+            self.check_range(me, h, r.size)?;
+            if st + r.size > imp.size() {
+                return Err(Error::InvalidArgument(format!(
+                    "staged copy of {} bytes at {st} beyond the staging set ({} bytes)",
+                    r.size,
+                    imp.size()
+                )));
+            }
+        }
+        let (src, dst) = if inbound {
+            (heap.buffer, imp.buffer)
+        } else {
+            (imp.buffer, heap.buffer)
+        };
+        lock(&self.inner.submit).copy_regions(src, dst, regions)
+    }
+
+    /// Round `r`'s copy-out by the device (heap not host-mapped): the pieces
+    /// of the members' staging buffers into dest in one submission, or, for
+    /// a reduction, the combined round written into this PE's staging buffer
+    /// of the other parity, then copied into dest. That buffer is free: every
+    /// member finished reading it in the last round before this round's
+    /// meeting, and this PE refills it only in the next round.
+    fn copy_out_by_device(
+        &self,
+        m: &Members,
+        all: &[Desc],
+        io: &RoundIo,
+        imp: &HostImport,
+        r: u64,
+        reduce: Option<ReduceFn>,
+    ) -> Result<()> {
+        let plane = self.inner.plane.as_ref().expect("checked by staged_move");
+        let me = self.my_pe();
+        let parity = r as u32;
+        let regions: Vec<vk::BufferCopy> = match io.plan {
+            Plan::Copies(moves) => {
+                let mut regions = Vec::new();
+                for mv in moves {
+                    let base = Plane::staging_offset(m.shape.member(mv.member), parity);
+                    for w in io.cut.windows(io.contrib[mv.member as usize], r) {
+                        regions.extend(mv.within(w.lo, w.hi).map(|(at, dest, n)| vk::BufferCopy {
+                            src_offset: base + w.at + at - w.lo,
+                            dst_offset: dest,
+                            size: n,
+                        }));
+                    }
+                }
+                regions
+            }
+            Plan::Reduce { dest, bytes, op } => {
+                let s = STAGE_BYTES as u64;
+                let lo = r * s;
+                let n = (*bytes).min(lo + s) - lo;
+                let es = all[m.me as usize].es as u64;
+                let slots: Vec<*const u8> = (0..m.shape.size)
+                    .map(|i| {
+                        plane
+                            .staging(m.slot, m.shape.member(i), parity)
+                            .cast_const()
+                    })
+                    .collect();
+                let out = plane.staging(m.slot, me, parity + 1);
+                let f = reduce.expect("reductions pass their combiner");
+                // `out` is this PE's other staging buffer (see above): n <=
+                // STAGE_BYTES bytes nobody else touches now, aligned.
+                f(*op, (n / es) as usize, &slots, out);
+                vec![vk::BufferCopy {
+                    src_offset: Plane::staging_offset(me, parity + 1),
+                    dst_offset: dest + lo,
+                    size: n,
+                }]
+            }
+        };
+        let regions: Vec<vk::BufferCopy> = regions.into_iter().filter(|r| r.size > 0).collect();
+        self.device_copies(me, &regions, imp, false)
     }
 }

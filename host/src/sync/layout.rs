@@ -229,6 +229,19 @@ mod tests {
                 l.staging(ACTIVE_SET_STAGING, npes - 1, 1) + STAGE_BYTES,
                 l.inbox(0)
             );
+            // A slot's set is one range, PE-major (`Plane::staging_set`,
+            // `Plane::staging_offset`), page-aligned for a host import.
+            for slot in [0, SLOTS as u32 - 1, ACTIVE_SET_STAGING] {
+                for pe in 0..npes {
+                    for parity in 0..2 {
+                        assert_eq!(
+                            (l.staging(slot, pe, parity) - l.staging(slot, 0, 0)) as u64,
+                            crate::sync::Plane::staging_offset(pe, parity)
+                        );
+                    }
+                }
+                assert_eq!(l.staging(slot, 0, 0) % 4096, 0);
+            }
             assert_eq!(l.inbox(npes - 1) + INBOX_BYTES, l.bytes());
             assert_eq!(l.inbox(1 % npes) % 4096, 0);
             assert!(l.cell(npes - 1, INBOX_CELLS - 1) + CELL_BYTES <= l.bytes());

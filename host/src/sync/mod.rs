@@ -272,9 +272,25 @@ impl Plane {
             .ptr(self.layout().data(t.group.slot, pe, t.epoch), DATA_BYTES)
     }
 
-    /// Staging buffer `parity` of WORLD PE `pe` for the team in `slot` (`None`:
-    /// the active sets'), [`layout::STAGE_BYTES`] long. Who writes and reads it
-    /// when is `crate::collective::staged`'s protocol.
+    /// The staging buffers of every WORLD PE for the team in `slot` (`None`:
+    /// the active sets'): one range, PE-major, both parities each (see
+    /// [`Plane::staging_offset`]). Who writes and reads them when is
+    /// `crate::collective::staged`'s protocol.
+    pub fn staging_set(&self, slot: Option<u32>) -> (*mut u8, usize) {
+        let slot = slot.unwrap_or(layout::ACTIVE_SET_STAGING);
+        let l = self.layout();
+        let len = l.npes as usize * 2 * layout::STAGE_BYTES;
+        (self.seg.ptr(l.staging(slot, 0, 0), len), len)
+    }
+
+    /// Byte offset of PE `pe`'s staging buffer of `parity` in its slot's set
+    /// ([`Plane::staging_set`]).
+    pub fn staging_offset(pe: u32, parity: u32) -> u64 {
+        (u64::from(pe) * 2 + u64::from(parity & 1)) * layout::STAGE_BYTES as u64
+    }
+
+    /// PE `pe`'s staging buffer of `parity` in `slot`'s set (`None`: the
+    /// active sets'), STAGE_BYTES long.
     pub fn staging(&self, slot: Option<u32>, pe: u32, parity: u32) -> *mut u8 {
         let slot = slot.unwrap_or(layout::ACTIVE_SET_STAGING);
         self.seg

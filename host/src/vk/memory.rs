@@ -142,6 +142,7 @@ impl SharedMemory {
         memory: vk::DeviceMemory,
         size: u64,
         memory_type: u32,
+        map: bool,
     ) -> Result<SharedMemory> {
         let mut me = SharedMemory {
             gpu: gpu.clone(),
@@ -155,9 +156,11 @@ impl SharedMemory {
         // of its requirements, at offset 0 (VUID-vkBindBufferMemory-memory-01508).
         unsafe { gpu.device.bind_buffer_memory(buffer, memory, 0) }.vk("vkBindBufferMemory")?;
         let flags = gpu.memory_properties.memory_types[memory_type as usize].property_flags;
-        if flags.contains(
-            vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT,
-        ) {
+        if map
+            && flags.contains(
+                vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT,
+            )
+        {
             // SAFETY: host-visible memory, not mapped yet, whole range.
             let p = unsafe {
                 gpu.device
@@ -169,8 +172,9 @@ impl SharedMemory {
         Ok(me)
     }
 
-    /// Allocates `size` bytes of exportable memory.
-    pub fn export_new(gpu: &Arc<Gpu>, size: u64) -> Result<SharedMemory> {
+    /// Allocates `size` bytes of exportable memory, mapped for the host when
+    /// its type allows and `map`.
+    pub fn export_new(gpu: &Arc<Gpu>, size: u64, map: bool) -> Result<SharedMemory> {
         Self::check_external(gpu)?;
         let buffer = Self::create_buffer(gpu, size)?;
         // SAFETY: valid buffer of this device.
@@ -210,7 +214,7 @@ impl SharedMemory {
                 });
             }
         };
-        Self::bind_and_map(gpu, buffer, memory, req.size, memory_type).inspect_err(|_| {
+        Self::bind_and_map(gpu, buffer, memory, req.size, memory_type, map).inspect_err(|_| {
             // SAFETY: neither object is in use yet.
             unsafe {
                 gpu.device.destroy_buffer(buffer, None);
@@ -230,13 +234,15 @@ impl SharedMemory {
         Ok(unsafe { OwnedFd::from_raw_fd(fd) })
     }
 
-    /// Imports a peer's memory of `size` bytes and type `memory_type` from `fd`.
-    /// The peer must be on the same physical device and driver (equal UUIDs).
+    /// Imports a peer's memory of `size` bytes and type `memory_type` from `fd`,
+    /// mapped for the host when its type allows and `map`. The peer must be on
+    /// the same physical device and driver (equal UUIDs).
     pub fn import(
         gpu: &Arc<Gpu>,
         fd: OwnedFd,
         size: u64,
         memory_type: u32,
+        map: bool,
     ) -> Result<SharedMemory> {
         if memory_type >= gpu.memory_properties.memory_type_count {
             return Err(Error::Bootstrap(format!(
@@ -269,7 +275,7 @@ impl SharedMemory {
         // allocation (VUID-VkMemoryAllocateInfo-allocationSize-01742 and -01743).
         match unsafe { gpu.device.allocate_memory(&info, None) } {
             // On success the implementation owns the fd (VK_KHR_external_memory_fd).
-            Ok(memory) => Self::bind_and_map(gpu, buffer, memory, size, memory_type),
+            Ok(memory) => Self::bind_and_map(gpu, buffer, memory, size, memory_type, map),
             Err(e) => {
                 // On failure we still own it.
                 // SAFETY: `raw` came from into_raw_fd above and was not consumed.

@@ -2,6 +2,7 @@
 //! ([`memory`]), one-shot command submission ([`submit`]) and compute kernels
 //! ([`kernel`]). Everything above this module speaks in heaps, offsets and PEs.
 
+pub mod host_import;
 pub mod kernel;
 pub mod memory;
 pub mod pipeline_cache;
@@ -95,6 +96,8 @@ pub struct Gpu {
     pub(crate) physical: vk::PhysicalDevice,
     pub(crate) device: ash::Device,
     pub(crate) external_fd: ash::khr::external_memory_fd::Device,
+    /// `VK_EXT_external_memory_host`, where the device has it (enabled then).
+    pub(crate) host_import: Option<HostImportFns>,
     pub(crate) queue: Mutex<vk::Queue>,
     pub(crate) queue_family: u32,
     pub(crate) memory_properties: vk::PhysicalDeviceMemoryProperties,
@@ -111,6 +114,13 @@ pub struct Gpu {
     /// On CPU drivers that cap loops (llvmpipe): the threads the driver created
     /// when the device was opened, which run its kernels (see `crate::throttle`).
     pub(crate) driver_threads: crate::throttle::DriverThreads,
+}
+
+/// `VK_EXT_external_memory_host`'s entry points and the alignment it needs
+/// of an imported pointer and size.
+pub(crate) struct HostImportFns {
+    pub fns: ash::ext::external_memory_host::Device,
+    pub alignment: u64,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -204,9 +214,20 @@ impl Gpu {
         // Properties: limits and UUIDs.
         let mut id = vk::PhysicalDeviceIDProperties::default();
         let mut m3 = vk::PhysicalDeviceMaintenance3Properties::default();
+        let mut host_props = vk::PhysicalDeviceExternalMemoryHostPropertiesEXT::default();
+        // SAFETY: valid physical device of `instance`.
+        let has_host_import = unsafe { instance.enumerate_device_extension_properties(physical) }
+            .map(|exts| {
+                let want = ash::ext::external_memory_host::NAME.to_string_lossy();
+                exts.iter().any(|e| cstr_name(&e.extension_name) == want)
+            })
+            .unwrap_or(false);
         let mut props2 = vk::PhysicalDeviceProperties2::default()
             .push_next(&mut id)
             .push_next(&mut m3);
+        if has_host_import {
+            props2 = props2.push_next(&mut host_props);
+        }
         // SAFETY: valid physical device; the pNext chain points at live structs.
         unsafe { instance.get_physical_device_properties2(physical, &mut props2) };
         let p = props2.properties;
@@ -280,7 +301,10 @@ impl Gpu {
         let queue_info = [vk::DeviceQueueCreateInfo::default()
             .queue_family_index(queue_family)
             .queue_priorities(&priorities)];
-        let extensions = [ash::khr::external_memory_fd::NAME.as_ptr()];
+        let mut extensions = vec![ash::khr::external_memory_fd::NAME.as_ptr()];
+        if has_host_import {
+            extensions.push(ash::ext::external_memory_host::NAME.as_ptr());
+        }
         let create = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queue_info)
             .enabled_extension_names(&extensions)
@@ -292,6 +316,10 @@ impl Gpu {
         // SAFETY: family and index 0 were requested in `create`.
         let queue = unsafe { device.get_device_queue(queue_family, 0) };
         let external_fd = ash::khr::external_memory_fd::Device::new(instance, &device);
+        let host_import = has_host_import.then(|| HostImportFns {
+            fns: ash::ext::external_memory_host::Device::new(instance, &device),
+            alignment: host_props.min_imported_host_pointer_alignment,
+        });
         // SAFETY: valid physical device.
         let memory_properties = unsafe { instance.get_physical_device_memory_properties(physical) };
         let cache_id = pipeline_cache::CacheId {
@@ -327,6 +355,7 @@ impl Gpu {
             physical,
             device,
             external_fd,
+            host_import,
             queue: Mutex::new(queue),
             queue_family,
             memory_properties,

@@ -349,6 +349,31 @@ impl Submitter {
         })
     }
 
+    /// Copies every region of `regions` from `src` to `dst` in one submission
+    /// (empty: nothing submitted). The caller checked that every region lies
+    /// inside both buffers and that no two regions' destinations overlap.
+    pub fn copy_regions(
+        &mut self,
+        src: vk::Buffer,
+        dst: vk::Buffer,
+        regions: &[vk::BufferCopy],
+    ) -> Result<()> {
+        if regions.is_empty() {
+            return Ok(());
+        }
+        self.run(|d, cmd| {
+            // A bounded number of regions per command.
+            for chunk in regions.chunks(4096) {
+                // SAFETY: recording state; every region lies inside both
+                // buffers (the caller checked: VUID-vkCmdCopyBuffer-srcOffset-00113,
+                // -dstOffset-00114, -size-00115, -size-00116) and destinations do
+                // not overlap (-pRegions-00117); sizes are nonzero (callers
+                // drop empty regions: VUID-VkBufferCopy-size-01988).
+                unsafe { d.cmd_copy_buffer(cmd, src, dst, chunk) }
+            }
+        })
+    }
+
     /// Fills `size` bytes of `buffer` from `offset` with the 32-bit `value`
     /// (offset and size multiples of 4).
     pub fn fill(&mut self, buffer: vk::Buffer, offset: u64, size: u64, value: u32) -> Result<()> {
