@@ -10,7 +10,9 @@
 //!   (`crate::collective::staged`): each member copies its part from its own
 //!   heap into its staging buffer, and every member copies what it needs from
 //!   the others' buffers into its own heap. Nothing touches a peer's device
-//!   memory.
+//!   memory. Where the heap is not host-mapped the device does those copies,
+//!   with the staging buffers imported into it
+//!   (`VK_EXT_external_memory_host`, `crate::vk::host_import`).
 //!
 //! The choice is made at init, from the device and driver UUIDs every PE
 //! publishes (`crate::heap`), and is symmetric: PE a reaches PE b the way b
