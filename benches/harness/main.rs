@@ -17,9 +17,11 @@
 //!   Median, minimum and maximum over the dispatches. On drivers that cap loop
 //!   iterations (lavapipe) a dispatch makes few calls, and sizes one call cannot
 //!   fit are skipped and listed at the end.
-//! - `bytes` is one PE's contribution as nccl-tests counts it (the source of a
-//!   broadcast, collect, fcollect or reduction; one block of an alltoall);
-//!   algbw = bytes / time; busbw = algbw times nccl-tests' factor.
+//! - `bytes` is one PE's source (of a broadcast, collect, fcollect or
+//!   reduction; one block of an alltoall); algbw = size / time with
+//!   nccl-tests' size (`bytes`, but a PE's whole output for collect and
+//!   fcollect and its whole send buffer, n blocks, for alltoall(s));
+//!   busbw = algbw times nccl-tests' factor.
 //! - `roofline_pct`: the time the least data movement of the call would take at
 //!   the copy kernel's bandwidth (measured at start: every PE copies 16 MiB at
 //!   once, read plus written bytes of all PEs over the time), over the measured
@@ -311,7 +313,8 @@ impl Bench<'_> {
             ctx.barrier_all()?;
             let (median_us, min_us, max_us) = metrics::stats_us(&samples);
             let factor = metrics::bus_factor(coll, n);
-            let algbw = factor.map(|_| metrics::algbw_gbps(bytes, median_us));
+            let algbw =
+                factor.map(|_| metrics::algbw_gbps(metrics::nccl_bytes(coll, bytes, n), median_us));
             out.push(Row {
                 collective: coll.into(),
                 scope: scope_name.into(),

@@ -30,7 +30,20 @@ pub fn bus_factor(collective: &str, n: u32) -> Option<f64> {
     }
 }
 
-/// Algorithm bandwidth in GB/s: `bytes` (one PE's contribution) over `time_us`.
+/// The size nccl-tests divides by the time for `collective` on `n` PEs, from
+/// the sweep's `bytes` (one PE's source, one block of an alltoall): a PE's
+/// whole output for collect and fcollect (nccl-tests' allgather counts the
+/// receive buffer), a PE's whole send buffer for alltoall(s), `bytes`
+/// otherwise. With it, busbw = size / time x factor is comparable with
+/// nccl-tests' and across collectives.
+pub fn nccl_bytes(collective: &str, bytes: u64, n: u32) -> u64 {
+    match collective {
+        "collect" | "fcollect" | "alltoall" | "alltoalls" => bytes * u64::from(n),
+        _ => bytes,
+    }
+}
+
+/// Algorithm bandwidth in GB/s: `bytes` ([`nccl_bytes`]) over `time_us`.
 pub fn algbw_gbps(bytes: u64, time_us: f64) -> f64 {
     if time_us <= 0.0 {
         0.0
@@ -87,6 +100,10 @@ mod tests {
         assert_eq!(bus_factor("broadcast", 8), Some(1.0));
         assert_eq!(bus_factor("barrier", 8), None);
         assert!((algbw_gbps(1 << 30, 1e6) - 1.073741824).abs() < 1e-9);
+        assert_eq!(nccl_bytes("alltoall", 1 << 20, 4), 4 << 20);
+        assert_eq!(nccl_bytes("fcollect", 8, 3), 24);
+        assert_eq!(nccl_bytes("reduce", 1 << 20, 4), 1 << 20);
+        assert_eq!(nccl_bytes("broadcast", 64, 8), 64);
     }
 
     #[test]
