@@ -18,7 +18,10 @@
 //! A buffer of parity `p` is written again two rounds later, which no member
 //! starts before every member has met at the round between, i.e. finished
 //! reading; a closing meeting after the last round lets the next call start
-//! writing at once. Teams have a set of buffers per team slot (and the active
+//! writing at once. (One exception, on a heap the host does not map: a
+//! reduction's combined round goes through its owner's buffer of the other
+//! parity one round later, after the meeting that ends everyone's reading of
+//! it; see `copy_out_by_device`.) Teams have a set of buffers per team slot (and the active
 //! sets one more), so calls on different teams never share one.
 
 use super::host_path::ReduceFn;
@@ -227,11 +230,12 @@ impl Context {
                                 // move's dest span (`within`), which
                                 // own_mapped checked lies in this PE's
                                 // mapping; `from` holds n bytes (a staging
-                                // buffer's window or this PE's source, which
-                                // collectives' sources and dests may not
-                                // overlap); raw bytes, no references.
+                                // buffer's window, or this PE's source, which
+                                // an in-place call may make the same bytes:
+                                // hence `copy`, a memmove); raw bytes, no
+                                // references.
                                 Some(p) => unsafe {
-                                    std::ptr::copy_nonoverlapping(
+                                    std::ptr::copy(
                                         from,
                                         p.add((dest - mv.dest) as usize),
                                         n as usize,

@@ -47,8 +47,29 @@ impl HostImport {
     pub fn possible(gpu: &Gpu, ptr: *const u8, len: u64) -> bool {
         gpu.host_import.as_ref().is_some_and(|h| {
             let a = h.alignment.max(1);
-            len > 0 && (ptr as u64) % a == 0 && len % a == 0
+            len > 0 && (ptr as u64) % a == 0 && len % a == 0 && Self::importable(gpu)
         })
+    }
+
+    /// Whether the device imports host allocations under transfer buffers
+    /// (VUID-VkImportMemoryHostPointerInfoEXT-handleType-01748).
+    fn importable(gpu: &Gpu) -> bool {
+        let info = vk::PhysicalDeviceExternalBufferInfo::default()
+            .usage(vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST)
+            .handle_type(HANDLE);
+        let mut props = vk::ExternalBufferProperties::default();
+        // SAFETY: valid physical device; the out-struct is live.
+        unsafe {
+            gpu.instance.get_physical_device_external_buffer_properties(
+                gpu.physical,
+                &info,
+                &mut props,
+            )
+        };
+        props
+            .external_memory_properties
+            .external_memory_features
+            .contains(vk::ExternalMemoryFeatureFlags::IMPORTABLE)
     }
 
     /// Imports `len` bytes at `ptr`.
@@ -98,12 +119,25 @@ impl HostImport {
         // SAFETY: valid buffer of this device.
         let req = unsafe { gpu.device.get_buffer_memory_requirements(buffer) };
         let types = req.memory_type_bits & props.memory_type_bits;
-        let Some(memory_type) = (0..32).find(|i| types & (1 << i) != 0) else {
+        // Coherent only: the PEs read and write these buffers through their
+        // own mappings, with no flush or invalidate.
+        let coherent = |i: u32| {
+            gpu.memory_properties.memory_types[i as usize]
+                .property_flags
+                .contains(vk::MemoryPropertyFlags::HOST_COHERENT)
+        };
+        let memory_type = (0..gpu.memory_properties.memory_type_count)
+            .find(|&i| types & (1 << i) != 0 && coherent(i));
+        let Some(memory_type) = memory_type.filter(|_| req.size <= len && req.alignment <= 1 << 12)
+        else {
             // SAFETY: not bound, not in use.
             unsafe { gpu.device.destroy_buffer(buffer, None) };
             return Err(Error::Unsupported {
                 device: gpu.info.name.clone(),
-                what: "a memory type for imported host memory and transfer buffers".into(),
+                what: format!(
+                    "a host-coherent memory type for {len} bytes of imported host memory under a transfer buffer (needs {} bytes)",
+                    req.size
+                ),
             });
         };
         let mut import = vk::ImportMemoryHostPointerInfoEXT::default()
@@ -129,8 +163,8 @@ impl HostImport {
                 });
             }
         };
-        // SAFETY: the memory holds `len` >= req.size bytes of an allowed type,
-        // bound at offset 0 (VUID-vkBindBufferMemory-size-01037).
+        // SAFETY: the memory holds `len` >= req.size bytes (checked) of an
+        // allowed type, bound at offset 0 (VUID-vkBindBufferMemory-size-01037).
         if let Err(e) = unsafe { gpu.device.bind_buffer_memory(buffer, memory, 0) } {
             // SAFETY: neither is in use.
             unsafe {

@@ -351,7 +351,7 @@ impl Submitter {
 
     /// Copies every region of `regions` from `src` to `dst` in one submission
     /// (empty: nothing submitted). The caller checked that every region lies
-    /// inside both buffers and that no two regions' destinations overlap.
+    /// inside both buffers; `src` and `dst` are different memory.
     pub fn copy_regions(
         &mut self,
         src: vk::Buffer,
@@ -366,9 +366,10 @@ impl Submitter {
             for chunk in regions.chunks(4096) {
                 // SAFETY: recording state; every region lies inside both
                 // buffers (the caller checked: VUID-vkCmdCopyBuffer-srcOffset-00113,
-                // -dstOffset-00114, -size-00115, -size-00116) and destinations do
-                // not overlap (-pRegions-00117); sizes are nonzero (callers
-                // drop empty regions: VUID-VkBufferCopy-size-01988).
+                // -dstOffset-00114, -size-00115, -size-00116); source and
+                // destination are different memory, so no source region
+                // overlaps a destination one (-pRegions-00117); sizes are
+                // nonzero (callers drop empty regions: VUID-VkBufferCopy-size-01988).
                 unsafe { d.cmd_copy_buffer(cmd, src, dst, chunk) }
             }
         })
