@@ -469,6 +469,36 @@ fn user_kernels_on_1_to_4_pes() {
     }
 }
 
+/// The benchmark's host check of every collective on 3 PEs with `env`, at 1
+/// to 4 MiB: several 1 MiB staged rounds per member.
+fn staged_rounds_check(env: &[(&str, &str)]) {
+    let bench = bin_dir().join("vkshmem-bench");
+    let r = run_vkshmrun_env(
+        &[
+            "-n",
+            "3",
+            bench.to_str().unwrap(),
+            "--collective",
+            "all",
+            "--scope",
+            "host",
+            "--check",
+            "--min-bytes",
+            "1M",
+            "--max-bytes",
+            "4M",
+            "--iters",
+            "2",
+        ],
+        env,
+        Duration::from_secs(300),
+        Leftovers::Forbidden,
+        |_| {},
+    );
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("wrong=0"), "{}", r.stdout);
+}
+
 /// Runs the conformance harness (tests/progs/collectives_check.rs) on each
 /// (PEs, flag) of `runs` with `env`: every PE must report over 100 checked
 /// calls and nothing wrong.
@@ -535,31 +565,7 @@ fn collectives_conform_through_the_staged_transport() {
         (8, Some("--quick")),
     ];
     conformance(&runs, &staged);
-    let bench = bin_dir().join("vkshmem-bench");
-    let r = run_vkshmrun_env(
-        &[
-            "-n",
-            "3",
-            bench.to_str().unwrap(),
-            "--collective",
-            "all",
-            "--scope",
-            "host",
-            "--check",
-            "--min-bytes",
-            "1M",
-            "--max-bytes",
-            "4M",
-            "--iters",
-            "2",
-        ],
-        &staged,
-        Duration::from_secs(300),
-        Leftovers::Forbidden,
-        |_| {},
-    );
-    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("wrong=0"), "{}", r.stdout);
+    staged_rounds_check(&staged);
 }
 
 /// A heap the host does not map (`VKSHMEM_HEAP_MAPPING=off`, what a GPU
@@ -579,31 +585,7 @@ fn collectives_conform_without_a_host_mapping() {
         ("VKSHMEM_TRANSPORT", "staged"),
     ];
     conformance(&[(3, Some("--host-only"))], &staged);
-    let bench = bin_dir().join("vkshmem-bench");
-    let r = run_vkshmrun_env(
-        &[
-            "-n",
-            "3",
-            bench.to_str().unwrap(),
-            "--collective",
-            "all",
-            "--scope",
-            "host",
-            "--check",
-            "--min-bytes",
-            "1M",
-            "--max-bytes",
-            "4M",
-            "--iters",
-            "2",
-        ],
-        &staged,
-        Duration::from_secs(300),
-        Leftovers::Forbidden,
-        |_| {},
-    );
-    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("wrong=0"), "{}", r.stdout);
+    staged_rounds_check(&staged);
 }
 
 /// The conformance harness (tests/progs/collectives_check.rs): every host-initiated
