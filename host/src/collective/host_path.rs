@@ -49,29 +49,16 @@ pub(crate) type ReduceFn = fn(ReduceOp, usize, &[*const u8], *mut u8);
 pub(crate) fn reduce_slots<T: Reduce>(op: ReduceOp, n: usize, slots: &[*const u8], out: *mut u8) {
     // Each arm passes a closure with the operation fixed, so that
     // `host_combine`'s match folds away in the monomorphised loop.
-    match op {
-        ReduceOp::Sum => {
-            combine_blocks::<T>(n, slots, out, |a, b| T::host_combine(ReduceOp::Sum, a, b))
-        }
-        ReduceOp::Prod => {
-            combine_blocks::<T>(n, slots, out, |a, b| T::host_combine(ReduceOp::Prod, a, b))
-        }
-        ReduceOp::Max => {
-            combine_blocks::<T>(n, slots, out, |a, b| T::host_combine(ReduceOp::Max, a, b))
-        }
-        ReduceOp::Min => {
-            combine_blocks::<T>(n, slots, out, |a, b| T::host_combine(ReduceOp::Min, a, b))
-        }
-        ReduceOp::And => {
-            combine_blocks::<T>(n, slots, out, |a, b| T::host_combine(ReduceOp::And, a, b))
-        }
-        ReduceOp::Or => {
-            combine_blocks::<T>(n, slots, out, |a, b| T::host_combine(ReduceOp::Or, a, b))
-        }
-        ReduceOp::Xor => {
-            combine_blocks::<T>(n, slots, out, |a, b| T::host_combine(ReduceOp::Xor, a, b))
-        }
+    macro_rules! per_op {
+        ($($o:ident)*) => {
+            match op {
+                $(ReduceOp::$o => {
+                    combine_blocks::<T>(n, slots, out, |a, b| T::host_combine(ReduceOp::$o, a, b))
+                })*
+            }
+        };
     }
+    per_op!(Sum Prod Max Min And Or Xor)
 }
 
 /// Bytes of accumulator per block of [`combine_blocks`]: well inside L1.

@@ -55,6 +55,15 @@ struct RoundIo<'a> {
     import: Option<&'a HostImport>,
 }
 
+/// A reduction's round `r` (every member contributes `bytes`, one block
+/// under the cut): its first byte and length, the same in every member's
+/// staging buffer, from offset 0.
+fn reduce_round(cut: &Cut, bytes: u64, r: u64) -> (u64, u64) {
+    cut.windows(bytes, r)
+        .next()
+        .map_or((0, 0), |w| (w.lo, w.hi - w.lo))
+}
+
 impl Context {
     /// Whether some member of `m` is reached through staging: the same answer
     /// on every member (a member elsewhere exists exactly when the team spans
@@ -108,42 +117,42 @@ impl Context {
         // same round instead of waiting for one that left.
         let mut failed: Option<Error> = None;
         for r in 0..rounds {
-            if let Some(imp) = import.as_deref().filter(|_| failed.is_none()) {
-                let base = Plane::staging_offset(me, r as u32);
-                let regions: Vec<vk::BufferCopy> = cut
-                    .windows(contrib[m.me as usize], r)
-                    .map(|w| vk::BufferCopy {
-                        src_offset: src + w.lo,
-                        dst_offset: base + w.at,
-                        size: w.hi - w.lo,
-                    })
-                    .collect();
-                if let Err(e) = self.device_copies(me, &regions, imp, true) {
-                    failed = Some(e);
+            match import.as_deref() {
+                _ if failed.is_some() => {}
+                Some(imp) => {
+                    let base = Plane::staging_offset(me, r as u32);
+                    let regions: Vec<vk::BufferCopy> = cut
+                        .windows(contrib[m.me as usize], r)
+                        .map(|w| vk::BufferCopy {
+                            src_offset: src + w.lo,
+                            dst_offset: base + w.at,
+                            size: w.hi - w.lo,
+                        })
+                        .collect();
+                    if let Err(e) = self.device_copies(me, &regions, imp, true) {
+                        failed = Some(e);
+                    }
                 }
-            }
-            for Window { block, lo, hi, at } in cut
-                .windows(contrib[m.me as usize], r)
-                .filter(|_| import.is_none())
-            {
-                if failed.is_some() {
-                    break;
-                }
-                if own.is_some_and(|(k, _)| k == block) {
-                    continue;
-                }
-                // SAFETY: this PE's staging buffer of this parity is its own
-                // until it meets the others below (module docs); the window
-                // lies within its STAGE_BYTES (`Cut`); no other reference to
-                // it exists here.
-                let to = unsafe {
-                    std::slice::from_raw_parts_mut(
-                        buffer(m.me, r).add(at as usize),
-                        (hi - lo) as usize,
-                    )
-                };
-                if let Err(e) = self.read_bytes(me, src + lo, to) {
-                    failed = Some(e);
+                None => {
+                    for Window { block, lo, hi, at } in cut.windows(contrib[m.me as usize], r) {
+                        if own.is_some_and(|(k, _)| k == block) {
+                            continue;
+                        }
+                        // SAFETY: this PE's staging buffer of this parity is
+                        // its own until it meets the others below (module
+                        // docs); the window lies within its STAGE_BYTES
+                        // (`Cut`); no other reference to it exists here.
+                        let to = unsafe {
+                            std::slice::from_raw_parts_mut(
+                                buffer(m.me, r).add(at as usize),
+                                (hi - lo) as usize,
+                            )
+                        };
+                        if let Err(e) = self.read_bytes(me, src + lo, to) {
+                            failed = Some(e);
+                            break;
+                        }
+                    }
                 }
             }
             let met = self
@@ -194,6 +203,9 @@ impl Context {
         reduce: Option<ReduceFn>,
         combined: &mut Vec<u8>,
     ) -> Result<()> {
+        if let Some(imp) = io.import {
+            return self.copy_out_by_device(m, all, io, imp, r, reduce);
+        }
         let plane = self.inner.plane.as_ref().expect("checked by staged_move");
         let me = self.my_pe();
         // The members' parts of this round are readable until this PE meets
@@ -206,9 +218,6 @@ impl Context {
             // them only after the next one.
             unsafe { std::slice::from_raw_parts(buffer.add(offset as usize), n as usize) }
         };
-        if let Some(imp) = io.import {
-            return self.copy_out_by_device(m, all, io, imp, r, reduce);
-        }
         match io.plan {
             Plan::Copies(moves) => {
                 for mv in moves {
@@ -253,10 +262,7 @@ impl Context {
                 }
             }
             Plan::Reduce { dest, bytes, op } => {
-                // One block (`Cut`): this round's bytes of every member.
-                let s = STAGE_BYTES as u64;
-                let lo = r * s;
-                let n = (*bytes).min(lo + s) - lo;
+                let (lo, n) = reduce_round(io.cut, *bytes, r);
                 let es = all[m.me as usize].es as u64;
                 let slots: Vec<*const u8> =
                     (0..m.shape.size).map(|i| part(i, 0, n).as_ptr()).collect();
@@ -385,9 +391,7 @@ impl Context {
                 regions
             }
             Plan::Reduce { dest, bytes, op } => {
-                let s = STAGE_BYTES as u64;
-                let lo = r * s;
-                let n = (*bytes).min(lo + s) - lo;
+                let (lo, n) = reduce_round(io.cut, *bytes, r);
                 let es = all[m.me as usize].es as u64;
                 let slots: Vec<*const u8> = (0..m.shape.size)
                     .map(|i| {
