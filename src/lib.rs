@@ -69,10 +69,14 @@ pub use vkshmem_device::CompileError;
 /// The deprecated active-set collectives' constants (`SHMEM_*_SYNC_SIZE`, ...).
 pub use vkshmem_host::collective::active as active_set;
 pub use vkshmem_host::{
-    ActiveSet, BitwiseReduce, Context, DeviceCaps, DeviceInfo, DeviceKernel, Error, HeapWindow,
-    Kernel, Reduce, ReduceOp, Result, SymBuffer, SymSlice, Team, TeamConfig, TeamShape, Transport,
-    UserBinding,
+    ash, ActiveSet, BitwiseReduce, Collective, Context, DeviceCaps, DeviceInfo, DeviceKernel,
+    Error, HeapWindow, Kernel, Persistent, Queued, RawBuffer, Reduce, ReduceOp, Request, Result,
+    SymBuffer, SymSlice, Team, TeamConfig, TeamShape, Transport, UserBinding, UserDevice,
 };
+/// Queue-ordered, nonblocking and persistent collectives (see the module).
+pub use vkshmem_host::queue;
+/// WGSL → SPIR-V words, for the program's own pipelines (no device library).
+pub use vkshmem_device::compile_wgsl;
 
 /// Joins the job: see [`Context::init`].
 ///
@@ -83,6 +87,26 @@ pub use vkshmem_host::{
 /// # Errors
 /// As [`Context::init`].
 pub fn init() -> Result<Context> {
+    log_to_stderr();
+    Context::init()
+}
+
+/// Joins the job on a Vulkan device the program created: see
+/// [`Context::init_on_device`] (and the README's "Using vkshmem inside your
+/// own Vulkan or wgpu program"). Logs as [`init`] does.
+///
+/// # Safety
+/// As [`Context::init_on_device`].
+///
+/// # Errors
+/// As [`Context::init_on_device`].
+pub unsafe fn init_on_device(dev: UserDevice) -> Result<Context> {
+    log_to_stderr();
+    // SAFETY: the caller's guarantee.
+    unsafe { Context::init_on_device(dev) }
+}
+
+fn log_to_stderr() {
     if std::env::var_os("RUST_LOG").is_some() {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
@@ -90,5 +114,4 @@ pub fn init() -> Result<Context> {
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .try_init();
     }
-    Context::init()
 }

@@ -29,6 +29,7 @@ pub mod library;
 mod link;
 pub mod pass;
 mod proxy;
+pub mod queue;
 
 pub use library::{HeapBinding, LibraryConfig, PeSet};
 pub use link::{link_kernel, LinkedKernel, UserBinding};

@@ -101,6 +101,11 @@ pub(crate) struct Inner {
     pub(crate) plane: Option<Arc<Plane>>,
     /// The device library's shape for this PE (`Context::library_config`).
     pub(crate) library: vkshmem_device::LibraryConfig,
+    /// Queued collectives' state (`crate::queue`), made at the first one;
+    /// before the kernels it records (it waits for outstanding ones at drop).
+    pub(crate) queue: std::sync::OnceLock<crate::queue::QueueState>,
+    /// Held while `queue` is made.
+    pub(crate) queue_init: Mutex<()>,
     // Field order is drop order: everything holding Vulkan objects goes before `gpu`.
     pub(crate) kernels: Mutex<HashMap<KernelKey, Arc<DeviceKernel>>>,
     /// The library's own kernels (host collectives) by their unique name, so a
@@ -130,6 +135,12 @@ impl std::fmt::Debug for Context {
     }
 }
 
+// A context is shared between threads (the docs say so): keep it that way.
+const _: () = {
+    const fn shared<T: Send + Sync>() {}
+    shared::<Context>();
+};
+
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A poisoned mutex means a panic elsewhere in this PE; the guarded state is
     // still usable for tearing down.
@@ -147,6 +158,44 @@ impl Context {
     /// endpoint does not admit this PE, [`Error::PeerFailed`] when another PE dies
     /// during set-up, Vulkan errors as [`Error::Vulkan`].
     pub fn init() -> Result<Context> {
+        Self::init_with(|pe| {
+            Gpu::open(std::env::var(config::ENV_DEVICE).ok().as_deref(), pe)
+        })
+    }
+
+    /// Joins the job as [`Context::init`] does, on a Vulkan device the
+    /// program created (ash, wgpu-hal, vulkano: raw handles), instead of one
+    /// of vkshmem's own. The symmetric heap, kernels and submissions are
+    /// vkshmem's objects on that device; the device, its queue and the
+    /// instance stay the program's, and are not destroyed at finalize.
+    ///
+    /// What the device must have: Vulkan 1.3 (instance `apiVersion` too),
+    /// `VK_KHR_external_memory_fd` enabled (the heap is shared between
+    /// processes by fd), a queue family with compute; optionally the
+    /// features listed in [`UserDevice::enabled`](crate::vk::UserDevice)
+    /// and `VK_EXT_external_memory_host`. Every PE of a node that shares the
+    /// physical device must reach the same one (`deviceUUID`).
+    ///
+    /// vkshmem submits to the queue (host collectives, copies) under the
+    /// lock that [`Context::with_queue`] takes: submit to that queue from
+    /// other threads only under it too.
+    ///
+    /// # Safety
+    /// The handles are valid, of one instance, and outlive the context (drop
+    /// every handle of it, or [`Context::finalize`], first); the device was
+    /// created with what `dev` says is enabled and a queue at
+    /// (`queue_family`, `queue_index`).
+    ///
+    /// # Errors
+    /// As [`Context::init`]; [`Error::NoDevice`] when the device is not
+    /// usable (below Vulkan 1.3), [`Error::InvalidArgument`] when it lacks
+    /// `VK_KHR_external_memory_fd` or the family has no compute.
+    pub unsafe fn init_on_device(dev: crate::vk::UserDevice) -> Result<Context> {
+        // SAFETY: the caller's guarantee.
+        Self::init_with(|_| unsafe { Gpu::adopt(&dev) })
+    }
+
+    fn init_with(open: impl FnOnce(u32) -> Result<Gpu>) -> Result<Context> {
         let get = |k: &str| std::env::var(k).ok();
         let job = config::job_env(get)?;
         let heap_size = config::heap_size(get)?;
@@ -175,7 +224,7 @@ impl Context {
             }
             None => None,
         };
-        let gpu = Arc::new(Gpu::open(get(config::ENV_DEVICE).as_deref(), job.pe)?);
+        let gpu = Arc::new(open(job.pe)?);
         let host_mapped_max = host_mapped_max.unwrap_or(match gpu.info.kind {
             crate::vk::select::Kind::Discrete => config::HOST_MAPPED_MAX_BAR,
             _ => config::HOST_MAPPED_MAX_HOST_MEMORY,
@@ -269,6 +318,8 @@ impl Context {
                 proxy: std::sync::OnceLock::new(),
                 plane,
                 library,
+                queue: std::sync::OnceLock::new(),
+                queue_init: Mutex::new(()),
                 kernels: Mutex::new(HashMap::new()),
                 library_kernels: Mutex::new(HashMap::new()),
                 submit: Mutex::new(submit),

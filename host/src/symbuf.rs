@@ -11,6 +11,17 @@ use crate::error::Result;
 /// addresses are u32, and the end of the last word (`w * 4 + 4`) must not wrap.
 pub const MAX_DEVICE_BYTE: u64 = (1 << 32) - 4;
 
+/// Where a symmetric object lies in Vulkan terms ([`SymBuffer::vk_buffer`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawBuffer {
+    /// The heap block's buffer.
+    pub buffer: ash::vk::Buffer,
+    /// The object's byte offset in it.
+    pub offset: u64,
+    /// The object's size in bytes.
+    pub bytes: u64,
+}
+
 /// `len` elements of `T` at the same offset of every PE's symmetric heap.
 ///
 /// Made by [`Context::malloc`], [`Context::calloc`] or [`Context::align`]. Host
@@ -92,6 +103,35 @@ impl<T: Pod> SymBuffer<T> {
     /// Size in bytes.
     pub fn bytes(&self) -> u64 {
         (self.len * std::mem::size_of::<T>()) as u64
+    }
+
+    /// The Vulkan buffer and byte range that hold this object on PE `pe`
+    /// (this PE, or a peer on the same device: its imported block), to bind
+    /// in the program's own descriptor sets, copy from or to, or use in
+    /// barriers. The buffer is vkshmem's (one per heap block, with storage
+    /// and transfer usage); it lives as long as the context.
+    ///
+    /// ```no_run
+    /// # fn main() -> vkshmem_host::Result<()> {
+    /// # let ctx = vkshmem_host::Context::init()?;
+    /// let x = ctx.malloc::<f32>(1024)?;
+    /// let raw = x.vk_buffer(ctx.my_pe())?;
+    /// let info = ash::vk::DescriptorBufferInfo::default()
+    ///     .buffer(raw.buffer)
+    ///     .offset(raw.offset)
+    ///     .range(raw.bytes);
+    /// # let _ = info; Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`crate::Error::Unreachable`] for a PE outside the job or on another
+    /// device (its heap is not imported here).
+    pub fn vk_buffer(&self, pe: u32) -> Result<RawBuffer> {
+        Ok(RawBuffer {
+            buffer: self.ctx.inner.heap.block(pe)?.buffer,
+            offset: self.offset,
+            bytes: self.bytes(),
+        })
     }
 
     /// The whole buffer on PE `pe`, to bind to a kernel.

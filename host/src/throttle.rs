@@ -69,6 +69,9 @@ pub const STUCK_AFTER: Duration = Duration::from_millis(2);
 pub const QUICK_WAITS: u32 = 16;
 /// How long the driver's threads sleep after each signal (at most).
 pub const PERIOD: Duration = Duration::from_millis(10);
+/// The longest sleep, once one wait has kept the device stuck for long (see
+/// [`period_after`]).
+pub const LONG_PERIOD: Duration = Duration::from_millis(200);
 /// How long they run, at least, between two sleeps.
 pub const WINDOW: Duration = Duration::from_micros(150);
 /// The handler's sleep step (how soon it sees the hinted condition).
@@ -78,6 +81,26 @@ pub const TICK: Duration = Duration::from_millis(1);
 /// How often it looks while it throttles (to re-signal soon after a handler
 /// returned because its wait's condition held and the next wait began).
 pub const THROTTLE_TICK: Duration = Duration::from_micros(200);
+
+/// The handlers' sleep now, in ns ([`period_after`]; [`PERIOD`] at first).
+static PERIOD_NS: AtomicU64 = AtomicU64::new(PERIOD.as_nanos() as u64);
+
+/// How long the driver's threads sleep per signal once the same wait has kept
+/// the device stuck for `stuck`: [`PERIOD`] for a second, then longer, up to
+/// [`LONG_PERIOD`]. A stuck wait still wakes within [`NAP`] of its hinted
+/// condition, so a longer sleep costs little latency, and the wait's loop
+/// budget (about 700 windows of [`WINDOW`]) lasts about 100 s instead of 7 s:
+/// long enough for a peer that submits late (a queued collective, whose peers
+/// meet on the device only) or is still compiling on a loaded machine.
+pub fn period_after(stuck: Duration) -> Duration {
+    if stuck < Duration::from_secs(1) {
+        PERIOD
+    } else if stuck < Duration::from_secs(5) {
+        PERIOD * 5
+    } else {
+        LONG_PERIOD
+    }
+}
 
 /// The mapped control header of the launch in progress (null: none).
 static ACTIVE: AtomicPtr<u32> = AtomicPtr::new(std::ptr::null_mut());
@@ -211,7 +234,7 @@ fn thread_cpu_ns() -> u64 {
 /// since it last woke for it and no new wait began, the wait that keeps the
 /// device waiting is another one: the hint is ignored until the period ends.
 fn nap_while_stuck(slot: Option<&Slot>) -> bool {
-    let until = monotonic_ns() + PERIOD.as_nanos() as u64;
+    let until = monotonic_ns() + PERIOD_NS.load(Ordering::Relaxed);
     let nap = libc::timespec {
         tv_sec: 0,
         tv_nsec: NAP.as_nanos() as libc::c_long,
@@ -423,6 +446,23 @@ pub fn driver_threads_since(before: &[i32]) -> Vec<i32> {
         .collect()
 }
 
+/// For a device the program created before vkshmem saw it: the threads that
+/// may be the driver's, that is every thread of the process now except the
+/// calling one and vkshmem's own (named `vkshmem-*`). llvmpipe names only some
+/// of its threads (`llvmpipe-N`), so names cannot single them out; a program
+/// thread in the list naps with them while a device wait lasts.
+pub fn driver_threads_by_name() -> Vec<i32> {
+    let me = nix::unistd::gettid().as_raw();
+    thread_ids()
+        .into_iter()
+        .filter(|&t| t != me)
+        .filter(|t| {
+            std::fs::read_to_string(format!("/proc/self/task/{t}/comm"))
+                .map_or(true, |n| !n.starts_with("vkshmem-"))
+        })
+        .collect()
+}
+
 /// The driver's threads of one device (llvmpipe's). At the first launch that
 /// throttles, the handler is installed and each thread gets a slot and a
 /// one-shot timer that signals that thread only (`SIGEV_THREAD_ID`): a handler
@@ -524,6 +564,8 @@ pub struct Session<'a> {
     /// Start of the current observation window and `wait_seq` then (`None`:
     /// the device was not waiting at the last tick).
     window: Option<(Instant, u32)>,
+    /// Since when the device has been stuck in the wait numbered `.1`.
+    stuck: Option<(Instant, u32)>,
     throttling: bool,
     /// Signals sent (for the tests and the debug log).
     pub signals: u64,
@@ -544,6 +586,26 @@ impl<'a> Session<'a> {
         base: *const u32,
         words: usize,
     ) -> Option<Self> {
+        // SAFETY: the caller's guarantee.
+        unsafe { Self::start(threads, base, words, true) }
+    }
+
+    /// Like [`Session::begin`] while kernels of this PE may already run (the
+    /// queued collectives' progress thread): leaves the `waiting` word alone.
+    ///
+    /// # Safety
+    /// As [`Session::begin`].
+    pub unsafe fn join(threads: &'a DriverThreads, base: *const u32, words: usize) -> Option<Self> {
+        // SAFETY: the caller's guarantee.
+        unsafe { Self::start(threads, base, words, false) }
+    }
+
+    unsafe fn start(
+        threads: &'a DriverThreads,
+        base: *const u32,
+        words: usize,
+        reset_waiting: bool,
+    ) -> Option<Self> {
         if words < ControlHeader::WORDS as usize || threads.slots().is_none() || !still_installed()
         {
             return None;
@@ -553,9 +615,12 @@ impl<'a> Session<'a> {
             Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) => return None,
         };
-        // SAFETY: the header is mapped (caller); no kernel of this PE runs, so
-        // a count left by a launch that ended abnormally is reset.
-        unsafe { AtomicU32::from_ptr(base.add(W_WAITING) as *mut u32) }.store(0, Ordering::SeqCst);
+        if reset_waiting {
+            // SAFETY: the header is mapped (caller); no kernel of this PE runs, so
+            // a count left by a launch that ended abnormally is reset.
+            unsafe { AtomicU32::from_ptr(base.add(W_WAITING) as *mut u32) }
+                .store(0, Ordering::SeqCst);
+        }
         ENABLED.store(false, Ordering::SeqCst);
         ACTIVE_WORDS.store(words, Ordering::SeqCst);
         ACTIVE.store(base as *mut u32, Ordering::SeqCst);
@@ -564,6 +629,7 @@ impl<'a> Session<'a> {
             threads,
             base,
             window: None,
+            stuck: None,
             throttling: false,
             signals: 0,
         })
@@ -578,6 +644,7 @@ impl<'a> Session<'a> {
         let (waiting, seq) = unsafe { (load(self.base, W_WAITING), load(self.base, W_SEQ)) };
         if waiting == 0 {
             self.window = None;
+            self.stuck = None;
             self.set_throttling(false);
             return TICK;
         }
@@ -596,11 +663,22 @@ impl<'a> Session<'a> {
         if !self.throttling {
             return TICK;
         }
+        let stuck = match self.stuck {
+            Some((t, s)) if s == seq => t,
+            _ => {
+                self.stuck = Some((now, seq));
+                now
+            }
+        };
+        PERIOD_NS.store(period_after(now - stuck).as_nanos() as u64, Ordering::Relaxed);
         self.signal_idle_chains();
         THROTTLE_TICK
     }
 
     fn set_throttling(&mut self, on: bool) {
+        if !on {
+            PERIOD_NS.store(PERIOD.as_nanos() as u64, Ordering::Relaxed);
+        }
         self.throttling = on;
         ENABLED.store(on, Ordering::SeqCst);
     }
@@ -641,6 +719,7 @@ impl<'a> Session<'a> {
 impl Drop for Session<'_> {
     fn drop(&mut self) {
         ENABLED.store(false, Ordering::SeqCst);
+        PERIOD_NS.store(PERIOD.as_nanos() as u64, Ordering::Relaxed);
         ACTIVE.store(std::ptr::null_mut(), Ordering::SeqCst);
         // A handler that read ACTIVE before it was withdrawn may still be
         // reading the mapping; it sees the null within one NAP.
@@ -659,6 +738,23 @@ impl Drop for Session<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_waits_sleep_longer() {
+        assert_eq!(period_after(Duration::ZERO), PERIOD);
+        assert_eq!(period_after(Duration::from_millis(999)), PERIOD);
+        assert!(period_after(Duration::from_secs(2)) > PERIOD);
+        assert_eq!(period_after(Duration::from_secs(60)), LONG_PERIOD);
+        // The windows a stuck wait gets in its first 100 s stay within the
+        // loop budget's ~700 (each polls about WINDOW).
+        let mut t = Duration::ZERO;
+        let mut windows = 0;
+        while t < Duration::from_secs(100) {
+            t += period_after(t) + WINDOW;
+            windows += 1;
+        }
+        assert!(windows < 700, "{windows}");
+    }
 
     #[test]
     fn conditions_match_the_device_library() {

@@ -201,7 +201,7 @@ impl Context {
 
     /// Set 0 of every user kernel: the device library's windows on the heaps of
     /// the PEs this PE reaches directly.
-    fn library_windows(&self) -> Result<Vec<Window>> {
+    pub(crate) fn library_windows(&self) -> Result<Vec<Window>> {
         self.library_config()?
             .bindings()
             .iter()

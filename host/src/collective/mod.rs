@@ -287,6 +287,32 @@ fn agree(m: &Members, name: &str, all: &[Desc], same_nelems: bool) -> Result<()>
     Ok(())
 }
 
+/// Where a symmetric slice lies, without its element type: what the checks
+/// need of a [`SymSlice`] after its type is gone (queued collectives keep it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Span {
+    /// Byte offset in the heap.
+    pub offset: u64,
+    /// Length in elements.
+    pub len: u64,
+    /// Bytes per element.
+    pub es: u64,
+    /// The element type's name (for errors).
+    pub ty: &'static str,
+}
+
+impl Span {
+    /// The span of `s`.
+    pub fn of<T: Pod>(s: &SymSlice<T>) -> Span {
+        Span {
+            offset: s.offset(),
+            len: s.len() as u64,
+            es: std::mem::size_of::<T>() as u64,
+            ty: std::any::type_name::<T>(),
+        }
+    }
+}
+
 /// collect: the total of the counts (elements), after checking that every
 /// member's dest holds it (every member checks every member's, so all fail
 /// alike).
@@ -305,12 +331,18 @@ impl Context {
     /// Checks that `n` elements of `s` are inside `s` and the heap (past the
     /// control region, within the first 4 GiB that collectives address).
     pub(crate) fn check_sym<T: Pod>(&self, what: &str, s: &SymSlice<T>, n: u64) -> Result<()> {
-        let es = std::mem::size_of::<T>() as u64;
+        let span = Span::of(s);
+        self.check_span(what, &span, n)
+    }
+
+    /// [`Context::check_sym`] on a slice's [`Span`].
+    pub(crate) fn check_span(&self, what: &str, s: &Span, n: u64) -> Result<()> {
+        let es = s.es;
         let control = layout::control_bytes(self.n_pes());
         if es == 0 {
             return Err(Error::InvalidArgument(format!(
                 "{what}: the zero-sized type {} has no bytes to move",
-                std::any::type_name::<T>()
+                s.ty
             )));
         }
         // A zero-element call touches no memory: any address will do
@@ -318,20 +350,20 @@ impl Context {
         if n == 0 {
             return Ok(());
         }
-        if n > s.len() as u64 {
+        if n > s.len {
             return Err(Error::InvalidArgument(format!(
                 "{what}: {n} elements needed, the object holds {}",
-                s.len()
+                s.len
             )));
         }
         // Only the n elements the call touches count (a raw slice's own length may
         // be anything).
         let bytes = n.checked_mul(es);
-        let end = bytes.and_then(|b| s.offset().checked_add(b));
-        if s.offset() < control || !end.is_some_and(|e| e <= self.heap_size()) {
+        let end = bytes.and_then(|b| s.offset.checked_add(b));
+        if s.offset < control || !end.is_some_and(|e| e <= self.heap_size()) {
             return Err(Error::InvalidArgument(format!(
                 "{what}: {n} elements of {es} bytes at offset {} are not inside the symmetric heap's allocatable part ({control}..{})",
-                s.offset(),
+                s.offset,
                 self.heap_size()
             )));
         }
@@ -342,18 +374,18 @@ impl Context {
                 end.unwrap_or(0)
             )));
         }
-        if s.offset() % es != 0 {
+        if s.offset % es != 0 {
             return Err(Error::InvalidArgument(format!(
                 "{what}: offset {} is not a multiple of the element size {es}",
-                s.offset()
+                s.offset
             )));
         }
         // A slice of a buffer that was freed (possible only through
         // SymSlice::from_raw: slices of a SymBuffer borrow it).
-        if !self.is_live(s.offset(), n * es) {
+        if !self.is_live(s.offset, n * es) {
             return Err(Error::InvalidArgument(format!(
                 "{what}: {n} elements of {es} bytes at offset {} are not inside one live symmetric allocation (freed, never allocated, or running past its end)",
-                s.offset()
+                s.offset
             )));
         }
         Ok(())

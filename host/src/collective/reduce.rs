@@ -226,17 +226,11 @@ impl Context {
         })
     }
 
-    fn check_reduce<T: Pod>(
-        &self,
-        kind: &Kind,
-        op: ReduceOp,
-        dest: &SymSlice<T>,
-        source: &SymSlice<T>,
-        n: u64,
-    ) -> Result<()> {
+    /// Whether this device reduces `kind` with `op` (`what` names the call).
+    pub(crate) fn check_kind(&self, what: &str, kind: &Kind, op: ReduceOp) -> Result<()> {
         if op.bitwise() && kind.float {
             return Err(Error::InvalidArgument(format!(
-                "{}_reduce is not defined for floating-point elements ({})",
+                "{what}: {}_reduce is not defined for floating-point elements ({})",
                 op.name(),
                 kind.name
             )));
@@ -248,6 +242,18 @@ impl Context {
                 what: format!("reductions over {} (shaderInt64/shaderFloat64)", kind.name),
             });
         }
+        Ok(())
+    }
+
+    fn check_reduce<T: Pod>(
+        &self,
+        kind: &Kind,
+        op: ReduceOp,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        n: u64,
+    ) -> Result<()> {
+        self.check_kind("reduce", kind, op)?;
         self.check_sym("reduce dest", dest, n)?;
         self.check_sym("reduce source", source, n)?;
         let bytes = n * kind.bytes as u64;

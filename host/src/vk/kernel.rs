@@ -18,6 +18,9 @@ pub struct Kernel {
     pub(crate) pipeline: vk::Pipeline,
     sets: Vec<u32>,
     push_bytes: u32,
+    /// A descriptor set 0 bound once to fixed windows, with its pool
+    /// ([`Kernel::fixed_set`]).
+    fixed: std::sync::Mutex<Option<(vk::DescriptorPool, Vec<vk::DescriptorSet>)>>,
 }
 
 impl std::fmt::Debug for Kernel {
@@ -64,6 +67,7 @@ impl Kernel {
             pipeline: vk::Pipeline::null(),
             sets: sets.to_vec(),
             push_bytes,
+            fixed: Default::default(),
         };
         // From here on, `k`'s Drop destroys whatever was created if a step fails.
         let info = vk::ShaderModuleCreateInfo::default().code(spirv);
@@ -127,14 +131,87 @@ impl Kernel {
     pub fn push_bytes(&self) -> u32 {
         self.push_bytes
     }
+
+    /// For a kernel whose descriptor sets after the first have no bindings:
+    /// its sets, the first bound to `windows`, allocated and written at the
+    /// first call and never changed after (later calls must pass the same
+    /// windows: the device library's, fixed for a context). Commands recorded
+    /// with them stay valid as long as the kernel.
+    pub fn fixed_sets(&self, windows: &[super::submit::Window]) -> Result<Vec<vk::DescriptorSet>> {
+        let mut fixed = self.fixed.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, sets)) = &*fixed {
+            return Ok(sets.clone());
+        }
+        if self.sets.first() != Some(&(windows.len() as u32)) || self.sets[1..].iter().any(|&n| n > 0) {
+            return Err(Error::InvalidArgument(format!(
+                "kernel has bindings {:?} per descriptor set, one set of {} given",
+                self.sets,
+                windows.len()
+            )));
+        }
+        let d = &self.gpu.device;
+        let sizes = [vk::DescriptorPoolSize::default()
+            .ty(vk::DescriptorType::STORAGE_BUFFER)
+            .descriptor_count(self.sets[0].max(1))];
+        let info = vk::DescriptorPoolCreateInfo::default()
+            .max_sets(self.set_layouts.len() as u32)
+            .pool_sizes(&sizes);
+        // SAFETY: valid device and create info.
+        let pool = unsafe { d.create_descriptor_pool(&info, None) }.vk("vkCreateDescriptorPool")?;
+        let info = vk::DescriptorSetAllocateInfo::default()
+            .descriptor_pool(pool)
+            .set_layouts(&self.set_layouts);
+        // SAFETY: the pool has room for exactly these sets.
+        let sets = match unsafe { d.allocate_descriptor_sets(&info) } {
+            Ok(s) => s,
+            Err(r) => {
+                // SAFETY: nothing was allocated from it.
+                unsafe { d.destroy_descriptor_pool(pool, None) };
+                return Err(Error::Vulkan {
+                    call: "vkAllocateDescriptorSets",
+                    result: r,
+                });
+            }
+        };
+        let infos: Vec<[vk::DescriptorBufferInfo; 1]> = windows
+            .iter()
+            .map(|w| {
+                [vk::DescriptorBufferInfo::default()
+                    .buffer(w.buffer)
+                    .offset(w.offset)
+                    .range(w.range)]
+            })
+            .collect();
+        let writes: Vec<_> = infos
+            .iter()
+            .enumerate()
+            .map(|(i, info)| {
+                vk::WriteDescriptorSet::default()
+                    .dst_set(sets[0])
+                    .dst_binding(i as u32)
+                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                    .buffer_info(info)
+            })
+            .collect();
+        // SAFETY: the set is new, so no command buffer uses it; the windows were
+        // checked against the device's limits by the caller (the library's).
+        unsafe { d.update_descriptor_sets(&writes, &[]) };
+        *fixed = Some((pool, sets.clone()));
+        Ok(sets)
+    }
 }
 
 impl Drop for Kernel {
     fn drop(&mut self) {
         let d = &self.gpu.device;
-        // SAFETY: dispatches wait for completion before returning, so nothing uses
+        // SAFETY: dispatches wait for completion before returning, and queued
+        // commands recorded with the kernel complete before it goes (their
+        // handles borrow the context that holds it), so nothing uses
         // these objects; destroying null handles is a no-op.
         unsafe {
+            if let Some((pool, _)) = self.fixed.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                d.destroy_descriptor_pool(pool, None);
+            }
             d.destroy_pipeline(self.pipeline, None);
             d.destroy_pipeline_layout(self.layout, None);
             for &l in &self.set_layouts {

@@ -6,6 +6,7 @@ pub mod host_import;
 pub mod kernel;
 pub mod memory;
 pub mod pipeline_cache;
+pub mod record;
 pub mod select;
 pub mod submit;
 
@@ -114,6 +115,36 @@ pub struct Gpu {
     /// On CPU drivers that cap loops (llvmpipe): the threads the driver created
     /// when the device was opened, which run its kernels (see `crate::throttle`).
     pub(crate) driver_threads: crate::throttle::DriverThreads,
+    /// Whether vkshmem created the device and instance (and destroys them):
+    /// false for a device the user gave ([`Gpu::adopt`]).
+    owned: bool,
+}
+
+/// A Vulkan device that the program created, for vkshmem to use
+/// (`Context::init_on_device`). Raw handles, so that any Vulkan binding (ash
+/// of any version, wgpu-hal, vulkano) can give them.
+#[derive(Debug, Clone)]
+pub struct UserDevice {
+    /// The instance, created with `apiVersion` 1.3 or later.
+    pub instance: vk::Instance,
+    /// The physical device: Vulkan 1.3, with a compute queue family.
+    pub physical_device: vk::PhysicalDevice,
+    /// The logical device, created with `VK_KHR_external_memory_fd` enabled.
+    pub device: vk::Device,
+    /// A queue family with compute.
+    pub queue_family: u32,
+    /// The queue's index in the family. vkshmem submits to it (under its
+    /// lock, see `Context::with_queue`) and records commands for it.
+    pub queue_index: u32,
+    /// The optional features enabled at device creation (vkshmem uses these
+    /// only; the ones the device lacks are ignored): `shaderInt64`,
+    /// `shaderFloat64`, `shaderInt16`, `shaderInt8`, the 8- and 16-bit
+    /// storage-buffer access, `vulkanMemoryModel` with device scope,
+    /// `timelineSemaphore`.
+    pub enabled: DeviceCaps,
+    /// Whether `VK_EXT_external_memory_host` was enabled (optional: heaps the
+    /// host cannot map then import staging memory instead of copying).
+    pub external_memory_host: bool,
 }
 
 /// `VK_EXT_external_memory_host`'s entry points and the alignment it needs
@@ -211,6 +242,208 @@ impl Gpu {
         let physical = physicals[index];
         let queue_family = compute_queue_family(instance, physical).expect("checked by usable()");
 
+        let (info, host_import_alignment, p) = describe(instance, physical, index, queue_family);
+        let has_host_import = host_import_alignment.is_some();
+
+        let (caps, sync2) = supported_caps(instance, physical);
+        let want_base = vk::PhysicalDeviceFeatures::default()
+            .shader_int64(caps.int64)
+            .shader_float64(caps.float64)
+            .shader_int16(caps.int16);
+        let mut want11 = vk::PhysicalDeviceVulkan11Features::default()
+            .storage_buffer16_bit_access(caps.storage16);
+        let mut want12 = vk::PhysicalDeviceVulkan12Features::default()
+            .shader_buffer_int64_atomics(caps.int64_atomics)
+            .shader_int8(caps.int8)
+            .storage_buffer8_bit_access(caps.storage8)
+            .vulkan_memory_model(caps.memory_model)
+            .vulkan_memory_model_device_scope(caps.memory_model)
+            .timeline_semaphore(caps.timeline_semaphores);
+        let mut want13 = vk::PhysicalDeviceVulkan13Features::default()
+            .synchronization2(sync2);
+        let mut want2 = vk::PhysicalDeviceFeatures2::default()
+            .features(want_base)
+            .push_next(&mut want11)
+            .push_next(&mut want12)
+            .push_next(&mut want13);
+
+        let priorities = [1.0f32];
+        let queue_info = [vk::DeviceQueueCreateInfo::default()
+            .queue_family_index(queue_family)
+            .queue_priorities(&priorities)];
+        let mut extensions = vec![ash::khr::external_memory_fd::NAME.as_ptr()];
+        if has_host_import {
+            extensions.push(ash::ext::external_memory_host::NAME.as_ptr());
+        }
+        let create = vk::DeviceCreateInfo::default()
+            .queue_create_infos(&queue_info)
+            .enabled_extension_names(&extensions)
+            .push_next(&mut want2);
+        // SAFETY: every feature enabled was reported supported above, the extension
+        // was checked by usable(), and the create info outlives the call.
+        let device =
+            unsafe { instance.create_device(physical, &create, None) }.vk("vkCreateDevice")?;
+        // SAFETY: family and index 0 were requested in `create`.
+        let queue = unsafe { device.get_device_queue(queue_family, 0) };
+        tracing::info!(
+            "local PE {local_pe} uses Vulkan device [{index}] {:?} ({:?}) because {why}; caps {:?}",
+            info.name,
+            info.kind,
+            caps
+        );
+        finish(Parts {
+            entry,
+            instance: instance.clone(),
+            physical,
+            device,
+            queue,
+            queue_family,
+            info,
+            caps,
+            host_import_alignment,
+            properties: p,
+            owned: true,
+        })
+    }
+}
+
+impl Gpu {
+    /// Wraps a device the program created (see [`UserDevice`]): vkshmem
+    /// queries it, checks the one extension it needs, and never destroys it.
+    ///
+    /// # Safety
+    /// The handles are valid, of one instance, and outlive the returned Gpu;
+    /// the device was created with the extension and features `user` names
+    /// and a queue at (`queue_family`, `queue_index`).
+    pub unsafe fn adopt(user: &UserDevice) -> Result<Gpu> {
+        use ash::vk::Handle;
+        // SAFETY: the loader is a well-behaved shared library; kept with the Gpu.
+        let entry = unsafe { ash::Entry::load() }.map_err(|e| Error::Loader(e.to_string()))?;
+        // SAFETY: the caller's instance handle, valid for this loader (one
+        // loader per process).
+        let instance = unsafe { ash::Instance::load(entry.static_fn(), user.instance) };
+        let physical = user.physical_device;
+        // SAFETY: a physical device of this instance (caller).
+        let props = unsafe { instance.get_physical_device_properties(physical) };
+        usable(&instance, physical, &props).map_err(|why| {
+            Error::NoDevice(format!("the device given is not usable by vkshmem: {why}"))
+        })?;
+        // SAFETY: as above.
+        let families = unsafe { instance.get_physical_device_queue_family_properties(physical) };
+        let has_compute = families
+            .get(user.queue_family as usize)
+            .is_some_and(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE));
+        if !has_compute {
+            return Err(Error::InvalidArgument(format!(
+                "queue family {} of the device given has no compute",
+                user.queue_family
+            )));
+        }
+        // SAFETY: the caller's device handle of this instance.
+        let device = unsafe { ash::Device::load(instance.fp_v1_0(), user.device) };
+        // A device-level function of an extension that is not enabled has no
+        // address (vkGetDeviceProcAddr returns NULL).
+        // SAFETY: valid device; the name is NUL-terminated.
+        let fd_fn = unsafe {
+            (instance.fp_v1_0().get_device_proc_addr)(device.handle(), c"vkGetMemoryFdKHR".as_ptr())
+        };
+        if fd_fn.is_none() {
+            return Err(Error::InvalidArgument(
+                "the device given was created without VK_KHR_external_memory_fd, which vkshmem needs to share its heap between processes".into(),
+            ));
+        }
+        let index = {
+            // SAFETY: valid instance.
+            let all = unsafe { instance.enumerate_physical_devices() }
+                .vk("vkEnumeratePhysicalDevices")?;
+            all.iter().position(|p| p.as_raw() == physical.as_raw()).unwrap_or(0)
+        };
+        let (info, host_import_alignment, p) = describe(&instance, physical, index, user.queue_family);
+        let (supported, _) = supported_caps(&instance, physical);
+        let e = &user.enabled;
+        let caps = DeviceCaps {
+            int64: e.int64 && supported.int64,
+            int64_atomics: e.int64_atomics && supported.int64_atomics,
+            float64: e.float64 && supported.float64,
+            int16: e.int16 && supported.int16,
+            int8: e.int8 && supported.int8,
+            storage8: e.storage8 && supported.storage8,
+            storage16: e.storage16 && supported.storage16,
+            memory_model: e.memory_model && supported.memory_model,
+            timeline_semaphores: e.timeline_semaphores && supported.timeline_semaphores,
+        };
+        // SAFETY: the caller created this queue.
+        let queue = unsafe { device.get_device_queue(user.queue_family, user.queue_index) };
+        tracing::info!(
+            "vkshmem uses the program's Vulkan device [{index}] {:?} ({:?}), queue family {} index {}; caps {:?}",
+            info.name,
+            info.kind,
+            user.queue_family,
+            user.queue_index,
+            caps
+        );
+        let mut gpu = finish(Parts {
+            entry,
+            instance,
+            physical,
+            device,
+            queue,
+            queue_family: user.queue_family,
+            info,
+            caps,
+            host_import_alignment: host_import_alignment.filter(|_| user.external_memory_host),
+            properties: p,
+            owned: false,
+        })?;
+        if gpu.info.is_llvmpipe() {
+            // The driver's threads started with the program's device, before
+            // us: every thread but ours may be one of them.
+            gpu.driver_threads =
+                crate::throttle::DriverThreads::new(crate::throttle::driver_threads_by_name());
+        }
+        Ok(gpu)
+    }
+}
+
+impl Drop for Gpu {
+    fn drop(&mut self) {
+        // Every kernel holds an Arc<Gpu>: no pipeline is being built with the cache.
+        self.pipeline_cache.close(&self.device);
+        // Every private allocation holds an Arc<Gpu> too, so all are freed:
+        // the allocator's own memory blocks go before the device.
+        drop(
+            self.allocator
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take(),
+        );
+        if !self.owned {
+            // The program's device: wait for our queue's work (the objects we
+            // created are gone), destroy nothing of the program's.
+            let q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+            // SAFETY: the queue lock gives vkQueueWaitIdle's external synchronization.
+            let _ = unsafe { self.device.queue_wait_idle(*q) };
+            return;
+        }
+        // SAFETY: every child object holds an Arc<Gpu>, so none is alive any more
+        // (the pipeline cache was destroyed above); waiting idle first satisfies
+        // VUID-vkDestroyDevice-device-00378.
+        unsafe {
+            let _ = self.device.device_wait_idle();
+            self.device.destroy_device(None);
+            self.instance.destroy_instance(None);
+        }
+    }
+}
+
+/// The facts of `physical` (queue family `queue_family`), whether it has
+/// `VK_EXT_external_memory_host` (with the import alignment), and its properties.
+fn describe(
+    instance: &ash::Instance,
+    physical: vk::PhysicalDevice,
+    index: usize,
+    queue_family: u32,
+) -> (DeviceInfo, Option<u64>, vk::PhysicalDeviceProperties) {
         // Properties: limits and UUIDs.
         let mut id = vk::PhysicalDeviceIDProperties::default();
         let mut m3 = vk::PhysicalDeviceMaintenance3Properties::default();
@@ -253,6 +486,16 @@ impl Gpu {
             max_memory_allocation_size: m3.max_memory_allocation_size,
         };
 
+        (
+            info,
+            has_host_import.then_some(host_props.min_imported_host_pointer_alignment),
+            p,
+        )
+}
+
+/// The optional capabilities `physical` supports, and whether it has
+/// synchronization2.
+fn supported_caps(instance: &ash::Instance, physical: vk::PhysicalDevice) -> (DeviceCaps, bool) {
         // Features: query, then enable the ones we use that the device has.
         let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
         let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
@@ -276,118 +519,84 @@ impl Gpu {
                 && f12.vulkan_memory_model_device_scope == vk::TRUE,
             timeline_semaphores: f12.timeline_semaphore == vk::TRUE,
         };
-        let want_base = vk::PhysicalDeviceFeatures::default()
-            .shader_int64(caps.int64)
-            .shader_float64(caps.float64)
-            .shader_int16(caps.int16);
-        let mut want11 = vk::PhysicalDeviceVulkan11Features::default()
-            .storage_buffer16_bit_access(caps.storage16);
-        let mut want12 = vk::PhysicalDeviceVulkan12Features::default()
-            .shader_buffer_int64_atomics(caps.int64_atomics)
-            .shader_int8(caps.int8)
-            .storage_buffer8_bit_access(caps.storage8)
-            .vulkan_memory_model(caps.memory_model)
-            .vulkan_memory_model_device_scope(caps.memory_model)
-            .timeline_semaphore(caps.timeline_semaphores);
-        let mut want13 = vk::PhysicalDeviceVulkan13Features::default()
-            .synchronization2(f13.synchronization2 == vk::TRUE);
-        let mut want2 = vk::PhysicalDeviceFeatures2::default()
-            .features(want_base)
-            .push_next(&mut want11)
-            .push_next(&mut want12)
-            .push_next(&mut want13);
-
-        let priorities = [1.0f32];
-        let queue_info = [vk::DeviceQueueCreateInfo::default()
-            .queue_family_index(queue_family)
-            .queue_priorities(&priorities)];
-        let mut extensions = vec![ash::khr::external_memory_fd::NAME.as_ptr()];
-        if has_host_import {
-            extensions.push(ash::ext::external_memory_host::NAME.as_ptr());
-        }
-        let create = vk::DeviceCreateInfo::default()
-            .queue_create_infos(&queue_info)
-            .enabled_extension_names(&extensions)
-            .push_next(&mut want2);
-        // SAFETY: every feature enabled was reported supported above, the extension
-        // was checked by usable(), and the create info outlives the call.
-        let device =
-            unsafe { instance.create_device(physical, &create, None) }.vk("vkCreateDevice")?;
-        // SAFETY: family and index 0 were requested in `create`.
-        let queue = unsafe { device.get_device_queue(queue_family, 0) };
-        let external_fd = ash::khr::external_memory_fd::Device::new(instance, &device);
-        let host_import = has_host_import.then(|| HostImportFns {
-            fns: ash::ext::external_memory_host::Device::new(instance, &device),
-            alignment: host_props.min_imported_host_pointer_alignment,
-        });
-        // SAFETY: valid physical device.
-        let memory_properties = unsafe { instance.get_physical_device_memory_properties(physical) };
-        let cache_id = pipeline_cache::CacheId {
-            vendor_id: p.vendor_id,
-            device_id: p.device_id,
-            uuid: p.pipeline_cache_uuid,
-        };
-        let cache_dir = pipeline_cache::cache_dir(|k| std::env::var(k).ok());
-        let pipeline_cache = pipeline_cache::PipelineCache::open(&device, cache_id, cache_dir);
-        tracing::info!(
-            "local PE {local_pe} uses Vulkan device [{index}] {:?} ({:?}) because {why}; caps {:?}",
-            info.name,
-            info.kind,
-            caps
-        );
-        let allocator =
-            gpu_allocator::vulkan::Allocator::new(&gpu_allocator::vulkan::AllocatorCreateDesc {
-                instance: instance.clone(),
-                device: device.clone(),
-                physical_device: physical,
-                debug_settings: Default::default(),
-                buffer_device_address: false,
-                allocation_sizes: Default::default(),
-            })
-            .map_err(|e| Error::Unsupported {
-                device: info.name.clone(),
-                what: format!("a memory allocator (gpu-allocator: {e})"),
-            })?;
-        Ok(Gpu {
-            allocator: Mutex::new(Some(allocator)),
-            _entry: entry,
-            instance: instance.clone(),
-            physical,
-            device,
-            external_fd,
-            host_import,
-            queue: Mutex::new(queue),
-            queue_family,
-            memory_properties,
-            pipeline_cache,
-            info,
-            caps,
-            driver_threads: Default::default(),
-        })
-    }
+        (caps, f13.synchronization2 == vk::TRUE)
 }
 
-impl Drop for Gpu {
-    fn drop(&mut self) {
-        // Every kernel holds an Arc<Gpu>: no pipeline is being built with the cache.
-        self.pipeline_cache.close(&self.device);
-        // Every private allocation holds an Arc<Gpu> too, so all are freed:
-        // the allocator's own memory blocks go before the device.
-        drop(
-            self.allocator
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .take(),
-        );
-        // SAFETY: every child object holds an Arc<Gpu>, so none is alive any more
-        // (the pipeline cache was destroyed above); waiting idle first satisfies
-        // VUID-vkDestroyDevice-device-00378.
-        unsafe {
-            let _ = self.device.device_wait_idle();
-            self.device.destroy_device(None);
-            self.instance.destroy_instance(None);
-        }
-    }
+/// What [`finish`] makes a [`Gpu`] of.
+struct Parts {
+    entry: ash::Entry,
+    instance: ash::Instance,
+    physical: vk::PhysicalDevice,
+    device: ash::Device,
+    queue: vk::Queue,
+    queue_family: u32,
+    info: DeviceInfo,
+    caps: DeviceCaps,
+    host_import_alignment: Option<u64>,
+    properties: vk::PhysicalDeviceProperties,
+    owned: bool,
+}
+
+/// The extension tables, memory properties, pipeline cache and allocator of a
+/// device that exists.
+fn finish(x: Parts) -> Result<Gpu> {
+    let Parts {
+        entry,
+        instance,
+        physical,
+        device,
+        queue,
+        queue_family,
+        info,
+        caps,
+        host_import_alignment,
+        properties: p,
+        owned,
+    } = x;
+    let external_fd = ash::khr::external_memory_fd::Device::new(&instance, &device);
+    let host_import = host_import_alignment.map(|alignment| HostImportFns {
+        fns: ash::ext::external_memory_host::Device::new(&instance, &device),
+        alignment,
+    });
+    // SAFETY: valid physical device.
+    let memory_properties = unsafe { instance.get_physical_device_memory_properties(physical) };
+    let cache_id = pipeline_cache::CacheId {
+        vendor_id: p.vendor_id,
+        device_id: p.device_id,
+        uuid: p.pipeline_cache_uuid,
+    };
+    let cache_dir = pipeline_cache::cache_dir(|k| std::env::var(k).ok());
+    let pipeline_cache = pipeline_cache::PipelineCache::open(&device, cache_id, cache_dir);
+    let allocator =
+        gpu_allocator::vulkan::Allocator::new(&gpu_allocator::vulkan::AllocatorCreateDesc {
+            instance: instance.clone(),
+            device: device.clone(),
+            physical_device: physical,
+            debug_settings: Default::default(),
+            buffer_device_address: false,
+            allocation_sizes: Default::default(),
+        })
+        .map_err(|e| Error::Unsupported {
+            device: info.name.clone(),
+            what: format!("a memory allocator (gpu-allocator: {e})"),
+        })?;
+    Ok(Gpu {
+        allocator: Mutex::new(Some(allocator)),
+        _entry: entry,
+        instance,
+        physical,
+        device,
+        external_fd,
+        host_import,
+        queue: Mutex::new(queue),
+        queue_family,
+        memory_properties,
+        pipeline_cache,
+        info,
+        caps,
+        driver_threads: Default::default(),
+        owned,
+    })
 }
 
 fn compute_queue_family(instance: &ash::Instance, pd: vk::PhysicalDevice) -> Option<u32> {
