@@ -1005,3 +1005,83 @@ fn a_pe_killed_in_a_shared_memory_barrier_gets_every_peer_out_with_an_error() {
         assert_gone(&pids);
     }
 }
+
+/// Queued collectives (tests/progs/queue_check.rs: the checking harness in
+/// the queue form, the host left free while a peer posts late, several in
+/// flight, persistent runs, a dropped request) on 2 and 3 PEs, and the
+/// queue_pipeline example (the program's own device and command buffer) on
+/// 1 to 4 PEs. (Each queue kernel costs llvmpipe seconds per PE to compile:
+/// the harness runs at the PE counts where the pipeline's kernels then come
+/// from the cache.)
+#[test]
+fn queued_collectives_conform_and_leave_the_host_free() {
+    let _one = one_spinning_job();
+    let prog = program("queue_check");
+    for n in [2u32, 3] {
+        let r = vkshmrun(&["-n", &n.to_string(), &prog], Duration::from_secs(600));
+        assert_eq!(r.code, Some(0), "{n} PEs:\n{}\n{}", r.stdout, r.stderr);
+        let lines: Vec<&str> = r
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("queue_check: pe="))
+            .collect();
+        assert_eq!(lines.len(), n as usize, "{}", r.stdout);
+        for l in lines {
+            assert!(l.ends_with("wrong=0"), "{l}");
+            let calls: u64 = l
+                .split("calls=")
+                .nth(1)
+                .and_then(|x| x.split(' ').next())
+                .and_then(|x| x.parse().ok())
+                .unwrap_or(0);
+            assert!(calls > 50, "too few checked calls: {l}");
+        }
+        assert!(r.stdout.contains("queue_check: host free: post"), "{}", r.stdout);
+    }
+    let pipeline = program("queue_pipeline");
+    for n in ["1", "2", "3", "4"] {
+        let r = vkshmrun(&["-n", n, &pipeline, "3000"], Duration::from_secs(300));
+        assert_eq!(r.code, Some(0), "{n} PEs:\n{}\n{}", r.stdout, r.stderr);
+        assert!(r.stdout.contains("queue_pipeline: ok"), "{}", r.stdout);
+    }
+}
+
+/// A PE that dies while its peers wait in a queued collective: their `wait`
+/// returns `PeerFailed` naming it within seconds (they ignore the launcher's
+/// SIGTERM, so they must get out by themselves), and nothing is left behind.
+#[test]
+fn a_peer_that_dies_fails_queued_collectives_within_seconds() {
+    let _one = one_spinning_job();
+    let prog = program("queue_check");
+    let r = vkshmrun(
+        &["-n", "3", "--grace", "30", &prog, "--peer-dies"],
+        Duration::from_secs(300),
+    );
+    assert_eq!(r.code, Some(3), "{}\n{}", r.stdout, r.stderr);
+    let after: Vec<f64> = r
+        .stdout
+        .lines()
+        .filter_map(|l| l.split("peer failure reported after ").nth(1))
+        .map(|t| {
+            let secs = |u: &str, k: f64| t.strip_suffix(u).and_then(|v| v.parse::<f64>().ok()).map(|v| v * k);
+            secs("ms", 1e-3).or_else(|| secs("µs", 1e-6)).or_else(|| secs("s", 1.0)).unwrap_or(f64::MAX)
+        })
+        .collect();
+    assert_eq!(after.len(), 2, "{}\n{}", r.stdout, r.stderr);
+    // vkshmrun() has checked that no process, socket or temp file remains.
+    assert!(after.iter().all(|&s| s < 5.0), "{after:?}");
+}
+
+/// A device-side failure in a queued collective (a collect whose total
+/// overflows PE 0's dest) is reported by that PE's `wait` as `Error::Device`
+/// with `ERR_BAD_ARGUMENT`; its peers complete.
+#[test]
+fn a_device_error_in_a_queued_collective_is_reported_at_wait() {
+    let _one = one_spinning_job();
+    let r = vkshmrun(
+        &["-n", "2", &program("queue_check"), "--bad-collect"],
+        Duration::from_secs(300),
+    );
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.stdout.matches("bad collect reported").count(), 1, "{}", r.stdout);
+}

@@ -47,6 +47,11 @@ struct Args {
     /// (each costs llvmpipe 10-20 s to compile with 4 PEs on 2 cores).
     #[arg(long)]
     device_kernels: Option<usize>,
+    /// Share of the host calls of the data-movement collectives made as queued
+    /// collectives instead (`Context::post` + `wait`; reductions stay host
+    /// calls, so that few queue kernels need compiling).
+    #[arg(long, default_value_t = 0.0)]
+    queued: f64,
     /// Largest element count of one call (per member for the gathering kinds).
     #[arg(long, default_value_t = 16384)]
     max_elems: usize,
@@ -295,7 +300,9 @@ fn main() -> anyhow::Result<()> {
             let (which, form) = pick(&mut rng, &pool);
             (form, device_call(&mut rng, which, members, max))
         } else {
-            (Form::Host, host_call(&mut rng, members, max))
+            let call = host_call(&mut rng, members, max);
+            let queued = !matches!(call.coll, Coll::Reduce(_)) && rng.random_bool(args.queued);
+            (if queued { Form::Queue } else { Form::Host }, call)
         };
         if form == Form::Thread {
             // One invocation moves everything: lavapipe caps its loops.
@@ -315,10 +322,11 @@ fn main() -> anyhow::Result<()> {
                 Form::Host => "host",
                 Form::Thread => "thread",
                 Form::WorkGroup => "work_group",
+                Form::Queue => "queue",
             }
         );
         *counts.entry(label).or_default() += 1;
-        if h.phantom && form == Form::Host {
+        if h.phantom && matches!(form, Form::Host | Form::Queue) {
             continue;
         }
         run(&mut h, tc, call).with_context(|| {

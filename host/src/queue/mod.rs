@@ -80,8 +80,12 @@
 //! [`Error::Device`] (a device error, for example a collect whose counts
 //! overflow a member's dest), [`Error::PeerFailed`], [`Error::Timeout`]
 //! (`VKSHMEM_WAIT_TIMEOUT`, counted from the first `test`/`wait` of a
-//! recorded collective, from the post of a nonblocking one). After such an
-//! error the PEs are out of step and the context is broken ([`Error::Broken`]).
+//! recorded collective, from the post of a nonblocking one). After a failed
+//! peer, a timeout or a wait the driver cut short, the PEs are out of step
+//! and the context is broken ([`Error::Broken`]); a device argument check
+//! (`ERR_BAD_ARGUMENT`, `ERR_BAD_PE`, `ERR_BAD_ADDRESS`) fails between the
+//! collective's syncs, which every member still completes, so the job stays
+//! usable.
 
 pub mod completion;
 mod progress;
@@ -796,6 +800,12 @@ impl Context {
         } else {
             None
         };
+        // Argument and address checks fail alike on every member, or on one
+        // member between the syncs, which it still takes part in: the PEs stay
+        // in step. Anything else (a wait cut short or aborted, a sync skipped
+        // on a bad team, two syncs at once) leaves them out of step.
+        let in_step = w.abort == 0
+            && w.error & !(layout::ERR_BAD_ARGUMENT | layout::ERR_BAD_PE | layout::ERR_BAD_ADDRESS) == 0;
         let e = e.unwrap_or_else(|| Error::Device {
             kernel: name.to_string(),
             pe: self.my_pe(),
@@ -804,7 +814,9 @@ impl Context {
             arg_pe: w.error_pe,
             arg_addr: w.error_addr,
         });
-        self.set_broken(&e);
+        if !in_step {
+            self.set_broken(&e);
+        }
         Err(e)
     }
 

@@ -81,6 +81,8 @@ pub enum Form {
     Thread,
     /// `shmemx_*_work_group` called by a whole workgroup.
     WorkGroup,
+    /// `Context::post` of a queued collective, then `Request::wait`.
+    Queue,
 }
 
 /// The collective of one call.
@@ -268,6 +270,24 @@ impl Harness {
                 Coll::Alltoalls(dst, sst) => ctx.alltoalls(tc.team, d, s, dst, sst, n)?,
                 Coll::Reduce(op) => ctx.reduce(tc.team, op, d, s, n)?,
             }
+            return Ok(());
+        }
+        if self.form == Form::Queue {
+            // Only members call a queued collective (its syncs are on the
+            // device, among the team).
+            if self.phantom {
+                return Ok(());
+            }
+            use vkshmem::Collective as C;
+            let coll = match c {
+                Coll::Broadcast(root) => C::broadcast(d, s, n, root),
+                Coll::Fcollect => C::fcollect(d, s, n),
+                Coll::Collect => C::collect(d, s, n),
+                Coll::Alltoall => C::alltoall(d, s, n),
+                Coll::Alltoalls(dst, sst) => C::alltoalls(d, s, dst, sst, n),
+                Coll::Reduce(op) => C::reduce(op, d, s, n),
+            };
+            ctx.post(tc.team, coll)?.wait()?;
             return Ok(());
         }
         let es = std::mem::size_of::<T>() as u32;

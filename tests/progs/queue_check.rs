@@ -1,0 +1,315 @@
+//! Queued, nonblocking and persistent collectives (`vkshmem::queue`): a PE
+//! program run by tests/launcher.rs through vkshmrun on 1-4 PEs.
+//!
+//! 1. Conformance: the checking harness (patterns, poison, guards, host
+//!    reference) in its `Queue` form (`Context::post` + `wait`), on WORLD, the
+//!    even PEs and WORLD reversed, at sizes on both sides of the one-invocation
+//!    / one-workgroup boundary (`THREAD_FORM_MAX_BYTES`).
+//! 2. The host is free: the last PE posts 400 ms after the others; the others'
+//!    `post` returns at once and `test` says "not done" until it arrives.
+//! 3. Several in flight: eight collectives posted back to back, waited for in
+//!    reverse order, every result checked.
+//! 4. Persistent: one recorded allreduce started 20 times over fresh data.
+//! 5. A request dropped unfinished is waited for (its result is there).
+//!
+//! Prints `queue_check: pe=P calls=N wrong=W` and, on PE 0, the timings of the
+//! host-free check. Other modes (one each):
+//! - `--peer-dies`: the last PE exits before posting; the others' `wait` must
+//!   return `PeerFailed` naming it, within seconds (prints `queue_check:
+//!   peer failure reported`).
+//! - `--bad-collect`: PE 0's collect dest is too small for the total; its
+//!   `wait` must return `Error::Device` with `ERR_BAD_ARGUMENT`, the others'
+//!   complete (prints `queue_check: bad collect reported`), and the job goes
+//!   on (a correct collect, checked, then finalize).
+
+use std::time::{Duration, Instant};
+
+use vkshmem::{Collective, Error, ReduceOp, Team};
+
+#[path = "common/combine.rs"]
+mod combine;
+#[path = "common/harness.rs"]
+mod harness;
+use harness::*;
+
+fn conformance(h: &mut Harness, cases: &[TeamCase]) -> anyhow::Result<()> {
+    let me = h.me();
+    h.form = Form::Queue;
+    // Byte sizes on both sides of the one-invocation / one-workgroup boundary.
+    // Few element types and operations: each queue kernel costs llvmpipe
+    // seconds to compile per PE (the device-initiated forms' tests cover the
+    // reductions' type x operation table; the queue kernels call them).
+    for (k, tc) in cases.iter().enumerate() {
+        if ![0, 1, 3].contains(&k) {
+            continue;
+        }
+        h.phantom = !tc.members.contains(&me);
+        h.salt = 1_000_000 * (k as u32 + 1);
+        let root = tc.members.len() as u32 - 1;
+        for n in [0usize, 1, 7, 1000, 6000] {
+            h.broadcast::<u8>(tc, n, root)?;
+            h.reduce::<f32>(tc, ReduceOp::Sum, n / 4, false)?;
+            h.collect::<u16>(tc, n / 2)?;
+            if k != 0 {
+                continue;
+            }
+            h.fcollect::<u32>(tc, n / 4)?;
+            h.alltoall::<u8>(tc, n / tc.members.len())?;
+            h.alltoalls::<u64>(tc, n / 64, 2, 3)?;
+            h.reduce::<f32>(tc, ReduceOp::Max, n / 4, true)?;
+        }
+    }
+    h.phantom = false;
+    h.form = Form::Host;
+    h.ctx.barrier_all()?;
+    Ok(())
+}
+
+/// (post took, tests that said "not done", waited) on this PE.
+fn host_is_free(h: &mut Harness) -> anyhow::Result<(Duration, u32, Duration)> {
+    let ctx = h.ctx.clone();
+    let (me, n) = (ctx.my_pe(), ctx.n_pes());
+    let src = ctx.malloc::<f32>(64)?;
+    let dst = ctx.malloc::<f32>(64)?;
+    src.write(&(0..64).map(|i| ((me + 1) * 1000 + i) as f32).collect::<Vec<_>>())?;
+    // Compile the kernel first (llvmpipe: seconds), so the timing is the post's.
+    let warm = ctx.post(Team::WORLD, Collective::sum_reduce(&dst.as_slice(), &src.as_slice(), 64))?;
+    warm.wait()?;
+    ctx.barrier_all()?;
+    let late = me == n - 1 && n > 1;
+    if late {
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    let t0 = Instant::now();
+    let mut req = ctx.post(Team::WORLD, Collective::sum_reduce(&dst.as_slice(), &src.as_slice(), 64))?;
+    let posted = t0.elapsed();
+    let mut not_done = 0;
+    while !req.test()? {
+        not_done += 1;
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let waited = t0.elapsed();
+    drop(req);
+    let want: Vec<f32> = (0..64)
+        .map(|i| (0..n).map(|p| ((p + 1) * 1000 + i) as f32).sum())
+        .collect();
+    if dst.to_vec()? != want {
+        h.wrong += 1;
+        h.fail(format!("PE {me}: host-free allreduce wrong"));
+    }
+    h.calls += 1;
+    if !late && n > 1 && (not_done == 0 || waited < Duration::from_millis(300)) {
+        h.wrong += 1;
+        h.fail(format!(
+            "PE {me}: the allreduce completed {waited:?} after its post, {not_done} tests said not done: it did not wait for the late PE"
+        ));
+    }
+    if posted > Duration::from_millis(200) {
+        h.wrong += 1;
+        h.fail(format!("PE {me}: post took {posted:?}: it waited"));
+    }
+    ctx.barrier_all()?;
+    src.free()?;
+    dst.free()?;
+    Ok((posted, not_done, waited))
+}
+
+fn in_flight(h: &mut Harness) -> anyhow::Result<()> {
+    let ctx = h.ctx.clone();
+    let (me, n) = (ctx.my_pe(), ctx.n_pes() as u64);
+    const K: usize = 8;
+    const M: usize = 300;
+    let src = ctx.malloc::<f32>(K * M)?;
+    let dst = ctx.malloc::<f32>(K * M)?;
+    // Small integers: exact sums in any order.
+    let pat = |pe: u64, k: usize, i: usize| (((pe + 3) * 7919 + k as u64 * 131 + i as u64) % 1000) as f32;
+    src.write(
+        &(0..K * M)
+            .map(|j| pat(me as u64, j / M, j % M))
+            .collect::<Vec<_>>(),
+    )?;
+    let slices: Vec<_> = (0..K)
+        .map(|k| -> anyhow::Result<_> {
+            Ok((dst.slice(k * M..(k + 1) * M)?, src.slice(k * M..(k + 1) * M)?))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let mut reqs = Vec::new();
+    for (k, (d, s)) in slices.iter().enumerate() {
+        // Alternate operations so that a result in the wrong place shows.
+        let op = if k % 2 == 0 { ReduceOp::Sum } else { ReduceOp::Max };
+        reqs.push(ctx.post(Team::WORLD, Collective::reduce(op, d, s, M))?);
+    }
+    while let Some(r) = reqs.pop() {
+        r.wait()?;
+    }
+    let got = dst.to_vec()?;
+    for k in 0..K {
+        for i in 0..M {
+            let vals = (0..n).map(|p| pat(p, k, i));
+            let want = if k % 2 == 0 {
+                vals.sum::<f32>()
+            } else {
+                vals.fold(f32::MIN, f32::max)
+            };
+            h.calls += u64::from(i == 0);
+            if got[k * M + i] != want {
+                h.wrong += 1;
+                h.fail(format!("PE {me}: in-flight collective {k} element {i}: {} want {want}", got[k * M + i]));
+                break;
+            }
+        }
+    }
+    ctx.barrier_all()?;
+    drop(reqs);
+    drop(slices);
+    src.free()?;
+    dst.free()?;
+    Ok(())
+}
+
+fn persistent(h: &mut Harness) -> anyhow::Result<()> {
+    let ctx = h.ctx.clone();
+    let (me, n) = (ctx.my_pe(), ctx.n_pes() as i64);
+    let src = ctx.malloc::<f32>(100)?;
+    let dst = ctx.malloc::<f32>(100)?;
+    {
+        let (d, s) = (dst.as_slice(), src.as_slice());
+        let mut p = ctx.persistent(Team::WORLD, Collective::sum_reduce(&d, &s, 100))?;
+        for round in 0..20i64 {
+            src.write(&(0..100).map(|i| ((me as i64 + 1) * round - i) as f32).collect::<Vec<_>>())?;
+            p.start()?;
+            p.wait()?;
+            let want: Vec<f32> = (0..100)
+                .map(|i| (0..n).map(|pe| ((pe + 1) * round - i) as f32).sum())
+                .collect();
+            h.calls += 1;
+            if dst.to_vec()? != want {
+                h.wrong += 1;
+                h.fail(format!("PE {me}: persistent allreduce run {round} wrong"));
+            }
+            // The next run overwrites the source: every member must be done
+            // reading it (the closing sync of the run saw to that).
+        }
+    }
+    // Dropped unfinished: the drop waits, the result is there.
+    src.write(&vec![me as f32 + 1.0; 100])?;
+    {
+        let _dropped = ctx.post(Team::WORLD, Collective::sum_reduce(&dst.as_slice(), &src.as_slice(), 100))?;
+    }
+    h.calls += 1;
+    if dst.to_vec()? != vec![(n * (n + 1) / 2) as f32; 100] {
+        h.wrong += 1;
+        h.fail(format!("PE {me}: a dropped request did not complete"));
+    }
+    ctx.barrier_all()?;
+    src.free()?;
+    dst.free()?;
+    Ok(())
+}
+
+fn peer_dies() -> anyhow::Result<()> {
+    // The survivors must get out by themselves: the launcher's stop (SIGTERM
+    // when the PE dies) must not do it for them (the test gives a long grace).
+    // SAFETY: ignoring a signal installs no handler code.
+    unsafe {
+        nix::sys::signal::signal(
+            nix::sys::signal::Signal::SIGTERM,
+            nix::sys::signal::SigHandler::SigIgn,
+        )?;
+    }
+    let ctx = vkshmem::init()?;
+    let (me, n) = (ctx.my_pe(), ctx.n_pes());
+    let x = ctx.calloc::<f32>(16)?;
+    // Compile before anyone dies, so the wait is what is measured.
+    ctx.post(Team::WORLD, Collective::sum_reduce(&x.as_slice(), &x.as_slice(), 16))?
+        .wait()?;
+    ctx.barrier_all()?;
+    if me == n - 1 {
+        std::thread::sleep(Duration::from_millis(200));
+        std::process::exit(3);
+    }
+    let t0 = Instant::now();
+    let r = ctx
+        .post(Team::WORLD, Collective::sum_reduce(&x.as_slice(), &x.as_slice(), 16))?
+        .wait();
+    match r {
+        Err(Error::PeerFailed { pe, .. }) if pe == n - 1 => {
+            println!("queue_check: peer failure reported after {:?}", t0.elapsed());
+            Ok(())
+        }
+        other => anyhow::bail!("PE {me}: expected PeerFailed naming PE {}, got {other:?}", n - 1),
+    }
+}
+
+fn bad_collect() -> anyhow::Result<()> {
+    let ctx = vkshmem::init()?;
+    let me = ctx.my_pe();
+    let n = ctx.n_pes() as usize;
+    let src = ctx.calloc::<u32>(10)?;
+    let dst = ctx.calloc::<u32>(10 * n)?;
+    src.write(&[me + 1; 10])?;
+    {
+        // PE 0 says its dest holds 10 elements; the total is 10 * n.
+        let d = if me == 0 { dst.slice(0..10)? } else { dst.as_slice() };
+        let r = ctx
+            .post(Team::WORLD, Collective::collect(&d, &src.as_slice(), 10))?
+            .wait();
+        match (me, r) {
+            (0, Err(Error::Device { bits, .. })) if bits & vkshmem::ERR_BAD_ARGUMENT != 0 => {
+                println!("queue_check: bad collect reported");
+            }
+            (0, other) => anyhow::bail!("PE 0: expected a device error, got {other:?}"),
+            (_, Ok(())) => {}
+            (_, Err(e)) => anyhow::bail!("PE {me}: {e}"),
+        }
+    }
+    // Every member completed the collective's syncs: the job goes on.
+    ctx.post(Team::WORLD, Collective::collect(&dst.as_slice(), &src.as_slice(), 10))?
+        .wait()?;
+    let want: Vec<u32> = (0..n as u32).flat_map(|p| [p + 1; 10]).collect();
+    anyhow::ensure!(dst.to_vec()? == want, "PE {me}: the collect after the error is wrong");
+    src.free()?;
+    dst.free()?;
+    ctx.finalize()?;
+    Ok(())
+}
+
+fn main() -> anyhow::Result<()> {
+    if std::env::args().any(|a| a == "--peer-dies") {
+        return peer_dies();
+    }
+    if std::env::args().any(|a| a == "--bad-collect") {
+        return bad_collect();
+    }
+    let ctx = vkshmem::init()?;
+    let mut h = Harness::new(&ctx, 1 << 16)?;
+    let cases = teams(&ctx)?;
+    conformance(&mut h, &cases)?;
+    let (posted, not_done, waited) = host_is_free(&mut h)?;
+    in_flight(&mut h)?;
+    persistent(&mut h)?;
+    for c in cases.iter().skip(1).filter(|c| c.team != Team::INVALID) {
+        ctx.team_destroy(c.team)?;
+    }
+    for f in &h.fails {
+        eprintln!("{f}");
+    }
+    if ctx.my_pe() == 0 {
+        println!(
+            "queue_check: host free: post {posted:?}, {not_done} tests said not done, complete after {waited:?}"
+        );
+    }
+    println!(
+        "queue_check: pe={} calls={} wrong={}",
+        ctx.my_pe(),
+        h.calls,
+        h.wrong
+    );
+    let ok = h.wrong == 0;
+    drop(h);
+    ctx.finalize()?;
+    if !ok {
+        std::process::exit(1);
+    }
+    Ok(())
+}
