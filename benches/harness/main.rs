@@ -54,6 +54,35 @@ use std::time::Instant;
 use anyhow::{bail, Context as _};
 use clap::Parser;
 use device::{DeviceArgs, Scope};
+
+/// How a row's collective is called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// The blocking host call.
+    Host,
+    /// A device kernel in a scope.
+    Device(Scope),
+    /// Queued collectives: a chain of `--chain` in one submission
+    /// (`Context::post_batch`), timed on the host from the post to the end.
+    Queue,
+}
+
+impl Form {
+    fn name(self) -> &'static str {
+        match self {
+            Form::Host => "host",
+            Form::Device(s) => s.name(),
+            Form::Queue => "queue",
+        }
+    }
+
+    fn device(self) -> Option<Scope> {
+        match self {
+            Form::Device(s) => Some(s),
+            _ => None,
+        }
+    }
+}
 use elem::Elem;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use report::{Floors, Row, Stream};
@@ -78,9 +107,14 @@ struct Args {
     /// fcollect, alltoall, alltoalls, reduce; or `all`.
     #[arg(long, default_value = "all")]
     collective: String,
-    /// Forms: a comma-separated list of host, thread, work_group; or `all`.
+    /// Forms: a comma-separated list of host, thread, work_group, queue; or
+    /// `all`.
     #[arg(long, default_value = "host")]
     scope: String,
+    /// Queued collectives per submission in the queue scope (the per-call
+    /// time is the chain's over its length).
+    #[arg(long, default_value_t = 100)]
+    chain: u32,
     /// Element type (ishmem's TYPENAMEs): float, double, int8, int16, int32,
     /// int64, uint8, uint16, uint32, uint64 (also int, long, uint, ulong, size).
     #[arg(long = "type", default_value = "float")]
@@ -200,10 +234,11 @@ impl Bench<'_> {
         &self,
         coll: &str,
         op: ReduceOp,
-        scope: Option<Scope>,
+        form: Form,
         out: &mut Stream,
     ) -> anyhow::Result<()> {
         let ctx = self.ctx;
+        let scope = form.device();
         if coll == "reduce"
             && !T::BITWISE
             && matches!(op, ReduceOp::And | ReduceOp::Or | ReduceOp::Xor)
@@ -216,7 +251,7 @@ impl Bench<'_> {
         }
         let n = self.members.len() as u32;
         let es = std::mem::size_of::<T>() as u64;
-        let scope_name = scope.map_or("host", Scope::name);
+        let scope_name = form.name();
         let kernel = scope.map(|s| self.kernel::<T>(coll, op, s)).transpose()?;
         let nth = match scope {
             Some(Scope::WorkGroup) => self.args.workgroup_size as u64,
@@ -229,9 +264,10 @@ impl Bench<'_> {
             let count = (bytes / es) as usize;
             let s: SymSlice<T> = SymSlice::from_raw(self.src.offset(), count * n as usize);
             let d: SymSlice<T> = SymSlice::from_raw(self.dst.offset(), count * n as usize);
-            let per_dispatch = match scope {
-                None => self.args.iters,
-                Some(_) => {
+            let per_dispatch = match form {
+                Form::Host => self.args.iters,
+                Form::Queue => self.args.chain.max(1),
+                Form::Device(_) => {
                     // A team that spans devices: each wait lasts a proxy
                     // round trip, budgeted as long waits.
                     let data = device::data_iters(coll, bytes, n as u64, nth);
@@ -272,6 +308,23 @@ impl Bench<'_> {
                 if !member {
                     return Ok(None);
                 }
+                if form == Form::Queue {
+                    use vkshmem::Collective as C;
+                    let c = match coll {
+                        "barrier" => C::barrier(),
+                        "sync" => C::sync(),
+                        "broadcast" => C::broadcast(&d, &s, count, root),
+                        "collect" => C::collect(&d, &s, count),
+                        "fcollect" => C::fcollect(&d, &s, count),
+                        "alltoall" => C::alltoall(&d, &s, count),
+                        "alltoalls" => C::alltoalls(&d, &s, 1, 1, count),
+                        _ => C::reduce(op, &d, &s, count),
+                    };
+                    let chain = vec![(team, c); k as usize];
+                    let t = Instant::now();
+                    ctx.post_batch(&chain)?.wait()?;
+                    return Ok(Some(t.elapsed().as_secs_f64()));
+                }
                 match coll {
                     "barrier" => ctx.team_barrier(team)?,
                     "sync" => ctx.team_sync(team)?,
@@ -289,15 +342,15 @@ impl Bench<'_> {
             } else {
                 None
             };
-            let samples = match scope {
-                None => {
+            let samples = match form {
+                Form::Host => {
                     if member {
                         self.time_host(|| call(1).map(|_| ()))?
                     } else {
                         Vec::new()
                     }
                 }
-                Some(_) => {
+                Form::Device(_) | Form::Queue => {
                     call(per_dispatch.min(self.args.warmup.max(1)))?;
                     let dispatches = self.args.iters.div_ceil(per_dispatch).max(3);
                     let mut v = Vec::new();
@@ -356,20 +409,20 @@ impl Bench<'_> {
         &self,
         coll: &str,
         op: ReduceOp,
-        scope: Option<Scope>,
+        form: Form,
         out: &mut Stream,
     ) -> anyhow::Result<()> {
         match self.args.ty.as_str() {
-            "float" => self.run::<f32>(coll, op, scope, out),
-            "double" => self.run::<f64>(coll, op, scope, out),
-            "int8" => self.run::<i8>(coll, op, scope, out),
-            "int16" => self.run::<i16>(coll, op, scope, out),
-            "int32" | "int" => self.run::<i32>(coll, op, scope, out),
-            "int64" | "long" => self.run::<i64>(coll, op, scope, out),
-            "uint8" | "uchar" => self.run::<u8>(coll, op, scope, out),
-            "uint16" | "ushort" => self.run::<u16>(coll, op, scope, out),
-            "uint32" | "uint" => self.run::<u32>(coll, op, scope, out),
-            "uint64" | "ulong" | "size" => self.run::<u64>(coll, op, scope, out),
+            "float" => self.run::<f32>(coll, op, form, out),
+            "double" => self.run::<f64>(coll, op, form, out),
+            "int8" => self.run::<i8>(coll, op, form, out),
+            "int16" => self.run::<i16>(coll, op, form, out),
+            "int32" | "int" => self.run::<i32>(coll, op, form, out),
+            "int64" | "long" => self.run::<i64>(coll, op, form, out),
+            "uint8" | "uchar" => self.run::<u8>(coll, op, form, out),
+            "uint16" | "ushort" => self.run::<u16>(coll, op, form, out),
+            "uint32" | "uint" => self.run::<u32>(coll, op, form, out),
+            "uint64" | "ulong" | "size" => self.run::<u64>(coll, op, form, out),
             t => bail!("--type {t:?}: float, double, int8..int64, uint8..uint64"),
         }
     }
@@ -379,7 +432,7 @@ impl Bench<'_> {
         &self,
         colls: &[&str],
         op: ReduceOp,
-        scopes: &[Option<Scope>],
+        scopes: &[Form],
         out: &mut Stream,
     ) -> anyhow::Result<()> {
         for &coll in colls {
@@ -474,16 +527,22 @@ fn parse_op(s: &str) -> anyhow::Result<ReduceOp> {
         .with_context(|| format!("--op {s:?}: one of and, or, xor, max, min, sum, prod"))
 }
 
-fn parse_scopes(s: &str) -> anyhow::Result<Vec<Option<Scope>>> {
+fn parse_scopes(s: &str) -> anyhow::Result<Vec<Form>> {
     if s == "all" {
-        return Ok(vec![None, Some(Scope::Thread), Some(Scope::WorkGroup)]);
+        return Ok(vec![
+            Form::Host,
+            Form::Device(Scope::Thread),
+            Form::Device(Scope::WorkGroup),
+            Form::Queue,
+        ]);
     }
     s.split(',')
         .map(|x| match x.trim() {
-            "host" => Ok(None),
-            "thread" => Ok(Some(Scope::Thread)),
-            "work_group" => Ok(Some(Scope::WorkGroup)),
-            other => bail!("--scope {other:?}: host, thread, work_group or all"),
+            "host" => Ok(Form::Host),
+            "thread" => Ok(Form::Device(Scope::Thread)),
+            "work_group" => Ok(Form::Device(Scope::WorkGroup)),
+            "queue" => Ok(Form::Queue),
+            other => bail!("--scope {other:?}: host, thread, work_group, queue or all"),
         })
         .collect()
 }

@@ -72,9 +72,9 @@ pub enum QueueCall {
 /// How many invocations a queue kernel spreads its move over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum QueueForm {
-    /// One invocation: the per-thread form. Small calls (the sync is most of
-    /// the time, and a workgroup barrier costs more than the move on CPU
-    /// drivers).
+    /// One invocation (0 of a workgroup): the per-thread form. Small calls
+    /// (the sync is most of the time, and a workgroup barrier costs more than
+    /// the move on CPU drivers).
     Thread,
     /// One workgroup of [`QUEUE_WORKGROUP`]: the work_group form.
     WorkGroup,
@@ -134,11 +134,16 @@ impl QueueCall {
             return Some(format!("{args_decl}{}", collect_source(form)));
         }
         Some(match form {
+            // Invocation 0 of a workgroup: llvmpipe cuts the loops of
+            // one-invocation workgroups short (ARCHITECTURE.md, "lavapipe and
+            // one-invocation workgroups").
             QueueForm::Thread => format!(
-                "{args_decl}@compute @workgroup_size(1)
-fn main() {{
+                "{args_decl}@compute @workgroup_size({QUEUE_WORKGROUP})
+fn main(@builtin(local_invocation_index) li: u32) {{
     let a = q;
-    {f}(a.team{args});
+    if li == 0u {{
+        {f}(a.team{args});
+    }}
 }}
 "
             ),
@@ -175,9 +180,11 @@ fn main(@builtin(local_invocation_index) li: u32) {{
 fn collect_source(form: QueueForm) -> String {
     let (attrs, li, sync, tid, nth) = match form {
         QueueForm::Thread => (
-            "@workgroup_size(1)\nfn main()".to_string(),
-            "true",
-            "ok = vks_team_sync(a.team);",
+            format!(
+                "@workgroup_size({QUEUE_WORKGROUP})\nfn main(@builtin(local_invocation_index) li: u32)"
+            ),
+            "li == 0u",
+            "ok = li == 0u && vks_team_sync(a.team);",
             "0u",
             "1u".to_string(),
         ),

@@ -445,15 +445,27 @@ impl Context {
 
     /// Dispatches `call`'s kernel over enough workgroups for `items`, with
     /// `args` and the call's own arguments.
-    fn launch_collective(&self, call: HostCall, mut args: HostArgs, items: u64) -> Result<()> {
+    fn launch_collective(&self, call: HostCall, args: HostArgs, items: u64) -> Result<()> {
+        let (k, args, groups) = self.host_kernel_call(call, args, items)?;
+        self.launch(&k, [groups, 1, 1], &[], bytemuck::bytes_of(&args))
+    }
+
+    /// `call`'s kernel, its immediates (`args` with the call's own arguments)
+    /// and the workgroups for `items` work items: one dispatch of a host
+    /// collective's pull kernel (also recorded by queued collectives).
+    pub(crate) fn host_kernel_call(
+        &self,
+        call: HostCall,
+        mut args: HostArgs,
+        items: u64,
+    ) -> Result<(std::sync::Arc<crate::DeviceKernel>, HostArgs, u32)> {
         let c = call.kernel();
         args.params = call.words();
         let name = c.name();
         let k = self
             .library_kernel(&name, || Some(c.source()))?
             .expect("every host collective has a source");
-        let groups = self.host_groups(items, ITEMS_PER_INVOCATION);
-        self.launch(&k, [groups, 1, 1], &[], bytemuck::bytes_of(&args))
+        Ok((k, args, self.host_groups(items, ITEMS_PER_INVOCATION)))
     }
 
     /// The library kernel named `name` (unique per generated source), built from

@@ -96,7 +96,7 @@ use std::time::{Duration, Instant};
 
 use ash::vk;
 use bytemuck::Pod;
-use vkshmem_device::collectives;
+use vkshmem_device::collectives::{self, HostArgs, HostCall};
 use vkshmem_device::layout;
 use vkshmem_device::queue::{QueueArgs, QueueCall, QueueForm};
 
@@ -112,8 +112,12 @@ pub use crate::vk::record::SemaphorePoint;
 use completion::{Completions, SlotWords};
 
 /// Calls that move at most this many bytes on a member run in one invocation
-/// (the device's per-thread form); larger ones in one workgroup.
-pub const THREAD_FORM_MAX_BYTES: u64 = 4096;
+/// (the device's per-thread form, sync, move, sync in one dispatch). Larger
+/// ones are three dispatches: a device sync, the host collective's pull
+/// kernel over the whole device, a device sync; or, for a collect (whose
+/// counts only the device learns) and teams that span devices, one
+/// workgroup (the work_group form).
+pub const THREAD_FORM_MAX_BYTES: u64 = 1024;
 
 /// How long a wait for a queued collective whose peers failed, or whose
 /// commands may never have been submitted, keeps looking before it reports
@@ -300,11 +304,17 @@ impl<'a> Collective<'a> {
     }
 }
 
-/// A queued collective ready to record: kernel, descriptor set, immediates.
-struct Prepared {
+/// One dispatch of a queued collective.
+struct Step {
     kernel: Arc<DeviceKernel>,
     sets: Vec<vk::DescriptorSet>,
-    args: QueueArgs,
+    push: Vec<u8>,
+    groups: u32,
+}
+
+/// A queued collective ready to record: its dispatches, in order.
+struct Prepared {
+    steps: Vec<Step>,
     name: String,
 }
 
@@ -562,32 +572,62 @@ impl Context {
             z: if c.call == QueueCall::Alltoalls { es as u32 } else { 0 },
             pad: 0,
         };
-        let form = if moved <= THREAD_FORM_MAX_BYTES {
-            QueueForm::Thread
-        } else {
-            QueueForm::WorkGroup
+        let windows = self.library_windows()?;
+        let queue_step = |call: QueueCall, form: QueueForm, args: &QueueArgs| -> Result<Step> {
+            let kernel = self
+                .library_kernel(&call.name(form), || call.source(form))?
+                .ok_or_else(|| Error::InvalidArgument(format!("{name}: no such reduction")))?;
+            Ok(Step {
+                sets: kernel.kernel.fixed_sets(&windows)?,
+                kernel,
+                push: bytemuck::bytes_of(args).to_vec(),
+                groups: 1,
+            })
         };
-        let kname = c.call.name(form);
-        let kernel = self
-            .library_kernel(&kname, || c.call.source(form))?
-            .ok_or_else(|| Error::InvalidArgument(format!("{name}: no such reduction")))?;
-        let sets = kernel.kernel.fixed_sets(&self.library_windows()?)?;
-        Ok(Prepared {
-            kernel,
-            sets,
-            args,
-            name,
-        })
+        let pull = if moved <= THREAD_FORM_MAX_BYTES || self.spans_devices(&m) {
+            None
+        } else {
+            pull_call(c, &m, &args)
+        };
+        let steps = match pull {
+            None if moved <= THREAD_FORM_MAX_BYTES => {
+                vec![queue_step(c.call, QueueForm::Thread, &args)?]
+            }
+            // A collect (whose counts only the device learns) or a team that
+            // spans devices (the proxy carries the device forms): one workgroup.
+            None => vec![queue_step(c.call, QueueForm::WorkGroup, &args)?],
+            // Larger calls: a device sync, the host collective's pull kernel
+            // over the whole device, a device sync.
+            Some((call, hargs, items)) => {
+                let sync = queue_step(QueueCall::Sync, QueueForm::Thread, &args)?;
+                let (kernel, hargs, groups) = self.host_kernel_call(call, hargs, items)?;
+                let sync2 = queue_step(QueueCall::Sync, QueueForm::Thread, &args)?;
+                vec![
+                    sync,
+                    Step {
+                        sets: kernel.kernel.fixed_sets(&windows)?,
+                        kernel,
+                        push: bytemuck::bytes_of(&hargs).to_vec(),
+                        groups,
+                    },
+                    sync2,
+                ]
+            }
+        };
+        Ok(Prepared { steps, name })
     }
 
-    /// Records `p` with completion slot `slot` (see the module docs).
-    fn record_prepared(&self, r: &Recorder, p: &Prepared, slot: u32) -> Result<()> {
+    /// Records `ps`, in order, with completion slot `slot` (see the module
+    /// docs): the slot gets the device error words after the last.
+    fn record_prepared(&self, r: &Recorder, ps: &[Prepared], slot: u32) -> Result<()> {
         let q = self.queue_state()?;
         let own = self.inner.heap.block(self.my_pe())?.buffer;
         let ring = q.completions.buffer();
         let at = Completions::offset(slot);
-        r.barrier(false);
-        r.dispatch(&p.kernel.kernel, &p.sets, bytemuck::bytes_of(&p.args), [1, 1, 1]);
+        for step in ps.iter().flat_map(|p| &p.steps) {
+            r.barrier(false);
+            r.dispatch(&step.kernel.kernel, &step.sets, &step.push, [step.groups, 1, 1]);
+        }
         r.barrier(false);
         r.copy(
             own,
@@ -649,7 +689,7 @@ impl Context {
         let slot = q.completions.take()?;
         // SAFETY: the caller's guarantee on `cmd`.
         let r = unsafe { Recorder::new(&self.inner.gpu, cmd) };
-        if let Err(e) = self.record_prepared(&r, &p, slot) {
+        if let Err(e) = self.record_prepared(&r, std::slice::from_ref(&p), slot) {
             q.completions.give(slot);
             return Err(e);
         }
@@ -697,7 +737,38 @@ impl Context {
         waits: &[SemaphorePoint],
         signals: &[SemaphorePoint],
     ) -> Result<Request<'a>> {
-        let p = self.prepare(team, &coll)?;
+        // SAFETY: the caller's guarantee on the semaphores.
+        unsafe { self.post_prepared(vec![self.prepare(team, &coll)?], waits, signals) }
+    }
+
+    /// Starts `colls` (each on its team), in order, in one submission: a
+    /// chain of collectives that the queue runs back to back, with one
+    /// [`Request`] for all (the first error of any).
+    ///
+    /// # Errors
+    /// As [`Context::record`]; [`Error::InvalidArgument`] for an empty chain.
+    pub fn post_batch<'a>(&'a self, colls: &[(Team, Collective<'a>)]) -> Result<Request<'a>> {
+        if colls.is_empty() {
+            return Err(Error::InvalidArgument("post_batch: no collectives".into()));
+        }
+        let ps = colls
+            .iter()
+            .map(|(t, c)| self.prepare(*t, c))
+            .collect::<Result<Vec<_>>>()?;
+        // SAFETY: no semaphores.
+        unsafe { self.post_prepared(ps, &[], &[]) }
+    }
+
+    /// Records `ps` into a command buffer of the context's, submits it.
+    ///
+    /// # Safety
+    /// As [`Context::post_with`] for the semaphores.
+    unsafe fn post_prepared<'a>(
+        &'a self,
+        ps: Vec<Prepared>,
+        waits: &[SemaphorePoint],
+        signals: &[SemaphorePoint],
+    ) -> Result<Request<'a>> {
         let q = self.queue_state()?;
         q.reap_abandoned();
         let mut cmds = match lock(&q.spare).pop() {
@@ -705,7 +776,12 @@ impl Context {
             None => OwnedCommands::new(&self.inner.gpu)?,
         };
         let slot = q.completions.take()?;
-        let recorded = cmds.begin(false).and_then(|r| self.record_prepared(&r, &p, slot));
+        let name = if ps.len() == 1 {
+            ps[0].name.clone()
+        } else {
+            format!("chain of {} queued collectives", ps.len())
+        };
+        let recorded = cmds.begin(false).and_then(|r| self.record_prepared(&r, &ps, slot));
         let submitted = recorded
             .and_then(|_| cmds.end())
             .and_then(|_| cmds.submit(waits, signals));
@@ -718,7 +794,7 @@ impl Context {
             p: Pending {
                 ctx: self,
                 slot,
-                name: p.name,
+                name,
                 since: Some(Instant::now()),
                 finished: false,
             },
@@ -737,7 +813,9 @@ impl Context {
         let q = self.queue_state()?;
         let mut cmds = OwnedCommands::new(&self.inner.gpu)?;
         let slot = q.completions.take()?;
-        let recorded = cmds.begin(true).and_then(|r| self.record_prepared(&r, &p, slot));
+        let recorded = cmds
+            .begin(true)
+            .and_then(|r| self.record_prepared(&r, std::slice::from_ref(&p), slot));
         if let Err(e) = recorded.and_then(|_| cmds.end()) {
             q.completions.give(slot);
             return Err(e);
@@ -753,6 +831,26 @@ impl Context {
             cmds,
             running: false,
         })
+    }
+
+    /// The Vulkan handles of this context's device (its own from
+    /// [`Context::init`], or the program's from [`Context::init_on_device`]),
+    /// for recording the program's own work next to queued collectives: load
+    /// them with the program's Vulkan binding (`ash::Device::load`). The
+    /// handles stay valid while the context lives; the program must not
+    /// destroy them.
+    pub fn vulkan_device(&self) -> crate::vk::UserDevice {
+        let g = &self.inner.gpu;
+        use ash::vk::Handle;
+        crate::vk::UserDevice {
+            instance: vk::Instance::from_raw(g.instance.handle().as_raw()),
+            physical_device: g.physical,
+            device: vk::Device::from_raw(g.device.handle().as_raw()),
+            queue_family: g.queue_family,
+            queue_index: g.queue_index,
+            enabled: g.caps.clone(),
+            external_memory_host: g.host_import.is_some(),
+        }
     }
 
     /// The queue family of this context's queue: command buffers given to
@@ -852,6 +950,67 @@ impl Context {
             }
         }
     }
+}
+
+/// The host collective's pull kernel call for `c` on `m` (`None`: none fits:
+/// collect), with its arguments and work items (as the blocking forms
+/// compute them, `crate::collective`).
+fn pull_call(c: &Collective, m: &crate::rendezvous::Members, q: &QueueArgs) -> Option<(HostCall, HostArgs, u64)> {
+    let size = u64::from(m.shape.size);
+    let es = c.dest.map_or(1, |d| d.es);
+    let n = c.nelems;
+    let bytes = n * es;
+    let mut a = HostArgs {
+        start: m.shape.start,
+        stride: m.shape.stride as u32,
+        size: m.shape.size,
+        me: m.me,
+        dest: q.dest,
+        source: q.source,
+        ..Default::default()
+    };
+    let nonzero = |items: u64| if bytes == 0 { 0 } else { items };
+    Some(match c.call {
+        QueueCall::Broadcast => {
+            a.n = bytes as u32;
+            (
+                HostCall::Broadcast {
+                    root: c.root,
+                    skip_root: false,
+                },
+                a,
+                nonzero(bytes.div_ceil(4) + 1),
+            )
+        }
+        QueueCall::Fcollect | QueueCall::Alltoall => {
+            a.n = bytes as u32;
+            let call = if c.call == QueueCall::Fcollect {
+                HostCall::Fcollect
+            } else {
+                HostCall::Alltoall
+            };
+            (call, a, nonzero((bytes * size).div_ceil(4) + size))
+        }
+        QueueCall::Alltoalls => {
+            a.n = n as u32;
+            let call = HostCall::Alltoalls {
+                elem_bytes: es as u32,
+                dst: c.dst as u32,
+                sst: c.sst as u32,
+            };
+            (call, a, n * size)
+        }
+        QueueCall::Reduce(kind, op) => {
+            a.n = n as u32;
+            let items = if kind.bytes == 8 {
+                n.div_ceil(size)
+            } else {
+                bytes.div_ceil(4).div_ceil(size) + 1
+            };
+            (HostCall::Reduce { kind, op }, a, nonzero(items))
+        }
+        QueueCall::Barrier | QueueCall::Sync | QueueCall::Collect => return None,
+    })
 }
 
 /// Polls until `done()` or `test` says complete, sleeping in growing steps
