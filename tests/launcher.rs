@@ -1085,3 +1085,17 @@ fn a_device_error_in_a_queued_collective_is_reported_at_wait() {
     assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
     assert_eq!(r.stdout.matches("bad collect reported").count(), 1, "{}", r.stdout);
 }
+
+/// A wgpu program (examples/wgpu: a wgpu compute pass writes the gradients
+/// into a symmetric buffer wrapped as a wgpu buffer, vkshmem sums them on
+/// wgpu's own Vulkan device) on 1, 2 and 3 PEs.
+#[test]
+fn a_wgpu_program_reduces_what_its_compute_pass_wrote() {
+    let _one = one_spinning_job();
+    let prog = program("wgpu_allreduce");
+    for n in ["1", "2", "3"] {
+        let r = vkshmrun(&["-n", n, &prog], Duration::from_secs(300));
+        assert_eq!(r.code, Some(0), "{n} PEs:\n{}\n{}", r.stdout, r.stderr);
+        assert!(r.stdout.contains("wgpu_allreduce: ok"), "{}", r.stdout);
+    }
+}
