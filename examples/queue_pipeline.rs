@@ -65,8 +65,12 @@ impl App {
         let entry = unsafe { ash::Entry::load()? };
         let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_3);
         // SAFETY: valid create info.
-        let instance =
-            unsafe { entry.create_instance(&vk::InstanceCreateInfo::default().application_info(&app), None)? };
+        let instance = unsafe {
+            entry.create_instance(
+                &vk::InstanceCreateInfo::default().application_info(&app),
+                None,
+            )?
+        };
         // SAFETY: valid instance.
         let physicals = unsafe { instance.enumerate_physical_devices()? };
         let fd_ext = ash::khr::external_memory_fd::NAME;
@@ -74,7 +78,10 @@ impl App {
             // SAFETY: pd is of this instance.
             let exts = unsafe { instance.enumerate_device_extension_properties(pd) }.ok()?;
             // SAFETY: extension names are NUL-terminated.
-            let has = |name: &CStr| exts.iter().any(|e| unsafe { CStr::from_ptr(e.extension_name.as_ptr()) } == name);
+            let has = |name: &CStr| {
+                exts.iter()
+                    .any(|e| unsafe { CStr::from_ptr(e.extension_name.as_ptr()) } == name)
+            };
             if !has(fd_ext) {
                 return None;
             }
@@ -101,7 +108,8 @@ impl App {
             timeline_semaphores: f12.timeline_semaphore == vk::TRUE,
             ..Default::default()
         };
-        let mut want12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(caps.timeline_semaphores);
+        let mut want12 = vk::PhysicalDeviceVulkan12Features::default()
+            .timeline_semaphore(caps.timeline_semaphores);
         let want = vk::PhysicalDeviceFeatures::default()
             .shader_int64(caps.int64)
             .shader_float64(caps.float64)
@@ -155,11 +163,11 @@ fn run(app: &App, ctx: &Context, n: usize) -> anyhow::Result<()> {
     let (me, npes) = (ctx.my_pe(), ctx.n_pes());
     let d = &app.device;
     let bufs = [
-        ctx.calloc::<f32>(n)?,                  // x
-        ctx.calloc::<f32>(n)?,                  // s = sum of x
-        ctx.calloc::<f32>(n)?,                  // z
-        ctx.calloc::<f32>(n * npes as usize)?,  // w = fcollect of z
-        ctx.calloc::<f32>(n * npes as usize)?,  // out
+        ctx.calloc::<f32>(n)?,                 // x
+        ctx.calloc::<f32>(n)?,                 // s = sum of x
+        ctx.calloc::<f32>(n)?,                 // z
+        ctx.calloc::<f32>(n * npes as usize)?, // w = fcollect of z
+        ctx.calloc::<f32>(n * npes as usize)?, // out
     ];
     // The program's pipeline over the symmetric buffers.
     let spirv = vkshmem::compile_wgsl(KERNEL, "queue_pipeline")?;
@@ -191,7 +199,8 @@ fn run(app: &App, ctx: &Context, n: usize) -> anyhow::Result<()> {
                 .push_constant_ranges(&push),
             None,
         )?;
-        let module = d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&spirv), None)?;
+        let module =
+            d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&spirv), None)?;
         let stage = vk::PipelineShaderStageCreateInfo::default()
             .stage(vk::ShaderStageFlags::COMPUTE)
             .module(module)
@@ -199,7 +208,9 @@ fn run(app: &App, ctx: &Context, n: usize) -> anyhow::Result<()> {
         let pipeline = d
             .create_compute_pipelines(
                 vk::PipelineCache::null(),
-                &[vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout)],
+                &[vk::ComputePipelineCreateInfo::default()
+                    .stage(stage)
+                    .layout(layout)],
                 None,
             )
             .map_err(|(_, e)| e)?[0];
@@ -207,7 +218,9 @@ fn run(app: &App, ctx: &Context, n: usize) -> anyhow::Result<()> {
             .ty(vk::DescriptorType::STORAGE_BUFFER)
             .descriptor_count(5)];
         let pool = d.create_descriptor_pool(
-            &vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes),
+            &vk::DescriptorPoolCreateInfo::default()
+                .max_sets(1)
+                .pool_sizes(&sizes),
             None,
         )?;
         let set = d.allocate_descriptor_sets(
@@ -254,20 +267,40 @@ fn run(app: &App, ctx: &Context, n: usize) -> anyhow::Result<()> {
             let p: [u32; 4] = [stage, n as u32, me, npes];
             d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, pipeline);
             d.cmd_bind_descriptor_sets(cmd, vk::PipelineBindPoint::COMPUTE, layout, 0, &[set], &[]);
-            d.cmd_push_constants(cmd, layout, vk::ShaderStageFlags::COMPUTE, 0, bytemuck::cast_slice(&p));
+            d.cmd_push_constants(
+                cmd,
+                layout,
+                vk::ShaderStageFlags::COMPUTE,
+                0,
+                bytemuck::cast_slice(&p),
+            );
             d.cmd_dispatch(cmd, total.div_ceil(64) as u32, 1, 1);
         };
         let [x, s, z, w, out] = &bufs;
         compute(0);
         // vkshmem's barriers order these with the program's dispatches.
-        let q1 = ctx.record(cmd, Team::WORLD, Collective::sum_reduce(&s.as_slice(), &x.as_slice(), n))?;
+        let q1 = ctx.record(
+            cmd,
+            Team::WORLD,
+            Collective::sum_reduce(&s.as_slice(), &x.as_slice(), n),
+        )?;
         compute(1);
-        let q2 = ctx.record(cmd, Team::WORLD, Collective::fcollect(&w.as_slice(), &z.as_slice(), n))?;
+        let q2 = ctx.record(
+            cmd,
+            Team::WORLD,
+            Collective::fcollect(&w.as_slice(), &z.as_slice(), n),
+        )?;
         compute(2);
         d.end_command_buffer(cmd)?;
         let fence = d.create_fence(&vk::FenceCreateInfo::default(), None)?;
         let cmds = [cmd];
-        ctx.with_queue(|q| d.queue_submit(q, &[vk::SubmitInfo::default().command_buffers(&cmds)], fence))?;
+        ctx.with_queue(|q| {
+            d.queue_submit(
+                q,
+                &[vk::SubmitInfo::default().command_buffers(&cmds)],
+                fence,
+            )
+        })?;
         d.wait_for_fences(&[fence], true, u64::MAX)?;
         // The fence says the queue is done; the handles say how it went.
         q1.wait()?;

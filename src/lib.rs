@@ -61,6 +61,8 @@
 pub mod kernel;
 
 pub use kernel::compile_kernel;
+/// WGSL → SPIR-V words, for the program's own pipelines (no device library).
+pub use vkshmem_device::compile_wgsl;
 pub use vkshmem_device::layout::{
     ERR_ABORTED, ERR_BAD_ADDRESS, ERR_BAD_ARGUMENT, ERR_BAD_PE, ERR_BAD_TEAM, ERR_CONCURRENT_SYNC,
     ERR_LOOPS_CUT, ERR_UNREACHABLE,
@@ -68,15 +70,13 @@ pub use vkshmem_device::layout::{
 pub use vkshmem_device::CompileError;
 /// The deprecated active-set collectives' constants (`SHMEM_*_SYNC_SIZE`, ...).
 pub use vkshmem_host::collective::active as active_set;
+/// Queue-ordered, nonblocking and persistent collectives (see the module).
+pub use vkshmem_host::queue;
 pub use vkshmem_host::{
     ash, ActiveSet, BitwiseReduce, Collective, Context, DeviceCaps, DeviceInfo, DeviceKernel,
     Error, HeapWindow, Kernel, Persistent, Queued, RawBuffer, Reduce, ReduceOp, Request, Result,
     SymBuffer, SymSlice, Team, TeamConfig, TeamShape, Transport, UserBinding, UserDevice,
 };
-/// Queue-ordered, nonblocking and persistent collectives (see the module).
-pub use vkshmem_host::queue;
-/// WGSL → SPIR-V words, for the program's own pipelines (no device library).
-pub use vkshmem_device::compile_wgsl;
 
 /// Joins the job: see [`Context::init`].
 ///

@@ -1036,7 +1036,11 @@ fn queued_collectives_conform_and_leave_the_host_free() {
                 .unwrap_or(0);
             assert!(calls > 50, "too few checked calls: {l}");
         }
-        assert!(r.stdout.contains("queue_check: host free: post"), "{}", r.stdout);
+        assert!(
+            r.stdout.contains("queue_check: host free: post"),
+            "{}",
+            r.stdout
+        );
     }
     let pipeline = program("queue_pipeline");
     for n in ["1", "2", "3", "4"] {
@@ -1063,8 +1067,15 @@ fn a_peer_that_dies_fails_queued_collectives_within_seconds() {
         .lines()
         .filter_map(|l| l.split("peer failure reported after ").nth(1))
         .map(|t| {
-            let secs = |u: &str, k: f64| t.strip_suffix(u).and_then(|v| v.parse::<f64>().ok()).map(|v| v * k);
-            secs("ms", 1e-3).or_else(|| secs("µs", 1e-6)).or_else(|| secs("s", 1.0)).unwrap_or(f64::MAX)
+            let secs = |u: &str, k: f64| {
+                t.strip_suffix(u)
+                    .and_then(|v| v.parse::<f64>().ok())
+                    .map(|v| v * k)
+            };
+            secs("ms", 1e-3)
+                .or_else(|| secs("µs", 1e-6))
+                .or_else(|| secs("s", 1.0))
+                .unwrap_or(f64::MAX)
         })
         .collect();
     assert_eq!(after.len(), 2, "{}\n{}", r.stdout, r.stderr);
@@ -1083,7 +1094,12 @@ fn a_device_error_in_a_queued_collective_is_reported_at_wait() {
         Duration::from_secs(300),
     );
     assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
-    assert_eq!(r.stdout.matches("bad collect reported").count(), 1, "{}", r.stdout);
+    assert_eq!(
+        r.stdout.matches("bad collect reported").count(),
+        1,
+        "{}",
+        r.stdout
+    );
 }
 
 /// A wgpu program (examples/wgpu: a wgpu compute pass writes the gradients

@@ -113,10 +113,7 @@ impl QueueCall {
         let (f, args) = match self {
             QueueCall::Barrier => ("shmem_team_barrier".to_string(), ""),
             QueueCall::Sync => ("shmem_team_sync".to_string(), ""),
-            QueueCall::Broadcast => (
-                "shmem_broadcastmem".into(),
-                ", a.dest, a.source, a.n, a.x",
-            ),
+            QueueCall::Broadcast => ("shmem_broadcastmem".into(), ", a.dest, a.source, a.n, a.x"),
             QueueCall::Collect => ("shmem_collectmem".into(), ", a.dest, a.source, a.n"),
             QueueCall::Fcollect => ("shmem_fcollectmem".into(), ", a.dest, a.source, a.n"),
             QueueCall::Alltoall => ("shmem_alltoallmem".into(), ", a.dest, a.source, a.n"),

@@ -158,9 +158,7 @@ impl Context {
     /// endpoint does not admit this PE, [`Error::PeerFailed`] when another PE dies
     /// during set-up, Vulkan errors as [`Error::Vulkan`].
     pub fn init() -> Result<Context> {
-        Self::init_with(|pe| {
-            Gpu::open(std::env::var(config::ENV_DEVICE).ok().as_deref(), pe)
-        })
+        Self::init_with(|pe| Gpu::open(std::env::var(config::ENV_DEVICE).ok().as_deref(), pe))
     }
 
     /// Joins the job as [`Context::init`] does, on a Vulkan device the

@@ -19,8 +19,8 @@ pub use error::{Error, Result};
 pub mod collective;
 pub mod context;
 pub mod heap;
-pub mod queue;
 pub(crate) mod kernels;
+pub mod queue;
 pub(crate) mod rendezvous;
 pub mod symbuf;
 pub mod sync;
@@ -29,17 +29,17 @@ pub(crate) mod throttle;
 pub mod transport;
 pub mod user_kernel;
 
+/// The Vulkan binding of the raw handles in vkshmem's API.
+pub use ash;
 pub use collective::active::ActiveSet;
 pub use collective::reduce::{BitwiseReduce, Reduce, ReduceOp};
 pub use context::{Context, HeapWindow};
 pub use kernels::DeviceKernel;
-pub use symbuf::{RawBuffer, SymBuffer, SymSlice};
 pub use queue::{Collective, Persistent, Queued, Request};
-pub use vk::UserDevice;
-/// The Vulkan binding of the raw handles in vkshmem's API.
-pub use ash;
+pub use symbuf::{RawBuffer, SymBuffer, SymSlice};
 pub use team::{Team, TeamConfig, TeamShape};
 pub use transport::Transport;
 pub use vk::kernel::Kernel;
+pub use vk::UserDevice;
 pub use vk::{DeviceCaps, DeviceInfo};
 pub use vkshmem_device::{CompileError, UserBinding};

@@ -670,7 +670,10 @@ impl<'a> Session<'a> {
                 now
             }
         };
-        PERIOD_NS.store(period_after(now - stuck).as_nanos() as u64, Ordering::Relaxed);
+        PERIOD_NS.store(
+            period_after(now - stuck).as_nanos() as u64,
+            Ordering::Relaxed,
+        );
         self.signal_idle_chains();
         THROTTLE_TICK
     }

@@ -71,9 +71,16 @@ fn host_is_free(h: &mut Harness) -> anyhow::Result<(Duration, u32, Duration)> {
     let (me, n) = (ctx.my_pe(), ctx.n_pes());
     let src = ctx.malloc::<f32>(64)?;
     let dst = ctx.malloc::<f32>(64)?;
-    src.write(&(0..64).map(|i| ((me + 1) * 1000 + i) as f32).collect::<Vec<_>>())?;
+    src.write(
+        &(0..64)
+            .map(|i| ((me + 1) * 1000 + i) as f32)
+            .collect::<Vec<_>>(),
+    )?;
     // Compile the kernel first (llvmpipe: seconds), so the timing is the post's.
-    let warm = ctx.post(Team::WORLD, Collective::sum_reduce(&dst.as_slice(), &src.as_slice(), 64))?;
+    let warm = ctx.post(
+        Team::WORLD,
+        Collective::sum_reduce(&dst.as_slice(), &src.as_slice(), 64),
+    )?;
     warm.wait()?;
     ctx.barrier_all()?;
     let late = me == n - 1 && n > 1;
@@ -81,7 +88,10 @@ fn host_is_free(h: &mut Harness) -> anyhow::Result<(Duration, u32, Duration)> {
         std::thread::sleep(Duration::from_millis(400));
     }
     let t0 = Instant::now();
-    let mut req = ctx.post(Team::WORLD, Collective::sum_reduce(&dst.as_slice(), &src.as_slice(), 64))?;
+    let mut req = ctx.post(
+        Team::WORLD,
+        Collective::sum_reduce(&dst.as_slice(), &src.as_slice(), 64),
+    )?;
     let posted = t0.elapsed();
     let mut not_done = 0;
     while !req.test()? {
@@ -122,7 +132,8 @@ fn in_flight(h: &mut Harness) -> anyhow::Result<()> {
     let src = ctx.malloc::<f32>(K * M)?;
     let dst = ctx.malloc::<f32>(K * M)?;
     // Small integers: exact sums in any order.
-    let pat = |pe: u64, k: usize, i: usize| (((pe + 3) * 7919 + k as u64 * 131 + i as u64) % 1000) as f32;
+    let pat =
+        |pe: u64, k: usize, i: usize| (((pe + 3) * 7919 + k as u64 * 131 + i as u64) % 1000) as f32;
     src.write(
         &(0..K * M)
             .map(|j| pat(me as u64, j / M, j % M))
@@ -130,13 +141,20 @@ fn in_flight(h: &mut Harness) -> anyhow::Result<()> {
     )?;
     let slices: Vec<_> = (0..K)
         .map(|k| -> anyhow::Result<_> {
-            Ok((dst.slice(k * M..(k + 1) * M)?, src.slice(k * M..(k + 1) * M)?))
+            Ok((
+                dst.slice(k * M..(k + 1) * M)?,
+                src.slice(k * M..(k + 1) * M)?,
+            ))
         })
         .collect::<anyhow::Result<_>>()?;
     let mut reqs = Vec::new();
     for (k, (d, s)) in slices.iter().enumerate() {
         // Alternate operations so that a result in the wrong place shows.
-        let op = if k % 2 == 0 { ReduceOp::Sum } else { ReduceOp::Max };
+        let op = if k % 2 == 0 {
+            ReduceOp::Sum
+        } else {
+            ReduceOp::Max
+        };
         reqs.push(ctx.post(Team::WORLD, Collective::reduce(op, d, s, M))?);
     }
     while let Some(r) = reqs.pop() {
@@ -154,7 +172,10 @@ fn in_flight(h: &mut Harness) -> anyhow::Result<()> {
             h.calls += u64::from(i == 0);
             if got[k * M + i] != want {
                 h.wrong += 1;
-                h.fail(format!("PE {me}: in-flight collective {k} element {i}: {} want {want}", got[k * M + i]));
+                h.fail(format!(
+                    "PE {me}: in-flight collective {k} element {i}: {} want {want}",
+                    got[k * M + i]
+                ));
                 break;
             }
         }
@@ -176,7 +197,11 @@ fn persistent(h: &mut Harness) -> anyhow::Result<()> {
         let (d, s) = (dst.as_slice(), src.as_slice());
         let mut p = ctx.persistent(Team::WORLD, Collective::sum_reduce(&d, &s, 100))?;
         for round in 0..20i64 {
-            src.write(&(0..100).map(|i| ((me as i64 + 1) * round - i) as f32).collect::<Vec<_>>())?;
+            src.write(
+                &(0..100)
+                    .map(|i| ((me as i64 + 1) * round - i) as f32)
+                    .collect::<Vec<_>>(),
+            )?;
             p.start()?;
             p.wait()?;
             let want: Vec<f32> = (0..100)
@@ -194,7 +219,10 @@ fn persistent(h: &mut Harness) -> anyhow::Result<()> {
     // Dropped unfinished: the drop waits, the result is there.
     src.write(&vec![me as f32 + 1.0; 100])?;
     {
-        let _dropped = ctx.post(Team::WORLD, Collective::sum_reduce(&dst.as_slice(), &src.as_slice(), 100))?;
+        let _dropped = ctx.post(
+            Team::WORLD,
+            Collective::sum_reduce(&dst.as_slice(), &src.as_slice(), 100),
+        )?;
     }
     h.calls += 1;
     if dst.to_vec()? != vec![(n * (n + 1) / 2) as f32; 100] {
@@ -221,8 +249,11 @@ fn peer_dies() -> anyhow::Result<()> {
     let (me, n) = (ctx.my_pe(), ctx.n_pes());
     let x = ctx.calloc::<f32>(16)?;
     // Compile before anyone dies, so the wait is what is measured.
-    ctx.post(Team::WORLD, Collective::sum_reduce(&x.as_slice(), &x.as_slice(), 16))?
-        .wait()?;
+    ctx.post(
+        Team::WORLD,
+        Collective::sum_reduce(&x.as_slice(), &x.as_slice(), 16),
+    )?
+    .wait()?;
     ctx.barrier_all()?;
     if me == n - 1 {
         std::thread::sleep(Duration::from_millis(200));
@@ -230,14 +261,23 @@ fn peer_dies() -> anyhow::Result<()> {
     }
     let t0 = Instant::now();
     let r = ctx
-        .post(Team::WORLD, Collective::sum_reduce(&x.as_slice(), &x.as_slice(), 16))?
+        .post(
+            Team::WORLD,
+            Collective::sum_reduce(&x.as_slice(), &x.as_slice(), 16),
+        )?
         .wait();
     match r {
         Err(Error::PeerFailed { pe, .. }) if pe == n - 1 => {
-            println!("queue_check: peer failure reported after {:?}", t0.elapsed());
+            println!(
+                "queue_check: peer failure reported after {:?}",
+                t0.elapsed()
+            );
             Ok(())
         }
-        other => anyhow::bail!("PE {me}: expected PeerFailed naming PE {}, got {other:?}", n - 1),
+        other => anyhow::bail!(
+            "PE {me}: expected PeerFailed naming PE {}, got {other:?}",
+            n - 1
+        ),
     }
 }
 
@@ -250,7 +290,11 @@ fn bad_collect() -> anyhow::Result<()> {
     src.write(&[me + 1; 10])?;
     {
         // PE 0 says its dest holds 10 elements; the total is 10 * n.
-        let d = if me == 0 { dst.slice(0..10)? } else { dst.as_slice() };
+        let d = if me == 0 {
+            dst.slice(0..10)?
+        } else {
+            dst.as_slice()
+        };
         let r = ctx
             .post(Team::WORLD, Collective::collect(&d, &src.as_slice(), 10))?
             .wait();
@@ -264,10 +308,16 @@ fn bad_collect() -> anyhow::Result<()> {
         }
     }
     // Every member completed the collective's syncs: the job goes on.
-    ctx.post(Team::WORLD, Collective::collect(&dst.as_slice(), &src.as_slice(), 10))?
-        .wait()?;
+    ctx.post(
+        Team::WORLD,
+        Collective::collect(&dst.as_slice(), &src.as_slice(), 10),
+    )?
+    .wait()?;
     let want: Vec<u32> = (0..n as u32).flat_map(|p| [p + 1; 10]).collect();
-    anyhow::ensure!(dst.to_vec()? == want, "PE {me}: the collect after the error is wrong");
+    anyhow::ensure!(
+        dst.to_vec()? == want,
+        "PE {me}: the collect after the error is wrong"
+    );
     src.free()?;
     dst.free()?;
     ctx.finalize()?;

@@ -107,8 +107,8 @@ use crate::error::{Error, Result};
 use crate::kernels::DeviceKernel;
 use crate::symbuf::SymSlice;
 use crate::team::Team;
-use crate::vk::record::{OwnedCommands, Recorder};
 pub use crate::vk::record::SemaphorePoint;
+use crate::vk::record::{OwnedCommands, Recorder};
 use completion::{Completions, SlotWords};
 
 /// Calls that move at most this many bytes on a member run in one invocation
@@ -204,7 +204,11 @@ impl<'a> Collective<'a> {
     /// `dest`, in team order (`shmem_collect`). `dest` must hold the sum of
     /// the counts (the device checks it: [`Error::Device`] with
     /// `ERR_BAD_ARGUMENT`).
-    pub fn collect<T: Pod>(dest: &SymSlice<'a, T>, source: &SymSlice<'a, T>, nelems: usize) -> Self {
+    pub fn collect<T: Pod>(
+        dest: &SymSlice<'a, T>,
+        source: &SymSlice<'a, T>,
+        nelems: usize,
+    ) -> Self {
         Self::new(
             QueueCall::Collect,
             Some(Span::of(dest)),
@@ -215,7 +219,11 @@ impl<'a> Collective<'a> {
 
     /// Every member's `nelems` into every member's `dest`, in team order
     /// (`shmem_fcollect`).
-    pub fn fcollect<T: Pod>(dest: &SymSlice<'a, T>, source: &SymSlice<'a, T>, nelems: usize) -> Self {
+    pub fn fcollect<T: Pod>(
+        dest: &SymSlice<'a, T>,
+        source: &SymSlice<'a, T>,
+        nelems: usize,
+    ) -> Self {
         Self::new(
             QueueCall::Fcollect,
             Some(Span::of(dest)),
@@ -226,7 +234,11 @@ impl<'a> Collective<'a> {
 
     /// Block `j` of this member's `source` into block `me` of member `j`'s
     /// `dest`, blocks of `nelems` (`shmem_alltoall`).
-    pub fn alltoall<T: Pod>(dest: &SymSlice<'a, T>, source: &SymSlice<'a, T>, nelems: usize) -> Self {
+    pub fn alltoall<T: Pod>(
+        dest: &SymSlice<'a, T>,
+        source: &SymSlice<'a, T>,
+        nelems: usize,
+    ) -> Self {
         Self::new(
             QueueCall::Alltoall,
             Some(Span::of(dest)),
@@ -277,12 +289,20 @@ impl<'a> Collective<'a> {
     }
 
     /// `shmem_sum_reduce`: see [`Collective::reduce`].
-    pub fn sum_reduce<T: Reduce>(dest: &SymSlice<'a, T>, source: &SymSlice<'a, T>, n: usize) -> Self {
+    pub fn sum_reduce<T: Reduce>(
+        dest: &SymSlice<'a, T>,
+        source: &SymSlice<'a, T>,
+        n: usize,
+    ) -> Self {
         Self::reduce(ReduceOp::Sum, dest, source, n)
     }
 
     /// `shmem_max_reduce`: see [`Collective::reduce`].
-    pub fn max_reduce<T: Reduce>(dest: &SymSlice<'a, T>, source: &SymSlice<'a, T>, n: usize) -> Self {
+    pub fn max_reduce<T: Reduce>(
+        dest: &SymSlice<'a, T>,
+        source: &SymSlice<'a, T>,
+        n: usize,
+    ) -> Self {
         Self::reduce(ReduceOp::Max, dest, source, n)
     }
 
@@ -384,7 +404,11 @@ struct Pending<'a> {
 
 impl<'a> Pending<'a> {
     fn state(&self) -> &'a QueueState {
-        self.ctx.inner.queue.get().expect("made before any pending collective")
+        self.ctx
+            .inner
+            .queue
+            .get()
+            .expect("made before any pending collective")
     }
 
     /// The slot's words once done; else starts the timeout clock.
@@ -425,7 +449,11 @@ impl<'a> Pending<'a> {
         let ctx = self.ctx;
         let timeout = ctx.inner.wait_timeout;
         let timed_out = timeout.is_some_and(|t| since.elapsed() >= t);
-        let aborted = ctx.inner.plane.as_ref().is_some_and(|p| p.abort_word() != 0);
+        let aborted = ctx
+            .inner
+            .plane
+            .as_ref()
+            .is_some_and(|p| p.abort_word() != 0);
         if !(timed_out || aborted) {
             return Ok(());
         }
@@ -549,7 +577,9 @@ impl Context {
         }
         let u32_of = |v: u64, what: &str| {
             u32::try_from(v).map_err(|_| {
-                Error::InvalidArgument(format!("{name}: {what} {v} does not fit the device's 32 bits"))
+                Error::InvalidArgument(format!(
+                    "{name}: {what} {v} does not fit the device's 32 bits"
+                ))
             })
         };
         let mem_bytes = u32_of(n * es, "byte count")?;
@@ -568,8 +598,16 @@ impl Context {
                 QueueCall::Collect => u32_of(c.dest.map_or(0, |d| d.len * d.es), "dest size")?,
                 _ => 0,
             },
-            y: if c.call == QueueCall::Alltoalls { u32_of(c.sst, "sst")? } else { 0 },
-            z: if c.call == QueueCall::Alltoalls { es as u32 } else { 0 },
+            y: if c.call == QueueCall::Alltoalls {
+                u32_of(c.sst, "sst")?
+            } else {
+                0
+            },
+            z: if c.call == QueueCall::Alltoalls {
+                es as u32
+            } else {
+                0
+            },
             pad: 0,
         };
         let windows = self.library_windows()?;
@@ -626,7 +664,12 @@ impl Context {
         let at = Completions::offset(slot);
         for step in ps.iter().flat_map(|p| &p.steps) {
             r.barrier(false);
-            r.dispatch(&step.kernel.kernel, &step.sets, &step.push, [step.groups, 1, 1]);
+            r.dispatch(
+                &step.kernel.kernel,
+                &step.sets,
+                &step.push,
+                [step.groups, 1, 1],
+            );
         }
         r.barrier(false);
         r.copy(
@@ -781,7 +824,9 @@ impl Context {
         } else {
             format!("chain of {} queued collectives", ps.len())
         };
-        let recorded = cmds.begin(false).and_then(|r| self.record_prepared(&r, &ps, slot));
+        let recorded = cmds
+            .begin(false)
+            .and_then(|r| self.record_prepared(&r, &ps, slot));
         let submitted = recorded
             .and_then(|_| cmds.end())
             .and_then(|_| cmds.submit(waits, signals));
@@ -862,14 +907,24 @@ impl Context {
     /// This context's queue. Submit command buffers with queued collectives
     /// here, under [`Context::with_queue`] (the context submits to it too).
     pub fn queue(&self) -> vk::Queue {
-        *self.inner.gpu.queue.lock().unwrap_or_else(|p| p.into_inner())
+        *self
+            .inner
+            .gpu
+            .queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     /// Runs `f` with this context's queue, holding the lock under which the
     /// context submits to it (`vkQueueSubmit` needs the queue externally
     /// synchronized).
     pub fn with_queue<R>(&self, f: impl FnOnce(vk::Queue) -> R) -> R {
-        let q = self.inner.gpu.queue.lock().unwrap_or_else(|p| p.into_inner());
+        let q = self
+            .inner
+            .gpu
+            .queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         f(*q)
     }
 
@@ -903,7 +958,8 @@ impl Context {
         // in step. Anything else (a wait cut short or aborted, a sync skipped
         // on a bad team, two syncs at once) leaves them out of step.
         let in_step = w.abort == 0
-            && w.error & !(layout::ERR_BAD_ARGUMENT | layout::ERR_BAD_PE | layout::ERR_BAD_ADDRESS) == 0;
+            && w.error & !(layout::ERR_BAD_ARGUMENT | layout::ERR_BAD_PE | layout::ERR_BAD_ADDRESS)
+                == 0;
         let e = e.unwrap_or_else(|| Error::Device {
             kernel: name.to_string(),
             pe: self.my_pe(),
@@ -955,7 +1011,11 @@ impl Context {
 /// The host collective's pull kernel call for `c` on `m` (`None`: none fits:
 /// collect), with its arguments and work items (as the blocking forms
 /// compute them, `crate::collective`).
-fn pull_call(c: &Collective, m: &crate::rendezvous::Members, q: &QueueArgs) -> Option<(HostCall, HostArgs, u64)> {
+fn pull_call(
+    c: &Collective,
+    m: &crate::rendezvous::Members,
+    q: &QueueArgs,
+) -> Option<(HostCall, HostArgs, u64)> {
     let size = u64::from(m.shape.size);
     let es = c.dest.map_or(1, |d| d.es);
     let n = c.nelems;
@@ -1220,7 +1280,11 @@ impl Persistent<'_> {
     ///
     /// # Errors
     /// As [`Persistent::start`].
-    pub unsafe fn start_with(&mut self, waits: &[SemaphorePoint], signals: &[SemaphorePoint]) -> Result<()> {
+    pub unsafe fn start_with(
+        &mut self,
+        waits: &[SemaphorePoint],
+        signals: &[SemaphorePoint],
+    ) -> Result<()> {
         if self.running {
             return Err(Error::InvalidArgument(format!(
                 "{}: started while its previous run is not complete",

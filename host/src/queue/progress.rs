@@ -158,7 +158,9 @@ fn watch_abort(w: &Watched, s: &Shared, base: Option<*mut u32>) {
             s.aborted.store(true, Ordering::SeqCst);
         }
         None => {
-            tracing::warn!("cannot interrupt queued device waits: this PE's heap is not host-mapped");
+            tracing::warn!(
+                "cannot interrupt queued device waits: this PE's heap is not host-mapped"
+            );
             s.aborted.store(true, Ordering::SeqCst);
         }
     }

@@ -142,7 +142,9 @@ impl Kernel {
         if let Some((_, sets)) = &*fixed {
             return Ok(sets.clone());
         }
-        if self.sets.first() != Some(&(windows.len() as u32)) || self.sets[1..].iter().any(|&n| n > 0) {
+        if self.sets.first() != Some(&(windows.len() as u32))
+            || self.sets[1..].iter().any(|&n| n > 0)
+        {
             return Err(Error::InvalidArgument(format!(
                 "kernel has bindings {:?} per descriptor set, one set of {} given",
                 self.sets,

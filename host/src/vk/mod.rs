@@ -261,8 +261,7 @@ impl Gpu {
             .vulkan_memory_model(caps.memory_model)
             .vulkan_memory_model_device_scope(caps.memory_model)
             .timeline_semaphore(caps.timeline_semaphores);
-        let mut want13 = vk::PhysicalDeviceVulkan13Features::default()
-            .synchronization2(sync2);
+        let mut want13 = vk::PhysicalDeviceVulkan13Features::default().synchronization2(sync2);
         let mut want2 = vk::PhysicalDeviceFeatures2::default()
             .features(want_base)
             .push_next(&mut want11)
@@ -359,9 +358,12 @@ impl Gpu {
             // SAFETY: valid instance.
             let all = unsafe { instance.enumerate_physical_devices() }
                 .vk("vkEnumeratePhysicalDevices")?;
-            all.iter().position(|p| p.as_raw() == physical.as_raw()).unwrap_or(0)
+            all.iter()
+                .position(|p| p.as_raw() == physical.as_raw())
+                .unwrap_or(0)
         };
-        let (info, host_import_alignment, p) = describe(&instance, physical, index, user.queue_family);
+        let (info, host_import_alignment, p) =
+            describe(&instance, physical, index, user.queue_family);
         let (supported, _) = supported_caps(&instance, physical);
         let e = &user.enabled;
         let caps = DeviceCaps {
@@ -448,82 +450,82 @@ fn describe(
     index: usize,
     queue_family: u32,
 ) -> (DeviceInfo, Option<u64>, vk::PhysicalDeviceProperties) {
-        // Properties: limits and UUIDs.
-        let mut id = vk::PhysicalDeviceIDProperties::default();
-        let mut m3 = vk::PhysicalDeviceMaintenance3Properties::default();
-        let mut host_props = vk::PhysicalDeviceExternalMemoryHostPropertiesEXT::default();
+    // Properties: limits and UUIDs.
+    let mut id = vk::PhysicalDeviceIDProperties::default();
+    let mut m3 = vk::PhysicalDeviceMaintenance3Properties::default();
+    let mut host_props = vk::PhysicalDeviceExternalMemoryHostPropertiesEXT::default();
+    // SAFETY: valid physical device of `instance`.
+    let has_host_import = unsafe { instance.enumerate_device_extension_properties(physical) }
+        .map(|exts| {
+            let want = ash::ext::external_memory_host::NAME.to_string_lossy();
+            exts.iter().any(|e| cstr_name(&e.extension_name) == want)
+        })
+        .unwrap_or(false);
+    let mut props2 = vk::PhysicalDeviceProperties2::default()
+        .push_next(&mut id)
+        .push_next(&mut m3);
+    if has_host_import {
+        props2 = props2.push_next(&mut host_props);
+    }
+    // SAFETY: valid physical device; the pNext chain points at live structs.
+    unsafe { instance.get_physical_device_properties2(physical, &mut props2) };
+    let p = props2.properties;
+    let info = DeviceInfo {
+        index,
+        name: cstr_name(&p.device_name),
+        kind: kind_of(p.device_type),
+        device_uuid: id.device_uuid,
+        driver_uuid: id.driver_uuid,
+        max_storage_buffer_range: u64::from(p.limits.max_storage_buffer_range),
+        min_storage_offset_alignment: p.limits.min_storage_buffer_offset_alignment,
+        max_push_constants: p.limits.max_push_constants_size,
+        max_workgroups_x: p.limits.max_compute_work_group_count[0],
+        max_workgroups: p.limits.max_compute_work_group_count,
+        timestamp_period_ns: p.limits.timestamp_period,
         // SAFETY: valid physical device of `instance`.
-        let has_host_import = unsafe { instance.enumerate_device_extension_properties(physical) }
-            .map(|exts| {
-                let want = ash::ext::external_memory_host::NAME.to_string_lossy();
-                exts.iter().any(|e| cstr_name(&e.extension_name) == want)
-            })
-            .unwrap_or(false);
-        let mut props2 = vk::PhysicalDeviceProperties2::default()
-            .push_next(&mut id)
-            .push_next(&mut m3);
-        if has_host_import {
-            props2 = props2.push_next(&mut host_props);
-        }
-        // SAFETY: valid physical device; the pNext chain points at live structs.
-        unsafe { instance.get_physical_device_properties2(physical, &mut props2) };
-        let p = props2.properties;
-        let info = DeviceInfo {
-            index,
-            name: cstr_name(&p.device_name),
-            kind: kind_of(p.device_type),
-            device_uuid: id.device_uuid,
-            driver_uuid: id.driver_uuid,
-            max_storage_buffer_range: u64::from(p.limits.max_storage_buffer_range),
-            min_storage_offset_alignment: p.limits.min_storage_buffer_offset_alignment,
-            max_push_constants: p.limits.max_push_constants_size,
-            max_workgroups_x: p.limits.max_compute_work_group_count[0],
-            max_workgroups: p.limits.max_compute_work_group_count,
-            timestamp_period_ns: p.limits.timestamp_period,
-            // SAFETY: valid physical device of `instance`.
-            timestamp_valid_bits: unsafe {
-                instance.get_physical_device_queue_family_properties(physical)
-            }[queue_family as usize]
-                .timestamp_valid_bits,
-            max_storage_buffers_per_stage: p.limits.max_per_stage_descriptor_storage_buffers,
-            max_workgroup_invocations: p.limits.max_compute_work_group_invocations,
-            max_memory_allocation_size: m3.max_memory_allocation_size,
-        };
+        timestamp_valid_bits: unsafe {
+            instance.get_physical_device_queue_family_properties(physical)
+        }[queue_family as usize]
+            .timestamp_valid_bits,
+        max_storage_buffers_per_stage: p.limits.max_per_stage_descriptor_storage_buffers,
+        max_workgroup_invocations: p.limits.max_compute_work_group_invocations,
+        max_memory_allocation_size: m3.max_memory_allocation_size,
+    };
 
-        (
-            info,
-            has_host_import.then_some(host_props.min_imported_host_pointer_alignment),
-            p,
-        )
+    (
+        info,
+        has_host_import.then_some(host_props.min_imported_host_pointer_alignment),
+        p,
+    )
 }
 
 /// The optional capabilities `physical` supports, and whether it has
 /// synchronization2.
 fn supported_caps(instance: &ash::Instance, physical: vk::PhysicalDevice) -> (DeviceCaps, bool) {
-        // Features: query, then enable the ones we use that the device has.
-        let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
-        let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
-        let mut f13 = vk::PhysicalDeviceVulkan13Features::default();
-        let mut f2 = vk::PhysicalDeviceFeatures2::default()
-            .push_next(&mut f11)
-            .push_next(&mut f12)
-            .push_next(&mut f13);
-        // SAFETY: valid physical device; the pNext chain points at live structs.
-        unsafe { instance.get_physical_device_features2(physical, &mut f2) };
-        let base = f2.features;
-        let caps = DeviceCaps {
-            int64: base.shader_int64 == vk::TRUE,
-            int64_atomics: f12.shader_buffer_int64_atomics == vk::TRUE,
-            float64: base.shader_float64 == vk::TRUE,
-            int16: base.shader_int16 == vk::TRUE,
-            int8: f12.shader_int8 == vk::TRUE,
-            storage8: f12.storage_buffer8_bit_access == vk::TRUE,
-            storage16: f11.storage_buffer16_bit_access == vk::TRUE,
-            memory_model: f12.vulkan_memory_model == vk::TRUE
-                && f12.vulkan_memory_model_device_scope == vk::TRUE,
-            timeline_semaphores: f12.timeline_semaphore == vk::TRUE,
-        };
-        (caps, f13.synchronization2 == vk::TRUE)
+    // Features: query, then enable the ones we use that the device has.
+    let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
+    let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
+    let mut f13 = vk::PhysicalDeviceVulkan13Features::default();
+    let mut f2 = vk::PhysicalDeviceFeatures2::default()
+        .push_next(&mut f11)
+        .push_next(&mut f12)
+        .push_next(&mut f13);
+    // SAFETY: valid physical device; the pNext chain points at live structs.
+    unsafe { instance.get_physical_device_features2(physical, &mut f2) };
+    let base = f2.features;
+    let caps = DeviceCaps {
+        int64: base.shader_int64 == vk::TRUE,
+        int64_atomics: f12.shader_buffer_int64_atomics == vk::TRUE,
+        float64: base.shader_float64 == vk::TRUE,
+        int16: base.shader_int16 == vk::TRUE,
+        int8: f12.shader_int8 == vk::TRUE,
+        storage8: f12.storage_buffer8_bit_access == vk::TRUE,
+        storage16: f11.storage_buffer16_bit_access == vk::TRUE,
+        memory_model: f12.vulkan_memory_model == vk::TRUE
+            && f12.vulkan_memory_model_device_scope == vk::TRUE,
+        timeline_semaphores: f12.timeline_semaphore == vk::TRUE,
+    };
+    (caps, f13.synchronization2 == vk::TRUE)
 }
 
 /// What [`finish`] makes a [`Gpu`] of.

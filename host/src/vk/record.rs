@@ -78,7 +78,13 @@ impl<'a> Recorder<'a> {
 
     /// Dispatches `kernel` over `groups` with `sets` bound as its descriptor
     /// sets and `push` as its push constants.
-    pub fn dispatch(&self, kernel: &Kernel, sets: &[vk::DescriptorSet], push: &[u8], groups: [u32; 3]) {
+    pub fn dispatch(
+        &self,
+        kernel: &Kernel,
+        sets: &[vk::DescriptorSet],
+        push: &[u8],
+        groups: [u32; 3],
+    ) {
         let d = &self.gpu.device;
         // SAFETY: recording state; the pipeline, its layout and `sets` (allocated
         // with the layout's set layouts, `Kernel::fixed_sets`) belong to this device;
@@ -107,7 +113,14 @@ impl<'a> Recorder<'a> {
     }
 
     /// Copies `size` bytes (a multiple of 4) between two buffers of this device.
-    pub fn copy(&self, src: vk::Buffer, src_offset: u64, dst: vk::Buffer, dst_offset: u64, size: u64) {
+    pub fn copy(
+        &self,
+        src: vk::Buffer,
+        src_offset: u64,
+        dst: vk::Buffer,
+        dst_offset: u64,
+        size: u64,
+    ) {
         let region = [vk::BufferCopy::default()
             .src_offset(src_offset)
             .dst_offset(dst_offset)
@@ -204,8 +217,11 @@ impl OwnedCommands {
         unsafe {
             d.reset_command_buffer(self.cmd, vk::CommandBufferResetFlags::empty())
                 .vk("vkResetCommandBuffer")?;
-            d.begin_command_buffer(self.cmd, &vk::CommandBufferBeginInfo::default().flags(flags))
-                .vk("vkBeginCommandBuffer")?;
+            d.begin_command_buffer(
+                self.cmd,
+                &vk::CommandBufferBeginInfo::default().flags(flags),
+            )
+            .vk("vkBeginCommandBuffer")?;
             Ok(Recorder::new(&self.gpu, self.cmd))
         }
     }
