@@ -132,6 +132,7 @@ fn test(args: &[String]) -> Result<()> {
             device_kernels: Some(1),
             busy: 2,
             staged: false,
+            queued: 0.0,
         })?;
         // And on 8 PEs (more PEs than cores: the sync plane's waits must yield
         // to the PEs they wait for), host collectives only.
@@ -142,6 +143,18 @@ fn test(args: &[String]) -> Result<()> {
             device_kernels: Some(0),
             busy: 0,
             staged: false,
+            queued: 0.0,
+        })?;
+        // Queued collectives mixed into the host calls on 3 PEs (their
+        // kernels come from the cache the launcher tests filled).
+        soak::soak(&soak::SoakArgs {
+            minutes: 0.5,
+            pes: 3,
+            seed: None,
+            device_kernels: Some(0),
+            busy: 0,
+            staged: false,
+            queued: 0.3,
         })?;
         // And through the staged transport on 4 PEs (device forms through
         // the proxy).
@@ -152,6 +165,7 @@ fn test(args: &[String]) -> Result<()> {
             device_kernels: Some(1),
             busy: 0,
             staged: true,
+            queued: 0.0,
         })?;
         loaded_device_barrier()?;
     }

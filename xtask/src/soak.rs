@@ -31,6 +31,10 @@ pub struct SoakArgs {
     /// host forms only (device code does not reach across devices yet).
     #[arg(long)]
     pub staged: bool,
+    /// Share of the data-movement host calls made as queued collectives
+    /// (`Context::post`; the soak's `--queued`).
+    #[arg(long, default_value_t = 0.0)]
+    pub queued: f64,
 }
 
 /// `n` threads that spin until the value is dropped: a busy machine.
@@ -91,6 +95,9 @@ pub fn soak(a: &SoakArgs) -> Result<()> {
         .arg((a.minutes * 60.0).to_string())
         .arg("--seed")
         .arg(seed.to_string());
+    if a.queued > 0.0 {
+        c.arg("--queued").arg(a.queued.to_string());
+    }
     if a.staged {
         c.env("VKSHMEM_TRANSPORT", "staged");
         c.arg("--device-kernels").arg("0");
