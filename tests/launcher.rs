@@ -499,6 +499,26 @@ fn staged_rounds_check(env: &[(&str, &str)]) {
     assert!(r.stdout.contains("wrong=0"), "{}", r.stdout);
 }
 
+/// Asserts that each of `n` PEs printed `PROG: pe=P calls=C wrong=0` with
+/// more than `min_calls` checked calls.
+fn every_pe_checked(stdout: &str, prog: &str, n: u32, min_calls: u64) {
+    let lines: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with(&format!("{prog}: pe=")))
+        .collect();
+    assert_eq!(lines.len(), n as usize, "{stdout}");
+    for l in lines {
+        assert!(l.ends_with("wrong=0"), "{l}");
+        let calls: u64 = l
+            .split("calls=")
+            .nth(1)
+            .and_then(|x| x.split(' ').next())
+            .and_then(|x| x.parse().ok())
+            .unwrap_or(0);
+        assert!(calls > min_calls, "too few checked calls: {l}");
+    }
+}
+
 /// Runs the conformance harness (tests/progs/collectives_check.rs) on each
 /// (PEs, flag) of `runs` with `env`: every PE must report over 100 checked
 /// calls and nothing wrong.
@@ -517,22 +537,7 @@ fn conformance(runs: &[(u32, Option<&str>)], env: &[(&str, &str)]) -> Vec<Run> {
             |_| {},
         );
         assert_eq!(r.code, Some(0), "{n} PEs:\n{}\n{}", r.stdout, r.stderr);
-        let lines: Vec<&str> = r
-            .stdout
-            .lines()
-            .filter(|l| l.starts_with("collectives_check: pe="))
-            .collect();
-        assert_eq!(lines.len(), n as usize, "{}", r.stdout);
-        for l in lines {
-            assert!(l.ends_with("wrong=0"), "{l}");
-            let calls: u64 = l
-                .split("calls=")
-                .nth(1)
-                .and_then(|x| x.split(' ').next())
-                .and_then(|x| x.parse().ok())
-                .unwrap_or(0);
-            assert!(calls > 100, "too few checked calls: {l}");
-        }
+        every_pe_checked(&r.stdout, "collectives_check", n, 100);
         out.push(r);
     }
     out
@@ -1020,22 +1025,7 @@ fn queued_collectives_conform_and_leave_the_host_free() {
     for n in [2u32, 3] {
         let r = vkshmrun(&["-n", &n.to_string(), &prog], Duration::from_secs(600));
         assert_eq!(r.code, Some(0), "{n} PEs:\n{}\n{}", r.stdout, r.stderr);
-        let lines: Vec<&str> = r
-            .stdout
-            .lines()
-            .filter(|l| l.starts_with("queue_check: pe="))
-            .collect();
-        assert_eq!(lines.len(), n as usize, "{}", r.stdout);
-        for l in lines {
-            assert!(l.ends_with("wrong=0"), "{l}");
-            let calls: u64 = l
-                .split("calls=")
-                .nth(1)
-                .and_then(|x| x.split(' ').next())
-                .and_then(|x| x.parse().ok())
-                .unwrap_or(0);
-            assert!(calls > 50, "too few checked calls: {l}");
-        }
+        every_pe_checked(&r.stdout, "queue_check", n, 50);
         assert!(
             r.stdout.contains("queue_check: host free: post"),
             "{}",

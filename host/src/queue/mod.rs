@@ -703,9 +703,7 @@ impl Context {
     /// forward-progress rules).
     ///
     /// ```no_run
-    /// # fn main() -> vkshmem_host::Result<()> {
-    /// # let ctx = vkshmem_host::Context::init()?;
-    /// # let cmd: ash::vk::CommandBuffer = todo!();
+    /// # fn demo(ctx: &vkshmem_host::Context, cmd: ash::vk::CommandBuffer) -> vkshmem_host::Result<()> {
     /// use vkshmem_host::{queue::Collective, Team};
     /// let x = ctx.malloc::<f32>(256)?;
     /// // ... record a kernel that writes x into `cmd` ...
