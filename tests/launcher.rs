@@ -1081,6 +1081,27 @@ fn queued_collectives_conform_and_leave_the_host_free() {
     }
 }
 
+/// Queued collectives on a team that spans devices (`staged:2`: PEs 0 and 1
+/// share a device, PE 2 is apart): their kernels reach the other device's
+/// PEs through the proxies, which the queue's progress thread keeps polling.
+/// Two kernels only (`--short`): with proxied paths each costs llvmpipe tens
+/// of seconds per PE to compile.
+#[test]
+fn queued_collectives_span_devices_through_the_proxy() {
+    let _one = one_spinning_job();
+    let prog = program("queue_check");
+    let r = run_vkshmrun_env(
+        &["-n", "3", &prog, "--short"],
+        &[("VKSHMEM_TRANSPORT", "staged:2")],
+        Duration::from_secs(600),
+        Leftovers::Forbidden,
+        |_| {},
+    );
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    // 20 persistent runs, a dropped request, 3 large reductions.
+    every_pe_checked(&r.stdout, "queue_check", 3, 24);
+}
+
 /// A PE that dies while its peers wait in a queued collective: their `wait`
 /// returns `PeerFailed` naming it within seconds (they ignore the launcher's
 /// SIGTERM, so they must get out by themselves), and nothing is left behind.

@@ -9,7 +9,10 @@
 //!   commands run to the end (the host then reports `PeerFailed`);
 //! - on drivers that cap loops (llvmpipe), it ticks the wait throttle
 //!   (`crate::throttle`), so that a queued collective that waits for a peer
-//!   which has not submitted yet waits seconds, not 100 ms.
+//!   which has not submitted yet waits seconds, not 100 ms;
+//! - where this PE runs a proxy (peers on other devices), it keeps the proxy
+//!   thread polling its ring closely, as a launch does
+//!   (`crate::transport::proxy::Activity`).
 //!
 //! It holds no `Context` (which would keep the context alive): only the
 //! device, the own heap block and the plane. It parks when nothing is
@@ -76,6 +79,8 @@ pub struct Watched {
     pub plane: Option<Arc<Plane>>,
     /// Whether device waits of this job wait for peers at all (n_pes > 1).
     pub peers: bool,
+    /// This PE's proxy, when it runs one.
+    pub proxy: Option<crate::transport::proxy::Activity>,
 }
 
 impl Progress {
@@ -129,6 +134,7 @@ fn run(w: &Watched, s: &Shared) {
             }
             _ => None,
         };
+        let _proxy_busy = w.proxy.as_ref().map(|p| p.busy());
         while s.outstanding.load(Ordering::SeqCst) > 0 && !s.stop.load(Ordering::SeqCst) {
             watch_abort(w, s, base);
             let next = session.as_mut().map_or(WATCH_EVERY, |t| t.tick());

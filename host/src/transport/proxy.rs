@@ -378,6 +378,19 @@ impl Proxy {
         BusyGuard(self)
     }
 
+    /// A handle that marks device work in flight without a launch of ours
+    /// (queued collectives, whose kernels run from command buffers: the
+    /// queue's progress thread holds it while any is outstanding). Without
+    /// it the thread naps [`IDLE_NAP`] between looks at the ring, and every
+    /// proxied request of a queued kernel waited that long on both sides.
+    pub(crate) fn activity(&self) -> Activity {
+        Activity {
+            shared: self.shared.clone(),
+            plane: self.plane.clone(),
+            pe: self.pe,
+        }
+    }
+
     /// Waits until every request device code posted so far has landed at its
     /// target (`shmem_quiet` for the host: posted stores included).
     ///
@@ -485,6 +498,35 @@ impl Proxy {
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
         }
+    }
+}
+
+/// See [`Proxy::activity`]: owns what it needs, so a thread that must not
+/// hold the context can keep it.
+pub(crate) struct Activity {
+    shared: Arc<Shared>,
+    plane: Arc<Plane>,
+    pe: u32,
+}
+
+impl Activity {
+    /// As [`Proxy::busy`], until the guard drops.
+    pub(crate) fn busy(&self) -> ActiveGuard<'_> {
+        self.shared.active.fetch_add(1, Ordering::SeqCst);
+        let seg = self.plane.segment();
+        let bell = seg.word(seg.layout().inbox(self.pe) + INBOX_BELL_AT);
+        bell.fetch_add(1, Ordering::SeqCst);
+        futex_wake(bell);
+        ActiveGuard(self)
+    }
+}
+
+/// See [`Activity::busy`].
+pub(crate) struct ActiveGuard<'a>(&'a Activity);
+
+impl Drop for ActiveGuard<'_> {
+    fn drop(&mut self) {
+        self.0.shared.active.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
