@@ -405,20 +405,5 @@ fn main() -> anyhow::Result<()> {
     for c in cases.iter().skip(1).filter(|c| c.team != Team::INVALID) {
         ctx.team_destroy(c.team)?;
     }
-    for f in &h.fails {
-        eprintln!("{f}");
-    }
-    println!(
-        "collectives_check: pe={} calls={} wrong={}",
-        ctx.my_pe(),
-        h.calls,
-        h.wrong
-    );
-    let ok = h.wrong == 0;
-    drop(h);
-    ctx.finalize()?;
-    if !ok {
-        std::process::exit(1);
-    }
-    Ok(())
+    h.finish("collectives_check")
 }

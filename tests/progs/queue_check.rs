@@ -373,22 +373,7 @@ fn main() -> anyhow::Result<()> {
         // devices.
         persistent(&mut h)?;
         large_reduce(&mut h)?;
-        for f in &h.fails {
-            eprintln!("{f}");
-        }
-        println!(
-            "queue_check: pe={} calls={} wrong={}",
-            ctx.my_pe(),
-            h.calls,
-            h.wrong
-        );
-        let ok = h.wrong == 0;
-        drop(h);
-        ctx.finalize()?;
-        if !ok {
-            std::process::exit(1);
-        }
-        return Ok(());
+        return h.finish("queue_check");
     }
     let cases = teams(&ctx)?;
     conformance(&mut h, &cases)?;
@@ -398,25 +383,10 @@ fn main() -> anyhow::Result<()> {
     for c in cases.iter().skip(1).filter(|c| c.team != Team::INVALID) {
         ctx.team_destroy(c.team)?;
     }
-    for f in &h.fails {
-        eprintln!("{f}");
-    }
     if ctx.my_pe() == 0 {
         println!(
             "queue_check: host free: post {posted:?}, {not_done} tests said not done, complete after {waited:?}"
         );
     }
-    println!(
-        "queue_check: pe={} calls={} wrong={}",
-        ctx.my_pe(),
-        h.calls,
-        h.wrong
-    );
-    let ok = h.wrong == 0;
-    drop(h);
-    ctx.finalize()?;
-    if !ok {
-        std::process::exit(1);
-    }
-    Ok(())
+    h.finish("queue_check")
 }

@@ -218,6 +218,29 @@ pub struct Harness {
 }
 
 impl Harness {
+    /// Prints the failures and the `PROG: pe=P calls=N wrong=W` line that the
+    /// launcher tests read, finalizes the context, and exits 1 when anything
+    /// was wrong.
+    pub fn finish(self, prog: &str) -> anyhow::Result<()> {
+        for f in &self.fails {
+            eprintln!("{f}");
+        }
+        let ctx = self.ctx.clone();
+        println!(
+            "{prog}: pe={} calls={} wrong={}",
+            ctx.my_pe(),
+            self.calls,
+            self.wrong
+        );
+        let ok = self.wrong == 0;
+        drop(self);
+        ctx.finalize()?;
+        if !ok {
+            std::process::exit(1);
+        }
+        Ok(())
+    }
+
     /// A harness in the host form with source and dest regions of `cap` bytes
     /// (dest with its guards), allocated collectively.
     pub fn new(ctx: &Context, cap: usize) -> anyhow::Result<Harness> {
