@@ -1098,8 +1098,9 @@ fn queued_collectives_span_devices_through_the_proxy() {
         |_| {},
     );
     assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
-    // 20 persistent runs, a dropped request, 3 large reductions.
-    every_pe_checked(&r.stdout, "queue_check", 3, 24);
+    // 20 persistent runs, a dropped request, 3 large reductions: 24 checked
+    // (more than 23).
+    every_pe_checked(&r.stdout, "queue_check", 3, 23);
 }
 
 /// A PE that dies while its peers wait in a queued collective: their `wait`
