@@ -359,9 +359,15 @@ impl Proxy {
         })
     }
 
+    fn bell(&self) -> &AtomicU32 {
+        let seg = self.plane.segment();
+        seg.word(seg.layout().inbox(self.pe) + INBOX_BELL_AT)
+    }
+
     /// Wakes the thread now (it naps while idle).
     fn wake(&self) {
-        ring_bell(&self.plane, self.pe);
+        self.bell().fetch_add(1, Ordering::SeqCst);
+        futex_wake(self.bell());
     }
 
     /// Marks a launch that may post requests: the thread polls the ring
@@ -495,14 +501,6 @@ impl Proxy {
     }
 }
 
-/// Rings PE `pe`'s inbox bell, waking its proxy thread from its nap.
-fn ring_bell(plane: &Plane, pe: u32) {
-    let seg = plane.segment();
-    let bell = seg.word(seg.layout().inbox(pe) + INBOX_BELL_AT);
-    bell.fetch_add(1, Ordering::SeqCst);
-    futex_wake(bell);
-}
-
 /// See [`Proxy::activity`]: owns what it needs, so a thread that must not
 /// hold the context can keep it.
 pub(crate) struct Activity {
@@ -515,7 +513,10 @@ impl Activity {
     /// As [`Proxy::busy`], until the guard drops.
     pub(crate) fn busy(&self) -> ActiveGuard<'_> {
         self.shared.active.fetch_add(1, Ordering::SeqCst);
-        ring_bell(&self.plane, self.pe);
+        let seg = self.plane.segment();
+        let bell = seg.word(seg.layout().inbox(self.pe) + INBOX_BELL_AT);
+        bell.fetch_add(1, Ordering::SeqCst);
+        futex_wake(bell);
         ActiveGuard(self)
     }
 }
