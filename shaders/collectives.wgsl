@@ -187,6 +187,45 @@ fn vks_collect_move_team(t: VksTeam, team: u32, d: u32, s: u32, tid: u32, nth: u
     }
 }
 
+// ---- the one-sync form of small per-thread reductions ----
+// Each member pushes its source into its landing slot on every member (the
+// slots of the epoch the next sync announces), syncs once, and combines its own
+// slots into its dest: no second sync, as nobody reads its source or writes its
+// dest. Slots alternate by epoch parity: a slot is rewritten two epochs later,
+// after its owner announced the epoch between, which it does only once it
+// finished combining (layout::ll_word).
+
+// Word address of member i's landing slot of (valid) team `team`, parity `parity`.
+fn vks_ll_slot(team: u32, parity: u32, i: u32) -> u32 {
+    let slot = (vks_team_field(team, VKS_TEAM_FLAGS) - VKS_WORLD_FLAGS) / VKS_N_PES;
+    return VKS_LL + ((slot * 2u + parity) * VKS_N_PES + i) * VKS_LL_SLOT_WORDS;
+}
+
+// Whether a per-thread reduction of `n` bytes on (valid) team `team` takes the
+// one-sync form: small, and every member reached directly.
+fn vks_ll_ok(team: u32, n: u32) -> bool {
+    return n <= VKS_LL_BYTES && !vks_team_spans(vks_team_of(team));
+}
+
+// Pushes this PE's `n` bytes at `s` into its landing slot on every member, for
+// the epoch the team's next sync announces (whose release orders them before
+// the announcement). Whole words: the slot keeps s's offset in its first word.
+fn vks_ll_push(team: u32, s: u32, n: u32) {
+    if n == 0u {
+        return;
+    }
+    let t = vks_team_of(team);
+    let at = vks_ll_slot(team, (vks_team_field(team, VKS_TEAM_EPOCH) + 1u) & 1u, t.me);
+    let w0 = s >> 2u;
+    let words = ((s + n - 1u) >> 2u) - w0 + 1u;
+    for (var j = 0u; j < t.size; j++) {
+        let pe = vks_team_pe(t, j);
+        for (var i = 0u; i < words; i++) {
+            vks_d_plain_store(pe, at + i, vks_d_plain_load(VKS_MY_PE, w0 + i));
+        }
+    }
+}
+
 // Per-thread forms: one invocation per PE calls; the others may be anywhere.
 // Begin: a valid team and a sync (sources ready, dests free); end: a sync (every
 // member's part done). Returns false / -1 after raising a device error.

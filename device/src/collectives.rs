@@ -259,6 +259,7 @@ fn combine(s: &mut String, kind: &Kind) {
 /// read and written by the same invocation only.
 fn reduce(s: &mut String, kind: &Kind) {
     let n = kind.name;
+    ll_reduce(s, kind);
     if kind.bytes == 8 {
         let _ = write!(
             s,
@@ -317,6 +318,69 @@ fn reduce(s: &mut String, kind: &Kind) {
     );
 }
 
+/// `vks_ll_reduce_<kind>`: the one-sync form's combine (see [`OneSync`]):
+/// after the sync, this PE's dest gets the members' landing slots combined in
+/// team order. Only this PE's memory is touched: its slots (for the epoch the
+/// sync announced) and its dest.
+fn ll_reduce(s: &mut String, kind: &Kind) {
+    let n = kind.name;
+    let head = format!(
+        "fn vks_ll_reduce_{n}(team: u32, op: u32, d: u32, s: u32, nelems: u32) {{
+    let t = vks_team_of(team);
+    let ll = vks_ll_slot(team, vks_team_field(team, VKS_TEAM_EPOCH) & 1u, 0u);
+"
+    );
+    s.push_str(&head);
+    if kind.bytes == 8 {
+        // Elements are 8-aligned, so the slot's data starts at its first word.
+        let _ = write!(
+            s,
+            "    for (var k = 0u; k < nelems; k++) {{
+        var acc = vks_load_u64(VKS_MY_PE, ll + 2u * k);
+        for (var j = 1u; j < t.size; j++) {{
+            acc = vks_combine_{n}(op, acc, vks_load_u64(VKS_MY_PE, ll + j * VKS_LL_SLOT_WORDS + 2u * k));
+        }}
+        let dw = (d >> 2u) + 2u * k;
+        vks_d_plain_store(VKS_MY_PE, dw, u32(acc));
+        vks_d_plain_store(VKS_MY_PE, dw + 1u, u32(acc >> 32u));
+    }}
+}}
+"
+        );
+        return;
+    }
+    let combine = if kind.bytes == 4 {
+        format!("vks_combine_{n}")
+    } else {
+        format!("vks_lanes_{n}")
+    };
+    // Source byte s + x lies at byte (s & 3) + x of a slot.
+    let _ = write!(
+        s,
+        "    let n = nelems * {es}u;
+    if n == 0u {{
+        return;
+    }}
+    let base = ll * 4u + (s & 3u);
+    let w0 = d >> 2u;
+    let words = ((d + n - 1u) >> 2u) - w0 + 1u;
+    for (var i = 0u; i < words; i++) {{
+        let w = w0 + i;
+        let lo = max(d, w * 4u);
+        let hi = min(d + n, w * 4u + 4u);
+        let sb = base + lo - d;
+        var acc = vks_load_bytes(VKS_MY_PE, sb, hi - lo);
+        for (var j = 1u; j < t.size; j++) {{
+            acc = {combine}(op, acc, vks_load_bytes(VKS_MY_PE, sb + j * VKS_LL_SLOT_WORDS * 4u, hi - lo));
+        }}
+        vks_store_masked(VKS_MY_PE, w, acc << ((lo & 3u) * 8u), vks_byte_mask(lo & 3u, hi - w * 4u));
+    }}
+}}
+",
+        es = kind.bytes
+    );
+}
+
 /// One device-initiated mem collective: (name, extra params after `team`, the
 /// move given team `team`, `t` = its VksTeam, and `tid`/`nth`, a check run before
 /// the move (all members run it alike), a statement run before the opening sync).
@@ -359,8 +423,19 @@ const MEM_COLLECTIVES: [MemCollective; 4] = [
     },
 ];
 
+/// The one-sync form of a per-thread function (small reductions on teams
+/// that do not span devices; see `layout::LL_BYTES`): WGSL expressions of the
+/// bytes it sends, the source's byte address, and the statement that combines
+/// the landing slots into dest after the sync.
+struct OneSync {
+    bytes: String,
+    source: &'static str,
+    combine: String,
+}
+
 /// A per-thread function and its `_work_group` twin around `body` (which sees
 /// `team`, `t`, `tid`, `nth` and the parameters).
+#[allow(clippy::too_many_arguments)]
 fn both_forms(
     s: &mut String,
     name: &str,
@@ -369,20 +444,34 @@ fn both_forms(
     pre: &str,
     check: &str,
     body: &str,
+    one_sync: Option<&OneSync>,
 ) {
     // One sync call site per function, in a two-phase loop (sync, move; sync):
     // llvmpipe inlines every call, and each inlined wait costs compile time. A
     // failed argument check skips the move but not the closing sync (every
     // member passes the same arguments, so all skip alike) and returns -1.
+    // The one-sync form (small reductions) pushes before the first sync and
+    // leaves after its own combine.
+    let (decide, push, finish) = match one_sync {
+        Some(o) => (
+            format!("let ll = ok && vks_ll_ok(team, {});", o.bytes),
+            format!("if ll {{ vks_ll_push(team, {}, {}); }}", o.source, o.bytes),
+            format!("if ll {{ {} break; }}", o.combine),
+        ),
+        None => Default::default(),
+    };
     let _ = write!(
         s,
         "fn {name}(team: u32, {params}) -> i32 {{
     {pre}
     var ok = vks_team_ok(team);
     var bad = false;
+    {decide}
     for (var phase = 0u; phase < 2u && ok; phase++) {{
+        {push}
         ok = vks_team_sync(team);
         if ok && phase == 0u {{
+            {finish}
             if {check} {{
                 let t = vks_team_of(team);
                 let tid = 0u;
@@ -437,6 +526,7 @@ pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
             c.pre,
             c.check,
             c.body,
+            None,
         );
     }
     both_forms(
@@ -447,6 +537,7 @@ pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
         "",
         "vks_arg_ok(dst > 0u && sst > 0u)",
         "vks_alltoalls_move(t, dest, source, nelems, es, dst, sst, tid, nth);",
+        None,
     );
     let wanted = |name: &str| uses.map_or(true, |u| u.contains(name));
     for ty in TYPES {
@@ -511,6 +602,15 @@ pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
                 n = kind.name,
                 c = op.code()
             );
+            let one_sync = OneSync {
+                bytes: format!("nreduce * {es}u"),
+                source: "source",
+                combine: format!(
+                    "vks_ll_reduce_{}(team, {}u, dest, source, nreduce);",
+                    kind.name,
+                    op.code()
+                ),
+            };
             both_forms(
                 &mut s,
                 &pt,
@@ -519,6 +619,7 @@ pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
                 "",
                 "true",
                 &body,
+                Some(&one_sync),
             );
         }
     }

@@ -220,7 +220,7 @@ pub fn proxy_ring_word(n_pes: u32) -> u32 {
 /// `"VKSH"`, little-endian.
 pub const CONTROL_MAGIC: u32 = u32::from_le_bytes(*b"VKSH");
 /// Version of this layout; bumped when it changes.
-pub const LAYOUT_VERSION: u32 = 4;
+pub const LAYOUT_VERSION: u32 = 5;
 /// Most teams a PE can be part of at once (the device table's length).
 pub const MAX_TEAMS: u32 = 64;
 /// Team handle of WORLD (entry 0 of the table).
@@ -311,9 +311,49 @@ pub fn describe_errors(bits: u32) -> Vec<&'static str> {
         .collect()
 }
 
+/// The most bytes a per-thread device reduction sends in its one-sync form:
+/// each member pushes its source into every member's landing slot, then one
+/// team sync, then each combines its own slots (no second sync). Larger
+/// reductions, and teams that span devices, take the two-sync form.
+pub const LL_BYTES: u32 = 128;
+/// Words of one landing slot: [`LL_BYTES`] at the source's offset in its
+/// first word (so whole words are copied), hence one word more.
+pub const LL_SLOT_WORDS: u32 = LL_BYTES / 4 + 1;
+
+/// Word address of the landing slots of the one-sync reductions: for team-table
+/// entry `t`, epoch parity `p` and member index `i`, the slot at
+/// [`ll_slot_word`]. Written only by member `i` (before it announces the
+/// epoch), read only by the owner (after it saw every member announce it).
+/// A slot is rewritten two epochs later, once the owner has announced the
+/// epoch between (so it finished reading).
+pub fn ll_word(n_pes: u32) -> u32 {
+    proxy_ring_word(n_pes) + PROXY_SLOTS * ProxyEntry::WORDS
+}
+
+/// Word address of member `i`'s landing slot for team-table entry `slot`, epoch
+/// parity `parity` (see [`ll_word`]).
+pub fn ll_slot_word(n_pes: u32, slot: u32, parity: u32, i: u32) -> u32 {
+    ll_word(n_pes) + ((slot * 2 + parity) * n_pes + i) * LL_SLOT_WORDS
+}
+
+/// Calls one dispatch of a batched queue kernel runs (see
+/// [`crate::queue::QueueArgs::batch`]).
+pub const BATCH_CALLS: u32 = 16;
+
+/// Word address of the queue's batch area: the arguments of the calls of a
+/// batched queue kernel, [`BATCH_CALLS`] entries of `QueueArgs`, written by
+/// this PE's own recorded commands (vkCmdUpdateBuffer) just before the
+/// dispatch that reads them, in queue order. Only this PE touches it.
+pub fn batch_word(n_pes: u32) -> u32 {
+    ll_word(n_pes) + MAX_TEAMS * 2 * n_pes * LL_SLOT_WORDS
+}
+
+/// Words of one batch entry (`QueueArgs`).
+pub const BATCH_ENTRY_WORDS: u32 = 8;
+
 /// Bytes of the control region for a job of `n_pes` PEs.
 pub fn control_bytes(n_pes: u32) -> u64 {
-    (proxy_ring_word(n_pes) as u64 + (PROXY_SLOTS * ProxyEntry::WORDS) as u64) * 4
+    (batch_word(n_pes) as u64 + (BATCH_CALLS * BATCH_ENTRY_WORDS) as u64) * 4
 }
 
 /// Word address of `n_pes` words that only this PE's host and kernels use: the
@@ -378,6 +418,12 @@ pub fn wgsl() -> String {
     let _ = writeln!(s, "const VKS_MAX_TEAMS: u32 = {MAX_TEAMS}u;");
     let _ = writeln!(s, "const VKS_TEAM_TABLE: u32 = {TEAM_TABLE_WORD}u;");
     let _ = writeln!(s, "const VKS_WORLD_FLAGS: u32 = {WORLD_FLAGS_WORD}u;");
+    let _ = writeln!(s, "const VKS_LL_BYTES: u32 = {LL_BYTES}u;");
+    let _ = writeln!(s, "const VKS_LL_SLOT_WORDS: u32 = {LL_SLOT_WORDS}u;");
+    let _ = writeln!(
+        s,
+        "const VKS_BATCH_ENTRY_WORDS: u32 = {BATCH_ENTRY_WORDS}u;"
+    );
     let _ = writeln!(s, "const SHMEM_TEAM_WORLD: u32 = {TEAM_WORLD}u;");
     let _ = writeln!(s, "const SHMEM_TEAM_SHARED: u32 = {TEAM_SHARED}u;");
     let _ = writeln!(s, "const SHMEM_TEAM_NODE: u32 = {TEAM_NODE}u;");
@@ -453,6 +499,26 @@ mod tests {
         let e = TEAM_TABLE_WORD as usize;
         assert_eq!(&w[e..e + 9], &[1, 0, 1, 5, 2, 0, WORLD_FLAGS_WORD, 0, 0]);
         assert!(w[WORLD_FLAGS_WORD as usize..].iter().all(|&x| x == 0));
+    }
+
+    #[test]
+    fn landing_slots_and_batch_area_are_disjoint_and_inside() {
+        for n in [1, 2, 3, 8, 64] {
+            let first = ll_slot_word(n, 0, 0, 0);
+            assert!(first >= proxy_ring_word(n) + PROXY_SLOTS * ProxyEntry::WORDS);
+            let last = ll_slot_word(n, MAX_TEAMS - 1, 1, n - 1) + LL_SLOT_WORDS;
+            assert_eq!(last, batch_word(n));
+            assert_eq!(
+                (batch_word(n) + BATCH_CALLS * BATCH_ENTRY_WORDS) as u64 * 4,
+                control_bytes(n)
+            );
+            // Slots do not overlap: consecutive members, parities and teams.
+            assert_eq!(ll_slot_word(n, 0, 0, 1) - first, LL_SLOT_WORDS);
+            assert_eq!(ll_slot_word(n, 0, 1, 0) - first, n * LL_SLOT_WORDS);
+            assert_eq!(ll_slot_word(n, 1, 0, 0) - first, 2 * n * LL_SLOT_WORDS);
+        }
+        // A slot holds LL_BYTES starting at any byte of its first word.
+        assert!(LL_SLOT_WORDS * 4 >= LL_BYTES + 3);
     }
 
     #[test]

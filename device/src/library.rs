@@ -380,6 +380,12 @@ pub fn library_source_for(cfg: &LibraryConfig, uses: Option<&str>) -> String {
         "const VKS_PX_RING: u32 = {}u;",
         layout::proxy_ring_word(cfg.n_pes)
     );
+    let _ = writeln!(s, "const VKS_LL: u32 = {}u;", layout::ll_word(cfg.n_pes));
+    let _ = writeln!(
+        s,
+        "const VKS_BATCH: u32 = {}u;",
+        layout::batch_word(cfg.n_pes)
+    );
     s.push_str(&layout::wgsl());
     bindings(&mut s, cfg);
     raise(&mut s, cfg);

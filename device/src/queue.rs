@@ -33,18 +33,36 @@ pub struct QueueArgs {
     pub y: u32,
     /// alltoalls: bytes per element.
     pub z: u32,
-    /// Zero.
-    pub pad: u32,
+    /// 0: run this call. `k > 0` (thread-form kernels that
+    /// [`QueueCall::batches`]): run the `k` calls whose arguments are in this
+    /// PE's batch area ([`crate::layout::batch_word`], at most
+    /// [`crate::layout::BATCH_CALLS`]), in order; the other fields are unused.
+    pub batch: u32,
 }
 
 /// The WGSL field names of [`QueueArgs`], in order.
-const FIELDS: [&str; 8] = ["team", "dest", "source", "n", "x", "y", "z", "pad"];
+const FIELDS: [&str; 8] = ["team", "dest", "source", "n", "x", "y", "z", "batch"];
 
 impl QueueArgs {
     /// The WGSL declaration of the immediates.
     pub fn wgsl() -> String {
         let fields: String = FIELDS.iter().map(|f| format!("    {f}: u32,\n")).collect();
         format!("struct QueueArgs {{\n{fields}}}\nvar<immediate> q: QueueArgs;\n")
+    }
+
+    /// `queue_batch_call(i)`: entry `i` of this PE's batch area, as a QueueArgs.
+    fn wgsl_batch_call() -> String {
+        let loads: Vec<String> = (0..FIELDS.len())
+            .map(|k| format!("vks_d_plain_load(VKS_MY_PE, w + {k}u)"))
+            .collect();
+        format!(
+            "fn queue_batch_call(i: u32) -> QueueArgs {{
+    let w = VKS_BATCH + i * VKS_BATCH_ENTRY_WORDS;
+    return QueueArgs({});
+}}
+",
+            loads.join(", ")
+        )
     }
 }
 
@@ -92,6 +110,13 @@ fn typename(kind: &Kind, op: ReduceOp) -> Option<&'static str> {
 }
 
 impl QueueCall {
+    /// Whether its kernel in `form` runs a batch of calls in one dispatch
+    /// ([`QueueArgs::batch`]): the thread forms, but for collect (whose
+    /// kernel checks counts its own way).
+    pub fn batches(&self, form: QueueForm) -> bool {
+        form == QueueForm::Thread && *self != QueueCall::Collect
+    }
+
     /// A name for caches and errors, unique per (call, form).
     pub fn name(&self, form: QueueForm) -> String {
         let call = match self {
@@ -134,15 +159,22 @@ impl QueueCall {
             // Invocation 0 of a workgroup: llvmpipe cuts the loops of
             // one-invocation workgroups short (ARCHITECTURE.md, "lavapipe and
             // one-invocation workgroups").
+            // One call site in a loop over the batch (llvmpipe inlines every
+            // call, and each inlined wait costs compile time).
             QueueForm::Thread => format!(
-                "{args_decl}@compute @workgroup_size({QUEUE_WORKGROUP})
+                "{args_decl}{batch_call}@compute @workgroup_size({QUEUE_WORKGROUP})
 fn main(@builtin(local_invocation_index) li: u32) {{
-    let a = q;
-    if li == 0u {{
+    let calls = max(q.batch, 1u);
+    for (var i = 0u; i < calls && li == 0u; i++) {{
+        var a = q;
+        if q.batch != 0u {{
+            a = queue_batch_call(i);
+        }}
         {f}(a.team{args});
     }}
 }}
-"
+",
+                batch_call = QueueArgs::wgsl_batch_call()
             ),
             QueueForm::WorkGroup => {
                 let wg = match self {

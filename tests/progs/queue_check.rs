@@ -9,15 +9,16 @@
 //!    `post` returns at once and `test` says "not done" until it arrives.
 //! 3. Several in flight: eight collectives posted back to back, waited for in
 //!    reverse order, every result checked.
-//! 4. Persistent: one recorded allreduce started 20 times over fresh data.
-//! 5. A request dropped unfinished is waited for (its result is there).
+//! 4. A batch of 40 reductions in one submission (fused dispatches).
+//! 5. Persistent: one recorded allreduce started 20 times over fresh data.
+//! 6. A request dropped unfinished is waited for (its result is there).
 //!
 //! Prints `queue_check: pe=P calls=N wrong=W` and, on PE 0, the timings of the
 //! host-free check. Other modes (one each):
 //! - `--peer-dies`: the last PE exits before posting; the others' `wait` must
 //!   return `PeerFailed` naming it, within seconds (prints `queue_check:
 //!   peer failure reported`).
-//! - `--short`: the persistent allreduce (4, 5 above) and a large allreduce
+//! - `--short`: the persistent allreduce (5, 6 above) and a large allreduce
 //!   only (two kernels), for teams that span devices (`VKSHMEM_TRANSPORT`).
 //! - `--bad-collect`: PE 0's collect dest is too small for the total; its
 //!   `wait` must return `Error::Device` with `ERR_BAD_ARGUMENT`, the others'
@@ -185,6 +186,81 @@ fn in_flight(h: &mut Harness) -> anyhow::Result<()> {
     ctx.barrier_all()?;
     drop(reqs);
     drop(slices);
+    src.free()?;
+    dst.free()?;
+    Ok(())
+}
+
+/// A batch of 40 reductions in one submission (`post_batch`), for the fused
+/// dispatches (consecutive calls of one kernel run in one dispatch of at most
+/// `BATCH_CALLS`): runs of 20 and 17 sums split across dispatches, broken by
+/// max reductions (another kernel), every call on its own slice with its own
+/// size, on both sides of the one-sync size (`LL_BYTES`: 32 f32), some in
+/// place. Every result checked against a host reference.
+fn batch(h: &mut Harness) -> anyhow::Result<()> {
+    let ctx = h.ctx.clone();
+    let (me, n) = (ctx.my_pe(), ctx.n_pes() as u64);
+    const K: usize = 40;
+    const M: usize = 48;
+    let count = |k: usize| [1, 2, 7, 31, 32, 33, 48][k % 7];
+    let is_max = |k: usize| (20..23).contains(&k);
+    let in_place = |k: usize| k % 5 == 4;
+    let src = ctx.malloc::<f32>(K * M)?;
+    let dst = ctx.malloc::<f32>(K * M)?;
+    let pat = |pe: u64, k: usize, i: usize| {
+        (((pe + 5) * 6151 + k as u64 * 97 + i as u64 * 13) % 509) as f32
+    };
+    let mine: Vec<f32> = (0..K * M).map(|j| pat(me as u64, j / M, j % M)).collect();
+    src.write(&mine)?;
+    // Poison: an element past a call's count must keep it.
+    dst.write(&vec![-1.0; K * M])?;
+    let mut calls = Vec::new();
+    for k in 0..K {
+        let c = count(k);
+        let d = if in_place(k) {
+            src.slice(k * M..k * M + c)?
+        } else {
+            dst.slice(k * M..k * M + c)?
+        };
+        let s = src.slice(k * M..k * M + c)?;
+        let op = if is_max(k) {
+            ReduceOp::Max
+        } else {
+            ReduceOp::Sum
+        };
+        calls.push((Team::WORLD, Collective::reduce(op, &d, &s, c)));
+    }
+    ctx.post_batch(&calls)?.wait()?;
+    drop(calls);
+    let (got_dst, got_src) = (dst.to_vec()?, src.to_vec()?);
+    for k in 0..K {
+        let got = if in_place(k) { &got_src } else { &got_dst };
+        h.calls += 1;
+        for i in 0..M {
+            let vals = (0..n).map(|p| pat(p, k, i));
+            let want = if i >= count(k) {
+                if in_place(k) {
+                    pat(me as u64, k, i)
+                } else {
+                    -1.0
+                }
+            } else if is_max(k) {
+                vals.fold(f32::MIN, f32::max)
+            } else {
+                vals.sum::<f32>()
+            };
+            if got[k * M + i] != want {
+                h.wrong += 1;
+                h.fail(format!(
+                    "PE {me}: batched call {k} (count {}) element {i}: {} want {want}",
+                    count(k),
+                    got[k * M + i]
+                ));
+                break;
+            }
+        }
+    }
+    ctx.barrier_all()?;
     src.free()?;
     dst.free()?;
     Ok(())
@@ -379,6 +455,7 @@ fn main() -> anyhow::Result<()> {
     conformance(&mut h, &cases)?;
     let (posted, not_done, waited) = host_is_free(&mut h)?;
     in_flight(&mut h)?;
+    batch(&mut h)?;
     persistent(&mut h)?;
     for c in cases.iter().skip(1).filter(|c| c.team != Team::INVALID) {
         ctx.team_destroy(c.team)?;

@@ -23,12 +23,22 @@
 //! runs between the user's commands), so it synchronizes on the device: its
 //! kernel (`vkshmem_device::queue`) runs the device-initiated form of the
 //! collective, a team sync on the device, the move, a team sync, in one
-//! invocation for small calls or one workgroup for larger ones. The commands
-//! recorded for one collective are:
+//! invocation for small calls or one workgroup for larger ones (a small
+//! reduction takes one sync only: its one-sync form, see
+//! `vkshmem_device::layout::LL_BYTES`). The commands recorded for one
+//! collective are:
 //!
 //! 1. a memory barrier: every compute and transfer write submitted before
 //!    (the user's kernels that produced the source) is visible;
-//! 2. the dispatch;
+//! 2. the dispatch. Consecutive small calls of one kernel in one recording
+//!    ([`Context::post_batch`], or one call and the next in a batch) share
+//!    one dispatch of at most `BATCH_CALLS` (`vkshmem_device::layout`):
+//!    their arguments are written into the PE's batch area in its control
+//!    region by a `vkCmdUpdateBuffer` recorded just before it (so a batch
+//!    carries its arguments in the command buffer, and persistent and
+//!    recorded batches need no memory of their own), and one invocation
+//!    runs the calls in order. This is what NCCL's group calls do: a
+//!    dispatch costs more than a small collective;
 //! 3. a barrier, then a copy of the PE's device error words into the
 //!    collective's completion slot (`completion.rs`), which are then cleared;
 //! 4. a barrier, then the slot's `done` word is set; a last barrier makes
@@ -330,6 +340,10 @@ struct Step {
     sets: Vec<vk::DescriptorSet>,
     push: Vec<u8>,
     groups: u32,
+    /// The call's arguments, where its kernel runs batches
+    /// ([`QueueCall::batches`]): consecutive steps of one such kernel are
+    /// recorded as one dispatch.
+    batch: Option<QueueArgs>,
 }
 
 /// A queued collective ready to record: its dispatches, in order.
@@ -609,7 +623,7 @@ impl Context {
             } else {
                 0
             },
-            pad: 0,
+            batch: 0,
         };
         let windows = self.library_windows()?;
         let queue_step = |call: QueueCall, form: QueueForm, args: &QueueArgs| -> Result<Step> {
@@ -621,6 +635,7 @@ impl Context {
                 kernel,
                 push: bytemuck::bytes_of(args).to_vec(),
                 groups: 1,
+                batch: call.batches(form).then_some(*args),
             })
         };
         let pull = if moved <= THREAD_FORM_MAX_BYTES || self.spans_devices(&m) {
@@ -648,6 +663,7 @@ impl Context {
                         kernel,
                         push: bytemuck::bytes_of(&hargs).to_vec(),
                         groups,
+                        batch: None,
                     },
                     sync2,
                 ]
@@ -663,14 +679,49 @@ impl Context {
         let own = self.inner.heap.block(self.my_pe())?.buffer;
         let ring = q.completions.buffer();
         let at = Completions::offset(slot);
-        for step in ps.iter().flat_map(|p| &p.steps) {
+        let steps: Vec<&Step> = ps.iter().flat_map(|p| &p.steps).collect();
+        let mut rest = &steps[..];
+        while let Some(step) = rest.first() {
+            // Consecutive calls of one batching kernel: one dispatch, their
+            // arguments written into the batch area just before it (the
+            // barriers order that write after the previous batch's reads and
+            // before this one's).
+            let run = match step.batch {
+                Some(_) => rest
+                    .iter()
+                    .take(layout::BATCH_CALLS as usize)
+                    .take_while(|s| s.batch.is_some() && Arc::ptr_eq(&s.kernel, &step.kernel))
+                    .count(),
+                None => 1,
+            };
             r.barrier(false);
-            r.dispatch(
-                &step.kernel.kernel,
-                &step.sets,
-                &step.push,
-                [step.groups, 1, 1],
-            );
+            if run > 1 {
+                let args: Vec<QueueArgs> = rest[..run].iter().filter_map(|s| s.batch).collect();
+                r.update(
+                    own,
+                    u64::from(layout::batch_word(self.n_pes())) * 4,
+                    bytemuck::cast_slice(&args),
+                );
+                r.barrier(false);
+                let push = QueueArgs {
+                    batch: run as u32,
+                    ..Default::default()
+                };
+                r.dispatch(
+                    &step.kernel.kernel,
+                    &step.sets,
+                    bytemuck::bytes_of(&push),
+                    [1, 1, 1],
+                );
+            } else {
+                r.dispatch(
+                    &step.kernel.kernel,
+                    &step.sets,
+                    &step.push,
+                    [step.groups, 1, 1],
+                );
+            }
+            rest = &rest[run..];
         }
         r.barrier(false);
         r.copy(

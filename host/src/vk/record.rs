@@ -130,6 +130,21 @@ impl<'a> Recorder<'a> {
         unsafe { self.gpu.device.cmd_copy_buffer(self.cmd, src, dst, &region) };
     }
 
+    /// Writes `data` (a multiple of 4 bytes, at most 65536) at `offset` (a
+    /// multiple of 4) of `buffer`, when the command runs: the bytes travel in
+    /// the command buffer.
+    pub fn update(&self, buffer: vk::Buffer, offset: u64, data: &[u8]) {
+        debug_assert!(data.len() % 4 == 0 && data.len() <= 65536 && offset % 4 == 0);
+        // SAFETY: recording state; TRANSFER_DST usage; offset and size multiples
+        // of 4, size at most 65536, inside the buffer (the caller's layout)
+        // (VUID-vkCmdUpdateBuffer-dstOffset-00036, -dataSize-00037, -00038).
+        unsafe {
+            self.gpu
+                .device
+                .cmd_update_buffer(self.cmd, buffer, offset, data)
+        };
+    }
+
     /// Fills `size` bytes (a multiple of 4) at `offset` (a multiple of 4) of
     /// `buffer` with the word `value`.
     pub fn fill(&self, buffer: vk::Buffer, offset: u64, size: u64, value: u32) {
