@@ -319,6 +319,8 @@ pub const LL_BYTES: u32 = 128;
 /// Words of one landing slot: [`LL_BYTES`] at the source's offset in its
 /// first word (so whole words are copied), hence one word more.
 pub const LL_SLOT_WORDS: u32 = LL_BYTES / 4 + 1;
+// A slot holds LL_BYTES starting at any byte of its first word.
+const _: () = assert!(LL_SLOT_WORDS * 4 >= LL_BYTES + 3);
 
 /// Word address of the landing slots of the one-sync reductions: for team-table
 /// entry `t`, epoch parity `p` and member index `i`, the slot at
@@ -517,8 +519,6 @@ mod tests {
             assert_eq!(ll_slot_word(n, 0, 1, 0) - first, n * LL_SLOT_WORDS);
             assert_eq!(ll_slot_word(n, 1, 0, 0) - first, 2 * n * LL_SLOT_WORDS);
         }
-        // A slot holds LL_BYTES starting at any byte of its first word.
-        assert!(LL_SLOT_WORDS * 4 >= LL_BYTES + 3);
     }
 
     #[test]
