@@ -100,7 +100,12 @@ fn vks_wait(addr: u32, cmp: u32, value: u32, signed: bool) -> bool {
     // announced to the host (vks_wait_begin/end: only where the driver caps loops,
     // whose host throttles the CPU threads that run a long wait, see
     // LibraryConfig::loop_cap).
-    var done = vks_poll_many(addr, c);
+    // One poll first: a wait whose condition already holds (a member that
+    // arrived first) then costs one load, not a batch of polls.
+    var done = vks_cond_bit(c, vks_volatile_load_own(addr)) != 0u;
+    if !done {
+        done = vks_poll_many(addr, c);
+    }
     var aborted = false;
     if !done {
         vks_wait_begin(addr, cmp | select(0u, 256u, signed), value);
@@ -203,7 +208,10 @@ fn vks_team_sync(team: u32) -> bool {
     }
     var ok = true;
     for (var i = 0u; i < size && ok; i = i + 1u) {
-        ok = vks_wait_epoch(flags + i, e);
+        // Its own flag holds e already (this PE's exchange above).
+        if i != me {
+            ok = vks_wait_epoch(flags + i, e);
+        }
     }
     vks_fetch_add(VKS_MY_PE, base + VKS_TEAM_BUSY, 0xffffffffu);
     return ok;

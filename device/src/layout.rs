@@ -338,9 +338,12 @@ pub fn ll_slot_word(n_pes: u32, slot: u32, parity: u32, i: u32) -> u32 {
     ll_word(n_pes) + ((slot * 2 + parity) * n_pes + i) * LL_SLOT_WORDS
 }
 
-/// Calls one dispatch of a batched queue kernel runs (see
-/// [`crate::queue::QueueArgs::batch`]).
-pub const BATCH_CALLS: u32 = 16;
+/// Calls one dispatch of a batched queue kernel runs at most (see
+/// [`crate::queue::QueueArgs::batch`]): the batch area's entries.
+pub const BATCH_CALLS: u32 = 64;
+/// Where the driver caps loop iterations per invocation (llvmpipe), the
+/// calls of a batch share that budget: batches stop at this many.
+pub const CAPPED_BATCH_CALLS: u32 = 16;
 
 /// Word address of the queue's batch area: the arguments of the calls of a
 /// batched queue kernel, [`BATCH_CALLS`] entries of `QueueArgs`, written by

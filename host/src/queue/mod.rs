@@ -32,7 +32,8 @@
 //!    (the user's kernels that produced the source) is visible;
 //! 2. the dispatch. Consecutive small calls of one kernel in one recording
 //!    ([`Context::post_batch`], or one call and the next in a batch) share
-//!    one dispatch of at most `BATCH_CALLS` (`vkshmem_device::layout`):
+//!    one dispatch of at most `BATCH_CALLS` (`vkshmem_device::layout`; 16
+//!    on llvmpipe, whose loop budget per invocation the calls share):
 //!    their arguments are written into the PE's batch area in its control
 //!    region by a `vkCmdUpdateBuffer` recorded just before it (so a batch
 //!    carries its arguments in the command buffer, and persistent and
@@ -689,7 +690,11 @@ impl Context {
             let run = match step.batch {
                 Some(_) => rest
                     .iter()
-                    .take(layout::BATCH_CALLS as usize)
+                    .take(if self.inner.gpu.info.is_llvmpipe() {
+                        layout::CAPPED_BATCH_CALLS
+                    } else {
+                        layout::BATCH_CALLS
+                    } as usize)
                     .take_while(|s| s.batch.is_some() && Arc::ptr_eq(&s.kernel, &step.kernel))
                     .count(),
                 None => 1,
