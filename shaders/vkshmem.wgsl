@@ -100,12 +100,7 @@ fn vks_wait(addr: u32, cmp: u32, value: u32, signed: bool) -> bool {
     // announced to the host (vks_wait_begin/end: only where the driver caps loops,
     // whose host throttles the CPU threads that run a long wait, see
     // LibraryConfig::loop_cap).
-    // One poll first: a wait whose condition already holds (a member that
-    // arrived first) then costs one load, not a batch of polls.
-    var done = vks_cond_bit(c, vks_volatile_load_own(addr)) != 0u;
-    if !done {
-        done = vks_poll_many(addr, c);
-    }
+    var done = vks_poll_many(addr, c);
     var aborted = false;
     if !done {
         vks_wait_begin(addr, cmp | select(0u, 256u, signed), value);
