@@ -6,6 +6,8 @@
 //! no socket of the job is still bound, and the job's private TMPDIR is empty.
 
 mod common;
+#[cfg(feature = "mpi")]
+use common::mpirun;
 use common::{
     bin_dir, program, run_vkshmrun_env, vkshmrun, vkshmrun_exe, vkshmrun_with, Leftovers, Run,
 };
@@ -636,6 +638,48 @@ fn collectives_conform_on_1_to_4_and_8_pes() {
     );
 }
 
+/// Under `mpirun` (cargo feature `mpi`), PE = rank: the conformance harness
+/// on 2 and 3 ranks of one node, whose first rank runs the endpoint.
+#[cfg(feature = "mpi")]
+#[test]
+fn collectives_conform_under_mpirun() {
+    let _one = one_spinning_job();
+    let prog = program("collectives_check");
+    for n in [2u32, 3] {
+        let r = mpirun(n, &[&prog, "--quick"], &[], Duration::from_secs(600));
+        assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+        every_pe_checked(&r.stdout, "collectives_check", n, 50);
+    }
+    // The example program too (host allreduce, team broadcast, device reduction).
+    let r = mpirun(3, &[&program("collectives")], &[], Duration::from_secs(300));
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("collectives: ok on 3 PEs"),
+        "{}",
+        r.stdout
+    );
+}
+
+/// A job that `VKSHMEM_NODE_SIZE` splits into several nodes fails at init
+/// with an error that says why, on every rank, and leaves nothing behind.
+#[cfg(feature = "mpi")]
+#[test]
+fn several_nodes_under_mpirun_fail_with_a_clear_error() {
+    let r = mpirun(
+        2,
+        &[&program("collectives_check"), "--quick"],
+        &[("VKSHMEM_NODE_SIZE", "1")],
+        Duration::from_secs(120),
+    );
+    assert_ne!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains("jobs of several nodes are not supported yet"),
+        "{}",
+        r.stderr
+    );
+}
+
 /// `vkshmem-bench --check` over every collective reports no wrong element and
 /// writes the CSV columns of the issue.
 #[test]
@@ -922,6 +966,10 @@ fn misuse_is_refused_and_zero_length_calls_work_host_and_device() {
     }
 }
 
+/// Without the cargo feature `mpi`, ranks of another launcher fail at init
+/// with an error naming the launcher and vkshmrun; with it, ranks of an MPI
+/// launcher are the PEs (and a rank whose environment names more ranks than
+/// MPI sees fails saying so).
 #[test]
 fn ranks_of_another_launcher_do_not_run_as_separate_jobs() {
     let prog = program("heap_ring");
@@ -941,13 +989,25 @@ fn ranks_of_another_launcher_do_not_run_as_separate_jobs() {
             !out.status.success(),
             "{var}: ran as a job of its own:\n{err}"
         );
-        assert!(
-            err.contains(who) && err.contains("vkshmrun -n 2"),
-            "{var}: {err}"
-        );
+        if cfg!(feature = "mpi") && var != "SLURM_STEP_NUM_TASKS" {
+            // MPI initialises as a singleton: 1 rank, not the 2 named.
+            assert!(err.contains("MPI sees 1 rank"), "{var}: {err}");
+        } else {
+            assert!(
+                err.contains(who) && err.contains("vkshmrun -n 2"),
+                "{var}: {err}"
+            );
+        }
+    }
+    #[cfg(feature = "mpi")]
+    {
+        let r = mpirun(2, &[&prog], &[], Duration::from_secs(120));
+        assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+        assert!(r.stdout.contains("heap_ring: ok"), "{}", r.stdout);
     }
     // The real thing, where Open MPI is installed (`cargo xtask bench
     // --compare-mpi` installs it): every rank fails, none reports success.
+    #[cfg(not(feature = "mpi"))]
     if let Ok(out) = Command::new("mpirun")
         .args(["--allow-run-as-root", "--oversubscribe", "-n", "2", &prog])
         .env("RUST_BACKTRACE", "0")

@@ -17,6 +17,9 @@ pub const ENV_SECRET: &str = "VKSHMEM_SECRET";
 pub const ENV_HEAP_SIZE: &str = "VKSHMEM_SYMMETRIC_SIZE";
 /// Device choice: an index into the Vulkan physical device list or a name substring.
 pub const ENV_DEVICE: &str = "VKSHMEM_DEVICE";
+/// Ranks per node in a job started by `mpirun` (default: the ranks that share
+/// memory); smaller nodes test the paths between nodes on one machine.
+pub const ENV_NODE_SIZE: &str = "VKSHMEM_NODE_SIZE";
 
 /// Default symmetric heap size per PE.
 pub const DEFAULT_HEAP_SIZE: u64 = 256 << 20;
@@ -141,6 +144,19 @@ pub const FOREIGN_LAUNCHERS: &[(&str, &str)] = &[
     ("SLURM_STEP_NUM_TASKS", "Slurm's srun"),
     ("PALS_NRANKS", "PALS (Cray) mpiexec"),
 ];
+
+/// Whether this process is one of several ranks started by an MPI launcher
+/// (Open MPI's mpirun, a PMI launcher, MVAPICH's) and not by vkshmrun: with
+/// the cargo feature `mpi`, such a job's PEs are its ranks.
+pub fn mpi_launch(get: &impl Fn(&str) -> Option<String>) -> bool {
+    get(ENV_PE).is_none()
+        && foreign_launch(get).is_some_and(|(_, var, _)| {
+            matches!(
+                var,
+                "OMPI_COMM_WORLD_SIZE" | "PMI_SIZE" | "MV2_COMM_WORLD_SIZE"
+            )
+        })
+}
 
 /// The launcher that started this process as one of several ranks, if any:
 /// (launcher, variable, ranks). One rank (`mpirun -n 1`) is a job of one PE.

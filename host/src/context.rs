@@ -117,6 +117,11 @@ pub(crate) struct Inner {
     alloc: Mutex<Allocator>,
     pub(crate) boot: Mutex<Option<Bootstrap>>,
     pub(crate) gpu: Arc<Gpu>,
+    /// The MPI job this PE is a rank of (started by `mpirun`): last, so MPI
+    /// is finalized after everything else (and the endpoint it may run
+    /// stops after this PE's goodbye).
+    #[cfg(feature = "mpi")]
+    pub(crate) mpi: Mutex<Option<crate::bootstrap::mpi::MpiJob>>,
 }
 
 /// One PE's handle on vkshmem (OpenSHMEM's implicit library state, made explicit).
@@ -195,9 +200,17 @@ impl Context {
 
     fn init_with(open: impl FnOnce(u32) -> Result<Gpu>) -> Result<Context> {
         let get = |k: &str| std::env::var(k).ok();
+        let wait_timeout = config::wait_timeout(get)?;
+        #[cfg(feature = "mpi")]
+        let (job, mpi) = if config::mpi_launch(&get) {
+            let (job, m) = crate::bootstrap::mpi::join(get, wait_timeout)?;
+            (job, Some(m))
+        } else {
+            (config::job_env(get)?, None)
+        };
+        #[cfg(not(feature = "mpi"))]
         let job = config::job_env(get)?;
         let heap_size = config::heap_size(get)?;
-        let wait_timeout = config::wait_timeout(get)?;
         let policy = WaitPolicy::from_env(get, job.npes)?;
         let host_mapped_max = config::host_mapped_max(get)?;
         let transport = crate::transport::Mode::from_env(get)?;
@@ -326,6 +339,8 @@ impl Context {
                 heap,
                 alloc: Mutex::new(alloc),
                 boot: Mutex::new(boot),
+                #[cfg(feature = "mpi")]
+                mpi: Mutex::new(mpi),
                 gpu,
             }),
         };
@@ -364,10 +379,17 @@ impl Context {
     /// goodbye cannot be sent.
     pub fn finalize(self) -> Result<()> {
         self.barrier_all()?;
-        match lock(&self.inner.boot).take() {
+        let r = match lock(&self.inner.boot).take() {
             Some(b) => b.finalize(),
             None => Ok(()),
+        };
+        #[cfg(feature = "mpi")]
+        if let Some(m) = lock(&self.inner.mpi).as_mut() {
+            if r.is_ok() {
+                m.finish();
+            }
         }
+        r
     }
 
     /// Whether this PE left the job's collectives after a failed launch

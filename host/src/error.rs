@@ -13,7 +13,7 @@ pub enum Error {
     /// The process was started by another launcher (mpirun, srun, …) as one of
     /// several ranks: without this error each rank would run as its own job of
     /// one PE and every collective would silently skip the others.
-    #[error("this process is one of {ranks} ranks started by {launcher} ({var}={ranks}), but vkshmem cannot join such a job yet: each rank would run alone as a job of 1 PE. Start the job with `vkshmrun -n {ranks} PROGRAM [ARGS...]` instead")]
+    #[error("this process is one of {ranks} ranks started by {launcher} ({var}={ranks}), but vkshmem cannot join such a job yet: each rank would run alone as a job of 1 PE. Start the job with `vkshmrun -n {ranks} PROGRAM [ARGS...]` instead, or build vkshmem with the cargo feature `mpi` (MPI launchers)")]
     ForeignLauncher {
         /// The launcher, as a person knows it.
         launcher: &'static str,
@@ -58,6 +58,9 @@ pub enum Error {
     /// Talking to the job's bootstrap endpoint failed.
     #[error("bootstrap: {0}")]
     Bootstrap(String),
+    /// Joining a job started by an MPI launcher failed (cargo feature `mpi`).
+    #[error("MPI: {0}")]
+    Mpi(String),
     /// A malformed bootstrap message arrived.
     #[error("bootstrap protocol: {0}")]
     Wire(#[from] crate::bootstrap::wire::WireError),

@@ -203,3 +203,100 @@ pub fn run_vkshmrun_env(
     );
     run
 }
+
+/// Processes whose environment holds `VKSHMEM_TEST_JOB=<mark>`.
+pub fn marked_processes(mark: &str) -> Vec<u32> {
+    let needle = format!("VKSHMEM_TEST_JOB={mark}");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// Runs `mpirun -n N ARGS…` (Open MPI, as root where need be, oversubscribed)
+/// with `env` exported to the ranks, a fresh TMPDIR and a mark in the
+/// environment; kills it (and fails) after `timeout`; checks that no process
+/// of the job, no bootstrap socket and no temp file outlived it.
+#[cfg(feature = "mpi")]
+pub fn mpirun(n: u32, args: &[&str], env: &[(&str, &str)], timeout: Duration) -> Run {
+    let tmp = tempfile::tempdir().unwrap();
+    let mark = format!("{}-{}", std::process::id(), tmp.path().display());
+    let mut cmd = Command::new("mpirun");
+    cmd.args([
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "-n",
+        &n.to_string(),
+    ]);
+    for (k, _) in env {
+        cmd.args(["-x", k]);
+    }
+    cmd.args(args)
+        .envs(env.iter().copied())
+        .env("VKSHMEM_TEST_JOB", &mark)
+        .env("TMPDIR", tmp.path())
+        .env("RUST_BACKTRACE", "0")
+        .env_remove("VKSHMEM_WAIT_TIMEOUT")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let start = Instant::now();
+    let mut child = cmd.spawn().expect("mpirun (Open MPI) is installed");
+    let reader = |mut from: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = from.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = reader(Box::new(child.stdout.take().unwrap()));
+    let err = reader(Box::new(child.stderr.take().unwrap()));
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            for pid in marked_processes(&mark) {
+                let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            }
+            panic!("mpirun {args:?} did not finish within {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let elapsed = start.elapsed();
+    let (stdout_raw, stderr_raw) = (out.join().unwrap(), err.join().unwrap());
+    let run = Run {
+        code: status.code(),
+        stdout: String::from_utf8_lossy(&stdout_raw).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr_raw).into_owned(),
+        stdout_raw,
+        stderr_raw,
+        elapsed,
+    };
+    let t = Instant::now();
+    while !marked_processes(&mark).is_empty() && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        marked_processes(&mark),
+        Vec::<u32>::new(),
+        "ranks outlived mpirun {args:?}\n{}",
+        run.stderr
+    );
+    // An abstract socket lives as long as its process: none is left once the
+    // ranks are gone. Open MPI's session directory must be gone too.
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "mpirun {args:?} left {left:?} in TMPDIR");
+    run
+}

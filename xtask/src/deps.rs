@@ -91,6 +91,27 @@ pub fn ensure_mpi() -> Result<()> {
     install(&["openmpi-bin", "libopenmpi-dev"], &have)
 }
 
+/// Makes sure what building with the cargo feature `mpi` needs is installed:
+/// Open MPI (library, headers, mpicc, mpirun) and libclang (rsmpi's bindgen).
+pub fn ensure_mpi_build() -> Result<()> {
+    ensure_mpi()?;
+    // libclang itself (libclang1-N), not libclang-cpp, which LLVM brings.
+    let have = || {
+        Command::new("ldconfig").arg("-p").output().is_ok_and(|o| {
+            String::from_utf8_lossy(&o.stdout).lines().any(|l| {
+                let l = l.trim_start();
+                l.starts_with("libclang.so")
+                    || l.strip_prefix("libclang-")
+                        .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+            })
+        })
+    };
+    if have() {
+        return Ok(());
+    }
+    install(&["libclang-dev"], &have)
+}
+
 /// Installs `packages` with apt-get (as root, or through sudo without a
 /// password); otherwise says what to run. `done` says whether it worked.
 fn install(packages: &[&str], done: &dyn Fn() -> bool) -> Result<()> {

@@ -77,6 +77,10 @@ fn root() -> PathBuf {
         .to_path_buf()
 }
 
+/// The cargo features `cargo xtask test` (and the soak it runs) build with:
+/// MPI jobs (`mpirun`) are tested too.
+pub const TEST_FEATURES: &str = "vkshmem/mpi,vkshmem-bench/mpi";
+
 fn cargo() -> Command {
     let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     c.current_dir(root());
@@ -107,15 +111,23 @@ fn output(mut cmd: Command) -> Result<String> {
 
 fn test(args: &[String]) -> Result<()> {
     deps::ensure()?;
+    deps::ensure_mpi_build()?;
     shaders::check(&root())?;
     // vkshmrun and vkshmem-bench are other packages' binaries to the root package's
     // tests (tests/launcher.rs finds them beside its executable): build them, and
     // the examples the tests run as PEs, before any test runs.
     let mut build = cargo();
-    build.args(["build", "--workspace", "--bins", "--examples"]);
+    build.args([
+        "build",
+        "--workspace",
+        "--bins",
+        "--examples",
+        "--features",
+        TEST_FEATURES,
+    ]);
     run(build)?;
     let mut t = cargo();
-    t.args(["test", "--workspace"]);
+    t.args(["test", "--workspace", "--features", TEST_FEATURES]);
     if !args.is_empty() {
         t.arg("--").args(args);
     }

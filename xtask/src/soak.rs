@@ -77,8 +77,18 @@ impl Drop for Busy {
 /// Builds the soak program and vkshmrun, runs the soak, reports.
 pub fn soak(a: &SoakArgs) -> Result<()> {
     crate::deps::ensure()?;
+    crate::deps::ensure_mpi_build()?;
     let mut build = crate::cargo();
-    build.args(["build", "-p", "vkshmrun", "-p", "vkshmem"]);
+    // The features of `cargo xtask test`, which runs soaks: one build.
+    build.args([
+        "build",
+        "-p",
+        "vkshmrun",
+        "-p",
+        "vkshmem",
+        "--features",
+        "vkshmem/mpi",
+    ]);
     build.args(["--bin", "vkshmrun", "--example", "soak"]);
     crate::run(build)?;
     let seed = a.seed.unwrap_or_else(|| {

@@ -3,10 +3,14 @@
 //! - [`wire`]: the message format (pure, fuzzed).
 //! - [`transport`]: frames and `SCM_RIGHTS` descriptors over a stream socket.
 //! - [`server`]: the endpoint (in `vkshmrun`): admission, collectives in a star, abort.
+//! - `mpi` (cargo feature `mpi`): jobs started by `mpirun`, whose nodes'
+//!   first ranks run the endpoint.
 //! - [`client`]: a PE's connection: [`Bootstrap::barrier`], [`Bootstrap::allgather`],
 //!   [`Bootstrap::exchange_fds`].
 
 pub mod client;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 pub mod server;
 pub mod transport;
 pub mod wire;
