@@ -660,6 +660,36 @@ fn collectives_conform_under_mpirun() {
     );
 }
 
+/// Under `mpirun`, a rank killed in the middle of host barriers ends the job
+/// within seconds and is named, whether it is a node's first rank (which runs
+/// the endpoint: mpirun stops the others) or not (the endpoint tells the
+/// others, which fail with `PeerFailed` naming it); nothing is left behind.
+#[cfg(feature = "mpi")]
+#[test]
+fn a_rank_killed_under_mpirun_ends_the_job_within_seconds() {
+    let _one = one_spinning_job();
+    let prog = program("pe_fault");
+    for bad in ["1", "0"] {
+        let r = mpirun(
+            3,
+            &[&prog, "sigkill", bad, "20"],
+            &[],
+            Duration::from_secs(120),
+        );
+        let all = format!("{}{}", r.stdout, r.stderr);
+        assert_ne!(r.code, Some(0), "{all}");
+        assert!(
+            r.elapsed < Duration::from_secs(60),
+            "took {:?}: {all}",
+            r.elapsed
+        );
+        assert!(
+            all.contains(&format!("PE {bad} failed")) || all.contains(&format!("rank {bad} ")),
+            "PE {bad} is not named: {all}"
+        );
+    }
+}
+
 /// A job that `VKSHMEM_NODE_SIZE` splits into several nodes fails at init
 /// with an error that says why, on every rank, and leaves nothing behind.
 #[cfg(feature = "mpi")]
