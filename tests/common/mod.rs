@@ -100,6 +100,54 @@ pub fn job_sockets(launcher_pid: u32) -> usize {
         .count()
 }
 
+/// Runs `cmd` with its output piped, calls `during` with its process id,
+/// and gathers what it printed; after `timeout` kills it and calls
+/// `on_timeout` (which panics).
+pub fn run_child(
+    mut cmd: Command,
+    timeout: Duration,
+    during: impl FnOnce(u32),
+    on_timeout: impl FnOnce(),
+) -> Run {
+    let start = Instant::now();
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {cmd:?}: {e}"));
+    let reader = |mut from: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = from.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = reader(Box::new(child.stdout.take().unwrap()));
+    let err = reader(Box::new(child.stderr.take().unwrap()));
+    during(child.id());
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            on_timeout();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let elapsed = start.elapsed();
+    let (stdout_raw, stderr_raw) = (out.join().unwrap(), err.join().unwrap());
+    Run {
+        code: status.code(),
+        stdout: String::from_utf8_lossy(&stdout_raw).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr_raw).into_owned(),
+        stdout_raw,
+        stderr_raw,
+        elapsed,
+    }
+}
+
 /// Runs `vkshmrun ARGS…` with a fresh TMPDIR, without `VKSHMEM_WAIT_TIMEOUT`
 /// from the test's environment, calls `during` with its process id while it
 /// runs, kills it (and fails) after `timeout`, and checks what it left behind.
@@ -131,49 +179,22 @@ pub fn run_vkshmrun_env(
     during: impl FnOnce(u32),
 ) -> Run {
     let tmp = tempfile::tempdir().unwrap();
-    let start = Instant::now();
-    let mut child = Command::new(vkshmrun_exe())
-        .args(args)
+    let mut cmd = Command::new(vkshmrun_exe());
+    cmd.args(args)
         .envs(env.iter().copied())
         .env("TMPDIR", tmp.path())
         .env("RUST_BACKTRACE", "0")
-        .env_remove("VKSHMEM_WAIT_TIMEOUT")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let reader = |mut from: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut v = Vec::new();
-            let _ = from.read_to_end(&mut v);
-            v
-        })
-    };
-    let out = reader(Box::new(child.stdout.take().unwrap()));
-    let err = reader(Box::new(child.stderr.take().unwrap()));
-    during(pid);
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if start.elapsed() > timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("vkshmrun {args:?} did not finish within {timeout:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let elapsed = start.elapsed();
-    let (stdout_raw, stderr_raw) = (out.join().unwrap(), err.join().unwrap());
-    let run = Run {
-        code: status.code(),
-        stdout: String::from_utf8_lossy(&stdout_raw).into_owned(),
-        stderr: String::from_utf8_lossy(&stderr_raw).into_owned(),
-        stdout_raw,
-        stderr_raw,
-        elapsed,
-    };
+        .env_remove("VKSHMEM_WAIT_TIMEOUT");
+    let mut pid = 0;
+    let run = run_child(
+        cmd,
+        timeout,
+        |p| {
+            pid = p;
+            during(p)
+        },
+        || panic!("vkshmrun {args:?} did not finish within {timeout:?}"),
+    );
     if leftovers == Leftovers::Forbidden {
         // Processes get a moment to be reaped by init.
         let t = Instant::now();
@@ -192,16 +213,21 @@ pub fn run_vkshmrun_env(
         0,
         "bootstrap socket left bound after {args:?}"
     );
-    let left: Vec<_> = std::fs::read_dir(tmp.path())
+    assert_empty(tmp.path(), &format!("vkshmrun {args:?}"));
+    run
+}
+
+/// Fails unless directory `dir` (a job's TMPDIR) is empty.
+fn assert_empty(dir: &Path, what: &str) {
+    let left: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .flatten()
         .map(|e| e.path())
         .collect();
     assert!(
         left.is_empty(),
-        "temp files left behind by {args:?}: {left:?}"
+        "temp files left behind by {what}: {left:?}"
     );
-    run
 }
 
 /// Processes whose environment holds `VKSHMEM_TEST_JOB=<mark>`.
@@ -242,44 +268,18 @@ pub fn mpirun(n: u32, args: &[&str], env: &[(&str, &str)], timeout: Duration) ->
         .env("VKSHMEM_TEST_JOB", &mark)
         .env("TMPDIR", tmp.path())
         .env("RUST_BACKTRACE", "0")
-        .env_remove("VKSHMEM_WAIT_TIMEOUT")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let start = Instant::now();
-    let mut child = cmd.spawn().expect("mpirun (Open MPI) is installed");
-    let reader = |mut from: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut v = Vec::new();
-            let _ = from.read_to_end(&mut v);
-            v
-        })
-    };
-    let out = reader(Box::new(child.stdout.take().unwrap()));
-    let err = reader(Box::new(child.stderr.take().unwrap()));
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if start.elapsed() > timeout {
-            let _ = child.kill();
-            let _ = child.wait();
+        .env_remove("VKSHMEM_WAIT_TIMEOUT");
+    let run = run_child(
+        cmd,
+        timeout,
+        |_| {},
+        || {
             for pid in marked_processes(&mark) {
                 let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
             }
             panic!("mpirun {args:?} did not finish within {timeout:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let elapsed = start.elapsed();
-    let (stdout_raw, stderr_raw) = (out.join().unwrap(), err.join().unwrap());
-    let run = Run {
-        code: status.code(),
-        stdout: String::from_utf8_lossy(&stdout_raw).into_owned(),
-        stderr: String::from_utf8_lossy(&stderr_raw).into_owned(),
-        stdout_raw,
-        stderr_raw,
-        elapsed,
-    };
+        },
+    );
     let t = Instant::now();
     while !marked_processes(&mark).is_empty() && t.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(20));
@@ -292,11 +292,6 @@ pub fn mpirun(n: u32, args: &[&str], env: &[(&str, &str)], timeout: Duration) ->
     );
     // An abstract socket lives as long as its process: none is left once the
     // ranks are gone. Open MPI's session directory must be gone too.
-    let left: Vec<_> = std::fs::read_dir(tmp.path())
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    assert!(left.is_empty(), "mpirun {args:?} left {left:?} in TMPDIR");
+    assert_empty(tmp.path(), &format!("mpirun {args:?}"));
     run
 }
