@@ -127,14 +127,18 @@ pub fn run_child(
     during(child.id());
     let status = loop {
         if let Some(st) = child.try_wait().unwrap() {
-            break st;
+            break Some(st);
         }
         if start.elapsed() > timeout {
             let _ = child.kill();
             let _ = child.wait();
-            on_timeout();
+            break None;
         }
         std::thread::sleep(Duration::from_millis(20));
+    };
+    let Some(status) = status else {
+        on_timeout();
+        panic!("{cmd:?} did not finish within {timeout:?}");
     };
     let elapsed = start.elapsed();
     let (stdout_raw, stderr_raw) = (out.join().unwrap(), err.join().unwrap());
