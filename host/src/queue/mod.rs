@@ -31,8 +31,9 @@
 //! 1. a memory barrier: every compute and transfer write submitted before
 //!    (the user's kernels that produced the source) is visible;
 //! 2. the dispatch. Consecutive small calls of one kernel in one recording
-//!    ([`Context::post_batch`]) share one dispatch of at most `BATCH_CALLS` (`vkshmem_device::layout`; 16
-//!    on llvmpipe, whose loop budget per invocation the calls share):
+//!    ([`Context::post_batch`]) share one dispatch of at most `BATCH_CALLS`
+//!    (`vkshmem_device::layout`; 16 on llvmpipe, whose loop budget per
+//!    invocation the calls share):
 //!    their arguments are written into the PE's batch area in its control
 //!    region by a `vkCmdUpdateBuffer` recorded just before it (so a batch
 //!    carries its arguments in the command buffer, and persistent and
