@@ -359,15 +359,9 @@ impl Proxy {
         })
     }
 
-    fn bell(&self) -> &AtomicU32 {
-        let seg = self.plane.segment();
-        seg.word(seg.layout().inbox(self.pe) + INBOX_BELL_AT)
-    }
-
     /// Wakes the thread now (it naps while idle).
     fn wake(&self) {
-        self.bell().fetch_add(1, Ordering::SeqCst);
-        futex_wake(self.bell());
+        ring_bell(&self.plane, self.pe);
     }
 
     /// Marks a launch that may post requests: the thread polls the ring
@@ -501,6 +495,14 @@ impl Proxy {
     }
 }
 
+/// Rings PE `pe`'s inbox bell, waking its proxy thread from its nap.
+fn ring_bell(plane: &Plane, pe: u32) {
+    let seg = plane.segment();
+    let bell = seg.word(seg.layout().inbox(pe) + INBOX_BELL_AT);
+    bell.fetch_add(1, Ordering::SeqCst);
+    futex_wake(bell);
+}
+
 /// See [`Proxy::activity`]: owns what it needs, so a thread that must not
 /// hold the context can keep it.
 pub(crate) struct Activity {
@@ -513,10 +515,7 @@ impl Activity {
     /// As [`Proxy::busy`], until the guard drops.
     pub(crate) fn busy(&self) -> ActiveGuard<'_> {
         self.shared.active.fetch_add(1, Ordering::SeqCst);
-        let seg = self.plane.segment();
-        let bell = seg.word(seg.layout().inbox(self.pe) + INBOX_BELL_AT);
-        bell.fetch_add(1, Ordering::SeqCst);
-        futex_wake(bell);
+        ring_bell(&self.plane, self.pe);
         ActiveGuard(self)
     }
 }
