@@ -75,16 +75,18 @@ pub enum Leftovers {
 /// endpoint.
 pub fn job_processes(launcher_pid: u32) -> Vec<u32> {
     let needle = format!("VKSHMEM_BOOTSTRAP=@vkshmem-{launcher_pid}-");
+    processes_with_env(|kv| kv.starts_with(needle.as_bytes()))
+}
+
+/// Processes with an environment entry (`NAME=value`) for which `matches` holds.
+fn processes_with_env(matches: impl Fn(&[u8]) -> bool) -> Vec<u32> {
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/environ"))
-                .map(|env| {
-                    env.split(|b| *b == 0)
-                        .any(|kv| kv.starts_with(needle.as_bytes()))
-                })
+                .map(|env| env.split(|b| *b == 0).any(&matches))
                 .unwrap_or(false)
         })
         .collect()
@@ -237,16 +239,7 @@ fn assert_empty(dir: &Path, what: &str) {
 /// Processes whose environment holds `VKSHMEM_TEST_JOB=<mark>`.
 pub fn marked_processes(mark: &str) -> Vec<u32> {
     let needle = format!("VKSHMEM_TEST_JOB={mark}");
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .map(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
-                .unwrap_or(false)
-        })
-        .collect()
+    processes_with_env(|kv| kv == needle.as_bytes())
 }
 
 /// Runs `mpirun -n N ARGS…` (Open MPI, as root where need be, oversubscribed)
