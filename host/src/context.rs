@@ -99,6 +99,9 @@ pub(crate) struct Inner {
     pub(crate) staging_imports: Mutex<HashMap<u32, Option<Arc<HostImport>>>>,
     /// The sync plane (node shared memory), in a job started by the launcher.
     pub(crate) plane: Option<Arc<Plane>>,
+    /// Every PE's node (by PE), in a job of several nodes; `None` in a job
+    /// of one node.
+    pub(crate) nodes: Option<Vec<u32>>,
     /// The device library's shape for this PE (`Context::library_config`).
     pub(crate) library: vkshmem_device::LibraryConfig,
     /// Queued collectives' state (`crate::queue`), made at the first one;
@@ -208,6 +211,14 @@ impl Context {
         } else {
             (config::job_env(get)?, None)
         };
+        // Every PE's node, in a job of several nodes (else `None`).
+        #[cfg(feature = "mpi")]
+        let nodes: Option<Vec<u32>> = mpi
+            .as_ref()
+            .filter(|m| m.several_nodes())
+            .map(|m| m.nodes().to_vec());
+        #[cfg(not(feature = "mpi"))]
+        let nodes: Option<Vec<u32>> = None;
         #[cfg(not(feature = "mpi"))]
         let job = config::job_env(get)?;
         let heap_size = config::heap_size(get)?;
@@ -221,6 +232,11 @@ impl Context {
             }
             None => None,
         };
+        #[cfg(feature = "mpi")]
+        if let (Some(m), Some(b)) = (mpi.as_ref().filter(|_| nodes.is_some()), boot.as_mut()) {
+            // The endpoint serves this node: the job's collectives go over MPI.
+            b.set_job(m.job_wide());
+        }
         let plane = match boot.as_mut().map(Bootstrap::take_segment) {
             Some(Some(fd)) => Some(Arc::new(Plane::new(
                 Segment::open(fd, job.npes)?,
@@ -259,7 +275,7 @@ impl Context {
                 job.npes
             )));
         }
-        let heap = SymmetricHeap::create(&gpu, heap_size, job.pe, boot.as_mut(), transport, heap_mapping).map_err(|e| {
+        let heap = SymmetricHeap::create(&gpu, heap_size, job.pe, boot.as_mut(), transport, heap_mapping, nodes.as_deref()).map_err(|e| {
             match e {
                 Error::Vulkan { call, result }
                     if matches!(
@@ -296,6 +312,28 @@ impl Context {
             );
             TeamShape::single(job.pe)
         });
+        // NODE: the PEs of this node (every PE of a job of one node).
+        let node = match &nodes {
+            None => world,
+            Some(n) => {
+                let mine: Vec<u32> = (0..job.npes)
+                    .filter(|&p| n[p as usize] == n[job.pe as usize])
+                    .collect();
+                TeamShape::from_members(&mine).ok_or_else(|| {
+                    Error::Mpi(format!(
+                        "the ranks of this node ({mine:?}) are not a strided set: place the ranks of a node consecutively (mpirun --map-by slot, the default) or set VKSHMEM_NODE_SIZE"
+                    ))
+                })?
+            }
+        };
+        // The proxy's way to other nodes (collective: made on every PE).
+        #[cfg(feature = "mpi")]
+        let mut link: Option<Box<dyn crate::transport::proxy::RemoteLink>> = mpi
+            .as_ref()
+            .filter(|_| nodes.is_some())
+            .map(|m| Box::new(m.proxy_link()) as Box<dyn crate::transport::proxy::RemoteLink>);
+        #[cfg(not(feature = "mpi"))]
+        let mut link: Option<Box<dyn crate::transport::proxy::RemoteLink>> = None;
         // A proxy carries device code's requests to PEs on other devices: it
         // needs the node segment and a host-mapped heap (it writes the heap
         // through the mapping).
@@ -325,7 +363,8 @@ impl Context {
                 wait_timeout,
                 host_mapped_max,
                 broken: Mutex::new(None),
-                teams: Mutex::new(TeamTable::new(job.pe, world, shared)),
+                teams: Mutex::new(TeamTable::new(job.pe, world, shared, node)),
+                nodes,
                 proxy: std::sync::OnceLock::new(),
                 plane,
                 library,
@@ -354,6 +393,7 @@ impl Context {
                 job.pe,
                 job.npes,
                 crate::collective::combine_for_kind,
+                link.take(),
             )?;
             let _ = ctx.inner.proxy.set(p);
         }

@@ -5,7 +5,9 @@
 //! `(deviceUUID, driverUUID, size, memory type)`, exchange fds, and each PE imports the
 //! blocks of the PEs on its own physical device. A PE on another device (or every
 //! peer, with `VKSHMEM_TRANSPORT=staged`) is reached through staging instead
-//! ([`crate::transport`]); its block is not imported. A final allgather of each
+//! ([`crate::transport`]); its block is not imported, nor is that of a PE on
+//! another node (a job of several nodes under mpirun: `nodes`, whose fds
+//! the node's endpoint does not carry). A final allgather of each
 //! PE's outcome makes a failure anywhere an error everywhere.
 
 use std::os::fd::AsFd;
@@ -41,6 +43,8 @@ pub enum Peer {
     Mapped(Arc<SharedMemory>),
     /// Reached through staging ([`Transport::Staged`]); why.
     Staged(String),
+    /// On another node ([`Transport::Remote`]).
+    Remote,
 }
 
 /// Every PE's heap block as seen from this PE.
@@ -63,6 +67,7 @@ impl SymmetricHeap {
         boot: Option<&mut Bootstrap>,
         mode: Mode,
         map: bool,
+        nodes: Option<&[u32]>,
     ) -> Result<SymmetricHeap> {
         let own = Arc::new(SharedMemory::export_new(gpu, size, map)?);
         let Some(boot) = boot else {
@@ -119,6 +124,10 @@ impl SymmetricHeap {
                 peers.push(Peer::Mapped(own.clone()));
                 continue;
             }
+            if nodes.is_some_and(|n| n.get(pe) != n.get(me as usize)) {
+                peers.push(Peer::Remote);
+                continue;
+            }
             if info.device_uuid != gpu.info.device_uuid || info.driver_uuid != gpu.info.driver_uuid
             {
                 peers.push(Peer::Staged(
@@ -163,8 +172,9 @@ impl SymmetricHeap {
         let staged: Vec<usize> = (0..peers.len())
             .filter(|&p| matches!(peers[p], Peer::Staged(_)))
             .collect();
+        let remote = peers.iter().filter(|p| matches!(p, Peer::Remote)).count();
         tracing::info!(
-            "PE {me}: symmetric heap of {size} bytes ({}), {reachable} of {} PEs direct, staged: {staged:?}",
+            "PE {me}: symmetric heap of {size} bytes ({}), {reachable} of {} PEs direct, staged: {staged:?}, {remote} on other nodes",
             if own.mapped().is_some() { "host-mapped" } else { "device-only" },
             peers.len()
         );
@@ -185,6 +195,11 @@ impl SymmetricHeap {
                 me: self.me,
                 why: why.clone(),
             }),
+            Some(Peer::Remote) => Err(Error::Unreachable {
+                pe,
+                me: self.me,
+                why: "on another node (reached through MPI)".into(),
+            }),
             None => Err(Error::Unreachable {
                 pe,
                 me: self.me,
@@ -203,6 +218,7 @@ impl SymmetricHeap {
         self.peers.get(pe as usize).map(|p| match p {
             Peer::Mapped(_) => Transport::Direct,
             Peer::Staged(_) => Transport::Staged,
+            Peer::Remote => Transport::Remote,
         })
     }
 }

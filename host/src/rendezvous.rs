@@ -38,6 +38,81 @@ pub(crate) struct Members {
     pub deferred: Option<String>,
 }
 
+/// A team that spans nodes, as this PE's node sees it (a job of several
+/// nodes under mpirun): the hierarchy its collectives' data goes through.
+#[derive(Debug, Clone)]
+pub(crate) struct NodePart {
+    /// The team's members on this PE's node: a team of their own on the
+    /// node's plane, in the team's slot.
+    pub members: Members,
+    /// Every node's part of the team (WORLD PEs in team order), nodes in the
+    /// order of their first member in the team; this node's at `mine`.
+    pub parts: Vec<Vec<u32>>,
+    /// This node's index in `parts`.
+    pub mine: usize,
+}
+
+impl NodePart {
+    /// Each node's first member: the PEs that exchange over MPI.
+    pub fn leaders(&self) -> Vec<u32> {
+        self.parts.iter().map(|p| p[0]).collect()
+    }
+
+    /// Whether this PE is its node's first member.
+    pub fn leader(&self) -> bool {
+        self.members.me == 0
+    }
+}
+
+/// Splits the team `shape` (this PE is member `me`) by node (`nodes`: every
+/// PE's node): `None` when it lies on one node. Pure.
+pub(crate) fn node_part(
+    nodes: &[u32],
+    shape: crate::team::shape::TeamShape,
+    slot: Option<u32>,
+    me: u32,
+) -> Option<NodePart> {
+    let my_node = nodes[shape.member(me) as usize];
+    if shape.members().all(|p| nodes[p as usize] == my_node) {
+        return None;
+    }
+    let mut parts: Vec<(u32, Vec<u32>)> = Vec::new();
+    for p in shape.members() {
+        let n = nodes[p as usize];
+        match parts.iter_mut().find(|(m, _)| *m == n) {
+            Some((_, v)) => v.push(p),
+            None => parts.push((n, vec![p])),
+        }
+    }
+    let mine = parts.iter().position(|(n, _)| *n == my_node)?;
+    let part = &parts[mine].1;
+    // Members of a strided team on a node whose PEs are strided: strided
+    // (two arithmetic progressions meet in one), in team order.
+    let mut sorted = part.clone();
+    sorted.sort_unstable();
+    let local = crate::team::shape::TeamShape::from_members(&sorted)?;
+    let me_pe = shape.member(me);
+    let members = Members {
+        shape: local,
+        me: local.index_of(me_pe)?,
+        slot,
+        deferred: None,
+    };
+    // The node's first member in the node part's own order leads.
+    let parts = parts
+        .into_iter()
+        .map(|(_, mut v)| {
+            v.sort_unstable();
+            v
+        })
+        .collect();
+    Some(NodePart {
+        members,
+        parts,
+        mine,
+    })
+}
+
 /// What a meeting returns.
 pub(crate) struct Meeting<D> {
     /// Every member's descriptor, in team order.
@@ -64,7 +139,10 @@ impl Context {
             return Err(Error::Broken(why));
         }
         let plane = match (&self.inner.plane, m.slot) {
-            (Some(p), Some(slot)) if m.shape.size > 1 => Some((p, slot)),
+            (Some(p), Some(slot)) if m.shape.size > 1 && self.node_part(m).is_none() => {
+                Some((p, slot))
+            }
+            // A team that spans nodes meets over MPI (`gather_shape`).
             _ => None,
         };
         let Some((plane, slot)) = plane else {
@@ -112,8 +190,8 @@ impl Context {
     /// A plain sync of the members of `m` (host `team_sync`, `barrier_all`, a
     /// collective's closing sync). `call` names the public call for errors.
     pub(crate) fn sync_members(&self, m: &Members, call: &str) -> Result<()> {
-        if m.slot.is_none() || self.inner.plane.is_none() {
-            // Through the socket: a barrier of the member set.
+        if m.slot.is_none() || self.inner.plane.is_none() || self.node_part(m).is_some() {
+            // Through the socket (or MPI across nodes): a barrier of the member set.
             return self.gather_shape(m.shape, &[]).map(|_| ());
         }
         let met = self.meet(m, &mut |_| SYNC_TAG)?;
@@ -126,6 +204,12 @@ impl Context {
             }
         }
         Ok(())
+    }
+
+    /// `m` split by node when it spans nodes ([`node_part`]).
+    pub(crate) fn node_part(&self, m: &Members) -> Option<NodePart> {
+        let nodes = self.inner.nodes.as_deref()?;
+        node_part(nodes, m.shape, m.slot, m.me)
     }
 
     /// The error for a wait on the plane that gave up.

@@ -8,6 +8,20 @@ use super::transport::{peer_uid, recv, send};
 use super::wire::{Msg, MAX_BLOB, SECRET_LEN};
 use crate::error::{Error, Result};
 
+/// The job's own collectives where they do not go through the endpoint: in a
+/// job of several nodes (`mpirun`, cargo feature `mpi`) the endpoint serves
+/// one node, and allgathers and barriers over PEs of several nodes go over
+/// MPI (`super::mpi`). Every call is collective over the PEs it names.
+pub trait JobWide: Send + std::fmt::Debug {
+    /// Every PE's `data` (any length), in PE order.
+    fn allgather(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>>;
+    /// Returns once every PE of the job has called it.
+    fn barrier(&mut self) -> Result<()>;
+    /// Every member's `data` (any length), in the order of `members` (job
+    /// PEs, this PE among them; the same list on every member).
+    fn group_allgather(&mut self, members: &[u32], data: &[u8]) -> Result<Vec<Vec<u8>>>;
+}
+
 /// A PE's connection to its job's bootstrap endpoint.
 ///
 /// Every call is collective: all PEs of the job must make the same calls in the same
@@ -28,6 +42,9 @@ pub struct Bootstrap {
     failed: Option<(u32, String)>,
     /// The node segment the endpoint handed over at admission, until taken.
     segment: Option<OwnedFd>,
+    /// Where the job's collectives go when the endpoint serves one node of
+    /// several ([`JobWide`]); `None`: through the endpoint.
+    job: Option<Box<dyn JobWide>>,
 }
 
 impl Bootstrap {
@@ -77,6 +94,7 @@ impl Bootstrap {
             closed: false,
             failed: None,
             segment,
+            job: None,
         })
     }
 
@@ -213,9 +231,25 @@ impl Bootstrap {
         }
     }
 
+    /// Sends the job's collectives ([`Bootstrap::barrier`],
+    /// [`Bootstrap::allgather`], [`Bootstrap::team_allgather`]) through `job`
+    /// from now on: the endpoint serves this PE's node only. The fd exchange
+    /// stays with the endpoint (within the node).
+    pub fn set_job(&mut self, job: Box<dyn JobWide>) {
+        self.job = Some(job);
+    }
+
+    /// The job's collectives when they go around the endpoint (several nodes).
+    pub fn job(&mut self) -> Option<&mut (dyn JobWide + 'static)> {
+        self.job.as_deref_mut()
+    }
+
     /// Returns once every PE of the job has called `barrier`.
     pub fn barrier(&mut self) -> Result<()> {
         self.failure()?;
+        if let Some(j) = self.job.as_mut() {
+            return j.barrier();
+        }
         let seq = self.next_seq();
         send(&self.stream, &Msg::Barrier { seq }, &[])?;
         match self.answer(seq)? {
@@ -236,6 +270,9 @@ impl Bootstrap {
             )));
         }
         self.failure()?;
+        if let Some(j) = self.job.as_mut() {
+            return j.allgather(data);
+        }
         let seq = self.next_seq();
         send(
             &self.stream,
@@ -272,6 +309,12 @@ impl Bootstrap {
             )));
         }
         self.failure()?;
+        if let Some(j) = self.job.as_mut() {
+            let members: Vec<u32> = (0..size)
+                .map(|i| (i64::from(start) + i64::from(i) * i64::from(stride)) as u32)
+                .collect();
+            return j.group_allgather(&members, data);
+        }
         let key = (start, stride, size);
         let seq = {
             let s = self.team_seq.entry(key).or_insert(0);
@@ -296,7 +339,8 @@ impl Bootstrap {
     }
 
     /// Offers `fd` (or nothing) and receives every PE's offer, in PE order
-    /// (this PE's own included, as a duplicate).
+    /// (this PE's own included, as a duplicate). Over the endpoint's PEs
+    /// (this node's): PEs of other nodes offer nothing.
     pub fn exchange_fds(&mut self, fd: Option<BorrowedFd<'_>>) -> Result<Vec<Option<OwnedFd>>> {
         self.failure()?;
         let seq = self.next_seq();

@@ -1,25 +1,39 @@
 //! Jobs started by `mpirun` (cargo feature `mpi`): the PEs are the ranks of
-//! `MPI_COMM_WORLD` (PE = rank), and the ranks of a node meet as a vkshmrun
-//! job's PEs do, through a bootstrap endpoint ([`Server`]) that the node's
-//! first rank runs in its own process; its name and secret reach the node's
-//! other ranks by `MPI_Bcast` over the node's communicator.
+//! `MPI_COMM_WORLD` (PE = rank).
 //!
 //! A **node** is the ranks that share memory (`MPI_Comm_split_type` with
 //! `MPI_COMM_TYPE_SHARED`); `VKSHMEM_NODE_SIZE=K` splits them further into
 //! nodes of `K` consecutive ranks, so that the paths between nodes can be
-//! tested on one machine. The fd exchange and the sync plane stay inside a node.
+//! tested on one machine. The ranks of a node meet as a vkshmrun job's PEs
+//! do, through a bootstrap endpoint ([`Server`]) that the node's first rank
+//! runs in its own process; its name and secret reach the node's other ranks
+//! by `MPI_Bcast` over the node's communicator. The fd exchange, the sync
+//! plane and the staging buffers stay inside a node.
 //!
-//! MPI is initialised here with `MPI_THREAD_MULTIPLE`: vkshmem makes its MPI
-//! calls from the thread that calls init and finalize, and the context they
-//! live in may be dropped on any thread.
+//! In a job of **several nodes** the endpoint serves its node only, and
+//! everything over PEs of several nodes goes over MPI:
+//! - the job's own collectives (init, allocation and team agreement, the
+//!   meetings of teams that span nodes): [`MpiWorld`], the bootstrap's
+//!   [`JobWide`], on its own duplicate of `MPI_COMM_WORLD`, with a
+//!   communicator per member set (`MPI_Comm_create_group`, made on first use
+//!   and kept);
+//! - the proxy threads' messages to PEs on other nodes (device code's
+//!   requests, host RMA): [`ProxyLink`], on another duplicate.
 //!
-//! What is not built yet: jobs of several nodes (a transport between nodes,
-//! driven by the proxy thread, and hierarchical host collectives). Such a job
-//! fails at init with [`Error::Mpi`] naming the nodes.
+//! MPI is initialised here with `MPI_THREAD_MULTIPLE`: host collectives call
+//! MPI from the thread that calls them, the proxy thread from its own, and
+//! the context may be dropped on any thread.
 
 use mpi::topology::{Color, Communicator, SimpleCommunicator};
 use mpi::traits::*;
 
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use mpi::request::{Request, StaticScope};
+use mpi::Tag;
+
+use super::client::JobWide;
 use super::server::Server;
 use super::wire::SECRET_LEN;
 use crate::config::{JobEnv, ENV_NODE_SIZE};
@@ -35,6 +49,9 @@ pub struct MpiJob {
     server: Option<Server>,
     node: SimpleCommunicator,
     world: SimpleCommunicator,
+    /// Every PE's node (the world rank of its node's first rank), by PE.
+    nodes: Vec<u32>,
+    timeout: Option<Duration>,
     finished: bool,
     _universe: mpi::environment::Universe,
 }
@@ -117,20 +134,23 @@ pub fn join(
     let node = shared
         .split_by_color(color)
         .ok_or_else(|| Error::Mpi("MPI_Comm_split gave this rank no node".into()))?;
-    let nodes = size / node.size() as u32;
-    if node.size() as u32 != size {
+    // Every PE's node, named by its first rank; the node's PEs in order.
+    let mut node_pes = vec![0i32; node.size() as usize];
+    node.all_gather_into(&(rank as i32), &mut node_pes[..]);
+    let node_pes: Vec<u32> = node_pes.iter().map(|&r| r as u32).collect();
+    let mut nodes = vec![0u32; size as usize];
+    world.all_gather_into(&node_pes[0], &mut nodes[..]);
+    if node_pes.windows(2).any(|w| w[1] <= w[0]) {
         return Err(Error::Mpi(format!(
-            "the job spans {nodes} or more nodes (this rank's node has {} of {size} ranks){}: jobs of several nodes are not supported yet; run all ranks on one node without VKSHMEM_NODE_SIZE",
-            node.size(),
-            if node_size.is_some() { " by VKSHMEM_NODE_SIZE" } else { "" }
+            "MPI ordered this node's ranks {node_pes:?} out of rank order"
         )));
     }
-    // The node's first rank runs the endpoint, for the whole job (one node).
+    // The node's first rank runs the endpoint for the node's PEs.
     let leader = node.process_at_rank(0);
     let mut name = [0u8; MAX_ENDPOINT + 1];
     let mut secret = [0u8; SECRET_LEN];
     let server = if node.rank() == 0 {
-        let s = Server::start_with_timeout(size, timeout)?;
+        let s = Server::start_for_node(size, &node_pes, timeout)?;
         let ep = s.endpoint().as_bytes();
         if ep.len() > MAX_ENDPOINT {
             return Err(Error::Mpi(format!(
@@ -161,6 +181,8 @@ pub fn join(
             server,
             node,
             world,
+            nodes,
+            timeout,
             finished: false,
             _universe: universe,
         },
@@ -168,6 +190,37 @@ pub fn join(
 }
 
 impl MpiJob {
+    /// Every PE's node (the world rank of its first PE), by PE.
+    pub fn nodes(&self) -> &[u32] {
+        &self.nodes
+    }
+
+    /// Whether the job spans several nodes.
+    pub fn several_nodes(&self) -> bool {
+        self.nodes.iter().any(|&n| n != self.nodes[0])
+    }
+
+    /// The job's collectives over MPI (for [`super::Bootstrap::set_job`]),
+    /// on a communicator of their own.
+    pub fn job_wide(&self) -> Box<dyn JobWide> {
+        Box::new(MpiWorld {
+            comm: self.world.duplicate(),
+            groups: HashMap::new(),
+            timeout: self.timeout,
+        })
+    }
+
+    /// The proxy thread's link to PEs on other nodes, on a communicator of
+    /// its own. Collective over the job.
+    pub fn proxy_link(&self) -> ProxyLink {
+        let me = self.world.rank() as usize;
+        ProxyLink {
+            comm: self.world.duplicate(),
+            remote: self.nodes.iter().map(|&n| n != self.nodes[me]).collect(),
+            sends: Vec::new(),
+        }
+    }
+
     /// After this PE said goodbye to the endpoint: waits for every rank of the
     /// node to have done so (`MPI_Barrier` on the node), then stops the
     /// endpoint. MPI is finalized when this is dropped.
@@ -197,6 +250,221 @@ impl Drop for MpiJob {
             self.abort("a panic while the context was live");
         }
         self.finish();
+    }
+}
+
+/// Waits for `req`, making MPI progress; past `timeout` the job ends
+/// (`MPI_Abort`): the PEs of an MPI collective cannot be told apart when one
+/// never arrives, and the others must not wait forever.
+fn wait<'a, D: ?Sized, S: mpi::request::Scope<'a>>(
+    comm: &SimpleCommunicator,
+    mut req: Request<'a, D, S>,
+    timeout: Option<Duration>,
+    what: &str,
+) {
+    let start = Instant::now();
+    let mut polls = 0u32;
+    loop {
+        match req.test() {
+            Ok(_) => return,
+            Err(r) => req = r,
+        }
+        polls = polls.wrapping_add(1);
+        if polls % 64 == 0 {
+            if let Some(t) = timeout.filter(|t| start.elapsed() > *t) {
+                eprintln!(
+                    "vkshmem: PE {} waited {:.1} s in {what} over MPI (VKSHMEM_WAIT_TIMEOUT): a PE of another node did not arrive; aborting the job",
+                    comm.rank(),
+                    t.as_secs_f64()
+                );
+                comm.abort(1);
+            }
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// Every rank's `data` over `comm`, in rank order.
+fn gather_on(
+    comm: &SimpleCommunicator,
+    data: &[u8],
+    timeout: Option<Duration>,
+    what: &str,
+) -> Vec<Vec<u8>> {
+    let n = comm.size() as usize;
+    let len = i32::try_from(data.len()).unwrap_or(i32::MAX);
+    let mut lens = vec![0i32; n];
+    mpi::request::scope(|sc| {
+        wait(comm, comm.immediate_all_gather_into(sc, &len, &mut lens[..]), timeout, what);
+    });
+    let displs: Vec<i32> = lens
+        .iter()
+        .scan(0i32, |at, &l| {
+            let d = *at;
+            *at = at.saturating_add(l);
+            Some(d)
+        })
+        .collect();
+    let total = lens.iter().map(|&l| l as usize).sum();
+    let mut all = vec![0u8; total];
+    if total > 0 {
+        let mut part = mpi::datatype::PartitionMut::new(&mut all[..], &lens[..], &displs[..]);
+        mpi::request::scope(|sc| {
+            wait(
+                comm,
+                comm.immediate_all_gather_varcount_into(sc, data, &mut part),
+                timeout,
+                what,
+            );
+        });
+    }
+    (0..n)
+        .map(|i| {
+            let at = displs[i] as usize;
+            all[at..at + lens[i] as usize].to_vec()
+        })
+        .collect()
+}
+
+/// The job's collectives over MPI ([`JobWide`]): a job of several nodes,
+/// whose endpoints serve one node each.
+pub struct MpiWorld {
+    comm: SimpleCommunicator,
+    /// A communicator per member set, made at its first use.
+    groups: HashMap<Vec<u32>, SimpleCommunicator>,
+    timeout: Option<Duration>,
+}
+
+// SAFETY: MPI runs at MPI_THREAD_MULTIPLE (checked in `join`): its handles
+// may be used from any thread; this one is used by one thread at a time
+// (`&mut self`, under the context's bootstrap lock).
+unsafe impl Send for MpiWorld {}
+
+impl std::fmt::Debug for MpiWorld {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MpiWorld")
+            .field("rank", &self.comm.rank())
+            .field("groups", &self.groups.len())
+            .finish()
+    }
+}
+
+/// The tag of `MPI_Comm_create_group` for member sets.
+const GROUP_TAG: Tag = 0x766b;
+
+impl JobWide for MpiWorld {
+    fn allgather(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>> {
+        Ok(gather_on(&self.comm, data, self.timeout, "an allgather of the job"))
+    }
+
+    fn barrier(&mut self) -> Result<()> {
+        mpi::request::scope(|_| {
+            wait(
+                &self.comm,
+                self.comm.immediate_barrier(),
+                self.timeout,
+                "a barrier of the job",
+            )
+        });
+        Ok(())
+    }
+
+    fn group_allgather(&mut self, members: &[u32], data: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let me = self.comm.rank() as u32;
+        if !members.contains(&me) {
+            return Err(Error::InvalidArgument(format!(
+                "PE {me} gathers over {members:?}, which it is not in"
+            )));
+        }
+        if members.len() == 1 {
+            return Ok(vec![data.to_vec()]);
+        }
+        if members.len() as i32 == self.comm.size() && members.iter().enumerate().all(|(i, &p)| p == i as u32) {
+            return self.allgather(data);
+        }
+        if !self.groups.contains_key(members) {
+            let ranks: Vec<i32> = members.iter().map(|&p| p as i32).collect();
+            let group = self.comm.group().include(&ranks);
+            let comm = self
+                .comm
+                .split_by_subgroup_with_tag(&group, GROUP_TAG)
+                .ok_or_else(|| Error::Mpi(format!("MPI_Comm_create_group over {members:?} gave PE {me} no communicator")))?;
+            self.groups.insert(members.to_vec(), comm);
+        }
+        let comm = &self.groups[members];
+        Ok(gather_on(comm, data, self.timeout, "a meeting of PEs on several nodes"))
+    }
+}
+
+/// The proxy thread's messages to PEs on other nodes
+/// ([`crate::transport::proxy::RemoteLink`]): `MPI_Isend` of each message
+/// (header and payload, at most one inbox cell) to the PE's rank, probed for
+/// and received on the other side. MPI keeps each pair's messages in order,
+/// as the inboxes do.
+pub struct ProxyLink {
+    comm: SimpleCommunicator,
+    remote: Vec<bool>,
+    /// Sends in flight and the buffer each reads (leaked until it completes).
+    sends: Vec<(Request<'static, [u8]>, *mut [u8])>,
+}
+
+// SAFETY: MPI_THREAD_MULTIPLE (see MpiWorld); the link is used by the proxy
+// thread alone once handed to it; the buffers in `sends` are owned by it.
+unsafe impl Send for ProxyLink {}
+
+/// The tag of proxy messages.
+const PROXY_TAG: Tag = 0x7078;
+
+impl crate::transport::proxy::RemoteLink for ProxyLink {
+    fn remote(&self, pe: u32) -> bool {
+        self.remote.get(pe as usize) == Some(&true)
+    }
+
+    fn send(&mut self, to: u32, bytes: Vec<u8>) {
+        let buf: &'static mut [u8] = Box::leak(bytes.into_boxed_slice());
+        let ptr: *mut [u8] = buf;
+        let req = self
+            .comm
+            .process_at_rank(to as i32)
+            .immediate_send_with_tag(StaticScope, &*buf, PROXY_TAG);
+        self.sends.push((req, ptr));
+    }
+
+    fn poll(&mut self) -> Option<Vec<u8>> {
+        for (req, ptr) in std::mem::take(&mut self.sends) {
+            match req.test() {
+                Ok(_) => {
+                    // SAFETY: `ptr` came from Box::leak in `send`, and MPI
+                    // is done reading it (the request completed).
+                    drop(unsafe { Box::from_raw(ptr) });
+                }
+                Err(req) => self.sends.push((req, ptr)),
+            }
+        }
+        use mpi::point_to_point::MatchedReceiveVec;
+        let probed = self
+            .comm
+            .any_process()
+            .immediate_matched_probe_with_tag(PROXY_TAG)?;
+        Some(probed.matched_receive_vec::<u8>().0)
+    }
+
+    fn idle(&self) -> bool {
+        self.sends.is_empty()
+    }
+}
+
+impl Drop for ProxyLink {
+    fn drop(&mut self) {
+        // Sends still in flight at the end: give them a moment, then leak
+        // their buffers rather than free memory MPI may read.
+        let start = Instant::now();
+        while !self.sends.is_empty() && start.elapsed() < Duration::from_millis(500) {
+            let _ = crate::transport::proxy::RemoteLink::poll(self);
+        }
+        for (req, _) in self.sends.drain(..) {
+            std::mem::forget(req);
+        }
     }
 }
 

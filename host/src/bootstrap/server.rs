@@ -43,6 +43,10 @@ pub struct Server {
 
 struct Shared {
     npes: u32,
+    /// Which PEs this endpoint serves (its node's; every PE of a vkshmrun job).
+    node: Vec<bool>,
+    /// How many.
+    node_size: u32,
     secret: [u8; SECRET_LEN],
     uid: u32,
     stop: AtomicBool,
@@ -119,10 +123,34 @@ impl Server {
     /// Like [`Server::start`]; a collective that has waited `timeout` for its last
     /// PEs fails the job ([`Msg::TimedOut`] to every PE, naming those PEs).
     pub fn start_with_timeout(npes: u32, timeout: Option<Duration>) -> Result<Server> {
+        Server::start_for_node(npes, &(0..npes).collect::<Vec<_>>(), timeout)
+    }
+
+    /// The endpoint of one node of a job of `npes` PEs (several nodes under
+    /// mpirun): it admits the PEs `node` only, and its collectives (fd
+    /// exchange, allgather, barrier) are over them; the job's own collectives
+    /// go over MPI. The node segment has room for all `npes` (per-PE words
+    /// are indexed by job PE).
+    pub fn start_for_node(npes: u32, node: &[u32], timeout: Option<Duration>) -> Result<Server> {
         if npes == 0 || npes > MAX_PES {
             return Err(Error::InvalidArgument(format!(
                 "a job has 1 to {MAX_PES} PEs, not {npes}"
             )));
+        }
+        let mut on_node = vec![false; npes as usize];
+        for &p in node {
+            match on_node.get_mut(p as usize) {
+                Some(b) => *b = true,
+                None => {
+                    return Err(Error::InvalidArgument(format!(
+                        "node PE {p} is outside a job of {npes} PEs"
+                    )))
+                }
+            }
+        }
+        let node_size = on_node.iter().filter(|b| **b).count() as u32;
+        if node_size == 0 {
+            return Err(Error::InvalidArgument("a node has at least one PE".into()));
         }
         let mut secret = [0u8; SECRET_LEN];
         getrandom::fill(&mut secret)
@@ -142,6 +170,8 @@ impl Server {
         let (segment, segment_fd) = Segment::create(npes)?;
         let shared = Arc::new(Shared {
             npes,
+            node: on_node,
+            node_size,
             secret,
             uid: nix::unistd::getuid().as_raw(),
             stop: AtomicBool::new(false),
@@ -230,7 +260,7 @@ fn watchdog(shared: &Shared, timeout: Duration) {
             if st.failed.is_some() {
                 return;
             }
-            st.overdue(timeout)
+            st.overdue(timeout, &shared.node)
         };
         if let Some((what, waited, missing)) = late {
             shared.time_out(&what, waited, &missing);
@@ -292,6 +322,9 @@ fn admit(stream: &UnixStream, shared: &Shared) -> std::result::Result<u32, Strin
     }
     if pe >= shared.npes {
         return Err(format!("PE {pe} is outside a job of {} PEs", shared.npes));
+    }
+    if !shared.node[pe as usize] {
+        return Err(format!("PE {pe} is not on this endpoint's node"));
     }
     let mut st = shared.lock();
     if st.conns[pe as usize].is_some() || st.done[pe as usize] {
@@ -415,7 +448,7 @@ impl State {
 
     /// The first collective in progress that has waited at least `timeout`:
     /// what it is, how long it waited and the PEs that have not arrived.
-    fn overdue(&self, timeout: Duration) -> Option<(String, Duration, Vec<u32>)> {
+    fn overdue(&self, timeout: Duration, node: &[bool]) -> Option<(String, Duration, Vec<u32>)> {
         if let Some(since) = self.since.filter(|s| s.elapsed() >= timeout) {
             let (kind, seq) = self
                 .pending
@@ -425,7 +458,7 @@ impl State {
                 .next()
                 .unwrap_or(("collective", 0));
             let missing = (0..self.pending.len() as u32)
-                .filter(|&p| self.pending[p as usize].is_none())
+                .filter(|&p| node[p as usize] && self.pending[p as usize].is_none())
                 .collect();
             return Some((format!("{kind} #{seq}"), since.elapsed(), missing));
         }
@@ -647,19 +680,26 @@ impl Shared {
             st.since = Some(Instant::now());
         }
         st.arrived += 1;
-        if st.arrived < self.npes {
+        if st.arrived < self.node_size {
             return;
         }
         st.arrived = 0;
         st.since = None;
-        let parts: Vec<Pending> = st.pending.iter_mut().map(|p| p.take().unwrap()).collect();
-        if let Some(odd) = parts
+        // Every PE of the node has a part (the others none).
+        let parts: Vec<Option<Pending>> = st.pending.iter_mut().map(Option::take).collect();
+        let (first, f) = parts
             .iter()
-            .position(|p| p.seq != parts[0].seq || p.kind != parts[0].kind)
-        {
+            .enumerate()
+            .find_map(|(i, p)| p.as_ref().map(|p| (i, p)))
+            .expect("node_size >= 1 parts");
+        if let Some((odd, o)) = parts.iter().enumerate().find_map(|(i, p)| {
+            p.as_ref()
+                .filter(|p| p.seq != f.seq || p.kind != f.kind)
+                .map(|p| (i, p))
+        }) {
             let how = format!(
-                "bootstrap collectives out of step: PE 0 is in {} #{}, PE {odd} in {} #{}",
-                parts[0].kind, parts[0].seq, parts[odd].kind, parts[odd].seq
+                "bootstrap collectives out of step: PE {first} is in {} #{}, PE {odd} in {} #{}",
+                f.kind, f.seq, o.kind, o.seq
             );
             drop(st);
             self.fail(odd as u32, &how);
@@ -674,19 +714,22 @@ impl Shared {
     }
 }
 
-/// Sends the result of a completed collective to every PE.
-fn deliver(conns: &[Arc<Conn>], seq: u64, parts: Vec<Pending>) -> Result<()> {
-    match parts[0].part {
-        Part::Barrier => {
+/// Sends the result of a completed collective to every PE (`parts`: every
+/// job PE's, `None` for those of other nodes).
+fn deliver(conns: &[Arc<Conn>], seq: u64, parts: Vec<Option<Pending>>) -> Result<()> {
+    let first = parts.iter().flatten().next().map(|p| &p.part);
+    match first {
+        None => {}
+        Some(Part::Barrier) => {
             for c in conns {
                 c.send(&Msg::BarrierDone { seq }, &[])?;
             }
         }
-        Part::Gather(_) => {
+        Some(Part::Gather(_)) => {
             let blobs: Vec<Vec<u8>> = parts
                 .into_iter()
-                .map(|p| match p.part {
-                    Part::Gather(d) => d,
+                .map(|p| match p.map(|p| p.part) {
+                    Some(Part::Gather(d)) => d,
                     _ => Vec::new(),
                 })
                 .collect();
@@ -695,11 +738,11 @@ fn deliver(conns: &[Arc<Conn>], seq: u64, parts: Vec<Pending>) -> Result<()> {
                 c.send(&msg, &[])?;
             }
         }
-        Part::Fd(_) => {
+        Some(Part::Fd(_)) => {
             let fds: Vec<Option<OwnedFd>> = parts
                 .into_iter()
-                .map(|p| match p.part {
-                    Part::Fd(f) => f,
+                .map(|p| match p.map(|p| p.part) {
+                    Some(Part::Fd(f)) => f,
                     _ => None,
                 })
                 .collect();

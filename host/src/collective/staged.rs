@@ -64,7 +64,142 @@ fn reduce_round(cut: &Cut, bytes: u64, r: u64) -> (u64, u64) {
         .map_or((0, 0), |w| (w.lo, w.hi - w.lo))
 }
 
+/// A staged round's parts as the nodes' first members exchange them.
+struct Exchange<'a> {
+    plane: &'a Plane,
+    cut: &'a Cut,
+    contrib: &'a [u64],
+    r: u64,
+}
+
+impl Exchange<'_> {
+    /// Member `pe`'s (team index `i`) windows of this round: (offset in its
+    /// staging buffer, bytes).
+    fn windows(&self, i: usize) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.cut
+            .windows(self.contrib[i], self.r)
+            .map(|w| (w.at, w.hi - w.lo))
+    }
+
+    /// Member `pe`'s staging buffer of this round's parity in `slot`'s set.
+    fn buffer(&self, slot: Option<u32>, pe: u32) -> *mut u8 {
+        self.plane.staging(slot, pe, (self.r & 1) as u32)
+    }
+}
+
+/// "Nobody" in a round's verdict words.
+const NONE: u32 = u32::MAX;
+
 impl Context {
+    /// A staged round's meeting on a team that spans nodes (`h`: this PE's
+    /// node's part): the node's members meet on their plane; the node's first
+    /// member then sends the node's parts of the round (every node member's
+    /// windows, from their staging buffers) and its verdict to the other
+    /// nodes' first members (an MPI allgather among them), and writes what
+    /// it receives into those members' staging buffers on this node; a second
+    /// meeting on the node hands its verdict to the node's members. Returns
+    /// the team's first member out of step and first that failed (team
+    /// indices), the same on every member.
+    ///
+    /// The buffers of parity `p` of the other nodes' members on this node
+    /// are written by its first member only, after its node's first meeting
+    /// of the round (every member there has finished reading round `r - 2`),
+    /// and read by the node's members after the second.
+    fn meet_across_nodes(
+        &self,
+        m: &Members,
+        h: &crate::rendezvous::NodePart,
+        io: &Exchange,
+        ok: bool,
+    ) -> Result<(Option<usize>, Option<usize>)> {
+        let index = |pe: u32| m.shape.index_of(pe).map_or(NONE, |i| i);
+        let met = self.meet(&h.members, &mut |_| [ROUND_TAG, u32::from(ok), 0])?;
+        let (mut odd, mut bad) = (NONE, NONE);
+        for (i, d) in met.descs.iter().enumerate() {
+            let t = index(h.members.shape.member(i as u32));
+            if d[0] != ROUND_TAG {
+                odd = odd.min(t);
+            }
+            if d[1] == 0 {
+                bad = bad.min(t);
+            }
+        }
+        if h.leader() {
+            let mine = &h.parts[h.mine];
+            let bytes: u64 = mine
+                .iter()
+                .flat_map(|&pe| io.windows(index(pe) as usize))
+                .map(|(_, n)| n)
+                .sum();
+            let mut payload = Vec::with_capacity(8 + bytes as usize);
+            payload.extend_from_slice(&odd.to_le_bytes());
+            payload.extend_from_slice(&bad.to_le_bytes());
+            for &pe in mine {
+                let buf = io.buffer(m.slot, pe);
+                for (at, n) in io.windows(index(pe) as usize) {
+                    // SAFETY: the member filled this window of its buffer
+                    // (within STAGE_BYTES, `Cut`) before the node's meeting
+                    // above and rewrites it only after the next one.
+                    payload.extend_from_slice(unsafe {
+                        std::slice::from_raw_parts(buf.add(at as usize), n as usize)
+                    });
+                }
+            }
+            let leaders = h.leaders();
+            let all = self.with_boot(Vec::new(), |b| {
+                b.job()
+                    .ok_or_else(|| {
+                        Error::Bootstrap("a team spans nodes but this PE has no MPI".into())
+                    })?
+                    .group_allgather(&leaders, &payload)
+            })?;
+            for (j, blob) in all.iter().enumerate() {
+                if j == h.mine {
+                    continue;
+                }
+                let word = |k: usize| {
+                    blob.get(4 * k..4 * k + 4)
+                        .map_or(NONE, |b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+                };
+                odd = odd.min(word(0));
+                bad = bad.min(word(1));
+                let mut at = 8usize;
+                for &pe in &h.parts[j] {
+                    let buf = io.buffer(m.slot, pe);
+                    for (off, n) in io.windows(index(pe) as usize) {
+                        let n = n as usize;
+                        let Some(part) = blob.get(at..at + n) else {
+                            return Err(Error::Bootstrap(format!(
+                                "node of PE {} sent {} bytes for staged round {}, short of its parts",
+                                leaders[j],
+                                blob.len(),
+                                io.r
+                            )));
+                        };
+                        // SAFETY: PE `pe` is on another node: its buffers in
+                        // this node's segment are written by this PE alone,
+                        // now (see above: nobody here reads this parity
+                        // until the meeting below); the window lies within
+                        // STAGE_BYTES (`Cut`).
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(
+                                part.as_ptr(),
+                                buf.add(off as usize),
+                                n,
+                            )
+                        };
+                        at += n;
+                    }
+                }
+            }
+        }
+        let verdict = [ROUND_TAG, odd, bad];
+        let met = self.meet(&h.members, &mut |_| verdict)?;
+        let v = met.descs[0];
+        let some = |w: u32| (w != NONE).then_some(w as usize);
+        Ok((some(v[1]), some(v[2])))
+    }
+
     /// Whether some member of `m` is reached through staging: the same answer
     /// on every member (a member elsewhere exists exactly when the team spans
     /// devices).
@@ -112,6 +247,9 @@ impl Context {
             None
         };
         let mut combined: Vec<u8> = Vec::new();
+        // A team that spans nodes: each round's parts cross between nodes
+        // through their first members (`meet_across_nodes`).
+        let hier = self.node_part(m);
         // This PE's first failure (staging its part in, or writing its dest):
         // reported at the next meeting, so that every member stops at the
         // same round instead of waiting for one that left.
@@ -155,16 +293,35 @@ impl Context {
                     }
                 }
             }
-            let met = self
-                .meet(m, &mut |_| [ROUND_TAG, u32::from(failed.is_none())])
-                .map_err(|e| e.during(name))?;
-            if let Some(i) = met.descs.iter().position(|d| d[0] != ROUND_TAG) {
+            // The first member out of step and the first that failed.
+            let (odd, bad) = match &hier {
+                None => {
+                    let met = self
+                        .meet(m, &mut |_| [ROUND_TAG, u32::from(failed.is_none())])
+                        .map_err(|e| e.during(name))?;
+                    (
+                        met.descs.iter().position(|d| d[0] != ROUND_TAG),
+                        met.descs.iter().position(|d| d[1] == 0),
+                    )
+                }
+                Some(h) => {
+                    let io = Exchange {
+                        plane,
+                        cut: &cut,
+                        contrib: &contrib,
+                        r,
+                    };
+                    self.meet_across_nodes(m, h, &io, failed.is_none())
+                        .map_err(|e| e.during(name))?
+                }
+            };
+            if let Some(i) = odd {
                 return Err(Error::InvalidArgument(format!(
                     "collectives out of step on the team: this PE is in {name} (staged round {r}), team member {i} (PE {}) in another call",
                     m.shape.member(i as u32)
                 )));
             }
-            if let Some(i) = met.descs.iter().position(|d| d[1] == 0) {
+            if let Some(i) = bad {
                 // Every member saw the same descriptors: all stop here.
                 return Err(failed.unwrap_or_else(|| {
                     Error::InvalidArgument(format!(

@@ -41,7 +41,8 @@ impl Team {
         slot: TEAM_SHARED,
         serial: 0,
     };
-    /// The PEs on this node: every PE of the job (`SHMEMX_TEAM_NODE`).
+    /// The PEs on this node (`SHMEMX_TEAM_NODE`): every PE of the job, but
+    /// in a job of several nodes under mpirun.
     pub const NODE: Team = Team {
         slot: TEAM_NODE,
         serial: 0,
@@ -85,12 +86,12 @@ pub(crate) struct TeamTable {
 
 impl TeamTable {
     /// A table with WORLD, SHARED and NODE.
-    pub fn new(me: u32, world: TeamShape, shared: TeamShape) -> TeamTable {
+    pub fn new(me: u32, world: TeamShape, shared: TeamShape, node: TeamShape) -> TeamTable {
         let mut slots = vec![None; MAX_TEAMS as usize];
         for (slot, shape) in [
             (TEAM_WORLD, world),
             (TEAM_SHARED, shared),
-            (TEAM_NODE, world),
+            (TEAM_NODE, node),
         ] {
             slots[slot as usize] = Some(TeamRecord {
                 shape,
@@ -412,10 +413,19 @@ impl Context {
             };
             self.write_team_slot(slot, &rec)?;
             if let Some(p) = &self.inner.plane {
-                p.install(&crate::sync::Group {
-                    slot,
+                // A team that spans nodes uses the slot on each node's plane
+                // for its members there.
+                let m = crate::rendezvous::Members {
                     shape,
                     me: my_index,
+                    slot: Some(slot),
+                    deferred: None,
+                };
+                let local = self.node_part(&m).map_or(m, |n| n.members);
+                p.install(&crate::sync::Group {
+                    slot,
+                    shape: local.shape,
+                    me: local.me,
                 });
             }
             self.teams().slots[slot as usize] = Some(rec);

@@ -19,9 +19,17 @@
 //! reaches a. `RUST_LOG=info` reports it; [`crate::Context::transport`] answers
 //! for one peer.
 //!
+//! - [`Transport::Remote`]: the peer is on another node (mpirun, cargo
+//!   feature `mpi`). Host collectives on a team that spans nodes run the
+//!   staged transport's rounds hierarchically: within each node through its
+//!   staging buffers, across nodes by an MPI allgather among the nodes'
+//!   first members, which write the other nodes' parts into their node's
+//!   staging buffers (`crate::collective::staged`).
+//!
 //! Device code reaches a staged peer through this PE's proxy thread
 //! ([`proxy`]): requests posted into a ring in the control region, carried
-//! to the peer's proxy through its inbox in the node segment.
+//! to the peer's proxy through its inbox in the node segment, or over MPI
+//! to a peer on another node.
 
 pub mod proxy;
 
@@ -44,6 +52,12 @@ pub enum Transport {
     /// Through staging buffers in node shared memory: the peer is on another
     /// device of the node.
     Staged,
+    /// Through MPI: the peer is on another node (a job of several nodes
+    /// under mpirun, cargo feature `mpi`). Host collectives go through the
+    /// node's staging buffers and MPI among the nodes' first members; device
+    /// code's requests go through the proxy threads, which carry them over
+    /// MPI.
+    Remote,
 }
 
 impl Transport {
@@ -52,6 +66,7 @@ impl Transport {
         match self {
             Transport::Direct => "direct",
             Transport::Staged => "staged",
+            Transport::Remote => "remote",
         }
     }
 }

@@ -61,6 +61,21 @@ pub(crate) type Combine = fn(ReduceOp, usize, &[*const u8], *mut u8);
 /// The combiner for collectives kind `kind` (an index in `KINDS`).
 pub(crate) type CombineFor = fn(u32) -> Option<Combine>;
 
+/// A way to PEs of other nodes (a job of several nodes under mpirun: MPI,
+/// `crate::bootstrap::mpi::ProxyLink`): a message for a PE it names goes
+/// through it instead of that PE's inbox, and messages from those PEs come
+/// back through it. It must keep each pair's messages in order.
+pub(crate) trait RemoteLink: Send {
+    /// Whether PE `pe` is reached through the link.
+    fn remote(&self, pe: u32) -> bool;
+    /// Sends one message (a header and its payload, as bytes) to `to`.
+    fn send(&mut self, to: u32, bytes: Vec<u8>);
+    /// Makes progress on the sends; the next message that arrived, if any.
+    fn poll(&mut self) -> Option<Vec<u8>>;
+    /// No send is in flight.
+    fn idle(&self) -> bool;
+}
+
 /// Message kinds.
 const M_STORE: u32 = 1;
 const M_AMO: u32 = 2;
@@ -311,6 +326,7 @@ impl Proxy {
         pe: u32,
         npes: u32,
         combine: CombineFor,
+        link: Option<Box<dyn RemoteLink>>,
     ) -> Result<Proxy> {
         let base = heap
             .mapped()
@@ -341,6 +357,7 @@ impl Proxy {
             quiet_served: 0,
             sent_gen: vec![0; npes as usize],
             acked_gen: vec![0; npes as usize],
+            link,
         };
         let thread = std::thread::Builder::new()
             .name(format!("vkshmem-proxy-{pe}"))
@@ -657,6 +674,8 @@ struct Worker {
     /// them a ping has acknowledged.
     sent_gen: Vec<u64>,
     acked_gen: Vec<u64>,
+    /// PEs of other nodes ([`RemoteLink`]).
+    link: Option<Box<dyn RemoteLink>>,
 }
 
 impl Worker {
@@ -672,6 +691,7 @@ impl Worker {
                 self.fail_all();
             }
             let mut did = self.serve_inbox();
+            did |= self.serve_link();
             did |= self.take_ring(aborting);
             did |= self.take_quiet();
             did |= self.take_rma();
@@ -693,6 +713,7 @@ impl Worker {
             } else if self.shared.active.load(Ordering::SeqCst) > 0
                 || !self.jobs.is_empty()
                 || !self.outbox.is_empty()
+                || self.link.as_ref().is_some_and(|l| !l.idle())
             {
                 std::thread::sleep(BUSY_NAP);
             } else {
@@ -724,18 +745,55 @@ impl Worker {
     /// Sends what the inboxes take, in order; stops at the first full one.
     fn flush(&mut self) -> bool {
         let mut any = false;
-        while let Some(m) = self.outbox.front() {
-            if !self.try_send(m) {
+        while let Some(m) = self.outbox.pop_front() {
+            if !self.try_send(&m) {
+                self.outbox.push_front(m);
                 break;
             }
-            self.outbox.pop_front();
             any = true;
         }
         any
     }
 
-    fn try_send(&self, m: &Msg) -> bool {
+    fn try_send(&mut self, m: &Msg) -> bool {
+        if let Some(link) = self.link.as_mut().filter(|l| l.remote(m.to)) {
+            // As `inbox_send` fills in a cell.
+            let mut h = m.h;
+            h.seq = 0;
+            h.from = self.pe;
+            if matches!(h.kind, M_PUT | M_DATA) {
+                h.len = m.payload.len() as u32;
+            }
+            let mut bytes = bytemuck::bytes_of(&h).to_vec();
+            bytes.extend_from_slice(&m.payload);
+            link.send(m.to, bytes);
+            return true;
+        }
         inbox_send(self.plane.segment(), self.pe, m.to, m.h, &m.payload)
+    }
+
+    /// Applies and answers the messages that came from other nodes.
+    fn serve_link(&mut self) -> bool {
+        let mut any = false;
+        for _ in 0..INBOX_CELLS {
+            let Some(bytes) = self.link.as_mut().and_then(|l| l.poll()) else {
+                break;
+            };
+            any = true;
+            if bytes.len() < HEADER_BYTES {
+                tracing::warn!("PE {}: proxy: a short message from another node ({} bytes)", self.pe, bytes.len());
+                continue;
+            }
+            let h: Header = bytemuck::pod_read_unaligned(&bytes[..HEADER_BYTES]);
+            let payload = &bytes[HEADER_BYTES..];
+            let n = if matches!(h.kind, M_PUT | M_DATA) {
+                (h.len as usize).min(payload.len())
+            } else {
+                0
+            };
+            self.handle(h, &payload[..n]);
+        }
+        any
     }
 
     /// Applies and answers the messages in this PE's inbox.
