@@ -690,24 +690,102 @@ fn a_rank_killed_under_mpirun_ends_the_job_within_seconds() {
     }
 }
 
-/// A job that `VKSHMEM_NODE_SIZE` splits into several nodes fails at init
-/// with an error that says why, on every rank, and leaves nothing behind.
+/// Jobs of several nodes under mpirun (`VKSHMEM_NODE_SIZE` splits the ranks
+/// of this machine into nodes): the conformance harness with teams that span
+/// nodes (host collectives through each node's staging buffers and MPI among
+/// the nodes' first members; device collectives through the proxies, over
+/// MPI between nodes) on 3 PEs as nodes {0, 1} {2} (host and two device
+/// kernels per form: the device library of PE 0 and 1 is that of the
+/// staged:2 test's, which shares its compiled kernels), 4 PEs as 2 nodes of
+/// 2 and 5 PEs as nodes of 2, 2 and 1 (host forms); the benchmark's host
+/// check across several 1 MiB rounds per member on 4 PEs as 2 nodes of 2;
+/// device stores into the next PE across nodes (heap_ring); the example.
 #[cfg(feature = "mpi")]
 #[test]
-fn several_nodes_under_mpirun_fail_with_a_clear_error() {
+fn collectives_conform_across_nodes_under_mpirun() {
+    let _one = one_spinning_job();
+    let prog = program("collectives_check");
+    for (n, k, flag, min_calls) in [
+        (3u32, "2", "--device-quick", 100),
+        (4, "2", "--quick", 50),
+        (5, "2", "--quick", 50),
+    ] {
+        let r = mpirun(
+            n,
+            &[&prog, flag],
+            &[("VKSHMEM_NODE_SIZE", k)],
+            Duration::from_secs(900),
+        );
+        assert_eq!(r.code, Some(0), "{n} PEs:\n{}\n{}", r.stdout, r.stderr);
+        every_pe_checked(&r.stdout, "collectives_check", n, min_calls);
+    }
+    let bench = bin_dir().join("vkshmem-bench");
     let r = mpirun(
-        2,
-        &[&program("collectives_check"), "--quick"],
-        &[("VKSHMEM_NODE_SIZE", "1")],
-        Duration::from_secs(120),
+        4,
+        &[
+            bench.to_str().unwrap(),
+            "--collective",
+            "all",
+            "--scope",
+            "host",
+            "--check",
+            "--min-bytes",
+            "1M",
+            "--max-bytes",
+            "4M",
+            "--iters",
+            "2",
+        ],
+        &[("VKSHMEM_NODE_SIZE", "2")],
+        Duration::from_secs(600),
     );
-    assert_ne!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
-    assert!(
-        r.stderr
-            .contains("jobs of several nodes are not supported yet"),
-        "{}",
-        r.stderr
-    );
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("wrong=0"), "{}", r.stdout);
+    for (n, p, want) in [
+        (4u32, "heap_ring", "heap_ring: ok"),
+        (3, "collectives", "collectives: ok on 3 PEs"),
+    ] {
+        let r = mpirun(
+            n,
+            &[&program(p)],
+            &[("VKSHMEM_NODE_SIZE", "2")],
+            Duration::from_secs(600),
+        );
+        assert_eq!(r.code, Some(0), "{p}:\n{}\n{}", r.stdout, r.stderr);
+        assert!(r.stdout.contains(want), "{p}: {}", r.stdout);
+    }
+}
+
+/// In a job of several nodes, a rank killed in the middle of host barriers
+/// ends the whole job within seconds, its node's endpoint naming it
+/// (`MPI_Abort`: the other nodes do not hear that endpoint), or mpirun
+/// naming it when it ran the endpoint; nothing is left behind.
+#[cfg(feature = "mpi")]
+#[test]
+fn a_rank_killed_in_a_job_of_several_nodes_ends_it_within_seconds() {
+    let _one = one_spinning_job();
+    let prog = program("pe_fault");
+    for bad in ["1", "2"] {
+        let r = mpirun(
+            4,
+            &[&prog, "sigkill", bad, "20"],
+            &[("VKSHMEM_NODE_SIZE", "2")],
+            Duration::from_secs(120),
+        );
+        let all = format!("{}{}", r.stdout, r.stderr);
+        assert_ne!(r.code, Some(0), "{all}");
+        assert!(
+            r.elapsed < Duration::from_secs(60),
+            "took {:?}: {all}",
+            r.elapsed
+        );
+        assert!(
+            all.contains(&format!("PE {bad} exited"))
+                || all.contains(&format!("PE {bad} failed"))
+                || all.contains(&format!("rank {bad} ")),
+            "PE {bad} is not named: {all}"
+        );
+    }
 }
 
 /// `vkshmem-bench --check` over every collective reports no wrong element and

@@ -122,7 +122,7 @@ fn bad_input(h: &mut Harness) -> anyhow::Result<()> {
     let shared = TeamShape::from_members(&direct).expect("a strided set here");
     for (t, want) in [
         (Team::SHARED, shared),
-        (Team::NODE, TeamShape::world(ctx.n_pes())),
+        (Team::NODE, node_shape(me, ctx.n_pes())),
     ] {
         h.calls += 1;
         if ctx.team_shape(t)? != want {
@@ -322,6 +322,19 @@ fn device_misuse() -> anyhow::Result<()> {
             Ok(())
         }
         other => anyhow::bail!("device broadcast with a bad root: got {other:?}"),
+    }
+}
+
+/// The PEs of this PE's node: every PE, but under mpirun with
+/// `VKSHMEM_NODE_SIZE=K`, the K consecutive ranks around `me`.
+fn node_shape(me: u32, n: u32) -> TeamShape {
+    match std::env::var("VKSHMEM_NODE_SIZE").ok().and_then(|k| k.parse::<u32>().ok()) {
+        Some(k) if std::env::var("OMPI_COMM_WORLD_SIZE").is_ok() => {
+            let first = me / k * k;
+            let pes: Vec<u32> = (first..(first + k).min(n)).collect();
+            TeamShape::from_members(&pes).expect("consecutive")
+        }
+        _ => TeamShape::world(n),
     }
 }
 

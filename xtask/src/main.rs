@@ -65,6 +65,12 @@ struct BenchArgs {
     /// Also run the sweep through Open MPI on as many processes and print both.
     #[arg(long)]
     compare_mpi: bool,
+    /// Run under mpirun (vkshmem-bench built with the cargo feature `mpi`)
+    /// as nodes of this many PEs (`VKSHMEM_NODE_SIZE`): the paths between
+    /// nodes, on one machine. With `--compare-mpi`, MPI runs over the same
+    /// ranks right after.
+    #[arg(long)]
+    nodes: Option<u32>,
     /// More arguments for vkshmem-bench (after `--`), e.g. `--type double`.
     #[arg(last = true)]
     extra: Vec<String>,
@@ -243,9 +249,15 @@ fn csv_rows(text: &str) -> Vec<std::collections::HashMap<String, String>> {
 
 fn bench(a: &BenchArgs) -> Result<()> {
     deps::ensure()?;
+    if a.nodes.is_some() {
+        deps::ensure_mpi_build()?;
+    }
     let mut build = cargo();
     build.args(["build", "--release"]);
     build.args(["-p", "vkshmrun", "-p", "vkshmem-bench"]);
+    if a.nodes.is_some() {
+        build.args(["--features", "vkshmem-bench/mpi"]);
+    }
     run(build)?;
     let dir = root().join("target/release");
     let out_dir = root().join("target/bench");
@@ -257,7 +269,18 @@ fn bench(a: &BenchArgs) -> Result<()> {
     for f in [&csv, &json] {
         let _ = std::fs::remove_file(f);
     }
-    let mut c = Command::new(dir.join("vkshmrun"));
+    let mut c = match a.nodes {
+        None => Command::new(dir.join("vkshmrun")),
+        Some(k) => {
+            let mut m = Command::new("mpirun");
+            if deps::is_root() {
+                m.arg("--allow-run-as-root");
+            }
+            m.args(["--oversubscribe", "-x", "VKSHMEM_NODE_SIZE"])
+                .env("VKSHMEM_NODE_SIZE", k.to_string());
+            m
+        }
+    };
     c.arg("-n")
         .arg(a.npes.to_string())
         .arg(dir.join("vkshmem-bench"))
@@ -331,8 +354,9 @@ fn bench(a: &BenchArgs) -> Result<()> {
     let theirs = csv_rows(&theirs_text);
     println!();
     println!(
-        "vkshmem against Open MPI ({} processes, host memory), median us; ratio = vkshmem / MPI",
-        a.npes
+        "vkshmem against Open MPI ({} processes{}, host memory), median us; ratio = vkshmem / MPI",
+        a.npes,
+        a.nodes.map_or(String::new(), |k| format!(", vkshmem as nodes of {k}"))
     );
     let scopes = ["host", "work_group", "thread"];
     print!("{:>17} {:>10} {:>10}", "collective", "bytes", "mpi_us");

@@ -151,6 +151,19 @@ pub fn join(
     let mut secret = [0u8; SECRET_LEN];
     let server = if node.rank() == 0 {
         let s = Server::start_for_node(size, &node_pes, timeout)?;
+        if nodes.iter().any(|&n| n != nodes[0]) {
+            // The other nodes' PEs do not hear this endpoint: a failure here
+            // ends the whole job, naming the PE.
+            let node_id = node_pes[0];
+            s.on_failure(move |pe, how| {
+                // The node's PEs report the failure themselves first.
+                std::thread::sleep(Duration::from_millis(300));
+                eprintln!(
+                    "vkshmem: the endpoint of the node of rank {node_id} aborts the MPI job: PE {pe} {how}"
+                );
+                SimpleCommunicator::world().abort(1);
+            });
+        }
         let ep = s.endpoint().as_bytes();
         if ep.len() > MAX_ENDPOINT {
             return Err(Error::Mpi(format!(

@@ -56,7 +56,13 @@ struct Shared {
     /// in it, so PEs waiting on the plane hear of failures.
     segment: Segment,
     segment_fd: OwnedFd,
+    /// Called once with the job's first failure (PE, how), after the PEs
+    /// were told: a job of several nodes ends the whole job through it.
+    on_fail: Mutex<Option<FailHook>>,
 }
+
+/// What [`Server::on_failure`] runs.
+type FailHook = Box<dyn FnOnce(u32, &str) + Send>;
 
 /// A PE's connection, write side. Several threads send to one PE (the last
 /// arrival of a collective, a failure, the watchdog), never under the global
@@ -177,6 +183,7 @@ impl Server {
             stop: AtomicBool::new(false),
             segment,
             segment_fd,
+            on_fail: Mutex::new(None),
             state: Mutex::new(State {
                 conns: (0..npes).map(|_| None).collect(),
                 done: vec![false; npes as usize],
@@ -225,6 +232,18 @@ impl Server {
     /// and tells every other PE to abort.
     pub fn fail(&self, pe: u32, how: &str) {
         self.shared.fail(pe, how);
+    }
+
+    /// Runs `hook` with the job's first failure (a PE died, broke the
+    /// protocol or timed out: the PE and how), after the endpoint has told
+    /// its PEs. An MPI job of several nodes ends there (`MPI_Abort`), since
+    /// the other nodes' PEs do not hear this endpoint.
+    pub fn on_failure(&self, hook: impl FnOnce(u32, &str) + Send + 'static) {
+        *self
+            .shared
+            .on_fail
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(Box::new(hook));
     }
 
     /// The first failure the endpoint saw, if any: the PE and how.
@@ -532,6 +551,15 @@ impl Shared {
         }
         self.segment
             .raise_abort(seg::ABORT_FAILED | (pe & seg::ABORT_PE_MASK));
+        self.run_hook(pe, how);
+    }
+
+    /// The failure hook ([`Server::on_failure`]), once.
+    fn run_hook(&self, pe: u32, how: &str) {
+        let hook = self.on_fail.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(h) = hook {
+            h(pe, how);
+        }
     }
 
     /// Fails the job because `what` waited `waited` for the PEs `missing`.
@@ -563,6 +591,13 @@ impl Shared {
         send_all(&conns, &msg, "a timeout");
         self.segment
             .raise_abort(seg::ABORT_TIMEOUT | (first & seg::ABORT_PE_MASK));
+        let how = self
+            .lock()
+            .failed
+            .clone()
+            .map(|f| f.1)
+            .unwrap_or_default();
+        self.run_hook(first, &how);
     }
 
     /// Records `pe`'s part of allgather `seq` over the member set `team`; the last
