@@ -305,6 +305,7 @@ fn gather_on(
     what: &str,
 ) -> Vec<Vec<u8>> {
     let n = comm.size() as usize;
+    tracing::trace!("rank {} of {n}: {what}, {} bytes", comm.rank(), data.len());
     let len = i32::try_from(data.len()).unwrap_or(i32::MAX);
     let mut lens = vec![0i32; n];
     mpi::request::scope(|sc| {
@@ -371,14 +372,12 @@ impl JobWide for MpiWorld {
     }
 
     fn barrier(&mut self) -> Result<()> {
-        mpi::request::scope(|_| {
-            wait(
-                &self.comm,
-                self.comm.immediate_barrier(),
-                self.timeout,
-                "a barrier of the job",
-            )
-        });
+        // An allgather of nothing, not MPI_Ibarrier: every job collective is
+        // then the same MPI operation, so ranks out of step (one in a
+        // barrier, another in an allocation's agreement) meet, and the
+        // caller's comparison reports it, where mixed MPI collectives on one
+        // communicator would fail inside MPI (MPI_ERR_TRUNCATE).
+        gather_on(&self.comm, &[], self.timeout, "a barrier of the job");
         Ok(())
     }
 
