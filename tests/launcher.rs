@@ -749,7 +749,9 @@ fn collectives_conform_across_nodes_under_mpirun() {
         (3, "collectives", &[][..], "collectives: ok on 3 PEs"),
     ] {
         let prog = program(p);
-        let argv: Vec<&str> = std::iter::once(prog.as_str()).chain(args.iter().copied()).collect();
+        let argv: Vec<&str> = std::iter::once(prog.as_str())
+            .chain(args.iter().copied())
+            .collect();
         let r = mpirun(
             n,
             &argv,

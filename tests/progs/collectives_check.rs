@@ -328,7 +328,10 @@ fn device_misuse() -> anyhow::Result<()> {
 /// The PEs of this PE's node: every PE, but under mpirun with
 /// `VKSHMEM_NODE_SIZE=K`, the K consecutive ranks around `me`.
 fn node_shape(me: u32, n: u32) -> TeamShape {
-    match std::env::var("VKSHMEM_NODE_SIZE").ok().and_then(|k| k.parse::<u32>().ok()) {
+    match std::env::var("VKSHMEM_NODE_SIZE")
+        .ok()
+        .and_then(|k| k.parse::<u32>().ok())
+    {
         Some(k) if std::env::var("OMPI_COMM_WORLD_SIZE").is_ok() => {
             let first = me / k * k;
             let pes: Vec<u32> = (first..(first + k).min(n)).collect();

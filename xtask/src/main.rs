@@ -151,6 +151,7 @@ fn test(args: &[String]) -> Result<()> {
             busy: 2,
             staged: false,
             queued: 0.0,
+            nodes: None,
         })?;
         // And on 8 PEs (more PEs than cores: the sync plane's waits must yield
         // to the PEs they wait for), host collectives only.
@@ -162,6 +163,7 @@ fn test(args: &[String]) -> Result<()> {
             busy: 0,
             staged: false,
             queued: 0.0,
+            nodes: None,
         })?;
         // Queued collectives mixed into the host calls on 3 PEs (their
         // kernels come from the cache the launcher tests filled).
@@ -173,6 +175,7 @@ fn test(args: &[String]) -> Result<()> {
             busy: 0,
             staged: false,
             queued: 0.3,
+            nodes: None,
         })?;
         // And through the staged transport on 4 PEs (device forms through
         // the proxy).
@@ -184,6 +187,20 @@ fn test(args: &[String]) -> Result<()> {
             busy: 0,
             staged: true,
             queued: 0.0,
+            nodes: None,
+        })?;
+        // And under mpirun as 2 nodes of 2 PEs: every WORLD collective
+        // crosses nodes (staging within a node, MPI between them), teams
+        // within a node and across.
+        soak::soak(&soak::SoakArgs {
+            minutes: 0.5,
+            pes: 4,
+            seed: None,
+            device_kernels: Some(0),
+            busy: 0,
+            staged: false,
+            queued: 0.0,
+            nodes: Some(2),
         })?;
         loaded_device_barrier()?;
     }
@@ -356,7 +373,8 @@ fn bench(a: &BenchArgs) -> Result<()> {
     println!(
         "vkshmem against Open MPI ({} processes{}, host memory), median us; ratio = vkshmem / MPI",
         a.npes,
-        a.nodes.map_or(String::new(), |k| format!(", vkshmem as nodes of {k}"))
+        a.nodes
+            .map_or(String::new(), |k| format!(", vkshmem as nodes of {k}"))
     );
     let scopes = ["host", "work_group", "thread"];
     print!("{:>17} {:>10} {:>10}", "collective", "bytes", "mpi_us");

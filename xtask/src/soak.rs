@@ -35,6 +35,10 @@ pub struct SoakArgs {
     /// (`Context::post`; the soak's `--queued`).
     #[arg(long, default_value_t = 0.0)]
     pub queued: f64,
+    /// Run under mpirun as nodes of this many PEs (`VKSHMEM_NODE_SIZE`):
+    /// teams that span nodes, through MPI.
+    #[arg(long)]
+    pub nodes: Option<u32>,
 }
 
 /// `n` threads that spin until the value is dropped: a busy machine.
@@ -97,7 +101,18 @@ pub fn soak(a: &SoakArgs) -> Result<()> {
             .map_or(1, |d| d.as_nanos() as u64)
     });
     let dir = crate::root().join("target/debug");
-    let mut c = Command::new(dir.join("vkshmrun"));
+    let mut c = match a.nodes {
+        None => Command::new(dir.join("vkshmrun")),
+        Some(k) => {
+            let mut m = Command::new("mpirun");
+            if crate::deps::is_root() {
+                m.arg("--allow-run-as-root");
+            }
+            m.args(["--oversubscribe", "-x", "VKSHMEM_NODE_SIZE"])
+                .env("VKSHMEM_NODE_SIZE", k.to_string());
+            m
+        }
+    };
     c.arg("-n")
         .arg(a.pes.to_string())
         .arg(dir.join("examples/soak"))
@@ -115,11 +130,13 @@ pub fn soak(a: &SoakArgs) -> Result<()> {
         c.arg("--device-kernels").arg(k.to_string());
     }
     eprintln!(
-        "xtask: soak for {} min on {} PEs beside {} busy threads{}, seed {seed} (replay with --seed {seed})",
+        "xtask: soak for {} min on {} PEs beside {} busy threads{}{}, seed {seed} (replay with --seed {seed})",
         a.minutes,
         a.pes,
         a.busy,
-        if a.staged { ", staged transport" } else { "" }
+        if a.staged { ", staged transport" } else { "" },
+        a.nodes
+            .map_or(String::new(), |k| format!(", under mpirun as nodes of {k}"))
     );
     let _busy = Busy::start(a.busy);
     // PE output passes through, except the result lines, read here.
@@ -141,7 +158,7 @@ pub fn soak(a: &SoakArgs) -> Result<()> {
     }
     if !out.status.success() || results.len() != a.pes as usize {
         bail!(
-            "soak (seed {seed}) failed: vkshmrun {}, {} of {} PEs reported",
+            "soak (seed {seed}) failed: the launcher {}, {} of {} PEs reported",
             out.status,
             results.len(),
             a.pes

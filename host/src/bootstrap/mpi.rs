@@ -47,13 +47,16 @@ const MAX_ENDPOINT: usize = 108;
 pub struct MpiJob {
     // Field order is drop order: the endpoint goes before MPI is finalized.
     server: Option<Server>,
-    node: SimpleCommunicator,
+    /// The node's communicator (freed before MPI is finalized).
+    node: Option<SimpleCommunicator>,
     world: SimpleCommunicator,
     /// Every PE's node (the world rank of its node's first rank), by PE.
     nodes: Vec<u32>,
     timeout: Option<Duration>,
     finished: bool,
-    _universe: mpi::environment::Universe,
+    /// MPI itself: finalized at drop after [`MpiJob::finish`], never
+    /// otherwise (see `Drop`).
+    universe: std::mem::ManuallyDrop<mpi::environment::Universe>,
 }
 
 // SAFETY: MPI is initialised with MPI_THREAD_MULTIPLE (checked in `join`), so
@@ -67,8 +70,8 @@ impl std::fmt::Debug for MpiJob {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MpiJob")
             .field("rank", &self.world.rank())
-            .field("node_rank", &self.node.rank())
-            .field("node_size", &self.node.size())
+            .field("node_rank", &self.node.as_ref().map(|n| n.rank()))
+            .field("node_size", &self.node.as_ref().map(|n| n.size()))
             .finish()
     }
 }
@@ -192,12 +195,12 @@ pub fn join(
         job,
         MpiJob {
             server,
-            node,
+            node: Some(node),
             world,
             nodes,
             timeout,
             finished: false,
-            _universe: universe,
+            universe: std::mem::ManuallyDrop::new(universe),
         },
     ))
 }
@@ -242,7 +245,9 @@ impl MpiJob {
             return;
         }
         self.finished = true;
-        self.node.barrier();
+        if let Some(n) = &self.node {
+            n.barrier();
+        }
         self.server.take();
     }
 
@@ -262,7 +267,26 @@ impl Drop for MpiJob {
             // Peers may wait for this rank forever: end the job.
             self.abort("a panic while the context was live");
         }
-        self.finish();
+        if !self.finished {
+            // Dropped without `finalize` (an error on this PE, most
+            // likely): its peers may be waiting for it in a collective,
+            // and MPI_Finalize (or the node's barrier) would wait for
+            // them. Leave MPI unfinalized instead: the process exits, and
+            // mpirun ends the job, as it does for any rank that exits
+            // without MPI_Finalize. The endpoint stops first, so the
+            // node's PEs hear of it.
+            eprintln!(
+                "vkshmem: PE {} leaves the MPI job without finalize (after an error?): the job ends",
+                self.world.rank()
+            );
+            self.server.take();
+            return;
+        }
+        // The node's communicator goes before MPI is finalized (the world's
+        // is MPI's own).
+        self.node.take();
+        // SAFETY: dropped once, here; `universe` is not used after this.
+        unsafe { std::mem::ManuallyDrop::drop(&mut self.universe) };
     }
 }
 
@@ -309,7 +333,12 @@ fn gather_on(
     let len = i32::try_from(data.len()).unwrap_or(i32::MAX);
     let mut lens = vec![0i32; n];
     mpi::request::scope(|sc| {
-        wait(comm, comm.immediate_all_gather_into(sc, &len, &mut lens[..]), timeout, what);
+        wait(
+            comm,
+            comm.immediate_all_gather_into(sc, &len, &mut lens[..]),
+            timeout,
+            what,
+        );
     });
     let displs: Vec<i32> = lens
         .iter()
@@ -368,7 +397,12 @@ const GROUP_TAG: Tag = 0x766b;
 
 impl JobWide for MpiWorld {
     fn allgather(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>> {
-        Ok(gather_on(&self.comm, data, self.timeout, "an allgather of the job"))
+        Ok(gather_on(
+            &self.comm,
+            data,
+            self.timeout,
+            "an allgather of the job",
+        ))
     }
 
     fn barrier(&mut self) -> Result<()> {
@@ -391,7 +425,9 @@ impl JobWide for MpiWorld {
         if members.len() == 1 {
             return Ok(vec![data.to_vec()]);
         }
-        if members.len() as i32 == self.comm.size() && members.iter().enumerate().all(|(i, &p)| p == i as u32) {
+        if members.len() as i32 == self.comm.size()
+            && members.iter().enumerate().all(|(i, &p)| p == i as u32)
+        {
             return self.allgather(data);
         }
         if !self.groups.contains_key(members) {
@@ -400,11 +436,20 @@ impl JobWide for MpiWorld {
             let comm = self
                 .comm
                 .split_by_subgroup_with_tag(&group, GROUP_TAG)
-                .ok_or_else(|| Error::Mpi(format!("MPI_Comm_create_group over {members:?} gave PE {me} no communicator")))?;
+                .ok_or_else(|| {
+                    Error::Mpi(format!(
+                        "MPI_Comm_create_group over {members:?} gave PE {me} no communicator"
+                    ))
+                })?;
             self.groups.insert(members.to_vec(), comm);
         }
         let comm = &self.groups[members];
-        Ok(gather_on(comm, data, self.timeout, "a meeting of PEs on several nodes"))
+        Ok(gather_on(
+            comm,
+            data,
+            self.timeout,
+            "a meeting of PEs on several nodes",
+        ))
     }
 }
 

@@ -556,7 +556,11 @@ impl Shared {
 
     /// The failure hook ([`Server::on_failure`]), once.
     fn run_hook(&self, pe: u32, how: &str) {
-        let hook = self.on_fail.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let hook = self
+            .on_fail
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
         if let Some(h) = hook {
             h(pe, how);
         }
@@ -591,12 +595,7 @@ impl Shared {
         send_all(&conns, &msg, "a timeout");
         self.segment
             .raise_abort(seg::ABORT_TIMEOUT | (first & seg::ABORT_PE_MASK));
-        let how = self
-            .lock()
-            .failed
-            .clone()
-            .map(|f| f.1)
-            .unwrap_or_default();
+        let how = self.lock().failed.clone().map(|f| f.1).unwrap_or_default();
         self.run_hook(first, &how);
     }
 

@@ -182,11 +182,7 @@ impl Context {
                         // until the meeting below); the window lies within
                         // STAGE_BYTES (`Cut`).
                         unsafe {
-                            std::ptr::copy_nonoverlapping(
-                                part.as_ptr(),
-                                buf.add(off as usize),
-                                n,
-                            )
+                            std::ptr::copy_nonoverlapping(part.as_ptr(), buf.add(off as usize), n)
                         };
                         at += n;
                     }

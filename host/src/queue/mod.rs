@@ -687,14 +687,19 @@ impl Context {
             // arguments written into the batch area just before it (the
             // barriers order that write after the previous batch's reads and
             // before this one's).
+            // On llvmpipe a batch shares one invocation's loop budget; waits
+            // on peers reached through the proxy (other devices, other
+            // nodes) take milliseconds each there, so those calls go one to
+            // a dispatch, as the kernel forms do.
+            let cap = match (self.inner.gpu.info.is_llvmpipe(), self.inner.proxy.get()) {
+                (true, Some(_)) => 1,
+                (true, None) => layout::CAPPED_BATCH_CALLS,
+                (false, _) => layout::BATCH_CALLS,
+            };
             let run = match step.batch {
                 Some(_) => rest
                     .iter()
-                    .take(if self.inner.gpu.info.is_llvmpipe() {
-                        layout::CAPPED_BATCH_CALLS
-                    } else {
-                        layout::BATCH_CALLS
-                    } as usize)
+                    .take(cap as usize)
                     .take_while(|s| s.batch.is_some() && Arc::ptr_eq(&s.kernel, &step.kernel))
                     .count(),
                 None => 1,

@@ -781,7 +781,11 @@ impl Worker {
             };
             any = true;
             if bytes.len() < HEADER_BYTES {
-                tracing::warn!("PE {}: proxy: a short message from another node ({} bytes)", self.pe, bytes.len());
+                tracing::warn!(
+                    "PE {}: proxy: a short message from another node ({} bytes)",
+                    self.pe,
+                    bytes.len()
+                );
                 continue;
             }
             let h: Header = bytemuck::pod_read_unaligned(&bytes[..HEADER_BYTES]);
