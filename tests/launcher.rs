@@ -475,23 +475,10 @@ fn user_kernels_on_1_to_4_pes() {
 /// to 4 MiB: several 1 MiB staged rounds per member.
 fn staged_rounds_check(env: &[(&str, &str)]) {
     let bench = bin_dir().join("vkshmem-bench");
+    let bench = bench.to_str().unwrap();
+    let argv: Vec<&str> = ["-n", "3", bench].into_iter().chain(ROUNDS_CHECK).collect();
     let r = run_vkshmrun_env(
-        &[
-            "-n",
-            "3",
-            bench.to_str().unwrap(),
-            "--collective",
-            "all",
-            "--scope",
-            "host",
-            "--check",
-            "--min-bytes",
-            "1M",
-            "--max-bytes",
-            "4M",
-            "--iters",
-            "2",
-        ],
+        &argv,
         env,
         Duration::from_secs(300),
         Leftovers::Forbidden,
@@ -500,6 +487,22 @@ fn staged_rounds_check(env: &[(&str, &str)]) {
     assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
     assert!(r.stdout.contains("wrong=0"), "{}", r.stdout);
 }
+
+/// vkshmem-bench's arguments for a host check of every collective across
+/// several 1 MiB rounds of the staged transport per member.
+const ROUNDS_CHECK: [&str; 11] = [
+    "--collective",
+    "all",
+    "--scope",
+    "host",
+    "--check",
+    "--min-bytes",
+    "1M",
+    "--max-bytes",
+    "4M",
+    "--iters",
+    "2",
+];
 
 /// Asserts that each of `n` PEs printed `PROG: pe=P calls=C wrong=0` with
 /// more than `min_calls` checked calls.
@@ -668,25 +671,8 @@ fn collectives_conform_under_mpirun() {
 #[test]
 fn a_rank_killed_under_mpirun_ends_the_job_within_seconds() {
     let _one = one_spinning_job();
-    let prog = program("pe_fault");
     for bad in ["1", "0"] {
-        let r = mpirun(
-            3,
-            &[&prog, "sigkill", bad, "20"],
-            &[],
-            Duration::from_secs(120),
-        );
-        let all = format!("{}{}", r.stdout, r.stderr);
-        assert_ne!(r.code, Some(0), "{all}");
-        assert!(
-            r.elapsed < Duration::from_secs(60),
-            "took {:?}: {all}",
-            r.elapsed
-        );
-        assert!(
-            all.contains(&format!("PE {bad} failed")) || all.contains(&format!("rank {bad} ")),
-            "PE {bad} is not named: {all}"
-        );
+        kill_a_rank_under_mpirun(3, bad, &[]);
     }
 }
 
@@ -721,22 +707,12 @@ fn collectives_conform_across_nodes_under_mpirun() {
         every_pe_checked(&r.stdout, "collectives_check", n, min_calls);
     }
     let bench = bin_dir().join("vkshmem-bench");
+    let argv: Vec<&str> = std::iter::once(bench.to_str().unwrap())
+        .chain(ROUNDS_CHECK)
+        .collect();
     let r = mpirun(
         4,
-        &[
-            bench.to_str().unwrap(),
-            "--collective",
-            "all",
-            "--scope",
-            "host",
-            "--check",
-            "--min-bytes",
-            "1M",
-            "--max-bytes",
-            "4M",
-            "--iters",
-            "2",
-        ],
+        &argv,
         &[("VKSHMEM_NODE_SIZE", "2")],
         Duration::from_secs(600),
     );
@@ -771,28 +747,34 @@ fn collectives_conform_across_nodes_under_mpirun() {
 #[test]
 fn a_rank_killed_in_a_job_of_several_nodes_ends_it_within_seconds() {
     let _one = one_spinning_job();
-    let prog = program("pe_fault");
     for bad in ["1", "2"] {
-        let r = mpirun(
-            4,
-            &[&prog, "sigkill", bad, "20"],
-            &[("VKSHMEM_NODE_SIZE", "2")],
-            Duration::from_secs(120),
-        );
-        let all = format!("{}{}", r.stdout, r.stderr);
-        assert_ne!(r.code, Some(0), "{all}");
-        assert!(
-            r.elapsed < Duration::from_secs(60),
-            "took {:?}: {all}",
-            r.elapsed
-        );
-        assert!(
-            all.contains(&format!("PE {bad} exited"))
-                || all.contains(&format!("PE {bad} failed"))
-                || all.contains(&format!("rank {bad} ")),
-            "PE {bad} is not named: {all}"
-        );
+        kill_a_rank_under_mpirun(4, bad, &[("VKSHMEM_NODE_SIZE", "2")]);
     }
+}
+
+/// Runs pe_fault on `n` ranks with rank `bad` killed in the middle of host
+/// barriers: the job must end within a minute, non-zero, naming it.
+#[cfg(feature = "mpi")]
+fn kill_a_rank_under_mpirun(n: u32, bad: &str, env: &[(&str, &str)]) {
+    let r = mpirun(
+        n,
+        &[&program("pe_fault"), "sigkill", bad, "20"],
+        env,
+        Duration::from_secs(120),
+    );
+    let all = format!("{}{}", r.stdout, r.stderr);
+    assert_ne!(r.code, Some(0), "{all}");
+    assert!(
+        r.elapsed < Duration::from_secs(60),
+        "took {:?}: {all}",
+        r.elapsed
+    );
+    assert!(
+        all.contains(&format!("PE {bad} exited"))
+            || all.contains(&format!("PE {bad} failed"))
+            || all.contains(&format!("rank {bad} ")),
+        "PE {bad} is not named: {all}"
+    );
 }
 
 /// `vkshmem-bench --check` over every collective reports no wrong element and

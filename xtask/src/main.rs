@@ -139,68 +139,50 @@ fn test(args: &[String]) -> Result<()> {
     }
     run(t)?;
     if args.is_empty() {
-        // A short soak: half a minute of random checked collectives on 4 PEs
-        // with one device kernel.
-        // Both beside two CPU-hungry threads: device waits must survive a busy
-        // machine (on lavapipe, PEs and the load share the CPU).
-        soak::soak(&soak::SoakArgs {
+        // Half a minute each of random checked collectives; host forms
+        // only unless said.
+        let short = soak::SoakArgs {
             minutes: 0.5,
             pes: 4,
-            seed: None,
-            device_kernels: Some(1),
-            busy: 2,
-            staged: false,
-            queued: 0.0,
-            nodes: None,
-        })?;
-        // And on 8 PEs (more PEs than cores: the sync plane's waits must yield
-        // to the PEs they wait for), host collectives only.
-        soak::soak(&soak::SoakArgs {
-            minutes: 0.5,
-            pes: 8,
             seed: None,
             device_kernels: Some(0),
             busy: 0,
             staged: false,
             queued: 0.0,
             nodes: None,
+        };
+        // On 4 PEs with one device kernel beside two CPU-hungry threads:
+        // device waits must survive a busy machine (on lavapipe, PEs and
+        // the load share the CPU).
+        soak::soak(&soak::SoakArgs {
+            device_kernels: Some(1),
+            busy: 2,
+            ..short.clone()
+        })?;
+        // On 8 PEs (more PEs than cores: the sync plane's waits must yield
+        // to the PEs they wait for).
+        soak::soak(&soak::SoakArgs {
+            pes: 8,
+            ..short.clone()
         })?;
         // Queued collectives mixed into the host calls on 3 PEs (their
         // kernels come from the cache the launcher tests filled).
         soak::soak(&soak::SoakArgs {
-            minutes: 0.5,
             pes: 3,
-            seed: None,
-            device_kernels: Some(0),
-            busy: 0,
-            staged: false,
             queued: 0.3,
-            nodes: None,
+            ..short.clone()
         })?;
-        // And through the staged transport on 4 PEs (device forms through
-        // the proxy).
+        // Through the staged transport on 4 PEs.
         soak::soak(&soak::SoakArgs {
-            minutes: 0.5,
-            pes: 4,
-            seed: None,
-            device_kernels: Some(1),
-            busy: 0,
             staged: true,
-            queued: 0.0,
-            nodes: None,
+            ..short.clone()
         })?;
-        // And under mpirun as 2 nodes of 2 PEs: every WORLD collective
-        // crosses nodes (staging within a node, MPI between them), teams
-        // within a node and across.
+        // Under mpirun as 2 nodes of 2 PEs: every WORLD collective crosses
+        // nodes (staging within a node, MPI between them), teams within a
+        // node and across.
         soak::soak(&soak::SoakArgs {
-            minutes: 0.5,
-            pes: 4,
-            seed: None,
-            device_kernels: Some(0),
-            busy: 0,
-            staged: false,
-            queued: 0.0,
             nodes: Some(2),
+            ..short
         })?;
         loaded_device_barrier()?;
     }
@@ -286,18 +268,7 @@ fn bench(a: &BenchArgs) -> Result<()> {
     for f in [&csv, &json] {
         let _ = std::fs::remove_file(f);
     }
-    let mut c = match a.nodes {
-        None => Command::new(dir.join("vkshmrun")),
-        Some(k) => {
-            let mut m = Command::new("mpirun");
-            if deps::is_root() {
-                m.arg("--allow-run-as-root");
-            }
-            m.args(["--oversubscribe", "-x", "VKSHMEM_NODE_SIZE"])
-                .env("VKSHMEM_NODE_SIZE", k.to_string());
-            m
-        }
-    };
+    let mut c = launcher(&dir, a.nodes);
     c.arg("-n")
         .arg(a.npes.to_string())
         .arg(dir.join("vkshmem-bench"))
@@ -355,11 +326,8 @@ fn bench(a: &BenchArgs) -> Result<()> {
             .unwrap_or_default()
     };
     let (ty, op) = (pick("type", "reduce"), pick("op", "reduce"));
-    let mut m = Command::new("mpirun");
-    if deps::is_root() {
-        m.arg("--allow-run-as-root");
-    }
-    m.args(["--oversubscribe", "-n", &a.npes.to_string()])
+    let mut m = mpirun();
+    m.args(["-n", &a.npes.to_string()])
         .arg(&exe)
         .args(["--max-bytes", &a.max_bytes])
         .args(["--iters", &a.iters.to_string()])
@@ -405,6 +373,31 @@ fn bench(a: &BenchArgs) -> Result<()> {
         out_dir.join("mpi.csv").display()
     );
     Ok(())
+}
+
+/// `mpirun` as the tests and benchmarks start it (as root when we are;
+/// more ranks than cores allowed).
+fn mpirun() -> Command {
+    let mut m = Command::new("mpirun");
+    if deps::is_root() {
+        m.arg("--allow-run-as-root");
+    }
+    m.arg("--oversubscribe");
+    m
+}
+
+/// What starts a job's PEs: `vkshmrun` from `dir`, or with `nodes`,
+/// `mpirun` with nodes of that many PEs (`VKSHMEM_NODE_SIZE`).
+pub fn launcher(dir: &Path, nodes: Option<u32>) -> Command {
+    match nodes {
+        None => Command::new(dir.join("vkshmrun")),
+        Some(k) => {
+            let mut m = mpirun();
+            m.args(["-x", "VKSHMEM_NODE_SIZE"])
+                .env("VKSHMEM_NODE_SIZE", k.to_string());
+            m
+        }
+    }
 }
 
 fn main() -> Result<()> {

@@ -4,12 +4,12 @@
 //! and form and `soak: mismatches=0` on success; fails otherwise.
 
 use std::collections::BTreeMap;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use anyhow::{bail, Context, Result};
 
 /// What to soak.
-#[derive(clap::Args)]
+#[derive(clap::Args, Clone)]
 pub struct SoakArgs {
     /// How long, in minutes (fractions allowed).
     #[arg(long, default_value_t = 2.0)]
@@ -101,18 +101,7 @@ pub fn soak(a: &SoakArgs) -> Result<()> {
             .map_or(1, |d| d.as_nanos() as u64)
     });
     let dir = crate::root().join("target/debug");
-    let mut c = match a.nodes {
-        None => Command::new(dir.join("vkshmrun")),
-        Some(k) => {
-            let mut m = Command::new("mpirun");
-            if crate::deps::is_root() {
-                m.arg("--allow-run-as-root");
-            }
-            m.args(["--oversubscribe", "-x", "VKSHMEM_NODE_SIZE"])
-                .env("VKSHMEM_NODE_SIZE", k.to_string());
-            m
-        }
-    };
+    let mut c = crate::launcher(&dir, a.nodes);
     c.arg("-n")
         .arg(a.pes.to_string())
         .arg(dir.join("examples/soak"))
