@@ -387,7 +387,8 @@ fn mpirun() -> Command {
 }
 
 /// What starts a job's PEs: `vkshmrun` from `dir`, or with `nodes`,
-/// `mpirun` with nodes of that many PEs (`VKSHMEM_NODE_SIZE`).
+/// `mpirun` with nodes of that many PEs (`VKSHMEM_NODE_SIZE`), passing on
+/// every `VKSHMEM_*` and `RUST_LOG` variable set here (mpirun does not).
 pub fn launcher(dir: &Path, nodes: Option<u32>) -> Command {
     match nodes {
         None => Command::new(dir.join("vkshmrun")),
@@ -395,6 +396,12 @@ pub fn launcher(dir: &Path, nodes: Option<u32>) -> Command {
             let mut m = mpirun();
             m.args(["-x", "VKSHMEM_NODE_SIZE"])
                 .env("VKSHMEM_NODE_SIZE", k.to_string());
+            for (var, _) in std::env::vars() {
+                if (var.starts_with("VKSHMEM_") && var != "VKSHMEM_NODE_SIZE") || var == "RUST_LOG"
+                {
+                    m.args(["-x", &var]);
+                }
+            }
             m
         }
     }

@@ -20,6 +20,16 @@ pub trait JobWide: Send + std::fmt::Debug {
     /// Every member's `data` (any length), in the order of `members` (job
     /// PEs, this PE among them; the same list on every member).
     fn group_allgather(&mut self, members: &[u32], data: &[u8]) -> Result<Vec<Vec<u8>>>;
+    /// `buf = buf_0 op buf_1 op …` over `members` (as above), element by
+    /// element, in place: `kind` names the element type (`u8` … `i64`,
+    /// `f32`, `f64`), every member passes the same.
+    fn group_allreduce(
+        &mut self,
+        members: &[u32],
+        buf: &mut [u8],
+        kind: &str,
+        op: vkshmem_device::collectives::ReduceOp,
+    ) -> Result<()>;
 }
 
 /// A PE's connection to its job's bootstrap endpoint.

@@ -425,10 +425,51 @@ impl JobWide for MpiWorld {
         if members.len() == 1 {
             return Ok(vec![data.to_vec()]);
         }
+        let timeout = self.timeout;
+        let comm = self.comm_for(members)?;
+        Ok(gather_on(
+            comm,
+            data,
+            timeout,
+            "a meeting of PEs on several nodes",
+        ))
+    }
+
+    fn group_allreduce(
+        &mut self,
+        members: &[u32],
+        buf: &mut [u8],
+        kind: &str,
+        op: vkshmem_device::collectives::ReduceOp,
+    ) -> Result<()> {
+        let comm = self.comm_for(members)?;
+        match kind {
+            "u8" => allreduce::<u8>(comm, buf, op),
+            "i8" => allreduce::<i8>(comm, buf, op),
+            "u16" => allreduce::<u16>(comm, buf, op),
+            "i16" => allreduce::<i16>(comm, buf, op),
+            "u32" => allreduce::<u32>(comm, buf, op),
+            "i32" => allreduce::<i32>(comm, buf, op),
+            "u64" => allreduce::<u64>(comm, buf, op),
+            "i64" => allreduce::<i64>(comm, buf, op),
+            "f32" => allreduce::<f32>(comm, buf, op),
+            "f64" => allreduce::<f64>(comm, buf, op),
+            _ => Err(Error::Mpi(format!(
+                "no MPI reduction for elements of {kind}"
+            ))),
+        }
+    }
+}
+
+impl MpiWorld {
+    /// The communicator of `members` (job PEs, this PE among them), made
+    /// (`MPI_Comm_create_group`, collective over them) at its first use.
+    fn comm_for(&mut self, members: &[u32]) -> Result<&SimpleCommunicator> {
+        let me = self.comm.rank() as u32;
         if members.len() as i32 == self.comm.size()
             && members.iter().enumerate().all(|(i, &p)| p == i as u32)
         {
-            return self.allgather(data);
+            return Ok(&self.comm);
         }
         if !self.groups.contains_key(members) {
             let ranks: Vec<i32> = members.iter().map(|&p| p as i32).collect();
@@ -443,14 +484,40 @@ impl JobWide for MpiWorld {
                 })?;
             self.groups.insert(members.to_vec(), comm);
         }
-        let comm = &self.groups[members];
-        Ok(gather_on(
-            comm,
-            data,
-            self.timeout,
-            "a meeting of PEs on several nodes",
-        ))
+        Ok(&self.groups[members])
     }
+}
+
+/// `MPI_Allreduce` of `buf` (elements of `T`, aligned) over `comm`, in
+/// place. Blocking: MPI's own collective algorithms, at its speed (a rank
+/// that dies ends the job through mpirun; the wait timeout does not apply).
+fn allreduce<T>(
+    comm: &SimpleCommunicator,
+    buf: &mut [u8],
+    op: vkshmem_device::collectives::ReduceOp,
+) -> Result<()>
+where
+    T: bytemuck::Pod + mpi::datatype::Equivalence,
+{
+    use mpi::collective::SystemOperation as S;
+    use vkshmem_device::collectives::ReduceOp as R;
+    let op = match op {
+        R::Sum => S::sum(),
+        R::Prod => S::product(),
+        R::Max => S::max(),
+        R::Min => S::min(),
+        R::And => S::bitwise_and(),
+        R::Or => S::bitwise_or(),
+        R::Xor => S::bitwise_xor(),
+    };
+    let send: Vec<T> = bytemuck::pod_collect_to_vec(buf);
+    let recv: &mut [T] = bytemuck::try_cast_slice_mut(buf).map_err(|e| {
+        Error::Mpi(format!(
+            "a reduction's buffer is not aligned for its elements: {e}"
+        ))
+    })?;
+    comm.all_reduce_into(&send[..], recv, &op);
+    Ok(())
 }
 
 /// The proxy thread's messages to PEs on other nodes

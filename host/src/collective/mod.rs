@@ -30,6 +30,7 @@
 //! The device-side waits of the per-thread and work_group forms are not used, so
 //! the host path does not depend on cross-process spinning on the device.
 
+mod across_nodes;
 pub mod active;
 mod alltoall;
 mod broadcast;
@@ -426,6 +427,17 @@ impl Context {
             if all.iter().all(|d| d.staged == 1) {
                 // Complete on return, no closing sync (see host_path).
                 return self.host_move(m, &all, t, &small);
+            }
+        }
+        if let (Some(h), Some(f), Some(Which::Reduce)) = (
+            self.node_part(m),
+            small.reduce,
+            Which::from_code(desc.which),
+        ) {
+            // A reduction on a team that spans nodes: hierarchical, with
+            // MPI_Allreduce between nodes (when MPI reduces the type).
+            if self.reduce_across_nodes(m, &h, &all, name, f)? {
+                return Ok(());
             }
         }
         if self.spans_devices(m) {
