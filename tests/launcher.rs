@@ -722,20 +722,18 @@ fn collectives_conform_across_nodes_under_mpirun() {
     // over MPI by the proxies, ~5 ms each here) can outrun the driver's loop
     // budget despite the wait throttle (2 of 5 runs at 200 barriers failed
     // so); the conformance run above covers device forms across nodes.
-    for (n, p, args, want) in [(3u32, "collectives", &[][..], "collectives: ok on 3 PEs")] {
-        let prog = program(p);
-        let argv: Vec<&str> = std::iter::once(prog.as_str())
-            .chain(args.iter().copied())
-            .collect();
-        let r = mpirun(
-            n,
-            &argv,
-            &[("VKSHMEM_NODE_SIZE", "2")],
-            Duration::from_secs(600),
-        );
-        assert_eq!(r.code, Some(0), "{p}:\n{}\n{}", r.stdout, r.stderr);
-        assert!(r.stdout.contains(want), "{p}: {}", r.stdout);
-    }
+    let r = mpirun(
+        3,
+        &[&program("collectives")],
+        &[("VKSHMEM_NODE_SIZE", "2")],
+        Duration::from_secs(600),
+    );
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("collectives: ok on 3 PEs"),
+        "{}",
+        r.stdout
+    );
 }
 
 /// In a job of several nodes, a rank killed in the middle of host barriers

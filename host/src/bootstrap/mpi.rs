@@ -516,7 +516,7 @@ where
             "a reduction's buffer is not aligned for its elements: {e}"
         ))
     })?;
-    comm.all_reduce_into(&send[..], recv, &op);
+    comm.all_reduce_into(&send[..], recv, op);
     Ok(())
 }
 
