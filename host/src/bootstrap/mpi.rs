@@ -510,7 +510,10 @@ where
         R::Or => S::bitwise_or(),
         R::Xor => S::bitwise_xor(),
     };
-    let send: Vec<T> = bytemuck::pod_collect_to_vec(buf);
+    let n = buf.len() / std::mem::size_of::<T>();
+    let mut send = vec![T::zeroed(); n];
+    bytemuck::cast_slice_mut::<T, u8>(&mut send)
+        .copy_from_slice(&buf[..n * std::mem::size_of::<T>()]);
     let recv: &mut [T] = bytemuck::try_cast_slice_mut(buf).map_err(|e| {
         Error::Mpi(format!(
             "a reduction's buffer is not aligned for its elements: {e}"
