@@ -74,11 +74,14 @@ impl Context {
             .collect();
         // 1. Within the node.
         let reduced = self.staged_move(&h.members, &node, name, Some(combine));
-        // 2. Across nodes, among the nodes' first members.
+        // 2. Across nodes, among the nodes' first members: even after a
+        // failure in step 1 (the other nodes' first members are in the
+        // MPI call; the failure is reported after step 3).
         let bytes = d.nelems * u64::from(d.es);
-        let across = match (&reduced, h.leader() && bytes > 0) {
-            (Ok(()), true) => self.allreduce_leaders(h, d.dest, bytes, kind, op),
-            _ => Ok(()),
+        let across = if h.leader() && bytes > 0 {
+            self.allreduce_leaders(h, d.dest, bytes, kind, op)
+        } else {
+            Ok(())
         };
         // 3. Back within the node: the first member's dest to the others'.
         // Every member runs it (also after a failure above, reported at its
