@@ -578,9 +578,21 @@ impl Drop for Proxy {
     }
 }
 
+/// `h` as sent from `from` with `payload` (into an inbox cell or over the
+/// remote link): sequence word cleared, sender, and the payload's length for
+/// the kinds that carry one.
+fn stamped(mut h: Header, from: u32, payload: &[u8]) -> Header {
+    h.seq = 0;
+    h.from = from;
+    if matches!(h.kind, M_PUT | M_DATA) {
+        h.len = payload.len() as u32;
+    }
+    h
+}
+
 /// Puts a message from `from` into PE `to`'s inbox (see `sync::layout`);
 /// false when the inbox is full. Many producers may call it at once.
-fn inbox_send(seg: &Segment, from: u32, to: u32, mut h: Header, payload: &[u8]) -> bool {
+fn inbox_send(seg: &Segment, from: u32, to: u32, h: Header, payload: &[u8]) -> bool {
     debug_assert!(payload.len() <= PAYLOAD);
     let l = seg.layout();
     let inbox = l.inbox(to);
@@ -607,11 +619,7 @@ fn inbox_send(seg: &Segment, from: u32, to: u32, mut h: Header, payload: &[u8]) 
             pos = now;
             continue;
         }
-        h.seq = 0;
-        h.from = from;
-        if matches!(h.kind, M_PUT | M_DATA) {
-            h.len = payload.len() as u32;
-        }
+        let h = stamped(h, from, payload);
         // The header after the sequence word, then the payload; the sequence
         // word last (release) publishes them.
         seg.write(cell + 4, &bytemuck::bytes_of(&h)[4..]);
@@ -757,13 +765,7 @@ impl Worker {
 
     fn try_send(&mut self, m: &Msg) -> bool {
         if let Some(link) = self.link.as_mut().filter(|l| l.remote(m.to)) {
-            // As `inbox_send` fills in a cell.
-            let mut h = m.h;
-            h.seq = 0;
-            h.from = self.pe;
-            if matches!(h.kind, M_PUT | M_DATA) {
-                h.len = m.payload.len() as u32;
-            }
+            let h = stamped(m.h, self.pe, &m.payload);
             let mut bytes = bytemuck::bytes_of(&h).to_vec();
             bytes.extend_from_slice(&m.payload);
             link.send(m.to, bytes);
