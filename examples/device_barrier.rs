@@ -41,6 +41,18 @@ fn main() -> Result<()> {
         bail!("K must be at least 1");
     }
     let ctx = vkshmem::init()?;
+    let r = barriers(&ctx, iters);
+    if let Err(e) = &r {
+        // Said here, while the context lives: the caller's report comes only
+        // after the context dropped, which a peer's end of the job may cut short.
+        eprintln!("device_barrier: PE {}: {e:#}", ctx.my_pe());
+    }
+    r?;
+    ctx.finalize()?;
+    Ok(())
+}
+
+fn barriers(ctx: &vkshmem::Context, iters: u32) -> Result<()> {
     let lavapipe = ctx.device_info().is_llvmpipe();
     let n = ctx.n_pes();
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get()) as u32;
@@ -106,6 +118,5 @@ fn main() -> Result<()> {
         );
     }
     drop((counters, errors));
-    ctx.finalize()?;
     Ok(())
 }

@@ -72,6 +72,9 @@ pub use vkshmem_device::CompileError;
 pub use vkshmem_host::collective::active as active_set;
 /// Queue-ordered, nonblocking and persistent collectives (see the module).
 pub use vkshmem_host::queue;
+/// One-sided communication from the host: put/get, atomics, signals and
+/// point-to-point waits (see the module).
+pub use vkshmem_host::rma;
 pub use vkshmem_host::{
     ash, ActiveSet, BitwiseReduce, Collective, Context, DeviceCaps, DeviceInfo, DeviceKernel,
     Error, HeapWindow, Kernel, Persistent, Queued, RawBuffer, Reduce, ReduceOp, Request, Result,

@@ -548,6 +548,66 @@ fn conformance(runs: &[(u32, Option<&str>)], env: &[(&str, &str)]) -> Vec<Run> {
     out
 }
 
+/// Host RMA, atomics, signals and waits (`rma_check`) on every transport:
+/// direct on 1, 2, 3, 4 and 8 PEs; through the proxy (`staged`) on 2 and 3;
+/// through device copies on a heap the host does not map (where atomics
+/// must fail with `Unsupported`); and, with the feature `mpi`, across nodes
+/// under mpirun (3 PEs as nodes {0, 1} {2}, and 2 nodes of 2).
+#[test]
+fn host_rma_and_atomics_hold_on_every_transport() {
+    let _one = one_spinning_job();
+    let prog = program("rma_check");
+    type Env<'a> = &'a [(&'a str, &'a str)];
+    let runs: [(u32, Env, bool); 8] = [
+        (1, &[], true),
+        (2, &[], true),
+        (3, &[], true),
+        (4, &[], true),
+        (8, &[], true),
+        (2, &[("VKSHMEM_TRANSPORT", "staged")], true),
+        (3, &[("VKSHMEM_TRANSPORT", "staged:2")], true),
+        (3, &[("VKSHMEM_HEAP_MAPPING", "off")], false),
+    ];
+    for (n, env, atomics) in runs {
+        let nn = n.to_string();
+        let mut argv = vec!["-n", &nn, &prog];
+        if !atomics {
+            argv.push("--no-atomics");
+        }
+        let r = run_vkshmrun_env(
+            &argv,
+            env,
+            Duration::from_secs(300),
+            Leftovers::Forbidden,
+            |_| {},
+        );
+        assert_eq!(
+            r.code,
+            Some(0),
+            "{n} PEs {env:?}:\n{}\n{}",
+            r.stdout,
+            r.stderr
+        );
+        assert!(
+            r.stdout
+                .contains(&format!("rma_check: ok npes={n} atomics={atomics}")),
+            "{}",
+            r.stdout
+        );
+    }
+    #[cfg(feature = "mpi")]
+    for n in [3u32, 4] {
+        let r = mpirun(
+            n,
+            &[&prog],
+            &[("VKSHMEM_NODE_SIZE", "2")],
+            Duration::from_secs(300),
+        );
+        assert_eq!(r.code, Some(0), "{n} PEs:\n{}\n{}", r.stdout, r.stderr);
+        assert!(r.stdout.contains("rma_check: ok"), "{}", r.stdout);
+    }
+}
+
 /// The staged transport (`VKSHMEM_TRANSPORT=staged`: every peer as if on
 /// another device; `staged:2`: PEs in pairs as if each pair shared a device,
 /// so that teams mix direct and staged members): the conformance harness on
@@ -746,6 +806,27 @@ fn a_rank_killed_in_a_job_of_several_nodes_ends_it_within_seconds() {
     let _one = one_spinning_job();
     for bad in ["1", "2"] {
         kill_a_rank_under_mpirun(4, bad, &[("VKSHMEM_NODE_SIZE", "2")]);
+    }
+    // A rank that drops its context without finalize (an error returned
+    // from main) ends the job as fast, saying so.
+    for bad in ["1", "2"] {
+        let r = mpirun(
+            4,
+            &[&program("pe_fault"), "drop", bad, "20"],
+            &[("VKSHMEM_NODE_SIZE", "2")],
+            Duration::from_secs(120),
+        );
+        let all = format!("{}{}", r.stdout, r.stderr);
+        assert_ne!(r.code, Some(0), "{all}");
+        assert!(
+            r.elapsed < Duration::from_secs(60),
+            "took {:?}: {all}",
+            r.elapsed
+        );
+        assert!(
+            all.contains(&format!("PE {bad} leaves the MPI job without finalize")),
+            "{all}"
+        );
     }
 }
 

@@ -664,8 +664,11 @@ impl Context {
 
     /// The proxy, when PE `pe` is on another device and this PE runs one
     /// (host access to `pe`'s heap then goes through it).
-    fn proxied(&self, pe: u32) -> Option<&crate::transport::proxy::Proxy> {
-        if self.inner.heap.transport(pe) == Some(crate::transport::Transport::Staged) {
+    pub(crate) fn proxied(&self, pe: u32) -> Option<&crate::transport::proxy::Proxy> {
+        if matches!(
+            self.inner.heap.transport(pe),
+            Some(crate::transport::Transport::Staged | crate::transport::Transport::Remote)
+        ) {
             self.inner.proxy.get()
         } else {
             None

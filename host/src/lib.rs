@@ -22,6 +22,7 @@ pub mod heap;
 pub(crate) mod kernels;
 pub mod queue;
 pub(crate) mod rendezvous;
+pub mod rma;
 pub mod symbuf;
 pub mod sync;
 pub mod team;

@@ -284,7 +284,7 @@ impl<T: Pod> SymSlice<'static, T> {
     }
 }
 
-impl<T: Pod> SymSlice<'_, T> {
+impl<'a, T: Pod> SymSlice<'a, T> {
     /// Byte offset in every PE's heap (the symmetric address).
     pub fn offset(&self) -> u64 {
         self.offset
@@ -313,6 +313,15 @@ impl<T: Pod> SymSlice<'_, T> {
     /// Whether it holds no elements.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// Its first `n` elements (all of them when it holds fewer).
+    pub fn prefix(&self, n: usize) -> SymSlice<'a, T> {
+        SymSlice {
+            offset: self.offset,
+            len: self.len.min(n),
+            _t: PhantomData,
+        }
     }
 
     /// Size in bytes (`u64::MAX` when a [`SymSlice::from_raw`] length is too

@@ -2,7 +2,8 @@
 //!
 //! `pe_fault MODE PE ITER`: every PE prints its process id, then loops over host
 //! barriers; PE `PE` misbehaves at iteration `ITER` as MODE says: `panic`, `exit3`
-//! (exits with code 3 without finalizing), `sigkill` (kills itself with SIGKILL),
+//! (exits with code 3 without finalizing), `drop` (drops its context without
+//! finalizing, as `main` returning an error does, then exits with code 4), `sigkill` (kills itself with SIGKILL),
 //! `hang` (sleeps for 10 minutes: alive but never arriving) or `none`. Surviving PEs report the error they got and exit with code 2,
 //! after a line `PE <me>: out after <ms> ms` (how long the failing barrier took).
 //! With `PE_FAULT_IGNORE_TERM` set, PEs ignore SIGTERM (so the launcher's stop
@@ -45,6 +46,11 @@ fn main() {
             match mode {
                 "panic" => panic!("PE {me} panics on purpose at iteration {i}"),
                 "exit3" => std::process::exit(3),
+                "drop" => {
+                    drop(ctx);
+                    eprintln!("PE {me}: dropped its context without finalize");
+                    std::process::exit(4);
+                }
                 "sigkill" => {
                     let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
                 }

@@ -86,6 +86,10 @@ const M_PING: u32 = 6;
 const M_VALUE: u32 = 7;
 const M_DATA: u32 = 8;
 const M_ACK: u32 = 9;
+/// A host atomic of `len` (4 or 8) bytes at `addr`, op `op` (`PX_*`); the
+/// payload holds the operand and the compare value (two u64); answered with
+/// `M_DATA` holding the old value.
+const M_HAMO: u32 = 10;
 
 /// A message's header, at the start of its cell (the sequence word first).
 #[derive(Debug, Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
@@ -237,8 +241,25 @@ pub(crate) struct RmaSlot {
 
 /// A host get or put for the proxy thread.
 enum HostOp {
-    Get { pe: u32, at: u64, n: u64 },
-    Put { pe: u32, at: u64, data: Vec<u8> },
+    Get {
+        pe: u32,
+        at: u64,
+        n: u64,
+    },
+    Put {
+        pe: u32,
+        at: u64,
+        data: Vec<u8>,
+    },
+    /// An atomic on a word of `width` bytes (`crate::rma::amo::apply`).
+    Amo {
+        pe: u32,
+        at: u64,
+        width: u32,
+        op: u32,
+        value: u64,
+        cmp: u64,
+    },
 }
 
 /// A reduction's share in progress.
@@ -467,10 +488,39 @@ impl Proxy {
         .map(drop)
     }
 
+    /// Applies the atomic `op` (`PX_*`) to the word of `width` (4 or 8)
+    /// bytes at byte `at` of PE `pe`'s heap, on that PE's proxy; returns the
+    /// old value. Ordered after this PE's earlier host puts to `pe`.
+    ///
+    /// # Errors
+    /// As [`Proxy::get`].
+    pub(crate) fn amo(
+        &self,
+        pe: u32,
+        at: u64,
+        width: u32,
+        op: u32,
+        value: u64,
+        cmp: u64,
+    ) -> Result<u64> {
+        let b = self.rma(HostOp::Amo {
+            pe,
+            at,
+            width,
+            op,
+            value,
+            cmp,
+        })?;
+        let mut w = [0u8; 8];
+        w[..b.len().min(8)].copy_from_slice(&b[..b.len().min(8)]);
+        Ok(u64::from_le_bytes(w))
+    }
+
     fn rma(&self, op: HostOp) -> Result<Vec<u8>> {
         let n = match &op {
             HostOp::Get { n, .. } => *n,
             HostOp::Put { data, .. } => data.len() as u64,
+            HostOp::Amo { width, .. } => u64::from(*width),
         };
         if n > u32::MAX as u64 {
             return Err(Error::InvalidArgument(format!(
@@ -590,6 +640,16 @@ fn stamped(mut h: Header, from: u32, payload: &[u8]) -> Header {
     h
 }
 
+/// Payload bytes a message of `h`'s kind carries (its length is in `len`
+/// for data, fixed for a host atomic's two operands).
+fn payload_len(h: &Header) -> usize {
+    match h.kind {
+        M_PUT | M_DATA => h.len as usize,
+        M_HAMO => 16,
+        _ => 0,
+    }
+}
+
 /// Puts a message from `from` into PE `to`'s inbox (see `sync::layout`);
 /// false when the inbox is full. Many producers may call it at once.
 fn inbox_send(seg: &Segment, from: u32, to: u32, h: Header, payload: &[u8]) -> bool {
@@ -646,13 +706,10 @@ fn inbox_recv(seg: &Segment, pe: u32, pos: u32) -> Option<(Header, Vec<u8>)> {
     }
     let mut h = Header::default();
     seg.read(cell, bytemuck::bytes_of_mut(&mut h));
-    let payload = if matches!(h.kind, M_PUT | M_DATA) {
-        let mut p = vec![0u8; (h.len as usize).min(PAYLOAD)];
-        seg.read(cell + HEADER_BYTES, &mut p);
-        p
-    } else {
-        Vec::new()
-    };
+    let mut payload = vec![0u8; payload_len(&h).min(PAYLOAD)];
+    if !payload.is_empty() {
+        seg.read(cell + HEADER_BYTES, &mut payload);
+    }
     seg.word(cell).store(
         pos.wrapping_add(INBOX_CELLS).wrapping_sub(i),
         Ordering::Release,
@@ -743,7 +800,7 @@ impl Worker {
     }
 
     fn send(&mut self, to: u32, h: Header, payload: Vec<u8>) {
-        if matches!(h.kind, M_STORE | M_PUT | M_AMO) {
+        if matches!(h.kind, M_STORE | M_PUT | M_AMO | M_HAMO) {
             self.sent_gen[to as usize] += 1;
             self.shared.all_landed.store(false, Ordering::SeqCst);
         }
@@ -792,11 +849,7 @@ impl Worker {
             }
             let h: Header = bytemuck::pod_read_unaligned(&bytes[..HEADER_BYTES]);
             let payload = &bytes[HEADER_BYTES..];
-            let n = if matches!(h.kind, M_PUT | M_DATA) {
-                (h.len as usize).min(payload.len())
-            } else {
-                0
-            };
+            let n = payload_len(&h).min(payload.len());
             self.handle(h, &payload[..n]);
         }
         any
@@ -911,6 +964,37 @@ impl Worker {
                     // then fails; the rest of its pieces are dropped the same way).
                     self.answer(&h, M_ACK, 0, if ok { 0 } else { ERR_BAD_ADDRESS });
                 }
+            }
+            M_HAMO => {
+                let width = h.len;
+                let ok = matches!(width, 4 | 8)
+                    && h.addr % u64::from(width) == 0
+                    && self.heap.range(h.addr, u64::from(width))
+                    && payload.len() >= 16;
+                if !ok {
+                    self.answer(&h, M_DATA, 0, ERR_BAD_ADDRESS);
+                    return;
+                }
+                let value = u64::from_le_bytes(payload[..8].try_into().expect("8 bytes"));
+                let cmp = u64::from_le_bytes(payload[8..16].try_into().expect("8 bytes"));
+                // SAFETY: in range and aligned to its width (checked above);
+                // the mapping lives as long as `self.heap`.
+                let old = unsafe {
+                    crate::rma::amo::apply(
+                        self.heap.base.add(h.addr as usize),
+                        width,
+                        h.op,
+                        value,
+                        cmp,
+                    )
+                };
+                let a = Header {
+                    kind: M_DATA,
+                    token: h.token,
+                    last: 1,
+                    ..Default::default()
+                };
+                self.send(h.from, a, old.to_le_bytes()[..width as usize].to_vec());
             }
             M_PING => self.answer(&h, M_ACK, 0, 0),
             M_VALUE | M_DATA | M_ACK => self.on_answer(h, payload),
@@ -1159,6 +1243,7 @@ impl Worker {
             let (pe, at, n) = match &op {
                 HostOp::Get { pe, at, n } => (*pe, *at, *n),
                 HostOp::Put { pe, at, data } => (*pe, *at, data.len() as u64),
+                HostOp::Amo { pe, at, width, .. } => (*pe, *at, u64::from(*width)),
             };
             if pe >= self.npes || pe == self.pe {
                 Self::answer_rma(&slot, ERR_BAD_PE, Vec::new());
@@ -1188,6 +1273,28 @@ impl Worker {
                     self.jobs.get_mut(&id).expect("new").buf = vec![0; n as usize];
                 }
                 HostOp::Put { data, .. } => self.put(id, pe, at, &data),
+                HostOp::Amo {
+                    width,
+                    op,
+                    value,
+                    cmp,
+                    ..
+                } => {
+                    let token = self.token();
+                    self.pending.insert(token, (id, ReplyTo::JobBuf));
+                    let h = Header {
+                        kind: M_HAMO,
+                        token,
+                        addr: at,
+                        len: width,
+                        op,
+                        ..Default::default()
+                    };
+                    let mut payload = value.to_le_bytes().to_vec();
+                    payload.extend_from_slice(&cmp.to_le_bytes());
+                    self.send(pe, h, payload);
+                    self.jobs.get_mut(&id).expect("new").buf = vec![0; width as usize];
+                }
             }
             self.jobs.get_mut(&id).expect("new").outstanding = 1;
         }

@@ -1,0 +1,343 @@
+//! One-sided communication from the host (OpenSHMEM's RMA, atomics, signals
+//! and point-to-point synchronisation): [`Context::put`], [`Context::get`],
+//! their `_nbi`, single-element ([`Context::p`], [`Context::g`]) and strided
+//! ([`Context::iput`], [`Context::iget`]) forms, [`Context::put_signal`],
+//! [`Context::fence`]; the atomics are in [`amo`], the waits in [`wait`].
+//!
+//! # How a PE's heap is reached
+//! By transport ([`crate::transport`]), in one place ([`Context::reach`]):
+//! - **Direct, host-mapped**: loads, stores and atomics through the host
+//!   mapping of the peer's heap (plain `std` atomics: the device's atomics on
+//!   the same words are atomic with them where the mapping is coherent, which
+//!   is what host-visible heaps are allocated as).
+//! - **Direct, not host-mapped** (`VKSHMEM_HOST_MAPPED_MAX=0` or a heap in
+//!   device-only memory): copies through the staging buffer and a transfer
+//!   submit; atomics there are not supported yet ([`crate::Error::Unsupported`]).
+//! - **Staged** (another device) and **Remote** (another node): through this
+//!   PE's proxy thread, which sends the put, get or atomic to the target PE's
+//!   proxy; that one applies it to its own heap through its mapping.
+//!
+//! # Completion and ordering
+//! Every call here returns once its effect is complete at the target (the
+//! proxy waits for the target's answer), so the `_nbi` forms are the blocking
+//! ones (OpenSHMEM allows completion at any time before the next quiet) and
+//! [`Context::fence`] is a full fence. [`Context::quiet`] also waits for what
+//! device code posted through the proxy.
+
+pub mod amo;
+pub mod wait;
+
+use std::sync::atomic::{fence, Ordering};
+
+use bytemuck::Pod;
+
+use crate::error::{Error, Result};
+use crate::symbuf::SymSlice;
+use crate::Context;
+
+pub use amo::{AmoBitwise, AmoInteger, AmoValue};
+pub use wait::{Cmp, WaitValue};
+
+/// How a signal word is updated by [`Context::put_signal`]
+/// (`SHMEM_SIGNAL_SET`, `SHMEM_SIGNAL_ADD`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignalOp {
+    /// The signal becomes the value.
+    Set,
+    /// The value is added to the signal (atomically).
+    Add,
+}
+
+/// How this PE reaches a word of another PE's heap (see the module docs).
+pub(crate) enum Reach<'a> {
+    /// The host mapping of the PE's block, at the byte address.
+    Mapped(*mut u8),
+    /// Through this PE's proxy.
+    Proxy(&'a crate::transport::proxy::Proxy),
+    /// Through copies (no mapping, same device): loads and stores only.
+    Copies,
+}
+
+impl Context {
+    /// Checks an RMA's target: `n` elements of `s` (inside the heap's
+    /// allocatable part, aligned, live) on PE `pe`.
+    fn check_rma<T: Pod>(&self, what: &str, s: &SymSlice<T>, n: u64, pe: u32) -> Result<()> {
+        if pe >= self.n_pes() {
+            return Err(Error::InvalidArgument(format!(
+                "{what}: PE {pe} is not in the job ({} PEs)",
+                self.n_pes()
+            )));
+        }
+        self.check_sym(what, s, n)
+    }
+
+    /// How to reach byte `at` (`bytes` long, already checked) of PE `pe`'s heap.
+    pub(crate) fn reach(&self, pe: u32, at: u64, bytes: u64) -> Result<Reach<'_>> {
+        if let Some(p) = self.proxied(pe) {
+            return Ok(Reach::Proxy(p));
+        }
+        let block = self.check_range(pe, at, bytes)?;
+        Ok(match block.mapped() {
+            // SAFETY: `at + bytes` lies inside the block (check_range), so the
+            // pointer stays inside its mapping.
+            Some(base) => Reach::Mapped(unsafe { base.as_ptr().add(at as usize) }),
+            None => Reach::Copies,
+        })
+    }
+
+    /// Copies `src` into the first `src.len()` elements of `dest` on PE `pe`
+    /// (`shmem_put`); returns once the data is in place at `pe`.
+    ///
+    /// ```no_run
+    /// # fn main() -> vkshmem_host::Result<()> {
+    /// let ctx = vkshmem_host::Context::init()?;
+    /// let buf = ctx.calloc::<u64>(4)?;
+    /// let right = (ctx.my_pe() + 1) % ctx.n_pes();
+    /// ctx.put(buf.as_slice(), &[ctx.my_pe() as u64; 4], right)?;
+    /// ctx.barrier_all()?;
+    /// assert_eq!(buf.to_vec()?[0], ((ctx.my_pe() + ctx.n_pes() - 1) % ctx.n_pes()) as u64);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `dest` holds fewer elements, lies
+    /// outside one live allocation or `pe` is not in the job;
+    /// [`Error::PeerFailed`] when the job aborts while the proxy carries it.
+    pub fn put<T: Pod>(&self, dest: SymSlice<'_, T>, src: &[T], pe: u32) -> Result<()> {
+        self.check_rma("put", &dest, src.len() as u64, pe)?;
+        if src.is_empty() {
+            return Ok(());
+        }
+        self.write_bytes(pe, dest.offset(), bytemuck::cast_slice(src))
+    }
+
+    /// Copies the first `dest.len()` elements of `src` on PE `pe` into
+    /// `dest` (`shmem_get`).
+    ///
+    /// # Errors
+    /// As [`Context::put`].
+    pub fn get<T: Pod>(&self, dest: &mut [T], src: SymSlice<'_, T>, pe: u32) -> Result<()> {
+        self.check_rma("get", &src, dest.len() as u64, pe)?;
+        if dest.is_empty() {
+            return Ok(());
+        }
+        self.read_bytes(pe, src.offset(), bytemuck::cast_slice_mut(dest))
+    }
+
+    /// [`Context::put`] that may complete as late as the next
+    /// [`Context::quiet`] (`shmem_put_nbi`); this version completes it before
+    /// returning.
+    ///
+    /// # Errors
+    /// As [`Context::put`].
+    pub fn put_nbi<T: Pod>(&self, dest: SymSlice<'_, T>, src: &[T], pe: u32) -> Result<()> {
+        self.put(dest, src, pe)
+    }
+
+    /// [`Context::get`] whose `dest` may be filled as late as the next
+    /// [`Context::quiet`] (`shmem_get_nbi`); this version fills it before
+    /// returning.
+    ///
+    /// # Errors
+    /// As [`Context::put`].
+    pub fn get_nbi<T: Pod>(&self, dest: &mut [T], src: SymSlice<'_, T>, pe: u32) -> Result<()> {
+        self.get(dest, src, pe)
+    }
+
+    /// Writes one element, the first of `dest`, on PE `pe` (`shmem_p`).
+    ///
+    /// # Errors
+    /// As [`Context::put`].
+    pub fn p<T: Pod>(&self, dest: SymSlice<'_, T>, value: T, pe: u32) -> Result<()> {
+        self.put(dest, std::slice::from_ref(&value), pe)
+    }
+
+    /// Reads one element, the first of `src`, on PE `pe` (`shmem_g`).
+    ///
+    /// # Errors
+    /// As [`Context::put`].
+    pub fn g<T: Pod>(&self, src: SymSlice<'_, T>, pe: u32) -> Result<T> {
+        let mut v = [T::zeroed()];
+        self.get(&mut v, src, pe)?;
+        Ok(v[0])
+    }
+
+    /// Strided put (`shmem_iput`): element `i * sst` of `src` goes to
+    /// element `i * dst` of `dest` on PE `pe`, for `i` in `0..nelems`.
+    ///
+    /// # Errors
+    /// As [`Context::put`]; also a zero stride, or `src` too short.
+    pub fn iput<T: Pod>(
+        &self,
+        dest: SymSlice<'_, T>,
+        src: &[T],
+        dst: usize,
+        sst: usize,
+        nelems: usize,
+        pe: u32,
+    ) -> Result<()> {
+        let (dn, sn) = strided_spans("iput", dst, sst, nelems)?;
+        if sn > src.len() as u64 {
+            return Err(Error::InvalidArgument(format!(
+                "iput: {nelems} elements {sst} apart need {sn} source elements, the slice holds {}",
+                src.len()
+            )));
+        }
+        self.check_rma("iput", &dest, dn, pe)?;
+        let es = std::mem::size_of::<T>() as u64;
+        if dst == 1 {
+            let packed: Vec<T> = (0..nelems).map(|i| src[i * sst]).collect();
+            return self.put(dest, &packed, pe);
+        }
+        for i in 0..nelems {
+            let at = dest.offset() + (i * dst) as u64 * es;
+            self.write_bytes(pe, at, bytemuck::bytes_of(&src[i * sst]))?;
+        }
+        Ok(())
+    }
+
+    /// Strided get (`shmem_iget`): element `i * sst` of `src` on PE `pe`
+    /// goes to element `i * dst` of `dest`, for `i` in `0..nelems`.
+    ///
+    /// # Errors
+    /// As [`Context::iput`].
+    pub fn iget<T: Pod>(
+        &self,
+        dest: &mut [T],
+        src: SymSlice<'_, T>,
+        dst: usize,
+        sst: usize,
+        nelems: usize,
+        pe: u32,
+    ) -> Result<()> {
+        let (dn, sn) = strided_spans("iget", dst, sst, nelems)?;
+        if dn > dest.len() as u64 {
+            return Err(Error::InvalidArgument(format!(
+                "iget: {nelems} elements {dst} apart need {dn} destination elements, the slice holds {}",
+                dest.len()
+            )));
+        }
+        self.check_rma("iget", &src, sn, pe)?;
+        if nelems == 0 {
+            return Ok(());
+        }
+        // One read of the whole span, then the elements picked out of it.
+        let mut span = vec![T::zeroed(); sn as usize];
+        self.read_bytes(pe, src.offset(), bytemuck::cast_slice_mut(&mut span))?;
+        for i in 0..nelems {
+            dest[i * dst] = span[i * sst];
+        }
+        Ok(())
+    }
+
+    /// Puts `src` into `dest` on PE `pe`, then updates the signal word `sig`
+    /// on `pe` with `signal` (`shmem_put_signal`): a PE that sees the signal
+    /// change (for example through [`Context::signal_wait_until`]) sees the
+    /// data.
+    ///
+    /// ```no_run
+    /// # fn main() -> vkshmem_host::Result<()> {
+    /// use vkshmem_host::{rma::{Cmp, SignalOp}, Context};
+    /// let ctx = Context::init()?;
+    /// let data = ctx.calloc::<f32>(8)?;
+    /// let sig = ctx.calloc::<u64>(1)?;
+    /// if ctx.my_pe() == 0 && ctx.n_pes() > 1 {
+    ///     ctx.put_signal(data.as_slice(), &[1.5; 8], sig.as_slice(), 1, SignalOp::Set, 1)?;
+    /// } else if ctx.my_pe() == 1 {
+    ///     ctx.signal_wait_until(sig.as_slice(), Cmp::Eq, 1)?;
+    ///     assert_eq!(data.to_vec()?, vec![1.5; 8]);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Context::put`]; atomics on a heap that is neither host-mapped
+    /// nor behind a proxy give [`Error::Unsupported`].
+    pub fn put_signal<T: Pod>(
+        &self,
+        dest: SymSlice<'_, T>,
+        src: &[T],
+        sig: SymSlice<'_, u64>,
+        signal: u64,
+        op: SignalOp,
+        pe: u32,
+    ) -> Result<()> {
+        self.check_rma("put_signal (signal)", &sig, 1, pe)?;
+        self.put(dest, src, pe)?;
+        // The data is in place (put returns after it landed, and the release
+        // fence orders the mapping's stores before the signal's).
+        fence(Ordering::Release);
+        match op {
+            SignalOp::Set => self.atomic_set(sig, signal, pe),
+            SignalOp::Add => self.atomic_add(sig, signal, pe),
+        }
+    }
+
+    /// [`Context::put_signal`] that may complete as late as the next
+    /// [`Context::quiet`]; this version completes it before returning.
+    ///
+    /// # Errors
+    /// As [`Context::put_signal`].
+    pub fn put_signal_nbi<T: Pod>(
+        &self,
+        dest: SymSlice<'_, T>,
+        src: &[T],
+        sig: SymSlice<'_, u64>,
+        signal: u64,
+        op: SignalOp,
+        pe: u32,
+    ) -> Result<()> {
+        self.put_signal(dest, src, sig, signal, op, pe)
+    }
+
+    /// This PE's signal word `sig`, read atomically (`shmem_signal_fetch`).
+    ///
+    /// # Errors
+    /// As [`Context::put`].
+    pub fn signal_fetch(&self, sig: SymSlice<'_, u64>) -> Result<u64> {
+        self.check_rma("signal_fetch", &sig, 1, self.my_pe())?;
+        let mut v = Vec::new();
+        self.load_own(&sig.prefix(1), &mut v)?;
+        Ok(v[0])
+    }
+
+    /// Orders this PE's puts, atomics and stores to each PE before its later
+    /// ones to that PE (`shmem_fence`). Every host operation here completes
+    /// before returning, so this is a memory fence.
+    pub fn fence(&self) {
+        fence(Ordering::SeqCst);
+    }
+}
+
+/// The elements a strided access spans: (destination, source).
+fn strided_spans(what: &str, dst: usize, sst: usize, nelems: usize) -> Result<(u64, u64)> {
+    if nelems == 0 {
+        return Ok((0, 0));
+    }
+    if dst == 0 || sst == 0 {
+        return Err(Error::InvalidArgument(format!(
+            "{what}: strides must be at least 1 (dst {dst}, sst {sst})"
+        )));
+    }
+    let span = |s: usize| {
+        ((nelems - 1) as u64)
+            .checked_mul(s as u64)
+            .and_then(|v| v.checked_add(1))
+            .ok_or_else(|| Error::InvalidArgument(format!("{what}: the strided span overflows")))
+    };
+    Ok((span(dst)?, span(sst)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strided_spans_cover_the_last_element() {
+        assert_eq!(strided_spans("t", 3, 2, 4).unwrap(), (10, 7));
+        assert_eq!(strided_spans("t", 1, 1, 5).unwrap(), (5, 5));
+        assert_eq!(strided_spans("t", 0, 1, 0).unwrap(), (0, 0));
+        assert!(strided_spans("t", 0, 1, 2).is_err());
+        assert!(strided_spans("t", usize::MAX, 1, 3).is_err());
+    }
+}
