@@ -32,6 +32,7 @@
 //! to a peer on another node.
 
 pub mod proxy;
+pub(crate) mod word;
 
 use crate::error::{Error, Result};
 

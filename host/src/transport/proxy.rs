@@ -251,7 +251,7 @@ enum HostOp {
         at: u64,
         data: Vec<u8>,
     },
-    /// An atomic on a word of `width` bytes (`crate::rma::amo::apply`).
+    /// An atomic on a word of `width` bytes (`super::word::apply`).
     Amo {
         pe: u32,
         at: u64,
@@ -980,13 +980,7 @@ impl Worker {
                 // SAFETY: in range and aligned to its width (checked above);
                 // the mapping lives as long as `self.heap`.
                 let old = unsafe {
-                    crate::rma::amo::apply(
-                        self.heap.base.add(h.addr as usize),
-                        width,
-                        h.op,
-                        value,
-                        cmp,
-                    )
+                    super::word::apply(self.heap.base.add(h.addr as usize), width, h.op, value, cmp)
                 };
                 let a = Header {
                     kind: M_DATA,
