@@ -608,6 +608,53 @@ fn host_rma_and_atomics_hold_on_every_transport() {
     }
 }
 
+/// UCC's collectives beyond SHMEM (`ucc_check`): on WORLD and a strided
+/// team, uneven counts with zeros, roots other than 0, in place, bad input on
+/// every member; on 1, 2, 3, 4 and 8 PEs, through the staged transport on 3,
+/// on a heap the host does not map on 3, and across nodes under mpirun.
+#[test]
+fn ucc_collectives_conform_on_every_transport() {
+    let _one = one_spinning_job();
+    let prog = program("ucc_check");
+    type Env<'a> = &'a [(&'a str, &'a str)];
+    let runs: [(u32, Env); 7] = [
+        (1, &[]),
+        (2, &[]),
+        (3, &[]),
+        (4, &[]),
+        (8, &[]),
+        (3, &[("VKSHMEM_TRANSPORT", "staged:2")]),
+        (3, &[("VKSHMEM_HEAP_MAPPING", "off")]),
+    ];
+    for (n, env) in runs {
+        let nn = n.to_string();
+        let r = run_vkshmrun_env(
+            &["-n", &nn, &prog],
+            env,
+            Duration::from_secs(300),
+            Leftovers::Forbidden,
+            |_| {},
+        );
+        assert_eq!(r.code, Some(0), "{n} PEs {env:?}:\n{}\n{}", r.stdout, r.stderr);
+        assert!(
+            r.stdout.contains(&format!("ucc_check: ok npes={n}")),
+            "{}",
+            r.stdout
+        );
+    }
+    #[cfg(feature = "mpi")]
+    {
+        let r = mpirun(
+            3,
+            &[&prog],
+            &[("VKSHMEM_NODE_SIZE", "2")],
+            Duration::from_secs(300),
+        );
+        assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+        assert!(r.stdout.contains("ucc_check: ok npes=3"), "{}", r.stdout);
+    }
+}
+
 /// The staged transport (`VKSHMEM_TRANSPORT=staged`: every peer as if on
 /// another device; `staged:2`: PEs in pairs as if each pair shared a device,
 /// so that teams mix direct and staged members): the conformance harness on

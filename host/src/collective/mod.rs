@@ -39,6 +39,7 @@ mod host_path;
 mod moves;
 pub mod reduce;
 mod staged;
+mod vectored;
 mod wide;
 
 pub(crate) use host_path::Small;

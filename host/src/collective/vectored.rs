@@ -1,0 +1,646 @@
+//! UCC's collectives beyond SHMEM, from the host, on teams: gather(v),
+//! scatter(v), allgatherv, alltoallv (data moves with a count per member),
+//! reduce_scatter(v), the rooted reduce and the named allreduce (reductions
+//! that leave each member a part), and fan-in / fan-out.
+//!
+//! # How
+//! Every call is the same three steps, on every transport:
+//! 1. **Agree.** Each member shares its arguments with the team (the
+//!    bootstrap's allgather over the team: the socket, or MPI across nodes):
+//!    the ones every member must pass alike (root, counts, operation) and
+//!    its own (where its source and dest are, and, for alltoallv, its send
+//!    and receive layouts), plus whether its own checks passed. Every member
+//!    then checks everyone's arguments the same way, so an error is every
+//!    member's ([`Error::InvalidArgument`] naming the member), never a hang.
+//! 2. **Pull.** Each member reads what it receives from the others' sources
+//!    ([`Context::get`]'s path: the host mapping, copies, or the proxy) into
+//!    host memory, and combines it for the reductions (the host combiner of
+//!    the small-collective path, in team order).
+//! 3. **Close.** A team sync (no member's source changes before everyone
+//!    has read it); then each member writes its own dest. Writing after the
+//!    sync makes every in-place use safe (dest overlapping source).
+//!
+//! Fast paths (device kernels, the plane's data slots) are for later: this
+//! is the reference that they will be checked against.
+
+use bytemuck::Pod;
+
+use super::host_path::reduce_slots;
+use super::reduce::Reduce;
+use vkshmem_device::collectives::ReduceOp;
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::rendezvous::Members;
+use crate::symbuf::SymSlice;
+use crate::team::Team;
+
+/// One read of a pull: `bytes` at byte `src` of member `from`'s heap into
+/// byte `dst` of this member's received data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Read {
+    from: u32,
+    src: u64,
+    dst: u64,
+    bytes: u64,
+}
+
+/// What every member shared in step 1.
+struct Shared {
+    /// Per member: its own words (offsets, layouts).
+    own: Vec<Vec<u64>>,
+}
+
+/// The element displacements of `counts` packed in order (prefix sums).
+fn packed(counts: &[usize]) -> Vec<usize> {
+    counts
+        .iter()
+        .scan(0usize, |at, &c| {
+            let d = *at;
+            *at += c;
+            Some(d)
+        })
+        .collect()
+}
+
+/// The elements a layout spans: the largest `displs[i] + counts[i]`.
+fn extent(counts: &[usize], displs: &[usize]) -> Option<u64> {
+    counts
+        .iter()
+        .zip(displs)
+        .try_fold(0u64, |m, (&c, &d)| {
+            (c as u64).checked_add(d as u64).map(|e| if c == 0 { m } else { m.max(e) })
+        })
+}
+
+/// FNV-1a over words: the fingerprint of the arguments members must pass alike.
+fn fingerprint(words: &[u64]) -> u64 {
+    words.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, w| {
+        w.to_le_bytes()
+            .iter()
+            .fold(h, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    })
+}
+
+impl Context {
+    /// Step 1: shares `common` (alike on every member) and `own`, with this
+    /// member's verdict on its own arguments; every member gets the same
+    /// answer.
+    fn agree_ucc(
+        &self,
+        m: &Members,
+        what: &str,
+        common: &[u64],
+        own: Vec<u64>,
+        local: Result<()>,
+    ) -> Result<Shared> {
+        let mut words = vec![fingerprint(&[fingerprint_str(what)]), fingerprint(common)];
+        words.push(u64::from(local.is_err()));
+        words.extend(own);
+        let blobs = self
+            .gather_shape(m.shape, bytemuck::cast_slice(&words))
+            .map_err(|e| e.during(what))?;
+        let all: Vec<Vec<u64>> = blobs
+            .iter()
+            .map(|b| {
+                (b.len() % 8 == 0 && b.len() >= 24)
+                    .then(|| bytemuck::pod_collect_to_vec::<u8, u64>(b))
+                    .ok_or_else(|| Error::Bootstrap(format!("{what}: a member sent malformed arguments")))
+            })
+            .collect::<Result<_>>()?;
+        local?;
+        for (i, w) in all.iter().enumerate() {
+            let pe = m.shape.member(i as u32);
+            if w[0] != words[0] {
+                return Err(Error::InvalidArgument(format!(
+                    "collectives out of step on the team: this PE is in {what}, member {i} (PE {pe}) in another call"
+                )));
+            }
+            if w[2] != 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "{what}: member {i} (PE {pe}) passed invalid arguments (its own error says which)"
+                )));
+            }
+            if w[1] != words[1] {
+                return Err(Error::InvalidArgument(format!(
+                    "{what}: member {i} (PE {pe}) passed another root, operation or counts; every member must pass the same"
+                )));
+            }
+        }
+        Ok(Shared {
+            own: all.into_iter().map(|w| w[3..].to_vec()).collect(),
+        })
+    }
+
+    /// Steps 2 and 3 for data moves: the reads into `bytes` of host memory,
+    /// the closing sync, then `dest` written from it.
+    fn pull_into<T: Pod>(
+        &self,
+        m: &Members,
+        what: &str,
+        reads: &[Read],
+        dest: &SymSlice<T>,
+        bytes: u64,
+    ) -> Result<()> {
+        let mut got = vec![0u8; bytes as usize];
+        for r in reads.iter().filter(|r| r.bytes > 0) {
+            let pe = m.shape.member(r.from);
+            let out = &mut got[r.dst as usize..(r.dst + r.bytes) as usize];
+            self.read_bytes(pe, r.src, out).map_err(|e| e.during(what))?;
+        }
+        self.sync_members(m, what).map_err(|e| e.during(what))?;
+        if bytes > 0 {
+            self.write_bytes(self.my_pe(), dest.offset(), &got)?;
+        }
+        Ok(())
+    }
+
+    /// Checks a count list for a team of `n` members.
+    fn check_counts(what: &str, name: &str, v: &[usize], n: u32) -> Result<()> {
+        if v.len() != n as usize {
+            return Err(Error::InvalidArgument(format!(
+                "{what}: {name} has {} entries, the team {n} members",
+                v.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Gathers `counts[i]` elements of member `i`'s `source` into `root`'s
+    /// `dest` at element `displs[i]` (packed in team order when `displs` is
+    /// `None`) (UCC gatherv). Collective over `team`; every member passes
+    /// the same `root`, `counts` and `displs`; `dest` matters on the root
+    /// only.
+    ///
+    /// ```no_run
+    /// # fn main() -> vkshmem_host::Result<()> {
+    /// use vkshmem_host::{Context, Team};
+    /// let ctx = Context::init()?;
+    /// let n = ctx.n_pes() as usize;
+    /// let counts: Vec<usize> = (1..=n).collect(); // member i gives i + 1 elements
+    /// let src = ctx.malloc::<u32>(n)?;
+    /// src.write(&vec![ctx.my_pe(); n])?;
+    /// let dest = ctx.calloc::<u32>(n * (n + 1) / 2)?;
+    /// ctx.gatherv(Team::WORLD, 0, &dest.as_slice(), &src.as_slice(), &counts, None)?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] on every member when a member's source or
+    /// the root's dest does not hold its part, the lists do not have one
+    /// entry per member, or members pass different roots or lists;
+    /// [`Error::PeerFailed`] and [`Error::Timeout`] as for the other
+    /// collectives.
+    pub fn gatherv<T: Pod>(
+        &self,
+        team: Team,
+        root: u32,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        counts: &[usize],
+        displs: Option<&[usize]>,
+    ) -> Result<()> {
+        let what = "gatherv";
+        let m = self.members(team)?;
+        let n = m.shape.size;
+        let es = std::mem::size_of::<T>() as u64;
+        let displs = displs.map_or_else(|| packed(counts), <[usize]>::to_vec);
+        let local = (|| {
+            check_root(what, root, n)?;
+            Self::check_counts(what, "counts", counts, n)?;
+            Self::check_counts(what, "displs", &displs, n)?;
+            self.check_sym("gatherv source", source, counts[m.me as usize] as u64)?;
+            if m.me == root {
+                let e = extent(counts, &displs).ok_or_else(|| overflow(what))?;
+                self.check_sym("gatherv dest", dest, e)?;
+            }
+            Ok(())
+        })();
+        let common: Vec<u64> = [u64::from(root)]
+            .into_iter()
+            .chain(counts.iter().chain(&displs).map(|&c| c as u64))
+            .collect();
+        let sh = self.agree_ucc(&m, what, &common, vec![source.offset()], local)?;
+        let mut reads = Vec::new();
+        let mut bytes = 0;
+        if m.me == root {
+            bytes = extent(counts, &displs).unwrap_or(0) * es;
+            // What the dest holds outside the parts stays as it was.
+            reads.push(Read {
+                from: m.me,
+                src: dest.offset(),
+                dst: 0,
+                bytes,
+            });
+            for i in 0..n {
+                reads.push(Read {
+                    from: i,
+                    src: sh.own[i as usize][0],
+                    dst: displs[i as usize] as u64 * es,
+                    bytes: counts[i as usize] as u64 * es,
+                });
+            }
+        }
+        self.pull_into(&m, what, &reads, dest, bytes)
+    }
+
+    /// [`Context::gatherv`] with `nelems` from every member, packed (UCC
+    /// gather).
+    ///
+    /// # Errors
+    /// As [`Context::gatherv`].
+    pub fn gather<T: Pod>(
+        &self,
+        team: Team,
+        root: u32,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nelems: usize,
+    ) -> Result<()> {
+        let n = self.team_n_pes(team)? as usize;
+        self.gatherv(team, root, dest, source, &vec![nelems; n], None)
+    }
+
+    /// Scatters `counts[i]` elements of `root`'s `source` at element
+    /// `displs[i]` (packed when `None`) into member `i`'s `dest` (UCC
+    /// scatterv). Collective; `source` matters on the root only.
+    ///
+    /// # Errors
+    /// As [`Context::gatherv`].
+    pub fn scatterv<T: Pod>(
+        &self,
+        team: Team,
+        root: u32,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        counts: &[usize],
+        displs: Option<&[usize]>,
+    ) -> Result<()> {
+        let what = "scatterv";
+        let m = self.members(team)?;
+        let n = m.shape.size;
+        let es = std::mem::size_of::<T>() as u64;
+        let displs = displs.map_or_else(|| packed(counts), <[usize]>::to_vec);
+        let local = (|| {
+            check_root(what, root, n)?;
+            Self::check_counts(what, "counts", counts, n)?;
+            Self::check_counts(what, "displs", &displs, n)?;
+            self.check_sym("scatterv dest", dest, counts[m.me as usize] as u64)?;
+            if m.me == root {
+                let e = extent(counts, &displs).ok_or_else(|| overflow(what))?;
+                self.check_sym("scatterv source", source, e)?;
+            }
+            Ok(())
+        })();
+        let common: Vec<u64> = [u64::from(root)]
+            .into_iter()
+            .chain(counts.iter().chain(&displs).map(|&c| c as u64))
+            .collect();
+        let sh = self.agree_ucc(&m, what, &common, vec![source.offset()], local)?;
+        let me = m.me as usize;
+        let reads = [Read {
+            from: root,
+            src: sh.own[root as usize][0] + displs[me] as u64 * es,
+            dst: 0,
+            bytes: counts[me] as u64 * es,
+        }];
+        self.pull_into(&m, what, &reads, dest, counts[me] as u64 * es)
+    }
+
+    /// [`Context::scatterv`] with `nelems` to every member, packed (UCC
+    /// scatter).
+    ///
+    /// # Errors
+    /// As [`Context::gatherv`].
+    pub fn scatter<T: Pod>(
+        &self,
+        team: Team,
+        root: u32,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nelems: usize,
+    ) -> Result<()> {
+        let n = self.team_n_pes(team)? as usize;
+        self.scatterv(team, root, dest, source, &vec![nelems; n], None)
+    }
+
+    /// Every member's `counts[i]` elements of member `i`'s `source`, at
+    /// element `displs[i]` (packed when `None`) of its `dest` (UCC
+    /// allgatherv). Collective.
+    ///
+    /// # Errors
+    /// As [`Context::gatherv`].
+    pub fn allgatherv<T: Pod>(
+        &self,
+        team: Team,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        counts: &[usize],
+        displs: Option<&[usize]>,
+    ) -> Result<()> {
+        let what = "allgatherv";
+        let m = self.members(team)?;
+        let n = m.shape.size;
+        let es = std::mem::size_of::<T>() as u64;
+        let displs = displs.map_or_else(|| packed(counts), <[usize]>::to_vec);
+        let local = (|| {
+            Self::check_counts(what, "counts", counts, n)?;
+            Self::check_counts(what, "displs", &displs, n)?;
+            self.check_sym("allgatherv source", source, counts[m.me as usize] as u64)?;
+            let e = extent(counts, &displs).ok_or_else(|| overflow(what))?;
+            self.check_sym("allgatherv dest", dest, e)
+        })();
+        let common: Vec<u64> = counts.iter().chain(&displs).map(|&c| c as u64).collect();
+        let sh = self.agree_ucc(&m, what, &common, vec![source.offset()], local)?;
+        let bytes = extent(counts, &displs).unwrap_or(0) * es;
+        let mut reads = vec![Read {
+            from: m.me,
+            src: dest.offset(),
+            dst: 0,
+            bytes,
+        }];
+        reads.extend((0..n).map(|i| Read {
+            from: i,
+            src: sh.own[i as usize][0],
+            dst: displs[i as usize] as u64 * es,
+            bytes: counts[i as usize] as u64 * es,
+        }));
+        self.pull_into(&m, what, &reads, dest, bytes)
+    }
+
+    /// Each member sends `send_counts[j]` elements of its `source`, at
+    /// element `send_displs[j]`, to member `j`, which receives them at
+    /// element `recv_displs[i]` of its `dest` (UCC alltoallv; MPI's
+    /// `MPI_Alltoallv`). Each member passes its own lists; member `i`'s
+    /// `send_counts[j]` must equal member `j`'s `recv_counts[i]`.
+    /// Collective.
+    ///
+    /// # Errors
+    /// As [`Context::gatherv`]; also send and receive counts that do not
+    /// match (on every member).
+    #[allow(clippy::too_many_arguments)]
+    pub fn alltoallv<T: Pod>(
+        &self,
+        team: Team,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        send_counts: &[usize],
+        send_displs: &[usize],
+        recv_counts: &[usize],
+        recv_displs: &[usize],
+    ) -> Result<()> {
+        let what = "alltoallv";
+        let m = self.members(team)?;
+        let n = m.shape.size;
+        let es = std::mem::size_of::<T>() as u64;
+        let local = (|| {
+            for (name, v) in [
+                ("send_counts", send_counts),
+                ("send_displs", send_displs),
+                ("recv_counts", recv_counts),
+                ("recv_displs", recv_displs),
+            ] {
+                Self::check_counts(what, name, v, n)?;
+            }
+            let s = extent(send_counts, send_displs).ok_or_else(|| overflow(what))?;
+            self.check_sym("alltoallv source", source, s)?;
+            let r = extent(recv_counts, recv_displs).ok_or_else(|| overflow(what))?;
+            self.check_sym("alltoallv dest", dest, r)
+        })();
+        let mut own = vec![source.offset()];
+        if local.is_ok() {
+            own.extend(send_counts.iter().chain(send_displs).chain(recv_counts).map(|&c| c as u64));
+        }
+        let sh = self.agree_ucc(&m, what, &[], own, local)?;
+        let nn = n as usize;
+        let field = |i: usize, k: usize, j: usize| sh.own[i].get(1 + k * nn + j).copied();
+        // Every pair, checked the same way on every member.
+        for i in 0..nn {
+            for j in 0..nn {
+                let (send, recv) = (field(i, 0, j), field(j, 2, i));
+                if send.is_none() || send != recv {
+                    return Err(Error::InvalidArgument(format!(
+                        "alltoallv: member {i} sends {} elements to member {j}, which expects {}",
+                        send.unwrap_or(0),
+                        recv.unwrap_or(0)
+                    )));
+                }
+            }
+        }
+        let me = m.me as usize;
+        let bytes = extent(recv_counts, recv_displs).unwrap_or(0) * es;
+        let mut reads = vec![Read {
+            from: m.me,
+            src: dest.offset(),
+            dst: 0,
+            bytes,
+        }];
+        reads.extend((0..nn).map(|i| Read {
+            from: i as u32,
+            src: sh.own[i][0] + field(i, 1, me).unwrap_or(0) * es,
+            dst: recv_displs[i] as u64 * es,
+            bytes: recv_counts[i] as u64 * es,
+        }));
+        self.pull_into(&m, what, &reads, dest, bytes)
+    }
+
+    /// Reduces block `i` of every member's `source` (`counts[i]` elements,
+    /// the blocks packed in team order) with `op` into member `i`'s `dest`
+    /// (UCC reduce_scatterv). Collective; every member passes the same `op`
+    /// and `counts`; in place allowed.
+    ///
+    /// ```no_run
+    /// # fn main() -> vkshmem_host::Result<()> {
+    /// use vkshmem_host::{Context, ReduceOp, Team};
+    /// let ctx = Context::init()?;
+    /// let n = ctx.n_pes() as usize;
+    /// let grads = ctx.malloc::<f32>(4 * n)?;
+    /// grads.write(&vec![1.0; 4 * n])?;
+    /// let mine = ctx.calloc::<f32>(4)?;
+    /// ctx.reduce_scatter(Team::WORLD, ReduceOp::Sum, &mine.as_slice(), &grads.as_slice(), 4)?;
+    /// assert_eq!(mine.to_vec()?, vec![n as f32; 4]);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Context::gatherv`]; also a bitwise operation on a floating type.
+    pub fn reduce_scatterv<T: Reduce>(
+        &self,
+        team: Team,
+        op: ReduceOp,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        counts: &[usize],
+    ) -> Result<()> {
+        let m = self.members(team)?;
+        self.reduce_blocks(&m, "reduce_scatterv", op, dest, source, counts, None, Ok(()))
+    }
+
+    /// [`Context::reduce_scatterv`] with `count` elements per member (UCC
+    /// reduce_scatter).
+    ///
+    /// # Errors
+    /// As [`Context::reduce_scatterv`].
+    pub fn reduce_scatter<T: Reduce>(
+        &self,
+        team: Team,
+        op: ReduceOp,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        count: usize,
+    ) -> Result<()> {
+        let n = self.team_n_pes(team)? as usize;
+        self.reduce_scatterv(team, op, dest, source, &vec![count; n])
+    }
+
+    /// Reduces `nreduce` elements of every member's `source` with `op` into
+    /// `root`'s `dest` only (UCC's rooted reduce, `MPI_Reduce`). Collective;
+    /// `dest` matters on the root only.
+    ///
+    /// # Errors
+    /// As [`Context::reduce_scatterv`].
+    pub fn reduce_to_root<T: Reduce>(
+        &self,
+        team: Team,
+        root: u32,
+        op: ReduceOp,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nreduce: usize,
+    ) -> Result<()> {
+        let m = self.members(team)?;
+        let n = m.shape.size;
+        let root_ok = check_root("reduce", root, n);
+        let mut counts = vec![0; n as usize];
+        if root_ok.is_ok() {
+            counts[root as usize] = nreduce;
+        }
+        self.reduce_blocks(&m, "reduce", op, dest, source, &counts, Some(nreduce), root_ok)
+    }
+
+    /// Reduces `nreduce` elements of every member's `source` into every
+    /// member's `dest` (UCC allreduce): [`Context::reduce`] by its UCC name.
+    ///
+    /// # Errors
+    /// As [`Context::reduce`].
+    pub fn allreduce<T: Reduce>(
+        &self,
+        team: Team,
+        op: ReduceOp,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nreduce: usize,
+    ) -> Result<()> {
+        self.reduce(team, op, dest, source, nreduce)
+    }
+
+    /// Member `i` combines block `i` of every member's source. `whole`: the
+    /// rooted reduce, whose blocks all start at element 0.
+    #[allow(clippy::too_many_arguments)]
+    fn reduce_blocks<T: Reduce>(
+        &self,
+        m: &Members,
+        what: &str,
+        op: ReduceOp,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        counts: &[usize],
+        whole: Option<usize>,
+        pre: Result<()>,
+    ) -> Result<()> {
+        let n = m.shape.size;
+        let me = m.me as usize;
+        let es = std::mem::size_of::<T>() as u64;
+        let displs = match whole {
+            Some(_) => vec![0; counts.len()],
+            None => packed(counts),
+        };
+        let kind = vkshmem_device::collectives::kind(T::KIND).expect("every Reduce kind is in the table");
+        let local = pre.and_then(|()| {
+            self.check_kind(what, &kind, op)?;
+            Self::check_counts(what, "counts", counts, n)?;
+            let total = whole.map_or_else(|| counts.iter().map(|&c| c as u64).sum(), |w| w as u64);
+            self.check_sym(&format!("{what} source"), source, total)?;
+            self.check_sym(&format!("{what} dest"), dest, counts[me] as u64)
+        });
+        let common: Vec<u64> = [op as u64]
+            .into_iter()
+            .chain(counts.iter().map(|&c| c as u64))
+            .collect();
+        let sh = self.agree_ucc(m, what, &common, vec![source.offset()], local)?;
+        let (count, at) = (counts[me], displs[me] as u64 * es);
+        let mut parts = vec![vec![T::zeroed(); count]; n as usize];
+        for (i, part) in parts.iter_mut().enumerate() {
+            if count > 0 {
+                let pe = m.shape.member(i as u32);
+                self.read_bytes(pe, sh.own[i][0] + at, bytemuck::cast_slice_mut(part))
+                    .map_err(|e| e.during(what))?;
+            }
+        }
+        self.sync_members(m, what).map_err(|e| e.during(what))?;
+        if count > 0 {
+            let mut out = vec![T::zeroed(); count];
+            let slots: Vec<*const u8> = parts.iter().map(|p| p.as_ptr().cast()).collect();
+            reduce_slots::<T>(op, count, &slots, out.as_mut_ptr().cast());
+            self.write_bytes(self.my_pe(), dest.offset(), bytemuck::cast_slice(&out))?;
+        }
+        Ok(())
+    }
+
+    /// Returns on `root` once every member of `team` has called it; other
+    /// members return once they have (UCC fan-in). This version is a team
+    /// sync, so other members also wait for everyone.
+    ///
+    /// # Errors
+    /// As [`Context::team_sync`]; also a root outside the team.
+    pub fn fanin(&self, team: Team, root: u32) -> Result<()> {
+        self.fan(team, "fanin", root)
+    }
+
+    /// Members other than `root` return once `root` has called it (UCC
+    /// fan-out). This version is a team sync.
+    ///
+    /// # Errors
+    /// As [`Context::fanin`].
+    pub fn fanout(&self, team: Team, root: u32) -> Result<()> {
+        self.fan(team, "fanout", root)
+    }
+
+    fn fan(&self, team: Team, what: &str, root: u32) -> Result<()> {
+        let m = self.members(team)?;
+        let local = check_root(what, root, m.shape.size);
+        self.agree_ucc(&m, what, &[u64::from(root)], Vec::new(), local)?;
+        self.quiet()?;
+        self.sync_members(&m, what).map_err(|e| e.during(what))
+    }
+}
+
+fn check_root(what: &str, root: u32, n: u32) -> Result<()> {
+    if root >= n {
+        return Err(Error::InvalidArgument(format!(
+            "{what}: root {root} is not a member of the team ({n} members)"
+        )));
+    }
+    Ok(())
+}
+
+fn overflow(what: &str) -> Error {
+    Error::InvalidArgument(format!("{what}: the counts and displacements overflow"))
+}
+
+fn fingerprint_str(s: &str) -> u64 {
+    fingerprint(&s.bytes().map(u64::from).collect::<Vec<_>>())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts() {
+        assert_eq!(packed(&[2, 0, 3]), vec![0, 2, 2]);
+        assert_eq!(extent(&[2, 0, 3], &[0, 100, 2]), Some(5));
+        assert_eq!(extent(&[0, 0], &[7, 9]), Some(0));
+        assert_eq!(extent(&[1], &[usize::MAX]), None);
+        assert_ne!(fingerprint(&[1, 2]), fingerprint(&[2, 1]));
+    }
+}
