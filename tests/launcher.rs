@@ -635,7 +635,13 @@ fn ucc_collectives_conform_on_every_transport() {
             Leftovers::Forbidden,
             |_| {},
         );
-        assert_eq!(r.code, Some(0), "{n} PEs {env:?}:\n{}\n{}", r.stdout, r.stderr);
+        assert_eq!(
+            r.code,
+            Some(0),
+            "{n} PEs {env:?}:\n{}\n{}",
+            r.stdout,
+            r.stderr
+        );
         assert!(
             r.stdout.contains(&format!("ucc_check: ok npes={n}")),
             "{}",

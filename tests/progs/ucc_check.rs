@@ -10,7 +10,8 @@ use anyhow::{ensure, Result};
 use vkshmem::{Context, Error, ReduceOp, Team};
 
 fn value(seed: u64, pe: u32, i: usize, salt: u64) -> u32 {
-    let mut x = seed ^ (u64::from(pe) << 40) ^ ((i as u64) << 8) ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let mut x =
+        seed ^ (u64::from(pe) << 40) ^ ((i as u64) << 8) ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15);
     x ^= x >> 33;
     x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
     x ^= x >> 29;
@@ -41,24 +42,23 @@ fn check(ctx: &Context) -> Result<()> {
     ctx.broadcast(Team::WORLD, &s, &s, 1, 0)?;
     let seed = seed_buf.to_vec()?[0];
     let n = ctx.n_pes();
-    let mut teams = vec![(Team::WORLD, "world")];
+    // WORLD, and every other PE (PEs outside it get no team, but make the
+    // same symmetric allocations).
+    let mut teams = vec![(Some(Team::WORLD), n, "world")];
     let evens = if n > 2 {
-        ctx.team_split_strided(Team::WORLD, 0, 2, n.div_ceil(2))?
+        ctx.team_split_strided(Team::WORLD, 0, 2, n.div_ceil(2) as i32, &Default::default())?
     } else {
         None
     };
-    if let Some(t) = evens {
-        teams.push((t, "evens"));
+    if n > 2 {
+        teams.push((evens, n.div_ceil(2), "evens"));
     }
     let mut calls = 0;
-    for (round, &(team, name)) in teams.iter().enumerate() {
-        let Ok(me) = ctx.team_my_pe(team) else {
-            continue; // not a member
-        };
-        let tn = ctx.team_n_pes(team)?;
+    for (round, &(team, tn, name)) in teams.iter().enumerate() {
         for salt in 0..3u64 {
             let salt = salt + 10 * round as u64;
-            calls += one_team(ctx, team, me, tn, seed, salt).map_err(|e| anyhow::anyhow!("team {name}, salt {salt}: {e:#}"))?;
+            calls += one_team(ctx, team, tn, seed, salt)
+                .map_err(|e| anyhow::anyhow!("team {name}, salt {salt}: {e:#}"))?;
         }
     }
     bad_input(ctx)?;
@@ -72,33 +72,79 @@ fn check(ctx: &Context) -> Result<()> {
     Ok(())
 }
 
-/// Every call once on `team` (this PE is member `me` of `tn`); returns the calls made.
-fn one_team(ctx: &Context, team: Team, me: u32, tn: u32, seed: u64, salt: u64) -> Result<u32> {
+/// Every call once on `team` of `tn` members (`None`: this PE is not a
+/// member, and only makes the symmetric allocations); returns the calls made.
+fn one_team(ctx: &Context, team: Option<Team>, tn: u32, seed: u64, salt: u64) -> Result<u32> {
     let t = tn as usize;
     // Uneven counts with zeros: member i gives (i * 7 + salt) % 5 * 3 elements,
     // plus a large one crossing several pages on member t - 1.
     let counts: Vec<usize> = (0..t)
-        .map(|i| if i == t - 1 { 3000 + salt as usize } else { (i * 7 + salt as usize) % 5 * 3 })
+        .map(|i| {
+            if i == t - 1 {
+                3000 + salt as usize
+            } else {
+                (i * 7 + salt as usize) % 5 * 3
+            }
+        })
         .collect();
     let total: usize = counts.iter().sum();
-    let displs: Vec<usize> = counts.iter().scan(0, |a, &c| {
-        let d = *a;
-        *a += c + 1; // a gap of one element between parts
-        Some(d)
-    }).collect();
+    let displs: Vec<usize> = counts
+        .iter()
+        .scan(0, |a, &c| {
+            let d = *a;
+            *a += c + 1; // a gap of one element between parts
+            Some(d)
+        })
+        .collect();
     let span = displs[t - 1] + counts[t - 1];
     let root = (salt as u32 + 1) % tn;
-    let src_of = |m: u32, k: usize| -> Vec<u32> { (0..k).map(|i| value(seed, m, i, salt)).collect() };
-    let mine = src_of(me, counts[me as usize].max(total));
+    let src_of =
+        |m: u32, k: usize| -> Vec<u32> { (0..k).map(|i| value(seed, m, i, salt)).collect() };
+    let k = |i: usize, j: usize| (i + j + salt as usize) % 4 + usize::from(i == j);
+    let most_sent = (0..t)
+        .map(|i| (0..t).map(|j| k(i, j)).sum::<usize>())
+        .max()
+        .unwrap_or(0);
+    let most_received = (0..t)
+        .map(|j| (0..t).map(|i| k(i, j)).sum::<usize>())
+        .max()
+        .unwrap_or(0);
+    let largest = counts.iter().copied().max().unwrap_or(0).max(1);
+    let per = 37;
+    // Every symmetric allocation first, the same on every PE.
     let source = ctx.malloc::<u32>(total.max(1))?;
-    source.write(&mine[..total.max(1).min(mine.len())])?;
     let dest = ctx.malloc::<u32>(span.max(total).max(1))?;
+    let g = ctx.malloc::<u32>(5 * t)?;
+    let big = ctx.malloc::<u32>(span.max(1))?;
+    let part = ctx.malloc::<u32>(largest)?;
+    let a_src = ctx.malloc::<u32>(most_sent.max(1))?;
+    let a_dst = ctx.malloc::<u32>(most_received.max(1))?;
+    let rs_src = ctx.malloc::<i32>(total.max(1))?;
+    let rs_dst = ctx.malloc::<i32>(largest)?;
+    let f_src = ctx.malloc::<f64>(per * t)?;
+    let f_dst = ctx.malloc::<f64>(per)?;
+    let u_src = ctx.malloc::<u64>(500)?;
+    let u_dst = ctx.malloc::<u64>(500)?;
+    let h_src = ctx.malloc::<i16>(64)?;
+    let Some(team) = team else {
+        return Ok(0);
+    };
+    let me = ctx.team_my_pe(team)?;
+    let mine = src_of(me, total);
+    source.write(&mine[..total.max(1).min(mine.len())])?;
     const POISON: u32 = 0xdead_beef;
     let mut calls = 0;
 
     // gatherv with gaps: the root's gaps keep the poison.
     dest.write(&vec![POISON; dest.len()])?;
-    ctx.gatherv(team, root, &dest.as_slice(), &source.as_slice(), &counts, Some(&displs))?;
+    ctx.gatherv(
+        team,
+        root,
+        &dest.as_slice(),
+        &source.as_slice(),
+        &counts,
+        Some(&displs),
+    )?;
     calls += 1;
     if me == root {
         let got = dest.to_vec()?;
@@ -111,7 +157,6 @@ fn one_team(ctx: &Context, team: Team, me: u32, tn: u32, seed: u64, salt: u64) -
 
     // gather, packed, 5 each.
     dest.write(&vec![POISON; dest.len()])?;
-    let g = ctx.malloc::<u32>(5 * t)?;
     ctx.gather(team, root, &g.as_slice(), &source.as_slice(), 5)?;
     calls += 1;
     if me == root {
@@ -120,17 +165,28 @@ fn one_team(ctx: &Context, team: Team, me: u32, tn: u32, seed: u64, salt: u64) -
     }
 
     // scatterv from the root's source (its own values, in parts with gaps).
-    let big = ctx.malloc::<u32>(span.max(1))?;
     big.write(&src_of(1000 + me, span.max(1)))?;
-    let part = ctx.malloc::<u32>(counts.iter().copied().max().unwrap_or(0).max(1))?;
     part.write(&vec![POISON; part.len()])?;
-    ctx.scatterv(team, root, &part.as_slice(), &big.as_slice(), &counts, Some(&displs))?;
+    ctx.scatterv(
+        team,
+        root,
+        &part.as_slice(),
+        &big.as_slice(),
+        &counts,
+        Some(&displs),
+    )?;
     calls += 1;
     let want_root = src_of(1000 + root, span.max(1));
     let got = part.to_vec()?;
     let c = counts[me as usize];
-    ensure!(got[..c] == want_root[displs[me as usize]..displs[me as usize] + c], "scatterv part");
-    ensure!(got[c..].iter().all(|&v| v == POISON), "scatterv wrote past its part");
+    ensure!(
+        got[..c] == want_root[displs[me as usize]..displs[me as usize] + c],
+        "scatterv part"
+    );
+    ensure!(
+        got[c..].iter().all(|&v| v == POISON),
+        "scatterv wrote past its part"
+    );
 
     // allgatherv, packed, in place of nothing (fresh dest).
     dest.write(&vec![POISON; dest.len()])?;
@@ -141,79 +197,129 @@ fn one_team(ctx: &Context, team: Team, me: u32, tn: u32, seed: u64, salt: u64) -
 
     // alltoallv: member i sends (i + j + salt) % 4 elements to member j, from
     // its source packed by destination, received packed by sender.
-    let k = |i: usize, j: usize| (i + j + salt as usize) % 4 + usize::from(i == j);
     let sc: Vec<usize> = (0..t).map(|j| k(me as usize, j)).collect();
     let sd = packed(&sc);
     let rc: Vec<usize> = (0..t).map(|i| k(i, me as usize)).collect();
     let rd = packed(&rc);
-    let a_src = ctx.malloc::<u32>(sc.iter().sum::<usize>().max(1))?;
     a_src.write(&src_of(2000 + me, a_src.len()))?;
-    let a_dst = ctx.malloc::<u32>(rc.iter().sum::<usize>().max(1))?;
-    ctx.alltoallv(team, &a_dst.as_slice(), &a_src.as_slice(), &sc, &sd, &rc, &rd)?;
+    ctx.alltoallv(
+        team,
+        &a_dst.as_slice(),
+        &a_src.as_slice(),
+        &sc,
+        &sd,
+        &rc,
+        &rd,
+    )?;
     calls += 1;
     let got = a_dst.to_vec()?;
     for i in 0..t {
         let their_sc: Vec<usize> = (0..t).map(|j| k(i, j)).collect();
         let their_sd = packed(&their_sc);
-        let theirs = src_of(2000 + i as u32, their_sc.iter().sum::<usize>().max(1));
+        let theirs = src_of(2000 + i as u32, most_sent.max(1));
         let from = &theirs[their_sd[me as usize]..their_sd[me as usize] + rc[i]];
-        ensure!(got[rd[i]..rd[i] + rc[i]] == *from, "alltoallv block from member {i}");
+        ensure!(
+            got[rd[i]..rd[i] + rc[i]] == *from,
+            "alltoallv block from member {i}"
+        );
     }
 
     // reduce_scatterv (sum of i32, wrapping) and in place; reduce_scatter
     // (max of f64); rooted reduce (xor of u64); allreduce (min of i16).
-    let rs_src = ctx.malloc::<i32>(total.max(1))?;
-    let vals = |m: u32| -> Vec<i32> { src_of(3000 + m, total.max(1)).iter().map(|&v| v as i32).collect() };
+    let vals = |m: u32| -> Vec<i32> {
+        src_of(3000 + m, total.max(1))
+            .iter()
+            .map(|&v| v as i32)
+            .collect()
+    };
     rs_src.write(&vals(me))?;
-    let rs_dst = ctx.malloc::<i32>(counts[me as usize].max(1))?;
-    ctx.reduce_scatterv(team, ReduceOp::Sum, &rs_dst.as_slice(), &rs_src.as_slice(), &counts)?;
+    ctx.reduce_scatterv(
+        team,
+        ReduceOp::Sum,
+        &rs_dst.as_slice(),
+        &rs_src.as_slice(),
+        &counts,
+    )?;
     calls += 1;
     let all: Vec<Vec<i32>> = (0..tn).map(vals).collect();
     let at = packed(&counts)[me as usize];
     let want: Vec<i32> = (0..counts[me as usize])
         .map(|e| all.iter().fold(0i32, |a, v| a.wrapping_add(v[at + e])))
         .collect();
-    ensure!(rs_dst.to_vec()?[..counts[me as usize]] == want[..], "reduce_scatterv sum");
+    ensure!(
+        rs_dst.to_vec()?[..counts[me as usize]] == want[..],
+        "reduce_scatterv sum"
+    );
     // In place: dest is the start of the source.
     let rs_in = rs_src.slice(0..counts[me as usize])?;
     ctx.reduce_scatterv(team, ReduceOp::Sum, &rs_in, &rs_src.as_slice(), &counts)?;
     calls += 1;
-    ensure!(rs_src.to_vec()?[..counts[me as usize]] == want[..], "reduce_scatterv in place");
+    ensure!(
+        rs_src.to_vec()?[..counts[me as usize]] == want[..],
+        "reduce_scatterv in place"
+    );
 
-    let per = 37;
-    let f_src = ctx.malloc::<f64>(per * t)?;
-    let fv = |m: u32| -> Vec<f64> { src_of(4000 + m, per * t).iter().map(|&v| f64::from(v) / 7.0 - 1e8).collect() };
+    let fv = |m: u32| -> Vec<f64> {
+        src_of(4000 + m, per * t)
+            .iter()
+            .map(|&v| f64::from(v) / 7.0 - 1e8)
+            .collect()
+    };
     f_src.write(&fv(me))?;
-    let f_dst = ctx.malloc::<f64>(per)?;
-    ctx.reduce_scatter(team, ReduceOp::Max, &f_dst.as_slice(), &f_src.as_slice(), per)?;
+    ctx.reduce_scatter(
+        team,
+        ReduceOp::Max,
+        &f_dst.as_slice(),
+        &f_src.as_slice(),
+        per,
+    )?;
     calls += 1;
     let fall: Vec<Vec<f64>> = (0..tn).map(fv).collect();
     let want: Vec<f64> = (0..per)
-        .map(|e| fall.iter().map(|v| v[me as usize * per + e]).fold(f64::MIN, f64::max))
+        .map(|e| {
+            fall.iter()
+                .map(|v| v[me as usize * per + e])
+                .fold(f64::MIN, f64::max)
+        })
         .collect();
     ensure!(f_dst.to_vec()? == want, "reduce_scatter max");
 
-    let u_src = ctx.malloc::<u64>(500)?;
-    let uv = |m: u32| -> Vec<u64> { (0..500).map(|i| u64::from(value(seed, m, i, 5000 + salt)) << 17 | i as u64).collect() };
+    let uv = |m: u32| -> Vec<u64> {
+        (0..500)
+            .map(|i| u64::from(value(seed, m, i, 5000 + salt)) << 17 | i as u64)
+            .collect()
+    };
     u_src.write(&uv(me))?;
-    let u_dst = ctx.malloc::<u64>(500)?;
     u_dst.write(&vec![7; 500])?;
-    ctx.reduce_to_root(team, root, ReduceOp::Xor, &u_dst.as_slice(), &u_src.as_slice(), 500)?;
+    ctx.reduce_to_root(
+        team,
+        root,
+        ReduceOp::Xor,
+        &u_dst.as_slice(),
+        &u_src.as_slice(),
+        500,
+    )?;
     calls += 1;
     if me == root {
-        let want: Vec<u64> = (0..500).map(|e| (0..tn).fold(0u64, |a, m| a ^ uv(m)[e])).collect();
+        let want: Vec<u64> = (0..500)
+            .map(|e| (0..tn).fold(0u64, |a, m| a ^ uv(m)[e]))
+            .collect();
         ensure!(u_dst.to_vec()? == want, "rooted reduce xor");
     } else {
-        ensure!(u_dst.to_vec()? == vec![7; 500], "rooted reduce wrote a non-root's dest");
+        ensure!(
+            u_dst.to_vec()? == vec![7; 500],
+            "rooted reduce wrote a non-root's dest"
+        );
     }
 
-    let h_src = ctx.malloc::<i16>(64)?;
     let hv = |m: u32| -> Vec<i16> { src_of(6000 + m, 64).iter().map(|&v| v as i16).collect() };
     h_src.write(&hv(me))?;
     let hs = h_src.as_slice();
     ctx.allreduce(team, ReduceOp::Min, &hs, &hs, 64)?;
     calls += 1;
-    let want: Vec<i16> = (0..64).map(|e| (0..tn).map(|m| hv(m)[e]).min().unwrap()).collect();
+    let want: Vec<i16> = (0..64)
+        .map(|e| (0..tn).map(|m| hv(m)[e]).min().unwrap())
+        .collect();
     ensure!(h_src.to_vec()? == want, "allreduce min in place");
 
     ctx.fanin(team, root)?;
@@ -223,11 +329,13 @@ fn one_team(ctx: &Context, team: Team, me: u32, tn: u32, seed: u64, salt: u64) -
 }
 
 fn packed(c: &[usize]) -> Vec<usize> {
-    c.iter().scan(0, |a, &x| {
-        let d = *a;
-        *a += x;
-        Some(d)
-    }).collect()
+    c.iter()
+        .scan(0, |a, &x| {
+            let d = *a;
+            *a += x;
+            Some(d)
+        })
+        .collect()
 }
 
 /// Bad input fails on every member, typed, and the team stays usable.
@@ -241,20 +349,43 @@ fn bad_input(ctx: &Context) -> Result<()> {
         Ok(())
     };
     // A list of the wrong length (on every member).
-    invalid(ctx.gatherv(Team::WORLD, 0, &dst.as_slice(), &src.as_slice(), &vec![1; n + 1], None), "counts too long")?;
+    invalid(
+        ctx.gatherv(
+            Team::WORLD,
+            0,
+            &dst.as_slice(),
+            &src.as_slice(),
+            &vec![1; n + 1],
+            None,
+        ),
+        "counts too long",
+    )?;
     // Only the last PE asks for more than its source holds: everyone fails.
     let counts = vec![2; n];
     let mut big = counts.clone();
     big[n - 1] = 5;
     let mine = if me == n - 1 { &big } else { &counts };
-    invalid(ctx.allgatherv(Team::WORLD, &dst.as_slice(), &src.as_slice(), mine, None), "a source too short on one member")?;
+    invalid(
+        ctx.allgatherv(Team::WORLD, &dst.as_slice(), &src.as_slice(), mine, None),
+        "a source too short on one member",
+    )?;
     // Different counts on one member (n > 1): everyone fails.
     if n > 1 {
         let mut other = vec![1; n];
         if me == 0 {
             other[0] = 2;
         }
-        invalid(ctx.gatherv(Team::WORLD, 0, &dst.as_slice(), &src.as_slice(), &other, None), "counts that differ")?;
+        invalid(
+            ctx.gatherv(
+                Team::WORLD,
+                0,
+                &dst.as_slice(),
+                &src.as_slice(),
+                &other,
+                None,
+            ),
+            "counts that differ",
+        )?;
         // alltoallv whose send and receive counts disagree.
         let sc = vec![1; n];
         let mut rc = vec![1; n];
@@ -262,15 +393,54 @@ fn bad_input(ctx: &Context) -> Result<()> {
             rc[n - 1] = 2;
         }
         let d = packed(&rc);
-        invalid(ctx.alltoallv(Team::WORLD, &dst.as_slice(), &src.as_slice(), &sc, &packed(&sc), &rc, &d), "alltoallv counts that disagree")?;
+        invalid(
+            ctx.alltoallv(
+                Team::WORLD,
+                &dst.as_slice(),
+                &src.as_slice(),
+                &sc,
+                &packed(&sc),
+                &rc,
+                &d,
+            ),
+            "alltoallv counts that disagree",
+        )?;
     }
-    invalid(ctx.reduce_to_root(Team::WORLD, n as u32, ReduceOp::Sum, &dst.as_slice(), &src.as_slice(), 1), "a root outside the team")?;
+    invalid(
+        ctx.reduce_to_root(
+            Team::WORLD,
+            n as u32,
+            ReduceOp::Sum,
+            &dst.as_slice(),
+            &src.as_slice(),
+            1,
+        ),
+        "a root outside the team",
+    )?;
     let f = ctx.malloc::<f32>(n)?;
-    invalid(ctx.reduce_scatterv(Team::WORLD, ReduceOp::Xor, &f.as_slice(), &f.as_slice(), &vec![1; n]), "xor of floats")?;
+    invalid(
+        ctx.reduce_scatterv(
+            Team::WORLD,
+            ReduceOp::Xor,
+            &f.as_slice(),
+            &f.as_slice(),
+            &vec![1; n],
+        ),
+        "xor of floats",
+    )?;
     invalid(ctx.fanin(Team::WORLD, n as u32), "fanin root outside")?;
     // Still usable.
     src.write(&[me as u32; 4])?;
-    ctx.allgatherv(Team::WORLD, &dst.as_slice(), &src.as_slice(), &vec![1; n], None)?;
-    ensure!(dst.to_vec()?[..n] == (0..n as u32).collect::<Vec<_>>()[..], "after bad input");
+    ctx.allgatherv(
+        Team::WORLD,
+        &dst.as_slice(),
+        &src.as_slice(),
+        &vec![1; n],
+        None,
+    )?;
+    ensure!(
+        dst.to_vec()?[..n] == (0..n as u32).collect::<Vec<_>>()[..],
+        "after bad input"
+    );
     Ok(())
 }

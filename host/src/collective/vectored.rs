@@ -27,12 +27,12 @@ use bytemuck::Pod;
 
 use super::host_path::reduce_slots;
 use super::reduce::Reduce;
-use vkshmem_device::collectives::ReduceOp;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::rendezvous::Members;
 use crate::symbuf::SymSlice;
 use crate::team::Team;
+use vkshmem_device::collectives::ReduceOp;
 
 /// One read of a pull: `bytes` at byte `src` of member `from`'s heap into
 /// byte `dst` of this member's received data.
@@ -64,12 +64,11 @@ fn packed(counts: &[usize]) -> Vec<usize> {
 
 /// The elements a layout spans: the largest `displs[i] + counts[i]`.
 fn extent(counts: &[usize], displs: &[usize]) -> Option<u64> {
-    counts
-        .iter()
-        .zip(displs)
-        .try_fold(0u64, |m, (&c, &d)| {
-            (c as u64).checked_add(d as u64).map(|e| if c == 0 { m } else { m.max(e) })
-        })
+    counts.iter().zip(displs).try_fold(0u64, |m, (&c, &d)| {
+        (c as u64)
+            .checked_add(d as u64)
+            .map(|e| if c == 0 { m } else { m.max(e) })
+    })
 }
 
 /// FNV-1a over words: the fingerprint of the arguments members must pass alike.
@@ -103,8 +102,14 @@ impl Context {
             .iter()
             .map(|b| {
                 (b.len() % 8 == 0 && b.len() >= 24)
-                    .then(|| bytemuck::pod_collect_to_vec::<u8, u64>(b))
-                    .ok_or_else(|| Error::Bootstrap(format!("{what}: a member sent malformed arguments")))
+                    .then(|| {
+                        b.chunks_exact(8)
+                            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+                            .collect::<Vec<u64>>()
+                    })
+                    .ok_or_else(|| {
+                        Error::Bootstrap(format!("{what}: a member sent malformed arguments"))
+                    })
             })
             .collect::<Result<_>>()?;
         local?;
@@ -145,7 +150,8 @@ impl Context {
         for r in reads.iter().filter(|r| r.bytes > 0) {
             let pe = m.shape.member(r.from);
             let out = &mut got[r.dst as usize..(r.dst + r.bytes) as usize];
-            self.read_bytes(pe, r.src, out).map_err(|e| e.during(what))?;
+            self.read_bytes(pe, r.src, out)
+                .map_err(|e| e.during(what))?;
         }
         self.sync_members(m, what).map_err(|e| e.during(what))?;
         if bytes > 0 {
@@ -408,7 +414,13 @@ impl Context {
         })();
         let mut own = vec![source.offset()];
         if local.is_ok() {
-            own.extend(send_counts.iter().chain(send_displs).chain(recv_counts).map(|&c| c as u64));
+            own.extend(
+                send_counts
+                    .iter()
+                    .chain(send_displs)
+                    .chain(recv_counts)
+                    .map(|&c| c as u64),
+            );
         }
         let sh = self.agree_ucc(&m, what, &[], own, local)?;
         let nn = n as usize;
@@ -472,7 +484,16 @@ impl Context {
         counts: &[usize],
     ) -> Result<()> {
         let m = self.members(team)?;
-        self.reduce_blocks(&m, "reduce_scatterv", op, dest, source, counts, None, Ok(()))
+        self.reduce_blocks(
+            &m,
+            "reduce_scatterv",
+            op,
+            dest,
+            source,
+            counts,
+            None,
+            Ok(()),
+        )
     }
 
     /// [`Context::reduce_scatterv`] with `count` elements per member (UCC
@@ -514,7 +535,16 @@ impl Context {
         if root_ok.is_ok() {
             counts[root as usize] = nreduce;
         }
-        self.reduce_blocks(&m, "reduce", op, dest, source, &counts, Some(nreduce), root_ok)
+        self.reduce_blocks(
+            &m,
+            "reduce",
+            op,
+            dest,
+            source,
+            &counts,
+            Some(nreduce),
+            root_ok,
+        )
     }
 
     /// Reduces `nreduce` elements of every member's `source` into every
@@ -554,7 +584,8 @@ impl Context {
             Some(_) => vec![0; counts.len()],
             None => packed(counts),
         };
-        let kind = vkshmem_device::collectives::kind(T::KIND).expect("every Reduce kind is in the table");
+        let kind =
+            vkshmem_device::collectives::kind(T::KIND).expect("every Reduce kind is in the table");
         let local = pre.and_then(|()| {
             self.check_kind(what, &kind, op)?;
             Self::check_counts(what, "counts", counts, n)?;
