@@ -51,12 +51,13 @@ struct Shared {
 }
 
 /// The element displacements of `counts` packed in order (prefix sums).
+/// (Saturating: a total past `usize::MAX` fails the object checks.)
 fn packed(counts: &[usize]) -> Vec<usize> {
     counts
         .iter()
         .scan(0usize, |at, &c| {
             let d = *at;
-            *at += c;
+            *at = at.saturating_add(c);
             Some(d)
         })
         .collect()
@@ -147,15 +148,35 @@ impl Context {
         bytes: u64,
     ) -> Result<()> {
         let mut got = vec![0u8; bytes as usize];
-        for r in reads.iter().filter(|r| r.bytes > 0) {
+        let read = reads.iter().filter(|r| r.bytes > 0).try_for_each(|r| {
             let pe = m.shape.member(r.from);
             let out = &mut got[r.dst as usize..(r.dst + r.bytes) as usize];
             self.read_bytes(pe, r.src, out)
-                .map_err(|e| e.during(what))?;
-        }
-        self.sync_members(m, what).map_err(|e| e.during(what))?;
+        });
+        self.close_ucc(m, what, read)?;
         if bytes > 0 {
             self.write_bytes(self.my_pe(), dest.offset(), &got)?;
+        }
+        Ok(())
+    }
+
+    /// Step 3's sync, which also tells every member whether every member's
+    /// reads succeeded (a read can fail on one member only: a peer it cannot
+    /// reach, a failed copy), so that none waits for one that left.
+    fn close_ucc(&self, m: &Members, what: &str, reads: Result<()>) -> Result<()> {
+        let flags = self
+            .gather_shape(m.shape, &[u8::from(reads.is_err())])
+            .map_err(|e| e.during(what))?;
+        reads.map_err(|e| e.during(what))?;
+        if let Some(i) = flags.iter().position(|f| f.first() != Some(&0)) {
+            let pe = m.shape.member(i as u32);
+            return Err(Error::Unreachable {
+                pe,
+                me: self.my_pe(),
+                why: format!(
+                    "{what}: member {i} (PE {pe}) could not read its data (its own error says why)"
+                ),
+            });
         }
         Ok(())
     }
@@ -221,7 +242,7 @@ impl Context {
             }
             Ok(())
         })();
-        let common: Vec<u64> = [u64::from(root)]
+        let common: Vec<u64> = [u64::from(root), es]
             .into_iter()
             .chain(counts.iter().chain(&displs).map(|&c| c as u64))
             .collect();
@@ -241,7 +262,7 @@ impl Context {
                 reads.push(Read {
                     from: i,
                     src: sh.own[i as usize][0],
-                    dst: displs[i as usize] as u64 * es,
+                    dst: (displs[i as usize] as u64).wrapping_mul(es),
                     bytes: counts[i as usize] as u64 * es,
                 });
             }
@@ -297,7 +318,7 @@ impl Context {
             }
             Ok(())
         })();
-        let common: Vec<u64> = [u64::from(root)]
+        let common: Vec<u64> = [u64::from(root), es]
             .into_iter()
             .chain(counts.iter().chain(&displs).map(|&c| c as u64))
             .collect();
@@ -305,7 +326,7 @@ impl Context {
         let me = m.me as usize;
         let reads = [Read {
             from: root,
-            src: sh.own[root as usize][0] + displs[me] as u64 * es,
+            src: sh.own[root as usize][0].wrapping_add((displs[me] as u64).wrapping_mul(es)),
             dst: 0,
             bytes: counts[me] as u64 * es,
         }];
@@ -355,7 +376,9 @@ impl Context {
             let e = extent(counts, &displs).ok_or_else(|| overflow(what))?;
             self.check_sym("allgatherv dest", dest, e)
         })();
-        let common: Vec<u64> = counts.iter().chain(&displs).map(|&c| c as u64).collect();
+        let common: Vec<u64> = std::iter::once(es)
+            .chain(counts.iter().chain(&displs).map(|&c| c as u64))
+            .collect();
         let sh = self.agree_ucc(&m, what, &common, vec![source.offset()], local)?;
         let bytes = extent(counts, &displs).unwrap_or(0) * es;
         let mut reads = vec![Read {
@@ -367,7 +390,7 @@ impl Context {
         reads.extend((0..n).map(|i| Read {
             from: i,
             src: sh.own[i as usize][0],
-            dst: displs[i as usize] as u64 * es,
+            dst: (displs[i as usize] as u64).wrapping_mul(es),
             bytes: counts[i as usize] as u64 * es,
         }));
         self.pull_into(&m, what, &reads, dest, bytes)
@@ -412,18 +435,14 @@ impl Context {
             let r = extent(recv_counts, recv_displs).ok_or_else(|| overflow(what))?;
             self.check_sym("alltoallv dest", dest, r)
         })();
-        let mut own = vec![source.offset()];
-        if local.is_ok() {
-            own.extend(
-                send_counts
-                    .iter()
-                    .chain(send_displs)
-                    .chain(recv_counts)
-                    .map(|&c| c as u64),
-            );
-        }
-        let sh = self.agree_ucc(&m, what, &[], own, local)?;
+        // The same length on every member, whatever its verdict (the
+        // allgather's size limit must fail all or none).
         let nn = n as usize;
+        let mut own = vec![source.offset()];
+        for v in [send_counts, send_displs, recv_counts] {
+            own.extend((0..nn).map(|j| v.get(j).map_or(0, |&c| c as u64)));
+        }
+        let sh = self.agree_ucc(&m, what, &[es], own, local)?;
         let field = |i: usize, k: usize, j: usize| sh.own[i].get(1 + k * nn + j).copied();
         // Every pair, checked the same way on every member.
         for i in 0..nn {
@@ -448,8 +467,8 @@ impl Context {
         }];
         reads.extend((0..nn).map(|i| Read {
             from: i as u32,
-            src: sh.own[i][0] + field(i, 1, me).unwrap_or(0) * es,
-            dst: recv_displs[i] as u64 * es,
+            src: sh.own[i][0].wrapping_add(field(i, 1, me).unwrap_or(0).wrapping_mul(es)),
+            dst: (recv_displs[i] as u64).wrapping_mul(es),
             bytes: recv_counts[i] as u64 * es,
         }));
         self.pull_into(&m, what, &reads, dest, bytes)
@@ -589,30 +608,43 @@ impl Context {
         let local = pre.and_then(|()| {
             self.check_kind(what, &kind, op)?;
             Self::check_counts(what, "counts", counts, n)?;
-            let total = whole.map_or_else(|| counts.iter().map(|&c| c as u64).sum(), |w| w as u64);
+            let total = whole.map_or_else(
+                || {
+                    counts
+                        .iter()
+                        .try_fold(0u64, |a, &c| a.checked_add(c as u64))
+                },
+                |w| Some(w as u64),
+            );
+            let total = total.ok_or_else(|| overflow(what))?;
             self.check_sym(&format!("{what} source"), source, total)?;
             self.check_sym(&format!("{what} dest"), dest, counts[me] as u64)
         });
-        let common: Vec<u64> = [op as u64]
+        let common: Vec<u64> = [op as u64, es, fingerprint_str(T::KIND)]
             .into_iter()
             .chain(counts.iter().map(|&c| c as u64))
             .collect();
         let sh = self.agree_ucc(m, what, &common, vec![source.offset()], local)?;
         let (count, at) = (counts[me], displs[me] as u64 * es);
-        let mut parts = vec![vec![T::zeroed(); count]; n as usize];
-        for (i, part) in parts.iter_mut().enumerate() {
-            if count > 0 {
-                let pe = m.shape.member(i as u32);
-                self.read_bytes(pe, sh.own[i][0] + at, bytemuck::cast_slice_mut(part))
-                    .map_err(|e| e.during(what))?;
+        // One member's part at a time, folded in team order into `acc` (host
+        // memory stays three parts, whatever the team size).
+        let mut acc = vec![T::zeroed(); count];
+        let mut part = vec![T::zeroed(); count];
+        let mut next = vec![T::zeroed(); count];
+        let read = (0..n as usize).filter(|_| count > 0).try_for_each(|i| {
+            let pe = m.shape.member(i as u32);
+            let into = if i == 0 { &mut acc } else { &mut part };
+            self.read_bytes(pe, sh.own[i][0] + at, bytemuck::cast_slice_mut(into))?;
+            if i > 0 {
+                let slots = [acc.as_ptr().cast::<u8>(), part.as_ptr().cast::<u8>()];
+                reduce_slots::<T>(op, count, &slots, next.as_mut_ptr().cast());
+                std::mem::swap(&mut acc, &mut next);
             }
-        }
-        self.sync_members(m, what).map_err(|e| e.during(what))?;
+            Ok(())
+        });
+        self.close_ucc(m, what, read)?;
         if count > 0 {
-            let mut out = vec![T::zeroed(); count];
-            let slots: Vec<*const u8> = parts.iter().map(|p| p.as_ptr().cast()).collect();
-            reduce_slots::<T>(op, count, &slots, out.as_mut_ptr().cast());
-            self.write_bytes(self.my_pe(), dest.offset(), bytemuck::cast_slice(&out))?;
+            self.write_bytes(self.my_pe(), dest.offset(), bytemuck::cast_slice(&acc))?;
         }
         Ok(())
     }

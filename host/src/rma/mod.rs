@@ -263,6 +263,15 @@ impl Context {
         pe: u32,
     ) -> Result<()> {
         self.check_rma("put_signal (signal)", &sig, 1, pe)?;
+        // The signal's atomic must be possible before any data moves.
+        if let Reach::Copies = self.reach(pe, sig.offset(), 8)? {
+            return Err(Error::Unsupported {
+                device: self.device_info().name.clone(),
+                what: format!(
+                    "put_signal: host atomics on a heap that is not host-mapped (PE {pe})"
+                ),
+            });
+        }
         self.put(dest, src, pe)?;
         // The data is in place (put returns after it landed, and the release
         // fence orders the mapping's stores before the signal's).

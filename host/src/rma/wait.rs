@@ -189,14 +189,14 @@ impl Context {
         cmp: Cmp,
         values: Values<'_, T>,
         done: impl Fn(&[usize]) -> bool,
-    ) -> Result<Vec<usize>> {
+    ) -> Result<(Vec<usize>, Vec<T>)> {
         let started = Instant::now();
         let mut words = Vec::new();
         let mut nap = Duration::ZERO;
         loop {
             let ok = self.satisfied(ivars, status, cmp, values, &mut words)?;
             if done(&ok) {
-                return Ok(ok);
+                return Ok((ok, words));
             }
             if let Some(plane) = &self.inner.plane {
                 let word = plane.abort_word();
@@ -551,6 +551,7 @@ impl Context {
             return self.satisfied(&ivars, status, cmp, values, &mut Vec::new());
         }
         self.poll(what, &ivars, status, cmp, values, |ok| !ok.is_empty())
+            .map(|(ok, _)| ok)
     }
 
     /// Waits until this PE's signal word `sig` compares to `value`; returns
@@ -559,9 +560,13 @@ impl Context {
     /// # Errors
     /// As [`Context::wait_until`].
     pub fn signal_wait_until(&self, sig: SymSlice<'_, u64>, cmp: Cmp, value: u64) -> Result<u64> {
-        let one = first("signal_wait_until", sig)?;
-        self.wait_until_all(one, None, cmp, value)?;
-        self.signal_fetch(one)
+        let what = "signal_wait_until";
+        let one = first(what, sig)?;
+        let values = Values::One(value);
+        self.check_wait(what, &one, None, values)?;
+        // The value that satisfied the comparison, not a later one.
+        let (_, words) = self.poll(what, &one, None, cmp, values, |ok| !ok.is_empty())?;
+        Ok(words[0])
     }
 }
 
