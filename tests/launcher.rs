@@ -556,24 +556,57 @@ fn conformance(runs: &[(u32, Option<&str>)], env: &[(&str, &str)]) -> Vec<Run> {
 #[test]
 fn host_rma_and_atomics_hold_on_every_transport() {
     let _one = one_spinning_job();
-    let prog = program("rma_check");
-    type Env<'a> = &'a [(&'a str, &'a str)];
-    let runs: [(u32, Env, bool); 8] = [
-        (1, &[], true),
-        (2, &[], true),
-        (3, &[], true),
-        (4, &[], true),
-        (8, &[], true),
-        (2, &[("VKSHMEM_TRANSPORT", "staged")], true),
-        (3, &[("VKSHMEM_TRANSPORT", "staged:2")], true),
-        (3, &[("VKSHMEM_HEAP_MAPPING", "off")], false),
+    let staged = [("VKSHMEM_TRANSPORT", "staged")];
+    let pairs = [("VKSHMEM_TRANSPORT", "staged:2")];
+    let unmapped = [("VKSHMEM_HEAP_MAPPING", "off")];
+    let runs: [CheckRun; 8] = [
+        (1, &[], &[]),
+        (2, &[], &[]),
+        (3, &[], &[]),
+        (4, &[], &[]),
+        (8, &[], &[]),
+        (2, &staged, &[]),
+        (3, &pairs, &[]),
+        (3, &unmapped, &["--no-atomics"]),
     ];
-    for (n, env, atomics) in runs {
+    checks_pass("rma_check", &runs, &[3, 4]);
+}
+
+/// UCC's collectives beyond SHMEM (`ucc_check`): on WORLD and a strided
+/// team, uneven counts with zeros, roots other than 0, in place, bad input on
+/// every member; on 1, 2, 3, 4 and 8 PEs, through the staged transport on 3,
+/// on a heap the host does not map on 3, and across nodes under mpirun.
+#[test]
+fn ucc_collectives_conform_on_every_transport() {
+    let _one = one_spinning_job();
+    let pairs = [("VKSHMEM_TRANSPORT", "staged:2")];
+    let unmapped = [("VKSHMEM_HEAP_MAPPING", "off")];
+    let runs: [CheckRun; 7] = [
+        (1, &[], &[]),
+        (2, &[], &[]),
+        (3, &[], &[]),
+        (4, &[], &[]),
+        (8, &[], &[]),
+        (3, &pairs, &[]),
+        (3, &unmapped, &[]),
+    ];
+    checks_pass("ucc_check", &runs, &[3]);
+}
+
+/// A check program's run: PEs, environment, arguments.
+type CheckRun<'a> = (u32, &'a [(&'a str, &'a str)], &'a [&'a str]);
+
+/// Runs the check program `name` through vkshmrun for each of `runs`, and
+/// (feature `mpi`) under mpirun on each of `mpi_pes` PEs as nodes of 2;
+/// each must exit 0 with `<name>: ok npes=<n>` and leave nothing behind.
+fn checks_pass(name: &str, runs: &[CheckRun], mpi_pes: &[u32]) {
+    let prog = program(name);
+    for &(n, env, args) in runs {
         let nn = n.to_string();
-        let mut argv = vec!["-n", &nn, &prog];
-        if !atomics {
-            argv.push("--no-atomics");
-        }
+        let argv: Vec<&str> = ["-n", &nn, &prog]
+            .into_iter()
+            .chain(args.iter().copied())
+            .collect();
         let r = run_vkshmrun_env(
             &argv,
             env,
@@ -588,15 +621,11 @@ fn host_rma_and_atomics_hold_on_every_transport() {
             r.stdout,
             r.stderr
         );
-        assert!(
-            r.stdout
-                .contains(&format!("rma_check: ok npes={n} atomics={atomics}")),
-            "{}",
-            r.stdout
-        );
+        let ok = format!("{name}: ok npes={n}");
+        assert!(r.stdout.contains(&ok), "{}", r.stdout);
     }
     #[cfg(feature = "mpi")]
-    for n in [3u32, 4] {
+    for &n in mpi_pes {
         let r = mpirun(
             n,
             &[&prog],
@@ -604,61 +633,11 @@ fn host_rma_and_atomics_hold_on_every_transport() {
             Duration::from_secs(300),
         );
         assert_eq!(r.code, Some(0), "{n} PEs:\n{}\n{}", r.stdout, r.stderr);
-        assert!(r.stdout.contains("rma_check: ok"), "{}", r.stdout);
+        let ok = format!("{name}: ok npes={n}");
+        assert!(r.stdout.contains(&ok), "{}", r.stdout);
     }
-}
-
-/// UCC's collectives beyond SHMEM (`ucc_check`): on WORLD and a strided
-/// team, uneven counts with zeros, roots other than 0, in place, bad input on
-/// every member; on 1, 2, 3, 4 and 8 PEs, through the staged transport on 3,
-/// on a heap the host does not map on 3, and across nodes under mpirun.
-#[test]
-fn ucc_collectives_conform_on_every_transport() {
-    let _one = one_spinning_job();
-    let prog = program("ucc_check");
-    type Env<'a> = &'a [(&'a str, &'a str)];
-    let runs: [(u32, Env); 7] = [
-        (1, &[]),
-        (2, &[]),
-        (3, &[]),
-        (4, &[]),
-        (8, &[]),
-        (3, &[("VKSHMEM_TRANSPORT", "staged:2")]),
-        (3, &[("VKSHMEM_HEAP_MAPPING", "off")]),
-    ];
-    for (n, env) in runs {
-        let nn = n.to_string();
-        let r = run_vkshmrun_env(
-            &["-n", &nn, &prog],
-            env,
-            Duration::from_secs(300),
-            Leftovers::Forbidden,
-            |_| {},
-        );
-        assert_eq!(
-            r.code,
-            Some(0),
-            "{n} PEs {env:?}:\n{}\n{}",
-            r.stdout,
-            r.stderr
-        );
-        assert!(
-            r.stdout.contains(&format!("ucc_check: ok npes={n}")),
-            "{}",
-            r.stdout
-        );
-    }
-    #[cfg(feature = "mpi")]
-    {
-        let r = mpirun(
-            3,
-            &[&prog],
-            &[("VKSHMEM_NODE_SIZE", "2")],
-            Duration::from_secs(300),
-        );
-        assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
-        assert!(r.stdout.contains("ucc_check: ok npes=3"), "{}", r.stdout);
-    }
+    #[cfg(not(feature = "mpi"))]
+    let _ = mpi_pes;
 }
 
 /// The staged transport (`VKSHMEM_TRANSPORT=staged`: every peer as if on
