@@ -181,6 +181,41 @@ impl Context {
         Ok(())
     }
 
+    /// Step 1 of the rooted moves (gatherv, scatterv): `part` must hold
+    /// this member's count, and on the root `whole` the layout's extent;
+    /// every member passes the same root, counts and displacements.
+    #[allow(clippy::too_many_arguments)]
+    fn agree_rooted<T: Pod>(
+        &self,
+        m: &Members,
+        what: &str,
+        root: u32,
+        counts: &[usize],
+        displs: &[usize],
+        part: (&str, &SymSlice<T>),
+        whole: (&str, &SymSlice<T>),
+        source: &SymSlice<T>,
+    ) -> Result<Shared> {
+        let n = m.shape.size;
+        let local = (|| {
+            check_root(what, root, n)?;
+            Self::check_counts(what, "counts", counts, n)?;
+            Self::check_counts(what, "displs", displs, n)?;
+            self.check_sym(part.0, part.1, counts[m.me as usize] as u64)?;
+            if m.me == root {
+                let e = extent(counts, displs).ok_or_else(|| overflow(what))?;
+                self.check_sym(whole.0, whole.1, e)?;
+            }
+            Ok(())
+        })();
+        let es = std::mem::size_of::<T>() as u64;
+        let common: Vec<u64> = [u64::from(root), es]
+            .into_iter()
+            .chain(counts.iter().chain(displs).map(|&c| c as u64))
+            .collect();
+        self.agree_ucc(m, what, &common, vec![source.offset()], local)
+    }
+
     /// Checks a count list for a team of `n` members.
     fn check_counts(what: &str, name: &str, v: &[usize], n: u32) -> Result<()> {
         if v.len() != n as usize {
@@ -231,22 +266,16 @@ impl Context {
         let n = m.shape.size;
         let es = std::mem::size_of::<T>() as u64;
         let displs = displs.map_or_else(|| packed(counts), <[usize]>::to_vec);
-        let local = (|| {
-            check_root(what, root, n)?;
-            Self::check_counts(what, "counts", counts, n)?;
-            Self::check_counts(what, "displs", &displs, n)?;
-            self.check_sym("gatherv source", source, counts[m.me as usize] as u64)?;
-            if m.me == root {
-                let e = extent(counts, &displs).ok_or_else(|| overflow(what))?;
-                self.check_sym("gatherv dest", dest, e)?;
-            }
-            Ok(())
-        })();
-        let common: Vec<u64> = [u64::from(root), es]
-            .into_iter()
-            .chain(counts.iter().chain(&displs).map(|&c| c as u64))
-            .collect();
-        let sh = self.agree_ucc(&m, what, &common, vec![source.offset()], local)?;
+        let sh = self.agree_rooted(
+            &m,
+            what,
+            root,
+            counts,
+            &displs,
+            ("gatherv source", source),
+            ("gatherv dest", dest),
+            source,
+        )?;
         let mut reads = Vec::new();
         let mut bytes = 0;
         if m.me == root {
@@ -304,25 +333,18 @@ impl Context {
     ) -> Result<()> {
         let what = "scatterv";
         let m = self.members(team)?;
-        let n = m.shape.size;
         let es = std::mem::size_of::<T>() as u64;
         let displs = displs.map_or_else(|| packed(counts), <[usize]>::to_vec);
-        let local = (|| {
-            check_root(what, root, n)?;
-            Self::check_counts(what, "counts", counts, n)?;
-            Self::check_counts(what, "displs", &displs, n)?;
-            self.check_sym("scatterv dest", dest, counts[m.me as usize] as u64)?;
-            if m.me == root {
-                let e = extent(counts, &displs).ok_or_else(|| overflow(what))?;
-                self.check_sym("scatterv source", source, e)?;
-            }
-            Ok(())
-        })();
-        let common: Vec<u64> = [u64::from(root), es]
-            .into_iter()
-            .chain(counts.iter().chain(&displs).map(|&c| c as u64))
-            .collect();
-        let sh = self.agree_ucc(&m, what, &common, vec![source.offset()], local)?;
+        let sh = self.agree_rooted(
+            &m,
+            what,
+            root,
+            counts,
+            &displs,
+            ("scatterv dest", dest),
+            ("scatterv source", source),
+            source,
+        )?;
         let me = m.me as usize;
         let reads = [Read {
             from: root,
