@@ -164,6 +164,22 @@ fn vks_alltoalls_move(t: VksTeam, d: u32, s: u32, nelems: u32, es: u32, dst: u32
     }
 }
 
+// gathermem (UCC gather, fixed counts): the root's dest gets every member's
+// `n` source bytes in team order (the root pulls; the others move nothing).
+fn vks_gather_move(t: VksTeam, d: u32, s: u32, n: u32, root: u32, tid: u32, nth: u32) {
+    if t.me == root {
+        for (var j = 0u; j < t.size; j++) {
+            vks_copy_bytes(VKS_MY_PE, d + j * n, vks_team_pe(t, j), s, n, tid, nth);
+        }
+    }
+}
+
+// scattermem (UCC scatter, fixed counts): this member's dest gets block `me`
+// (`n` bytes) of the root's source.
+fn vks_scatter_move(t: VksTeam, d: u32, s: u32, n: u32, root: u32, tid: u32, nth: u32) {
+    vks_copy_bytes(VKS_MY_PE, d, vks_team_pe(t, root), s + t.me * n, n, tid, nth);
+}
+
 // The share of `items` work items that member `me` of `size` takes in a
 // reduction: [first, end).
 fn vks_share(items: u32, size: u32, me: u32) -> vec2<u32> {

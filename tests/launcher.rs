@@ -593,6 +593,39 @@ fn ucc_collectives_conform_on_every_transport() {
     checks_pass("ucc_check", &runs, &[3]);
 }
 
+/// Device one-sided communication: `device_rma_check` (putmem/getmem at odd
+/// offsets in both forms, strided, put_signal set and add, the tests and
+/// waits, bad input) and the `halo` example (put_signal and
+/// signal_wait_until from a kernel, round after round, checked against the
+/// host); on 1, 2, 3, 4 and 8 PEs, through the staged transport on 2 and 3,
+/// on a heap the host does not map, and across nodes under mpirun.
+#[test]
+fn device_rma_and_halo_hold_on_every_transport() {
+    let _one = one_spinning_job();
+    let staged = [("VKSHMEM_TRANSPORT", "staged")];
+    let pairs = [("VKSHMEM_TRANSPORT", "staged:2")];
+    let unmapped = [("VKSHMEM_HEAP_MAPPING", "off")];
+    let runs: [CheckRun; 7] = [
+        (1, &[], &[]),
+        (2, &[], &[]),
+        (3, &[], &[]),
+        (4, &[], &[]),
+        (8, &[], &[]),
+        (3, &pairs, &[]),
+        (3, &unmapped, &[]),
+    ];
+    checks_pass("device_rma_check", &runs, &[4]);
+    // Every step waits on both neighbours: 64 steps on 1, 3 and 8 PEs, and
+    // through the proxy (staged, and across nodes).
+    let runs: [CheckRun; 4] = [
+        (1, &[], &[]),
+        (3, &[], &[]),
+        (8, &[], &[]),
+        (2, &staged, &[]),
+    ];
+    checks_pass("halo", &runs, &[3]);
+}
+
 /// A check program's run: PEs, environment, arguments.
 type CheckRun<'a> = (u32, &'a [(&'a str, &'a str)], &'a [&'a str]);
 
@@ -949,8 +982,12 @@ fn bench_check_reports_no_wrong_elements() {
             .iter()
             .filter(|r| r.contains(&format!(",{scope},")))
             .count();
-        // barrier, sync and 6 collectives at 2, 16, 128 and 1024 bytes.
-        assert_eq!(n, 2 + 6 * 4, "{scope}: {text}");
+        // barrier, sync and 6 collectives at 2, 16, 128 and 1024 bytes;
+        // in the host scope also UCC's 12 (uneven counts with zero parts
+        // at the small sizes), in the device scopes UCC's gather, scatter
+        // and reduce_scatter.
+        let ucc = if scope == "host" { 12 * 4 } else { 3 * 4 };
+        assert_eq!(n, 2 + 6 * 4 + ucc, "{scope}: {text}");
     }
     for row in rows
         .iter()
@@ -1024,7 +1061,7 @@ fn bench_on_a_team_checks_its_members_only() {
             "--root",
             "1",
             "--collective",
-            "broadcast,alltoall,reduce",
+            "broadcast,alltoall,reduce,gatherv,reduce_to_root,exscan",
             "--check",
             "--max-bytes",
             "1K",
@@ -1046,7 +1083,7 @@ fn bench_on_a_team_checks_its_members_only() {
         .lines()
         .filter(|l| l.split_whitespace().nth(1) == Some("host"))
         .count();
-    assert_eq!(rows, 3 * 4, "{}", r.stdout);
+    assert_eq!(rows, 6 * 4, "{}", r.stdout);
 }
 
 /// `litmus: stale=N rounds=M` from a litmus run.

@@ -48,6 +48,12 @@ fn call<T: Elem>(coll: &str, op: ReduceOp) -> String {
         "fcollect" => format!("shmem_{tn}_fcollect(a.team, a.dest, a.source, a.nelems)"),
         "alltoall" => format!("shmem_{tn}_alltoall(a.team, a.dest, a.source, a.nelems)"),
         "alltoalls" => format!("shmem_{tn}_alltoalls(a.team, a.dest, a.source, 1u, 1u, a.nelems)"),
+        "gather" => format!("shmemx_{tn}_gather(a.team, a.dest, a.source, a.nelems, a.root)"),
+        "scatter" => format!("shmemx_{tn}_scatter(a.team, a.dest, a.source, a.nelems, a.root)"),
+        "reduce_scatter" => format!(
+            "shmemx_{tn}_{}_reduce_scatter(a.team, a.dest, a.source, a.nelems)",
+            op.name()
+        ),
         _ => format!(
             "shmem_{tn}_{}_reduce(a.team, a.dest, a.source, a.nelems)",
             op.name()

@@ -45,6 +45,8 @@ mod elem;
 mod floors;
 mod metrics;
 mod report;
+mod rma;
+mod ucc;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -104,7 +106,10 @@ const COLLECTIVES: [&str; 8] = [
 #[command(name = "vkshmem-bench", version, args_override_self = true)]
 struct Args {
     /// Collectives: a comma-separated list of barrier, sync, broadcast, collect,
-    /// fcollect, alltoall, alltoalls, reduce; or `all`.
+    /// fcollect, alltoall, alltoalls, reduce, and UCC's (host form only)
+    /// allreduce, reduce_to_root, gather, gatherv, scatter, scatterv,
+    /// reduce_scatter, reduce_scatterv, allgatherv, alltoallv, inscan,
+    /// exscan; or `all`.
     #[arg(long, default_value = "all")]
     collective: String,
     /// Forms: a comma-separated list of host, thread, work_group, queue; or
@@ -159,6 +164,14 @@ struct Args {
     /// Plot latency and bus bandwidth against size (PNG or SVG by extension).
     #[arg(long)]
     plot: Option<std::path::PathBuf>,
+    /// The one-sided sweep instead (put, get, fetch_add, put_signal round
+    /// trip between PE 0 and `--peer`; scopes host, thread, work_group; see
+    /// `rma.rs`). Takes the size, iteration, scope and CSV options.
+    #[arg(long)]
+    rma: bool,
+    /// The target PE of `--rma` (default: the last PE).
+    #[arg(long)]
+    peer: Option<u32>,
 }
 
 /// One PE's side of the run: its buffers, team and kernels, shared by every
@@ -239,7 +252,27 @@ impl Bench<'_> {
     ) -> anyhow::Result<()> {
         let ctx = self.ctx;
         let scope = form.device();
-        if coll == "reduce"
+        if ucc::is_ucc(coll) && form != Form::Host {
+            // Device forms: gather, scatter, reduce_scatter (the last not on
+            // a team that spans devices). Listed once in the summary.
+            let device = matches!(form, Form::Device(_))
+                && (matches!(coll, "gather" | "scatter")
+                    || (coll == "reduce_scatter" && !self.spans_devices));
+            if !device {
+                self.skipped.borrow_mut().push(format!(
+                    "{coll} {}: no such form (host only{})",
+                    form.name(),
+                    if coll == "reduce_scatter" && self.spans_devices {
+                        " on a team that spans devices"
+                    } else {
+                        ""
+                    }
+                ));
+                self.progress.inc(sweep(self.args, coll, 1).len() as u64);
+                return Ok(());
+            }
+        }
+        if (coll == "reduce" || ucc::takes_op(coll))
             && !T::BITWISE
             && matches!(op, ReduceOp::And | ReduceOp::Or | ReduceOp::Xor)
         {
@@ -308,6 +341,12 @@ impl Bench<'_> {
                 if !member {
                     return Ok(None);
                 }
+                if ucc::is_ucc(coll) {
+                    let my = self.me.expect("a member");
+                    let n = n as usize;
+                    ucc::call(ctx, team, coll, op, root, my, n, &d, &s, count)?;
+                    return Ok(None);
+                }
                 if form == Form::Queue {
                     use vkshmem::Collective as C;
                     let c = match coll {
@@ -372,12 +411,17 @@ impl Bench<'_> {
                 collective: coll.into(),
                 scope: scope_name.into(),
                 ty: T::NAME.into(),
-                op: if coll == "reduce" {
+                op: if coll == "reduce" || ucc::takes_op(coll) {
                     op.name().into()
+                } else if matches!(coll, "inscan" | "exscan") {
+                    "sum".into()
                 } else {
                     String::new()
                 },
-                root: if coll == "broadcast" {
+                root: if matches!(
+                    coll,
+                    "broadcast" | "reduce_to_root" | "gather" | "gatherv" | "scatter" | "scatterv"
+                ) {
                     root.to_string()
                 } else {
                     String::new()
@@ -462,6 +506,8 @@ impl Bench<'_> {
             "broadcast" | "reduce" => count,
             _ => count * n,
         };
+        // UCC rows: `None` where the dest keeps its poison.
+        let poison: T = bytemuck::pod_read_unaligned(&vec![0xa5u8; std::mem::size_of::<T>()]);
         let es = std::mem::size_of::<T>();
         self.dst.write_at(me, 0, &vec![0xa5u8; out_len * es])?;
         ctx.barrier_all()?;
@@ -470,16 +516,24 @@ impl Bench<'_> {
         if let Some(my) = self.me {
             let m = &self.members;
             let root = m[self.args.root as usize];
-            let want: Vec<T> = (0..out_len)
-                .map(|k| match coll {
-                    "broadcast" => T::pat(root, k),
-                    "collect" | "fcollect" => T::pat(m[k / count], k % count),
-                    "alltoall" | "alltoalls" => T::pat(m[k / count], my * count + k % count),
-                    _ => m[1..]
-                        .iter()
-                        .fold(T::pat(m[0], k), |a, &p| T::combine(op, a, T::pat(p, k))),
-                })
-                .collect();
+            let ucc_want = ucc::is_ucc(coll).then(|| {
+                ucc::expected::<T>(coll, op, self.args.root as usize, m, my, count)
+                    .into_iter()
+                    .map(|w| w.unwrap_or(poison))
+                    .collect::<Vec<T>>()
+            });
+            let want: Vec<T> = ucc_want.unwrap_or_else(|| {
+                (0..out_len)
+                    .map(|k| match coll {
+                        "broadcast" => T::pat(root, k),
+                        "collect" | "fcollect" => T::pat(m[k / count], k % count),
+                        "alltoall" | "alltoalls" => T::pat(m[k / count], my * count + k % count),
+                        _ => m[1..]
+                            .iter()
+                            .fold(T::pat(m[0], k), |a, &p| T::combine(op, a, T::pat(p, k))),
+                    })
+                    .collect()
+            });
             let mut got = vec![T::zeroed(); out_len];
             self.dst
                 .read_at(me, 0, bytemuck::cast_slice_mut(&mut got))?;
@@ -616,18 +670,32 @@ fn main() {
 
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
+    if args.rma {
+        let a = rma::RmaArgs {
+            peer: args.peer,
+            min_bytes: args.min_bytes,
+            max_bytes: args.max_bytes,
+            step_factor: args.step_factor,
+            iters: args.iters,
+            warmup: args.warmup,
+            scopes: rma::parse_scopes(&args.scope)?,
+            csv: args.csv.clone(),
+        };
+        let ctx = vkshmem::init()?;
+        rma::run(&ctx, &a)?;
+        ctx.finalize()?;
+        return Ok(());
+    }
     let op = parse_op(&args.op)?;
     let scopes = parse_scopes(&args.scope)?;
+    let known: Vec<&str> = COLLECTIVES.iter().chain(&ucc::UCC).copied().collect();
     let colls: Vec<&str> = if args.collective == "all" {
-        COLLECTIVES.to_vec()
+        known.clone()
     } else {
         args.collective.split(',').map(str::trim).collect()
     };
-    if let Some(bad) = colls.iter().find(|c| !COLLECTIVES.contains(c)) {
-        bail!(
-            "--collective {bad:?}: one of {} or all",
-            COLLECTIVES.join(", ")
-        );
+    if let Some(bad) = colls.iter().find(|c| !known.contains(c)) {
+        bail!("--collective {bad:?}: one of {} or all", known.join(", "));
     }
     if !(1..=1024).contains(&args.workgroup_size) {
         bail!("--workgroup-size {}: 1 to 1024", args.workgroup_size);

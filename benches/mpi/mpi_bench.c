@@ -15,6 +15,16 @@
  * (MPI_Alltoall), reduce (MPI_Allreduce with --op).
  *
  * Prints CSV on rank 0: collective,type,op,npes,bytes,time_us,min_us,max_us.
+ *
+ * `--rma` (with `--peer P`, default the last rank): the baseline of
+ * `vkshmem-bench --rma`, one-sided between rank 0 and P on a window
+ * (MPI_Win_allocate, passive target, MPI_Win_lock_all): put (MPI_Put then
+ * MPI_Win_flush: complete at the target, as vkshmem's put), get (MPI_Get,
+ * flush), fetch_add (MPI_Fetch_and_op MPI_SUM on a uint64, flush) and the
+ * put_signal round trip (MPI_Put of the data, flush, MPI_Accumulate of 1 on
+ * the peer's signal word, flush; the waiter polls its own signal with
+ * MPI_Fetch_and_op MPI_NO_OP). Prints CSV on rank 0:
+ * op,scope,npes,peer,bytes,time_us,min_us,max_us (scope "mpi").
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -73,13 +83,102 @@ static MPI_Op op_of(const char *o) {
     return MPI_OP_NULL;
 }
 
+static double median_of(double *t, int iters) {
+    qsort(t, iters, sizeof(double), cmp_double);
+    return iters % 2 ? t[iters / 2] : (t[iters / 2 - 1] + t[iters / 2]) / 2;
+}
+
+static void rma_row(const char *op, int n, int peer, uint64_t bytes, double *t, int iters) {
+    double med = median_of(t, iters);
+    printf("%s,mpi,%d,%d,%llu,%.3f,%.3f,%.3f\n", op, n, peer, (unsigned long long)bytes, med * 1e6,
+           t[0] * 1e6, t[iters - 1] * 1e6);
+    fflush(stdout);
+}
+
+/* The one-sided sweep (see the header). The window holds the data area, then
+ * the fetch_add word and the signal word (uint64 each). */
+static void rma_sweep(int me, int n, int peer, uint64_t min_bytes, uint64_t max_bytes,
+                      uint64_t factor, int iters, int warmup) {
+    size_t room = (size_t)(max_bytes > 64 ? max_bytes : 64);
+    char *base;
+    MPI_Win win;
+    MPI_Win_allocate(room + 16, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+    memset(base, 0, room + 16);
+    char *buf = calloc(room, 1);
+    double *t = malloc(iters * sizeof(double));
+    if (!buf || !t) die("out of memory");
+    const MPI_Aint word = (MPI_Aint)room, sig = (MPI_Aint)room + 8;
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock_all(0, win);
+    if (me == 0) printf("op,scope,npes,peer,bytes,time_us,min_us,max_us\n");
+    for (int get = 0; get < 2; get++)
+        for (uint64_t b = min_bytes < 1 ? 1 : min_bytes; b <= max_bytes; b *= factor) {
+            if (me == 0) {
+                for (int i = -warmup; i < iters; i++) {
+                    double t0 = MPI_Wtime();
+                    if (get) MPI_Get(buf, (int)b, MPI_BYTE, peer, 0, (int)b, MPI_BYTE, win);
+                    else MPI_Put(buf, (int)b, MPI_BYTE, peer, 0, (int)b, MPI_BYTE, win);
+                    MPI_Win_flush(peer, win);
+                    if (i >= 0) t[i] = MPI_Wtime() - t0;
+                }
+                rma_row(get ? "get" : "put", n, peer, b, t, iters);
+            }
+            MPI_Barrier(MPI_COMM_WORLD);
+        }
+    if (me == 0) {
+        uint64_t one = 1, old;
+        for (int i = -warmup; i < iters; i++) {
+            double t0 = MPI_Wtime();
+            MPI_Fetch_and_op(&one, &old, MPI_UINT64_T, peer, word, MPI_SUM, win);
+            MPI_Win_flush(peer, win);
+            if (i >= 0) t[i] = MPI_Wtime() - t0;
+        }
+        rma_row("fetch_add", n, peer, 8, t, iters);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    uint64_t rounds = 0;
+    for (uint64_t b = min_bytes < 1 ? 1 : min_bytes; b <= max_bytes && b <= 65536; b *= factor) {
+        int other = me == 0 ? peer : 0;
+        if (me == 0 || me == peer) {
+            for (int i = -warmup; i < iters; i++) {
+                rounds++;
+                double t0 = MPI_Wtime();
+                for (int turn = 0; turn < 2; turn++) {
+                    if ((turn == 0) == (me == 0)) {
+                        uint64_t one = 1;
+                        MPI_Put(buf, (int)b, MPI_BYTE, other, 0, (int)b, MPI_BYTE, win);
+                        MPI_Win_flush(other, win);
+                        MPI_Accumulate(&one, 1, MPI_UINT64_T, other, sig, 1, MPI_UINT64_T, MPI_SUM, win);
+                        MPI_Win_flush(other, win);
+                    } else {
+                        uint64_t seen = 0, none = 0;
+                        while (seen < rounds) {
+                            MPI_Fetch_and_op(&none, &seen, MPI_UINT64_T, me, sig, MPI_NO_OP, win);
+                            MPI_Win_flush(me, win);
+                        }
+                    }
+                }
+                if (i >= 0) t[i] = MPI_Wtime() - t0;
+            }
+            if (me == 0) rma_row("put_signal_rtt", n, peer, b, t, iters);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    MPI_Win_unlock_all(win);
+    MPI_Win_free(&win);
+    free(buf);
+    free(t);
+}
+
 int main(int argc, char **argv) {
     const char *colls = "barrier,sync,broadcast,collect,fcollect,alltoall,alltoalls,reduce";
     const char *type = "float", *opname = "sum";
     uint64_t min_bytes = 8, max_bytes = 1 << 20, factor = 4;
-    int iters = 20, warmup = 3, root = 0;
+    int iters = 20, warmup = 3, root = 0, rma = 0, peer = -1;
     MPI_Init(&argc, &argv);
-    for (int i = 1; i + 1 < argc; i += 2) {
+    for (int i = 1; i < argc; i += 2) {
+        if (!strcmp(argv[i], "--rma")) { rma = 1; i--; continue; }
+        if (i + 1 >= argc) die("an option without its value");
         const char *k = argv[i], *v = argv[i + 1];
         if (!strcmp(k, "--collective")) colls = v;
         else if (!strcmp(k, "--type")) type = v;
@@ -90,6 +189,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(k, "--iters")) iters = atoi(v);
         else if (!strcmp(k, "--warmup")) warmup = atoi(v);
         else if (!strcmp(k, "--root")) root = atoi(v);
+        else if (!strcmp(k, "--peer")) peer = atoi(v);
         else die("unknown option");
     }
     if (factor < 2) factor = 2;
@@ -98,6 +198,13 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     if (root < 0 || root >= n) die("--root outside the job");
+    if (rma) {
+        if (peer < 0) peer = n - 1;
+        if (peer >= n) die("--peer outside the job");
+        rma_sweep(me, n, peer, min_bytes, max_bytes, factor, iters, warmup);
+        MPI_Finalize();
+        return 0;
+    }
     size_t es = 1;
     MPI_Datatype ty = type_of(type, &es);
     MPI_Op op = op_of(opname);

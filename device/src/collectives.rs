@@ -257,14 +257,45 @@ fn combine(s: &mut String, kind: &Kind) {
 /// stores the result into every member's dest, so every element is read once from
 /// each source and written once to each dest). In place is fine: an element is
 /// read and written by the same invocation only.
+///
+/// `vks_reduce_own_<kind>`: the same loop for a reduce-scatter (UCC): this PE
+/// combines all `nelems` elements at `s` of every member into its own `dest`
+/// only (the caller points `s` at this member's block).
 fn reduce(s: &mut String, kind: &Kind) {
-    let n = kind.name;
     ll_reduce(s, kind);
+    reduce_fn(s, kind, true);
+    reduce_fn(s, kind, false);
+}
+
+/// One of the two functions of [`reduce`]: `to_all`, the shared form.
+fn reduce_fn(s: &mut String, kind: &Kind, to_all: bool) {
+    let n = kind.name;
+    let name = if to_all {
+        format!("vks_reduce_{n}")
+    } else {
+        format!("vks_reduce_own_{n}")
+    };
+    let share = |items: &str| {
+        if to_all {
+            format!("vks_share({items}, t.size, t.me)")
+        } else {
+            format!("vec2<u32>(0u, {items})")
+        }
+    };
+    // The stores of one result, to every member or to this PE.
+    let (store_open, store_close) = if to_all {
+        (
+            "for (var j = 0u; j < t.size; j++) {\n            let pe = vks_team_pe(t, j);",
+            "}",
+        )
+    } else {
+        ("{\n            let pe = VKS_MY_PE;", "}")
+    };
     if kind.bytes == 8 {
         let _ = write!(
             s,
-            "fn vks_reduce_{n}(t: VksTeam, op: u32, d: u32, s: u32, nelems: u32, tid: u32, nth: u32) {{
-    let share = vks_share(nelems, t.size, t.me);
+            "fn {name}(t: VksTeam, op: u32, d: u32, s: u32, nelems: u32, tid: u32, nth: u32) {{
+    let share = {share};
     for (var k = share.x + tid; k < share.y; k += nth) {{
         let sw = (s >> 2u) + 2u * k;
         var acc = vks_load_u64(vks_team_pe(t, 0u), sw);
@@ -272,14 +303,14 @@ fn reduce(s: &mut String, kind: &Kind) {
             acc = vks_combine_{n}(op, acc, vks_load_u64(vks_team_pe(t, j), sw));
         }}
         let dw = (d >> 2u) + 2u * k;
-        for (var j = 0u; j < t.size; j++) {{
-            let pe = vks_team_pe(t, j);
+        {store_open}
             vks_d_plain_store(pe, dw, u32(acc));
             vks_d_plain_store(pe, dw + 1u, u32(acc >> 32u));
-        }}
+        {store_close}
     }}
 }}
-"
+",
+            share = share("nelems")
         );
         return;
     }
@@ -290,13 +321,13 @@ fn reduce(s: &mut String, kind: &Kind) {
     };
     let _ = write!(
         s,
-        "fn vks_reduce_{n}(t: VksTeam, op: u32, d: u32, s: u32, nelems: u32, tid: u32, nth: u32) {{
+        "fn {name}(t: VksTeam, op: u32, d: u32, s: u32, nelems: u32, tid: u32, nth: u32) {{
     let n = nelems * {es}u;
     if n == 0u {{
         return;
     }}
     let w0 = d >> 2u;
-    let share = vks_share(((d + n - 1u) >> 2u) - w0 + 1u, t.size, t.me);
+    let share = {share};
     for (var i = share.x + tid; i < share.y; i += nth) {{
         let w = w0 + i;
         let lo = max(d, w * 4u);
@@ -308,13 +339,14 @@ fn reduce(s: &mut String, kind: &Kind) {
         }}
         let v = acc << ((lo & 3u) * 8u);
         let mask = vks_byte_mask(lo & 3u, hi - w * 4u);
-        for (var j = 0u; j < t.size; j++) {{
-            vks_store_masked(vks_team_pe(t, j), w, v, mask);
-        }}
+        {store_open}
+            vks_store_masked(pe, w, v, mask);
+        {store_close}
     }}
 }}
 ",
-        es = kind.bytes
+        es = kind.bytes,
+        share = share("((d + n - 1u) >> 2u) - w0 + 1u")
     );
 }
 
@@ -423,6 +455,24 @@ const MEM_COLLECTIVES: [MemCollective; 4] = [
     },
 ];
 
+/// UCC's fixed-count gather and scatter (`shmemx_`: no OpenSHMEM name).
+const UCC_MEM_COLLECTIVES: [MemCollective; 2] = [
+    MemCollective {
+        name: "gathermem",
+        params: "dest: u32, source: u32, nelems: u32, root: u32",
+        pre: "",
+        check: "vks_root_ok(team, root)",
+        body: "vks_gather_move(t, dest, source, nelems, root, tid, nth);",
+    },
+    MemCollective {
+        name: "scattermem",
+        params: "dest: u32, source: u32, nelems: u32, root: u32",
+        pre: "",
+        check: "vks_root_ok(team, root)",
+        body: "vks_scatter_move(t, dest, source, nelems, root, tid, nth);",
+    },
+];
+
 /// The one-sync form of a per-thread function (small reductions on teams
 /// that do not span devices; see `layout::LL_BYTES`): WGSL expressions of the
 /// bytes it sends, the source's byte address, and the statement that combines
@@ -516,11 +566,15 @@ fn {wg_name}(team: u32, {params}, local_index: u32, group_size: u32) -> i32 {{
 /// generates all.
 pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
     let mut s = String::from("\n// ---- device-initiated collectives (generated) ----\n");
-    for c in &MEM_COLLECTIVES {
+    let prefixed = MEM_COLLECTIVES
+        .iter()
+        .map(|c| ("shmem", c))
+        .chain(UCC_MEM_COLLECTIVES.iter().map(|c| ("shmemx", c)));
+    for (prefix, c) in prefixed {
         let wg = format!("shmemx_{}_work_group", c.name);
         both_forms(
             &mut s,
-            &format!("shmem_{}", c.name),
+            &format!("{prefix}_{}", c.name),
             &wg,
             c.params,
             c.pre,
@@ -546,17 +600,28 @@ pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
             continue;
         }
         let (n, es) = (ty.name, kind.bytes);
-        for c in ["broadcast", "collect", "fcollect", "alltoall"] {
-            let (pt, wg) = (
-                format!("shmem_{n}_{c}"),
-                format!("shmemx_{n}_{c}_work_group"),
-            );
-            let root = if c == "broadcast" { ", root: u32" } else { "" };
-            let root_arg = if c == "broadcast" { ", root" } else { "" };
+        for c in [
+            "broadcast",
+            "collect",
+            "fcollect",
+            "alltoall",
+            "gather",
+            "scatter",
+        ] {
+            // UCC's have no OpenSHMEM name: shmemx_ in both forms.
+            let p = if matches!(c, "gather" | "scatter") {
+                "shmemx"
+            } else {
+                "shmem"
+            };
+            let (pt, wg) = (format!("{p}_{n}_{c}"), format!("shmemx_{n}_{c}_work_group"));
+            let rooted = matches!(c, "broadcast" | "gather" | "scatter");
+            let root = if rooted { ", root: u32" } else { "" };
+            let root_arg = if rooted { ", root" } else { "" };
             if wanted(&pt) {
                 let _ = writeln!(
                     s,
-                    "fn {pt}(team: u32, dest: u32, source: u32, nelems: u32{root}) -> i32 {{ return shmem_{c}mem(team, dest, source, nelems * {es}u{root_arg}); }}"
+                    "fn {pt}(team: u32, dest: u32, source: u32, nelems: u32{root}) -> i32 {{ return {p}_{c}mem(team, dest, source, nelems * {es}u{root_arg}); }}"
                 );
             }
             if wanted(&wg) {
@@ -587,6 +652,31 @@ pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
                 continue;
             }
             let o = op.name();
+            // UCC reduce_scatter: `nreduce` elements per member; member i
+            // combines block i of every member's source into its own dest.
+            // Not on a team that spans devices (ERR_UNREACHABLE; the host
+            // form serves every transport).
+            let (pt, wg) = (
+                format!("shmemx_{n}_{o}_reduce_scatter"),
+                format!("shmemx_{n}_{o}_reduce_scatter_work_group"),
+            );
+            if wanted(&pt) || wanted(&wg) {
+                let body = format!(
+                    "if vks_team_spans(t) {{ if tid == 0u {{ vks_raise(VKS_ERR_UNREACHABLE, VKS_MY_PE, dest >> 2u); }} }} else {{ vks_reduce_own_{k}(t, {c}u, dest, source + t.me * nreduce * {es}u, nreduce, tid, nth); }}",
+                    k = kind.name,
+                    c = op.code()
+                );
+                both_forms(
+                    &mut s,
+                    &pt,
+                    &wg,
+                    "dest: u32, source: u32, nreduce: u32",
+                    "",
+                    "true",
+                    &body,
+                    None,
+                );
+            }
             let (pt, wg) = (
                 format!("shmem_{n}_{o}_reduce"),
                 format!("shmemx_{n}_{o}_reduce_work_group"),

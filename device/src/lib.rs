@@ -30,6 +30,7 @@ mod link;
 pub mod pass;
 mod proxy;
 pub mod queue;
+pub mod rma;
 
 pub use library::{HeapBinding, LibraryConfig, PeSet};
 pub use link::{link_kernel, LinkedKernel, UserBinding};

@@ -419,6 +419,7 @@ pub fn library_source_for(cfg: &LibraryConfig, uses: Option<&str>) -> String {
     s.push_str(FIXED_SOURCE);
     s.push_str(&crate::collectives::library_part(cfg));
     s.push_str(&crate::collectives::device_api(cfg, uses));
+    s.push_str(&crate::rma::device_rma(uses));
     s
 }
 

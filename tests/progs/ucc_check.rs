@@ -126,6 +126,10 @@ fn one_team(ctx: &Context, team: Option<Team>, tn: u32, seed: u64, salt: u64) ->
     let u_src = ctx.malloc::<u64>(500)?;
     let u_dst = ctx.malloc::<u64>(500)?;
     let h_src = ctx.malloc::<i16>(64)?;
+    let scan_n = 700 + salt as usize;
+    let i_scan = ctx.malloc::<i32>(scan_n)?;
+    let d_src = ctx.malloc::<f64>(scan_n)?;
+    let d_dst = ctx.malloc::<f64>(scan_n)?;
     let Some(team) = team else {
         return Ok(0);
     };
@@ -321,6 +325,32 @@ fn one_team(ctx: &Context, team: Option<Team>, tn: u32, seed: u64, salt: u64) ->
         .map(|e| (0..tn).map(|m| hv(m)[e]).min().unwrap())
         .collect();
     ensure!(h_src.to_vec()? == want, "allreduce min in place");
+
+    // Prefix sums: i32 inclusive in place (wrapping), f64 exclusive (the
+    // first member gets zeros).
+    let iv = |m: u32| -> Vec<i32> { src_of(8000 + m, scan_n).iter().map(|&v| v as i32).collect() };
+    i_scan.write(&iv(me))?;
+    let is = i_scan.as_slice();
+    ctx.sum_inscan(team, &is, &is, scan_n)?;
+    calls += 1;
+    let want: Vec<i32> = (0..scan_n)
+        .map(|e| (0..=me).fold(0i32, |a, m| a.wrapping_add(iv(m)[e])))
+        .collect();
+    ensure!(i_scan.to_vec()? == want, "sum_inscan i32 in place");
+    let dv = |m: u32| -> Vec<f64> {
+        src_of(9000 + m, scan_n)
+            .iter()
+            .map(|&v| f64::from(v % 1000))
+            .collect()
+    };
+    d_src.write(&dv(me))?;
+    d_dst.write(&vec![-1.0; scan_n])?;
+    ctx.sum_exscan(team, &d_dst.as_slice(), &d_src.as_slice(), scan_n)?;
+    calls += 1;
+    let want: Vec<f64> = (0..scan_n)
+        .map(|e| (0..me).fold(0.0, |a, m| a + dv(m)[e]))
+        .collect();
+    ensure!(d_dst.to_vec()? == want, "sum_exscan f64");
 
     ctx.fanin(team, root)?;
     ctx.fanout(team, root)?;

@@ -71,6 +71,12 @@ struct BenchArgs {
     /// ranks right after.
     #[arg(long)]
     nodes: Option<u32>,
+    /// The one-sided sweep instead (`vkshmem-bench --rma`: put, get,
+    /// fetch_add and the put_signal round trip between PE 0 and the last
+    /// PE); with `--compare-mpi`, against MPI_Put/MPI_Get/MPI_Fetch_and_op
+    /// on a window over the same ranks.
+    #[arg(long)]
+    rma: bool,
     /// More arguments for vkshmem-bench (after `--`), e.g. `--type double`.
     #[arg(last = true)]
     extra: Vec<String>,
@@ -261,6 +267,9 @@ fn bench(a: &BenchArgs) -> Result<()> {
     let dir = root().join("target/release");
     let out_dir = root().join("target/bench");
     std::fs::create_dir_all(&out_dir)?;
+    if a.rma {
+        return bench_rma(a, &dir, &out_dir);
+    }
     let csv = out_dir.join("vkshmem.csv");
     let json = out_dir.join("vkshmem.json");
     // A run that fails before its first row must not leave the last run's rows
@@ -310,13 +319,7 @@ fn bench(a: &BenchArgs) -> Result<()> {
             same.extend([key.to_string(), v]);
         }
     }
-    deps::ensure_mpi()?;
-    let exe = dir.join("mpi_bench");
-    let mut cc = Command::new("mpicc");
-    cc.args(["-O2", "-Wall", "-o"])
-        .arg(&exe)
-        .arg(root().join("benches/mpi/mpi_bench.c"));
-    run(cc)?;
+    let exe = build_mpi_bench(&dir)?;
     // The type and op of the vkshmem rows, for the same MPI sweep.
     let ours = csv_rows(&std::fs::read_to_string(&csv)?);
     let pick = |col: &str, coll: &str| {
@@ -371,6 +374,90 @@ fn bench(a: &BenchArgs) -> Result<()> {
         "(CSV: {} and {})",
         csv.display(),
         out_dir.join("mpi.csv").display()
+    );
+    Ok(())
+}
+
+/// `mpi_bench` (benches/mpi/mpi_bench.c) built into `dir` with mpicc.
+fn build_mpi_bench(dir: &Path) -> Result<PathBuf> {
+    deps::ensure_mpi()?;
+    let exe = dir.join("mpi_bench");
+    let mut cc = Command::new("mpicc");
+    cc.args(["-O2", "-Wall", "-o"])
+        .arg(&exe)
+        .arg(root().join("benches/mpi/mpi_bench.c"));
+    run(cc)?;
+    Ok(exe)
+}
+
+/// `cargo xtask bench --rma`: the one-sided sweep, and with `--compare-mpi`
+/// MPI's one-sided calls on the same ranks, side by side.
+fn bench_rma(a: &BenchArgs, dir: &Path, out_dir: &Path) -> Result<()> {
+    let csv = out_dir.join("rma.csv");
+    let _ = std::fs::remove_file(&csv);
+    let scope = if a.scope == "all" { "all" } else { &a.scope };
+    let mut c = launcher(dir, a.nodes);
+    c.arg("-n")
+        .arg(a.npes.to_string())
+        .arg(dir.join("vkshmem-bench"))
+        .args(["--rma", "--scope", scope])
+        .args(["--max-bytes", &a.max_bytes, "--iters", &a.iters.to_string()])
+        .arg("--csv")
+        .arg(&csv)
+        .args(&a.extra);
+    run(c)?;
+    if !a.compare_mpi {
+        return Ok(());
+    }
+    let exe = build_mpi_bench(dir)?;
+    let mut m = mpirun();
+    m.args(["-n", &a.npes.to_string()])
+        .arg(&exe)
+        .arg("--rma")
+        .args(["--max-bytes", &a.max_bytes])
+        .args(["--iters", &a.iters.to_string()]);
+    for key in ["--min-bytes", "--step-factor", "--warmup", "--peer"] {
+        if let Some(i) = a.extra.iter().position(|x| x == key) {
+            if let Some(v) = a.extra.get(i + 1) {
+                m.args([key, v]);
+            }
+        }
+    }
+    let theirs_text = output(m)?;
+    std::fs::write(out_dir.join("mpi_rma.csv"), &theirs_text)?;
+    let theirs = csv_rows(&theirs_text);
+    let ours = csv_rows(&std::fs::read_to_string(&csv)?);
+    println!();
+    println!(
+        "vkshmem against Open MPI one-sided ({} processes{}), median us; ratio = vkshmem / MPI",
+        a.npes,
+        a.nodes
+            .map_or(String::new(), |k| format!(", vkshmem as nodes of {k}"))
+    );
+    let scopes = ["host", "thread", "work_group"];
+    print!("{:>15} {:>10} {:>10}", "op", "bytes", "mpi_us");
+    for s in scopes {
+        print!(" {:>12} {:>8}", format!("{s}_us"), "ratio");
+    }
+    println!();
+    for t in &theirs {
+        let mpi = median_us(t).unwrap_or(f64::NAN);
+        print!("{:>15} {:>10} {:>10.2}", t["op"], t["bytes"], mpi);
+        for s in scopes {
+            let mine = ours
+                .iter()
+                .find(|r| r["op"] == t["op"] && r["bytes"] == t["bytes"] && r["scope"] == s);
+            match mine.and_then(median_us) {
+                Some(v) => print!(" {:>12.2} {:>8.1}", v, v / mpi),
+                None => print!(" {:>12} {:>8}", "-", "-"),
+            }
+        }
+        println!();
+    }
+    println!(
+        "(CSV: {} and {})",
+        csv.display(),
+        out_dir.join("mpi_rma.csv").display()
     );
     Ok(())
 }

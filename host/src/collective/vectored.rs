@@ -1,7 +1,8 @@
 //! UCC's collectives beyond SHMEM, from the host, on teams: gather(v),
 //! scatter(v), allgatherv, alltoallv (data moves with a count per member),
 //! reduce_scatter(v), the rooted reduce and the named allreduce (reductions
-//! that leave each member a part), and fan-in / fan-out.
+//! that leave each member a part), the prefix sums (`sum_inscan`,
+//! `sum_exscan`), and fan-in / fan-out.
 //!
 //! # How
 //! Every call is the same three steps, on every transport:
@@ -648,24 +649,124 @@ impl Context {
             .collect();
         let sh = self.agree_ucc(m, what, &common, vec![source.offset()], local)?;
         let (count, at) = (counts[me], displs[me] as u64 * es);
-        // One member's part at a time, folded in team order into `acc` (host
-        // memory stays three parts, whatever the team size).
         let mut acc = vec![T::zeroed(); count];
-        let mut part = vec![T::zeroed(); count];
-        let mut next = vec![T::zeroed(); count];
-        let read = (0..n as usize).filter(|_| count > 0).try_for_each(|i| {
-            let pe = m.shape.member(i as u32);
-            let into = if i == 0 { &mut acc } else { &mut part };
-            self.read_bytes(pe, sh.own[i][0] + at, bytemuck::cast_slice_mut(into))?;
-            if i > 0 {
-                let slots = [acc.as_ptr().cast::<u8>(), part.as_ptr().cast::<u8>()];
-                reduce_slots::<T>(op, count, &slots, next.as_mut_ptr().cast());
-                std::mem::swap(&mut acc, &mut next);
-            }
-            Ok(())
-        });
+        let read = self.fold_members(m, &sh, at, op, 0..n as usize, &mut acc);
         self.close_ucc(m, what, read)?;
         if count > 0 {
+            self.write_bytes(self.my_pe(), dest.offset(), bytemuck::cast_slice(&acc))?;
+        }
+        Ok(())
+    }
+
+    /// Folds `acc.len()` elements at byte `at` of the sources of `members`
+    /// (team indices, in order; their offsets from the agreement) with `op`
+    /// into `acc`, one part at a time (host memory stays three parts,
+    /// whatever the team size). `acc` keeps its zeros when `members` is empty.
+    fn fold_members<T: Reduce>(
+        &self,
+        m: &Members,
+        sh: &Shared,
+        at: u64,
+        op: ReduceOp,
+        members: std::ops::Range<usize>,
+        acc: &mut Vec<T>,
+    ) -> Result<()> {
+        let count = acc.len();
+        if count == 0 {
+            return Ok(());
+        }
+        let mut part = vec![T::zeroed(); count];
+        let mut next = vec![T::zeroed(); count];
+        let first = members.start;
+        for i in members {
+            let pe = m.shape.member(i as u32);
+            let into = if i == first { &mut *acc } else { &mut part };
+            self.read_bytes(pe, sh.own[i][0] + at, bytemuck::cast_slice_mut(into))?;
+            if i > first {
+                let slots = [acc.as_ptr().cast::<u8>(), part.as_ptr().cast::<u8>()];
+                reduce_slots::<T>(op, count, &slots, next.as_mut_ptr().cast());
+                std::mem::swap(acc, &mut next);
+            }
+        }
+        Ok(())
+    }
+
+    /// Inclusive prefix sum over the team (ishmem 1.5's `sum_inscan`, UCC's
+    /// scan with `UCC_OP_SUM`): member `i`'s `dest` gets the element-wise sum
+    /// of the `nelems` elements of members `0..=i`'s `source`. Collective;
+    /// `dest` may be `source`. Integer sums wrap.
+    ///
+    /// ```no_run
+    /// # fn main() -> vkshmem_host::Result<()> {
+    /// use vkshmem_host::{Context, Team};
+    /// let ctx = Context::init()?;
+    /// let x = ctx.malloc::<i64>(2)?;
+    /// x.write(&[1, i64::from(ctx.my_pe())])?;
+    /// let s = x.as_slice();
+    /// ctx.sum_inscan(Team::WORLD, &s, &s, 2)?;
+    /// let me = i64::from(ctx.my_pe());
+    /// assert_eq!(x.to_vec()?, vec![me + 1, me * (me + 1) / 2]);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] on every member when a member's source or
+    /// dest does not hold `nelems` elements or members pass different
+    /// counts or types; [`Error::PeerFailed`] and [`Error::Timeout`] as for
+    /// the other collectives.
+    pub fn sum_inscan<T: Reduce>(
+        &self,
+        team: Team,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nelems: usize,
+    ) -> Result<()> {
+        self.scan(team, "sum_inscan", dest, source, nelems, true)
+    }
+
+    /// Exclusive prefix sum over the team (ishmem 1.5's `sum_exscan`):
+    /// member `i`'s `dest` gets the sum over members `0..i`; the first
+    /// member's gets zeros (the sum of nothing; `MPI_Exscan` leaves it
+    /// undefined).
+    ///
+    /// # Errors
+    /// As [`Context::sum_inscan`].
+    pub fn sum_exscan<T: Reduce>(
+        &self,
+        team: Team,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nelems: usize,
+    ) -> Result<()> {
+        self.scan(team, "sum_exscan", dest, source, nelems, false)
+    }
+
+    fn scan<T: Reduce>(
+        &self,
+        team: Team,
+        what: &str,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nelems: usize,
+        inclusive: bool,
+    ) -> Result<()> {
+        let m = self.members(team)?;
+        let me = m.me as usize;
+        let es = std::mem::size_of::<T>() as u64;
+        let kind =
+            vkshmem_device::collectives::kind(T::KIND).expect("every Reduce kind is in the table");
+        let local = (|| {
+            self.check_kind(what, &kind, ReduceOp::Sum)?;
+            self.check_sym(&format!("{what} source"), source, nelems as u64)?;
+            self.check_sym(&format!("{what} dest"), dest, nelems as u64)
+        })();
+        let common = [es, fingerprint_str(T::KIND), nelems as u64];
+        let sh = self.agree_ucc(&m, what, &common, vec![source.offset()], local)?;
+        let upto = if inclusive { me + 1 } else { me };
+        let mut acc = vec![T::zeroed(); nelems];
+        let read = self.fold_members(&m, &sh, 0, ReduceOp::Sum, 0..upto, &mut acc);
+        self.close_ucc(&m, what, read)?;
+        if nelems > 0 {
             self.write_bytes(self.my_pe(), dest.offset(), bytemuck::cast_slice(&acc))?;
         }
         Ok(())
