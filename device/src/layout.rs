@@ -167,12 +167,14 @@ control_struct!(
         value,
         /// The compare operand of [`PX_CAS`]; the status when answered.
         cmp,
-        /// [`PX_GET`]: elements of `bytes` bytes each (0 counts as 1: a plain
-        /// copy of `bytes`).
+        /// [`PX_GET`], [`PX_PUT`]: elements of `bytes` bytes each (0 counts
+        /// as 1: a plain copy of `bytes`).
         count,
-        /// [`PX_GET`]: bytes between elements on `pe`.
+        /// [`PX_GET`], [`PX_PUT`]: bytes between source elements (on `pe`
+        /// for a get, in this PE's heap for a put).
         sstride,
-        /// [`PX_GET`]: bytes between elements in this PE's heap.
+        /// [`PX_GET`], [`PX_PUT`]: bytes between dest elements (in this PE's
+        /// heap for a get, on `pe` for a put).
         dstride,
         /// Reserved; zero.
         reserved0,

@@ -245,7 +245,11 @@ pub fn link_kernel(
             ))
         }
     };
-    let waits_on_peers = reaches(&module, &ep.function, &["vks_wait_epoch", "vks_wait_cmp"]);
+    let waits_on_peers = reaches(
+        &module,
+        &ep.function,
+        &["vks_wait_epoch", "vks_wait_cmp", "vks_wait_vector"],
+    );
 
     let words = crate::write_spirv(&module, &info, name)?;
     let (spirv, report) = pass::run(&words).map_err(|message| CompileError::Backend {

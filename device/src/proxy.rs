@@ -30,6 +30,7 @@ pub(crate) fn ring_api(s: &mut String, cfg: &LibraryConfig) {
             "fn vks_px_get(d: u32, spe: u32, sb: u32, n: u32) { vks_raise(VKS_ERR_UNREACHABLE, spe, sb >> 2u); }
 fn vks_px_put(dpe: u32, d: u32, sb: u32, n: u32) { vks_raise(VKS_ERR_UNREACHABLE, dpe, d >> 2u); }
 fn vks_px_iget(d: u32, dst: u32, spe: u32, sb: u32, sst: u32, es: u32, count: u32) { vks_raise(VKS_ERR_UNREACHABLE, spe, sb >> 2u); }
+fn vks_px_iput(dpe: u32, d: u32, dst: u32, sb: u32, sst: u32, es: u32, count: u32) { vks_raise(VKS_ERR_UNREACHABLE, dpe, d >> 2u); }
 fn vks_px_reduce(team: u32, d: u32, sb: u32, nelems: u32, kind: u32, op: u32) { vks_raise(VKS_ERR_UNREACHABLE, VKS_MY_PE, d >> 2u); }
 fn vks_px_quiet() {}
 ",
@@ -121,6 +122,12 @@ fn vks_px_get(d: u32, spe: u32, sb: u32, n: u32) {{
 // into this PE's heap at `d + i * dst` (byte strides).
 fn vks_px_iget(d: u32, dst: u32, spe: u32, sb: u32, sst: u32, es: u32, count: u32) {{
     vks_px_result(vks_px_post_strided(VKS_PX_GET, spe, sb, d, es, 0u, 0u, count, sst, dst), spe, sb);
+}}
+
+// `count` elements of `es` bytes: element i of this PE's heap at
+// `sb + i * sst` to PE `dpe` at `d + i * dst` (byte strides).
+fn vks_px_iput(dpe: u32, d: u32, dst: u32, sb: u32, sst: u32, es: u32, count: u32) {{
+    vks_px_result(vks_px_post_strided(VKS_PX_PUT, dpe, d, sb, es, 0u, 0u, count, sst, dst), dpe, d);
 }}
 
 fn vks_px_put(dpe: u32, d: u32, sb: u32, n: u32) {{

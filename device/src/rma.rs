@@ -126,8 +126,12 @@ fn vks_iput(dest: u32, source: u32, dst: u32, sst: u32, nelems: u32, es: u32, pe
     if !vks_rma_ok(pe, dest, span * dst * es + es) || !vks_rma_ok(VKS_MY_PE, source, span * sst * es + es) {
         return;
     }
+    if !vks_is_direct(pe) {
+        vks_px_iput(pe, dest, dst * es, source, sst * es, es, nelems);
+        return;
+    }
     for (var i = 0u; i < nelems; i++) {
-        vks_put_bytes(dest + i * dst * es, source + i * sst * es, es, pe, 0u, 1u);
+        vks_copy_bytes(pe, dest + i * dst * es, VKS_MY_PE, source + i * sst * es, es, 0u, 1u);
     }
 }
 
@@ -393,6 +397,40 @@ fn waits(s: &mut String, n: &str, signed: bool, wanted: &dyn Fn(&str) -> bool) {
                 );
             }
         }
+        // Waits for any: vks_wait_vector polls every unmasked ivar.
+        let f = format!("shmem_{n}_wait_until_any{vec}");
+        if wanted(&f) {
+            let _ = writeln!(
+                s,
+                "fn {f}(ivars: u32, nelems: u32, status: u32, cmp: u32, {vparam}) -> u32 {{
+    if !{check} {{
+        return 0xffffffffu;
+    }}
+    return vks_wait_vector(ivars, nelems, status, cmp, {scalar}, {values}, {sg});
+}}",
+                scalar = if vec.is_empty() {
+                    format!("{to}(value)")
+                } else {
+                    "0u".into()
+                },
+            );
+        }
+        let f = format!("shmem_{n}_wait_until_some{vec}");
+        if wanted(&f) {
+            let _ = writeln!(
+                s,
+                "fn {f}(ivars: u32, nelems: u32, indices: u32, status: u32, cmp: u32, {vparam}) -> u32 {{
+    if !{check} || !vks_vector_ok(indices, nelems, 0u, 0u, cmp) {{
+        return 0u;
+    }}
+    if vks_wait_vector(ivars, nelems, status, cmp, {scalar}, {values}, {sg}) == 0xffffffffu {{
+        return 0u;
+    }}
+    return vks_test_some(ivars, nelems, indices, status, cmp, {scalar}, {values}, {sg});
+}}",
+                scalar = if vec.is_empty() { format!("{to}(value)") } else { "0u".into() },
+            );
+        }
         let f = format!("shmem_{n}_test_some{vec}");
         if wanted(&f) {
             let _ = writeln!(
@@ -401,17 +439,9 @@ fn waits(s: &mut String, n: &str, signed: bool, wanted: &dyn Fn(&str) -> bool) {
     if !{check} || !vks_vector_ok(indices, nelems, 0u, 0u, cmp) {{
         return 0u;
     }}
-    var found = 0u;
-    for (var i = 0u; i < nelems; i++) {{
-        let hit = !vks_masked(status, i) & (vks_test(ivars + i, cmp, {value}, {sg}) != 0);
-        // A miss rewrites the next free index with itself: no branch.
-        let at = indices + found;
-        vks_volatile_store_own(at, select(vks_volatile_load_own(at), i, hit));
-        found += u32(hit);
-    }}
-    vks_fence_any();
-    return found;
-}}"
+    return vks_test_some(ivars, nelems, indices, status, cmp, {scalar}, {values}, {sg});
+}}",
+                scalar = if vec.is_empty() { format!("{to}(value)") } else { "0u".into() },
             );
         }
     }
@@ -423,6 +453,63 @@ const WAIT_HELPERS: &str = "
 // branches; the caller checked the arguments).
 fn vks_test(ivar: u32, cmp: u32, value: u32, signed: bool) -> i32 {
     return i32(vks_cond_bit(vks_cond(cmp, value, signed), vks_volatile_load_own(ivar)));
+}
+
+// The comparison value of ivar i: `value`, or word i of `values` when not 0.
+fn vks_value_of(value: u32, values: u32, i: u32) -> u32 {
+    return select(value, vks_volatile_load_own(values + i), values != 0u);
+}
+
+// test_some: writes the indices of the unmasked ivars that satisfy the
+// comparison to `indices` and returns how many.
+fn vks_test_some(ivars: u32, nelems: u32, indices: u32, status: u32, cmp: u32, value: u32, values: u32, signed: bool) -> u32 {
+    var found = 0u;
+    for (var i = 0u; i < nelems; i++) {
+        let hit = !vks_masked(status, i) & (vks_test(ivars + i, cmp, vks_value_of(value, values, i), signed) != 0);
+        // A miss rewrites the next free index with itself: no branch.
+        let at = indices + found;
+        vks_volatile_store_own(at, select(vks_volatile_load_own(at), i, hit));
+        found += u32(hit);
+    }
+    vks_fence_any();
+    return found;
+}
+
+// Waits until some unmasked ivar satisfies the comparison and returns the
+// first such index, or 0xffffffff when every ivar is masked (at once) or the
+// wait gave up (ERR_ABORTED, or ERR_LOOPS_CUT where the driver caps loops:
+// each round polls every ivar once, so a long wait there runs out sooner
+// than a single-word wait).
+fn vks_wait_vector(ivars: u32, nelems: u32, status: u32, cmp: u32, value: u32, values: u32, signed: bool) -> u32 {
+    var live = 0u;
+    for (var i = 0u; i < nelems; i++) {
+        live += u32(!vks_masked(status, i));
+    }
+    if live == 0u {
+        return 0xffffffffu;
+    }
+    var found = 0xffffffffu;
+    var aborted = false;
+    vks_wait_begin(ivars, cmp | select(0u, 256u, signed), value);
+    loop {
+        for (var i = 0u; i < nelems; i++) {
+            let hit = (found == 0xffffffffu) & !vks_masked(status, i) & (vks_test(ivars + i, cmp, vks_value_of(value, values, i), signed) != 0);
+            found = select(found, i, hit);
+        }
+        if found != 0xffffffffu {
+            break;
+        }
+        if vks_aborting() {
+            aborted = true;
+            break;
+        }
+    }
+    vks_wait_end();
+    if found == 0xffffffffu {
+        vks_raise(select(VKS_ERR_LOOPS_CUT, VKS_ERR_ABORTED, aborted), VKS_MY_PE, ivars);
+    }
+    vks_fence_any();
+    return found;
 }
 
 // Entry i of the status array at word `status` leaves its ivar out (0: none;
@@ -501,6 +588,8 @@ mod tests {
         }
         assert!(s.contains("fn shmem_int32_wait_until_all_vector("));
         assert!(s.contains("fn shmem_uint_test_some("));
+        assert!(s.contains("fn shmem_int_wait_until_any_vector("));
+        assert!(s.contains("fn shmem_uint32_wait_until_some("));
         assert!(!s.contains("fn shmem_float_test("));
         assert!(s.contains("fn shmem_double_get(dest: u32, source: u32, nelems: u32, pe: u32) { vks_get_bytes(dest, source, nelems * 8u"));
         // Only what a kernel names.

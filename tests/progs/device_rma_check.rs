@@ -42,6 +42,8 @@ fn main(@builtin(local_invocation_index) li: u32) {
                 shmem_uint_wait_until(p.words + 1u, SHMEM_CMP_GT, 1u);
                 shmem_uint32_p(p.out + 4u, shmem_signal_fetch(p.sig), VKS_MY_PE_PUBLIC);
                 shmem_uint32_p(p.out + 5u, shmem_signal_wait_until(p.sig, SHMEM_CMP_GE, 1u), VKS_MY_PE_PUBLIC);
+                shmem_uint32_p(p.out + 6u, shmem_uint_wait_until_any(p.words, 4u, p.words + 4u, SHMEM_CMP_GT, 6u), VKS_MY_PE_PUBLIC);
+                shmem_uint32_p(p.out + 7u, shmem_int_wait_until_some_vector(p.words, 4u, p.out + 12u, p.words + 4u, SHMEM_CMP_LE, p.words + 8u), VKS_MY_PE_PUBLIC);
             }
         }
         default: {}
@@ -261,13 +263,16 @@ fn check(ctx: &Context) -> Result<()> {
     let o = out.to_vec()?;
     // test(words[0] == 5) = 1; test_all(>= 1) = 1; test_any(> 6, ivar 2
     // masked) = 1; test_some_vector(<= values, ivar 2 masked): ivars 0 (5 <=
-    // 5), 1 (7 <= 7) and 3 (2 > 1: no) → 2, indices 0, 1.
-    let want = [1, 1, 1, 2, 3, 3];
+    // 5), 1 (7 <= 7) and 3 (2 > 1: no) → 2, indices 0, 1; the signal 3
+    // twice; wait_until_any(> 6, masked) = 1; wait_until_some_vector as
+    // test_some_vector, its indices at 12.
+    let want = [1, 1, 1, 2, 3, 3, 1, 2];
     ensure!(
-        o[..6] == want && o[8..10] == [0, 1] && o[10] == 0xdead,
-        "tests and waits on PE {me}: {:?} (indices {:?}), want {want:?} (indices [0, 1])",
-        &o[..6],
-        &o[8..11]
+        o[..8] == want && o[8..11] == [0, 1, 0xdead] && o[12..15] == [0, 1, 0xdead],
+        "tests and waits on PE {me}: {:?} (indices {:?} and {:?}), want {want:?} (indices [0, 1] twice)",
+        &o[..8],
+        &o[8..11],
+        &o[12..15]
     );
     ctx.barrier_all()?;
 

@@ -339,30 +339,50 @@ fn bench(a: &BenchArgs) -> Result<()> {
         .args(&same);
     let theirs_text = output(m)?;
     std::fs::write(out_dir.join("mpi.csv"), &theirs_text)?;
-    let theirs = csv_rows(&theirs_text);
-    println!();
-    println!(
+    let title = format!(
         "vkshmem against Open MPI ({} processes{}, host memory), median us; ratio = vkshmem / MPI",
         a.npes,
         a.nodes
             .map_or(String::new(), |k| format!(", vkshmem as nodes of {k}"))
     );
-    let scopes = ["host", "work_group", "thread"];
-    print!("{:>17} {:>10} {:>10}", "collective", "bytes", "mpi_us");
+    // MPI's `broadcast+barrier` row (MPI_Bcast then MPI_Barrier) gives the
+    // completion our broadcast gives.
+    side_by_side(
+        &title,
+        "collective",
+        &csv_rows(&theirs_text),
+        &ours,
+        &["host", "work_group", "thread"],
+    );
+    println!(
+        "(CSV: {} and {})",
+        csv.display(),
+        out_dir.join("mpi.csv").display()
+    );
+    Ok(())
+}
+
+type CsvRow = std::collections::HashMap<String, String>;
+
+/// MPI's rows beside ours: per MPI row (named by column `key`, `bytes`), our
+/// median in each of `scopes` and the ratio. A `+barrier` suffix of MPI's
+/// name matches our row without it.
+fn side_by_side(title: &str, key: &str, theirs: &[CsvRow], ours: &[CsvRow], scopes: &[&str]) {
+    println!();
+    println!("{title}");
+    print!("{:>17} {:>10} {:>10}", key, "bytes", "mpi_us");
     for s in scopes {
         print!(" {:>12} {:>8}", format!("{s}_us"), "ratio");
     }
     println!();
-    for t in &theirs {
+    for t in theirs {
         let mpi = median_us(t).unwrap_or(f64::NAN);
-        print!("{:>17} {:>10} {:>10.2}", t["collective"], t["bytes"], mpi);
-        for s in scopes {
-            // MPI's `broadcast+barrier` row (MPI_Bcast then MPI_Barrier)
-            // gives the completion our broadcast gives.
-            let coll = t["collective"].trim_end_matches("+barrier");
+        print!("{:>17} {:>10} {:>10.2}", t[key], t["bytes"], mpi);
+        let name = t[key].trim_end_matches("+barrier");
+        for &s in scopes {
             let mine = ours
                 .iter()
-                .find(|r| r["collective"] == coll && r["bytes"] == t["bytes"] && r["scope"] == s);
+                .find(|r| r[key] == name && r["bytes"] == t["bytes"] && r["scope"] == s);
             match mine.and_then(median_us) {
                 Some(v) => print!(" {:>12.2} {:>8.1}", v, v / mpi),
                 None => print!(" {:>12} {:>8}", "-", "-"),
@@ -370,12 +390,6 @@ fn bench(a: &BenchArgs) -> Result<()> {
         }
         println!();
     }
-    println!(
-        "(CSV: {} and {})",
-        csv.display(),
-        out_dir.join("mpi.csv").display()
-    );
-    Ok(())
 }
 
 /// `mpi_bench` (benches/mpi/mpi_bench.c) built into `dir` with mpicc.
@@ -425,35 +439,19 @@ fn bench_rma(a: &BenchArgs, dir: &Path, out_dir: &Path) -> Result<()> {
     }
     let theirs_text = output(m)?;
     std::fs::write(out_dir.join("mpi_rma.csv"), &theirs_text)?;
-    let theirs = csv_rows(&theirs_text);
-    let ours = csv_rows(&std::fs::read_to_string(&csv)?);
-    println!();
-    println!(
+    let title = format!(
         "vkshmem against Open MPI one-sided ({} processes{}), median us; ratio = vkshmem / MPI",
         a.npes,
         a.nodes
             .map_or(String::new(), |k| format!(", vkshmem as nodes of {k}"))
     );
-    let scopes = ["host", "thread", "work_group"];
-    print!("{:>15} {:>10} {:>10}", "op", "bytes", "mpi_us");
-    for s in scopes {
-        print!(" {:>12} {:>8}", format!("{s}_us"), "ratio");
-    }
-    println!();
-    for t in &theirs {
-        let mpi = median_us(t).unwrap_or(f64::NAN);
-        print!("{:>15} {:>10} {:>10.2}", t["op"], t["bytes"], mpi);
-        for s in scopes {
-            let mine = ours
-                .iter()
-                .find(|r| r["op"] == t["op"] && r["bytes"] == t["bytes"] && r["scope"] == s);
-            match mine.and_then(median_us) {
-                Some(v) => print!(" {:>12.2} {:>8.1}", v, v / mpi),
-                None => print!(" {:>12} {:>8}", "-", "-"),
-            }
-        }
-        println!();
-    }
+    side_by_side(
+        &title,
+        "op",
+        &csv_rows(&theirs_text),
+        &csv_rows(&std::fs::read_to_string(&csv)?),
+        &["host", "thread", "work_group"],
+    );
     println!(
         "(CSV: {} and {})",
         csv.display(),

@@ -1483,18 +1483,32 @@ impl Worker {
                 self.jobs.get_mut(&id).expect("new").outstanding = 1;
             }
             dl::PX_PUT => {
-                let (dst, src, n) = (e.addr as u64, e.src as u64, e.bytes as u64);
-                if !self.heap.range(dst, n) || !self.heap.range(src, n) {
+                // `count` elements of `bytes` bytes, strided as PX_GET's
+                // (count 0: one contiguous block): one put each.
+                let (dst, src, es) = (e.addr as u64, e.src as u64, e.bytes as u64);
+                let count = e.count.max(1) as u64;
+                let (ss, ds) = if e.count == 0 {
+                    (es, es)
+                } else {
+                    (e.sstride as u64, e.dstride as u64)
+                };
+                let span = |stride: u64| (count - 1) * stride + es;
+                if (count > 1 && (ss < es || ds < es))
+                    || !self.heap.range(dst, span(ds))
+                    || !self.heap.range(src, span(ss))
+                {
                     return self.finish_entry(&e, done, ERR_BAD_ADDRESS);
                 }
-                if n == 0 {
+                if es == 0 {
                     return self.finish_entry(&e, done, 0);
                 }
-                let mut bytes = vec![0u8; n as usize];
-                self.heap.read(src, &mut bytes);
                 let id = self.new_job(done);
-                self.put(id, e.pe, dst, &bytes);
-                self.jobs.get_mut(&id).expect("new").outstanding = 1;
+                let mut bytes = vec![0u8; es as usize];
+                for i in 0..count {
+                    self.heap.read(src + i * ss, &mut bytes);
+                    self.put(id, e.pe, dst + i * ds, &bytes);
+                }
+                self.jobs.get_mut(&id).expect("new").outstanding = count as u32;
             }
             dl::PX_QUIET => self.quiet(done),
             dl::PX_REDUCE => self.start_reduce(e, done),
