@@ -488,11 +488,13 @@ fn staged_rounds_check(env: &[(&str, &str)]) {
     assert!(r.stdout.contains("wrong=0"), "{}", r.stdout);
 }
 
-/// vkshmem-bench's arguments for a host check of every collective across
-/// several 1 MiB rounds of the staged transport per member.
+/// vkshmem-bench's arguments for a host check of every SHMEM collective
+/// across several 1 MiB rounds of the staged transport per member (UCC's
+/// calls move their data through host memory, not through the rounds; the
+/// bench check covers them at smaller sizes).
 const ROUNDS_CHECK: [&str; 11] = [
     "--collective",
-    "all",
+    "barrier,sync,broadcast,collect,fcollect,alltoall,alltoalls,reduce",
     "--scope",
     "host",
     "--check",
