@@ -173,9 +173,10 @@ mod tests {
         assert_eq!(vcounts(6, 4), vec![2, 4, 6, 2]);
         assert_eq!(vcounts(1, 3), vec![0, 0, 1]);
         assert_eq!(packed(&[2, 0, 3]), vec![0, 2, 2]);
-        // What j sends to i is what i expects from j.
-        assert_eq!(a2av(6, 1, 2), 3);
-        assert_eq!(a2av(6, 2, 2), 6);
+        // From j to i: half or all of count, alternating with i + j.
+        assert_eq!(a2av(6, 1, 2), 6);
+        assert_eq!(a2av(6, 2, 2), 3);
+        assert_eq!(a2av(6, 2, 1), a2av(6, 1, 2));
     }
 
     #[test]
