@@ -277,6 +277,34 @@ struct Reduction {
     putting: bool,
 }
 
+/// The elements of a bulk request ([`dl::PX_GET`], [`dl::PX_PUT`]): `count`
+/// of `es` bytes, `ss` bytes apart at the source and `ds` at the dest; a
+/// count of 0 is one contiguous block.
+#[derive(Clone, Copy)]
+struct Strided {
+    es: u64,
+    count: u64,
+    ss: u64,
+    ds: u64,
+}
+
+impl Strided {
+    fn of(e: &ProxyEntry) -> Strided {
+        let es = e.bytes as u64;
+        let (ss, ds) = if e.count == 0 {
+            (es, es)
+        } else {
+            (e.sstride as u64, e.dstride as u64)
+        };
+        Strided {
+            es,
+            count: e.count.max(1) as u64,
+            ss,
+            ds,
+        }
+    }
+}
+
 struct Job {
     done: Done,
     outstanding: u32,
@@ -1440,21 +1468,13 @@ impl Worker {
                 self.jobs.get_mut(&id).expect("new").outstanding = 1;
             }
             dl::PX_GET => {
-                let (src, dst, es) = (e.addr as u64, e.src as u64, e.bytes as u64);
-                let count = e.count.max(1) as u64;
-                let (ss, ds) = if e.count == 0 {
-                    (es, es)
-                } else {
-                    (e.sstride as u64, e.dstride as u64)
-                };
-                let span = |stride: u64| (count - 1) * stride + es;
+                let (src, dst) = (e.addr as u64, e.src as u64);
+                let st = Strided::of(&e);
+                let Strided { es, count, ss, ds } = st;
                 if es == 0 {
                     return self.finish_entry(&e, done, 0);
                 }
-                if (count > 1 && (ss < es || ds < es))
-                    || !self.heap.range(dst, span(ds))
-                    || !self.heap.range(src, span(ss))
-                {
+                if !self.strided_fits(&st, src, dst) {
                     return self.finish_entry(&e, done, ERR_BAD_ADDRESS);
                 }
                 let id = self.new_job(done);
@@ -1485,18 +1505,10 @@ impl Worker {
             dl::PX_PUT => {
                 // `count` elements of `bytes` bytes, strided as PX_GET's
                 // (count 0: one contiguous block): one put each.
-                let (dst, src, es) = (e.addr as u64, e.src as u64, e.bytes as u64);
-                let count = e.count.max(1) as u64;
-                let (ss, ds) = if e.count == 0 {
-                    (es, es)
-                } else {
-                    (e.sstride as u64, e.dstride as u64)
-                };
-                let span = |stride: u64| (count - 1) * stride + es;
-                if (count > 1 && (ss < es || ds < es))
-                    || !self.heap.range(dst, span(ds))
-                    || !self.heap.range(src, span(ss))
-                {
+                let (dst, src) = (e.addr as u64, e.src as u64);
+                let st = Strided::of(&e);
+                let Strided { es, count, ss, ds } = st;
+                if !self.strided_fits(&st, src, dst) {
                     return self.finish_entry(&e, done, ERR_BAD_ADDRESS);
                 }
                 if es == 0 {
@@ -1514,6 +1526,15 @@ impl Worker {
             dl::PX_REDUCE => self.start_reduce(e, done),
             _ => self.finish_entry(&e, done, dl::ERR_BAD_ARGUMENT),
         }
+    }
+
+    /// Whether a strided request's elements stay apart (strides of at least
+    /// an element) and lie in the heap, from `src` and to `dst`.
+    fn strided_fits(&self, st: &Strided, src: u64, dst: u64) -> bool {
+        let span = |stride: u64| (st.count - 1) * stride + st.es;
+        !(st.count > 1 && (st.ss < st.es || st.ds < st.es))
+            && self.heap.range(dst, span(st.ds))
+            && self.heap.range(src, span(st.ss))
     }
 
     /// This PE's share of a reduction (see `layout::PX_REDUCE`): the same
