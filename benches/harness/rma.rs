@@ -149,6 +149,9 @@ struct Rma<'a> {
     me: u32,
     peer: u32,
     capped: bool,
+    /// The peer is reached through the proxy (another device or node): each
+    /// device call waits for its answer.
+    proxied: bool,
     src: SymBuffer<u8>,
     dst: SymBuffer<u8>,
     word: SymBuffer<u64>,
@@ -282,11 +285,7 @@ impl Rma<'_> {
         let ctx = self.ctx;
         let peer = self.peer;
         let nth = if scope == "work_group" { 64 } else { 1 };
-        // A PE reached through the proxy: each call waits for its answer.
-        let proxied = ctx
-            .transport(peer)
-            .map_or(true, |t| t != vkshmem::Transport::Direct);
-        let loops = if proxied {
+        let loops = if self.proxied {
             2_000
         } else {
             (bytes as u64 / 4 + 2).div_ceil(nth)
@@ -360,10 +359,7 @@ impl Rma<'_> {
                     }
                     adds = u64::from(self.args.warmup + self.args.iters);
                 } else {
-                    let proxied = ctx
-                        .transport(peer)
-                        .map_or(true, |t| t != vkshmem::Transport::Direct);
-                    let Some(k) = self.per_dispatch(if proxied { 2_000 } else { 4 }) else {
+                    let Some(k) = self.per_dispatch(if self.proxied { 2_000 } else { 4 }) else {
                         continue;
                     };
                     let a = MoveArgs {
@@ -440,10 +436,7 @@ impl Rma<'_> {
                     self.rounds += self.args.warmup + self.args.iters;
                 }
             } else {
-                let proxied = ctx
-                    .transport(peer)
-                    .map_or(true, |t| t != vkshmem::Transport::Direct);
-                let loops = if proxied {
+                let loops = if self.proxied {
                     20_000
                 } else {
                     6_000 + bytes as u64 / 4
@@ -553,6 +546,7 @@ pub fn run(ctx: &Context, args: &RmaArgs) -> anyhow::Result<()> {
         me,
         peer,
         capped: ctx.device_info().is_llvmpipe(),
+        proxied: ctx.transport(peer)? != vkshmem::Transport::Direct,
         src: ctx.calloc::<u8>(room)?,
         dst: ctx.calloc::<u8>(room)?,
         word: ctx.calloc::<u64>(1)?,
