@@ -552,8 +552,8 @@ fn conformance(runs: &[(u32, Option<&str>)], env: &[(&str, &str)]) -> Vec<Run> {
 
 /// Host RMA, atomics, signals and waits (`rma_check`) on every transport:
 /// direct on 1, 2, 3, 4 and 8 PEs; through the proxy (`staged`) on 2 and 3;
-/// through device copies on a heap the host does not map (where atomics
-/// must fail with `Unsupported`); and, with the feature `mpi`, across nodes
+/// through device copies on a heap the host does not map (atomics by a
+/// kernel); and, with the feature `mpi`, across nodes
 /// under mpirun (3 PEs as nodes {0, 1} {2}, and 2 nodes of 2).
 #[test]
 fn host_rma_and_atomics_hold_on_every_transport() {
@@ -569,7 +569,7 @@ fn host_rma_and_atomics_hold_on_every_transport() {
         (8, &[], &[]),
         (2, &staged, &[]),
         (3, &pairs, &[]),
-        (3, &unmapped, &["--no-atomics"]),
+        (3, &unmapped, &[]),
     ];
     checks_pass("rma_check", &runs, &[3, 4]);
 }
@@ -626,6 +626,30 @@ fn device_rma_and_halo_hold_on_every_transport() {
         (2, &staged, &[]),
     ];
     checks_pass("halo", &runs, &[3]);
+}
+
+/// Device atomics and scans (`device_amo_check`): every invocation of every
+/// PE on the counters of one PE at once, with exact totals (32- and 64-bit,
+/// a compare_swap loop, swaps whose old values must be a permutation), one
+/// call of each other operation over the AMO type lists, the sum scans on
+/// WORLD and a strided team (in place, odd offsets, 1- to 8-byte types; in
+/// jobs on one device), bad input; on 1, 2, 3 and 4 PEs, through the proxy
+/// (staged:2 on 3: the 64-bit atomics as one request), on a heap the host
+/// does not map, and across nodes under mpirun.
+#[test]
+fn device_atomics_and_scans_hold_on_every_transport() {
+    let _one = one_spinning_job();
+    let pairs = [("VKSHMEM_TRANSPORT", "staged:2")];
+    let unmapped = [("VKSHMEM_HEAP_MAPPING", "off")];
+    let runs: [CheckRun; 6] = [
+        (1, &[], &[]),
+        (2, &[], &[]),
+        (3, &[], &[]),
+        (4, &[], &[]),
+        (3, &pairs, &[]),
+        (3, &unmapped, &[]),
+    ];
+    checks_pass("device_amo_check", &runs, &[3]);
 }
 
 /// A check program's run: PEs, environment, arguments.
@@ -988,9 +1012,9 @@ fn bench_check_reports_no_wrong_elements() {
             .count();
         // barrier, sync and 6 collectives at 2, 16, 128 and 1024 bytes;
         // in the host scope also UCC's 12 (uneven counts with zero parts
-        // at the small sizes), in the device scopes UCC's gather, scatter
-        // and reduce_scatter.
-        let ucc = if scope == "host" { 12 * 4 } else { 3 * 4 };
+        // at the small sizes), in the device scopes UCC's gather, scatter,
+        // reduce_scatter and the two scans.
+        let ucc = if scope == "host" { 12 * 4 } else { 5 * 4 };
         assert_eq!(n, 2 + 6 * 4 + ucc, "{scope}: {text}");
     }
     for row in rows
@@ -998,6 +1022,50 @@ fn bench_check_reports_no_wrong_elements() {
         .filter(|r| !r.starts_with("barrier") && !r.starts_with("sync"))
     {
         assert!(row.ends_with(",0"), "{row}");
+    }
+    // The device reduce_scatter on a team that spans devices (PE 2 on
+    // another device: through the proxy, PX_REDUCE's own form).
+    let r = run_vkshmrun_env(
+        &[
+            "-n",
+            "3",
+            &bench,
+            "--collective",
+            "reduce_scatter",
+            "--scope",
+            "thread,work_group",
+            "--check",
+            "--min-bytes",
+            "2",
+            "--max-bytes",
+            "1K",
+            "--step-factor",
+            "8",
+            "--iters",
+            "2",
+            "--type",
+            "int16",
+            "--op",
+            "xor",
+            "--workgroup-size",
+            "32",
+            "--csv",
+            &csv,
+        ],
+        &[("VKSHMEM_TRANSPORT", "staged:2")],
+        Duration::from_secs(600),
+        Leftovers::Forbidden,
+        |_| {},
+    );
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let rows: Vec<&str> = text.lines().skip(1).collect();
+    assert_eq!(rows.len(), 2 * 4, "{text}");
+    for row in rows {
+        assert!(
+            row.starts_with("reduce_scatter,") && row.ends_with(",0"),
+            "{row}"
+        );
     }
     let svg = std::fs::read_to_string(&plot).unwrap();
     assert!(

@@ -54,6 +54,8 @@ fn call<T: Elem>(coll: &str, op: ReduceOp) -> String {
             "shmemx_{tn}_{}_reduce_scatter(a.team, a.dest, a.source, a.nelems)",
             op.name()
         ),
+        "inscan" => format!("shmemx_{tn}_sum_inscan(a.team, a.dest, a.source, a.nelems)"),
+        "exscan" => format!("shmemx_{tn}_sum_exscan(a.team, a.dest, a.source, a.nelems)"),
         _ => format!(
             "shmem_{tn}_{}_reduce(a.team, a.dest, a.source, a.nelems)",
             op.name()

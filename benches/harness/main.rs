@@ -253,16 +253,17 @@ impl Bench<'_> {
         let ctx = self.ctx;
         let scope = form.device();
         if ucc::is_ucc(coll) && form != Form::Host {
-            // Device forms: gather, scatter, reduce_scatter (the last not on
-            // a team that spans devices). Listed once in the summary.
+            // Device forms: gather, scatter, reduce_scatter, and the scans
+            // (not on a team that spans devices). Listed once in the summary.
+            let scan = matches!(coll, "inscan" | "exscan");
             let device = matches!(form, Form::Device(_))
-                && (matches!(coll, "gather" | "scatter")
-                    || (coll == "reduce_scatter" && !self.spans_devices));
+                && (matches!(coll, "gather" | "scatter" | "reduce_scatter")
+                    || (scan && !self.spans_devices));
             if !device {
                 self.skipped.borrow_mut().push(format!(
                     "{coll} {}: no such form (host only{})",
                     form.name(),
-                    if coll == "reduce_scatter" && self.spans_devices {
+                    if scan && self.spans_devices {
                         " on a team that spans devices"
                     } else {
                         ""

@@ -350,6 +350,71 @@ fn reduce_fn(s: &mut String, kind: &Kind, to_all: bool) {
     );
 }
 
+/// `vks_scan_<kind>`: this PE's share of a prefix sum over team `t` (`excl`:
+/// exclusive, member 0 gets zeros). Each member takes a slice of the
+/// elements; for each, it walks the members in team order, reading member
+/// j's source and writing member j's dest with the running sum, so every
+/// element is read once from each source and written once to each dest, by
+/// one invocation: in place (dest = source) is safe.
+fn scan_fn(s: &mut String, kind: &Kind) {
+    let n = kind.name;
+    if kind.bytes == 8 {
+        let _ = write!(
+            s,
+            "fn vks_scan_{n}(t: VksTeam, excl: bool, d: u32, s: u32, nelems: u32, tid: u32, nth: u32) {{
+    let share = vks_share(nelems, t.size, t.me);
+    for (var k = share.x + tid; k < share.y; k += nth) {{
+        let sw = (s >> 2u) + 2u * k;
+        let dw = (d >> 2u) + 2u * k;
+        var acc = 0lu;
+        for (var j = 0u; j < t.size; j++) {{
+            let pe = vks_team_pe(t, j);
+            let sum = vks_combine_{n}(5u, acc, vks_load_u64(pe, sw));
+            let out = select(sum, acc, excl);
+            vks_d_plain_store(pe, dw, u32(out));
+            vks_d_plain_store(pe, dw + 1u, u32(out >> 32u));
+            acc = sum;
+        }}
+    }}
+}}
+"
+        );
+        return;
+    }
+    let combine = if kind.bytes == 4 {
+        format!("vks_combine_{n}")
+    } else {
+        format!("vks_lanes_{n}")
+    };
+    let _ = write!(
+        s,
+        "fn vks_scan_{n}(t: VksTeam, excl: bool, d: u32, s: u32, nelems: u32, tid: u32, nth: u32) {{
+    let n = nelems * {es}u;
+    if n == 0u {{
+        return;
+    }}
+    let w0 = d >> 2u;
+    let share = vks_share(((d + n - 1u) >> 2u) - w0 + 1u, t.size, t.me);
+    for (var i = share.x + tid; i < share.y; i += nth) {{
+        let w = w0 + i;
+        let lo = max(d, w * 4u);
+        let hi = min(d + n, w * 4u + 4u);
+        let sb = lo - d + s;
+        let mask = vks_byte_mask(lo & 3u, hi - w * 4u);
+        var acc = 0u;
+        for (var j = 0u; j < t.size; j++) {{
+            let pe = vks_team_pe(t, j);
+            let sum = {combine}(5u, acc, vks_load_bytes(pe, sb, hi - lo));
+            vks_store_masked(pe, w, select(sum, acc, excl) << ((lo & 3u) * 8u), mask);
+            acc = sum;
+        }}
+    }}
+}}
+",
+        es = kind.bytes,
+    );
+}
+
 /// `vks_ll_reduce_<kind>`: the one-sync form's combine (see [`OneSync`]):
 /// after the sync, this PE's dest gets the members' landing slots combined in
 /// team order. Only this PE's memory is touched: its slots (for the epoch the
@@ -560,10 +625,11 @@ fn {wg_name}(team: u32, {params}, local_index: u32, group_size: u32) -> i32 {{
 
 /// The device-initiated collectives: per-thread `shmem_*` and work_group
 /// `shmemx_*_work_group` forms of every mem collective, and the typed forms of
-/// ishmem's TYPENAMEs (broadcast, collect, fcollect, alltoall, alltoalls and
-/// every reduction the type table allows). Typed forms are generated only when
-/// `uses` mentions them (a kernel's own source), to keep kernels small; `None`
-/// generates all.
+/// ishmem's TYPENAMEs (broadcast, collect, fcollect, alltoall, alltoalls, every
+/// reduction the type table allows, UCC's gather, scatter and reduce_scatter,
+/// and the scans `shmemx_<T>_sum_inscan`/`_exscan`). Typed forms are generated
+/// only when `uses` mentions them (a kernel's own source), to keep kernels
+/// small; `None` generates all.
 pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
     let mut s = String::from("\n// ---- device-initiated collectives (generated) ----\n");
     let prefixed = MEM_COLLECTIVES
@@ -594,6 +660,8 @@ pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
         None,
     );
     let wanted = |name: &str| uses.map_or(true, |u| u.contains(name));
+    // The kinds whose scan driver is already in `s`.
+    let mut scans = std::collections::HashSet::new();
     for ty in TYPES {
         let kind = kind(ty.kind).expect("table");
         if !kind_available(cfg, &kind) {
@@ -647,23 +715,52 @@ pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
                 "fn {wg}(team: u32, dest: u32, source: u32, dst: u32, sst: u32, nelems: u32, local_index: u32, group_size: u32) -> i32 {{ return vks_alltoalls_work_group(team, dest, source, dst, sst, nelems, {es}u, local_index, group_size); }}"
             );
         }
+        // Scans (ishmem 1.5's sum_inscan / sum_exscan): not on a team that
+        // spans devices (ERR_UNREACHABLE; the host form serves every transport).
+        for (scan, excl) in [("inscan", false), ("exscan", true)] {
+            let (pt, wg) = (
+                format!("shmemx_{n}_sum_{scan}"),
+                format!("shmemx_{n}_sum_{scan}_work_group"),
+            );
+            if !wanted(&pt) && !wanted(&wg) {
+                continue;
+            }
+            if scans.insert(kind.name) {
+                scan_fn(&mut s, &kind);
+            }
+            let body = format!(
+                "if vks_team_spans(t) {{ if tid == 0u {{ vks_raise(VKS_ERR_UNREACHABLE, VKS_MY_PE, dest >> 2u); }} }} else {{ vks_scan_{k}(t, {excl}, dest, source, nelems, tid, nth); }}",
+                k = kind.name,
+            );
+            both_forms(
+                &mut s,
+                &pt,
+                &wg,
+                "dest: u32, source: u32, nelems: u32",
+                "",
+                "true",
+                &body,
+                None,
+            );
+        }
         for op in ReduceOp::ALL {
             if op.bitwise() && !ty.bitwise {
                 continue;
             }
             let o = op.name();
             // UCC reduce_scatter: `nreduce` elements per member; member i
-            // combines block i of every member's source into its own dest.
-            // Not on a team that spans devices (ERR_UNREACHABLE; the host
-            // form serves every transport).
+            // combines block i of every member's source into its own dest
+            // (on a team that spans devices, through the proxy: one
+            // request, PX_REDUCE's own form).
             let (pt, wg) = (
                 format!("shmemx_{n}_{o}_reduce_scatter"),
                 format!("shmemx_{n}_{o}_reduce_scatter_work_group"),
             );
             if wanted(&pt) || wanted(&wg) {
                 let body = format!(
-                    "if vks_team_spans(t) {{ if tid == 0u {{ vks_raise(VKS_ERR_UNREACHABLE, VKS_MY_PE, dest >> 2u); }} }} else {{ vks_reduce_own_{k}(t, {c}u, dest, source + t.me * nreduce * {es}u, nreduce, tid, nth); }}",
+                    "let own = source + t.me * nreduce * {es}u; if vks_team_spans(t) {{ if tid == 0u {{ vks_px_reduce_own(team, dest, own, nreduce, {ki}u, {c}u); }} }} else {{ vks_reduce_own_{k}(t, {c}u, dest, own, nreduce, tid, nth); }}",
                     k = kind.name,
+                    ki = kind_index(kind.name).expect("a kind of KINDS"),
                     c = op.code()
                 );
                 both_forms(
@@ -1122,6 +1219,7 @@ mod tests {
             max_binding_bytes: 1 << 27,
             int64: true,
             float64: true,
+            int64_atomics: true,
             divergent_fences: true,
             loop_cap: true,
             direct: crate::PeSet::all(3),

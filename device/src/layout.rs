@@ -84,10 +84,11 @@ control_struct!(
         /// Proxy ring tickets claimed by device code so far (wrapping): ticket
         /// `t` owns entry `t % PROXY_SLOTS` of the ring (see [`ProxyEntry`]).
         proxy_head,
-        /// Reserved; zero.
-        reserved6,
-        /// Reserved; zero.
-        reserved7,
+        /// The old value of the host's latest atomic done by a kernel (on a
+        /// heap the host does not map, `vkshmem_host::rma::amo`): low word.
+        amo_lo,
+        /// Its high word (64-bit atomics).
+        amo_hi,
     }
 );
 
@@ -160,7 +161,8 @@ control_struct!(
         /// Bulk ops: the byte address in this PE's heap (dest of a get, source
         /// of a put); [`PX_REDUCE`]: the source.
         src,
-        /// Bulk ops: bytes; [`PX_REDUCE`]: elements.
+        /// Bulk ops: bytes; [`PX_REDUCE`]: elements; word ops: the word's
+        /// size, 8 for a 64-bit word (else 4 or 0: 32 bits).
         bytes,
         /// The operand (stores, atomics; [`PX_REDUCE`]: kind | op << 8); the
         /// result when answered.
@@ -168,13 +170,16 @@ control_struct!(
         /// The compare operand of [`PX_CAS`]; the status when answered.
         cmp,
         /// [`PX_GET`], [`PX_PUT`]: elements of `bytes` bytes each (0 counts
-        /// as 1: a plain copy of `bytes`).
+        /// as 1: a plain copy of `bytes`); 64-bit word ops: the operand's
+        /// high word.
         count,
         /// [`PX_GET`], [`PX_PUT`]: bytes between source elements (on `pe`
-        /// for a get, in this PE's heap for a put).
+        /// for a get, in this PE's heap for a put); 64-bit word ops: the
+        /// compare operand's high word.
         sstride,
         /// [`PX_GET`], [`PX_PUT`]: bytes between dest elements (in this PE's
-        /// heap for a get, on `pe` for a put).
+        /// heap for a get, on `pe` for a put); word ops: the result's high
+        /// word when answered.
         dstride,
         /// Reserved; zero.
         reserved0,
@@ -211,7 +216,10 @@ pub const PX_PUT: u32 = 10;
 /// Proxy op: answers once every earlier request has landed at its target.
 pub const PX_QUIET: u32 = 11;
 /// Proxy op: this PE's share of a reduction over the team in slot `pe`
-/// (answers when every member's dest holds it).
+/// (answers when every member's dest holds it). With `count` = 1, the
+/// reduce-scatter form: all `bytes` elements at `src` of every member
+/// combined into this PE's dest only (the caller points `src` at this
+/// member's block).
 pub const PX_REDUCE: u32 = 12;
 
 /// Word address of the proxy ring (after the host collect counts).
@@ -287,7 +295,7 @@ pub fn describe_errors(bits: u32) -> Vec<&'static str> {
         (ERR_BAD_PE, "a PE number outside the job"),
         (
             ERR_UNREACHABLE,
-            "an access to the heap of a PE on another device (staged transport) without a proxy to carry it (this PE's heap is not host-mapped)",
+            "an access to the heap of a PE on another device that device code cannot make: no proxy carries it (this PE's heap is not host-mapped), or the call has no form across devices (the device scans: use the host's)",
         ),
         (ERR_BAD_TEAM, "an invalid team handle"),
         (

@@ -23,6 +23,7 @@
 
 #![warn(missing_docs)]
 
+mod amo;
 pub mod collectives;
 pub mod layout;
 pub mod library;

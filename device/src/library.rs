@@ -14,7 +14,11 @@
 //! `array<atomic<u32>>` (`vks_a_P_C`) and `array<u32>` (`vks_w_P_C`); WGSL (naga)
 //! refuses two variables on one binding, so the plain view is declared at binding
 //! `PLAIN_VIEW_OFFSET + b` and the SPIR-V pass moves it onto `b` (Vulkan allows
-//! aliased variables on one binding when both match the descriptor type).
+//! aliased variables on one binding when both match the descriptor type). A
+//! kernel that uses 64-bit atomics (on a device with
+//! `shaderBufferInt64Atomics`) gets a third view, `array<atomic<u64>>`
+//! (`vks_q_P_C`, declared at `QUAD_VIEW_OFFSET + b`), indexed by word address
+//! / 2: 64-bit atomics need 8-byte alignment, so their word address is even.
 //!
 //! A binding array indexed by PE would be shorter, but Mesa 22.3 (lavapipe) has no
 //! non-uniform indexing of buffer arrays and our collectives index by a PE that
@@ -30,6 +34,10 @@ pub const FIXED_SOURCE: &str = include_str!("../../shaders/vkshmem.wgsl");
 
 /// The plain (non-atomic) view of binding `b` is declared at this plus `b`.
 pub const PLAIN_VIEW_OFFSET: u32 = 1000;
+
+/// The 64-bit atomic view of binding `b` is declared at this plus `b` (moved
+/// onto `b` by the SPIR-V pass, like the plain view).
+pub const QUAD_VIEW_OFFSET: u32 = 2000;
 
 /// Descriptor set of the library's bindings.
 pub const LIBRARY_SET: u32 = 0;
@@ -52,6 +60,11 @@ pub struct LibraryConfig {
     pub int64: bool,
     /// The device has `shaderFloat64` (double functions are generated; needs int64).
     pub float64: bool,
+    /// The device has `shaderBufferInt64Atomics` (and `shaderInt64`): the
+    /// 64-bit atomics (`shmem_long_atomic_*` and the other 8-byte AMO types)
+    /// are generated, on a third view of every heap binding
+    /// (`array<atomic<u64>>`, see [`QUAD_VIEW_OFFSET`]).
+    pub int64_atomics: bool,
     /// Fences may run in code that only some invocations of a workgroup execute.
     /// False on Mesa's llvmpipe (lavapipe), which turns every memory barrier into a
     /// workgroup control barrier (a coroutine switch), so a fence in one invocation
@@ -361,6 +374,77 @@ const ACCESSORS: &[Accessor] = &[
     ),
 ];
 
+/// The 64-bit atomics (view `q`, word addresses that must be even), only
+/// with [`LibraryConfig::int64_atomics`]. Through the proxy they are one
+/// request with `bytes` = 8 (see `layout::ProxyEntry`). A 64-bit store is an
+/// exchange there, so that it is ordered like the other atomics.
+const ACCESSORS_64: &[Accessor] = &[
+    (
+        "vks_load64",
+        'q',
+        "",
+        Some("u64"),
+        "return atomicLoad(&{v});",
+        "return vks_px_call64(VKS_PX_LOAD, pe, a, 0lu, 0lu);",
+    ),
+    (
+        "vks_store64",
+        'q',
+        ", x: u64",
+        None,
+        "atomicStore(&{v}, x);",
+        "vks_px_call64(VKS_PX_SWAP, pe, a, x, 0lu);",
+    ),
+    (
+        "vks_fetch_add64",
+        'q',
+        ", x: u64",
+        Some("u64"),
+        "return atomicAdd(&{v}, x);",
+        "return vks_px_call64(VKS_PX_ADD, pe, a, x, 0lu);",
+    ),
+    (
+        "vks_fetch_and64",
+        'q',
+        ", x: u64",
+        Some("u64"),
+        "return atomicAnd(&{v}, x);",
+        "return vks_px_call64(VKS_PX_AND, pe, a, x, 0lu);",
+    ),
+    (
+        "vks_fetch_or64",
+        'q',
+        ", x: u64",
+        Some("u64"),
+        "return atomicOr(&{v}, x);",
+        "return vks_px_call64(VKS_PX_OR, pe, a, x, 0lu);",
+    ),
+    (
+        "vks_fetch_xor64",
+        'q',
+        ", x: u64",
+        Some("u64"),
+        "return atomicXor(&{v}, x);",
+        "return vks_px_call64(VKS_PX_XOR, pe, a, x, 0lu);",
+    ),
+    (
+        "vks_swap64",
+        'q',
+        ", x: u64",
+        Some("u64"),
+        "return atomicExchange(&{v}, x);",
+        "return vks_px_call64(VKS_PX_SWAP, pe, a, x, 0lu);",
+    ),
+    (
+        "vks_compare_swap64",
+        'q',
+        ", c: u64, x: u64",
+        Some("u64"),
+        "return atomicCompareExchangeWeak(&{v}, c, x).old_value;",
+        "return vks_px_call64(VKS_PX_CAS, pe, a, x, c);",
+    ),
+];
+
 /// The whole device library (generated part, then the fixed part) for `cfg`, with
 /// every typed collective.
 pub fn library_source(cfg: &LibraryConfig) -> String {
@@ -387,7 +471,10 @@ pub fn library_source_for(cfg: &LibraryConfig, uses: Option<&str>) -> String {
         layout::batch_word(cfg.n_pes)
     );
     s.push_str(&layout::wgsl());
-    bindings(&mut s, cfg);
+    // The 64-bit atomic view only where a kernel uses it: its type needs
+    // the device feature, and every view is one more variable to compile.
+    let quad = cfg.int64_atomics && uses.map_or(true, crate::amo::uses_64bit_atomics);
+    bindings(&mut s, cfg, quad);
     raise(&mut s, cfg);
     wait_announce(&mut s, cfg);
     poll_many(&mut s, cfg);
@@ -406,6 +493,11 @@ pub fn library_source_for(cfg: &LibraryConfig, uses: Option<&str>) -> String {
         // path inlined at every call site makes kernels slow to compile.
         accessor(&mut s, cfg, acc, false);
     }
+    if quad {
+        for acc in ACCESSORS_64 {
+            accessor(&mut s, cfg, acc, true);
+        }
+    }
     own_volatile_load(&mut s, cfg);
     is_direct(&mut s, cfg);
     crate::proxy::ring_api(&mut s, cfg);
@@ -415,6 +507,7 @@ pub fn library_source_for(cfg: &LibraryConfig, uses: Option<&str>) -> String {
         }
         typed(&mut s, ty);
     }
+    s.push_str(&crate::amo::device_amo(quad, uses));
     s.push_str("\n// ======== vkshmem device library (fixed) ========\n");
     s.push_str(FIXED_SOURCE);
     s.push_str(&crate::collectives::library_part(cfg));
@@ -423,9 +516,17 @@ pub fn library_source_for(cfg: &LibraryConfig, uses: Option<&str>) -> String {
     s
 }
 
-fn bindings(s: &mut String, cfg: &LibraryConfig) {
+fn bindings(s: &mut String, cfg: &LibraryConfig, quad: bool) {
     for b in cfg.bindings() {
         let c = b.offset / cfg.chunk_bytes();
+        if quad {
+            let _ = writeln!(
+                s,
+                "@group({LIBRARY_SET}) @binding({}) @coherent var<storage, read_write> vks_q_{}_{c}: array<atomic<u64>>;",
+                QUAD_VIEW_OFFSET + b.binding,
+                b.pe
+            );
+        }
         let _ = writeln!(
             s,
             "@group({LIBRARY_SET}) @binding({}) @coherent var<storage, read_write> vks_a_{}_{c}: array<atomic<u32>>;",
@@ -538,11 +639,7 @@ fn accessor(
         )
     };
     let arrow = ret.map(|r| format!(" -> {r}")).unwrap_or_default();
-    let fallback = if ret.is_some() {
-        "return 0u;"
-    } else {
-        "return;"
-    };
+    let fallback = ret.map_or("return;".to_string(), |r| format!("return {r}();"));
     let _ = writeln!(s, "fn {name}(pe: u32, a: u32{params}){arrow} {{");
     let _ = writeln!(
         s,
@@ -552,13 +649,23 @@ fn accessor(
         s,
         "    if a >= VKS_HEAP_WORDS {{ vks_raise(VKS_ERR_BAD_ADDRESS, pe, a); {fallback} }}"
     );
+    // The 64-bit view: elements of two words, at an even word address.
+    let element = if *view == 'q' {
+        let _ = writeln!(
+            s,
+            "    if (a & 1u) != 0u {{ vks_raise(VKS_ERR_BAD_ADDRESS, pe, a); {fallback} }}"
+        );
+        "i >> 1u"
+    } else {
+        "i"
+    };
     let _ = writeln!(s, "    let i = {index};");
     let _ = writeln!(s, "    switch {slot} {{");
     // Cases by (PE, chunk); a PE without bindings (not reached directly)
     // falls to the default.
     for b in cfg.bindings() {
         let c = (b.offset / cfg.chunk_bytes()) as u32;
-        let v = format!("vks_{view}_{}_{c}[i]", b.pe);
+        let v = format!("vks_{view}_{}_{c}[{element}]", b.pe);
         let _ = writeln!(
             s,
             "        case {}u: {{ {} }}",
@@ -575,8 +682,8 @@ fn accessor(
         );
     }
     let _ = writeln!(s, "    }}");
-    if ret.is_some() {
-        let _ = writeln!(s, "    return 0u;");
+    if let Some(r) = ret {
+        let _ = writeln!(s, "    return {r}();");
     }
     let _ = writeln!(s, "}}");
 }
@@ -698,21 +805,7 @@ fn shmem_{n}_p(dest: u32, value: {t}, pe: u32) {{
     let cmp = if ty.signed { "true" } else { "false" };
     let _ = write!(
         s,
-        "fn shmem_{n}_atomic_fetch(source: u32, pe: u32) -> {t} {{ return {from}(vks_relaxed_load(pe, source)); }}
-fn shmem_{n}_atomic_set(dest: u32, value: {t}, pe: u32) {{ vks_relaxed_store(pe, dest, {to}(value)); }}
-fn shmem_{n}_atomic_fetch_add(dest: u32, value: {t}, pe: u32) -> {t} {{ return {from}(vks_fetch_add(pe, dest, {to}(value))); }}
-fn shmem_{n}_atomic_add(dest: u32, value: {t}, pe: u32) {{ vks_fetch_add(pe, dest, {to}(value)); }}
-fn shmem_{n}_atomic_fetch_inc(dest: u32, pe: u32) -> {t} {{ return {from}(vks_fetch_add(pe, dest, 1u)); }}
-fn shmem_{n}_atomic_inc(dest: u32, pe: u32) {{ vks_fetch_add(pe, dest, 1u); }}
-fn shmem_{n}_atomic_swap(dest: u32, value: {t}, pe: u32) -> {t} {{ return {from}(vks_swap(pe, dest, {to}(value))); }}
-fn shmem_{n}_atomic_compare_swap(dest: u32, cond: {t}, value: {t}, pe: u32) -> {t} {{ return {from}(vks_compare_swap(pe, dest, {to}(cond), {to}(value))); }}
-fn shmem_{n}_atomic_fetch_and(dest: u32, value: {t}, pe: u32) -> {t} {{ return {from}(vks_fetch_and(pe, dest, {to}(value))); }}
-fn shmem_{n}_atomic_and(dest: u32, value: {t}, pe: u32) {{ vks_fetch_and(pe, dest, {to}(value)); }}
-fn shmem_{n}_atomic_fetch_or(dest: u32, value: {t}, pe: u32) -> {t} {{ return {from}(vks_fetch_or(pe, dest, {to}(value))); }}
-fn shmem_{n}_atomic_or(dest: u32, value: {t}, pe: u32) {{ vks_fetch_or(pe, dest, {to}(value)); }}
-fn shmem_{n}_atomic_fetch_xor(dest: u32, value: {t}, pe: u32) -> {t} {{ return {from}(vks_fetch_xor(pe, dest, {to}(value))); }}
-fn shmem_{n}_atomic_xor(dest: u32, value: {t}, pe: u32) {{ vks_fetch_xor(pe, dest, {to}(value)); }}
-fn shmemx_{n}_load_acquire(source: u32, pe: u32) -> {t} {{ return {from}(vks_acquire_load(pe, source)); }}
+        "fn shmemx_{n}_load_acquire(source: u32, pe: u32) -> {t} {{ return {from}(vks_acquire_load(pe, source)); }}
 fn shmemx_{n}_store_release(dest: u32, value: {t}, pe: u32) {{ vks_store_release(pe, dest, {to}(value)); }}
 fn shmem_{n}_wait_until(ivar: u32, cmp: u32, value: {t}) -> bool {{ return vks_wait_cmp(ivar, cmp, {to}(value), {cmp}); }}
 "
@@ -731,6 +824,7 @@ mod tests {
             max_binding_bytes: range,
             int64: true,
             float64: true,
+            int64_atomics: true,
             divergent_fences: true,
             loop_cap: false,
             direct: PeSet::all(n),
@@ -808,6 +902,7 @@ mod tests {
                 c.my_pe = n - 1;
                 c.int64 = wide;
                 c.float64 = wide;
+                c.int64_atomics = wide;
                 if proxy {
                     // Every peer on another device, reached through the proxy.
                     c.direct = PeSet::from_pes([n - 1]);

@@ -40,6 +40,11 @@ pub struct LinkedKernel {
     /// The entry point can reach a library wait (a sync, barrier or wait_until): it
     /// must follow the forward-progress rules.
     pub waits_on_peers: bool,
+    /// The entry point can wait for this PE's proxy thread (a call that
+    /// reaches a PE on another device): where the driver caps loops, the
+    /// host throttles the driver's threads while it runs, as for
+    /// `waits_on_peers`, so that the wait outlasts the proxy's round trips.
+    pub waits_on_proxy: bool,
     /// What the SPIR-V pass did.
     pub report: PassReport,
 }
@@ -251,6 +256,8 @@ pub fn link_kernel(
         &["vks_wait_epoch", "vks_wait_cmp", "vks_wait_vector"],
     );
 
+    let waits_on_proxy = reaches(&module, &ep.function, &["vks_px_wait"]);
+
     let words = crate::write_spirv(&module, &info, name)?;
     let (spirv, report) = pass::run(&words).map_err(|message| CompileError::Backend {
         name: name.to_string(),
@@ -269,6 +276,7 @@ pub fn link_kernel(
         immediate_bytes,
         workgroup_size: ep.workgroup_size,
         waits_on_peers,
+        waits_on_proxy,
         report,
     })
 }
@@ -324,6 +332,7 @@ mod tests {
             max_binding_bytes: 128 << 20,
             int64: true,
             float64: true,
+            int64_atomics: true,
             divergent_fences: true,
             loop_cap: false,
             direct: crate::PeSet::all(3),

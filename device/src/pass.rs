@@ -17,7 +17,8 @@
 //!    (`all(loop_bound == 0)`) with `false`, so library spin loops are unbounded and
 //!    the dead counter is left for the driver to remove;
 //! 5. moves the library's plain heap views from binding `PLAIN_VIEW_OFFSET + b` onto
-//!    `b` in set 0 (aliasing the atomic view, which Vulkan allows);
+//!    `b` in set 0 (aliasing the atomic view, which Vulkan allows), and the
+//!    64-bit atomic views from `QUAD_VIEW_OFFSET + b`;
 //! 6. decorates every storage buffer `Coherent` and `Aliased`: any of them, the
 //!    user's included, may be a view of a symmetric heap that other PEs write, and
 //!    the two library views of one heap alias each other;
@@ -47,7 +48,7 @@ use rspirv::binary::Assemble;
 use rspirv::dr::{Instruction, Module, Operand};
 use rspirv::spirv::{Decoration, MemoryAccess, MemorySemantics, Op, Scope, StorageClass, Word};
 
-use crate::library::{LIBRARY_SET, PLAIN_VIEW_OFFSET};
+use crate::library::{LIBRARY_SET, PLAIN_VIEW_OFFSET, QUAD_VIEW_OFFSET};
 
 /// What the pass changed, for tests and logs.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -334,9 +335,13 @@ fn decorate_buffers(m: &mut Module, names: &HashMap<Word, String>) -> usize {
         if let [Operand::IdRef(id), Operand::Decoration(Decoration::Binding), Operand::LiteralBit32(b)] =
             a.operands.as_mut_slice()
         {
-            let plain_view = names.get(id).is_some_and(|n| n.starts_with("vks_w_"));
-            if plain_view && set_of.get(id) == Some(&LIBRARY_SET) && *b >= PLAIN_VIEW_OFFSET {
-                *b -= PLAIN_VIEW_OFFSET;
+            let offset = match names.get(id) {
+                Some(n) if n.starts_with("vks_w_") => PLAIN_VIEW_OFFSET,
+                Some(n) if n.starts_with("vks_q_") => QUAD_VIEW_OFFSET,
+                _ => continue,
+            };
+            if set_of.get(id) == Some(&LIBRARY_SET) && *b >= offset {
+                *b -= offset;
                 moved += 1;
             }
         }

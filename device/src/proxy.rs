@@ -32,6 +32,7 @@ fn vks_px_put(dpe: u32, d: u32, sb: u32, n: u32) { vks_raise(VKS_ERR_UNREACHABLE
 fn vks_px_iget(d: u32, dst: u32, spe: u32, sb: u32, sst: u32, es: u32, count: u32) { vks_raise(VKS_ERR_UNREACHABLE, spe, sb >> 2u); }
 fn vks_px_iput(dpe: u32, d: u32, dst: u32, sb: u32, sst: u32, es: u32, count: u32) { vks_raise(VKS_ERR_UNREACHABLE, dpe, d >> 2u); }
 fn vks_px_reduce(team: u32, d: u32, sb: u32, nelems: u32, kind: u32, op: u32) { vks_raise(VKS_ERR_UNREACHABLE, VKS_MY_PE, d >> 2u); }
+fn vks_px_reduce_own(team: u32, d: u32, sb: u32, nelems: u32, kind: u32, op: u32) { vks_raise(VKS_ERR_UNREACHABLE, VKS_MY_PE, d >> 2u); }
 fn vks_px_quiet() {}
 ",
         );
@@ -90,21 +91,26 @@ fn vks_px_post_strided(op: u32, pe: u32, addr: u32, src: u32, bytes: u32, value:
 // Waits for the answer to the request posted at entry `e`, frees the entry
 // and returns the result; a failed request raises its status bits (`pe`,
 // `addr` name it).
-fn vks_px_result(e: u32, pe: u32, addr: u32) -> u32 {{
+// The result's low word is `x`, its high word (64-bit word ops) `y`.
+fn vks_px_result2(e: u32, pe: u32, addr: u32) -> vec2<u32> {{
     if e == VKS_PX_NONE {{
-        return 0u;
+        return vec2<u32>();
     }}
     let lap = atomicLoad(&{me}[e + VKS_PX_SEQ]) & ~(VKS_PX_SLOTS - 1u);
     if !vks_px_wait(e + VKS_PX_SEQ, lap + 2u) {{
-        return 0u;
+        return vec2<u32>();
     }}
-    let r = atomicLoad(&{me}[e + VKS_PX_VALUE]);
+    let r = vec2<u32>(atomicLoad(&{me}[e + VKS_PX_VALUE]), atomicLoad(&{me}[e + VKS_PX_DSTRIDE]));
     let st = atomicLoad(&{me}[e + VKS_PX_CMP]);
     atomicExchange(&{me}[e + VKS_PX_SEQ], lap + VKS_PX_SLOTS);
     if st != 0u {{
         vks_raise(st, pe, addr);
     }}
     return r;
+}}
+
+fn vks_px_result(e: u32, pe: u32, addr: u32) -> u32 {{
+    return vks_px_result2(e, pe, addr).x;
 }}
 
 fn vks_px_call(op: u32, pe: u32, addr: u32, src: u32, bytes: u32, value: u32, cmp: u32) -> u32 {{
@@ -141,12 +147,31 @@ fn vks_px_reduce(team: u32, d: u32, sb: u32, nelems: u32, kind: u32, op: u32) {{
     vks_px_call(VKS_PX_REDUCE, team, d, sb, nelems, kind | (op << 8u), 0u);
 }}
 
+// The reduce-scatter form: all `nelems` at `sb` of every member combined
+// into this PE's dest only.
+fn vks_px_reduce_own(team: u32, d: u32, sb: u32, nelems: u32, kind: u32, op: u32) {{
+    let e = vks_px_post_strided(VKS_PX_REDUCE, team, d, sb, nelems, kind | (op << 8u), 0u, 1u, 0u, 0u);
+    vks_px_result(e, team, d);
+}}
+
 // Every earlier request of this PE has landed at its target.
 fn vks_px_quiet() {{
     vks_px_call(VKS_PX_QUIET, VKS_MY_PE, 0u, 0u, 0u, 0u, 0u);
 }}
 "
     );
+    if cfg.int64_atomics {
+        // A 64-bit word op: `bytes` = 8, the operands' high words in `count`
+        // and `sstride`, the result's in `dstride` (layout::ProxyEntry).
+        s.push_str(
+            "fn vks_px_call64(op: u32, pe: u32, addr: u32, x: u64, c: u64) -> u64 {
+    let e = vks_px_post_strided(op, pe, addr, 0u, 8u, u32(x), u32(c), u32(x >> 32u), u32(c >> 32u), 0u);
+    let r = vks_px_result2(e, pe, addr);
+    return u64(r.x) | (u64(r.y) << 32u);
+}
+",
+        );
+    }
 }
 
 /// A proxy wait function named `name` that polls `polls` times per loop

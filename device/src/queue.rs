@@ -304,6 +304,7 @@ mod tests {
             max_binding_bytes: 1 << 27,
             int64: true,
             float64: true,
+            int64_atomics: true,
             divergent_fences: true,
             loop_cap: true,
             direct: crate::PeSet::all(3),

@@ -12,7 +12,8 @@
 //! are in this PE's heap.
 //!
 //! A signal is OpenSHMEM's 64-bit word (8-byte aligned: word address even).
-//! Device code updates it with 32-bit atomics, as WGSL has no 64-bit ones:
+//! Device code updates it with 32-bit atomics, so that signals work on
+//! devices without 64-bit atomics too:
 //! `SHMEM_SIGNAL_SET` makes it the (32-bit) value, `SHMEM_SIGNAL_ADD` adds a
 //! 32-bit value and carries into the high word. A reader never sees a value
 //! below the one before an add, except across a carry out of the low 32 bits;
@@ -555,6 +556,7 @@ mod tests {
             max_binding_bytes: 1 << 27,
             int64: true,
             float64: true,
+            int64_atomics: true,
             divergent_fences: true,
             loop_cap: false,
             direct,

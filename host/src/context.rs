@@ -111,6 +111,10 @@ pub(crate) struct Inner {
     pub(crate) queue_init: Mutex<()>,
     // Field order is drop order: everything holding Vulkan objects goes before `gpu`.
     pub(crate) kernels: Mutex<HashMap<KernelKey, Arc<DeviceKernel>>>,
+    /// The kernel of host atomics on a heap the host does not map
+    /// (`crate::rma::amo`), built at the first; its lock serialises them
+    /// (one result slot in the control region).
+    pub(crate) host_amo: Mutex<Option<Arc<DeviceKernel>>>,
     /// The library's own kernels (host collectives) by their unique name, so a
     /// call finds its kernel without generating and hashing its source.
     pub(crate) library_kernels: Mutex<HashMap<String, Arc<DeviceKernel>>>,
@@ -371,6 +375,7 @@ impl Context {
                 queue: std::sync::OnceLock::new(),
                 queue_init: Mutex::new(()),
                 kernels: Mutex::new(HashMap::new()),
+                host_amo: Mutex::new(None),
                 library_kernels: Mutex::new(HashMap::new()),
                 submit: Mutex::new(submit),
                 staging: Mutex::new(None),

@@ -60,6 +60,7 @@ pub(crate) fn library_config_for(
         max_binding_bytes: gpu.info.max_storage_buffer_range,
         int64: gpu.caps.int64,
         float64: gpu.caps.float64 && gpu.caps.int64,
+        int64_atomics: gpu.caps.int64_atomics && gpu.caps.int64,
         divergent_fences: !llvmpipe,
         loop_cap: llvmpipe,
         direct: PeSet::from_pes((0..npes).filter(|&p| heap.reachable(p))),
@@ -369,11 +370,12 @@ impl Context {
     }
 
     /// The wait throttle for a launch of `kernel` (see [`crate::throttle`]): on a
-    /// driver that caps loops, for kernels that wait on peers in a job of
-    /// several PEs, when this PE's heap is host-mapped.
+    /// driver that caps loops, for kernels that wait on peers or on the proxy
+    /// in a job of several PEs, when this PE's heap is host-mapped.
     fn wait_throttle(&self, kernel: &DeviceKernel) -> Result<Option<crate::throttle::Session<'_>>> {
         let threads = &self.inner.gpu.driver_threads;
-        if !kernel.linked.waits_on_peers || self.n_pes() < 2 || threads.tids().is_empty() {
+        let waits = kernel.linked.waits_on_peers || kernel.linked.waits_on_proxy;
+        if !waits || self.n_pes() < 2 || threads.tids().is_empty() {
             return Ok(None);
         }
         let Some(base) = self.inner.heap.block(self.my_pe())?.mapped() else {

@@ -1,9 +1,13 @@
 //! The soak: random sequences of collectives, each checked against the host
 //! reference (`cargo xtask soak --minutes N [--pes P]` runs it through vkshmrun).
 //!
-//! Every PE draws the same sequence from one seeded generator: the collective
-//! (broadcast with any root, collect with per-member counts, fcollect, alltoall,
-//! alltoalls with strides, every reduction in place or not), the form (host, or
+//! Every PE draws the same sequence from one seeded generator: the call (half
+//! SHMEM's collectives: broadcast with any root, collect with per-member
+//! counts, fcollect, alltoall, alltoalls with strides, every reduction in place
+//! or not; half, host form only, UCC's gatherv, scatterv, reduce_scatterv,
+//! alltoallv, the sum scans, and one-sided calls on the team: put, get,
+//! put_signal with signal_wait_until, concurrent fetch_add; see
+//! common/extras.rs), the form (host, or
 //! the per-thread or work_group device form), the element type, the operation,
 //! the size (0 to `--max-elems`, log-uniform), the team (WORLD, evens, the first
 //! three, WORLD reversed, the halves of a split_2d, a 1-PE team) and the
@@ -25,10 +29,12 @@ use anyhow::Context as _;
 use clap::Parser;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use vkshmem::{ReduceOp, Team};
+use vkshmem::{ReduceOp, SymBuffer, Team};
 
 #[path = "common/combine.rs"]
 mod combine;
+#[path = "common/extras.rs"]
+mod extras;
 #[path = "common/harness.rs"]
 mod harness;
 use harness::*;
@@ -114,52 +120,93 @@ impl Ty {
     }
 }
 
+/// What a drawn call does: a SHMEM collective (any form), or one of UCC's
+/// collectives or the one-sided calls (host form, `extras`).
+#[derive(Debug, Clone, Copy)]
+enum What {
+    Shmem(Coll),
+    Gatherv(u32),
+    Scatterv(u32),
+    ReduceScatterv(ReduceOp),
+    Alltoallv,
+    /// Inclusive (true) or exclusive sum scan.
+    Scan(bool),
+    Rma,
+}
+
 /// One drawn call.
 #[derive(Debug, Clone, Copy)]
 struct Call {
-    coll: Coll,
+    what: What,
     ty: Ty,
     n: usize,
     in_place: bool,
 }
 
 impl Call {
+    fn shmem(coll: Coll, ty: Ty, n: usize, in_place: bool) -> Call {
+        Call {
+            what: What::Shmem(coll),
+            ty,
+            n,
+            in_place,
+        }
+    }
+
     fn name(&self) -> &'static str {
-        match self.coll {
-            Coll::Broadcast(_) => "broadcast",
-            Coll::Fcollect => "fcollect",
-            Coll::Collect => "collect",
-            Coll::Alltoall => "alltoall",
-            Coll::Alltoalls(..) => "alltoalls",
-            Coll::Reduce(_) => "reduce",
+        match self.what {
+            What::Shmem(Coll::Broadcast(_)) => "broadcast",
+            What::Shmem(Coll::Fcollect) => "fcollect",
+            What::Shmem(Coll::Collect) => "collect",
+            What::Shmem(Coll::Alltoall) => "alltoall",
+            What::Shmem(Coll::Alltoalls(..)) => "alltoalls",
+            What::Shmem(Coll::Reduce(_)) => "reduce",
+            What::Gatherv(_) => "gatherv",
+            What::Scatterv(_) => "scatterv",
+            What::ReduceScatterv(_) => "reduce_scatterv",
+            What::Alltoallv => "alltoallv",
+            What::Scan(true) => "sum_inscan",
+            What::Scan(false) => "sum_exscan",
+            What::Rma => "rma",
         }
     }
 }
 
 /// Runs `call` through the harness with the element type chosen at run time.
-fn run_typed<T: Elem>(h: &mut Harness, tc: &TeamCase, c: Call) -> anyhow::Result<()> {
-    match c.coll {
-        Coll::Broadcast(root) => h.broadcast::<T>(tc, c.n, root),
-        Coll::Fcollect => h.fcollect::<T>(tc, c.n),
-        Coll::Collect => h.collect::<T>(tc, c.n),
-        Coll::Alltoall => h.alltoall::<T>(tc, c.n),
-        Coll::Alltoalls(dst, sst) => h.alltoalls::<T>(tc, c.n, dst, sst),
-        Coll::Reduce(op) => h.reduce::<T>(tc, op, c.n, c.in_place),
+fn run_typed<T: Elem>(
+    h: &mut Harness,
+    tc: &TeamCase,
+    c: Call,
+    words: &SymBuffer<u64>,
+) -> anyhow::Result<()> {
+    match c.what {
+        What::Shmem(Coll::Broadcast(root)) => h.broadcast::<T>(tc, c.n, root),
+        What::Shmem(Coll::Fcollect) => h.fcollect::<T>(tc, c.n),
+        What::Shmem(Coll::Collect) => h.collect::<T>(tc, c.n),
+        What::Shmem(Coll::Alltoall) => h.alltoall::<T>(tc, c.n),
+        What::Shmem(Coll::Alltoalls(dst, sst)) => h.alltoalls::<T>(tc, c.n, dst, sst),
+        What::Shmem(Coll::Reduce(op)) => h.reduce::<T>(tc, op, c.n, c.in_place),
+        What::Gatherv(root) => extras::gatherv::<T>(h, tc, c.n, root),
+        What::Scatterv(root) => extras::scatterv::<T>(h, tc, c.n, root),
+        What::ReduceScatterv(op) => extras::reduce_scatterv::<T>(h, tc, c.n, op),
+        What::Alltoallv => extras::alltoallv::<T>(h, tc, c.n),
+        What::Scan(inclusive) => extras::scan::<T>(h, tc, c.n, inclusive, c.in_place),
+        What::Rma => extras::rma::<T>(h, tc, c.n, words),
     }
 }
 
-fn run(h: &mut Harness, tc: &TeamCase, c: Call) -> anyhow::Result<()> {
+fn run(h: &mut Harness, tc: &TeamCase, c: Call, words: &SymBuffer<u64>) -> anyhow::Result<()> {
     match c.ty {
-        Ty::I8 => run_typed::<i8>(h, tc, c),
-        Ty::U8 => run_typed::<u8>(h, tc, c),
-        Ty::I16 => run_typed::<i16>(h, tc, c),
-        Ty::U16 => run_typed::<u16>(h, tc, c),
-        Ty::I32 => run_typed::<i32>(h, tc, c),
-        Ty::U32 => run_typed::<u32>(h, tc, c),
-        Ty::I64 => run_typed::<i64>(h, tc, c),
-        Ty::U64 => run_typed::<u64>(h, tc, c),
-        Ty::F32 => run_typed::<f32>(h, tc, c),
-        Ty::F64 => run_typed::<f64>(h, tc, c),
+        Ty::I8 => run_typed::<i8>(h, tc, c, words),
+        Ty::U8 => run_typed::<u8>(h, tc, c, words),
+        Ty::I16 => run_typed::<i16>(h, tc, c, words),
+        Ty::U16 => run_typed::<u16>(h, tc, c, words),
+        Ty::I32 => run_typed::<i32>(h, tc, c, words),
+        Ty::U32 => run_typed::<u32>(h, tc, c, words),
+        Ty::I64 => run_typed::<i64>(h, tc, c, words),
+        Ty::U64 => run_typed::<u64>(h, tc, c, words),
+        Ty::F32 => run_typed::<f32>(h, tc, c, words),
+        Ty::F64 => run_typed::<f64>(h, tc, c, words),
     }
 }
 
@@ -182,6 +229,29 @@ fn pick<T: Copy>(rng: &mut StdRng, from: &[T]) -> T {
 fn host_call(rng: &mut StdRng, members: usize, max: usize) -> Call {
     let ty = pick(rng, &TYPES);
     let per_member = (max / members).max(1);
+    let ops: Vec<ReduceOp> = ReduceOp::ALL
+        .into_iter()
+        .filter(|op| !(op.bitwise() && ty.float()))
+        .collect();
+    let root = rng.random_range(0..members as u32);
+    // Half SHMEM's collectives, half UCC's and the one-sided calls.
+    if rng.random_bool(0.5) {
+        let what = match rng.random_range(0..7) {
+            0 => What::Gatherv(root),
+            1 => What::Scatterv(root),
+            2 => What::ReduceScatterv(pick(rng, &ops)),
+            3 => What::Alltoallv,
+            4 => What::Scan(true),
+            5 => What::Scan(false),
+            _ => What::Rma,
+        };
+        return Call {
+            what,
+            ty,
+            n: size(rng, per_member),
+            in_place: rng.random_bool(0.5),
+        };
+    }
     let (coll, n) = match rng.random_range(0..6) {
         0 => (
             Coll::Broadcast(rng.random_range(0..members as u32)),
@@ -194,20 +264,9 @@ fn host_call(rng: &mut StdRng, members: usize, max: usize) -> Call {
             Coll::Alltoalls(rng.random_range(1..=3), rng.random_range(1..=3)),
             size(rng, (per_member / 3).min(4096)),
         ),
-        _ => {
-            let ops: Vec<ReduceOp> = ReduceOp::ALL
-                .into_iter()
-                .filter(|op| !(op.bitwise() && ty.float()))
-                .collect();
-            (Coll::Reduce(pick(rng, &ops)), size(rng, max))
-        }
+        _ => (Coll::Reduce(pick(rng, &ops)), size(rng, max)),
     };
-    Call {
-        coll,
-        ty,
-        n,
-        in_place: rng.random_bool(0.5),
-    }
+    Call::shmem(coll, ty, n, rng.random_bool(0.5))
 }
 
 /// A device-form call of the kernel `which` (see `device_kernel_source`): the
@@ -240,12 +299,7 @@ fn device_call(rng: &mut StdRng, which: u32, members: usize, max: usize) -> Call
             (Coll::Reduce(op), ty, size(rng, max))
         }
     };
-    Call {
-        coll,
-        ty,
-        n,
-        in_place: rng.random_bool(0.5),
-    }
+    Call::shmem(coll, ty, n, rng.random_bool(0.5))
 }
 
 /// How many device kernels `device_kernel_source` knows.
@@ -278,6 +332,8 @@ fn main() -> anyhow::Result<()> {
         }
     }
     let (go_src, go) = (ctx.calloc::<u32>(1)?, ctx.calloc::<u32>(1)?);
+    // The one-sided calls' counter and signal.
+    let words = ctx.calloc::<u64>(2)?;
     let started = Instant::now();
     let limit = Duration::from_secs_f64(args.seconds.max(0.0));
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
@@ -301,7 +357,8 @@ fn main() -> anyhow::Result<()> {
             (form, device_call(&mut rng, which, members, max))
         } else {
             let call = host_call(&mut rng, members, max);
-            let queued = !matches!(call.coll, Coll::Reduce(_)) && rng.random_bool(args.queued);
+            let data = matches!(call.what, What::Shmem(c) if !matches!(c, Coll::Reduce(_)));
+            let queued = data && rng.random_bool(args.queued);
             (if queued { Form::Queue } else { Form::Host }, call)
         };
         if form == Form::Thread {
@@ -329,7 +386,7 @@ fn main() -> anyhow::Result<()> {
         if h.phantom && matches!(form, Form::Host | Form::Queue) {
             continue;
         }
-        run(&mut h, tc, call).with_context(|| {
+        run(&mut h, tc, call, &words).with_context(|| {
             format!(
                 "soak call #{i} (seed {}): {call:?} {form:?} on team {} (shift {})",
                 args.seed, tc.name, h.shift
@@ -356,7 +413,7 @@ fn main() -> anyhow::Result<()> {
     );
     let ok = h.wrong == 0;
     drop(h);
-    drop((go, go_src));
+    drop((go, go_src, words));
     ctx.finalize()?;
     if !ok {
         std::process::exit(1);

@@ -30,6 +30,7 @@ fn shapes() -> Vec<LibraryConfig> {
                         max_binding_bytes: 128 << 20,
                         int64: wide,
                         float64: wide,
+                        int64_atomics: wide,
                         divergent_fences: gpu,
                         loop_cap: !gpu,
                         direct: PeSet::all(n_pes),

@@ -583,6 +583,7 @@ mod tests {
             max_binding_bytes: 1 << 27,
             int64: true,
             float64: true,
+            int64_atomics: true,
             divergent_fences: true,
             loop_cap: false,
             direct: vkshmem_device::PeSet::all(npes),

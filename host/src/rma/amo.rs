@@ -70,6 +70,53 @@ amo_types! {
     f64 => u64, [];
 }
 
+/// A host atomic on a heap the host does not map: one invocation applies
+/// word operation `op` (`PX_*`) with the public device API and stores the
+/// old value in this PE's control region. The 64-bit branch is left out on
+/// devices without 64-bit atomics (see `Context::amo_by_kernel`).
+const AMO_KERNEL: &str =
+    "struct P { op: u32, pe: u32, a: u32, wide: u32, vlo: u32, vhi: u32, clo: u32, chi: u32 }
+var<immediate> p: P;
+
+@compute @workgroup_size(1)
+fn main() {
+    var r = vec2<u32>();
+    if p.wide == 0u {
+        switch p.op {
+            case VKS_PX_STORE: { shmem_uint32_atomic_set(p.a, p.vlo, p.pe); }
+            case VKS_PX_ADD: { r.x = shmem_uint32_atomic_fetch_add(p.a, p.vlo, p.pe); }
+            case VKS_PX_AND: { r.x = shmem_uint32_atomic_fetch_and(p.a, p.vlo, p.pe); }
+            case VKS_PX_OR: { r.x = shmem_uint32_atomic_fetch_or(p.a, p.vlo, p.pe); }
+            case VKS_PX_XOR: { r.x = shmem_uint32_atomic_fetch_xor(p.a, p.vlo, p.pe); }
+            case VKS_PX_SWAP: { r.x = shmem_uint32_atomic_swap(p.a, p.vlo, p.pe); }
+            case VKS_PX_CAS: { r.x = shmem_uint32_atomic_compare_swap(p.a, p.clo, p.vlo, p.pe); }
+            default: { r.x = shmem_uint32_atomic_fetch(p.a, p.pe); }
+        }
+    } else {
+        let v = u64(p.vlo) | (u64(p.vhi) << 32u);
+        let c = u64(p.clo) | (u64(p.chi) << 32u);
+        var o = 0lu;
+        switch p.op {
+            case VKS_PX_STORE: { shmem_uint64_atomic_set(p.a, v, p.pe); }
+            case VKS_PX_ADD: { o = shmem_uint64_atomic_fetch_add(p.a, v, p.pe); }
+            case VKS_PX_AND: { o = shmem_uint64_atomic_fetch_and(p.a, v, p.pe); }
+            case VKS_PX_OR: { o = shmem_uint64_atomic_fetch_or(p.a, v, p.pe); }
+            case VKS_PX_XOR: { o = shmem_uint64_atomic_fetch_xor(p.a, v, p.pe); }
+            case VKS_PX_SWAP: { o = shmem_uint64_atomic_swap(p.a, v, p.pe); }
+            case VKS_PX_CAS: { o = shmem_uint64_atomic_compare_swap(p.a, c, v, p.pe); }
+            default: { o = shmem_uint64_atomic_fetch(p.a, p.pe); }
+        }
+        r = vec2<u32>(u32(o), u32(o >> 32u));
+    }
+";
+
+/// The kernel's end: the old value into this PE's control region.
+const AMO_KERNEL_END: &str = "    let me = u32(shmem_my_pe());
+    shmem_uint32_p(VKS_CTRL_AMO_LO, r.x, me);
+    shmem_uint32_p(VKS_CTRL_AMO_HI, r.y, me);
+}
+";
+
 impl Context {
     /// One word operation on the first element of `dest` on PE `pe`.
     fn amo<T: AmoValue>(
@@ -89,16 +136,77 @@ impl Context {
             // aligned to its size (4 or 8); the mapping lives with the context.
             Reach::Mapped(p) => unsafe { apply(p, width, op, value, cmp) },
             Reach::Proxy(proxy) => proxy.amo(pe, dest.offset(), width, op, value, cmp)?,
-            Reach::Copies => {
-                return Err(Error::Unsupported {
-                    device: self.device_info().name.clone(),
-                    what: format!(
-                        "{what}: host atomics on a heap that is not host-mapped (PE {pe})"
-                    ),
-                })
-            }
+            Reach::Copies => self.amo_by_kernel(what, pe, dest.offset(), width, op, value, cmp)?,
         };
         Ok(T::from_bits(old))
+    }
+
+    /// Whether a host atomic of `width` bytes can reach a heap the host does
+    /// not map: through [`AMO_KERNEL`], whose 64-bit form needs the device's
+    /// 64-bit atomics.
+    pub(crate) fn kernel_amo_supported(&self, width: u32) -> bool {
+        width == 4 || self.inner.library.int64_atomics
+    }
+
+    /// One word operation on PE `pe`'s heap (same device, not host-mapped)
+    /// by a one-invocation kernel, which leaves the old value in this PE's
+    /// control region (`amo_lo`, `amo_hi`). Serialised: one result slot.
+    #[allow(clippy::too_many_arguments)]
+    fn amo_by_kernel(
+        &self,
+        what: &str,
+        pe: u32,
+        at: u64,
+        width: u32,
+        op: u32,
+        value: u64,
+        cmp: u64,
+    ) -> Result<u64> {
+        if !self.kernel_amo_supported(width) {
+            return Err(Error::Unsupported {
+                device: self.device_info().name.clone(),
+                what: format!(
+                    "{what}: 64-bit host atomics on a heap that is not host-mapped (PE {pe}) need shaderBufferInt64Atomics"
+                ),
+            });
+        }
+        // One result slot: one such atomic at a time. The kernel is built
+        // at the first one.
+        let mut slot = self
+            .inner
+            .host_amo
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let kernel = match &*slot {
+            Some(k) => k.clone(),
+            None => {
+                let body = if self.inner.library.int64_atomics {
+                    AMO_KERNEL.to_string()
+                } else {
+                    // Without the 64-bit branch: its functions do not exist.
+                    let narrow = AMO_KERNEL.split("    } else {").next();
+                    narrow.expect("a 32-bit branch").to_string() + "    }\n"
+                };
+                let k = self.device_kernel(&(body + AMO_KERNEL_END), "vkshmem_host_amo.wgsl")?;
+                slot.insert(k).clone()
+            }
+        };
+        let args: [u32; 8] = [
+            op,
+            pe,
+            (at / 4) as u32,
+            u32::from(width == 8),
+            value as u32,
+            (value >> 32) as u32,
+            cmp as u32,
+            (cmp >> 32) as u32,
+        ];
+        self.launch(&kernel, [1, 1, 1], &[], bytemuck::cast_slice(&args))?;
+        let mut old = [0u8; 8];
+        let at = std::mem::offset_of!(dl::ControlHeader, amo_lo) as u64;
+        self.read_bytes(self.my_pe(), at, &mut old)?;
+        drop(slot);
+        Ok(u64::from_le_bytes(old))
     }
 
     /// The first element of `src` on PE `pe`, read atomically
@@ -106,8 +214,9 @@ impl Context {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when `src` is empty, outside one live
-    /// allocation, or `pe` is not in the job; [`Error::Unsupported`] on a
-    /// heap that is neither host-mapped nor behind a proxy;
+    /// allocation, or `pe` is not in the job; [`Error::Unsupported`] for an
+    /// 8-byte type on a heap the host does not map, on a device without
+    /// 64-bit atomics;
     /// [`Error::PeerFailed`] when the job aborts while the proxy carries it.
     pub fn atomic_fetch<T: AmoValue>(&self, src: SymSlice<'_, T>, pe: u32) -> Result<T> {
         let z = T::zeroed();

@@ -12,7 +12,9 @@
 //!   is what host-visible heaps are allocated as).
 //! - **Direct, not host-mapped** (`VKSHMEM_HOST_MAPPED_MAX=0` or a heap in
 //!   device-only memory): copies through the staging buffer and a transfer
-//!   submit; atomics there are not supported yet ([`crate::Error::Unsupported`]).
+//!   submit; atomics by a one-invocation kernel of the device library's
+//!   atomics (64-bit ones need `shaderBufferInt64Atomics`, else
+//!   [`crate::Error::Unsupported`]).
 //! - **Staged** (another device) and **Remote** (another node): through this
 //!   PE's proxy thread, which sends the put, get or atomic to the target PE's
 //!   proxy; that one applies it to its own heap through its mapping.
@@ -54,7 +56,7 @@ pub(crate) enum Reach<'a> {
     Mapped(*mut u8),
     /// Through this PE's proxy.
     Proxy(&'a crate::transport::proxy::Proxy),
-    /// Through copies (no mapping, same device): loads and stores only.
+    /// Through copies (no mapping, same device); atomics by a kernel.
     Copies,
 }
 
@@ -251,8 +253,8 @@ impl Context {
     /// ```
     ///
     /// # Errors
-    /// As [`Context::put`]; atomics on a heap that is neither host-mapped
-    /// nor behind a proxy give [`Error::Unsupported`].
+    /// As [`Context::put`]; [`Error::Unsupported`] on a heap the host does
+    /// not map, on a device without 64-bit atomics.
     pub fn put_signal<T: Pod>(
         &self,
         dest: SymSlice<'_, T>,
@@ -265,12 +267,14 @@ impl Context {
         self.check_rma("put_signal (signal)", &sig, 1, pe)?;
         // The signal's atomic must be possible before any data moves.
         if let Reach::Copies = self.reach(pe, sig.offset(), 8)? {
-            return Err(Error::Unsupported {
-                device: self.device_info().name.clone(),
-                what: format!(
-                    "put_signal: host atomics on a heap that is not host-mapped (PE {pe})"
-                ),
-            });
+            if !self.kernel_amo_supported(8) {
+                return Err(Error::Unsupported {
+                    device: self.device_info().name.clone(),
+                    what: format!(
+                        "put_signal: 64-bit host atomics on a heap that is not host-mapped (PE {pe}) need shaderBufferInt64Atomics"
+                    ),
+                });
+            }
         }
         self.put(dest, src, pe)?;
         // The data is in place (put returns after it landed, and the release

@@ -275,6 +275,8 @@ struct Reduction {
     /// Each member's share of its source (u64 backing: aligned for any kind).
     bufs: Vec<Vec<u64>>,
     putting: bool,
+    /// The reduce-scatter form: the result goes to this PE's dest only.
+    own: bool,
 }
 
 /// The elements of a bulk request ([`dl::PX_GET`], [`dl::PX_PUT`]): `count`
@@ -308,7 +310,8 @@ impl Strided {
 struct Job {
     done: Done,
     outstanding: u32,
-    result: u32,
+    /// A word op's old value (64 bits for a 64-bit one).
+    result: u64,
     status: u32,
     reduce: Option<Reduction>,
     /// A host get's bytes.
@@ -1042,7 +1045,13 @@ impl Worker {
         };
         j.status |= h.status;
         match (to, h.kind) {
-            (ReplyTo::Word, M_VALUE) => j.result = h.value,
+            (ReplyTo::Word, M_VALUE) => j.result = u64::from(h.value),
+            (ReplyTo::Word, M_DATA) if h.status == 0 => {
+                let mut w = [0u8; 8];
+                let n = payload.len().min(8);
+                w[..n].copy_from_slice(&payload[..n]);
+                j.result = u64::from_le_bytes(w);
+            }
             (ReplyTo::Heap { dst, es, stride }, M_DATA) if h.status == 0 => {
                 let off = h.offset as u64;
                 let mut at = 0u64;
@@ -1105,7 +1114,7 @@ impl Worker {
                             .members
                             .iter()
                             .enumerate()
-                            .filter(|&(i, _)| i != r.me)
+                            .filter(|&(i, _)| i != r.me && !r.own)
                             .map(|(_, &p)| p)
                             .collect();
                         j.outstanding = others.len() as u32;
@@ -1176,7 +1185,7 @@ impl Worker {
         }
     }
 
-    fn complete(&mut self, done: Done, result: u32, status: u32) {
+    fn complete(&mut self, done: Done, result: u64, status: u32) {
         match done {
             Done::Entry { at, lap } => {
                 let word = |offset: usize| {
@@ -1189,7 +1198,9 @@ impl Worker {
                     // this answer) and perhaps claimed again: not ours.
                     return;
                 }
-                word(offset_of!(ProxyEntry, value)).store(result, Ordering::SeqCst);
+                word(offset_of!(ProxyEntry, value)).store(result as u32, Ordering::SeqCst);
+                word(offset_of!(ProxyEntry, dstride))
+                    .store((result >> 32) as u32, Ordering::SeqCst);
                 word(offset_of!(ProxyEntry, cmp)).store(status, Ordering::SeqCst);
                 word(offset_of!(ProxyEntry, seq)).store(lap.wrapping_add(2), Ordering::SeqCst);
             }
@@ -1450,6 +1461,31 @@ impl Worker {
                 self.send(e.pe, h, Vec::new());
                 self.finish_entry(&e, done, 0);
             }
+            op if word_op && e.bytes == 8 => {
+                // A 64-bit word op: the host atomic message, applied by the
+                // target's proxy like a host's (layout::ProxyEntry).
+                let at = e.addr as u64 * 4;
+                if e.addr % 2 != 0 || at + 8 > heap_len {
+                    return self.finish_entry(&e, done, ERR_BAD_ADDRESS);
+                }
+                let id = self.new_job(done);
+                let token = self.token();
+                self.pending.insert(token, (id, ReplyTo::Word));
+                let h = Header {
+                    kind: M_HAMO,
+                    token,
+                    addr: at,
+                    len: 8,
+                    op,
+                    ..Default::default()
+                };
+                let value = u64::from(e.value) | u64::from(e.count) << 32;
+                let cmp = u64::from(e.cmp) | u64::from(e.sstride) << 32;
+                let mut payload = value.to_le_bytes().to_vec();
+                payload.extend_from_slice(&cmp.to_le_bytes());
+                self.send(e.pe, h, payload);
+                self.jobs.get_mut(&id).expect("new").outstanding = 1;
+            }
             op if word_op => {
                 let id = self.new_job(done);
                 let token = self.token();
@@ -1567,9 +1603,14 @@ impl Worker {
         };
         let es = k.bytes as u64;
         let nelems = e.bytes as u64;
+        let own = e.count == 1;
         let per = nelems.div_ceil(size.max(1) as u64);
-        let first = (me as u64 * per).min(nelems);
-        let end = (first + per).min(nelems);
+        let (first, end) = if own {
+            (0, nelems)
+        } else {
+            let first = (me as u64 * per).min(nelems);
+            (first, (first + per).min(nelems))
+        };
         let (lo, n) = (first * es, (end - first) * es);
         let (dest, src) = (e.addr as u64, e.src as u64);
         if !self.heap.range(dest, nelems * es) || !self.heap.range(src, nelems * es) {
@@ -1616,6 +1657,7 @@ impl Worker {
             op,
             bufs,
             putting: false,
+            own,
         });
         if outstanding == 0 {
             self.advance(id);
