@@ -361,7 +361,7 @@ fn concurrent(ctx: &Context) -> Result<()> {
                 f[..swappers as usize].to_vec()
             })
             .collect();
-        let mut fin = vec![0u64; 2];
+        let mut fin = [0u64; 2];
         ctx.get(&mut fin[..1], swaps.as_slice(), 0)?;
         ctx.get(&mut fin[1..], swaps.slice(1..2)?, n - 1)?;
         dgot.push(f64::from_bits(fin[0]));
@@ -503,7 +503,7 @@ fn scans(ctx: &Context, team: Option<Team>, members: Vec<u32>, seed: u64) -> Res
         for (case, &(mode, es, doff, soff, ne, in_place)) in cases.iter().enumerate() {
             // Every member's source from the shared seed: all can compute all.
             let source_of = |p: u32| {
-                let mut r = Rng(seed ^ (u64::from(p) << 32) ^ (case as u64 + 1) * 0x9e37_79b9);
+                let mut r = Rng(seed ^ (u64::from(p) << 32) ^ ((case as u64 + 1) * 0x9e37_79b9));
                 let mut b = r.bytes(ne * es);
                 if mode == 1 || mode == 5 {
                     // Finite floats (random bits would give NaNs).
