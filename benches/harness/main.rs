@@ -253,12 +253,12 @@ impl Bench<'_> {
         let ctx = self.ctx;
         let scope = form.device();
         if ucc::is_ucc(coll) && form != Form::Host {
-            // Device forms: gather, scatter, reduce_scatter, and the scans
-            // (not on a team that spans devices). Listed once in the summary.
+            // Device and queue forms: gather, scatter, reduce_scatter, and
+            // the scans (not on a team that spans devices). Listed once in
+            // the summary.
             let scan = matches!(coll, "inscan" | "exscan");
-            let device = matches!(form, Form::Device(_))
-                && (matches!(coll, "gather" | "scatter" | "reduce_scatter")
-                    || (scan && !self.spans_devices));
+            let device = matches!(coll, "gather" | "scatter" | "reduce_scatter")
+                || (scan && !self.spans_devices);
             if !device {
                 self.skipped.borrow_mut().push(format!(
                     "{coll} {}: no such form (host only{})",
@@ -342,7 +342,7 @@ impl Bench<'_> {
                 if !member {
                     return Ok(None);
                 }
-                if ucc::is_ucc(coll) {
+                if ucc::is_ucc(coll) && form != Form::Queue {
                     let my = self.me.expect("a member");
                     let n = n as usize;
                     ucc::call(ctx, team, coll, op, root, my, n, &d, &s, count)?;
@@ -351,6 +351,11 @@ impl Bench<'_> {
                 if form == Form::Queue {
                     use vkshmem::Collective as C;
                     let c = match coll {
+                        "gather" => C::gather(&d, &s, count, root),
+                        "scatter" => C::scatter(&d, &s, count, root),
+                        "reduce_scatter" => C::reduce_scatter(op, &d, &s, count),
+                        "inscan" => C::sum_inscan(&d, &s, count),
+                        "exscan" => C::sum_exscan(&d, &s, count),
                         "barrier" => C::barrier(),
                         "sync" => C::sync(),
                         "broadcast" => C::broadcast(&d, &s, count, root),

@@ -314,11 +314,7 @@ fn reduce_fn(s: &mut String, kind: &Kind, to_all: bool) {
         );
         return;
     }
-    let combine = if kind.bytes == 4 {
-        format!("vks_combine_{n}")
-    } else {
-        format!("vks_lanes_{n}")
-    };
+    let combine = word_combine(kind);
     let _ = write!(
         s,
         "fn {name}(t: VksTeam, op: u32, d: u32, s: u32, nelems: u32, tid: u32, nth: u32) {{
@@ -348,6 +344,16 @@ fn reduce_fn(s: &mut String, kind: &Kind, to_all: bool) {
         es = kind.bytes,
         share = share("((d + n - 1u) >> 2u) - w0 + 1u")
     );
+}
+
+/// The combine of one 32-bit word of `kind` (< 8 bytes): the element's own
+/// for 4-byte kinds, lane by lane for 1- and 2-byte ones.
+fn word_combine(kind: &Kind) -> String {
+    if kind.bytes == 4 {
+        format!("vks_combine_{}", kind.name)
+    } else {
+        format!("vks_lanes_{}", kind.name)
+    }
 }
 
 /// `vks_scan_<kind>`: this PE's share of a prefix sum over team `t` (`excl`:
@@ -381,11 +387,7 @@ fn scan_fn(s: &mut String, kind: &Kind) {
         );
         return;
     }
-    let combine = if kind.bytes == 4 {
-        format!("vks_combine_{n}")
-    } else {
-        format!("vks_lanes_{n}")
-    };
+    let combine = word_combine(kind);
     let _ = write!(
         s,
         "fn vks_scan_{n}(t: VksTeam, excl: bool, d: u32, s: u32, nelems: u32, tid: u32, nth: u32) {{
@@ -446,11 +448,7 @@ fn ll_reduce(s: &mut String, kind: &Kind) {
         );
         return;
     }
-    let combine = if kind.bytes == 4 {
-        format!("vks_combine_{n}")
-    } else {
-        format!("vks_lanes_{n}")
-    };
+    let combine = word_combine(kind);
     // Source byte s + x lies at byte (s & 3) + x of a slot.
     let _ = write!(
         s,

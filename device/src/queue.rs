@@ -85,6 +85,17 @@ pub enum QueueCall {
     Alltoalls,
     /// A reduction of `n` elements.
     Reduce(Kind, ReduceOp),
+    /// UCC gather (gathermem): `n` bytes from every member into member
+    /// `x`'s dest, in team order.
+    Gather,
+    /// UCC scatter (scattermem): block `j` of `n` bytes of member `x`'s
+    /// source into member `j`'s dest.
+    Scatter,
+    /// UCC reduce_scatter: `n` elements per member; member `j` gets block
+    /// `j` of every member's source combined.
+    ReduceScatter(Kind, ReduceOp),
+    /// A sum scan of `n` elements: inclusive (`true`) or exclusive.
+    Scan(Kind, bool),
 }
 
 /// How many invocations a queue kernel spreads its move over.
@@ -121,6 +132,10 @@ impl QueueCall {
     pub fn name(&self, form: QueueForm) -> String {
         let call = match self {
             QueueCall::Reduce(k, op) => format!("{}_{}_reduce", k.name, op.name()),
+            QueueCall::ReduceScatter(k, op) => {
+                format!("{}_{}_reduce_scatter", k.name, op.name())
+            }
+            QueueCall::Scan(k, inclusive) => format!("{}_sum_{}", k.name, scan_name(*inclusive)),
             other => format!("{other:?}").to_lowercase(),
         };
         let form = match form {
@@ -148,6 +163,20 @@ impl QueueCall {
             ),
             QueueCall::Reduce(k, op) => (
                 format!("shmem_{}_{}_reduce", typename(k, *op)?, op.name()),
+                ", a.dest, a.source, a.n",
+            ),
+            QueueCall::Gather => ("shmemx_gathermem".into(), ", a.dest, a.source, a.n, a.x"),
+            QueueCall::Scatter => ("shmemx_scattermem".into(), ", a.dest, a.source, a.n, a.x"),
+            QueueCall::ReduceScatter(k, op) => (
+                format!("shmemx_{}_{}_reduce_scatter", typename(k, *op)?, op.name()),
+                ", a.dest, a.source, a.n",
+            ),
+            QueueCall::Scan(k, inclusive) => (
+                format!(
+                    "shmemx_{}_sum_{}",
+                    typename(k, ReduceOp::Sum)?,
+                    scan_name(*inclusive)
+                ),
                 ", a.dest, a.source, a.n",
             ),
         };
@@ -197,6 +226,15 @@ fn main(@builtin(local_invocation_index) li: u32) {{
                 )
             }
         })
+    }
+}
+
+/// `inscan` or `exscan`.
+fn scan_name(inclusive: bool) -> &'static str {
+    if inclusive {
+        "inscan"
+    } else {
+        "exscan"
     }
 }
 
@@ -269,13 +307,18 @@ mod tests {
             QueueCall::Fcollect,
             QueueCall::Alltoall,
             QueueCall::Alltoalls,
+            QueueCall::Gather,
+            QueueCall::Scatter,
         ];
         for k in KINDS {
             for op in ReduceOp::ALL {
                 if !(op.bitwise() && k.float) {
                     all.push(QueueCall::Reduce(k, op));
+                    all.push(QueueCall::ReduceScatter(k, op));
                 }
             }
+            all.push(QueueCall::Scan(k, true));
+            all.push(QueueCall::Scan(k, false));
         }
         all
     }
@@ -312,8 +355,22 @@ mod tests {
         };
         // Every call in the thread form, a few in the work_group form (each
         // link generates and validates a whole library: seconds in debug).
-        let wg = [QueueCall::Barrier, QueueCall::Collect, QueueCall::Alltoalls];
-        let calls = all_calls().into_iter().map(|c| (c, QueueForm::Thread));
+        let wg = [
+            QueueCall::Barrier,
+            QueueCall::Collect,
+            QueueCall::Alltoalls,
+            QueueCall::Gather,
+        ];
+        // The UCC reductions' kernels are the device forms' (checked there):
+        // one operation each here.
+        let calls = all_calls()
+            .into_iter()
+            .filter(|c| match c {
+                QueueCall::ReduceScatter(_, op) => *op == ReduceOp::Sum,
+                QueueCall::Scan(_, inclusive) => *inclusive,
+                _ => true,
+            })
+            .map(|c| (c, QueueForm::Thread));
         for (c, form) in calls.chain(wg.into_iter().map(|c| (c, QueueForm::WorkGroup))) {
             let name = c.name(form);
             let linked = crate::link_kernel(&c.source(form).unwrap(), &name, None, &cfg)

@@ -12,6 +12,9 @@
 //! 4. A batch of 40 reductions in one submission (fused dispatches).
 //! 5. Persistent: one recorded allreduce started 20 times over fresh data.
 //! 6. A request dropped unfinished is waited for (its result is there).
+//! 7. UCC's queued calls: gather and scatter (roots other than 0),
+//!    reduce_scatter, the sum scans (in place and not), on WORLD, on both
+//!    sides of the one-invocation / one-workgroup boundary.
 //!
 //! Prints `queue_check: pe=P calls=N wrong=W` and, on PE 0, the timings of the
 //! host-free check. Other modes (one each):
@@ -434,6 +437,141 @@ fn large_reduce(h: &mut Harness) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// UCC's queued calls on WORLD, each checked against a host reference:
+/// gather (u16, root the last PE), scatter (u8, root 1 % n), i32 sum
+/// reduce_scatter, f64 inclusive scan in place, u64 exclusive scan.
+fn ucc(h: &mut Harness) -> anyhow::Result<()> {
+    use vkshmem::Collective as C;
+    let ctx = h.ctx.clone();
+    let (me, n) = (ctx.my_pe(), ctx.n_pes());
+    let nu = n as usize;
+    let pat = |pe: u32, i: usize, salt: u32| -> u64 {
+        let x = (u64::from(pe) << 40) ^ ((i as u64) << 8) ^ u64::from(salt);
+        x.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 20
+    };
+    let spans = (0..n).any(|p| {
+        ctx.transport(p)
+            .is_ok_and(|t| t != vkshmem::Transport::Direct)
+    });
+    for (k, m) in [0usize, 1, 700, 3000].into_iter().enumerate() {
+        let salt = 7000 + k as u32;
+        let mut wrong = Vec::new();
+        // gather: every member's m u16 into the last PE's dest.
+        let root = n - 1;
+        let src = ctx.malloc::<u16>(m.max(1))?;
+        let dst = ctx.malloc::<u16>((m * nu).max(1))?;
+        src.write(&(0..m).map(|i| pat(me, i, salt) as u16).collect::<Vec<_>>())?;
+        dst.write(&vec![0xdead; m * nu])?;
+        ctx.post(
+            Team::WORLD,
+            C::gather(&dst.as_slice(), &src.as_slice(), m, root),
+        )?
+        .wait()?;
+        let want: Vec<u16> = if me == root {
+            (0..n)
+                .flat_map(|p| (0..m).map(move |i| pat(p, i, salt) as u16))
+                .collect()
+        } else {
+            vec![0xdead; m * nu]
+        };
+        if dst.to_vec()?[..m * nu] != want[..] {
+            wrong.push("gather");
+        }
+        drop((src, dst));
+        // scatter: block j of PE (1 % n)'s source to member j.
+        let root = 1 % n;
+        let src = ctx.malloc::<u8>((m * nu).max(1))?;
+        let dst = ctx.malloc::<u8>(m.max(1))?;
+        src.write(
+            &(0..m * nu)
+                .map(|i| pat(me, i, salt) as u8)
+                .collect::<Vec<_>>(),
+        )?;
+        dst.write(&vec![0xa5; m])?;
+        ctx.post(
+            Team::WORLD,
+            C::scatter(&dst.as_slice(), &src.as_slice(), m, root),
+        )?
+        .wait()?;
+        let want: Vec<u8> = (0..m)
+            .map(|i| pat(root, me as usize * m + i, salt) as u8)
+            .collect();
+        if dst.to_vec()?[..m] != want[..] {
+            wrong.push("scatter");
+        }
+        drop((src, dst));
+        // reduce_scatter: i32 sum, m per member.
+        let src = ctx.malloc::<i32>((m * nu).max(1))?;
+        let dst = ctx.malloc::<i32>(m.max(1))?;
+        src.write(
+            &(0..m * nu)
+                .map(|i| pat(me, i, salt) as i32)
+                .collect::<Vec<_>>(),
+        )?;
+        dst.write(&vec![-1; m])?;
+        ctx.post(
+            Team::WORLD,
+            C::reduce_scatter(ReduceOp::Sum, &dst.as_slice(), &src.as_slice(), m),
+        )?
+        .wait()?;
+        let want: Vec<i32> = (0..m)
+            .map(|i| {
+                (0..n).fold(0i32, |a, p| {
+                    a.wrapping_add(pat(p, me as usize * m + i, salt) as i32)
+                })
+            })
+            .collect();
+        if dst.to_vec()?[..m] != want[..] {
+            wrong.push("reduce_scatter");
+        }
+        drop((src, dst));
+        // Scans: not across devices (the recorded call says so).
+        let x = ctx.malloc::<f64>(m.max(1))?;
+        let y = ctx.malloc::<u64>(m.max(1))?;
+        let val = |p: u32, i: usize| (pat(p, i, salt) % 1024) as f64 - 300.0;
+        x.write(&(0..m).map(|i| val(me, i)).collect::<Vec<_>>())?;
+        y.write(&vec![u64::MAX; m])?;
+        let (xs, ys) = (x.as_slice(), y.as_slice());
+        let r = ctx.post(Team::WORLD, C::sum_inscan(&xs, &xs, m));
+        if spans {
+            if !matches!(r, Err(Error::Unreachable { .. })) {
+                wrong.push("a scan across devices was not refused");
+            }
+            drop(r);
+        } else {
+            r?.wait()?;
+            // The u64 exclusive scan of the inclusive one's pattern bits.
+            let src = ctx.malloc::<u64>(m.max(1))?;
+            src.write(&(0..m).map(|i| pat(me, i, salt)).collect::<Vec<_>>())?;
+            ctx.post(Team::WORLD, C::sum_exscan(&ys, &src.as_slice(), m))?
+                .wait()?;
+            let wx: Vec<f64> = (0..m)
+                .map(|i| (1..=me).fold(val(0, i), |a, p| a + val(p, i)))
+                .collect();
+            let wy: Vec<u64> = (0..m)
+                .map(|i| (0..me).fold(0u64, |a, p| a.wrapping_add(pat(p, i, salt))))
+                .collect();
+            if x.to_vec()?[..m] != wx[..] {
+                wrong.push("sum_inscan in place");
+            }
+            if y.to_vec()?[..m] != wy[..] {
+                wrong.push("sum_exscan");
+            }
+            drop(src);
+        }
+        drop((x, y));
+        h.calls += 5;
+        if !wrong.is_empty() {
+            h.wrong += wrong.len() as u64;
+            h.fail(format!(
+                "PE {me}: queued UCC calls of {m} elements: {wrong:?} wrong"
+            ));
+        }
+    }
+    ctx.barrier_all()?;
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     if std::env::args().any(|a| a == "--peer-dies") {
         return peer_dies();
@@ -457,6 +595,7 @@ fn main() -> anyhow::Result<()> {
     in_flight(&mut h)?;
     batch(&mut h)?;
     persistent(&mut h)?;
+    ucc(&mut h)?;
     for c in cases.iter().skip(1).filter(|c| c.team != Team::INVALID) {
         ctx.team_destroy(c.team)?;
     }

@@ -17,6 +17,11 @@
 //!   ([`Persistent`]), which [`Persistent::start`] submits again and again
 //!   with no recording and no checks: the lowest per-call cost.
 //!
+//! The calls ([`Collective`]): barrier, sync, broadcast, collect, fcollect,
+//! alltoall(s), the reductions, and UCC's gather, scatter, reduce_scatter
+//! and the sum scans (fixed counts: their device forms; the scans not on a
+//! team that spans devices). UCC's v-forms are host calls only.
+//!
 //! # How it works
 //!
 //! A queued collective cannot meet its peers on the host (nothing of ours
@@ -326,10 +331,110 @@ impl<'a> Collective<'a> {
         Self::reduce(ReduceOp::And, dest, source, n)
     }
 
+    /// UCC gather: every member's `nelems` elements into member `root`'s
+    /// `dest`, in team order (`dest` holds `nelems * size`; the other
+    /// members' dests are not touched). See [`Context::gather`].
+    pub fn gather<T: Pod>(
+        dest: &SymSlice<'a, T>,
+        source: &SymSlice<'a, T>,
+        nelems: usize,
+        root: u32,
+    ) -> Self {
+        let mut c = Self::new(
+            QueueCall::Gather,
+            Some(Span::of(dest)),
+            Some(Span::of(source)),
+            nelems,
+        );
+        c.root = root;
+        c
+    }
+
+    /// UCC scatter: block `j` (of `nelems`) of member `root`'s `source`
+    /// into member `j`'s `dest`. See [`Context::scatter`].
+    pub fn scatter<T: Pod>(
+        dest: &SymSlice<'a, T>,
+        source: &SymSlice<'a, T>,
+        nelems: usize,
+        root: u32,
+    ) -> Self {
+        let mut c = Self::new(
+            QueueCall::Scatter,
+            Some(Span::of(dest)),
+            Some(Span::of(source)),
+            nelems,
+        );
+        c.root = root;
+        c
+    }
+
+    /// UCC reduce_scatter: member `j`'s `dest` gets block `j` (of
+    /// `nreduce`) of every member's `source` combined with `op`; `dest`
+    /// does not overlap `source`. See [`Context::reduce_scatter`].
+    pub fn reduce_scatter<T: Reduce>(
+        op: ReduceOp,
+        dest: &SymSlice<'a, T>,
+        source: &SymSlice<'a, T>,
+        nreduce: usize,
+    ) -> Self {
+        let kind = collectives::kind(T::KIND).expect("every Reduce kind is in the table");
+        let mut c = Self::new(
+            QueueCall::ReduceScatter(kind, op),
+            Some(Span::of(dest)),
+            Some(Span::of(source)),
+            nreduce,
+        );
+        c.op = Some(op);
+        c
+    }
+
+    /// Inclusive prefix sum over the team (`sum_inscan`; in place or not).
+    /// Not on a team that spans devices ([`Error::Unreachable`] when
+    /// recorded). See [`Context::sum_inscan`].
+    pub fn sum_inscan<T: Reduce>(
+        dest: &SymSlice<'a, T>,
+        source: &SymSlice<'a, T>,
+        nelems: usize,
+    ) -> Self {
+        Self::scan(dest, source, nelems, true)
+    }
+
+    /// Exclusive prefix sum over the team (`sum_exscan`; the first
+    /// member's dest gets zeros). As [`Collective::sum_inscan`].
+    pub fn sum_exscan<T: Reduce>(
+        dest: &SymSlice<'a, T>,
+        source: &SymSlice<'a, T>,
+        nelems: usize,
+    ) -> Self {
+        Self::scan(dest, source, nelems, false)
+    }
+
+    fn scan<T: Reduce>(
+        dest: &SymSlice<'a, T>,
+        source: &SymSlice<'a, T>,
+        nelems: usize,
+        inclusive: bool,
+    ) -> Self {
+        let kind = collectives::kind(T::KIND).expect("every Reduce kind is in the table");
+        let mut c = Self::new(
+            QueueCall::Scan(kind, inclusive),
+            Some(Span::of(dest)),
+            Some(Span::of(source)),
+            nelems,
+        );
+        c.op = Some(ReduceOp::Sum);
+        c
+    }
+
     /// Its name in errors.
     fn name(&self) -> String {
         match self.call {
             QueueCall::Reduce(k, op) => format!("queued {}_reduce over {}", op.name(), k.name),
+            QueueCall::ReduceScatter(k, op) => {
+                format!("queued {}_reduce_scatter over {}", op.name(), k.name)
+            }
+            QueueCall::Scan(k, true) => format!("queued sum_inscan over {}", k.name),
+            QueueCall::Scan(k, false) => format!("queued sum_exscan over {}", k.name),
             other => format!("queued {other:?}").to_lowercase(),
         }
     }
@@ -553,6 +658,33 @@ impl Context {
         // (dest elements, source elements, bytes this member moves)
         let (dn, sn, moved) = match c.call {
             QueueCall::Barrier | QueueCall::Sync => (0, 0, 0),
+            QueueCall::Broadcast | QueueCall::Gather | QueueCall::Scatter
+                if c.root >= m.shape.size =>
+            {
+                return Err(Error::InvalidArgument(format!(
+                    "{name}: root {} is not a member of a team of {size}",
+                    c.root
+                )));
+            }
+            QueueCall::Gather => (n * size, n, n * es * size),
+            QueueCall::Scatter => (n, n * size, n * es * size),
+            QueueCall::ReduceScatter(kind, op) => {
+                self.check_kind(&name, &kind, op)?;
+                (n, n * size, n * es * size)
+            }
+            QueueCall::Scan(kind, _) => {
+                self.check_kind(&name, &kind, ReduceOp::Sum)?;
+                if self.spans_devices(&m) {
+                    return Err(Error::Unreachable {
+                        pe: m.shape.start,
+                        me: self.my_pe(),
+                        why: format!(
+                            "{name}: the device scans have no form across devices (the host's sum_inscan/sum_exscan serve every transport)"
+                        ),
+                    });
+                }
+                (n, n, n * es)
+            }
             QueueCall::Broadcast => {
                 if c.root >= m.shape.size {
                     return Err(Error::InvalidArgument(format!(
@@ -582,7 +714,18 @@ impl Context {
         };
         span_check("dest", &c.dest, dn)?;
         span_check("source", &c.source, sn)?;
-        if let (QueueCall::Reduce(..), Some(d), Some(s)) = (c.call, &c.dest, &c.source) {
+        if let (QueueCall::ReduceScatter(..), Some(d), Some(s)) = (c.call, &c.dest, &c.source) {
+            let (db, sb) = (n * es, n * es * size);
+            if d.offset < s.offset + sb && s.offset < d.offset + db {
+                return Err(Error::InvalidArgument(format!(
+                    "{name}: dest (offset {}) overlaps source (offset {})",
+                    d.offset, s.offset
+                )));
+            }
+        }
+        if let (QueueCall::Reduce(..) | QueueCall::Scan(..), Some(d), Some(s)) =
+            (c.call, &c.dest, &c.source)
+        {
             let bytes = n * es;
             if d.offset != s.offset && d.offset < s.offset + bytes && s.offset < d.offset + bytes {
                 return Err(Error::InvalidArgument(format!(
@@ -604,11 +747,14 @@ impl Context {
             dest: c.dest.map_or(0, |d| d.offset as u32),
             source: c.source.map_or(0, |s| s.offset as u32),
             n: match c.call {
-                QueueCall::Reduce(..) | QueueCall::Alltoalls => u32_of(n, "element count")?,
+                QueueCall::Reduce(..)
+                | QueueCall::ReduceScatter(..)
+                | QueueCall::Scan(..)
+                | QueueCall::Alltoalls => u32_of(n, "element count")?,
                 _ => mem_bytes,
             },
             x: match c.call {
-                QueueCall::Broadcast => c.root,
+                QueueCall::Broadcast | QueueCall::Gather | QueueCall::Scatter => c.root,
                 QueueCall::Alltoalls => u32_of(c.dst, "dst")?,
                 // collect: what dest holds, in bytes (the device checks the total).
                 QueueCall::Collect => u32_of(c.dest.map_or(0, |d| d.len * d.es), "dest size")?,
@@ -1129,7 +1275,14 @@ fn pull_call(
             };
             (HostCall::Reduce { kind, op }, a, nonzero(items))
         }
-        QueueCall::Barrier | QueueCall::Sync | QueueCall::Collect => return None,
+        // UCC's calls: their device forms, in one workgroup at most.
+        QueueCall::Barrier
+        | QueueCall::Sync
+        | QueueCall::Collect
+        | QueueCall::Gather
+        | QueueCall::Scatter
+        | QueueCall::ReduceScatter(..)
+        | QueueCall::Scan(..) => return None,
     })
 }
 
