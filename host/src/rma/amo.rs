@@ -117,6 +117,18 @@ const AMO_KERNEL_END: &str = "    let me = u32(shmem_my_pe());
 }
 ";
 
+/// [`AMO_KERNEL`] for a device with (`wide`) or without 64-bit atomics.
+fn amo_kernel_source(wide: bool) -> String {
+    let body = if wide {
+        AMO_KERNEL.to_string()
+    } else {
+        // Without the 64-bit branch: its functions do not exist.
+        let narrow = AMO_KERNEL.split("    } else {").next();
+        narrow.expect("a 32-bit branch").to_string() + "    }\n"
+    };
+    body + AMO_KERNEL_END
+}
+
 impl Context {
     /// One word operation on the first element of `dest` on PE `pe`.
     fn amo<T: AmoValue>(
@@ -180,14 +192,8 @@ impl Context {
         let kernel = match &*slot {
             Some(k) => k.clone(),
             None => {
-                let body = if self.inner.library.int64_atomics {
-                    AMO_KERNEL.to_string()
-                } else {
-                    // Without the 64-bit branch: its functions do not exist.
-                    let narrow = AMO_KERNEL.split("    } else {").next();
-                    narrow.expect("a 32-bit branch").to_string() + "    }\n"
-                };
-                let k = self.device_kernel(&(body + AMO_KERNEL_END), "vkshmem_host_amo.wgsl")?;
+                let source = amo_kernel_source(self.inner.library.int64_atomics);
+                let k = self.device_kernel(&source, "vkshmem_host_amo.wgsl")?;
                 slot.insert(k).clone()
             }
         };
@@ -348,6 +354,31 @@ bitwise! {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The kernel of host atomics on unmapped heaps links on devices with
+    /// and without 64-bit atomics (only the first are at hand here).
+    #[test]
+    fn the_amo_kernel_links_with_and_without_64bit_atomics() {
+        for wide in [true, false] {
+            let cfg = vkshmem_device::LibraryConfig {
+                my_pe: 0,
+                n_pes: 2,
+                heap_bytes: 1 << 20,
+                max_binding_bytes: 1 << 27,
+                int64: wide,
+                float64: wide,
+                int64_atomics: wide,
+                divergent_fences: true,
+                loop_cap: false,
+                direct: vkshmem_device::PeSet::all(2),
+                proxy: false,
+            };
+            let src = amo_kernel_source(wide);
+            assert_eq!(src.contains("shmem_uint64_atomic"), wide);
+            vkshmem_device::link_kernel(&src, "amo", None, &cfg)
+                .unwrap_or_else(|e| panic!("64-bit atomics {wide}: {e}"));
+        }
+    }
 
     #[test]
     fn bits_round_trip() {
