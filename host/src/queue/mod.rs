@@ -112,7 +112,7 @@ use std::time::{Duration, Instant};
 
 use ash::vk;
 use bytemuck::Pod;
-use vkshmem_device::collectives::{self, HostArgs, HostCall};
+use vkshmem_device::collectives::{self, HostArgs, HostCall, Kind};
 use vkshmem_device::layout;
 use vkshmem_device::queue::{QueueArgs, QueueCall, QueueForm};
 
@@ -187,6 +187,38 @@ impl<'a> Collective<'a> {
         }
     }
 
+    /// A data-moving call from member `root`, or to it.
+    fn rooted<T: Pod>(
+        call: QueueCall,
+        dest: &SymSlice<'a, T>,
+        source: &SymSlice<'a, T>,
+        nelems: usize,
+        root: u32,
+    ) -> Self {
+        let mut c = Self::new(call, Some(Span::of(dest)), Some(Span::of(source)), nelems);
+        c.root = root;
+        c
+    }
+
+    /// A call that combines with `op`, its kernel chosen by `T`'s kind.
+    fn reducing<T: Reduce>(
+        call: impl FnOnce(Kind) -> QueueCall,
+        op: ReduceOp,
+        dest: &SymSlice<'a, T>,
+        source: &SymSlice<'a, T>,
+        nelems: usize,
+    ) -> Self {
+        let kind = collectives::kind(T::KIND).expect("every Reduce kind is in the table");
+        let mut c = Self::new(
+            call(kind),
+            Some(Span::of(dest)),
+            Some(Span::of(source)),
+            nelems,
+        );
+        c.op = Some(op);
+        c
+    }
+
     /// A barrier over the team (`shmem_team_barrier`): every member's earlier
     /// queued work on the symmetric heap is complete and visible on return.
     pub fn barrier() -> Self {
@@ -206,14 +238,7 @@ impl<'a> Collective<'a> {
         nelems: usize,
         root: u32,
     ) -> Self {
-        let mut c = Self::new(
-            QueueCall::Broadcast,
-            Some(Span::of(dest)),
-            Some(Span::of(source)),
-            nelems,
-        );
-        c.root = root;
-        c
+        Self::rooted(QueueCall::Broadcast, dest, source, nelems, root)
     }
 
     /// Every member's `nelems` (which may differ) into every member's
@@ -293,15 +318,7 @@ impl<'a> Collective<'a> {
         source: &SymSlice<'a, T>,
         nreduce: usize,
     ) -> Self {
-        let kind = collectives::kind(T::KIND).expect("every Reduce kind is in the table");
-        let mut c = Self::new(
-            QueueCall::Reduce(kind, op),
-            Some(Span::of(dest)),
-            Some(Span::of(source)),
-            nreduce,
-        );
-        c.op = Some(op);
-        c
+        Self::reducing(|k| QueueCall::Reduce(k, op), op, dest, source, nreduce)
     }
 
     /// `shmem_sum_reduce`: see [`Collective::reduce`].
@@ -340,14 +357,7 @@ impl<'a> Collective<'a> {
         nelems: usize,
         root: u32,
     ) -> Self {
-        let mut c = Self::new(
-            QueueCall::Gather,
-            Some(Span::of(dest)),
-            Some(Span::of(source)),
-            nelems,
-        );
-        c.root = root;
-        c
+        Self::rooted(QueueCall::Gather, dest, source, nelems, root)
     }
 
     /// UCC scatter: block `j` (of `nelems`) of member `root`'s `source`
@@ -358,14 +368,7 @@ impl<'a> Collective<'a> {
         nelems: usize,
         root: u32,
     ) -> Self {
-        let mut c = Self::new(
-            QueueCall::Scatter,
-            Some(Span::of(dest)),
-            Some(Span::of(source)),
-            nelems,
-        );
-        c.root = root;
-        c
+        Self::rooted(QueueCall::Scatter, dest, source, nelems, root)
     }
 
     /// UCC reduce_scatter: member `j`'s `dest` gets block `j` (of
@@ -377,15 +380,13 @@ impl<'a> Collective<'a> {
         source: &SymSlice<'a, T>,
         nreduce: usize,
     ) -> Self {
-        let kind = collectives::kind(T::KIND).expect("every Reduce kind is in the table");
-        let mut c = Self::new(
-            QueueCall::ReduceScatter(kind, op),
-            Some(Span::of(dest)),
-            Some(Span::of(source)),
+        Self::reducing(
+            |k| QueueCall::ReduceScatter(k, op),
+            op,
+            dest,
+            source,
             nreduce,
-        );
-        c.op = Some(op);
-        c
+        )
     }
 
     /// Inclusive prefix sum over the team (`sum_inscan`; in place or not).
@@ -415,15 +416,8 @@ impl<'a> Collective<'a> {
         nelems: usize,
         inclusive: bool,
     ) -> Self {
-        let kind = collectives::kind(T::KIND).expect("every Reduce kind is in the table");
-        let mut c = Self::new(
-            QueueCall::Scan(kind, inclusive),
-            Some(Span::of(dest)),
-            Some(Span::of(source)),
-            nelems,
-        );
-        c.op = Some(ReduceOp::Sum);
-        c
+        let call = |k| QueueCall::Scan(k, inclusive);
+        Self::reducing(call, ReduceOp::Sum, dest, source, nelems)
     }
 
     /// Its name in errors.
