@@ -76,6 +76,14 @@ pub(crate) trait RemoteLink: Send {
     fn idle(&self) -> bool;
 }
 
+/// The little-endian value of the first (up to 8) bytes of `b`.
+fn le_u64(b: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    let n = b.len().min(8);
+    w[..n].copy_from_slice(&b[..n]);
+    u64::from_le_bytes(w)
+}
+
 /// Message kinds.
 const M_STORE: u32 = 1;
 const M_AMO: u32 = 2;
@@ -542,9 +550,7 @@ impl Proxy {
             value,
             cmp,
         })?;
-        let mut w = [0u8; 8];
-        w[..b.len().min(8)].copy_from_slice(&b[..b.len().min(8)]);
-        Ok(u64::from_le_bytes(w))
+        Ok(le_u64(&b))
     }
 
     fn rma(&self, op: HostOp) -> Result<Vec<u8>> {
@@ -1047,10 +1053,7 @@ impl Worker {
         match (to, h.kind) {
             (ReplyTo::Word, M_VALUE) => j.result = u64::from(h.value),
             (ReplyTo::Word, M_DATA) if h.status == 0 => {
-                let mut w = [0u8; 8];
-                let n = payload.len().min(8);
-                w[..n].copy_from_slice(&payload[..n]);
-                j.result = u64::from_le_bytes(w);
+                j.result = le_u64(payload);
             }
             (ReplyTo::Heap { dst, es, stride }, M_DATA) if h.status == 0 => {
                 let off = h.offset as u64;
@@ -1185,6 +1188,35 @@ impl Worker {
         }
     }
 
+    /// Sends the atomic `op` on the `width`-byte word at byte `at` of PE
+    /// `pe` (one `M_HAMO`), its answer for job `id` going to `to`.
+    #[allow(clippy::too_many_arguments)]
+    fn send_hamo(
+        &mut self,
+        id: u64,
+        to: ReplyTo,
+        pe: u32,
+        at: u64,
+        width: u32,
+        op: u32,
+        value: u64,
+        cmp: u64,
+    ) {
+        let token = self.token();
+        self.pending.insert(token, (id, to));
+        let h = Header {
+            kind: M_HAMO,
+            token,
+            addr: at,
+            len: width,
+            op,
+            ..Default::default()
+        };
+        let mut payload = value.to_le_bytes().to_vec();
+        payload.extend_from_slice(&cmp.to_le_bytes());
+        self.send(pe, h, payload);
+    }
+
     fn complete(&mut self, done: Done, result: u64, status: u32) {
         match done {
             Done::Entry { at, lap } => {
@@ -1313,19 +1345,7 @@ impl Worker {
                     cmp,
                     ..
                 } => {
-                    let token = self.token();
-                    self.pending.insert(token, (id, ReplyTo::JobBuf));
-                    let h = Header {
-                        kind: M_HAMO,
-                        token,
-                        addr: at,
-                        len: width,
-                        op,
-                        ..Default::default()
-                    };
-                    let mut payload = value.to_le_bytes().to_vec();
-                    payload.extend_from_slice(&cmp.to_le_bytes());
-                    self.send(pe, h, payload);
+                    self.send_hamo(id, ReplyTo::JobBuf, pe, at, width, op, value, cmp);
                     self.jobs.get_mut(&id).expect("new").buf = vec![0; width as usize];
                 }
             }
@@ -1469,21 +1489,9 @@ impl Worker {
                     return self.finish_entry(&e, done, ERR_BAD_ADDRESS);
                 }
                 let id = self.new_job(done);
-                let token = self.token();
-                self.pending.insert(token, (id, ReplyTo::Word));
-                let h = Header {
-                    kind: M_HAMO,
-                    token,
-                    addr: at,
-                    len: 8,
-                    op,
-                    ..Default::default()
-                };
                 let value = u64::from(e.value) | u64::from(e.count) << 32;
                 let cmp = u64::from(e.cmp) | u64::from(e.sstride) << 32;
-                let mut payload = value.to_le_bytes().to_vec();
-                payload.extend_from_slice(&cmp.to_le_bytes());
-                self.send(e.pe, h, payload);
+                self.send_hamo(id, ReplyTo::Word, e.pe, at, 8, op, value, cmp);
                 self.jobs.get_mut(&id).expect("new").outstanding = 1;
             }
             op if word_op => {
