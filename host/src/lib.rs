@@ -19,6 +19,7 @@ pub use error::{Error, Result};
 pub mod collective;
 pub mod context;
 pub mod heap;
+pub mod interop;
 pub(crate) mod kernels;
 pub mod queue;
 pub(crate) mod rendezvous;

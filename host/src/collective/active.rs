@@ -201,16 +201,48 @@ impl Context {
         pwrk: &SymSlice<T>,
         psync: &SymSlice<i64>,
     ) -> Result<()> {
+        let pwrk = self
+            .check_sym(
+                "pWrk",
+                pwrk,
+                (nreduce / 2 + 1).max(REDUCE_MIN_WRKDATA_SIZE) as u64,
+            )
+            .err()
+            .map(|e| e.to_string());
+        self.reduce_set(op, dest, source, nreduce, set, psync, pwrk)
+    }
+
+    /// [`Context::reduce_to_all`] for a caller that checked its pWrk itself
+    /// (a binding whose pWrk is not on the heap).
+    ///
+    /// # Errors
+    /// As [`Context::reduce_to_all`].
+    pub fn reduce_active<T: Reduce>(
+        &self,
+        op: ReduceOp,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nreduce: usize,
+        set: ActiveSet,
+        psync: &SymSlice<i64>,
+    ) -> Result<()> {
+        self.reduce_set(op, dest, source, nreduce, set, psync, None)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn reduce_set<T: Reduce>(
+        &self,
+        op: ReduceOp,
+        dest: &SymSlice<T>,
+        source: &SymSlice<T>,
+        nreduce: usize,
+        set: ActiveSet,
+        psync: &SymSlice<i64>,
+        bad_pwrk: Option<String>,
+    ) -> Result<()> {
         let mut m = self.active(set, psync, REDUCE_SYNC_SIZE)?;
         if m.deferred.is_none() {
-            m.deferred = self
-                .check_sym(
-                    "pWrk",
-                    pwrk,
-                    (nreduce / 2 + 1).max(REDUCE_MIN_WRKDATA_SIZE) as u64,
-                )
-                .err()
-                .map(|e| e.to_string());
+            m.deferred = bad_pwrk;
         }
         self.reduce_inner(m, op, dest, source, nreduce)
     }

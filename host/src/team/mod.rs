@@ -58,6 +58,21 @@ impl Team {
     pub fn device_handle(&self) -> u32 {
         self.slot
     }
+
+    /// The handle as one number (slot and serial), for bindings that keep
+    /// teams in integer handles; [`Team::from_raw`] gives it back.
+    pub fn to_raw(self) -> u64 {
+        (u64::from(self.serial) << 32) | u64::from(self.slot)
+    }
+
+    /// The team of a number from [`Team::to_raw`]. A number that names no
+    /// live team gives a handle every call rejects with a clear error.
+    pub fn from_raw(raw: u64) -> Team {
+        Team {
+            slot: raw as u32,
+            serial: (raw >> 32) as u32,
+        }
+    }
 }
 
 /// A team's configuration (`shmem_team_config_t`).

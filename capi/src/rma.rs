@@ -1,0 +1,209 @@
+//! Put, get, strided put/get, put-with-signal, fence and quiet.
+
+use bytemuck::Pod;
+use vkshmem_host::rma::SignalOp;
+use vkshmem_host::SymSlice;
+
+use crate::addr::Sym;
+use crate::setup::{fatal, st, OrDie};
+use crate::CtxH;
+
+/// A local buffer of `n` elements from C (`p` may be NULL only when `n` is 0).
+///
+/// # Safety
+/// `p` points at `n` readable elements.
+unsafe fn local<'a, T>(call: &str, p: *const T, n: usize) -> &'a [T] {
+    if n == 0 {
+        return &[];
+    }
+    if p.is_null() {
+        fatal(call, "a local buffer is NULL");
+    }
+    // SAFETY: the caller's contract.
+    unsafe { std::slice::from_raw_parts(p, n) }
+}
+
+/// As [`local`], writable.
+///
+/// # Safety
+/// `p` points at `n` writable elements that nothing else uses meanwhile.
+unsafe fn local_mut<'a, T>(call: &str, p: *mut T, n: usize) -> &'a mut [T] {
+    if n == 0 {
+        return &mut [];
+    }
+    if p.is_null() {
+        fatal(call, "a local buffer is NULL");
+    }
+    // SAFETY: the caller's contract.
+    unsafe { std::slice::from_raw_parts_mut(p, n) }
+}
+
+/// `put` (and `p`, `_nbi`, sized and `mem` forms): `nelems` elements to
+/// `dest` on `pe`, in place there on return.
+pub fn put<T: Pod>(call: &str, ctx: CtxH, dest: *mut T, source: *const T, nelems: usize, pe: i32) {
+    let s = st(call);
+    let pe = s.world_pe(call, ctx, pe);
+    if nelems == 0 {
+        return;
+    }
+    // SAFETY: C's contract for put: `source` holds `nelems` elements.
+    let src = unsafe { local(call, source, nelems) };
+    match s.sym(call, "dest", dest, nelems) {
+        Sym::Heap(off) => s.ctx.put(SymSlice::from_raw(off, nelems), src, pe).or_die(call),
+        Sym::Global(off) => {
+            let p = s.globals.peer_or_die(call, pe, off);
+            // SAFETY: `p` is PE pe's segment mapped here, with room for the
+            // elements (the object lies in the segment); memmove semantics.
+            unsafe { std::ptr::copy(src.as_ptr().cast::<u8>(), p, std::mem::size_of_val(src)) };
+        }
+    }
+}
+
+/// `get` (and `_nbi`, sized and `mem` forms).
+pub fn get<T: Pod>(call: &str, ctx: CtxH, dest: *mut T, source: *const T, nelems: usize, pe: i32) {
+    let s = st(call);
+    let pe = s.world_pe(call, ctx, pe);
+    if nelems == 0 {
+        return;
+    }
+    // SAFETY: C's contract for get: `dest` has room for `nelems` elements.
+    let dst = unsafe { local_mut(call, dest, nelems) };
+    match s.sym(call, "source", source, nelems) {
+        Sym::Heap(off) => s.ctx.get(dst, SymSlice::from_raw(off, nelems), pe).or_die(call),
+        Sym::Global(off) => {
+            let p = s.globals.peer_or_die(call, pe, off);
+            // SAFETY: as in `put`, the other way.
+            unsafe { std::ptr::copy(p, dst.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(dst)) };
+        }
+    }
+}
+
+/// `g`.
+pub fn g<T: Pod>(call: &str, ctx: CtxH, source: *const T, pe: i32) -> T {
+    let mut v = T::zeroed();
+    get(call, ctx, &mut v, source, 1, pe);
+    v
+}
+
+fn stride(call: &str, what: &str, s: isize) -> usize {
+    if s <= 0 {
+        fatal(call, format!("{what} stride {s} is not positive"));
+    }
+    s as usize
+}
+
+/// Elements a strided walk of `n` elements spans.
+fn span(n: usize, stride: usize) -> usize {
+    if n == 0 {
+        0
+    } else {
+        (n - 1) * stride + 1
+    }
+}
+
+/// `iput`: element `i` of `source` (stride `sst`) to element `i` of `dest`
+/// (stride `dst`) on `pe`.
+#[allow(clippy::too_many_arguments)]
+pub fn iput<T: Pod>(call: &str, ctx: CtxH, dest: *mut T, source: *const T, dst: isize, sst: isize, nelems: usize, pe: i32) {
+    let s = st(call);
+    let pe = s.world_pe(call, ctx, pe);
+    let (ds, ss) = (stride(call, "target", dst), stride(call, "source", sst));
+    if nelems == 0 {
+        return;
+    }
+    // SAFETY: C's contract: `source` spans the strided elements.
+    let src = unsafe { local(call, source, span(nelems, ss)) };
+    match s.sym(call, "dest", dest, span(nelems, ds)) {
+        Sym::Heap(off) => s
+            .ctx
+            .iput(SymSlice::from_raw(off, span(nelems, ds)), src, ds, ss, nelems, pe)
+            .or_die(call),
+        Sym::Global(off) => {
+            let p = s.globals.peer_or_die(call, pe, off).cast::<T>();
+            for i in 0..nelems {
+                // SAFETY: element i*ds lies in the object (checked span).
+                unsafe { p.add(i * ds).write_unaligned(src[i * ss]) };
+            }
+        }
+    }
+}
+
+/// `iget`.
+#[allow(clippy::too_many_arguments)]
+pub fn iget<T: Pod>(call: &str, ctx: CtxH, dest: *mut T, source: *const T, dst: isize, sst: isize, nelems: usize, pe: i32) {
+    let s = st(call);
+    let pe = s.world_pe(call, ctx, pe);
+    let (ds, ss) = (stride(call, "target", dst), stride(call, "source", sst));
+    if nelems == 0 {
+        return;
+    }
+    // SAFETY: C's contract: `dest` spans the strided elements.
+    let d = unsafe { local_mut(call, dest, span(nelems, ds)) };
+    match s.sym(call, "source", source, span(nelems, ss)) {
+        Sym::Heap(off) => s
+            .ctx
+            .iget(d, SymSlice::from_raw(off, span(nelems, ss)), ds, ss, nelems, pe)
+            .or_die(call),
+        Sym::Global(off) => {
+            let p = s.globals.peer_or_die(call, pe, off).cast::<T>();
+            for i in 0..nelems {
+                // SAFETY: as in `iput`.
+                d[i * ds] = unsafe { p.add(i * ss).read_unaligned() };
+            }
+        }
+    }
+}
+
+/// `put_signal`: the data, then the signal, in that order at `pe`.
+#[allow(clippy::too_many_arguments)]
+pub fn put_signal<T: Pod>(
+    call: &str,
+    ctx: CtxH,
+    dest: *mut T,
+    source: *const T,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: i32,
+    pe: i32,
+) {
+    let s = st(call);
+    let op = match sig_op {
+        0 => SignalOp::Set,
+        1 => SignalOp::Add,
+        o => fatal(call, format!("unknown signal operation {o} (SHMEM_SIGNAL_SET or SHMEM_SIGNAL_ADD)")),
+    };
+    let wpe = s.world_pe(call, ctx, pe);
+    let sig = s.sym(call, "sig_addr", sig_addr, 1);
+    if nelems > 0 {
+        if let (Sym::Heap(d), Sym::Heap(g)) = (s.sym(call, "dest", dest, nelems), sig) {
+            // SAFETY: C's contract: `source` holds `nelems` elements.
+            let src = unsafe { local(call, source, nelems) };
+            s.ctx
+                .put_signal(SymSlice::from_raw(d, nelems), src, SymSlice::from_raw(g, 1), signal, op, wpe)
+                .or_die(call);
+            return;
+        }
+    }
+    put(call, ctx, dest, source, nelems, pe);
+    fence(call, ctx);
+    match op {
+        SignalOp::Set => crate::amo::set::<u64>(call, ctx, sig_addr, signal, pe),
+        SignalOp::Add => {
+            crate::amo::fetch_add::<u64>(call, ctx, sig_addr, signal, pe);
+        }
+    }
+}
+
+/// `fence`: this version completes every put before returning, so a fence
+/// is [`quiet`].
+pub fn fence(call: &str, ctx: CtxH) {
+    quiet(call, ctx);
+}
+
+/// `quiet`: every outstanding update of this PE is complete.
+pub fn quiet(call: &str, ctx: CtxH) {
+    let s = st(call);
+    let _ = s.ctx_team(call, ctx);
+    s.ctx.quiet().or_die(call);
+}
