@@ -27,7 +27,7 @@ struct Proto {
 fn parse(proto: &str) -> Proto {
     let open = proto.find('(').expect("prototype has (");
     let head = proto[..open].trim();
-    let split = head.rfind(|c: char| c == ' ' || c == '*').expect("return type");
+    let split = head.rfind([' ', '*']).expect("return type");
     let ret = head[..=split].trim().to_string();
     let name = head[split + 1..].to_string();
     let args = proto[open + 1..proto.rfind(')').expect(")")].trim();
@@ -37,7 +37,7 @@ fn parse(proto: &str) -> Proto {
         args.split(',')
             .map(|a| {
                 let a = a.trim();
-                let s = a.rfind(|c: char| c == ' ' || c == '*').expect("parameter name");
+                let s = a.rfind([' ', '*']).expect("parameter name");
                 Param { c_type: a[..=s].trim().to_string(), name: a[s + 1..].to_string() }
             })
             .collect()
@@ -124,31 +124,55 @@ fn rust_fn(p: &Proto, body: &str, ty: Option<&Ty>, default_ctx: bool) -> String 
     )
 }
 
+/// A C11 generic macro: name, dispatch index, whether it has ctx forms,
+/// and its `(C type, plain function, ctx function)` associations.
+type Generic = (String, usize, bool, Vec<(String, String, String)>);
+
 fn main() {
     println!("cargo:rerun-if-changed=src/spec.rs");
     println!("cargo:rerun-if-changed=build.rs");
     let mut rs = String::new();
     let mut decls = String::new();
+    // static inline functions, after every declaration they call.
+    let mut inlines = String::new();
     // Generic macro name -> (dispatch index, has ctx form, [(C type, plain fn, ctx fn)]).
-    let mut generics: Vec<(String, usize, bool, Vec<(String, String, String)>)> = Vec::new();
+    let mut generics: Vec<Generic> = Vec::new();
     let mut names = std::collections::BTreeSet::new();
     for api in API {
-        let Api { proto, body, types, ctx, generic } = api;
+        let Api { proto, body, types, ctx, generic, inline_ld } = api;
         let tys: Vec<Option<&Ty>> = match types {
             Some(t) => t.iter().map(Some).collect(),
             None => vec![None],
         };
         for ty in tys {
             let p = parse(&instance(proto, ty));
-            assert!(names.insert(p.name.clone()), "{} described twice", p.name);
-            writeln!(decls, "{}", c_decl(&p, ty)).unwrap();
-            rs += &rust_fn(&p, body, ty, *ctx);
+            // A long double passed or returned by value: a static inline.
+            let inline = inline_ld.filter(|_| ty.is_some_and(|t| t.1 == "long double"));
+            let mut emit = |p: &Proto, is_ctx: bool, default_ctx: bool| {
+                assert!(names.insert(p.name.clone()), "{} described twice", p.name);
+                match inline {
+                    Some(c_body) => {
+                        let (k, ka) = if is_ctx { ("ctx_", "ctx, ") } else { ("", "") };
+                        let decl = c_decl(p, ty);
+                        writeln!(
+                            inlines,
+                            "static inline {} {}",
+                            decl.trim_end_matches(';'),
+                            c_body.replace("{CTX}", k).replace("{CTXA}", ka)
+                        )
+                        .unwrap();
+                    }
+                    None => {
+                        writeln!(decls, "{}", c_decl(p, ty)).unwrap();
+                        rs += &rust_fn(p, body, ty, default_ctx);
+                    }
+                }
+            };
+            emit(&p, false, *ctx);
             let mut ctx_name = String::new();
             if *ctx {
                 let c = ctx_form(&p);
-                assert!(names.insert(c.name.clone()), "{} described twice", c.name);
-                writeln!(decls, "{}", c_decl(&c, ty)).unwrap();
-                rs += &rust_fn(&c, body, ty, false);
+                emit(&c, true, false);
                 ctx_name = c.name;
             }
             if let (Some((g, on)), Some(t)) = (generic, ty) {
@@ -186,6 +210,8 @@ fn main() {
     }
     h += "\n";
     h += &decls;
+    h += "\n";
+    h += &inlines;
     // C11 type-generic macros.
     h += "\n#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)\n";
     h += "void vkshmem_generic_no_such_type(void);\n";

@@ -15,14 +15,14 @@
 //! - [`coll`]: barriers and collectives on teams and active sets;
 //! - [`team`]: teams and contexts.
 
-pub mod addr;
-pub mod amo;
-pub mod coll;
-pub mod globals;
-pub mod heap;
-pub mod lock;
-pub mod rma;
-pub mod setup;
+pub(crate) mod addr;
+pub(crate) mod amo;
+pub(crate) mod coll;
+pub(crate) mod globals;
+pub(crate) mod heap;
+pub(crate) mod lock;
+pub(crate) mod rma;
+pub(crate) mod setup;
 /// The C API, described once. `build.rs` reads this file (with `include!`)
 /// and writes from it both `shmem.h` and the Rust `extern "C"` functions
 /// (`$OUT_DIR/api.rs`), so the header and the library cannot drift. Pure
@@ -38,8 +38,8 @@ pub mod setup;
 /// type-generic macro that dispatches to the family on the type of
 /// parameter `on` (counted without `ctx`).
 pub mod spec;
-pub mod team;
-pub mod wait;
+pub(crate) mod team;
+pub(crate) mod wait;
 
 /// `shmem_team_t`: 0 is `SHMEM_TEAM_INVALID`, 1–3 the predefined teams,
 /// others a [`vkshmem_host::Team::to_raw`].

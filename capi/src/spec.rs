@@ -195,18 +195,24 @@ pub struct Api {
     pub ctx: bool,
     /// The C11 type-generic macro's name, and the parameter it dispatches on.
     pub generic: Option<(&'static str, usize)>,
+    /// For `long double` instances that pass or return the value itself
+    /// (Rust has no `long double`, whose C ABI uses x87 registers): a C
+    /// body; the function is then a `static inline` in the header over
+    /// the pointer forms. `{CTX}` is `ctx_` and `{CTXA}` `ctx, ` in the
+    /// context form, both empty in the plain one.
+    pub inline_ld: Option<&'static str>,
 }
 
 const fn one(proto: &'static str, body: &'static str) -> Api {
-    Api { proto, body, types: None, ctx: false, generic: None }
+    Api { proto, body, types: None, ctx: false, generic: None, inline_ld: None }
 }
 
 const fn ctx1(proto: &'static str, body: &'static str) -> Api {
-    Api { proto, body, types: None, ctx: true, generic: None }
+    Api { proto, body, types: None, ctx: true, generic: None, inline_ld: None }
 }
 
 const fn fam(types: &'static [Ty], proto: &'static str, body: &'static str) -> Api {
-    Api { proto, body, types: Some(types), ctx: false, generic: None }
+    Api { proto, body, types: Some(types), ctx: false, generic: None, inline_ld: None }
 }
 
 const fn fam_ctx(
@@ -216,7 +222,7 @@ const fn fam_ctx(
     proto: &'static str,
     body: &'static str,
 ) -> Api {
-    Api { proto, body, types: Some(types), ctx: true, generic: Some((generic, on)) }
+    Api { proto, body, types: Some(types), ctx: true, generic: Some((generic, on)), inline_ld: None }
 }
 
 const fn fam_gen(
@@ -226,7 +232,7 @@ const fn fam_gen(
     proto: &'static str,
     body: &'static str,
 ) -> Api {
-    Api { proto, body, types: Some(types), ctx: false, generic: Some((generic, on)) }
+    Api { proto, body, types: Some(types), ctx: false, generic: Some((generic, on)), inline_ld: None }
 }
 
 /// Integer constants of the header: `(name, value, doc)`.
@@ -337,16 +343,22 @@ pub const API: &[Api] = &[
     fam_ctx(RMA, "shmem_put_nbi", 0, "void shmem_{N}_put_nbi(TYPE *dest, const TYPE *source, size_t nelems, int pe)", "crate::rma::put::<{R}>({F}, ctx, dest, source, nelems, pe)"),
     fam_ctx(RMA, "shmem_get", 0, "void shmem_{N}_get(TYPE *dest, const TYPE *source, size_t nelems, int pe)", "crate::rma::get::<{R}>({F}, ctx, dest, source, nelems, pe)"),
     fam_ctx(RMA, "shmem_get_nbi", 0, "void shmem_{N}_get_nbi(TYPE *dest, const TYPE *source, size_t nelems, int pe)", "crate::rma::get::<{R}>({F}, ctx, dest, source, nelems, pe)"),
-    fam_ctx(RMA, "shmem_p", 0, "void shmem_{N}_p(TYPE *dest, TYPE value, int pe)", "crate::rma::put::<{R}>({F}, ctx, dest, &value, 1, pe)"),
-    fam_ctx(RMA, "shmem_g", 0, "TYPE shmem_{N}_g(const TYPE *source, int pe)", "crate::rma::g::<{R}>({F}, ctx, source, pe)"),
+    Api {
+        inline_ld: Some("{ shmem_{CTX}longdouble_put({CTXA}dest, &value, 1, pe); }"),
+        ..fam_ctx(RMA, "shmem_p", 0, "void shmem_{N}_p(TYPE *dest, TYPE value, int pe)", "crate::rma::put::<{R}>({F}, ctx, dest, &value, 1, pe)")
+    },
+    Api {
+        inline_ld: Some("{ long double v; shmem_{CTX}longdouble_get({CTXA}&v, source, 1, pe); return v; }"),
+        ..fam_ctx(RMA, "shmem_g", 0, "TYPE shmem_{N}_g(const TYPE *source, int pe)", "crate::rma::g::<{R}>({F}, ctx, source, pe)")
+    },
     fam_ctx(RMA, "shmem_iput", 0, "void shmem_{N}_iput(TYPE *dest, const TYPE *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe)", "crate::rma::iput::<{R}>({F}, ctx, dest, source, dst, sst, nelems, pe)"),
     fam_ctx(RMA, "shmem_iget", 0, "void shmem_{N}_iget(TYPE *dest, const TYPE *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe)", "crate::rma::iget::<{R}>({F}, ctx, dest, source, dst, sst, nelems, pe)"),
-    Api { types: Some(SIZED), ctx: true, generic: None, proto: "void shmem_put{N}(void *dest, const void *source, size_t nelems, int pe)", body: "crate::rma::put::<{R}>({F}, ctx, dest.cast(), source.cast(), nelems, pe)" },
-    Api { types: Some(SIZED), ctx: true, generic: None, proto: "void shmem_put{N}_nbi(void *dest, const void *source, size_t nelems, int pe)", body: "crate::rma::put::<{R}>({F}, ctx, dest.cast(), source.cast(), nelems, pe)" },
-    Api { types: Some(SIZED), ctx: true, generic: None, proto: "void shmem_get{N}(void *dest, const void *source, size_t nelems, int pe)", body: "crate::rma::get::<{R}>({F}, ctx, dest.cast(), source.cast(), nelems, pe)" },
-    Api { types: Some(SIZED), ctx: true, generic: None, proto: "void shmem_get{N}_nbi(void *dest, const void *source, size_t nelems, int pe)", body: "crate::rma::get::<{R}>({F}, ctx, dest.cast(), source.cast(), nelems, pe)" },
-    Api { types: Some(SIZED), ctx: true, generic: None, proto: "void shmem_iput{N}(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe)", body: "crate::rma::iput::<{R}>({F}, ctx, dest.cast(), source.cast(), dst, sst, nelems, pe)" },
-    Api { types: Some(SIZED), ctx: true, generic: None, proto: "void shmem_iget{N}(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe)", body: "crate::rma::iget::<{R}>({F}, ctx, dest.cast(), source.cast(), dst, sst, nelems, pe)" },
+    Api { types: Some(SIZED), ctx: true, generic: None, inline_ld: None, proto: "void shmem_put{N}(void *dest, const void *source, size_t nelems, int pe)", body: "crate::rma::put::<{R}>({F}, ctx, dest.cast(), source.cast(), nelems, pe)" },
+    Api { types: Some(SIZED), ctx: true, generic: None, inline_ld: None, proto: "void shmem_put{N}_nbi(void *dest, const void *source, size_t nelems, int pe)", body: "crate::rma::put::<{R}>({F}, ctx, dest.cast(), source.cast(), nelems, pe)" },
+    Api { types: Some(SIZED), ctx: true, generic: None, inline_ld: None, proto: "void shmem_get{N}(void *dest, const void *source, size_t nelems, int pe)", body: "crate::rma::get::<{R}>({F}, ctx, dest.cast(), source.cast(), nelems, pe)" },
+    Api { types: Some(SIZED), ctx: true, generic: None, inline_ld: None, proto: "void shmem_get{N}_nbi(void *dest, const void *source, size_t nelems, int pe)", body: "crate::rma::get::<{R}>({F}, ctx, dest.cast(), source.cast(), nelems, pe)" },
+    Api { types: Some(SIZED), ctx: true, generic: None, inline_ld: None, proto: "void shmem_iput{N}(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe)", body: "crate::rma::iput::<{R}>({F}, ctx, dest.cast(), source.cast(), dst, sst, nelems, pe)" },
+    Api { types: Some(SIZED), ctx: true, generic: None, inline_ld: None, proto: "void shmem_iget{N}(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe)", body: "crate::rma::iget::<{R}>({F}, ctx, dest.cast(), source.cast(), dst, sst, nelems, pe)" },
     ctx1("void shmem_putmem(void *dest, const void *source, size_t nelems, int pe)", "crate::rma::put::<u8>({F}, ctx, dest.cast(), source.cast(), nelems, pe)"),
     ctx1("void shmem_putmem_nbi(void *dest, const void *source, size_t nelems, int pe)", "crate::rma::put::<u8>({F}, ctx, dest.cast(), source.cast(), nelems, pe)"),
     ctx1("void shmem_getmem(void *dest, const void *source, size_t nelems, int pe)", "crate::rma::get::<u8>({F}, ctx, dest.cast(), source.cast(), nelems, pe)"),
@@ -354,8 +366,8 @@ pub const API: &[Api] = &[
     // Signals.
     fam_ctx(RMA, "shmem_put_signal", 0, "void shmem_{N}_put_signal(TYPE *dest, const TYPE *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)", "crate::rma::put_signal::<{R}>({F}, ctx, dest, source, nelems, sig_addr, signal, sig_op, pe)"),
     fam_ctx(RMA, "shmem_put_signal_nbi", 0, "void shmem_{N}_put_signal_nbi(TYPE *dest, const TYPE *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)", "crate::rma::put_signal::<{R}>({F}, ctx, dest, source, nelems, sig_addr, signal, sig_op, pe)"),
-    Api { types: Some(SIZED), ctx: true, generic: None, proto: "void shmem_put{N}_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)", body: "crate::rma::put_signal::<{R}>({F}, ctx, dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)" },
-    Api { types: Some(SIZED), ctx: true, generic: None, proto: "void shmem_put{N}_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)", body: "crate::rma::put_signal::<{R}>({F}, ctx, dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)" },
+    Api { types: Some(SIZED), ctx: true, generic: None, inline_ld: None, proto: "void shmem_put{N}_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)", body: "crate::rma::put_signal::<{R}>({F}, ctx, dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)" },
+    Api { types: Some(SIZED), ctx: true, generic: None, inline_ld: None, proto: "void shmem_put{N}_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)", body: "crate::rma::put_signal::<{R}>({F}, ctx, dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)" },
     ctx1("void shmem_putmem_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)", "crate::rma::put_signal::<u8>({F}, ctx, dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)"),
     ctx1("void shmem_putmem_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)", "crate::rma::put_signal::<u8>({F}, ctx, dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)"),
     one("uint64_t shmem_signal_fetch(const uint64_t *sig_addr)", "crate::wait::signal_fetch({F}, sig_addr)"),
