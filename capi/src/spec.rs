@@ -77,13 +77,14 @@ pub const AMO_EXT: &[Ty] = &[
     ("ptrdiff", "ptrdiff_t", "isize", false),
 ];
 
-/// The bitwise AMO types.
+/// The bitwise AMO types. `int32_t` and `int64_t` are in the generic
+/// macros: no other entry is `int` or `long`.
 pub const AMO_BIT: &[Ty] = &[
     ("uint", "unsigned int", "u32", true),
     ("ulong", "unsigned long", "u64", true),
     ("ulonglong", "unsigned long long", "u64", true),
-    ("int32", "int32_t", "i32", false),
-    ("int64", "int64_t", "i64", false),
+    ("int32", "int32_t", "i32", true),
+    ("int64", "int64_t", "i64", true),
     ("uint32", "uint32_t", "u32", false),
     ("uint64", "uint64_t", "u64", false),
 ];
@@ -113,10 +114,10 @@ pub const RED_BIT: &[Ty] = &[
     ("uint", "unsigned int", "u32", true),
     ("ulong", "unsigned long", "u64", true),
     ("ulonglong", "unsigned long long", "u64", true),
-    ("int8", "int8_t", "i8", false),
-    ("int16", "int16_t", "i16", false),
-    ("int32", "int32_t", "i32", false),
-    ("int64", "int64_t", "i64", false),
+    ("int8", "int8_t", "i8", true),
+    ("int16", "int16_t", "i16", true),
+    ("int32", "int32_t", "i32", true),
+    ("int64", "int64_t", "i64", true),
     ("uint8", "uint8_t", "u8", false),
     ("uint16", "uint16_t", "u16", false),
     ("uint32", "uint32_t", "u32", false),
