@@ -74,13 +74,18 @@ fn exchange(call: &str, ctx: &Context, shape: TeamShape, mine: &[u8]) -> Vec<Vec
     let max = lens.iter().copied().max().unwrap_or(0);
     let mut out: Vec<Vec<u8>> = lens.iter().map(|&l| Vec::with_capacity(l)).collect();
     let mut at = 0;
+    // Every contribution starts with one byte: an empty one would make the
+    // bootstrap's allgather a barrier on some members and not on others.
+    let mut part = Vec::with_capacity(CHUNK);
     while at < max {
-        let part = &mine[at.min(mine.len())..(at + CHUNK).min(mine.len())];
-        let got = ctx.gather_members(shape, part).or_die(call);
+        part.clear();
+        part.push(0);
+        part.extend_from_slice(&mine[at.min(mine.len())..(at + CHUNK - 1).min(mine.len())]);
+        let got = ctx.gather_members(shape, &part).or_die(call);
         for (o, g) in out.iter_mut().zip(got) {
-            o.extend_from_slice(&g);
+            o.extend_from_slice(g.get(1..).unwrap_or_default());
         }
-        at += CHUNK;
+        at += CHUNK - 1;
     }
     out
 }
