@@ -127,11 +127,13 @@ fn test(args: &[String]) -> Result<()> {
     shaders::check(&root())?;
     // vkshmrun and vkshmem-bench are other packages' binaries to the root package's
     // tests (tests/launcher.rs finds them beside its executable): build them, and
-    // the examples the tests run as PEs, before any test runs.
+    // the examples the tests run as PEs, before any test runs. `--lib` builds
+    // libvkshmem_c.so, which oshcc links the C tests against (tests/c_abi.rs).
     let mut build = cargo();
     build.args([
         "build",
         "--workspace",
+        "--lib",
         "--bins",
         "--examples",
         "--features",

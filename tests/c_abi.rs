@@ -1,0 +1,184 @@
+//! The C ABI (`capi/`, package vkshmem-c): C programs of ours, written from
+//! the OpenSHMEM 1.5 text (`tests/c/`), compiled with `oshcc` and run as
+//! jobs of 1, 2, 3 and 4 PEs; the header checked against the library's
+//! exported symbols; misuse ends the job with a message naming the call.
+//! `cargo xtask test` builds oshcc, oshrun and libvkshmem_c first (they are
+//! the vkshmem-c package's binaries and library, found beside vkshmrun).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use common::{bin_dir, run_vkshmrun_env, vkshmrun, Leftovers};
+
+const TIMEOUT: Duration = Duration::from_secs(600);
+
+fn src(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c").join(name)
+}
+
+/// Where the compiled C programs go (one directory for the test binary).
+fn out_dir() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().unwrap()).path()
+}
+
+/// Compiles `tests/c/<name>.c` with oshcc (strict warnings) once.
+fn compile(name: &str) -> String {
+    let exe = out_dir().join(name);
+    if !exe.exists() {
+        let oshcc = bin_dir().join("oshcc");
+        assert!(oshcc.exists(), "{} is missing: `cargo build --workspace --bins` first", oshcc.display());
+        let out = Command::new(&oshcc)
+            .args(["-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-Wno-type-limits", "-o"])
+            .arg(&exe)
+            .arg(src(&format!("{name}.c")))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "oshcc {name}.c failed:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    exe.to_string_lossy().into_owned()
+}
+
+/// Runs `name` on `n` PEs and checks every PE said `<name>: ok`.
+fn run_ok(name: &str, n: u32, env: &[(&str, &str)]) {
+    let exe = compile(name);
+    let np = n.to_string();
+    let r = run_vkshmrun_env(&["-n", &np, &exe], env, TIMEOUT, Leftovers::Forbidden, |_| {});
+    let oks = r.stdout.lines().filter(|l| l.starts_with(&format!("{name}: ok"))).count();
+    assert!(
+        r.code == Some(0) && oks == n as usize,
+        "{name} on {n} PEs {env:?}: exit {:?}, {oks} ok lines\nstdout:\n{}\nstderr:\n{}",
+        r.code,
+        r.stdout,
+        r.stderr
+    );
+}
+
+#[test]
+fn c_rma_holds_on_1_to_4_pes() {
+    for n in 1..=4 {
+        run_ok("rma", n, &[]);
+    }
+    // PEs on two pretend devices: heap RMA through the proxy, globals
+    // through the shared data segments.
+    run_ok("rma", 3, &[("VKSHMEM_TRANSPORT", "staged:2")]);
+}
+
+#[test]
+fn c_atomics_hold_on_1_to_4_pes() {
+    for n in 1..=4 {
+        run_ok("amo", n, &[]);
+    }
+    run_ok("amo", 3, &[("VKSHMEM_TRANSPORT", "staged:2")]);
+}
+
+#[test]
+fn c_waits_signals_locks_and_barriers_hold_on_1_to_4_pes() {
+    for n in 1..=4 {
+        run_ok("sync", n, &[]);
+    }
+}
+
+#[test]
+fn c_collectives_and_teams_hold_on_1_to_4_pes() {
+    for n in 1..=4 {
+        run_ok("coll", n, &[]);
+    }
+    run_ok("coll", 4, &[("VKSHMEM_TRANSPORT", "staged:2")]);
+}
+
+/// The README's two commands: `oshcc -o hello hello.c && oshrun -n 4 ./hello`
+/// (and the mpirun spelling `-np`).
+#[test]
+fn c_hello_through_oshcc_and_oshrun() {
+    let exe = compile("hello");
+    for flag in ["-n", "-np"] {
+        let out = Command::new(bin_dir().join("oshrun"))
+            .args([flag, "4", &exe])
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let got: BTreeSet<&str> = text.lines().collect();
+        let want: BTreeSet<String> = (0..4).map(|p| format!("Hello from {p} of 4")).collect();
+        assert!(
+            out.status.success() && got == want.iter().map(String::as_str).collect(),
+            "oshrun {flag} 4 hello: {:?}\n{text}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// Every function the header declares is exported by libvkshmem_c, and
+/// every `shmem_` symbol it exports is declared (the header and the library
+/// come from one description; this catches a generator that splits them).
+#[test]
+fn c_header_matches_the_library() {
+    let header = std::fs::read_to_string(bin_dir().join("include/shmem.h")).unwrap();
+    let mut declared = BTreeSet::new();
+    let mut inline = BTreeSet::new();
+    for line in header.lines() {
+        let Some(open) = line.find('(') else { continue };
+        if line.starts_with('#') || line.starts_with(' ') || line.starts_with("typedef") {
+            continue;
+        }
+        let name = line[..open].rsplit([' ', '*']).next().unwrap().to_string();
+        if line.starts_with("static inline") {
+            inline.insert(name);
+        } else if line.ends_with(");") && !name.starts_with("vkshmem_") {
+            declared.insert(name);
+        }
+    }
+    let nm = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(bin_dir().join("libvkshmem_c.so"))
+        .output()
+        .expect("nm (binutils) runs");
+    let exported: BTreeSet<String> = String::from_utf8_lossy(&nm.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2).map(str::to_string))
+        .filter(|s| s.starts_with("shmem") || s.starts_with('_') && (s == "_my_pe" || s == "_num_pes") || s == "start_pes")
+        .collect();
+    assert!(declared.len() > 1500, "only {} functions declared", declared.len());
+    let missing: Vec<_> = declared.difference(&exported).collect();
+    let undeclared: Vec<_> = exported.difference(&declared).collect();
+    assert!(missing.is_empty(), "declared, not exported: {missing:?}");
+    assert!(undeclared.is_empty(), "exported, not declared: {undeclared:?}");
+    assert!(inline.iter().all(|f| f.contains("longdouble")), "inline: {inline:?}");
+}
+
+/// Misuse ends the job: exit status 1 and a message naming the C call.
+#[test]
+fn c_misuse_names_the_call() {
+    let exe = compile("misuse");
+    for (what, n, call, text) in [
+        ("before-init", 1, "shmem_int_p", "called before shmem_init"),
+        ("stack-dest", 2, "shmem_int_put", "is not a symmetric object"),
+        ("bad-pe", 2, "shmem_int_p", "PE 2 is not in the job"),
+        ("past-heap-block", 1, "shmem_int_put", "not inside one live symmetric allocation"),
+        ("bad-cmp", 1, "shmem_int_wait_until", "unknown comparison 42"),
+        ("free-twice", 2, "shmem_free", "not a block from shmem_malloc"),
+        ("bad-root", 3, "shmem_int_broadcast", "PE_root 3 is not a member number"),
+    ] {
+        let np = n.to_string();
+        let r = vkshmrun(&["-n", &np, &exe, what], TIMEOUT);
+        let want = format!("vkshmem: {call}: ");
+        assert!(
+            r.code != Some(0) && r.stderr.contains(&want) && r.stderr.contains(text),
+            "{what}: exit {:?}, want `{want}…{text}`:\n{}",
+            r.code,
+            r.stderr
+        );
+    }
+}
