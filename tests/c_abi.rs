@@ -182,3 +182,21 @@ fn c_misuse_names_the_call() {
         );
     }
 }
+
+/// Under mpirun as 2 nodes of 2 PEs: the collectives and teams (on the
+/// heap across nodes, and on globals through the bootstrap) and a clean
+/// MPI finalize from `shmem_finalize`.
+#[cfg(feature = "mpi")]
+#[test]
+fn c_collectives_hold_under_mpirun_across_nodes() {
+    let exe = compile("coll");
+    let r = common::mpirun(4, &[&exe], &[("VKSHMEM_NODE_SIZE", "2")], TIMEOUT);
+    let oks = r.stdout.lines().filter(|l| l.starts_with("coll: ok")).count();
+    assert!(
+        r.code == Some(0) && oks == 4,
+        "coll under mpirun 2x2: exit {:?}, {oks} ok lines\n{}\n{}",
+        r.code,
+        r.stdout,
+        r.stderr
+    );
+}

@@ -150,7 +150,7 @@ pub fn finalize() {
     if FINALIZED.swap(true, Ordering::AcqRel) {
         return;
     }
-    s.ctx.clone().finalize().or_die("shmem_finalize");
+    s.ctx.finalize_in_place().or_die("shmem_finalize");
 }
 
 /// `shmem_global_exit`: C's streams flushed, then this PE exits with

@@ -57,6 +57,32 @@ impl Context {
         self.with_boot(Vec::new(), |b| b.exchange_fds(fd))
     }
 
+    /// [`Context::finalize`] for a binding whose context lives until the
+    /// process exits (a C program's, in a static): after the goodbye it
+    /// also stops the proxy thread and, under mpirun, finalizes MPI, which
+    /// would otherwise happen when the last clone is dropped. Every later
+    /// call on any clone fails.
+    ///
+    /// # Errors
+    /// As [`Context::finalize`].
+    pub fn finalize_in_place(&self) -> Result<()> {
+        self.clone().finalize()?;
+        if let Some(p) = self.inner.proxy.get() {
+            p.stop();
+        }
+        #[cfg(feature = "mpi")]
+        {
+            let job = self
+                .inner
+                .mpi
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            drop(job);
+        }
+        Ok(())
+    }
+
     /// Every member's `data`, in member order: a collective over the PEs of
     /// `shape` (every member calls it), through the bootstrap (the sockets,
     /// or MPI across nodes). Up to the bootstrap's blob limit

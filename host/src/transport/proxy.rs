@@ -358,7 +358,8 @@ pub struct Proxy {
     head: *const AtomicU32,
     /// Keeps `head` mapped.
     _memory: Arc<SharedMemory>,
-    thread: Option<JoinHandle<()>>,
+    /// Taken by [`Proxy::stop`].
+    thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 // SAFETY: `head` points into the host mapping of `_memory`, kept alive by the
@@ -432,7 +433,7 @@ impl Proxy {
             pe,
             head,
             _memory: heap,
-            thread: Some(thread),
+            thread: Mutex::new(Some(thread)),
         })
     }
 
@@ -653,15 +654,24 @@ impl Drop for BusyGuard<'_> {
     }
 }
 
-impl Drop for Proxy {
-    fn drop(&mut self) {
+impl Proxy {
+    /// Stops the thread and waits for it (its link to other nodes goes
+    /// with it). Later calls, and the drop, do nothing.
+    pub(crate) fn stop(&self) {
         self.shared.stop.store(true, Ordering::SeqCst);
         self.wake();
-        if let Some(t) = self.thread.take() {
+        let t = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(t) = t {
             if t.join().is_err() {
                 tracing::warn!("PE {}: the proxy thread panicked", self.pe);
             }
         }
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
