@@ -9,7 +9,7 @@ use std::path::PathBuf;
 mod spec {
     include!("src/spec.rs");
 }
-use spec::{Api, Ty, API, CONSTANTS, HANDLES};
+use spec::{Api, Ty, API, CONSTANTS, EXTRA_C, HANDLES};
 
 /// One parameter of a C prototype.
 struct Param {
@@ -38,7 +38,10 @@ fn parse(proto: &str) -> Proto {
             .map(|a| {
                 let a = a.trim();
                 let s = a.rfind([' ', '*']).expect("parameter name");
-                Param { c_type: a[..=s].trim().to_string(), name: a[s + 1..].to_string() }
+                Param {
+                    c_type: a[..=s].trim().to_string(),
+                    name: a[s + 1..].to_string(),
+                }
             })
             .collect()
     };
@@ -53,7 +56,11 @@ fn rust_type(c: &str, ty: Option<&Ty>) -> String {
             Some(b) => ("const", b),
             None => ("mut", inner),
         };
-        let base = if base == "void" { "core::ffi::c_void".into() } else { rust_type(base, ty) };
+        let base = if base == "void" {
+            "core::ffi::c_void".into()
+        } else {
+            rust_type(base, ty)
+        };
         return format!("*{konst} {base}");
     }
     match c.as_str() {
@@ -81,9 +88,19 @@ fn instance(t: &str, ty: Option<&Ty>) -> String {
 }
 
 fn ctx_form(p: &Proto) -> Proto {
-    let mut params = vec![Param { c_type: "shmem_ctx_t".into(), name: "ctx".into() }];
-    params.extend(p.params.iter().map(|q| Param { c_type: q.c_type.clone(), name: q.name.clone() }));
-    Proto { ret: p.ret.clone(), name: p.name.replacen("shmem_", "shmem_ctx_", 1), params }
+    let mut params = vec![Param {
+        c_type: "shmem_ctx_t".into(),
+        name: "ctx".into(),
+    }];
+    params.extend(p.params.iter().map(|q| Param {
+        c_type: q.c_type.clone(),
+        name: q.name.clone(),
+    }));
+    Proto {
+        ret: p.ret.clone(),
+        name: p.name.replacen("shmem_", "shmem_ctx_", 1),
+        params,
+    }
 }
 
 fn c_decl(p: &Proto, ty: Option<&Ty>) -> String {
@@ -98,7 +115,11 @@ fn c_decl(p: &Proto, ty: Option<&Ty>) -> String {
             .iter()
             .map(|q| {
                 let t = sub(&q.c_type);
-                if t.ends_with('*') { format!("{t}{}", q.name) } else { format!("{t} {}", q.name) }
+                if t.ends_with('*') {
+                    format!("{t}{}", q.name)
+                } else {
+                    format!("{t} {}", q.name)
+                }
             })
             .collect::<Vec<_>>()
             .join(", ")
@@ -109,16 +130,29 @@ fn c_decl(p: &Proto, ty: Option<&Ty>) -> String {
 }
 
 fn rust_fn(p: &Proto, body: &str, ty: Option<&Ty>, default_ctx: bool) -> String {
-    let ps: Vec<String> = p.params.iter().map(|q| format!("{}: {}", q.name, rust_type(&q.c_type, ty))).collect();
-    let ret = if p.ret == "void" { String::new() } else { format!(" -> {}", rust_type(&p.ret, ty)) };
+    let ps: Vec<String> = p
+        .params
+        .iter()
+        .map(|q| format!("{}: {}", q.name, rust_type(&q.c_type, ty)))
+        .collect();
+    let ret = if p.ret == "void" {
+        String::new()
+    } else {
+        format!(" -> {}", rust_type(&p.ret, ty))
+    };
     let body = body.replace("{F}", &format!("\"{}\"", p.name));
     let body = match ty {
         Some(t) => body.replace("{R}", t.2),
         None => body,
     };
-    let ctx = if default_ctx { "    let ctx: crate::CtxH = crate::SHMEM_CTX_DEFAULT;\n" } else { "" };
+    let ctx = if default_ctx {
+        "    let ctx: crate::CtxH = crate::SHMEM_CTX_DEFAULT;\n"
+    } else {
+        ""
+    };
     format!(
-        "#[no_mangle]\n#[allow(non_snake_case, unused_unsafe, clippy::missing_safety_doc, clippy::unused_unit)]\npub unsafe extern \"C\" fn {}({}){ret} {{\n{ctx}    {body}\n}}\n",
+        "/// `{}`\n#[no_mangle]\n#[allow(non_snake_case, unused_unsafe, clippy::missing_safety_doc, clippy::unused_unit)]\npub unsafe extern \"C\" fn {}({}){ret} {{\n{ctx}    {body}\n}}\n",
+        c_decl(p, ty).trim_end_matches(';'),
         p.name,
         ps.join(", ")
     )
@@ -139,7 +173,14 @@ fn main() {
     let mut generics: Vec<Generic> = Vec::new();
     let mut names = std::collections::BTreeSet::new();
     for api in API {
-        let Api { proto, body, types, ctx, generic, inline_ld } = api;
+        let Api {
+            proto,
+            body,
+            types,
+            ctx,
+            generic,
+            inline_ld,
+        } = api;
         let tys: Vec<Option<&Ty>> = match types {
             Some(t) => t.iter().map(Some).collect(),
             None => vec![None],
@@ -186,7 +227,9 @@ fn main() {
                         generics.len() - 1
                     }
                 };
-                generics[i].3.push((t.1.to_string(), p.name.clone(), ctx_name));
+                generics[i]
+                    .3
+                    .push((t.1.to_string(), p.name.clone(), ctx_name));
             }
         }
     }
@@ -212,8 +255,10 @@ fn main() {
     h += &decls;
     h += "\n";
     h += &inlines;
+    h += EXTRA_C;
     // C11 type-generic macros.
-    h += "\n#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)\n";
+    h +=
+        "\n#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)\n";
     h += "void vkshmem_generic_no_such_type(void);\n";
     h += "#define VKSHMEM_ARG0(a, ...) (a)\n#define VKSHMEM_ARG1(a, b, ...) (b)\n#define VKSHMEM_ARG2(a, b, c, ...) (c)\n";
     for (g, on, has_ctx, list) in &generics {

@@ -18,7 +18,9 @@ use common::{bin_dir, run_vkshmrun_env, vkshmrun, Leftovers};
 const TIMEOUT: Duration = Duration::from_secs(600);
 
 fn src(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/c")
+        .join(name)
 }
 
 /// Where the compiled C programs go (one directory for the test binary).
@@ -32,9 +34,21 @@ fn compile(name: &str) -> String {
     let exe = out_dir().join(name);
     if !exe.exists() {
         let oshcc = bin_dir().join("oshcc");
-        assert!(oshcc.exists(), "{} is missing: `cargo build --workspace --bins` first", oshcc.display());
+        assert!(
+            oshcc.exists(),
+            "{} is missing: `cargo build --workspace --bins` first",
+            oshcc.display()
+        );
         let out = Command::new(&oshcc)
-            .args(["-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-Wno-type-limits", "-o"])
+            .args([
+                "-std=c11",
+                "-O1",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-Wno-type-limits",
+                "-o",
+            ])
             .arg(&exe)
             .arg(src(&format!("{name}.c")))
             .output()
@@ -53,8 +67,18 @@ fn compile(name: &str) -> String {
 fn run_ok(name: &str, n: u32, env: &[(&str, &str)]) {
     let exe = compile(name);
     let np = n.to_string();
-    let r = run_vkshmrun_env(&["-n", &np, &exe], env, TIMEOUT, Leftovers::Forbidden, |_| {});
-    let oks = r.stdout.lines().filter(|l| l.starts_with(&format!("{name}: ok"))).count();
+    let r = run_vkshmrun_env(
+        &["-n", &np, &exe],
+        env,
+        TIMEOUT,
+        Leftovers::Forbidden,
+        |_| {},
+    );
+    let oks = r
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with(&format!("{name}: ok")))
+        .count();
     assert!(
         r.code == Some(0) && oks == n as usize,
         "{name} on {n} PEs {env:?}: exit {:?}, {oks} ok lines\nstdout:\n{}\nstderr:\n{}",
@@ -148,14 +172,105 @@ fn c_header_matches_the_library() {
     let exported: BTreeSet<String> = String::from_utf8_lossy(&nm.stdout)
         .lines()
         .filter_map(|l| l.split_whitespace().nth(2).map(str::to_string))
-        .filter(|s| s.starts_with("shmem") || s.starts_with('_') && (s == "_my_pe" || s == "_num_pes") || s == "start_pes")
+        .filter(|s| {
+            s.starts_with("shmem")
+                || s.starts_with('_') && (s == "_my_pe" || s == "_num_pes")
+                || s == "start_pes"
+        })
         .collect();
-    assert!(declared.len() > 1500, "only {} functions declared", declared.len());
+    assert!(
+        declared.len() > 1500,
+        "only {} functions declared",
+        declared.len()
+    );
     let missing: Vec<_> = declared.difference(&exported).collect();
     let undeclared: Vec<_> = exported.difference(&declared).collect();
     assert!(missing.is_empty(), "declared, not exported: {missing:?}");
-    assert!(undeclared.is_empty(), "exported, not declared: {undeclared:?}");
-    assert!(inline.iter().all(|f| f.contains("longdouble")), "inline: {inline:?}");
+    assert!(
+        undeclared.is_empty(),
+        "exported, not declared: {undeclared:?}"
+    );
+    assert!(
+        inline.iter().all(|f| f.contains("longdouble")),
+        "inline: {inline:?}"
+    );
+}
+
+/// The OSU-style latency loop (`benches/c/osu_latency.c`) runs and
+/// prints a row per call and size (its figures are in benches/RESULTS.md;
+/// here a short run, for it to keep building and working).
+#[test]
+fn c_latency_loop_runs() {
+    let exe = out_dir().join("osu_latency");
+    let out = Command::new(bin_dir().join("oshcc"))
+        .args(["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/c/osu_latency.c"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = vkshmrun(
+        &["-n", "3", &exe.to_string_lossy(), "5", "1", "4096"],
+        TIMEOUT,
+    );
+    let rows: Vec<&str> = r.stdout.lines().collect();
+    // header, barrier, broadcast and reduce at 8, 32, 128, 512, 2048 bytes.
+    assert!(
+        r.code == Some(0) && rows.len() == 12 && rows[0] == "call,bytes,median_us,min_us,max_us",
+        "{}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    for row in &rows[1..] {
+        let f: Vec<&str> = row.split(',').collect();
+        assert!(
+            f.len() == 5 && f[2].parse::<f64>().is_ok_and(|t| t > 0.0),
+            "row {row}"
+        );
+    }
+}
+
+/// The header alone compiles as C99 (no C11 generic macros then) and as
+/// C11 with every warning.
+#[test]
+fn c_header_compiles_as_c99_and_c11() {
+    let inc = bin_dir().join("include");
+    for std in ["-std=c99", "-std=c11"] {
+        let out = Command::new("cc")
+            .args([
+                std,
+                "-Wall",
+                "-Wextra",
+                "-Wpedantic",
+                "-Werror",
+                "-fsyntax-only",
+                "-x",
+                "c",
+                "-",
+            ])
+            .arg(format!("-I{}", inc.display()))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                use std::io::Write;
+                c.stdin.take().unwrap().write_all(
+                    b"#include <shmem.h>\nint main(void) { return SHMEM_MAJOR_VERSION - 1; }\n",
+                )?;
+                c.wait_with_output()
+            })
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{std}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 /// Misuse ends the job: exit status 1 and a message naming the C call.
@@ -164,12 +279,37 @@ fn c_misuse_names_the_call() {
     let exe = compile("misuse");
     for (what, n, call, text) in [
         ("before-init", 1, "shmem_int_p", "called before shmem_init"),
-        ("stack-dest", 2, "shmem_int_put", "is not a symmetric object"),
+        (
+            "stack-dest",
+            2,
+            "shmem_int_put",
+            "is not a symmetric object",
+        ),
         ("bad-pe", 2, "shmem_int_p", "PE 2 is not in the job"),
-        ("past-heap-block", 1, "shmem_int_put", "not inside one live symmetric allocation"),
-        ("bad-cmp", 1, "shmem_int_wait_until", "unknown comparison 42"),
-        ("free-twice", 2, "shmem_free", "not a block from shmem_malloc"),
-        ("bad-root", 3, "shmem_int_broadcast", "PE_root 3 is not a member number"),
+        (
+            "past-heap-block",
+            1,
+            "shmem_int_put",
+            "not inside one live symmetric allocation",
+        ),
+        (
+            "bad-cmp",
+            1,
+            "shmem_int_wait_until",
+            "unknown comparison 42",
+        ),
+        (
+            "free-twice",
+            2,
+            "shmem_free",
+            "not a block from shmem_malloc",
+        ),
+        (
+            "bad-root",
+            3,
+            "shmem_int_broadcast",
+            "PE_root 3 is not a member number",
+        ),
     ] {
         let np = n.to_string();
         let r = vkshmrun(&["-n", &np, &exe, what], TIMEOUT);
@@ -191,7 +331,11 @@ fn c_misuse_names_the_call() {
 fn c_collectives_hold_under_mpirun_across_nodes() {
     let exe = compile("coll");
     let r = common::mpirun(4, &[&exe], &[("VKSHMEM_NODE_SIZE", "2")], TIMEOUT);
-    let oks = r.stdout.lines().filter(|l| l.starts_with("coll: ok")).count();
+    let oks = r
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("coll: ok"))
+        .count();
     assert!(
         r.code == Some(0) && oks == 4,
         "coll under mpirun 2x2: exit {:?}, {oks} ok lines\n{}\n{}",

@@ -59,7 +59,9 @@ impl State {
                 .get(h - 2)
                 .copied()
                 .flatten()
-                .unwrap_or_else(|| fatal(call, format!("context handle {h:#x} names no live context"))),
+                .unwrap_or_else(|| {
+                    fatal(call, format!("context handle {h:#x} names no live context"))
+                }),
         }
     }
 
@@ -68,7 +70,10 @@ impl State {
         let team = self.ctx_team(call, ctx);
         if team == Team::WORLD {
             if pe < 0 || pe as u32 >= self.npes {
-                fatal(call, format!("PE {pe} is not in the job ({} PEs)", self.npes));
+                fatal(
+                    call,
+                    format!("PE {pe} is not in the job ({} PEs)", self.npes),
+                );
             }
             return pe as u32;
         }

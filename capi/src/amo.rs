@@ -73,7 +73,9 @@ unsafe fn rmw<T: Word>(p: *mut u8, f: impl Fn(u64) -> Option<u64>) -> T {
         match std::mem::size_of::<T>() {
             4 => {
                 let a = AtomicU32::from_ptr(p.cast());
-                let r = a.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| f(u64::from(v)).map(|n| n as u32));
+                let r = a.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| {
+                    f(u64::from(v)).map(|n| n as u32)
+                });
                 u64::from(r.unwrap_or_else(|v| v))
             }
             _ => {
@@ -110,7 +112,10 @@ fn mask<T>() -> u64 {
 /// `atomic_fetch`.
 pub fn fetch<T: AmoValue + Word>(call: &str, ctx: CtxH, source: *const T, pe: i32) -> T {
     match target(call, ctx, source, pe) {
-        (Sym::Heap(off), pe) => st(call).ctx.atomic_fetch(SymSlice::from_raw(off, 1), pe).or_die(call),
+        (Sym::Heap(off), pe) => st(call)
+            .ctx
+            .atomic_fetch(SymSlice::from_raw(off, 1), pe)
+            .or_die(call),
         // SAFETY: a word of PE pe's mapped segment, aligned (checked).
         (Sym::Global(off), pe) => unsafe { load(global_word::<T>(call, pe, off)) },
     }
@@ -119,7 +124,10 @@ pub fn fetch<T: AmoValue + Word>(call: &str, ctx: CtxH, source: *const T, pe: i3
 /// `atomic_set`.
 pub fn set<T: AmoValue + Word>(call: &str, ctx: CtxH, dest: *mut T, value: T, pe: i32) {
     match target(call, ctx, dest, pe) {
-        (Sym::Heap(off), pe) => st(call).ctx.atomic_set(SymSlice::from_raw(off, 1), value, pe).or_die(call),
+        (Sym::Heap(off), pe) => st(call)
+            .ctx
+            .atomic_set(SymSlice::from_raw(off, 1), value, pe)
+            .or_die(call),
         // SAFETY: as in `fetch`.
         (Sym::Global(off), pe) => {
             let _: T = unsafe { rmw(global_word::<T>(call, pe, off), |_| Some(value.bits())) };
@@ -130,14 +138,26 @@ pub fn set<T: AmoValue + Word>(call: &str, ctx: CtxH, dest: *mut T, value: T, pe
 /// `atomic_swap`.
 pub fn swap<T: AmoValue + Word>(call: &str, ctx: CtxH, dest: *mut T, value: T, pe: i32) -> T {
     match target(call, ctx, dest, pe) {
-        (Sym::Heap(off), pe) => st(call).ctx.atomic_swap(SymSlice::from_raw(off, 1), value, pe).or_die(call),
+        (Sym::Heap(off), pe) => st(call)
+            .ctx
+            .atomic_swap(SymSlice::from_raw(off, 1), value, pe)
+            .or_die(call),
         // SAFETY: as in `fetch`.
-        (Sym::Global(off), pe) => unsafe { rmw(global_word::<T>(call, pe, off), |_| Some(value.bits())) },
+        (Sym::Global(off), pe) => unsafe {
+            rmw(global_word::<T>(call, pe, off), |_| Some(value.bits()))
+        },
     }
 }
 
 /// `atomic_compare_swap`.
-pub fn compare_swap<T: AmoInteger + Word>(call: &str, ctx: CtxH, dest: *mut T, cond: T, value: T, pe: i32) -> T {
+pub fn compare_swap<T: AmoInteger + Word>(
+    call: &str,
+    ctx: CtxH,
+    dest: *mut T,
+    cond: T,
+    value: T,
+    pe: i32,
+) -> T {
     match target(call, ctx, dest, pe) {
         (Sym::Heap(off), pe) => st(call)
             .ctx
@@ -145,18 +165,31 @@ pub fn compare_swap<T: AmoInteger + Word>(call: &str, ctx: CtxH, dest: *mut T, c
             .or_die(call),
         // SAFETY: as in `fetch`.
         (Sym::Global(off), pe) => unsafe {
-            rmw(global_word::<T>(call, pe, off), |v| (v == cond.bits()).then_some(value.bits()))
+            rmw(global_word::<T>(call, pe, off), |v| {
+                (v == cond.bits()).then_some(value.bits())
+            })
         },
     }
 }
 
 /// `atomic_fetch_add` (and inc, add).
-pub fn fetch_add<T: AmoInteger + Word>(call: &str, ctx: CtxH, dest: *mut T, value: T, pe: i32) -> T {
+pub fn fetch_add<T: AmoInteger + Word>(
+    call: &str,
+    ctx: CtxH,
+    dest: *mut T,
+    value: T,
+    pe: i32,
+) -> T {
     match target(call, ctx, dest, pe) {
-        (Sym::Heap(off), pe) => st(call).ctx.atomic_fetch_add(SymSlice::from_raw(off, 1), value, pe).or_die(call),
+        (Sym::Heap(off), pe) => st(call)
+            .ctx
+            .atomic_fetch_add(SymSlice::from_raw(off, 1), value, pe)
+            .or_die(call),
         // SAFETY: as in `fetch`.
         (Sym::Global(off), pe) => unsafe {
-            rmw::<T>(global_word::<T>(call, pe, off), |v| Some(v.wrapping_add(value.bits()) & mask::<T>()))
+            rmw::<T>(global_word::<T>(call, pe, off), |v| {
+                Some(v.wrapping_add(value.bits()) & mask::<T>())
+            })
         },
     }
 }
@@ -173,7 +206,14 @@ pub enum Bit {
 }
 
 /// `atomic_fetch_and` / `or` / `xor` (and their plain forms).
-pub fn bitwise<T: AmoBitwise + Word>(call: &str, ctx: CtxH, dest: *mut T, value: T, pe: i32, op: Bit) -> T {
+pub fn bitwise<T: AmoBitwise + Word>(
+    call: &str,
+    ctx: CtxH,
+    dest: *mut T,
+    value: T,
+    pe: i32,
+    op: Bit,
+) -> T {
     match target(call, ctx, dest, pe) {
         (Sym::Heap(off), pe) => {
             let c = &st(call).ctx;

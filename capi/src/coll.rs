@@ -44,7 +44,11 @@ impl State {
                 Some((Group::Team(t), shape))
             }
             On::Set(start, log, size, psync) => {
-                let set = ActiveSet { pe_start: start, log_pe_stride: log, pe_size: size };
+                let set = ActiveSet {
+                    pe_start: start,
+                    log_pe_stride: log,
+                    pe_size: size,
+                };
                 let shape = TeamShape::active_set(start, log, size, self.npes).or_die(call);
                 let ps = match self.sym(call, "pSync", psync, 1) {
                     Sym::Heap(off) => SymSlice::from_raw(off, 1),
@@ -60,13 +64,17 @@ impl State {
         let a = self.allocs.lock().unwrap_or_else(|e| e.into_inner());
         a.iter()
             .find(|(o, b)| **o <= off && off < **o + b.bytes())
-            .map_or(0, |(o, b)| ((o + b.bytes() - off) as usize) / std::mem::size_of::<T>())
+            .map_or(0, |(o, b)| {
+                ((o + b.bytes() - off) as usize) / std::mem::size_of::<T>()
+            })
     }
 }
 
 /// Every member's `mine`, in member order, through the bootstrap.
 fn exchange(call: &str, ctx: &Context, shape: TeamShape, mine: &[u8]) -> Vec<Vec<u8>> {
-    let lens = ctx.gather_members(shape, &(mine.len() as u64).to_le_bytes()).or_die(call);
+    let lens = ctx
+        .gather_members(shape, &(mine.len() as u64).to_le_bytes())
+        .or_die(call);
     let lens: Vec<usize> = lens
         .iter()
         .map(|b| u64::from_le_bytes(b.as_slice().try_into().unwrap_or([0; 8])) as usize)
@@ -114,7 +122,8 @@ unsafe fn write_at<T>(p: *mut T, b: &[u8]) {
 fn member_index(call: &str, s: &State, shape: TeamShape) -> usize {
     shape
         .index_of(s.me)
-        .unwrap_or_else(|| fatal(call, "this PE is not a member of the team or active set")) as usize
+        .unwrap_or_else(|| fatal(call, "this PE is not a member of the team or active set"))
+        as usize
 }
 
 /// `shmem_barrier_all`.
@@ -155,14 +164,32 @@ fn with_group<'a>(call: &str, s: &'a State, on: On) -> Option<(Group<'a>, TeamSh
 
 /// `broadcast`: root's `source` into every member's `dest` (on a team the
 /// root's too; on an active set the root's `dest` is left alone).
-pub fn broadcast<T: Pod>(call: &str, on: On, dest: *mut T, source: *const T, nelems: usize, root: i32) -> i32 {
+pub fn broadcast<T: Pod>(
+    call: &str,
+    on: On,
+    dest: *mut T,
+    source: *const T,
+    nelems: usize,
+    root: i32,
+) -> i32 {
     let s = st(call);
-    let Some((g, shape)) = with_group(call, s, on) else { return -1 };
+    let Some((g, shape)) = with_group(call, s, on) else {
+        return -1;
+    };
     if root < 0 || root as u32 >= shape.size {
-        fatal(call, format!("PE_root {root} is not a member number (the team has {} members)", shape.size));
+        fatal(
+            call,
+            format!(
+                "PE_root {root} is not a member number (the team has {} members)",
+                shape.size
+            ),
+        );
     }
     let n = nelems;
-    let (d, src) = (s.sym(call, "dest", dest, n), s.sym(call, "source", source, n));
+    let (d, src) = (
+        s.sym(call, "dest", dest, n),
+        s.sym(call, "source", source, n),
+    );
     if let (Sym::Heap(d), Sym::Heap(o)) = (d, src) {
         let (d, o) = (SymSlice::<T>::from_raw(d, n), SymSlice::<T>::from_raw(o, n));
         match g {
@@ -175,7 +202,11 @@ pub fn broadcast<T: Pod>(call: &str, on: On, dest: *mut T, source: *const T, nel
     let me = member_index(call, s, shape);
     let is_root = me == root as usize;
     // SAFETY: C's contract: `source` holds nelems elements.
-    let mine = if is_root { unsafe { bytes_at(source, n) } } else { &[] };
+    let mine = if is_root {
+        unsafe { bytes_at(source, n) }
+    } else {
+        &[]
+    };
     let all = exchange(call, &s.ctx, shape, mine);
     if !is_root || matches!(g, Group::Team(_)) {
         // SAFETY: C's contract: `dest` has room for nelems elements.
@@ -185,14 +216,33 @@ pub fn broadcast<T: Pod>(call: &str, on: On, dest: *mut T, source: *const T, nel
 }
 
 /// `collect` (`fixed`: `fcollect`): every member's `source` in member order.
-pub fn collect<T: Pod>(call: &str, on: On, dest: *mut T, source: *const T, nelems: usize, fixed: bool) -> i32 {
+pub fn collect<T: Pod>(
+    call: &str,
+    on: On,
+    dest: *mut T,
+    source: *const T,
+    nelems: usize,
+    fixed: bool,
+) -> i32 {
     let s = st(call);
-    let Some((g, shape)) = with_group(call, s, on) else { return -1 };
+    let Some((g, shape)) = with_group(call, s, on) else {
+        return -1;
+    };
     let n = nelems;
-    let (d, src) = (s.sym(call, "dest", dest, n), s.sym(call, "source", source, n));
+    let (d, src) = (
+        s.sym(call, "dest", dest, n),
+        s.sym(call, "source", source, n),
+    );
     if let (Sym::Heap(d), Sym::Heap(o)) = (d, src) {
-        let len = if fixed { n * shape.size as usize } else { s.heap_len::<T>(d) };
-        let (d, o) = (SymSlice::<T>::from_raw(d, len), SymSlice::<T>::from_raw(o, n));
+        let len = if fixed {
+            n * shape.size as usize
+        } else {
+            s.heap_len::<T>(d)
+        };
+        let (d, o) = (
+            SymSlice::<T>::from_raw(d, len),
+            SymSlice::<T>::from_raw(o, n),
+        );
         match (g, fixed) {
             (Group::Team(t), true) => s.ctx.fcollect(t, &d, &o, n),
             (Group::Team(t), false) => s.ctx.collect(t, &d, &o, n),
@@ -224,23 +274,44 @@ fn span(n: usize, stride: usize) -> usize {
 
 /// `alltoalls` (and `alltoall`, strides 1): block `j` of each member's
 /// `source` to member `j`'s `dest`, as block `i` (the sender's number).
-pub fn alltoalls<T: Pod>(call: &str, on: On, dest: *mut T, source: *const T, dst: isize, sst: isize, nelems: usize) -> i32 {
+pub fn alltoalls<T: Pod>(
+    call: &str,
+    on: On,
+    dest: *mut T,
+    source: *const T,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+) -> i32 {
     let s = st(call);
-    let Some((g, shape)) = with_group(call, s, on) else { return -1 };
+    let Some((g, shape)) = with_group(call, s, on) else {
+        return -1;
+    };
     if dst <= 0 || sst <= 0 {
-        fatal(call, format!("strides must be positive (dst {dst}, sst {sst})"));
+        fatal(
+            call,
+            format!("strides must be positive (dst {dst}, sst {sst})"),
+        );
     }
     let (ds, ss) = (dst as usize, sst as usize);
     let npes = shape.size as usize;
     let (dlen, slen) = (span(npes * nelems, ds), span(npes * nelems, ss));
-    let (d, src) = (s.sym(call, "dest", dest, dlen.max(1)), s.sym(call, "source", source, slen.max(1)));
+    let (d, src) = (
+        s.sym(call, "dest", dest, dlen.max(1)),
+        s.sym(call, "source", source, slen.max(1)),
+    );
     if let (Sym::Heap(d), Sym::Heap(o)) = (d, src) {
-        let (d, o) = (SymSlice::<T>::from_raw(d, dlen), SymSlice::<T>::from_raw(o, slen));
+        let (d, o) = (
+            SymSlice::<T>::from_raw(d, dlen),
+            SymSlice::<T>::from_raw(o, slen),
+        );
         match (g, ds == 1 && ss == 1) {
             (Group::Team(t), true) => s.ctx.alltoall(t, &d, &o, nelems),
             (Group::Team(t), false) => s.ctx.alltoalls(t, &d, &o, ds, ss, nelems),
             (Group::Set(set, ps), true) => s.ctx.alltoall_active(&d, &o, nelems, set, &ps),
-            (Group::Set(set, ps), false) => s.ctx.alltoalls_active(&d, &o, ds, ss, nelems, set, &ps),
+            (Group::Set(set, ps), false) => {
+                s.ctx.alltoalls_active(&d, &o, ds, ss, nelems, set, &ps)
+            }
         }
         .or_die(call);
         return 0;
@@ -338,11 +409,23 @@ complex_reduce!(f32, f64);
 
 /// A team or active-set reduction: every member's `source` combined element
 /// by element into every member's `dest` (in place allowed).
-pub fn reduce<T: CReduce>(call: &str, on: On, op: Op, dest: *mut T, source: *const T, nreduce: usize) -> i32 {
+pub fn reduce<T: CReduce>(
+    call: &str,
+    on: On,
+    op: Op,
+    dest: *mut T,
+    source: *const T,
+    nreduce: usize,
+) -> i32 {
     let s = st(call);
-    let Some((g, shape)) = with_group(call, s, on) else { return -1 };
+    let Some((g, shape)) = with_group(call, s, on) else {
+        return -1;
+    };
     let n = nreduce;
-    let (d, src) = (s.sym(call, "dest", dest, n), s.sym(call, "source", source, n));
+    let (d, src) = (
+        s.sym(call, "dest", dest, n),
+        s.sym(call, "source", source, n),
+    );
     if let (Sym::Heap(d), Sym::Heap(o)) = (d, src) {
         if let Some(r) = T::heap(&s.ctx, &g, op, d, o, n) {
             r.or_die(call);
@@ -356,7 +439,9 @@ pub fn reduce<T: CReduce>(call: &str, on: On, op: Op, dest: *mut T, source: *con
         fatal(call, "the members passed different nreduce");
     }
     let elems = |b: &[u8]| -> Vec<T> {
-        b.chunks_exact(sz).map(bytemuck::pod_read_unaligned).collect()
+        b.chunks_exact(sz)
+            .map(bytemuck::pod_read_unaligned)
+            .collect()
     };
     let mut acc = elems(&all[0]);
     for b in &all[1..] {

@@ -91,7 +91,9 @@ fn data_segment() -> Option<(usize, usize, usize)> {
 /// there is none or a system call fails.
 pub fn remap() -> Option<Local> {
     let (start, len, rel) = data_segment()?;
-    let fd = nix::sys::memfd::memfd_create(c"vkshmem-globals", nix::sys::memfd::MFdFlags::MFD_CLOEXEC).ok()?;
+    let fd =
+        nix::sys::memfd::memfd_create(c"vkshmem-globals", nix::sys::memfd::MFdFlags::MFD_CLOEXEC)
+            .ok()?;
     nix::unistd::ftruncate(&fd, len as i64).ok()?;
     // SAFETY: [start, start+len) is the executable's mapped, readable
     // data segment (its program headers say so).
@@ -120,7 +122,12 @@ pub fn remap() -> Option<Local> {
     if at as usize != start {
         return None;
     }
-    Some(Local { start, len, rel, fd })
+    Some(Local {
+        start,
+        len,
+        rel,
+        fd,
+    })
 }
 
 impl Globals {
@@ -131,13 +138,19 @@ impl Globals {
     /// # Errors
     /// As [`Context::barrier_all`]; [`Error::Io`] when a mapping fails.
     pub fn share(ctx: &Context, local: Option<Local>) -> Result<Globals> {
-        let shape = local.as_ref().map_or([0u64; 2], |l| [l.len as u64, l.rel as u64]);
+        let shape = local
+            .as_ref()
+            .map_or([0u64; 2], |l| [l.len as u64, l.rel as u64]);
         let all = ctx.allgather_bytes(bytemuck::cast_slice(&shape))?;
         let fds = ctx.exchange_fds(local.as_ref().map(|l| l.fd.as_fd()))?;
         let me = ctx.my_pe() as usize;
         let mut peers = vec![0usize; ctx.n_pes() as usize];
         let Some(l) = local else {
-            return Ok(Globals { start: 0, len: 0, peers });
+            return Ok(Globals {
+                start: 0,
+                len: 0,
+                peers,
+            });
         };
         for (pe, fd) in fds.into_iter().enumerate() {
             let same = all[pe].as_slice() == bytemuck::cast_slice::<u64, u8>(&shape);
@@ -167,7 +180,11 @@ impl Globals {
                 _ => {}
             }
         }
-        Ok(Globals { start: l.start, len: l.len, peers })
+        Ok(Globals {
+            start: l.start,
+            len: l.len,
+            peers,
+        })
     }
 
     /// The segment offset of `[a, a+bytes)`, when it lies in the segment.

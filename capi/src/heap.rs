@@ -30,7 +30,10 @@ pub fn alloc(call: &str, size: usize, align: usize, zero: bool) -> *mut c_void {
         // SAFETY: the block's `size` bytes lie in this PE's mapped heap.
         unsafe { std::ptr::write_bytes(p, 0, size) };
     }
-    s.allocs.lock().unwrap_or_else(|e| e.into_inner()).insert(off, buf);
+    s.allocs
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(off, buf);
     s.ctx.barrier_all().or_die(call);
     p.cast()
 }
@@ -51,8 +54,16 @@ fn block(call: &str, p: *mut c_void) -> u64 {
         fatal(call, format!("{p:p} is not in the symmetric heap"));
     }
     let off = (a - s.base) as u64;
-    if !s.allocs.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&off) {
-        fatal(call, format!("{p:p} is not a block from shmem_malloc (or it was freed)"));
+    if !s
+        .allocs
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .contains_key(&off)
+    {
+        fatal(
+            call,
+            format!("{p:p} is not a block from shmem_malloc (or it was freed)"),
+        );
     }
     off
 }
@@ -66,7 +77,11 @@ pub fn free(p: *mut c_void) {
     let s = st(call);
     let off = block(call, p);
     s.ctx.barrier_all().or_die(call);
-    let buf = s.allocs.lock().unwrap_or_else(|e| e.into_inner()).remove(&off);
+    let buf = s
+        .allocs
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&off);
     if let Some(b) = buf {
         b.free().or_die(call);
     }

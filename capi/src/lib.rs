@@ -92,3 +92,112 @@ pub mod api {
 
 /// The header `build.rs` wrote (what `oshcc` puts on the include path).
 pub const SHMEM_H: &str = include_str!(concat!(env!("OUT_DIR"), "/shmem.h"));
+
+#[cfg(test)]
+mod tests {
+    use super::spec::*;
+    use std::collections::HashSet;
+
+    /// The Rust stand-ins have the C types' sizes and alignments (x86-64
+    /// and aarch64 LP64).
+    #[test]
+    fn c_layouts_match() {
+        assert_eq!(
+            (
+                std::mem::size_of::<super::LongDouble>(),
+                std::mem::align_of::<super::LongDouble>()
+            ),
+            (16, 16)
+        );
+        assert_eq!(
+            (
+                std::mem::size_of::<super::Complex<f64>>(),
+                std::mem::align_of::<super::Complex<f64>>()
+            ),
+            (16, 8)
+        );
+        assert_eq!(
+            (
+                std::mem::size_of::<super::Complex<f32>>(),
+                std::mem::align_of::<super::Complex<f32>>()
+            ),
+            (8, 4)
+        );
+        assert_eq!(
+            std::mem::size_of::<super::TeamH>(),
+            std::mem::size_of::<*const u8>()
+        );
+    }
+
+    /// The C type behind a name of the tables (typedefs resolved, LP64
+    /// glibc), to find two entries of one generic macro that C sees as
+    /// one type (a compile error in `_Generic`).
+    fn underlying(c: &str) -> &str {
+        match c {
+            "int8_t" => "signed char",
+            "int16_t" => "short",
+            "int32_t" => "int",
+            "int64_t" | "ptrdiff_t" => "long",
+            "uint8_t" => "unsigned char",
+            "uint16_t" => "unsigned short",
+            "uint32_t" => "unsigned int",
+            "uint64_t" | "size_t" => "unsigned long",
+            other => other,
+        }
+    }
+
+    #[test]
+    fn generic_macros_name_each_c_type_once() {
+        let mut per_macro: std::collections::HashMap<&str, HashSet<&str>> = Default::default();
+        for api in API {
+            let (Some((g, _)), Some(types)) = (api.generic, api.types) else {
+                continue;
+            };
+            for t in types.iter().filter(|t| t.3) {
+                assert!(
+                    per_macro.entry(g).or_default().insert(underlying(t.1)),
+                    "{g}: {} is already there as another name",
+                    t.1
+                );
+            }
+        }
+        assert!(per_macro.len() > 40, "{} generic macros", per_macro.len());
+    }
+
+    /// Each table's names are unique, and the header carries every constant
+    /// and handle.
+    #[test]
+    fn tables_are_consistent_and_in_the_header() {
+        for t in [
+            RMA,
+            SIZED,
+            AMO_STD,
+            AMO_EXT,
+            AMO_BIT,
+            SYNC,
+            RED_BIT,
+            RED_CMP,
+            RED_COMPLEX,
+            TOALL_BIT,
+            TOALL_ARITH,
+            TOALL_COMPLEX,
+        ] {
+            let names: HashSet<_> = t.iter().map(|x| x.0).collect();
+            assert_eq!(names.len(), t.len());
+        }
+        for (name, value, _) in CONSTANTS {
+            assert!(
+                super::SHMEM_H.contains(&format!("#define {name} {value}\n")),
+                "{name}"
+            );
+        }
+        for (name, ty, v) in HANDLES {
+            assert!(
+                super::SHMEM_H.contains(&format!("#define {name} (({ty}){v})")),
+                "{name}"
+            );
+        }
+        assert_eq!(super::SHMEM_TEAM_WORLD, 1);
+        assert_eq!(super::SHMEM_CTX_DEFAULT, 1);
+    }
+}

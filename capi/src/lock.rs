@@ -23,7 +23,10 @@ pub fn set(lock: *mut i64) {
     let ticket = next(fetch_add::<i64>(call, D, lock, 1 << 32, 0));
     st(call)
         .ctx
-        .poll_until(call, || Ok(served(fetch::<i64>(call, D, lock, 0)) == ticket))
+        .poll_until(
+            call,
+            || Ok(served(fetch::<i64>(call, D, lock, 0)) == ticket),
+        )
         .or_die(call);
 }
 

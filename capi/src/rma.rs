@@ -49,7 +49,10 @@ pub fn put<T: Pod>(call: &str, ctx: CtxH, dest: *mut T, source: *const T, nelems
     // SAFETY: C's contract for put: `source` holds `nelems` elements.
     let src = unsafe { local(call, source, nelems) };
     match s.sym(call, "dest", dest, nelems) {
-        Sym::Heap(off) => s.ctx.put(SymSlice::from_raw(off, nelems), src, pe).or_die(call),
+        Sym::Heap(off) => s
+            .ctx
+            .put(SymSlice::from_raw(off, nelems), src, pe)
+            .or_die(call),
         Sym::Global(off) => {
             let p = s.globals.peer_or_die(call, pe, off);
             // SAFETY: `p` is PE pe's segment mapped here, with room for the
@@ -69,7 +72,10 @@ pub fn get<T: Pod>(call: &str, ctx: CtxH, dest: *mut T, source: *const T, nelems
     // SAFETY: C's contract for get: `dest` has room for `nelems` elements.
     let dst = unsafe { local_mut(call, dest, nelems) };
     match s.sym(call, "source", source, nelems) {
-        Sym::Heap(off) => s.ctx.get(dst, SymSlice::from_raw(off, nelems), pe).or_die(call),
+        Sym::Heap(off) => s
+            .ctx
+            .get(dst, SymSlice::from_raw(off, nelems), pe)
+            .or_die(call),
         Sym::Global(off) => {
             let p = s.globals.peer_or_die(call, pe, off);
             // SAFETY: as in `put`, the other way.
@@ -104,7 +110,16 @@ fn span(n: usize, stride: usize) -> usize {
 /// `iput`: element `i` of `source` (stride `sst`) to element `i` of `dest`
 /// (stride `dst`) on `pe`.
 #[allow(clippy::too_many_arguments)]
-pub fn iput<T: Pod>(call: &str, ctx: CtxH, dest: *mut T, source: *const T, dst: isize, sst: isize, nelems: usize, pe: i32) {
+pub fn iput<T: Pod>(
+    call: &str,
+    ctx: CtxH,
+    dest: *mut T,
+    source: *const T,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+    pe: i32,
+) {
     let s = st(call);
     let pe = s.world_pe(call, ctx, pe);
     let (ds, ss) = (stride(call, "target", dst), stride(call, "source", sst));
@@ -116,7 +131,14 @@ pub fn iput<T: Pod>(call: &str, ctx: CtxH, dest: *mut T, source: *const T, dst: 
     match s.sym(call, "dest", dest, span(nelems, ds)) {
         Sym::Heap(off) => s
             .ctx
-            .iput(SymSlice::from_raw(off, span(nelems, ds)), src, ds, ss, nelems, pe)
+            .iput(
+                SymSlice::from_raw(off, span(nelems, ds)),
+                src,
+                ds,
+                ss,
+                nelems,
+                pe,
+            )
             .or_die(call),
         Sym::Global(off) => {
             let p = s.globals.peer_or_die(call, pe, off).cast::<T>();
@@ -130,7 +152,16 @@ pub fn iput<T: Pod>(call: &str, ctx: CtxH, dest: *mut T, source: *const T, dst: 
 
 /// `iget`.
 #[allow(clippy::too_many_arguments)]
-pub fn iget<T: Pod>(call: &str, ctx: CtxH, dest: *mut T, source: *const T, dst: isize, sst: isize, nelems: usize, pe: i32) {
+pub fn iget<T: Pod>(
+    call: &str,
+    ctx: CtxH,
+    dest: *mut T,
+    source: *const T,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+    pe: i32,
+) {
     let s = st(call);
     let pe = s.world_pe(call, ctx, pe);
     let (ds, ss) = (stride(call, "target", dst), stride(call, "source", sst));
@@ -142,7 +173,14 @@ pub fn iget<T: Pod>(call: &str, ctx: CtxH, dest: *mut T, source: *const T, dst: 
     match s.sym(call, "source", source, span(nelems, ss)) {
         Sym::Heap(off) => s
             .ctx
-            .iget(d, SymSlice::from_raw(off, span(nelems, ss)), ds, ss, nelems, pe)
+            .iget(
+                d,
+                SymSlice::from_raw(off, span(nelems, ss)),
+                ds,
+                ss,
+                nelems,
+                pe,
+            )
             .or_die(call),
         Sym::Global(off) => {
             let p = s.globals.peer_or_die(call, pe, off).cast::<T>();
@@ -171,7 +209,10 @@ pub fn put_signal<T: Pod>(
     let op = match sig_op {
         0 => SignalOp::Set,
         1 => SignalOp::Add,
-        o => fatal(call, format!("unknown signal operation {o} (SHMEM_SIGNAL_SET or SHMEM_SIGNAL_ADD)")),
+        o => fatal(
+            call,
+            format!("unknown signal operation {o} (SHMEM_SIGNAL_SET or SHMEM_SIGNAL_ADD)"),
+        ),
     };
     let wpe = s.world_pe(call, ctx, pe);
     let sig = s.sym(call, "sig_addr", sig_addr, 1);
@@ -180,7 +221,14 @@ pub fn put_signal<T: Pod>(
             // SAFETY: C's contract: `source` holds `nelems` elements.
             let src = unsafe { local(call, source, nelems) };
             s.ctx
-                .put_signal(SymSlice::from_raw(d, nelems), src, SymSlice::from_raw(g, 1), signal, op, wpe)
+                .put_signal(
+                    SymSlice::from_raw(d, nelems),
+                    src,
+                    SymSlice::from_raw(g, 1),
+                    signal,
+                    op,
+                    wpe,
+                )
                 .or_die(call);
             return;
         }

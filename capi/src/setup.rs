@@ -216,6 +216,18 @@ pub fn ptr(dest: *const c_void, pe: i32) -> *mut c_void {
     }
 }
 
+/// `shmem_team_ptr`: as [`ptr`] for PE `pe` of `team`.
+pub fn team_ptr(team: crate::TeamH, dest: *const c_void, pe: i32) -> *mut c_void {
+    let s = st("shmem_team_ptr");
+    match s
+        .ctx
+        .team_translate_pe(crate::team::team(team), pe, Team::WORLD)
+    {
+        Ok(Some(w)) => ptr(dest, w as i32),
+        _ => std::ptr::null_mut(),
+    }
+}
+
 /// `shmem_info_get_version`.
 pub fn version(major: *mut i32, minor: *mut i32) {
     if major.is_null() || minor.is_null() {

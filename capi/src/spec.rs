@@ -205,15 +205,36 @@ pub struct Api {
 }
 
 const fn one(proto: &'static str, body: &'static str) -> Api {
-    Api { proto, body, types: None, ctx: false, generic: None, inline_ld: None }
+    Api {
+        proto,
+        body,
+        types: None,
+        ctx: false,
+        generic: None,
+        inline_ld: None,
+    }
 }
 
 const fn ctx1(proto: &'static str, body: &'static str) -> Api {
-    Api { proto, body, types: None, ctx: true, generic: None, inline_ld: None }
+    Api {
+        proto,
+        body,
+        types: None,
+        ctx: true,
+        generic: None,
+        inline_ld: None,
+    }
 }
 
 const fn fam(types: &'static [Ty], proto: &'static str, body: &'static str) -> Api {
-    Api { proto, body, types: Some(types), ctx: false, generic: None, inline_ld: None }
+    Api {
+        proto,
+        body,
+        types: Some(types),
+        ctx: false,
+        generic: None,
+        inline_ld: None,
+    }
 }
 
 const fn fam_ctx(
@@ -223,7 +244,14 @@ const fn fam_ctx(
     proto: &'static str,
     body: &'static str,
 ) -> Api {
-    Api { proto, body, types: Some(types), ctx: true, generic: Some((generic, on)), inline_ld: None }
+    Api {
+        proto,
+        body,
+        types: Some(types),
+        ctx: true,
+        generic: Some((generic, on)),
+        inline_ld: None,
+    }
 }
 
 const fn fam_gen(
@@ -233,19 +261,42 @@ const fn fam_gen(
     proto: &'static str,
     body: &'static str,
 ) -> Api {
-    Api { proto, body, types: Some(types), ctx: false, generic: Some((generic, on)), inline_ld: None }
+    Api {
+        proto,
+        body,
+        types: Some(types),
+        ctx: false,
+        generic: Some((generic, on)),
+        inline_ld: None,
+    }
 }
 
 /// Integer constants of the header: `(name, value, doc)`.
 pub const CONSTANTS: &[(&str, i64, &str)] = &[
-    ("SHMEM_MAJOR_VERSION", 1, "The OpenSHMEM version this header implements."),
+    (
+        "SHMEM_MAJOR_VERSION",
+        1,
+        "The OpenSHMEM version this header implements.",
+    ),
     ("SHMEM_MINOR_VERSION", 5, ""),
-    ("SHMEM_MAX_NAME_LEN", 256, "Bytes of shmem_info_get_name's buffer."),
-    ("SHMEM_THREAD_SINGLE", 0, "Thread levels (shmem_init_thread)."),
+    (
+        "SHMEM_MAX_NAME_LEN",
+        256,
+        "Bytes of shmem_info_get_name's buffer.",
+    ),
+    (
+        "SHMEM_THREAD_SINGLE",
+        0,
+        "Thread levels (shmem_init_thread).",
+    ),
     ("SHMEM_THREAD_FUNNELED", 1, ""),
     ("SHMEM_THREAD_SERIALIZED", 2, ""),
     ("SHMEM_THREAD_MULTIPLE", 3, ""),
-    ("SHMEM_CMP_EQ", 0, "Comparisons of the point-to-point waits."),
+    (
+        "SHMEM_CMP_EQ",
+        0,
+        "Comparisons of the point-to-point waits.",
+    ),
     ("SHMEM_CMP_NE", 1, ""),
     ("SHMEM_CMP_GT", 2, ""),
     ("SHMEM_CMP_GE", 3, ""),
@@ -253,21 +304,45 @@ pub const CONSTANTS: &[(&str, i64, &str)] = &[
     ("SHMEM_CMP_LE", 5, ""),
     ("SHMEM_SIGNAL_SET", 0, "Signal operations (put_signal)."),
     ("SHMEM_SIGNAL_ADD", 1, ""),
-    ("SHMEM_CTX_SERIALIZED", 1, "Context options (accepted; every context is thread-safe)."),
+    (
+        "SHMEM_CTX_SERIALIZED",
+        1,
+        "Context options (accepted; every context is thread-safe).",
+    ),
     ("SHMEM_CTX_PRIVATE", 2, ""),
     ("SHMEM_CTX_NOSTORE", 4, ""),
-    ("SHMEM_TEAM_NUM_CONTEXTS", 1, "shmem_team_config_t mask bits."),
-    ("SHMEM_MALLOC_ATOMICS_REMOTE", 1, "shmem_malloc_with_hints hints (accepted)."),
+    (
+        "SHMEM_TEAM_NUM_CONTEXTS",
+        1,
+        "shmem_team_config_t mask bits.",
+    ),
+    (
+        "SHMEM_MALLOC_ATOMICS_REMOTE",
+        1,
+        "shmem_malloc_with_hints hints (accepted).",
+    ),
     ("SHMEM_MALLOC_SIGNAL_REMOTE", 2, ""),
-    ("SHMEM_SYNC_VALUE", 0, "What every pSync element holds before an active-set call."),
-    ("SHMEM_BARRIER_SYNC_SIZE", 1, "Elements of the pSync arrays."),
+    (
+        "SHMEM_SYNC_VALUE",
+        0,
+        "What every pSync element holds before an active-set call.",
+    ),
+    (
+        "SHMEM_BARRIER_SYNC_SIZE",
+        1,
+        "Elements of the pSync arrays.",
+    ),
     ("SHMEM_BCAST_SYNC_SIZE", 1, ""),
     ("SHMEM_COLLECT_SYNC_SIZE", 1, ""),
     ("SHMEM_REDUCE_SYNC_SIZE", 1, ""),
     ("SHMEM_ALLTOALL_SYNC_SIZE", 1, ""),
     ("SHMEM_ALLTOALLS_SYNC_SIZE", 1, ""),
     ("SHMEM_SYNC_SIZE", 1, ""),
-    ("SHMEM_REDUCE_MIN_WRKDATA_SIZE", 1, "Elements of pWrk at least."),
+    (
+        "SHMEM_REDUCE_MIN_WRKDATA_SIZE",
+        1,
+        "Elements of pWrk at least.",
+    ),
     ("_SHMEM_SYNC_VALUE", 0, "Deprecated spellings."),
     ("_SHMEM_BARRIER_SYNC_SIZE", 1, ""),
     ("_SHMEM_BCAST_SYNC_SIZE", 1, ""),
@@ -293,6 +368,13 @@ pub const HANDLES: &[(&str, &str, usize)] = &[
     ("SHMEM_CTX_DEFAULT", "shmem_ctx_t", 1),
 ];
 
+/// C text the header carries as is (after the declarations): what has no
+/// Rust form.
+pub const EXTRA_C: &str = "\
+/* shmem_pcontrol: the profiling control (no profiling interface: ignored). */
+#define shmem_pcontrol(...) ((void)0)
+";
+
 /// Every function of the API.
 pub const API: &[Api] = &[
     // Library setup and queries.
@@ -309,6 +391,7 @@ pub const API: &[Api] = &[
     one("int shmem_pe_accessible(int pe)", "crate::setup::pe_accessible(pe)"),
     one("int shmem_addr_accessible(const void *addr, int pe)", "crate::setup::addr_accessible(addr, pe)"),
     one("void *shmem_ptr(const void *dest, int pe)", "crate::setup::ptr(dest, pe)"),
+    one("void *shmem_team_ptr(shmem_team_t team, const void *dest, int pe)", "crate::setup::team_ptr(team, dest, pe)"),
     one("void shmem_info_get_version(int *major, int *minor)", "crate::setup::version(major, minor)"),
     one("void shmem_info_get_name(char *name)", "crate::setup::name(name)"),
     // Symmetric heap.

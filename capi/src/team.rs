@@ -32,12 +32,18 @@ pub fn handle(t: Team) -> TeamH {
 
 /// `shmem_team_my_pe`: -1 for an invalid team.
 pub fn my_pe(h: TeamH) -> i32 {
-    st("shmem_team_my_pe").ctx.team_my_pe(team(h)).map_or(-1, |v| v as i32)
+    st("shmem_team_my_pe")
+        .ctx
+        .team_my_pe(team(h))
+        .map_or(-1, |v| v as i32)
 }
 
 /// `shmem_team_n_pes`: -1 for an invalid team.
 pub fn n_pes(h: TeamH) -> i32 {
-    st("shmem_team_n_pes").ctx.team_n_pes(team(h)).map_or(-1, |v| v as i32)
+    st("shmem_team_n_pes")
+        .ctx
+        .team_n_pes(team(h))
+        .map_or(-1, |v| v as i32)
 }
 
 /// `shmem_team_get_config`.
@@ -60,7 +66,10 @@ pub fn get_config(h: TeamH, mask: i64, config: *mut TeamConfigC) -> i32 {
 
 /// `shmem_team_translate_pe`: -1 when the PE is in no such place.
 pub fn translate(src: TeamH, pe: i32, dst: TeamH) -> i32 {
-    match st("shmem_team_translate_pe").ctx.team_translate_pe(team(src), pe, team(dst)) {
+    match st("shmem_team_translate_pe")
+        .ctx
+        .team_translate_pe(team(src), pe, team(dst))
+    {
         Ok(Some(p)) => p as i32,
         _ => -1,
     }
@@ -69,10 +78,15 @@ pub fn translate(src: TeamH, pe: i32, dst: TeamH) -> i32 {
 fn config(call: &str, c: *const TeamConfigC, mask: i64) -> TeamConfig {
     if mask & 1 != 0 {
         if c.is_null() {
-            fatal(call, "config is NULL while config_mask has SHMEM_TEAM_NUM_CONTEXTS");
+            fatal(
+                call,
+                "config is NULL while config_mask has SHMEM_TEAM_NUM_CONTEXTS",
+            );
         }
         // SAFETY: non-null config from the caller.
-        TeamConfig { num_contexts: unsafe { (*c).num_contexts } }
+        TeamConfig {
+            num_contexts: unsafe { (*c).num_contexts },
+        }
     } else {
         TeamConfig::default()
     }
@@ -89,10 +103,21 @@ fn out(call: &str, p: *mut TeamH, t: Option<Team>) {
 /// `shmem_team_split_strided`: 0 on success (the new team, or
 /// SHMEM_TEAM_INVALID on PEs not in it); nonzero with a message otherwise.
 #[allow(clippy::too_many_arguments)]
-pub fn split_strided(parent: TeamH, start: i32, stride: i32, size: i32, c: *const TeamConfigC, mask: i64, new: *mut TeamH) -> i32 {
+pub fn split_strided(
+    parent: TeamH,
+    start: i32,
+    stride: i32,
+    size: i32,
+    c: *const TeamConfigC,
+    mask: i64,
+    new: *mut TeamH,
+) -> i32 {
     let call = "shmem_team_split_strided";
     let cfg = config(call, c, mask);
-    match st(call).ctx.team_split_strided(team(parent), start, stride, size, &cfg) {
+    match st(call)
+        .ctx
+        .team_split_strided(team(parent), start, stride, size, &cfg)
+    {
         Ok(t) => {
             out(call, new, t);
             0
@@ -121,7 +146,10 @@ pub fn split_2d(
 ) -> i32 {
     let call = "shmem_team_split_2d";
     let (xcfg, ycfg) = (config(call, xc, xmask), config(call, yc, ymask));
-    match st(call).ctx.team_split_2d(team(parent), xrange, &xcfg, &ycfg) {
+    match st(call)
+        .ctx
+        .team_split_2d(team(parent), xrange, &xcfg, &ycfg)
+    {
         Ok((x, y)) => {
             out(call, xteam, Some(x));
             out(call, yteam, Some(y));

@@ -17,7 +17,10 @@ fn holds<T: PartialOrd>(call: &str, cmp: i32, a: T, b: T) -> bool {
         3 => a >= b,
         4 => a < b,
         5 => a <= b,
-        c => fatal(call, format!("unknown comparison {c} (SHMEM_CMP_EQ .. SHMEM_CMP_LE)")),
+        c => fatal(
+            call,
+            format!("unknown comparison {c} (SHMEM_CMP_EQ .. SHMEM_CMP_LE)"),
+        ),
     }
 }
 
@@ -57,7 +60,9 @@ pub fn wait_until<T: Word>(call: &str, ivar: *mut T, cmp: i32, value: T) {
     // SAFETY: checked: this PE's aligned symmetric word; writers use atomics.
     st(call)
         .ctx
-        .poll_until(call, || Ok(holds(call, cmp, unsafe { load::<T>(ivar.cast()) }, value)))
+        .poll_until(call, || {
+            Ok(holds(call, cmp, unsafe { load::<T>(ivar.cast()) }, value))
+        })
         .or_die(call);
 }
 
@@ -111,7 +116,14 @@ pub fn many<T: Word>(
         Vals::Each(p) => unsafe { p.add(i).read_unaligned() },
     };
     // SAFETY: word i of the checked symmetric array.
-    let ok = |i: usize| holds(call, cmp, unsafe { load::<T>(ivars.add(i).cast()) }, value(i));
+    let ok = |i: usize| {
+        holds(
+            call,
+            cmp,
+            unsafe { load::<T>(ivars.add(i).cast()) },
+            value(i),
+        )
+    };
     let mut out = none;
     let mut ready = || -> bool {
         match how {

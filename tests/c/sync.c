@@ -1,5 +1,6 @@
 /* Point-to-point synchronization (wait_until and test in every form),
  * signals, locks, barriers and the active-set barrier with a global pSync. */
+#include <stdint.h>
 #include <string.h>
 #include "check.h"
 
@@ -173,6 +174,33 @@ static void barriers(void) {
     shmem_free(flags);
 }
 
+/* The symmetric heap's calls: malloc(0), align, hints, calloc, realloc
+ * (contents kept), shmem_ptr and shmem_team_ptr. */
+static void memory(void) {
+    int right = (me + 1) % npes;
+    CHECK(shmem_malloc(0) == NULL, "malloc(0)");
+    char *a = shmem_align(4096, 100);
+    CHECK(a && (uintptr_t)a % 4096 == 0, "align 4096: %p", (void *)a);
+    long *h = shmem_malloc_with_hints(8 * sizeof(long), SHMEM_MALLOC_ATOMICS_REMOTE);
+    CHECK(h != NULL, "malloc_with_hints");
+    int *c = shmem_calloc(1000, sizeof(int));
+    for (int i = 0; i < 1000; i++) CHECK(c[i] == 0, "calloc [%d]", i);
+    for (int i = 0; i < 1000; i++) c[i] = me * 1000 + i;
+    c = shmem_realloc(c, 5000 * sizeof(int));
+    for (int i = 0; i < 1000; i++) CHECK(c[i] == me * 1000 + i, "realloc kept [%d]", i);
+    shmem_int_p(&c[4999], me, right);
+    shmem_barrier_all();
+    CHECK(c[4999] == (me + npes - 1) % npes, "put into the grown block");
+    int *peer = shmem_ptr(c, right);
+    CHECK(peer == shmem_team_ptr(SHMEM_TEAM_WORLD, c, right), "team_ptr");
+    if (peer) CHECK(peer[7] == right * 1000 + 7, "load through shmem_ptr");
+    shmem_barrier_all();
+    shmem_free(c);
+    shmem_free(h);
+    shmem_free(a);
+    shmem_free(NULL);
+}
+
 int main(void) {
     int provided = -1;
     CHECK(shmem_init_thread(SHMEM_THREAD_MULTIPLE, &provided) == 0, "init_thread");
@@ -191,6 +219,7 @@ int main(void) {
     CHECK(shmem_addr_accessible(g_flags, (me + 1) % npes), "addr_accessible global");
     CHECK(!shmem_addr_accessible(&major, 0), "addr_accessible stack");
     CHECK(shmem_ptr(g_flags, me) == (void *)g_flags, "shmem_ptr self");
+    memory();
 #define RUN(NAME, T) wait_##NAME();
     SYNC_TYPES(RUN)
     signals();

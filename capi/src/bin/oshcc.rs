@@ -25,7 +25,9 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    let compile_only = args.iter().any(|a| a == "-c" || a == "-E" || a == "-S" || a == "-M");
+    let compile_only = args
+        .iter()
+        .any(|a| a == "-c" || a == "-E" || a == "-S" || a == "-M");
     let cc = std::env::var("OSHCC_CC").unwrap_or_else(|_| "cc".into());
     let mut cmd = Command::new(&cc);
     cmd.arg(format!("-I{}", inc.display()));

@@ -51,8 +51,14 @@ mod tests {
     #[test]
     fn pe_count_spellings_become_dash_n() {
         assert_eq!(t(&["-np", "4", "./a"]), ["-n", "4", "./a"]);
-        assert_eq!(t(&["--np", "3", "./a", "-np", "2"]), ["-n", "3", "./a", "-np", "2"]);
-        assert_eq!(t(&["-n", "2", "--wait-timeout", "5", "./a"]), ["-n", "2", "--wait-timeout", "5", "./a"]);
+        assert_eq!(
+            t(&["--np", "3", "./a", "-np", "2"]),
+            ["-n", "3", "./a", "-np", "2"]
+        );
+        assert_eq!(
+            t(&["-n", "2", "--wait-timeout", "5", "./a"]),
+            ["-n", "2", "--wait-timeout", "5", "./a"]
+        );
         assert_eq!(t(&["-np=8", "./a"]), ["--npes=8", "./a"]);
     }
 }
