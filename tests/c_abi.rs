@@ -273,6 +273,20 @@ fn c_header_compiles_as_c99_and_c11() {
     }
 }
 
+/// `shmem_global_exit(7)` on one PE ends the whole job (the others were
+/// waiting in a barrier), and the launcher reports the status.
+#[test]
+fn c_global_exit_ends_the_job() {
+    let exe = compile("misuse");
+    let r = vkshmrun(&["-n", "3", &exe, "global-exit"], TIMEOUT);
+    assert!(
+        r.code.is_some_and(|c| c != 0) && r.stderr.contains("PE 1 exited with code 7"),
+        "exit {:?}\n{}",
+        r.code,
+        r.stderr
+    );
+}
+
 /// Misuse ends the job: exit status 1 and a message naming the C call.
 #[test]
 fn c_misuse_names_the_call() {

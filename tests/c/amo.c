@@ -2,6 +2,7 @@
  * C11 generic), on the heap and on global variables. Every PE hits PE 0's
  * counters at once, so the totals are exact only if the operations are
  * atomic across processes. */
+#include <pthread.h>
 #include "check.h"
 
 #define ITERS 200
@@ -161,8 +162,45 @@ static void extended(void) {
     shmem_free(hd);
 }
 
+/* SHMEM_THREAD_MULTIPLE: threads of every PE add to PE 0's counters (heap
+ * and global) at once, and put to their own slots of the right PE. */
+#define THREADS 4
+static long g_thread_count;
+static long *h_thread_count, *h_slots;
+
+static void *thread_body(void *arg) {
+    long t = (long)arg;
+    int right = (me + 1) % npes;
+    for (int i = 0; i < 100; i++) {
+        shmem_long_atomic_add(h_thread_count, 1, 0);
+        shmem_long_atomic_fetch_add(&g_thread_count, 2, 0);
+        shmem_long_p(&h_slots[me * THREADS + t], i, right);
+    }
+    shmem_quiet();
+    return NULL;
+}
+
+static void threads(void) {
+    h_thread_count = shmem_calloc(1, sizeof(long));
+    h_slots = shmem_calloc((size_t)npes * THREADS, sizeof(long));
+    g_thread_count = 0;
+    shmem_barrier_all();
+    pthread_t th[THREADS];
+    for (long t = 0; t < THREADS; t++) CHECK(pthread_create(&th[t], NULL, thread_body, (void *)t) == 0, "pthread_create");
+    for (int t = 0; t < THREADS; t++) pthread_join(th[t], NULL);
+    shmem_barrier_all();
+    CHECK(shmem_long_atomic_fetch(h_thread_count, 0) == 100L * THREADS * npes, "threads: heap total");
+    CHECK(shmem_long_atomic_fetch(&g_thread_count, 0) == 200L * THREADS * npes, "threads: global total");
+    int left = (me + npes - 1) % npes;
+    for (int t = 0; t < THREADS; t++) CHECK(h_slots[left * THREADS + t] == 99, "threads: slot %d", t);
+    shmem_barrier_all();
+    shmem_free(h_slots);
+    shmem_free(h_thread_count);
+}
+
 int main(void) {
-    shmem_init();
+    int provided;
+    shmem_init_thread(SHMEM_THREAD_MULTIPLE, &provided);
     me = shmem_my_pe();
     npes = shmem_n_pes();
 #define RUN_STD(NAME, T) std_##NAME();
@@ -170,6 +208,7 @@ int main(void) {
     AMO_STD(RUN_STD)
     AMO_BIT(RUN_BIT)
     extended();
+    threads();
     shmem_barrier_all();
     printf("amo: ok (PE %d of %d)\n", me, npes);
     shmem_finalize();

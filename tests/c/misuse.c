@@ -24,6 +24,9 @@ int main(int argc, char **argv) {
     } else if (strcmp(what, "free-twice") == 0) {
         shmem_free(heap);
         shmem_free(heap);
+    } else if (strcmp(what, "global-exit") == 0) {
+        if (shmem_my_pe() == 1) shmem_global_exit(7); /* the others wait below */
+        shmem_barrier_all();
     } else if (strcmp(what, "bad-root") == 0) {
         shmem_int_broadcast(SHMEM_TEAM_WORLD, heap, heap, 4, shmem_n_pes());
     }
