@@ -263,13 +263,21 @@ pub fn collect<T: Pod>(
     0
 }
 
-/// Elements a strided walk of `n` elements spans.
-fn span(n: usize, stride: usize) -> usize {
+/// Elements a strided walk of `n` elements spans, or the end of the PE
+/// when that overflows.
+fn span(call: &str, n: usize, stride: usize) -> usize {
     if n == 0 {
-        0
-    } else {
-        (n - 1) * stride + 1
+        return 0;
     }
+    (n - 1)
+        .checked_mul(stride)
+        .and_then(|x| x.checked_add(1))
+        .unwrap_or_else(|| {
+            fatal(
+                call,
+                format!("{n} elements at stride {stride} overflow the address space"),
+            )
+        })
 }
 
 /// `alltoalls` (and `alltoall`, strides 1): block `j` of each member's
@@ -295,7 +303,10 @@ pub fn alltoalls<T: Pod>(
     }
     let (ds, ss) = (dst as usize, sst as usize);
     let npes = shape.size as usize;
-    let (dlen, slen) = (span(npes * nelems, ds), span(npes * nelems, ss));
+    let total = npes
+        .checked_mul(nelems)
+        .unwrap_or_else(|| fatal(call, format!("{nelems} elements per member overflow")));
+    let (dlen, slen) = (span(call, total, ds), span(call, total, ss));
     let (d, src) = (
         s.sym(call, "dest", dest, dlen.max(1)),
         s.sym(call, "source", source, slen.max(1)),
@@ -477,4 +488,70 @@ pub fn to_all<T: CReduce>(
     let n = nreduce as usize;
     let _ = s.sym(call, "pWrk", pwrk, (n / 2 + 1).max(1));
     reduce(call, On::Set(start, log, size, psync), op, dest, source, n);
+}
+
+/// `vkshmemx_reduce_bytes`: a reduction of `nreduce` elements of
+/// `elem_size` bytes whose arithmetic is C's (`combine`, from the header):
+/// the `long double` reductions. On a team, or on an active set when
+/// `psync` is not NULL. Through [`exchange`], whatever the objects.
+#[allow(clippy::too_many_arguments)]
+pub fn reduce_bytes(
+    team: TeamH,
+    start: i32,
+    log: i32,
+    size: i32,
+    psync: *mut i64,
+    dest: *mut std::ffi::c_void,
+    source: *const std::ffi::c_void,
+    nreduce: usize,
+    elem: usize,
+    combine: crate::CombineFn,
+) -> i32 {
+    let call = "shmem_longdouble reduction";
+    let s = st(call);
+    let Some(combine) = combine else {
+        fatal(call, "no combine function")
+    };
+    let on = if psync.is_null() {
+        On::Team(team)
+    } else {
+        On::Set(start, log, size, psync)
+    };
+    let Some((_, shape)) = with_group(call, s, on) else {
+        return -1;
+    };
+    let bytes = nreduce.checked_mul(elem).unwrap_or_else(|| {
+        fatal(
+            call,
+            format!("{nreduce} elements overflow the address space"),
+        )
+    });
+    let _ = s.sym(call, "dest", dest.cast::<u8>(), bytes);
+    let _ = s.sym(call, "source", source.cast::<u8>(), bytes);
+    // SAFETY: C's contract: `source` holds nreduce elements.
+    let all = exchange(call, &s.ctx, shape, unsafe {
+        bytes_at(source.cast::<u8>(), bytes)
+    });
+    if all.iter().any(|b| b.len() != bytes) {
+        fatal(call, "the members passed different nreduce");
+    }
+    // 16-byte aligned buffers: C's combine loads `long double`s from them.
+    let words = bytes.div_ceil(16);
+    let mut acc = vec![crate::LongDouble([0; 16]); words];
+    let mut tmp = acc.clone();
+    bytemuck::cast_slice_mut::<_, u8>(&mut acc)[..bytes].copy_from_slice(&all[0]);
+    for b in &all[1..] {
+        bytemuck::cast_slice_mut::<_, u8>(&mut tmp)[..bytes].copy_from_slice(b);
+        // SAFETY: both buffers hold nreduce aligned elements of elem_size
+        // bytes, as the combine function (the header's) expects.
+        unsafe { combine(acc.as_mut_ptr().cast(), tmp.as_ptr().cast(), nreduce) };
+    }
+    // SAFETY: C's contract: `dest` has room for nreduce elements.
+    unsafe {
+        write_at(
+            dest.cast::<u8>(),
+            &bytemuck::cast_slice::<_, u8>(&acc)[..bytes],
+        )
+    };
+    0
 }

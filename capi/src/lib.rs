@@ -47,6 +47,19 @@ pub type TeamH = usize;
 /// `shmem_ctx_t`: 0 is `SHMEM_CTX_INVALID`, 1 `SHMEM_CTX_DEFAULT`, others a
 /// context made by `shmem_ctx_create`.
 pub type CtxH = usize;
+/// `vkshmem_combine_fn`: combines `n` elements of the second buffer into
+/// the first (a C function from the header; see `vkshmemx_reduce_bytes`).
+pub type CombineFn =
+    Option<unsafe extern "C" fn(*mut core::ffi::c_void, *const core::ffi::c_void, usize)>;
+
+/// `shmem_pcontrol` (declared variadic in the header, where a macro makes
+/// every call a no-op; this symbol is for code that takes its address, and
+/// reads no argument).
+#[no_mangle]
+pub extern "C" fn shmem_pcontrol(level: i32) {
+    let _ = level;
+}
+
 /// `SHMEM_TEAM_WORLD`.
 pub const SHMEM_TEAM_WORLD: TeamH = 1;
 /// `SHMEM_CTX_DEFAULT`.

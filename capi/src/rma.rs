@@ -38,6 +38,66 @@ unsafe fn local_mut<'a, T>(call: &str, p: *mut T, n: usize) -> &'a mut [T] {
     unsafe { std::slice::from_raw_parts_mut(p, n) }
 }
 
+/// Stores `v` at `p` in another process's memory: one atomic store when it
+/// is an aligned word of 1, 2, 4 or 8 bytes (a peer may be waiting on it
+/// with atomic loads), else a plain copy.
+///
+/// # Safety
+/// `p` is valid for a `T`.
+unsafe fn store_word<T: Pod>(p: *mut T, v: T) {
+    use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering::Release};
+    let aligned = (p as usize) % std::mem::size_of::<T>().max(1) == 0;
+    // SAFETY: the caller's contract; the atomic types match the size, and
+    // the address is aligned for them (checked).
+    unsafe {
+        match std::mem::size_of::<T>() {
+            1 => {
+                AtomicU8::from_ptr(p.cast()).store(bytemuck::cast_slice::<T, u8>(&[v])[0], Release)
+            }
+            2 if aligned => AtomicU16::from_ptr(p.cast())
+                .store(bytemuck::cast_slice::<T, u16>(&[v])[0], Release),
+            4 if aligned => AtomicU32::from_ptr(p.cast())
+                .store(bytemuck::cast_slice::<T, u32>(&[v])[0], Release),
+            8 if aligned => AtomicU64::from_ptr(p.cast())
+                .store(bytemuck::cast_slice::<T, u64>(&[v])[0], Release),
+            _ => p.write_unaligned(v),
+        }
+    }
+}
+
+/// The load that pairs with [`store_word`].
+///
+/// # Safety
+/// `p` is valid for a `T`.
+unsafe fn load_word<T: Pod>(p: *const T) -> T {
+    use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering::Acquire};
+    let aligned = (p as usize) % std::mem::size_of::<T>().max(1) == 0;
+    // SAFETY: as in `store_word`.
+    unsafe {
+        match std::mem::size_of::<T>() {
+            1 => bytemuck::cast_slice::<u8, T>(&[
+                AtomicU8::from_ptr(p.cast_mut().cast()).load(Acquire)
+            ])[0],
+            2 if aligned => {
+                bytemuck::cast_slice::<u16, T>(&[
+                    AtomicU16::from_ptr(p.cast_mut().cast()).load(Acquire)
+                ])[0]
+            }
+            4 if aligned => {
+                bytemuck::cast_slice::<u32, T>(&[
+                    AtomicU32::from_ptr(p.cast_mut().cast()).load(Acquire)
+                ])[0]
+            }
+            8 if aligned => {
+                bytemuck::cast_slice::<u64, T>(&[
+                    AtomicU64::from_ptr(p.cast_mut().cast()).load(Acquire)
+                ])[0]
+            }
+            _ => p.read_unaligned(),
+        }
+    }
+}
+
 /// `put` (and `p`, `_nbi`, sized and `mem` forms): `nelems` elements to
 /// `dest` on `pe`, in place there on return.
 pub fn put<T: Pod>(call: &str, ctx: CtxH, dest: *mut T, source: *const T, nelems: usize, pe: i32) {
@@ -54,10 +114,12 @@ pub fn put<T: Pod>(call: &str, ctx: CtxH, dest: *mut T, source: *const T, nelems
             .put(SymSlice::from_raw(off, nelems), src, pe)
             .or_die(call),
         Sym::Global(off) => {
-            let p = s.globals.peer_or_die(call, pe, off);
-            // SAFETY: `p` is PE pe's segment mapped here, with room for the
-            // elements (the object lies in the segment); memmove semantics.
-            unsafe { std::ptr::copy(src.as_ptr().cast::<u8>(), p, std::mem::size_of_val(src)) };
+            let p = s.globals.peer_or_die(call, pe, off).cast::<T>();
+            for (i, v) in src.iter().enumerate() {
+                // SAFETY: element i of the object, which lies in PE pe's
+                // segment as mapped here.
+                unsafe { store_word(p.add(i), *v) };
+            }
         }
     }
 }
@@ -77,9 +139,11 @@ pub fn get<T: Pod>(call: &str, ctx: CtxH, dest: *mut T, source: *const T, nelems
             .get(dst, SymSlice::from_raw(off, nelems), pe)
             .or_die(call),
         Sym::Global(off) => {
-            let p = s.globals.peer_or_die(call, pe, off);
-            // SAFETY: as in `put`, the other way.
-            unsafe { std::ptr::copy(p, dst.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(dst)) };
+            let p = s.globals.peer_or_die(call, pe, off).cast::<T>();
+            for (i, d) in dst.iter_mut().enumerate() {
+                // SAFETY: as in `put`, the other way.
+                *d = unsafe { load_word(p.add(i)) };
+            }
         }
     }
 }
@@ -98,13 +162,21 @@ fn stride(call: &str, what: &str, s: isize) -> usize {
     s as usize
 }
 
-/// Elements a strided walk of `n` elements spans.
-fn span(n: usize, stride: usize) -> usize {
+/// Elements a strided walk of `n` elements spans, or the end of the PE
+/// when that overflows.
+fn span(call: &str, n: usize, stride: usize) -> usize {
     if n == 0 {
-        0
-    } else {
-        (n - 1) * stride + 1
+        return 0;
     }
+    (n - 1)
+        .checked_mul(stride)
+        .and_then(|x| x.checked_add(1))
+        .unwrap_or_else(|| {
+            fatal(
+                call,
+                format!("{n} elements at stride {stride} overflow the address space"),
+            )
+        })
 }
 
 /// `iput`: element `i` of `source` (stride `sst`) to element `i` of `dest`
@@ -127,12 +199,12 @@ pub fn iput<T: Pod>(
         return;
     }
     // SAFETY: C's contract: `source` spans the strided elements.
-    let src = unsafe { local(call, source, span(nelems, ss)) };
-    match s.sym(call, "dest", dest, span(nelems, ds)) {
+    let src = unsafe { local(call, source, span(call, nelems, ss)) };
+    match s.sym(call, "dest", dest, span(call, nelems, ds)) {
         Sym::Heap(off) => s
             .ctx
             .iput(
-                SymSlice::from_raw(off, span(nelems, ds)),
+                SymSlice::from_raw(off, span(call, nelems, ds)),
                 src,
                 ds,
                 ss,
@@ -144,7 +216,7 @@ pub fn iput<T: Pod>(
             let p = s.globals.peer_or_die(call, pe, off).cast::<T>();
             for i in 0..nelems {
                 // SAFETY: element i*ds lies in the object (checked span).
-                unsafe { p.add(i * ds).write_unaligned(src[i * ss]) };
+                unsafe { store_word(p.add(i * ds), src[i * ss]) };
             }
         }
     }
@@ -169,13 +241,13 @@ pub fn iget<T: Pod>(
         return;
     }
     // SAFETY: C's contract: `dest` spans the strided elements.
-    let d = unsafe { local_mut(call, dest, span(nelems, ds)) };
-    match s.sym(call, "source", source, span(nelems, ss)) {
+    let d = unsafe { local_mut(call, dest, span(call, nelems, ds)) };
+    match s.sym(call, "source", source, span(call, nelems, ss)) {
         Sym::Heap(off) => s
             .ctx
             .iget(
                 d,
-                SymSlice::from_raw(off, span(nelems, ss)),
+                SymSlice::from_raw(off, span(call, nelems, ss)),
                 ds,
                 ss,
                 nelems,
@@ -186,7 +258,7 @@ pub fn iget<T: Pod>(
             let p = s.globals.peer_or_die(call, pe, off).cast::<T>();
             for i in 0..nelems {
                 // SAFETY: as in `iput`.
-                d[i * ds] = unsafe { p.add(i * ss).read_unaligned() };
+                d[i * ds] = unsafe { load_word(p.add(i * ss)) };
             }
         }
     }
@@ -252,6 +324,10 @@ pub fn fence(call: &str, ctx: CtxH) {
 /// `quiet`: every outstanding update of this PE is complete.
 pub fn quiet(call: &str, ctx: CtxH) {
     let s = st(call);
+    if ctx == 0 {
+        // SHMEM_CTX_INVALID (a PE outside the context's team): no effect.
+        return;
+    }
     let _ = s.ctx_team(call, ctx);
     s.ctx.quiet().or_die(call);
 }

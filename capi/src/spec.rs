@@ -125,9 +125,10 @@ pub const RED_BIT: &[Ty] = &[
     ("size", "size_t", "usize", false),
 ];
 
-/// The min/max reduction types. `long double` reductions are not
-/// provided (Rust has no 80-bit arithmetic): a program calling them fails
-/// to compile rather than losing precision.
+/// The min/max reduction types (also sum and product). Rust has no
+/// `long double` arithmetic: its reductions are header inlines that hand
+/// `vkshmemx_reduce_bytes` a combine function compiled by the program's C
+/// compiler.
 pub const RED_CMP: &[Ty] = &[
     ("char", "char", "core::ffi::c_char", true),
     ("schar", "signed char", "i8", true),
@@ -152,6 +153,23 @@ pub const RED_CMP: &[Ty] = &[
     ("size", "size_t", "usize", false),
     ("float", "float", "f32", true),
     ("double", "double", "f64", true),
+    ("longdouble", "long double", "crate::LongDouble", true),
+];
+
+/// The deprecated AMOs' integer types (`shmem_int_fadd`, ...).
+pub const DEP_AMO: &[Ty] = &[
+    ("int", "int", "i32", true),
+    ("long", "long", "i64", true),
+    ("longlong", "long long", "i64", true),
+];
+
+/// The deprecated AMOs' types of swap, fetch and set.
+pub const DEP_AMO_EXT: &[Ty] = &[
+    ("float", "float", "f32", true),
+    ("double", "double", "f64", true),
+    ("int", "int", "i32", true),
+    ("long", "long", "i64", true),
+    ("longlong", "long long", "i64", true),
 ];
 
 /// The complex types of the sum and product reductions.
@@ -176,6 +194,7 @@ pub const TOALL_ARITH: &[Ty] = &[
     ("longlong", "long long", "i64", false),
     ("float", "float", "f32", false),
     ("double", "double", "f64", false),
+    ("longdouble", "long double", "crate::LongDouble", false),
 ];
 
 /// The active-set complex types.
@@ -344,6 +363,9 @@ pub const CONSTANTS: &[(&str, i64, &str)] = &[
         "Elements of pWrk at least.",
     ),
     ("_SHMEM_SYNC_VALUE", 0, "Deprecated spellings."),
+    ("_SHMEM_MAJOR_VERSION", 1, ""),
+    ("_SHMEM_MINOR_VERSION", 5, ""),
+    ("_SHMEM_MAX_NAME_LEN", 256, ""),
     ("_SHMEM_BARRIER_SYNC_SIZE", 1, ""),
     ("_SHMEM_BCAST_SYNC_SIZE", 1, ""),
     ("_SHMEM_COLLECT_SYNC_SIZE", 1, ""),
@@ -371,8 +393,40 @@ pub const HANDLES: &[(&str, &str, usize)] = &[
 /// C text the header carries as is (after the declarations): what has no
 /// Rust form.
 pub const EXTRA_C: &str = "\
-/* shmem_pcontrol: the profiling control (no profiling interface: ignored). */
+/* shmem_pcontrol: the profiling control. No profiling interface: calls are
+ * ignored; the symbol exists for code that takes its address. */
+void shmem_pcontrol(const int level, ...);
 #define shmem_pcontrol(...) ((void)0)
+
+#ifndef __cplusplus
+/* shmem_sync: the team form (1 argument, shmem_team_sync) and the
+ * deprecated active-set form (4 arguments). */
+#define VKSHMEM_SYNC_PICK(a1, a2, a3, a4, name, ...) name
+#define shmem_sync(...) VKSHMEM_SYNC_PICK(__VA_ARGS__, (shmem_sync), \\
+    vkshmem_sync_takes_1_or_4_arguments, vkshmem_sync_takes_1_or_4_arguments, \\
+    shmem_team_sync, 0)(__VA_ARGS__)
+#endif
+";
+
+/// C text the header carries after the declarations and before the static
+/// inline functions that use it: the `long double` combine functions.
+pub const PRELUDE_C: &str = "\
+static inline void vkshmem_ld_sum(void *a, const void *x, size_t n) {
+    long double *p = (long double *)a; const long double *q = (const long double *)x;
+    for (size_t i = 0; i < n; i++) p[i] += q[i];
+}
+static inline void vkshmem_ld_prod(void *a, const void *x, size_t n) {
+    long double *p = (long double *)a; const long double *q = (const long double *)x;
+    for (size_t i = 0; i < n; i++) p[i] *= q[i];
+}
+static inline void vkshmem_ld_max(void *a, const void *x, size_t n) {
+    long double *p = (long double *)a; const long double *q = (const long double *)x;
+    for (size_t i = 0; i < n; i++) if (q[i] > p[i]) p[i] = q[i];
+}
+static inline void vkshmem_ld_min(void *a, const void *x, size_t n) {
+    long double *p = (long double *)a; const long double *q = (const long double *)x;
+    for (size_t i = 0; i < n; i++) if (q[i] < p[i]) p[i] = q[i];
+}
 ";
 
 /// Every function of the API.
@@ -401,6 +455,10 @@ pub const API: &[Api] = &[
     one("void *shmem_align(size_t alignment, size_t size)", "crate::heap::alloc({F}, size, alignment, false)"),
     one("void *shmem_realloc(void *ptr, size_t size)", "crate::heap::realloc(ptr, size)"),
     one("void shmem_free(void *ptr)", "crate::heap::free(ptr)"),
+    one("void *shmalloc(size_t size)", "crate::heap::alloc({F}, size, 0, false)"),
+    one("void *shmemalign(size_t alignment, size_t size)", "crate::heap::alloc({F}, size, alignment, false)"),
+    one("void *shrealloc(void *ptr, size_t size)", "crate::heap::realloc(ptr, size)"),
+    one("void shfree(void *ptr)", "crate::heap::free(ptr)"),
     // Teams.
     one("int shmem_team_my_pe(shmem_team_t team)", "crate::team::my_pe(team)"),
     one("int shmem_team_n_pes(shmem_team_t team)", "crate::team::n_pes(team)"),
@@ -480,8 +538,8 @@ pub const API: &[Api] = &[
     fam_ctx(AMO_BIT, "shmem_atomic_fetch_or_nbi", 0, "void shmem_{N}_atomic_fetch_or_nbi(TYPE *fetch, TYPE *dest, TYPE value, int pe)", "crate::amo::nbi(fetch, crate::amo::bitwise::<{R}>({F}, ctx, dest, value, pe, crate::amo::Bit::Or))"),
     fam_ctx(AMO_BIT, "shmem_atomic_fetch_xor_nbi", 0, "void shmem_{N}_atomic_fetch_xor_nbi(TYPE *fetch, TYPE *dest, TYPE value, int pe)", "crate::amo::nbi(fetch, crate::amo::bitwise::<{R}>({F}, ctx, dest, value, pe, crate::amo::Bit::Xor))"),
     // Point-to-point synchronization.
-    fam_gen(SYNC, "shmem_wait_until", 0, "void shmem_{N}_wait_until(TYPE *ivar, int cmp, TYPE cmp_value)", "crate::wait::wait_until::<{R}>({F}, ivar, cmp, cmp_value)"),
-    fam_gen(SYNC, "shmem_wait", 0, "void shmem_{N}_wait(TYPE *ivar, TYPE cmp_value)", "crate::wait::wait_until::<{R}>({F}, ivar, crate::wait::CMP_NE, cmp_value)"),
+    fam_gen(SYNC, "shmem_wait_until", 0, "void shmem_{N}_wait_until(TYPE *ivar, int cmp, TYPE cmp_value)", "{ crate::wait::wait_until::<{R}>({F}, ivar, cmp, cmp_value); }"),
+    fam_gen(SYNC, "shmem_wait", 0, "void shmem_{N}_wait(TYPE *ivar, TYPE cmp_value)", "{ crate::wait::wait_until::<{R}>({F}, ivar, crate::wait::CMP_NE, cmp_value); }"),
     fam_gen(SYNC, "shmem_test", 0, "int shmem_{N}_test(TYPE *ivar, int cmp, TYPE cmp_value)", "crate::wait::test::<{R}>({F}, ivar, cmp, cmp_value)"),
     fam_gen(SYNC, "shmem_wait_until_all", 0, "void shmem_{N}_wait_until_all(TYPE *ivars, size_t nelems, const int *status, int cmp, TYPE cmp_value)", "{ crate::wait::many::<{R}>({F}, ivars, nelems, status, cmp, crate::wait::Vals::One(cmp_value), crate::wait::How::All, core::ptr::null_mut(), true); }"),
     fam_gen(SYNC, "shmem_wait_until_any", 0, "size_t shmem_{N}_wait_until_any(TYPE *ivars, size_t nelems, const int *status, int cmp, TYPE cmp_value)", "crate::wait::many::<{R}>({F}, ivars, nelems, status, cmp, crate::wait::Vals::One(cmp_value), crate::wait::How::Any, core::ptr::null_mut(), true)"),
@@ -495,6 +553,18 @@ pub const API: &[Api] = &[
     fam_gen(SYNC, "shmem_test_all_vector", 0, "int shmem_{N}_test_all_vector(TYPE *ivars, size_t nelems, const int *status, int cmp, TYPE *cmp_values)", "crate::wait::many::<{R}>({F}, ivars, nelems, status, cmp, crate::wait::Vals::Each(cmp_values), crate::wait::How::All, core::ptr::null_mut(), false) as i32"),
     fam_gen(SYNC, "shmem_test_any_vector", 0, "size_t shmem_{N}_test_any_vector(TYPE *ivars, size_t nelems, const int *status, int cmp, TYPE *cmp_values)", "crate::wait::many::<{R}>({F}, ivars, nelems, status, cmp, crate::wait::Vals::Each(cmp_values), crate::wait::How::Any, core::ptr::null_mut(), false)"),
     fam_gen(SYNC, "shmem_test_some_vector", 0, "size_t shmem_{N}_test_some_vector(TYPE *ivars, size_t nelems, size_t *indices, const int *status, int cmp, TYPE *cmp_values)", "crate::wait::many::<{R}>({F}, ivars, nelems, status, cmp, crate::wait::Vals::Each(cmp_values), crate::wait::How::Some, indices, false)"),
+    one("void shmem_wait(long *ivar, long cmp_value)", "{ crate::wait::wait_until::<i64>({F}, ivar, crate::wait::CMP_NE, cmp_value); }"),
+    one("void shmem_wait_until(long *ivar, int cmp, long cmp_value)", "{ crate::wait::wait_until::<i64>({F}, ivar, cmp, cmp_value); }"),
+    // Deprecated atomics (still in 1.5's C bindings).
+    fam_gen(DEP_AMO, "shmem_fadd", 0, "TYPE shmem_{N}_fadd(TYPE *dest, TYPE value, int pe)", "crate::amo::fetch_add::<{R}>({F}, crate::SHMEM_CTX_DEFAULT, dest, value, pe)"),
+    fam_gen(DEP_AMO, "shmem_finc", 0, "TYPE shmem_{N}_finc(TYPE *dest, int pe)", "crate::amo::fetch_add::<{R}>({F}, crate::SHMEM_CTX_DEFAULT, dest, crate::amo::one(), pe)"),
+    fam_gen(DEP_AMO, "shmem_add", 0, "void shmem_{N}_add(TYPE *dest, TYPE value, int pe)", "{ crate::amo::fetch_add::<{R}>({F}, crate::SHMEM_CTX_DEFAULT, dest, value, pe); }"),
+    fam_gen(DEP_AMO, "shmem_inc", 0, "void shmem_{N}_inc(TYPE *dest, int pe)", "{ crate::amo::fetch_add::<{R}>({F}, crate::SHMEM_CTX_DEFAULT, dest, crate::amo::one(), pe); }"),
+    fam_gen(DEP_AMO, "shmem_cswap", 0, "TYPE shmem_{N}_cswap(TYPE *dest, TYPE cond, TYPE value, int pe)", "crate::amo::compare_swap::<{R}>({F}, crate::SHMEM_CTX_DEFAULT, dest, cond, value, pe)"),
+    fam_gen(DEP_AMO_EXT, "shmem_swap", 0, "TYPE shmem_{N}_swap(TYPE *dest, TYPE value, int pe)", "crate::amo::swap::<{R}>({F}, crate::SHMEM_CTX_DEFAULT, dest, value, pe)"),
+    fam_gen(DEP_AMO_EXT, "shmem_fetch", 0, "TYPE shmem_{N}_fetch(const TYPE *source, int pe)", "crate::amo::fetch::<{R}>({F}, crate::SHMEM_CTX_DEFAULT, source, pe)"),
+    fam_gen(DEP_AMO_EXT, "shmem_set", 0, "void shmem_{N}_set(TYPE *dest, TYPE value, int pe)", "crate::amo::set::<{R}>({F}, crate::SHMEM_CTX_DEFAULT, dest, value, pe)"),
+    one("long shmem_swap(long *dest, long value, int pe)", "crate::amo::swap::<i64>({F}, crate::SHMEM_CTX_DEFAULT, dest, value, pe)"),
     // Locks.
     one("void shmem_set_lock(long *lock)", "crate::lock::set(lock)"),
     one("void shmem_clear_lock(long *lock)", "crate::lock::clear(lock)"),
@@ -513,12 +583,27 @@ pub const API: &[Api] = &[
     fam_gen(RED_BIT, "shmem_and_reduce", 1, "int shmem_{N}_and_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), crate::coll::Op::And, dest, source, nreduce)"),
     fam_gen(RED_BIT, "shmem_or_reduce", 1, "int shmem_{N}_or_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), crate::coll::Op::Or, dest, source, nreduce)"),
     fam_gen(RED_BIT, "shmem_xor_reduce", 1, "int shmem_{N}_xor_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), crate::coll::Op::Xor, dest, source, nreduce)"),
-    fam_gen(RED_CMP, "shmem_max_reduce", 1, "int shmem_{N}_max_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), crate::coll::Op::Max, dest, source, nreduce)"),
-    fam_gen(RED_CMP, "shmem_min_reduce", 1, "int shmem_{N}_min_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), crate::coll::Op::Min, dest, source, nreduce)"),
-    fam_gen(RED_CMP, "shmem_sum_reduce", 1, "int shmem_{N}_sum_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), crate::coll::Op::Sum, dest, source, nreduce)"),
-    fam_gen(RED_CMP, "shmem_prod_reduce", 1, "int shmem_{N}_prod_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), crate::coll::Op::Prod, dest, source, nreduce)"),
-    fam(RED_COMPLEX, "int shmem_{N}_sum_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), crate::coll::Op::Sum, dest, source, nreduce)"),
-    fam(RED_COMPLEX, "int shmem_{N}_prod_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), crate::coll::Op::Prod, dest, source, nreduce)"),
+    Api {
+        inline_ld: Some("{ return vkshmemx_reduce_bytes(team, 0, 0, 0, NULL, dest, source, nreduce, sizeof(long double), vkshmem_ld_max); }"),
+        ..fam_gen(RED_CMP, "shmem_max_reduce", 1, "int shmem_{N}_max_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), crate::coll::Op::Max, dest, source, nreduce)")
+    },
+    Api {
+        inline_ld: Some("{ return vkshmemx_reduce_bytes(team, 0, 0, 0, NULL, dest, source, nreduce, sizeof(long double), vkshmem_ld_min); }"),
+        ..fam_gen(RED_CMP, "shmem_min_reduce", 1, "int shmem_{N}_min_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), crate::coll::Op::Min, dest, source, nreduce)")
+    },
+    Api {
+        inline_ld: Some("{ return vkshmemx_reduce_bytes(team, 0, 0, 0, NULL, dest, source, nreduce, sizeof(long double), vkshmem_ld_sum); }"),
+        ..fam_gen(RED_CMP, "shmem_sum_reduce", 1, "int shmem_{N}_sum_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), crate::coll::Op::Sum, dest, source, nreduce)")
+    },
+    Api {
+        inline_ld: Some("{ return vkshmemx_reduce_bytes(team, 0, 0, 0, NULL, dest, source, nreduce, sizeof(long double), vkshmem_ld_prod); }"),
+        ..fam_gen(RED_CMP, "shmem_prod_reduce", 1, "int shmem_{N}_prod_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), crate::coll::Op::Prod, dest, source, nreduce)")
+    },
+    fam_gen(RED_COMPLEX, "shmem_sum_reduce", 1, "int shmem_{N}_sum_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), crate::coll::Op::Sum, dest, source, nreduce)"),
+    fam_gen(RED_COMPLEX, "shmem_prod_reduce", 1, "int shmem_{N}_prod_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), crate::coll::Op::Prod, dest, source, nreduce)"),
+    // Reductions of types Rust cannot compute (long double): the combine
+    // function comes from the header (compiled by the program's compiler).
+    one("int vkshmemx_reduce_bytes(shmem_team_t team, int PE_start, int logPE_stride, int PE_size, long *pSync, void *dest, const void *source, size_t nreduce, size_t elem_size, vkshmem_combine_fn combine)", "crate::coll::reduce_bytes(team, PE_start, logPE_stride, PE_size, pSync, dest, source, nreduce, elem_size, combine)"),
     // Active-set collectives (deprecated in 1.5, still in use).
     one("void shmem_broadcast32(void *dest, const void *source, size_t nelems, int PE_root, int PE_start, int logPE_stride, int PE_size, long *pSync)", "{ crate::coll::broadcast::<u32>({F}, crate::coll::On::Set(PE_start, logPE_stride, PE_size, pSync), dest.cast(), source.cast(), nelems, PE_root); }"),
     one("void shmem_broadcast64(void *dest, const void *source, size_t nelems, int PE_root, int PE_start, int logPE_stride, int PE_size, long *pSync)", "{ crate::coll::broadcast::<u64>({F}, crate::coll::On::Set(PE_start, logPE_stride, PE_size, pSync), dest.cast(), source.cast(), nelems, PE_root); }"),
@@ -533,10 +618,22 @@ pub const API: &[Api] = &[
     fam(TOALL_BIT, "void shmem_{N}_and_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, crate::coll::Op::And, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }"),
     fam(TOALL_BIT, "void shmem_{N}_or_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, crate::coll::Op::Or, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }"),
     fam(TOALL_BIT, "void shmem_{N}_xor_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, crate::coll::Op::Xor, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }"),
-    fam(TOALL_ARITH, "void shmem_{N}_max_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, crate::coll::Op::Max, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }"),
-    fam(TOALL_ARITH, "void shmem_{N}_min_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, crate::coll::Op::Min, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }"),
-    fam(TOALL_ARITH, "void shmem_{N}_sum_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, crate::coll::Op::Sum, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }"),
-    fam(TOALL_ARITH, "void shmem_{N}_prod_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, crate::coll::Op::Prod, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }"),
+    Api {
+        inline_ld: Some("{ (void)pWrk; vkshmemx_reduce_bytes(SHMEM_TEAM_INVALID, PE_start, logPE_stride, PE_size, pSync, dest, source, nreduce < 0 ? (size_t)-1 : (size_t)nreduce, sizeof(long double), vkshmem_ld_max); }"),
+        ..fam(TOALL_ARITH, "void shmem_{N}_max_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, crate::coll::Op::Max, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }")
+    },
+    Api {
+        inline_ld: Some("{ (void)pWrk; vkshmemx_reduce_bytes(SHMEM_TEAM_INVALID, PE_start, logPE_stride, PE_size, pSync, dest, source, nreduce < 0 ? (size_t)-1 : (size_t)nreduce, sizeof(long double), vkshmem_ld_min); }"),
+        ..fam(TOALL_ARITH, "void shmem_{N}_min_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, crate::coll::Op::Min, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }")
+    },
+    Api {
+        inline_ld: Some("{ (void)pWrk; vkshmemx_reduce_bytes(SHMEM_TEAM_INVALID, PE_start, logPE_stride, PE_size, pSync, dest, source, nreduce < 0 ? (size_t)-1 : (size_t)nreduce, sizeof(long double), vkshmem_ld_sum); }"),
+        ..fam(TOALL_ARITH, "void shmem_{N}_sum_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, crate::coll::Op::Sum, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }")
+    },
+    Api {
+        inline_ld: Some("{ (void)pWrk; vkshmemx_reduce_bytes(SHMEM_TEAM_INVALID, PE_start, logPE_stride, PE_size, pSync, dest, source, nreduce < 0 ? (size_t)-1 : (size_t)nreduce, sizeof(long double), vkshmem_ld_prod); }"),
+        ..fam(TOALL_ARITH, "void shmem_{N}_prod_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, crate::coll::Op::Prod, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }")
+    },
     fam(TOALL_COMPLEX, "void shmem_{N}_sum_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, crate::coll::Op::Sum, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }"),
     fam(TOALL_COMPLEX, "void shmem_{N}_prod_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, crate::coll::Op::Prod, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }"),
 ];

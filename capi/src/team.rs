@@ -157,6 +157,11 @@ pub fn split_2d(
         }
         Err(e) => {
             eprintln!("vkshmem: {call}: {e}");
+            for t in [xteam, yteam] {
+                if !t.is_null() {
+                    out(call, t, None);
+                }
+            }
             1
         }
     }
@@ -211,6 +216,9 @@ pub fn ctx_create(h: TeamH, options: i64, ctx: *mut CtxH) -> i32 {
 pub fn ctx_destroy(ctx: CtxH) {
     let call = "shmem_ctx_destroy";
     let s = st(call);
+    if ctx == 0 {
+        return;
+    }
     if ctx == crate::SHMEM_CTX_DEFAULT {
         fatal(call, "SHMEM_CTX_DEFAULT cannot be destroyed");
     }

@@ -53,17 +53,20 @@ fn check<T>(call: &str, ivars: *const T, n: usize) {
     }
 }
 
-/// `wait_until`.
-pub fn wait_until<T: Word>(call: &str, ivar: *mut T, cmp: i32, value: T) {
+/// `wait_until`; returns the value that satisfied the comparison.
+pub fn wait_until<T: Word>(call: &str, ivar: *mut T, cmp: i32, value: T) -> T {
     check(call, ivar, 1);
     let _ = holds(call, cmp, value, value);
-    // SAFETY: checked: this PE's aligned symmetric word; writers use atomics.
+    let mut seen = value;
     st(call)
         .ctx
         .poll_until(call, || {
-            Ok(holds(call, cmp, unsafe { load::<T>(ivar.cast()) }, value))
+            // SAFETY: checked: this PE's aligned symmetric word; writers use atomics.
+            seen = unsafe { load::<T>(ivar.cast()) };
+            Ok(holds(call, cmp, seen, value))
         })
         .or_die(call);
+    seen
 }
 
 /// `test`: 1 when the word holds now.
@@ -169,8 +172,8 @@ pub fn signal_fetch(call: &str, sig_addr: *const u64) -> u64 {
     unsafe { load::<u64>(sig_addr.cast()) }
 }
 
-/// `shmem_signal_wait_until`: the signal's value once it holds.
+/// `shmem_signal_wait_until`: the signal's value that satisfied the
+/// comparison.
 pub fn signal_wait_until(call: &str, sig_addr: *mut u64, cmp: i32, value: u64) -> u64 {
-    wait_until(call, sig_addr, cmp, value);
-    signal_fetch(call, sig_addr)
+    wait_until(call, sig_addr, cmp, value)
 }

@@ -198,6 +198,41 @@ static void threads(void) {
     shmem_free(h_thread_count);
 }
 
+/* The deprecated AMO names (fadd, finc, add, inc, cswap, swap, fetch, set). */
+static long g_dep[3];
+
+static void deprecated(void) {
+    long *h = shmem_calloc(3, sizeof(long));
+    long *where[2] = {h, g_dep};
+    for (int w = 0; w < 2; w++) {
+        long *c = where[w];
+        c[0] = c[1] = c[2] = 0;
+        shmem_barrier_all();
+        (void)shmem_long_fadd(&c[0], 3, 0);
+        (void)shmem_long_finc(&c[0], 0);
+        shmem_long_add(&c[0], 2, 0);
+        shmem_long_inc(&c[0], 0);
+        shmem_fadd(&c[1], 5L, 0);
+        shmem_barrier_all();
+        CHECK(shmem_long_fetch(&c[0], 0) == 7L * npes, "deprecated add total (%s)", w ? "global" : "heap");
+        CHECK(shmem_fetch(&c[1], 0) == 5L * npes, "generic fadd");
+        shmem_barrier_all();
+        long seen;
+        do {
+            seen = shmem_long_cswap(&c[2], me, me + 1, 0);
+        } while (seen != me);
+        shmem_barrier_all();
+        CHECK(shmem_long_fetch(&c[2], 0) == npes, "cswap chain");
+        shmem_barrier_all();
+        if (me == 0) shmem_long_set(&c[2], 42, 0);
+        shmem_barrier_all();
+        CHECK(shmem_swap(&c[2], 42L, 0) == 42, "untyped shmem_swap");
+        CHECK(shmem_long_swap(&c[2], 42L, 0) == 42, "shmem_long_swap");
+        shmem_barrier_all();
+    }
+    shmem_free(h);
+}
+
 int main(void) {
     int provided;
     shmem_init_thread(SHMEM_THREAD_MULTIPLE, &provided);
@@ -208,6 +243,7 @@ int main(void) {
     AMO_STD(RUN_STD)
     AMO_BIT(RUN_BIT)
     extended();
+    deprecated();
     threads();
     shmem_barrier_all();
     printf("amo: ok (PE %d of %d)\n", me, npes);

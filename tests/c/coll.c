@@ -222,6 +222,35 @@ static void complex_reductions(void) {
     shmem_free(h);
 }
 
+/* long double reductions (computed by the header's C code) on a team and
+ * an active set, and the team form of shmem_sync. */
+static void long_double_reductions(void) {
+    long double *h = shmem_malloc(sizeof(long double) * 9);
+    static long double d[9], w[9];
+    static long ps[SHMEM_REDUCE_SYNC_SIZE];
+    for (int i = 0; i < 9; i++) h[i] = (me + 1) * 0.5L + i;
+    shmem_sync(SHMEM_TEAM_WORLD);
+    shmem_longdouble_sum_reduce(SHMEM_TEAM_WORLD, d, h, 9);
+    for (int i = 0; i < 9; i++) {
+        long double e = 0;
+        for (int k = 0; k < npes; k++) e += (k + 1) * 0.5L + i;
+        CHECK(d[i] == e, "longdouble sum [%d]", i);
+    }
+    shmem_max_reduce(SHMEM_TEAM_WORLD, d, h, 9); /* through the generic macro */
+    CHECK(d[3] == npes * 0.5L + 3, "longdouble max");
+    shmem_longdouble_prod_to_all(h, h, 9, 0, 0, npes, w, ps); /* in place */
+    long double e = 1;
+    for (int k = 0; k < npes; k++) e *= (k + 1) * 0.5L + 2;
+    CHECK(h[2] == e, "longdouble prod_to_all");
+    static double _Complex zs[2], zd[2];
+    zs[0] = me + 1.0;
+    zs[1] = 2.0 * I;
+    shmem_sum_reduce(SHMEM_TEAM_WORLD, zd, zs, 2); /* complex through the generic macro */
+    CHECK(creal(zd[0]) == npes * (npes + 1) / 2.0 && cimag(zd[1]) == 2.0 * npes, "complex generic sum");
+    shmem_barrier_all();
+    shmem_free(h);
+}
+
 /* Teams: split_strided, split_2d, get_config, translate, destroy. */
 static void teams(void) {
     shmem_team_config_t conf = {.num_contexts = 2}, got = {0};
@@ -260,6 +289,7 @@ int main(void) {
     RED_TYPES(RUN)
     active_sets();
     complex_reductions();
+    long_double_reductions();
     teams();
     shmem_free(h_dst);
     shmem_free(h_src);

@@ -199,6 +199,24 @@ static void memory(void) {
     shmem_free(h);
     shmem_free(a);
     shmem_free(NULL);
+    /* The deprecated allocator names. */
+    long *old = shmalloc(10 * sizeof(long));
+    old = shrealloc(old, 20 * sizeof(long));
+    long *al = shmemalign(256, 8);
+    CHECK(old && al && (uintptr_t)al % 256 == 0, "shmalloc/shrealloc/shmemalign");
+    shfree(al);
+    shfree(old);
+    /* An invalid context: quiet, fence and destroy do nothing. */
+    shmem_ctx_quiet(SHMEM_CTX_INVALID);
+    shmem_ctx_fence(SHMEM_CTX_INVALID);
+    shmem_ctx_destroy(SHMEM_CTX_INVALID);
+    shmem_sync(SHMEM_TEAM_WORLD);
+    /* The untyped deprecated waits on a long. */
+    static long flag;
+    shmem_long_p(&flag, 5, (me + 1) % npes);
+    (shmem_wait_until)(&flag, SHMEM_CMP_EQ, 5);
+    (shmem_wait)(&flag, 4);
+    shmem_barrier_all();
 }
 
 int main(void) {
