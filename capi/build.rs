@@ -9,7 +9,7 @@ use std::path::PathBuf;
 mod spec {
     include!("src/spec.rs");
 }
-use spec::{Api, Ty, API, CONSTANTS, EXTRA_C, HANDLES, PRELUDE_C};
+use spec::{Api, Ty, API, CONSTANTS, EXTRA_C, GENERIC_ALIASES, HANDLES, PRELUDE_C};
 
 /// One parameter of a C prototype.
 struct Param {
@@ -294,6 +294,9 @@ fn main() {
             )
             .unwrap();
         }
+    }
+    for (alias, name) in GENERIC_ALIASES {
+        writeln!(h, "#define {alias}(...) {name}(__VA_ARGS__)").unwrap();
     }
     h += "#endif\n\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* VKSHMEM_SHMEM_H */\n";
 

@@ -276,18 +276,24 @@ fn c_header_compiles_as_c99_and_c11() {
     }
 }
 
-/// `shmem_global_exit(7)` on one PE ends the whole job (the others were
-/// waiting in a barrier), and the launcher reports the status.
+/// `shmem_global_exit(status)` on one PE ends the whole job (the others
+/// were waiting in a barrier) and vkshmrun exits with that status, 0
+/// included.
 #[test]
 fn c_global_exit_ends_the_job() {
     let exe = compile("misuse");
-    let r = vkshmrun(&["-n", "3", &exe, "global-exit"], TIMEOUT);
-    assert!(
-        r.code.is_some_and(|c| c != 0) && r.stderr.contains("PE 1 exited with code 7"),
-        "exit {:?}\n{}",
-        r.code,
-        r.stderr
-    );
+    for status in ["7", "0"] {
+        let r = vkshmrun(&["-n", "3", &exe, "global-exit", status], TIMEOUT);
+        let code: i32 = status.parse().unwrap();
+        assert!(
+            r.code == Some(code)
+                && r.stderr
+                    .contains(&format!("PE 1 called shmem_global_exit({status})")),
+            "global_exit({status}): exit {:?}\n{}",
+            r.code,
+            r.stderr
+        );
+    }
 }
 
 /// Misuse ends the job: exit status 1 and a message naming the C call.
@@ -358,6 +364,21 @@ fn c_collectives_hold_under_mpirun_across_nodes() {
         "coll under mpirun 2x2: exit {:?}, {oks} ok lines\n{}\n{}",
         r.code,
         r.stdout,
+        r.stderr
+    );
+}
+
+/// Under mpirun, `shmem_global_exit(5)` is `MPI_Abort` with 5: mpirun exits
+/// with it.
+#[cfg(feature = "mpi")]
+#[test]
+fn c_global_exit_under_mpirun() {
+    let exe = compile("misuse");
+    let r = common::mpirun(3, &[&exe, "global-exit", "5"], &[], TIMEOUT);
+    assert!(
+        r.code == Some(5) && r.stderr.contains("called shmem_global_exit(5)"),
+        "exit {:?}\n{}",
+        r.code,
         r.stderr
     );
 }

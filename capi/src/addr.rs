@@ -33,10 +33,15 @@ impl State {
         let bytes = n
             .checked_mul(std::mem::size_of::<T>())
             .unwrap_or_else(|| fatal(call, format!("{n} elements overflow the address space")));
+        if n == 0 {
+            // Zero elements: any address will do (the specification allows
+            // NULL); nothing is read or written through it.
+            return self.try_sym(p.cast(), 1).unwrap_or(Sym::Heap(0));
+        }
         if p.is_null() {
             fatal(call, format!("{what} is NULL"));
         }
-        self.try_sym(p.cast(), bytes.max(1)).unwrap_or_else(|| {
+        self.try_sym(p.cast(), bytes).unwrap_or_else(|| {
             fatal(
                 call,
                 format!(

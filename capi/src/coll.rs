@@ -308,8 +308,8 @@ pub fn alltoalls<T: Pod>(
         .unwrap_or_else(|| fatal(call, format!("{nelems} elements per member overflow")));
     let (dlen, slen) = (span(call, total, ds), span(call, total, ss));
     let (d, src) = (
-        s.sym(call, "dest", dest, dlen.max(1)),
-        s.sym(call, "source", source, slen.max(1)),
+        s.sym(call, "dest", dest, dlen),
+        s.sym(call, "source", source, slen),
     );
     if let (Sym::Heap(d), Sym::Heap(o)) = (d, src) {
         let (d, o) = (

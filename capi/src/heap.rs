@@ -19,6 +19,14 @@ pub fn alloc(call: &str, size: usize, align: usize, zero: bool) -> *mut c_void {
         return std::ptr::null_mut();
     }
     let align = if align == 0 { MALLOC_ALIGN } else { align };
+    if align.is_power_of_two() && align > s.base_align {
+        // Every PE computes the same bound, so all return NULL together.
+        eprintln!(
+            "vkshmem: {call}: alignment {align} is more than the heap mappings share ({}): NULL",
+            s.base_align
+        );
+        return std::ptr::null_mut();
+    }
     let buf = match s.ctx.align::<u8>(align as u64, size) {
         Ok(b) => b,
         Err(Error::HeapExhausted { .. }) => return std::ptr::null_mut(),

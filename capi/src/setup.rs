@@ -24,6 +24,10 @@ pub struct State {
     pub base: usize,
     /// Bytes of each heap.
     pub size: usize,
+    /// The largest power of two dividing every PE's heap address: the most
+    /// `shmem_align` can promise (a symmetric offset aligned to more is not
+    /// an aligned address on every PE).
+    pub base_align: usize,
     /// Live `shmem_malloc` blocks by heap offset.
     pub allocs: Mutex<HashMap<u64, SymBuffer<u8>>>,
     /// The program's data segment, shared.
@@ -97,12 +101,22 @@ pub fn init(call: &str) {
         )
     };
     let globals = Globals::share(&ctx, segment).or_die(call);
+    let mine = (base.as_ptr() as usize).trailing_zeros().min(30) as u8;
+    let base_align = 1usize
+        << ctx
+            .allgather_bytes(&[mine])
+            .or_die(call)
+            .iter()
+            .map(|b| b.first().copied().unwrap_or(12))
+            .min()
+            .unwrap_or(mine);
     let psync = ctx.calloc::<i64>(1).or_die(call);
     let state = State {
         me,
         npes: ctx.n_pes(),
         base: base.as_ptr() as usize,
         size: ctx.heap_size() as usize,
+        base_align,
         allocs: Mutex::new(HashMap::new()),
         globals,
         ctxs: Mutex::new(Vec::new()),
@@ -153,14 +167,21 @@ pub fn finalize() {
     s.ctx.finalize_in_place().or_die("shmem_finalize");
 }
 
-/// `shmem_global_exit`: C's streams flushed, then this PE exits with
-/// `status` without leaving the job, which makes the launcher stop every
-/// other PE.
+/// `shmem_global_exit`: C's streams flushed, the job told (the launcher
+/// stops every other PE and exits with `status`; mpirun through
+/// `MPI_Abort`), then this PE exits with `status`.
 pub fn global_exit(status: i32) -> ! {
-    // SAFETY: as in `fatal`.
-    unsafe {
+    // SAFETY: fflush(NULL) flushes every C stream.
+    let flush = || unsafe {
         libc::fflush(std::ptr::null_mut());
-        libc::_exit(status)
+    };
+    match STATE.get() {
+        Some(s) if !FINALIZED.load(Ordering::Acquire) => s.ctx.global_exit(status, flush),
+        _ => {
+            flush();
+            // SAFETY: ends the process (no library state to tell).
+            unsafe { libc::_exit(status) }
+        }
     }
 }
 

@@ -429,6 +429,19 @@ static inline void vkshmem_ld_min(void *a, const void *x, size_t n) {
 }
 ";
 
+/// C11 generic macros that are other names of generic macros: the
+/// deprecated AMO names, over every type of their new names.
+pub const GENERIC_ALIASES: &[(&str, &str)] = &[
+    ("shmem_fadd", "shmem_atomic_fetch_add"),
+    ("shmem_finc", "shmem_atomic_fetch_inc"),
+    ("shmem_add", "shmem_atomic_add"),
+    ("shmem_inc", "shmem_atomic_inc"),
+    ("shmem_cswap", "shmem_atomic_compare_swap"),
+    ("shmem_swap", "shmem_atomic_swap"),
+    ("shmem_fetch", "shmem_atomic_fetch"),
+    ("shmem_set", "shmem_atomic_set"),
+];
+
 /// Every function of the API.
 pub const API: &[Api] = &[
     // Library setup and queries.
@@ -556,14 +569,14 @@ pub const API: &[Api] = &[
     one("void shmem_wait(long *ivar, long cmp_value)", "{ crate::wait::wait_until::<i64>({F}, ivar, crate::wait::CMP_NE, cmp_value); }"),
     one("void shmem_wait_until(long *ivar, int cmp, long cmp_value)", "{ crate::wait::wait_until::<i64>({F}, ivar, cmp, cmp_value); }"),
     // Deprecated atomics (still in 1.5's C bindings).
-    fam_gen(DEP_AMO, "shmem_fadd", 0, "TYPE shmem_{N}_fadd(TYPE *dest, TYPE value, int pe)", "crate::amo::fetch_add::<{R}>({F}, crate::SHMEM_CTX_DEFAULT, dest, value, pe)"),
-    fam_gen(DEP_AMO, "shmem_finc", 0, "TYPE shmem_{N}_finc(TYPE *dest, int pe)", "crate::amo::fetch_add::<{R}>({F}, crate::SHMEM_CTX_DEFAULT, dest, crate::amo::one(), pe)"),
-    fam_gen(DEP_AMO, "shmem_add", 0, "void shmem_{N}_add(TYPE *dest, TYPE value, int pe)", "{ crate::amo::fetch_add::<{R}>({F}, crate::SHMEM_CTX_DEFAULT, dest, value, pe); }"),
-    fam_gen(DEP_AMO, "shmem_inc", 0, "void shmem_{N}_inc(TYPE *dest, int pe)", "{ crate::amo::fetch_add::<{R}>({F}, crate::SHMEM_CTX_DEFAULT, dest, crate::amo::one(), pe); }"),
-    fam_gen(DEP_AMO, "shmem_cswap", 0, "TYPE shmem_{N}_cswap(TYPE *dest, TYPE cond, TYPE value, int pe)", "crate::amo::compare_swap::<{R}>({F}, crate::SHMEM_CTX_DEFAULT, dest, cond, value, pe)"),
-    fam_gen(DEP_AMO_EXT, "shmem_swap", 0, "TYPE shmem_{N}_swap(TYPE *dest, TYPE value, int pe)", "crate::amo::swap::<{R}>({F}, crate::SHMEM_CTX_DEFAULT, dest, value, pe)"),
-    fam_gen(DEP_AMO_EXT, "shmem_fetch", 0, "TYPE shmem_{N}_fetch(const TYPE *source, int pe)", "crate::amo::fetch::<{R}>({F}, crate::SHMEM_CTX_DEFAULT, source, pe)"),
-    fam_gen(DEP_AMO_EXT, "shmem_set", 0, "void shmem_{N}_set(TYPE *dest, TYPE value, int pe)", "crate::amo::set::<{R}>({F}, crate::SHMEM_CTX_DEFAULT, dest, value, pe)"),
+    fam(DEP_AMO, "TYPE shmem_{N}_fadd(TYPE *dest, TYPE value, int pe)", "crate::amo::fetch_add::<{R}>({F}, crate::SHMEM_CTX_DEFAULT, dest, value, pe)"),
+    fam(DEP_AMO, "TYPE shmem_{N}_finc(TYPE *dest, int pe)", "crate::amo::fetch_add::<{R}>({F}, crate::SHMEM_CTX_DEFAULT, dest, crate::amo::one(), pe)"),
+    fam(DEP_AMO, "void shmem_{N}_add(TYPE *dest, TYPE value, int pe)", "{ crate::amo::fetch_add::<{R}>({F}, crate::SHMEM_CTX_DEFAULT, dest, value, pe); }"),
+    fam(DEP_AMO, "void shmem_{N}_inc(TYPE *dest, int pe)", "{ crate::amo::fetch_add::<{R}>({F}, crate::SHMEM_CTX_DEFAULT, dest, crate::amo::one(), pe); }"),
+    fam(DEP_AMO, "TYPE shmem_{N}_cswap(TYPE *dest, TYPE cond, TYPE value, int pe)", "crate::amo::compare_swap::<{R}>({F}, crate::SHMEM_CTX_DEFAULT, dest, cond, value, pe)"),
+    fam(DEP_AMO_EXT, "TYPE shmem_{N}_swap(TYPE *dest, TYPE value, int pe)", "crate::amo::swap::<{R}>({F}, crate::SHMEM_CTX_DEFAULT, dest, value, pe)"),
+    fam(DEP_AMO_EXT, "TYPE shmem_{N}_fetch(const TYPE *source, int pe)", "crate::amo::fetch::<{R}>({F}, crate::SHMEM_CTX_DEFAULT, source, pe)"),
+    fam(DEP_AMO_EXT, "void shmem_{N}_set(TYPE *dest, TYPE value, int pe)", "crate::amo::set::<{R}>({F}, crate::SHMEM_CTX_DEFAULT, dest, value, pe)"),
     one("long shmem_swap(long *dest, long value, int pe)", "crate::amo::swap::<i64>({F}, crate::SHMEM_CTX_DEFAULT, dest, value, pe)"),
     // Locks.
     one("void shmem_set_lock(long *lock)", "crate::lock::set(lock)"),

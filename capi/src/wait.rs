@@ -6,6 +6,9 @@
 use crate::amo::{load, Word};
 use crate::setup::{fatal, st, OrDie};
 
+/// Where the next `_any` search starts (see [`many`]).
+static ROTATE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// `SHMEM_CMP_NE`.
 pub const CMP_NE: i32 = 1;
 
@@ -127,11 +130,17 @@ pub fn many<T: Word>(
             value(i),
         )
     };
+    let start = ROTATE.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % nelems;
     let mut out = none;
     let mut ready = || -> bool {
         match how {
             How::All => (0..nelems).filter(|&i| included(i)).all(ok),
-            How::Any => match (0..nelems).find(|&i| included(i) && ok(i)) {
+            // From a rotating start, so that repeated calls return every
+            // index that holds, not always the first.
+            How::Any => match (0..nelems)
+                .map(|k| (k + start) % nelems)
+                .find(|&i| included(i) && ok(i))
+            {
                 Some(i) => {
                     out = i;
                     true

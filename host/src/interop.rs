@@ -83,6 +83,37 @@ impl Context {
         Ok(())
     }
 
+    /// Ends the whole job with `status` (`shmem_global_exit`): the endpoint
+    /// hears it and stops every other PE, and the launcher exits with
+    /// `status` (under mpirun, `MPI_Abort` with it). `flush` runs first
+    /// (a binding's output buffers); this process then exits with
+    /// `status` without running exit handlers.
+    pub fn global_exit(&self, status: i32, flush: impl FnOnce()) -> ! {
+        flush();
+        #[cfg(feature = "mpi")]
+        if let Some(m) = self
+            .inner
+            .mpi
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            m.abort_with(
+                status,
+                &format!("PE {} called shmem_global_exit({status})", self.my_pe()),
+            );
+        }
+        if let Ok(mut boot) = self.inner.boot.try_lock() {
+            if let Some(b) = boot.as_mut() {
+                let _ = b.global_exit(status);
+            }
+        }
+        // SAFETY: _exit ends the process at once; nothing of this process
+        // runs after it (the endpoint already has the message: one stream,
+        // in order).
+        unsafe { nix::libc::_exit(status) }
+    }
+
     /// Every member's `data`, in member order: a collective over the PEs of
     /// `shape` (every member calls it), through the bootstrap (the sockets,
     /// or MPI across nodes). Up to the bootstrap's blob limit

@@ -68,6 +68,11 @@ fn blame(
     server: &Server,
     noticed: &mut Option<Instant>,
 ) -> Option<(u32, String, i32)> {
+    if let Some((pe, status)) = server.global_exit() {
+        // The job ends with the status the program chose, whatever the
+        // others' ends.
+        return Some((pe, format!("called shmem_global_exit({status})"), status));
+    }
     if let Some((pe, how)) = server.first_failure() {
         let since = *noticed.get_or_insert_with(Instant::now);
         return match pes[pe as usize].status {

@@ -1,5 +1,6 @@
 /* Misuse that must end the job with a message naming the call, never
  * silent corruption. argv[1] picks the mistake. */
+#include <stdlib.h>
 #include <string.h>
 #include <shmem.h>
 
@@ -25,7 +26,8 @@ int main(int argc, char **argv) {
         shmem_free(heap);
         shmem_free(heap);
     } else if (strcmp(what, "global-exit") == 0) {
-        if (shmem_my_pe() == 1) shmem_global_exit(7); /* the others wait below */
+        /* the others wait below */
+        if (shmem_my_pe() == 1) shmem_global_exit(argc > 2 ? atoi(argv[2]) : 7);
         shmem_barrier_all();
     } else if (strcmp(what, "bad-root") == 0) {
         shmem_int_broadcast(SHMEM_TEAM_WORLD, heap, heap, 4, shmem_n_pes());

@@ -390,6 +390,13 @@ impl Bootstrap {
         let _ = self.stream.shutdown(std::net::Shutdown::Both);
     }
 
+    /// Tells the endpoint that the program called `shmem_global_exit(status)`
+    /// (the PE exits next; the endpoint stops the job, and the launcher
+    /// exits with `status`).
+    pub fn global_exit(&mut self, status: i32) -> Result<()> {
+        send(&self.stream, &Msg::GlobalExit { status }, &[])
+    }
+
     /// Ends this PE's membership cleanly.
     pub fn finalize(mut self) -> Result<()> {
         self.closed = true;

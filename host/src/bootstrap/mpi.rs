@@ -253,11 +253,16 @@ impl MpiJob {
 
     /// Ends the whole MPI job at once (`MPI_Abort`), saying why on stderr.
     pub fn abort(&self, why: &str) -> ! {
+        self.abort_with(1, why)
+    }
+
+    /// [`MpiJob::abort`] with `status` as the job's exit status.
+    pub fn abort_with(&self, status: i32, why: &str) -> ! {
         eprintln!(
             "vkshmem: PE {} aborts the MPI job: {why}",
             self.world.rank()
         );
-        self.world.abort(1)
+        self.world.abort(status)
     }
 }
 

@@ -117,6 +117,8 @@ struct State {
     teams: HashMap<(u32, i32, u32), TeamRound>,
     /// The first failure: PE and how.
     failed: Option<(u32, String)>,
+    /// The first `shmem_global_exit`: PE and status.
+    global_exit: Option<(u32, i32)>,
 }
 
 impl Server {
@@ -250,6 +252,11 @@ impl Server {
     pub fn first_failure(&self) -> Option<(u32, String)> {
         self.shared.lock().failed.clone()
     }
+
+    /// The first PE that called `shmem_global_exit`, and its status.
+    pub fn global_exit(&self) -> Option<(u32, i32)> {
+        self.shared.lock().global_exit
+    }
 }
 
 impl Drop for Server {
@@ -382,6 +389,11 @@ fn serve(stream: Arc<UnixStream>, shared: Arc<Shared>) {
                     drop(st);
                     shared.fail(pe, "finalized while other PEs wait in a collective, which can then never complete");
                 }
+                return;
+            }
+            Ok(Some((Msg::GlobalExit { status }, _))) => {
+                shared.lock().global_exit.get_or_insert((pe, status));
+                shared.fail(pe, &format!("called shmem_global_exit({status})"));
                 return;
             }
             Ok(Some((Msg::Barrier { seq }, _))) => shared.arrive(pe, seq, "barrier", Part::Barrier),

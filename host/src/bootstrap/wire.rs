@@ -137,6 +137,12 @@ pub enum Msg {
     },
     /// PE → server: clean end; the PE closes the connection next.
     Goodbye,
+    /// PE → server: the program called `shmem_global_exit(status)`; the PE
+    /// exits next, and the job ends with `status` (the launcher's exit code).
+    GlobalExit {
+        /// The status the program passed.
+        status: i32,
+    },
     /// Server → PE: a collective waited longer than the job's wait timeout
     /// (`VKSHMEM_WAIT_TIMEOUT`); the job is failing. PE → server: a wait on the
     /// sync plane timed out (the PE names the members it waited for).
@@ -163,6 +169,7 @@ const T_ABORT: u8 = 10;
 const T_GOODBYE: u8 = 11;
 const T_TEAM_GATHER: u8 = 12;
 const T_TIMED_OUT: u8 = 13;
+const T_GLOBAL_EXIT: u8 = 14;
 
 impl Msg {
     /// How many file descriptors travel with this message.
@@ -191,6 +198,7 @@ impl Msg {
             Msg::FdChunk { .. } => "fd-chunk",
             Msg::Abort { .. } => "abort",
             Msg::Goodbye => "goodbye",
+            Msg::GlobalExit { .. } => "global-exit",
             Msg::TimedOut { .. } => "timed-out",
         }
     }
@@ -281,6 +289,10 @@ pub fn encode(msg: &Msg) -> Vec<u8> {
             text(&mut b, reason);
         }
         Msg::Goodbye => b.push(T_GOODBYE),
+        Msg::GlobalExit { status } => {
+            b.push(T_GLOBAL_EXIT);
+            b.extend_from_slice(&status.to_le_bytes());
+        }
         Msg::TimedOut {
             what,
             waited_ms,
@@ -418,6 +430,9 @@ pub fn decode(body: &[u8]) -> Result<Msg, WireError> {
             reason: r.text()?,
         },
         T_GOODBYE => Msg::Goodbye,
+        T_GLOBAL_EXIT => Msg::GlobalExit {
+            status: r.u32()? as i32,
+        },
         T_TIMED_OUT => {
             let what = r.text()?;
             let waited_ms = r.u64()?;
@@ -483,6 +498,7 @@ mod tests {
                 reason: "killed by SIGKILL".into(),
             },
             Msg::Goodbye,
+            Msg::GlobalExit { status: -3 },
             Msg::TimedOut {
                 what: "barrier #3".into(),
                 waited_ms: 2500,
