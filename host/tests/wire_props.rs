@@ -129,6 +129,7 @@ fn msg() -> impl Strategy<Value = Msg> {
         }),
         (any::<u32>(), text()).prop_map(|(pe, reason)| Msg::Abort { pe, reason }),
         Just(Msg::Goodbye),
+        any::<i32>().prop_map(|status| Msg::GlobalExit { status }),
         (text(), any::<u64>(), missing()).prop_map(|(what, waited_ms, missing)| {
             Msg::TimedOut {
                 what,
@@ -155,9 +156,10 @@ fn kind_index(m: &Msg) -> usize {
         Msg::Abort { .. } => 10,
         Msg::Goodbye => 11,
         Msg::TimedOut { .. } => 12,
+        Msg::GlobalExit { .. } => 13,
     }
 }
-const KINDS: usize = 13;
+const KINDS: usize = 14;
 
 /// One change to an encoded message.
 #[derive(Debug, Clone)]
@@ -396,6 +398,7 @@ fn samples() -> Vec<(&'static str, Msg)> {
             },
         ),
         ("goodbye", Msg::Goodbye),
+        ("global_exit", Msg::GlobalExit { status: 3 }),
         (
             "timed_out",
             Msg::TimedOut {
