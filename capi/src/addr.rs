@@ -88,3 +88,20 @@ impl State {
             .unwrap_or_else(|| fatal(call, format!("PE {pe} is not in the context's team")))
     }
 }
+
+/// Elements a strided walk of `n` elements spans, or the end of the PE
+/// when that overflows.
+pub fn span(call: &str, n: usize, stride: usize) -> usize {
+    if n == 0 {
+        return 0;
+    }
+    (n - 1)
+        .checked_mul(stride)
+        .and_then(|x| x.checked_add(1))
+        .unwrap_or_else(|| {
+            fatal(
+                call,
+                format!("{n} elements at stride {stride} overflow the address space"),
+            )
+        })
+}

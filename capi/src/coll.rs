@@ -263,23 +263,6 @@ pub fn collect<T: Pod>(
     0
 }
 
-/// Elements a strided walk of `n` elements spans, or the end of the PE
-/// when that overflows.
-fn span(call: &str, n: usize, stride: usize) -> usize {
-    if n == 0 {
-        return 0;
-    }
-    (n - 1)
-        .checked_mul(stride)
-        .and_then(|x| x.checked_add(1))
-        .unwrap_or_else(|| {
-            fatal(
-                call,
-                format!("{n} elements at stride {stride} overflow the address space"),
-            )
-        })
-}
-
 /// `alltoalls` (and `alltoall`, strides 1): block `j` of each member's
 /// `source` to member `j`'s `dest`, as block `i` (the sender's number).
 pub fn alltoalls<T: Pod>(
@@ -306,7 +289,10 @@ pub fn alltoalls<T: Pod>(
     let total = npes
         .checked_mul(nelems)
         .unwrap_or_else(|| fatal(call, format!("{nelems} elements per member overflow")));
-    let (dlen, slen) = (span(call, total, ds), span(call, total, ss));
+    let (dlen, slen) = (
+        crate::addr::span(call, total, ds),
+        crate::addr::span(call, total, ss),
+    );
     let (d, src) = (
         s.sym(call, "dest", dest, dlen),
         s.sym(call, "source", source, slen),

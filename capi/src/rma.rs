@@ -162,23 +162,6 @@ fn stride(call: &str, what: &str, s: isize) -> usize {
     s as usize
 }
 
-/// Elements a strided walk of `n` elements spans, or the end of the PE
-/// when that overflows.
-fn span(call: &str, n: usize, stride: usize) -> usize {
-    if n == 0 {
-        return 0;
-    }
-    (n - 1)
-        .checked_mul(stride)
-        .and_then(|x| x.checked_add(1))
-        .unwrap_or_else(|| {
-            fatal(
-                call,
-                format!("{n} elements at stride {stride} overflow the address space"),
-            )
-        })
-}
-
 /// `iput`: element `i` of `source` (stride `sst`) to element `i` of `dest`
 /// (stride `dst`) on `pe`.
 #[allow(clippy::too_many_arguments)]
@@ -199,12 +182,12 @@ pub fn iput<T: Pod>(
         return;
     }
     // SAFETY: C's contract: `source` spans the strided elements.
-    let src = unsafe { local(call, source, span(call, nelems, ss)) };
-    match s.sym(call, "dest", dest, span(call, nelems, ds)) {
+    let src = unsafe { local(call, source, crate::addr::span(call, nelems, ss)) };
+    match s.sym(call, "dest", dest, crate::addr::span(call, nelems, ds)) {
         Sym::Heap(off) => s
             .ctx
             .iput(
-                SymSlice::from_raw(off, span(call, nelems, ds)),
+                SymSlice::from_raw(off, crate::addr::span(call, nelems, ds)),
                 src,
                 ds,
                 ss,
@@ -241,13 +224,13 @@ pub fn iget<T: Pod>(
         return;
     }
     // SAFETY: C's contract: `dest` spans the strided elements.
-    let d = unsafe { local_mut(call, dest, span(call, nelems, ds)) };
-    match s.sym(call, "source", source, span(call, nelems, ss)) {
+    let d = unsafe { local_mut(call, dest, crate::addr::span(call, nelems, ds)) };
+    match s.sym(call, "source", source, crate::addr::span(call, nelems, ss)) {
         Sym::Heap(off) => s
             .ctx
             .iget(
                 d,
-                SymSlice::from_raw(off, span(call, nelems, ss)),
+                SymSlice::from_raw(off, crate::addr::span(call, nelems, ss)),
                 ds,
                 ss,
                 nelems,

@@ -10,13 +10,12 @@
 //! a PE that waits for a dead peer does not wait forever.
 
 use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytemuck::Pod;
 
 use crate::error::{Error, Result};
 use crate::symbuf::SymSlice;
-use crate::sync::layout::ABORT_PE_MASK;
 use crate::Context;
 
 /// The longest nap between two looks at the words.
@@ -190,39 +189,13 @@ impl Context {
         values: Values<'_, T>,
         done: impl Fn(&[usize]) -> bool,
     ) -> Result<(Vec<usize>, Vec<T>)> {
-        let started = Instant::now();
         let mut words = Vec::new();
-        let mut nap = Duration::ZERO;
-        loop {
-            let ok = self.satisfied(ivars, status, cmp, values, &mut words)?;
-            if done(&ok) {
-                return Ok((ok, words));
-            }
-            if let Some(plane) = &self.inner.plane {
-                let word = plane.abort_word();
-                if word != 0 {
-                    return Err(Error::PeerFailed {
-                        pe: word & ABORT_PE_MASK,
-                        how: format!("the job aborted while this PE waited in {what}"),
-                    });
-                }
-            }
-            if let Some(t) = self.inner.wait_timeout.filter(|t| started.elapsed() > *t) {
-                return Err(Error::Timeout {
-                    what: what.into(),
-                    pe: self.my_pe(),
-                    seconds: t.as_secs_f64(),
-                    missing: String::new(),
-                });
-            }
-            if nap.is_zero() {
-                std::thread::yield_now();
-                nap = Duration::from_micros(1);
-            } else {
-                std::thread::sleep(nap);
-                nap = (nap * 2).min(MAX_NAP);
-            }
-        }
+        let mut ok = Vec::new();
+        self.poll_until(what, || {
+            ok = self.satisfied(ivars, status, cmp, values, &mut words)?;
+            Ok(done(&ok))
+        })?;
+        Ok((ok, words))
     }
 
     /// Waits until the first word of `ivar` (on this PE) compares to
