@@ -1024,7 +1024,7 @@ pub struct WideArgs {
     pub first: u32,
     /// End (exclusive) of this PE's share.
     pub end: u32,
-    /// Elements (32-bit words) in the reduction.
+    /// 32-bit words the reduced object spans (elements × bytes / 4).
     pub words: u32,
     /// vec4 index of the source in each source window.
     pub s0: u32,
@@ -1032,7 +1032,8 @@ pub struct WideArgs {
     pub d0: u32,
 }
 
-/// The host reduction kernel's wide path for a 4-byte `kind`, `op` and a team of
+/// The host reduction kernel's wide path for `kind` (1, 2, 4 or 8 bytes; the
+/// object a whole number of 32-bit words), `op` and a team of
 /// `members`: the members' sources are bindings 0..members and their dests
 /// bindings members..2*members, so each vec4 of this PE's share is read from
 /// every source and written to every dest with plain vector accesses (no
@@ -1041,29 +1042,96 @@ pub struct WideArgs {
 /// word. Sources and dests must be 16-byte aligned. `None` for other kinds or
 /// too many members.
 pub fn wide_reduce_source(kind: &Kind, op: ReduceOp, members: u32) -> Option<String> {
-    if kind.bytes != 4 || members == 0 || members > WIDE_REDUCE_MAX_MEMBERS {
+    if members == 0 || members > WIDE_REDUCE_MAX_MEMBERS || !matches!(kind.bytes, 1 | 2 | 4 | 8) {
         return None;
     }
     if kind.float && matches!(op, ReduceOp::And | ReduceOp::Or | ReduceOp::Xor) {
         return None;
     }
-    let v = match (kind.float, kind.signed) {
-        (true, _) => "vec4<f32>",
-        (false, true) => "vec4<i32>",
-        (false, false) => "vec4<u32>",
+    // `A op B`, with A and B to fill in.
+    let tpl = match op {
+        ReduceOp::And => "A & B",
+        ReduceOp::Or => "A | B",
+        ReduceOp::Xor => "A ^ B",
+        ReduceOp::Max => "max(A, B)",
+        ReduceOp::Min => "min(A, B)",
+        ReduceOp::Sum => "A + B",
+        ReduceOp::Prod => "A * B",
     };
-    let combine = match op {
-        ReduceOp::And => "acc & x",
-        ReduceOp::Or => "acc | x",
-        ReduceOp::Xor => "acc ^ x",
-        ReduceOp::Max => "max(acc, x)",
-        ReduceOp::Min => "min(acc, x)",
-        ReduceOp::Sum => "acc + x",
-        ReduceOp::Prod => "acc * x",
-    };
+    let combine = |a: &str, b: &str| tpl.replace('A', a).replace('B', b);
+    let bitwise = matches!(op, ReduceOp::And | ReduceOp::Or | ReduceOp::Xor);
     let mut s = String::from(
         "struct WideArgs { first: u32, end: u32, words: u32, s0: u32, d0: u32 }\nvar<immediate> w: WideArgs;\n",
     );
+    // How one vec4 of raw words combines with another (`acc`, `x`: the
+    // vec4<u32> of the running result and of one member's source).
+    let step = match kind.bytes {
+        // Bitwise operations are lane-blind: whole words, any kind.
+        _ if bitwise => combine("acc", "x"),
+        4 => {
+            let v = match (kind.float, kind.signed) {
+                (true, _) => "vec4<f32>",
+                (false, true) => "vec4<i32>",
+                (false, false) => "vec4<u32>",
+            };
+            let c = combine(&format!("bitcast<{v}>(acc)"), &format!("bitcast<{v}>(x)"));
+            format!("bitcast<vec4<u32>>({c})")
+        }
+        8 => {
+            // Two elements per vec4, each in two words (low first).
+            let (from, to) = match (kind.float, kind.signed) {
+                (true, _) => ("bitcast<f64>(V)", "bitcast<u64>(R)"),
+                (false, true) => ("bitcast<i64>(V)", "bitcast<u64>(R)"),
+                (false, false) => ("V", "R"),
+            };
+            let c = combine("p", "q");
+            let _ = writeln!(
+                s,
+                "fn comb2(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {{
+    let p = {pa};
+    let q = {pb};
+    let r = {to_r};
+    return vec2<u32>(u32(r), u32(r >> 32u));
+}}",
+                pa = from.replace('V', "(u64(a.x) | (u64(a.y) << 32u))"),
+                pb = from.replace('V', "(u64(b.x) | (u64(b.y) << 32u))"),
+                to_r = to.replace('R', &format!("({c})")),
+            );
+            "vec4<u32>(comb2(acc.xy, x.xy), comb2(acc.zw, x.zw))".to_string()
+        }
+        bytes => {
+            // Sub-word lanes of each 32-bit word.
+            let bits = bytes * 8;
+            let mask = (1u32 << bits) - 1;
+            let sum_swar = |hi: u32| {
+                // Lane-wise wrapping add without carries across lanes.
+                format!("((a & {lo}u) + (b & {lo}u)) ^ ((a ^ b) & {hi}u)", lo = !hi)
+            };
+            let body = match op {
+                ReduceOp::Sum if bytes == 1 => format!("return {};", sum_swar(0x8080_8080)),
+                ReduceOp::Sum => format!("return {};", sum_swar(0x8000_8000)),
+                _ => {
+                    let lane = |v: &str, l: u32| {
+                        if kind.signed {
+                            format!("(bitcast<i32>({v} << {}u) >> {}u)", 32 - bits - l, 32 - bits)
+                        } else {
+                            format!("(({v} >> {l}u) & {mask}u)")
+                        }
+                    };
+                    let mut b = String::from("var r = 0u;\n");
+                    for l in (0..32).step_by(bits as usize) {
+                        let c = combine(&lane("a", l), &lane("b", l));
+                        let _ = writeln!(b, "    r |= (bitcast<u32>({c}) & {mask}u) << {l}u;");
+                    }
+                    b.push_str("    return r;");
+                    b
+                }
+            };
+            let _ = writeln!(s, "fn comb1(a: u32, b: u32) -> u32 {{\n    {body}\n}}");
+            "vec4<u32>(comb1(acc.x, x.x), comb1(acc.y, x.y), comb1(acc.z, x.z), comb1(acc.w, x.w))"
+                .to_string()
+        }
+    };
     for j in 0..members {
         let _ = writeln!(
             s,
@@ -1084,15 +1152,12 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw
     let a = w;
     let nth = nw.x * {HOST_WORKGROUP}u;
     for (var i = a.first + g.x; i < a.end; i += nth) {{
-        var acc = bitcast<{v}>(s_0[a.s0 + i]);"
+        var acc = s_0[a.s0 + i];"
     );
     for j in 1..members {
-        let _ = writeln!(
-            s,
-            "        {{ let x = bitcast<{v}>(s_{j}[a.s0 + i]); acc = {combine}; }}"
-        );
+        let _ = writeln!(s, "        {{ let x = s_{j}[a.s0 + i]; acc = {step}; }}");
     }
-    let _ = writeln!(s, "        let r = bitcast<vec4<u32>>(acc);\n        let left = a.words - i * 4u;\n        if left >= 4u {{");
+    let _ = writeln!(s, "        let r = acc;\n        let left = a.words - i * 4u;\n        if left >= 4u {{");
     for j in 0..members {
         let _ = writeln!(s, "            d_{j}[a.d0 + i] = r;");
     }
@@ -1160,16 +1225,33 @@ mod wide_tests {
     use super::*;
 
     #[test]
-    fn wide_reduce_kernels_for_4_byte_kinds_only() {
+    fn wide_reduce_kernels_for_every_kind() {
         let f32k = kind("f32").unwrap();
         let s = wide_reduce_source(&f32k, ReduceOp::Sum, 3).unwrap();
         assert!(s.contains("@binding(5) var<storage, read_write> d_2"));
-        assert!(s.contains("let x = bitcast<vec4<f32>>(s_2[a.s0 + i]); acc = acc + x;"));
+        assert!(s.contains("let x = s_2[a.s0 + i]; acc = bitcast<vec4<u32>>(bitcast<vec4<f32>>(acc) + bitcast<vec4<f32>>(x));"));
         assert!(wide_reduce_source(&f32k, ReduceOp::Xor, 3).is_none());
-        assert!(wide_reduce_source(&kind("u64").unwrap(), ReduceOp::Sum, 2).is_none());
         assert!(wide_reduce_source(&kind("i32").unwrap(), ReduceOp::Max, 9).is_none());
         let s = wide_reduce_source(&kind("u32").unwrap(), ReduceOp::Xor, 1).unwrap();
         assert!(!s.contains("let x"));
+        // 8-byte kinds: two elements per vec4; sub-word kinds: lanes.
+        let s = wide_reduce_source(&kind("f64").unwrap(), ReduceOp::Max, 2).unwrap();
+        assert!(s.contains("fn comb2") && s.contains("bitcast<f64>"));
+        let s = wide_reduce_source(&kind("i8").unwrap(), ReduceOp::Sum, 2).unwrap();
+        assert!(s.contains("0x7f7f7f7f") || s.contains("2139062143u"));
+        let s = wide_reduce_source(&kind("i16").unwrap(), ReduceOp::Min, 2).unwrap();
+        assert!(s.contains("bitcast<i32>(a << 16u) >> 16u"));
+        let s = wide_reduce_source(&kind("u8").unwrap(), ReduceOp::And, 2).unwrap();
+        assert!(s.contains("acc = acc & x;") && !s.contains("comb1"));
+        // Every kind and op compiles (naga validates the WGSL).
+        for k in KINDS.iter() {
+            for op in ReduceOp::ALL {
+                if let Some(src) = wide_reduce_source(k, op, 3) {
+                    crate::compile_wgsl(&src, "wide")
+                        .unwrap_or_else(|e| panic!("{} {op:?}: {e}\n{src}", k.name));
+                }
+            }
+        }
         // The immediates match WideArgs.
         assert_eq!(std::mem::size_of::<WideArgs>(), 20);
         assert!(

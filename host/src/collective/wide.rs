@@ -6,7 +6,8 @@
 //! the blocks it needs into its own dest (`wide_copy_source`). Only this PE's
 //! dest is written, so each PE may choose its path alone.
 //!
-//! Reductions of 4-byte kinds on 16-byte aligned objects and teams of up to
+//! Reductions of every kind (1-, 2-, 4- and 8-byte elements, the object a
+//! whole number of 32-bit words) on 16-byte aligned objects and teams of up to
 //! [`WIDE_REDUCE_MAX_MEMBERS`] (`wide_reduce_source`). The split of the work is
 //! the generic path's (each member combines one slice and writes it to every
 //! member) but by vec4 instead of by word, so every member of a call must take
@@ -47,13 +48,16 @@ pub(crate) fn plan(
     n: u64,
     heap: u64,
 ) -> Option<WidePlan> {
-    if es != 4 || n == 0 || members == 0 || members > WIDE_REDUCE_MAX_MEMBERS {
+    if !matches!(es, 1 | 2 | 4 | 8) || n == 0 || members == 0 || members > WIDE_REDUCE_MAX_MEMBERS {
         return None;
     }
-    if dest % 16 != 0 || source % 16 != 0 || n > u32::MAX as u64 {
+    // Whole 32-bit words: the kernel writes the last vec4 word by word.
+    let bytes = n.checked_mul(es as u64)?;
+    if dest % 16 != 0 || source % 16 != 0 || bytes % 4 != 0 || bytes / 4 > u32::MAX as u64 {
         return None;
     }
-    let vecs = n.div_ceil(4);
+    let words = bytes / 4;
+    let vecs = words.div_ceil(4);
     // Each object's window runs to its last vec4 (reading the few bytes past its
     // end is harmless; writing them is not, and the kernel does not).
     let window = |at| {
@@ -76,7 +80,7 @@ pub(crate) fn plan(
         args: WideArgs {
             first: first as u32,
             end: end as u32,
-            words: n as u32,
+            words: words as u32,
             s0: ((source - src.0) / 16) as u32,
             d0: ((dest - dst.0) / 16) as u32,
         },
@@ -202,6 +206,9 @@ impl Context {
         n: u64,
     ) -> Result<Option<(Arc<DeviceKernel>, WidePlan)>> {
         let size = m.shape.size;
+        if !collectives::kind_available(&self.library_config()?, kind) {
+            return Ok(None);
+        }
         let Some(p) = plan(kind.bytes, size, m.me, dest, source, n, self.heap_size()) else {
             return Ok(None);
         };
@@ -276,8 +283,15 @@ mod tests {
         assert_eq!(p.src, (512, 16 + 48));
         assert_eq!((p.args.d0, p.args.s0), (3, 1));
         assert_eq!((p.args.first, p.args.end, p.args.words), (0, 2, 10));
-        // Not 4-byte, misaligned, too many members, past the heap, too large.
-        assert!(plan(8, 2, 0, 0, 256, 10, 4096).is_none());
+        // 8-byte elements: words are twice the elements; 1-byte: a quarter.
+        let p = plan(8, 2, 1, 0, 256, 10, 4096).unwrap();
+        assert_eq!((p.args.first, p.args.end, p.args.words), (3, 5, 20));
+        let p = plan(1, 3, 0, 0, 256, 100, 4096).unwrap();
+        assert_eq!((p.args.first, p.args.end, p.args.words), (0, 3, 25));
+        // Not whole words, an odd size, misaligned, too many members, past the
+        // heap, too large.
+        assert!(plan(2, 2, 0, 0, 256, 7, 4096).is_none());
+        assert!(plan(3, 2, 0, 0, 256, 8, 4096).is_none());
         assert!(plan(4, 2, 0, 4, 256, 10, 4096).is_none());
         assert!(plan(4, WIDE_REDUCE_MAX_MEMBERS + 1, 0, 0, 256, 10, 4096).is_none());
         assert!(plan(4, 2, 0, 4096 - 16, 0, 10, 4096).is_none());

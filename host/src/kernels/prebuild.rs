@@ -159,7 +159,7 @@ pub(crate) fn jobs(mode: Mode, size: u32, cfg: &LibraryConfig) -> Vec<Job> {
         for k in KINDS.iter().filter(|k| collectives::kind_available(cfg, k)) {
             jobs.push(host(HostCollective::Reduce(*k)));
         }
-        for k in KINDS.iter().filter(|k| k.bytes == 4) {
+        for k in KINDS.iter().filter(|k| collectives::kind_available(cfg, k)) {
             for op in ReduceOp::ALL {
                 jobs.extend(wide_reduce(k, op, size));
             }
