@@ -173,6 +173,31 @@ impl Context {
             let counts: Vec<u64> = all.iter().map(|d| d.nelems * es as u64).collect();
             let total = collect_total(all)? * es as u64;
             self.check_sym("collect dest", dest, total / es as u64)?;
+            if counts.iter().all(|&c| c == counts[0]) {
+                // Equal counts: an fcollect, whose wide copy this PE may take
+                // alone (only its own dest is written).
+                let from: Vec<u32> = m.shape.members().collect();
+                if self.copy_wide(&from, counts[0], source.offset(), dest.offset())? {
+                    return Ok(None);
+                }
+            } else if counts.iter().all(|&c| c % 16 == 0) {
+                // Unequal counts in whole vec4s: one wide copy per member, each
+                // block to its place in this PE's dest.
+                let mut at = dest.offset();
+                let mut done = true;
+                for (j, pe) in m.shape.members().enumerate() {
+                    if counts[j] > 0 {
+                        done &= self.copy_wide(&[pe], counts[j], source.offset(), at)?;
+                    }
+                    if !done {
+                        break;
+                    }
+                    at += counts[j];
+                }
+                if done {
+                    return Ok(None);
+                }
+            }
             let words: Vec<u32> = counts.iter().map(|&c| c as u32).collect();
             let at = layout::host_counts_word(self.n_pes());
             self.write_bytes(self.my_pe(), at as u64 * 4, bytemuck::cast_slice(&words))?;
