@@ -177,6 +177,13 @@ pub fn kind_available(cfg: &LibraryConfig, kind: &Kind) -> bool {
     }
 }
 
+/// Whether the wide reduction of `kind` can be built with library `cfg`: the
+/// kind's own needs, and 64-bit integers for every 8-byte kind (the kernel
+/// packs its words into u64s).
+pub fn wide_kind_available(cfg: &LibraryConfig, kind: &Kind) -> bool {
+    kind_available(cfg, kind) && (kind.bytes != 8 || cfg.int64)
+}
+
 /// The generated collectives code of a library: combine functions and reduction
 /// drivers for every available kind, then the fixed movement code.
 pub fn library_part(cfg: &LibraryConfig) -> String {
@@ -1113,7 +1120,11 @@ pub fn wide_reduce_source(kind: &Kind, op: ReduceOp, members: u32) -> Option<Str
                 _ => {
                     let lane = |v: &str, l: u32| {
                         if kind.signed {
-                            format!("(bitcast<i32>({v} << {}u) >> {}u)", 32 - bits - l, 32 - bits)
+                            format!(
+                                "(bitcast<i32>({v} << {}u) >> {}u)",
+                                32 - bits - l,
+                                32 - bits
+                            )
                         } else {
                             format!("(({v} >> {l}u) & {mask}u)")
                         }
@@ -1157,7 +1168,10 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw
     for j in 1..members {
         let _ = writeln!(s, "        {{ let x = s_{j}[a.s0 + i]; acc = {step}; }}");
     }
-    let _ = writeln!(s, "        let r = acc;\n        let left = a.words - i * 4u;\n        if left >= 4u {{");
+    let _ = writeln!(
+        s,
+        "        let r = acc;\n        let left = a.words - i * 4u;\n        if left >= 4u {{"
+    );
     for j in 0..members {
         let _ = writeln!(s, "            d_{j}[a.d0 + i] = r;");
     }

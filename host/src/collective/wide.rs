@@ -206,7 +206,7 @@ impl Context {
         n: u64,
     ) -> Result<Option<(Arc<DeviceKernel>, WidePlan)>> {
         let size = m.shape.size;
-        if !collectives::kind_available(&self.library_config()?, kind) {
+        if !collectives::wide_kind_available(&self.library_config()?, kind) {
             return Ok(None);
         }
         let Some(p) = plan(kind.bytes, size, m.me, dest, source, n, self.heap_size()) else {

@@ -159,7 +159,10 @@ pub(crate) fn jobs(mode: Mode, size: u32, cfg: &LibraryConfig) -> Vec<Job> {
         for k in KINDS.iter().filter(|k| collectives::kind_available(cfg, k)) {
             jobs.push(host(HostCollective::Reduce(*k)));
         }
-        for k in KINDS.iter().filter(|k| collectives::kind_available(cfg, k)) {
+        for k in KINDS
+            .iter()
+            .filter(|k| collectives::wide_kind_available(cfg, k))
+        {
             for op in ReduceOp::ALL {
                 jobs.extend(wide_reduce(k, op, size));
             }
@@ -200,7 +203,7 @@ pub(crate) fn job_named(name: &str, cfg: &LibraryConfig) -> Option<Job> {
     let rest = name.strip_prefix("vkshmem_wide_reduce_")?;
     let mut parts = rest.splitn(3, '_');
     let (k, op, n) = (parts.next()?, parts.next()?, parts.next()?);
-    let kind = collectives::kind(k)?;
+    let kind = collectives::kind(k).filter(|k| collectives::wide_kind_available(cfg, k))?;
     let op = ReduceOp::ALL.into_iter().find(|o| o.name() == op)?;
     wide_reduce(&kind, op, size(n)?)
 }
@@ -667,7 +670,7 @@ mod tests {
             "vkshmem_wide_copy_0",
             "vkshmem_wide_copy_9",
             "vkshmem_wide_reduce_f32_xor_2",
-            "vkshmem_wide_reduce_f64_sum_2",
+            "vkshmem_wide_reduce_f64_xor_2",
             "vkshmem_reduce_f16",
             "vkshmem_gather",
             "count_in",
@@ -677,6 +680,13 @@ mod tests {
         let mut small = c;
         small.int64 = false;
         assert!(job_named("vkshmem_reduce_u64", &small).is_none());
+        // Wide reductions of 8-byte kinds only where the library has int64.
+        assert_eq!(
+            job_named("vkshmem_wide_reduce_f64_sum_2", &c).is_some(),
+            c.int64
+        );
+        assert!(job_named("vkshmem_wide_reduce_f64_sum_2", &small).is_none());
+        assert!(job_named("vkshmem_wide_reduce_i8_max_3", &small).is_some());
     }
 
     #[test]
