@@ -237,6 +237,38 @@ fn c_latency_loop_runs() {
     }
 }
 
+/// The header compiles as C++ (`extern "C"`, no generic macros), where a
+/// C++ compiler is installed (`c++`; a C compiler is all Rust needs).
+#[test]
+fn c_header_compiles_as_cxx() {
+    let inc = bin_dir().join("include");
+    let src = out_dir().join("hello.cpp");
+    std::fs::write(
+        &src,
+        "#include <shmem.h>\nint main() { shmem_init(); long *p = (long *)shmem_malloc(8);\n\
+         shmem_long_p(p, 1, 0); shmem_free(p); shmem_finalize(); return 0; }\n",
+    )
+    .unwrap();
+    let out = match Command::new("c++")
+        .args(["-Wall", "-Wextra", "-Werror", "-fsyntax-only"])
+        .arg(format!("-I{}", inc.display()))
+        .arg(&src)
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!("no c++ compiler: the header's C++ check is skipped");
+            return;
+        }
+        Err(e) => panic!("c++: {e}"),
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The header alone compiles as C99 (no C11 generic macros then) and as
 /// C11 with every warning.
 #[test]
