@@ -950,6 +950,55 @@ fn kill_a_rank_under_mpirun(n: u32, bad: &str, env: &[(&str, &str)]) {
 
 /// `vkshmem-bench --check` over every collective reports no wrong element and
 /// writes the CSV columns of the issue.
+/// The wide copies beyond 8 members (a launch per group of 8): on 9 PEs,
+/// every pull collective and collect from one vec4 to 64 KiB per member,
+/// checked (the 16-byte sizes and up take the wide path).
+#[test]
+fn wide_copies_hold_beyond_8_members() {
+    let _one = one_spinning_job();
+    let bench = bin_dir()
+        .join("vkshmem-bench")
+        .to_string_lossy()
+        .into_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("out.csv").to_string_lossy().into_owned();
+    let r = vkshmrun(
+        &[
+            "-n",
+            "9",
+            &bench,
+            "--collective",
+            "broadcast,fcollect,alltoall,collect,alltoalls,reduce",
+            "--scope",
+            "host",
+            "--check",
+            "--min-bytes",
+            "16",
+            "--max-bytes",
+            "64K",
+            "--step-factor",
+            "8",
+            "--iters",
+            "1",
+            "--warmup",
+            "0",
+            "--type",
+            "int16",
+            "--csv",
+            &csv,
+        ],
+        Duration::from_secs(600),
+    );
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let rows: Vec<&str> = text.lines().skip(1).collect();
+    // 6 collectives at 16, 128, 1024, 8192 and 65536 bytes.
+    assert_eq!(rows.len(), 6 * 5, "{text}");
+    for row in rows {
+        assert!(row.contains(",9,") && row.ends_with(",0"), "{row}");
+    }
+}
+
 #[test]
 fn bench_check_reports_no_wrong_elements() {
     let _one = one_spinning_job();

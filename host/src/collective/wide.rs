@@ -1,8 +1,9 @@
 //! The wide paths of host collectives: kernels that bind the objects of the
 //! members directly and move vec4s, with no per-access PE switch or bounds check.
 //!
-//! Pull collectives (broadcast, fcollect, alltoall) on 16-byte aligned objects
-//! and blocks, from up to [`WIDE_REDUCE_MAX_MEMBERS`] members: each PE copies
+//! Pull collectives (broadcast, fcollect, alltoall, collect, unit-stride
+//! alltoalls) on 16-byte aligned objects and blocks, from any number of
+//! members in launches of up to [`WIDE_REDUCE_MAX_MEMBERS`]: each PE copies
 //! the blocks it needs into its own dest (`wide_copy_source`). Only this PE's
 //! dest is written, so each PE may choose its path alone.
 //!
@@ -147,9 +148,21 @@ pub(crate) fn copy_plan(
 
 impl Context {
     /// Copies `block` bytes at byte offset `src` of each PE in `from` into
-    /// consecutive blocks at `dst` of this PE, on the wide path; `false` (nothing
-    /// done) when the call must take the generic path.
+    /// consecutive blocks at `dst` of this PE, on the wide path; `false` when
+    /// the call must take the generic path (which then writes the whole dest
+    /// again). More than [`WIDE_REDUCE_MAX_MEMBERS`] PEs take a launch per
+    /// group of that many.
     pub(crate) fn copy_wide(&self, from: &[u32], block: u64, src: u64, dst: u64) -> Result<bool> {
+        let max = WIDE_REDUCE_MAX_MEMBERS as usize;
+        if from.len() > max {
+            for (i, group) in from.chunks(max).enumerate() {
+                let at = (i * max) as u64 * block;
+                if !self.copy_wide(group, block, src, dst + at)? {
+                    return Ok(false);
+                }
+            }
+            return Ok(true);
+        }
         let info = self.device_info();
         let Some(p) = copy_plan(
             from.len() as u32,
