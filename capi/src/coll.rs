@@ -330,58 +330,39 @@ pub fn alltoalls<T: Pod>(
     0
 }
 
-/// A reduction operator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
-    /// Bitwise and.
-    And,
-    /// Bitwise or.
-    Or,
-    /// Bitwise exclusive or.
-    Xor,
-    /// Maximum.
-    Max,
-    /// Minimum.
-    Min,
-    /// Sum.
-    Sum,
-    /// Product.
-    Prod,
-}
-
-impl Op {
-    fn host(self) -> ReduceOp {
-        match self {
-            Op::And => ReduceOp::And,
-            Op::Or => ReduceOp::Or,
-            Op::Xor => ReduceOp::Xor,
-            Op::Max => ReduceOp::Max,
-            Op::Min => ReduceOp::Min,
-            Op::Sum => ReduceOp::Sum,
-            Op::Prod => ReduceOp::Prod,
-        }
-    }
-}
-
 /// A type the C reductions take: the host library's [`Reduce`] types and
 /// the complex types (reduced on the host through [`exchange`]).
 pub trait CReduce: Pod {
     /// `a op b`.
-    fn combine(op: Op, a: Self, b: Self) -> Self;
+    fn combine(op: ReduceOp, a: Self, b: Self) -> Self;
     /// The host library's reduction on heap objects, when it has this type.
     #[allow(clippy::too_many_arguments)]
-    fn heap(ctx: &Context, g: &Group<'_>, op: Op, d: u64, o: u64, n: usize) -> Option<Result<()>>;
+    fn heap(
+        ctx: &Context,
+        g: &Group<'_>,
+        op: ReduceOp,
+        d: u64,
+        o: u64,
+        n: usize,
+    ) -> Option<Result<()>>;
 }
 
 impl<T: Reduce> CReduce for T {
-    fn combine(op: Op, a: Self, b: Self) -> Self {
-        T::host_combine(op.host(), a, b)
+    fn combine(op: ReduceOp, a: Self, b: Self) -> Self {
+        T::host_combine(op, a, b)
     }
-    fn heap(ctx: &Context, g: &Group<'_>, op: Op, d: u64, o: u64, n: usize) -> Option<Result<()>> {
+    fn heap(
+        ctx: &Context,
+        g: &Group<'_>,
+        op: ReduceOp,
+        d: u64,
+        o: u64,
+        n: usize,
+    ) -> Option<Result<()>> {
         let (d, o) = (SymSlice::<T>::from_raw(d, n), SymSlice::<T>::from_raw(o, n));
         Some(match g {
-            Group::Team(t) => ctx.reduce(*t, op.host(), &d, &o, n),
-            Group::Set(set, ps) => ctx.reduce_active(op.host(), &d, &o, n, *set, ps),
+            Group::Team(t) => ctx.reduce(*t, op, &d, &o, n),
+            Group::Set(set, ps) => ctx.reduce_active(op, &d, &o, n, *set, ps),
         })
     }
 }
@@ -389,14 +370,14 @@ impl<T: Reduce> CReduce for T {
 macro_rules! complex_reduce {
     ($($f:ty),*) => {$(
         impl CReduce for Complex<$f> {
-            fn combine(op: Op, a: Self, b: Self) -> Self {
+            fn combine(op: ReduceOp, a: Self, b: Self) -> Self {
                 match op {
-                    Op::Sum => Complex { re: a.re + b.re, im: a.im + b.im },
-                    Op::Prod => Complex { re: a.re * b.re - a.im * b.im, im: a.re * b.im + a.im * b.re },
+                    ReduceOp::Sum => Complex { re: a.re + b.re, im: a.im + b.im },
+                    ReduceOp::Prod => Complex { re: a.re * b.re - a.im * b.im, im: a.re * b.im + a.im * b.re },
                     _ => unreachable!("the header has only sum and product of complex types"),
                 }
             }
-            fn heap(_: &Context, _: &Group<'_>, _: Op, _: u64, _: u64, _: usize) -> Option<Result<()>> {
+            fn heap(_: &Context, _: &Group<'_>, _: ReduceOp, _: u64, _: u64, _: usize) -> Option<Result<()>> {
                 None
             }
         }
@@ -409,7 +390,7 @@ complex_reduce!(f32, f64);
 pub fn reduce<T: CReduce>(
     call: &str,
     on: On,
-    op: Op,
+    op: ReduceOp,
     dest: *mut T,
     source: *const T,
     nreduce: usize,
@@ -457,7 +438,7 @@ pub fn reduce<T: CReduce>(
 #[allow(clippy::too_many_arguments)]
 pub fn to_all<T: CReduce>(
     call: &str,
-    op: Op,
+    op: ReduceOp,
     dest: *mut T,
     source: *const T,
     nreduce: i32,

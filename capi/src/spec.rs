@@ -593,27 +593,27 @@ pub const API: &[Api] = &[
     one("int shmem_alltoallmem(shmem_team_t team, void *dest, const void *source, size_t nelems)", "crate::coll::alltoalls::<u8>({F}, crate::coll::On::Team(team), dest.cast(), source.cast(), 1, 1, nelems)"),
     fam_gen(RMA, "shmem_alltoalls", 1, "int shmem_{N}_alltoalls(shmem_team_t team, TYPE *dest, const TYPE *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems)", "crate::coll::alltoalls::<{R}>({F}, crate::coll::On::Team(team), dest, source, dst, sst, nelems)"),
     one("int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems)", "crate::coll::alltoalls::<u8>({F}, crate::coll::On::Team(team), dest.cast(), source.cast(), dst, sst, nelems)"),
-    fam_gen(RED_BIT, "shmem_and_reduce", 1, "int shmem_{N}_and_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), crate::coll::Op::And, dest, source, nreduce)"),
-    fam_gen(RED_BIT, "shmem_or_reduce", 1, "int shmem_{N}_or_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), crate::coll::Op::Or, dest, source, nreduce)"),
-    fam_gen(RED_BIT, "shmem_xor_reduce", 1, "int shmem_{N}_xor_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), crate::coll::Op::Xor, dest, source, nreduce)"),
+    fam_gen(RED_BIT, "shmem_and_reduce", 1, "int shmem_{N}_and_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), vkshmem_host::ReduceOp::And, dest, source, nreduce)"),
+    fam_gen(RED_BIT, "shmem_or_reduce", 1, "int shmem_{N}_or_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), vkshmem_host::ReduceOp::Or, dest, source, nreduce)"),
+    fam_gen(RED_BIT, "shmem_xor_reduce", 1, "int shmem_{N}_xor_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), vkshmem_host::ReduceOp::Xor, dest, source, nreduce)"),
     Api {
         inline_ld: Some("{ return vkshmemx_reduce_bytes(team, 0, 0, 0, NULL, dest, source, nreduce, sizeof(long double), vkshmem_ld_max); }"),
-        ..fam_gen(RED_CMP, "shmem_max_reduce", 1, "int shmem_{N}_max_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), crate::coll::Op::Max, dest, source, nreduce)")
+        ..fam_gen(RED_CMP, "shmem_max_reduce", 1, "int shmem_{N}_max_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), vkshmem_host::ReduceOp::Max, dest, source, nreduce)")
     },
     Api {
         inline_ld: Some("{ return vkshmemx_reduce_bytes(team, 0, 0, 0, NULL, dest, source, nreduce, sizeof(long double), vkshmem_ld_min); }"),
-        ..fam_gen(RED_CMP, "shmem_min_reduce", 1, "int shmem_{N}_min_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), crate::coll::Op::Min, dest, source, nreduce)")
+        ..fam_gen(RED_CMP, "shmem_min_reduce", 1, "int shmem_{N}_min_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), vkshmem_host::ReduceOp::Min, dest, source, nreduce)")
     },
     Api {
         inline_ld: Some("{ return vkshmemx_reduce_bytes(team, 0, 0, 0, NULL, dest, source, nreduce, sizeof(long double), vkshmem_ld_sum); }"),
-        ..fam_gen(RED_CMP, "shmem_sum_reduce", 1, "int shmem_{N}_sum_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), crate::coll::Op::Sum, dest, source, nreduce)")
+        ..fam_gen(RED_CMP, "shmem_sum_reduce", 1, "int shmem_{N}_sum_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), vkshmem_host::ReduceOp::Sum, dest, source, nreduce)")
     },
     Api {
         inline_ld: Some("{ return vkshmemx_reduce_bytes(team, 0, 0, 0, NULL, dest, source, nreduce, sizeof(long double), vkshmem_ld_prod); }"),
-        ..fam_gen(RED_CMP, "shmem_prod_reduce", 1, "int shmem_{N}_prod_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), crate::coll::Op::Prod, dest, source, nreduce)")
+        ..fam_gen(RED_CMP, "shmem_prod_reduce", 1, "int shmem_{N}_prod_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), vkshmem_host::ReduceOp::Prod, dest, source, nreduce)")
     },
-    fam_gen(RED_COMPLEX, "shmem_sum_reduce", 1, "int shmem_{N}_sum_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), crate::coll::Op::Sum, dest, source, nreduce)"),
-    fam_gen(RED_COMPLEX, "shmem_prod_reduce", 1, "int shmem_{N}_prod_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), crate::coll::Op::Prod, dest, source, nreduce)"),
+    fam_gen(RED_COMPLEX, "shmem_sum_reduce", 1, "int shmem_{N}_sum_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), vkshmem_host::ReduceOp::Sum, dest, source, nreduce)"),
+    fam_gen(RED_COMPLEX, "shmem_prod_reduce", 1, "int shmem_{N}_prod_reduce(shmem_team_t team, TYPE *dest, const TYPE *source, size_t nreduce)", "crate::coll::reduce::<{R}>({F}, crate::coll::On::Team(team), vkshmem_host::ReduceOp::Prod, dest, source, nreduce)"),
     // Reductions of types Rust cannot compute (long double): the combine
     // function comes from the header (compiled by the program's compiler).
     one("int vkshmemx_reduce_bytes(shmem_team_t team, int PE_start, int logPE_stride, int PE_size, long *pSync, void *dest, const void *source, size_t nreduce, size_t elem_size, vkshmem_combine_fn combine)", "crate::coll::reduce_bytes(team, PE_start, logPE_stride, PE_size, pSync, dest, source, nreduce, elem_size, combine)"),
@@ -628,25 +628,25 @@ pub const API: &[Api] = &[
     one("void shmem_alltoall64(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync)", "{ crate::coll::alltoalls::<u64>({F}, crate::coll::On::Set(PE_start, logPE_stride, PE_size, pSync), dest.cast(), source.cast(), 1, 1, nelems); }"),
     one("void shmem_alltoalls32(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync)", "{ crate::coll::alltoalls::<u32>({F}, crate::coll::On::Set(PE_start, logPE_stride, PE_size, pSync), dest.cast(), source.cast(), dst, sst, nelems); }"),
     one("void shmem_alltoalls64(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync)", "{ crate::coll::alltoalls::<u64>({F}, crate::coll::On::Set(PE_start, logPE_stride, PE_size, pSync), dest.cast(), source.cast(), dst, sst, nelems); }"),
-    fam(TOALL_BIT, "void shmem_{N}_and_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, crate::coll::Op::And, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }"),
-    fam(TOALL_BIT, "void shmem_{N}_or_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, crate::coll::Op::Or, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }"),
-    fam(TOALL_BIT, "void shmem_{N}_xor_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, crate::coll::Op::Xor, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }"),
+    fam(TOALL_BIT, "void shmem_{N}_and_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, vkshmem_host::ReduceOp::And, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }"),
+    fam(TOALL_BIT, "void shmem_{N}_or_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, vkshmem_host::ReduceOp::Or, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }"),
+    fam(TOALL_BIT, "void shmem_{N}_xor_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, vkshmem_host::ReduceOp::Xor, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }"),
     Api {
         inline_ld: Some("{ (void)pWrk; vkshmemx_reduce_bytes(SHMEM_TEAM_INVALID, PE_start, logPE_stride, PE_size, pSync, dest, source, nreduce < 0 ? (size_t)-1 : (size_t)nreduce, sizeof(long double), vkshmem_ld_max); }"),
-        ..fam(TOALL_ARITH, "void shmem_{N}_max_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, crate::coll::Op::Max, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }")
+        ..fam(TOALL_ARITH, "void shmem_{N}_max_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, vkshmem_host::ReduceOp::Max, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }")
     },
     Api {
         inline_ld: Some("{ (void)pWrk; vkshmemx_reduce_bytes(SHMEM_TEAM_INVALID, PE_start, logPE_stride, PE_size, pSync, dest, source, nreduce < 0 ? (size_t)-1 : (size_t)nreduce, sizeof(long double), vkshmem_ld_min); }"),
-        ..fam(TOALL_ARITH, "void shmem_{N}_min_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, crate::coll::Op::Min, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }")
+        ..fam(TOALL_ARITH, "void shmem_{N}_min_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, vkshmem_host::ReduceOp::Min, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }")
     },
     Api {
         inline_ld: Some("{ (void)pWrk; vkshmemx_reduce_bytes(SHMEM_TEAM_INVALID, PE_start, logPE_stride, PE_size, pSync, dest, source, nreduce < 0 ? (size_t)-1 : (size_t)nreduce, sizeof(long double), vkshmem_ld_sum); }"),
-        ..fam(TOALL_ARITH, "void shmem_{N}_sum_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, crate::coll::Op::Sum, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }")
+        ..fam(TOALL_ARITH, "void shmem_{N}_sum_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, vkshmem_host::ReduceOp::Sum, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }")
     },
     Api {
         inline_ld: Some("{ (void)pWrk; vkshmemx_reduce_bytes(SHMEM_TEAM_INVALID, PE_start, logPE_stride, PE_size, pSync, dest, source, nreduce < 0 ? (size_t)-1 : (size_t)nreduce, sizeof(long double), vkshmem_ld_prod); }"),
-        ..fam(TOALL_ARITH, "void shmem_{N}_prod_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, crate::coll::Op::Prod, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }")
+        ..fam(TOALL_ARITH, "void shmem_{N}_prod_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, vkshmem_host::ReduceOp::Prod, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }")
     },
-    fam(TOALL_COMPLEX, "void shmem_{N}_sum_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, crate::coll::Op::Sum, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }"),
-    fam(TOALL_COMPLEX, "void shmem_{N}_prod_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, crate::coll::Op::Prod, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }"),
+    fam(TOALL_COMPLEX, "void shmem_{N}_sum_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, vkshmem_host::ReduceOp::Sum, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }"),
+    fam(TOALL_COMPLEX, "void shmem_{N}_prod_to_all(TYPE *dest, const TYPE *source, int nreduce, int PE_start, int logPE_stride, int PE_size, TYPE *pWrk, long *pSync)", "{ crate::coll::to_all::<{R}>({F}, vkshmem_host::ReduceOp::Prod, dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync); }"),
 ];

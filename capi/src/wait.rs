@@ -3,6 +3,8 @@
 //! (heap or global), read atomically through this PE's address; a wait
 //! ends with a message when the job aborts or past the wait timeout.
 
+use vkshmem_host::rma::Cmp;
+
 use crate::amo::{load, Word};
 use crate::setup::{fatal, st, OrDie};
 
@@ -12,14 +14,16 @@ static ROTATE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::
 /// `SHMEM_CMP_NE`.
 pub const CMP_NE: i32 = 1;
 
-fn holds<T: PartialOrd>(call: &str, cmp: i32, a: T, b: T) -> bool {
+/// The host library's comparison for a `SHMEM_CMP_*` value, or the end of
+/// the PE for an unknown one.
+fn cmp_of(call: &str, cmp: i32) -> Cmp {
     match cmp {
-        0 => a == b,
-        1 => a != b,
-        2 => a > b,
-        3 => a >= b,
-        4 => a < b,
-        5 => a <= b,
+        0 => Cmp::Eq,
+        1 => Cmp::Ne,
+        2 => Cmp::Gt,
+        3 => Cmp::Ge,
+        4 => Cmp::Lt,
+        5 => Cmp::Le,
         c => fatal(
             call,
             format!("unknown comparison {c} (SHMEM_CMP_EQ .. SHMEM_CMP_LE)"),
@@ -59,14 +63,14 @@ fn check<T>(call: &str, ivars: *const T, n: usize) {
 /// `wait_until`; returns the value that satisfied the comparison.
 pub fn wait_until<T: Word>(call: &str, ivar: *mut T, cmp: i32, value: T) -> T {
     check(call, ivar, 1);
-    let _ = holds(call, cmp, value, value);
+    let cmp = cmp_of(call, cmp);
     let mut seen = value;
     st(call)
         .ctx
         .poll_until(call, || {
             // SAFETY: checked: this PE's aligned symmetric word; writers use atomics.
             seen = unsafe { load::<T>(ivar.cast()) };
-            Ok(holds(call, cmp, seen, value))
+            Ok(cmp.holds(seen, value))
         })
         .or_die(call);
     seen
@@ -76,7 +80,7 @@ pub fn wait_until<T: Word>(call: &str, ivar: *mut T, cmp: i32, value: T) -> T {
 pub fn test<T: Word>(call: &str, ivar: *mut T, cmp: i32, value: T) -> i32 {
     check(call, ivar, 1);
     // SAFETY: as in `wait_until`.
-    i32::from(holds(call, cmp, unsafe { load::<T>(ivar.cast()) }, value))
+    i32::from(cmp_of(call, cmp).holds(unsafe { load::<T>(ivar.cast()) }, value))
 }
 
 /// The `_all`, `_any` and `_some` waits and tests (`block`: wait, else test).
@@ -121,15 +125,9 @@ pub fn many<T: Word>(
         // SAFETY: C's contract: nelems comparison values.
         Vals::Each(p) => unsafe { p.add(i).read_unaligned() },
     };
+    let cmp = cmp_of(call, cmp);
     // SAFETY: word i of the checked symmetric array.
-    let ok = |i: usize| {
-        holds(
-            call,
-            cmp,
-            unsafe { load::<T>(ivars.add(i).cast()) },
-            value(i),
-        )
-    };
+    let ok = |i: usize| cmp.holds(unsafe { load::<T>(ivars.add(i).cast()) }, value(i));
     let start = ROTATE.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % nelems;
     let mut out = none;
     let mut ready = || -> bool {
