@@ -76,7 +76,7 @@ pub use vkshmem_host::queue;
 /// point-to-point waits (see the module).
 pub use vkshmem_host::rma;
 pub use vkshmem_host::{
-    ash, ActiveSet, BitwiseReduce, Collective, Context, DeviceCaps, DeviceInfo, DeviceKernel,
+    ash, half, ActiveSet, BitwiseReduce, Collective, Context, DeviceCaps, DeviceInfo, DeviceKernel,
     Error, HeapWindow, Kernel, Persistent, Queued, RawBuffer, Reduce, ReduceOp, Request, Result,
     SymBuffer, SymSlice, Team, TeamConfig, TeamShape, Transport, UserBinding, UserDevice,
 };

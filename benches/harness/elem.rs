@@ -43,3 +43,16 @@ macro_rules! float_elem {
     )*};
 }
 float_elem!(f32 => "float", f64 => "double");
+
+macro_rules! half_elem {
+    ($($t:ty => $name:literal),*) => {$(
+        impl Elem for $t {
+            const NAME: &'static str = $name;
+            const BITWISE: bool = false;
+            fn pat(pe: u32, i: usize) -> Self {
+                <$t>::from_f32((1 + (pe as usize + i) % 2) as f32)
+            }
+        }
+    )*};
+}
+half_elem!(vkshmem::half::f16 => "float16", vkshmem::half::bf16 => "bfloat16");

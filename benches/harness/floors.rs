@@ -1,8 +1,9 @@
 //! The floors and the roofline every row is judged against, measured in the same
 //! run on the same device:
 //!
-//! - the copy roofline: a plain vec4 copy kernel's bandwidth (bytes read plus
-//!   written per second), every PE copying at once as they share the device;
+//! - the copy roofline ([`Roofline`]): a plain vec4 copy kernel's bandwidth
+//!   (bytes read plus written per second) at each row's footprint, every PE
+//!   copying at once as they share the device;
 //! - the empty submit: one empty command buffer submitted and waited for, the
 //!   least any host-initiated device operation costs;
 //! - one dispatch: the smallest compute dispatch (one workgroup storing one
@@ -18,7 +19,7 @@
 
 use std::time::Instant;
 
-use vkshmem::{Context, SymBuffer};
+use vkshmem::{Context, ReduceOp, SymBuffer};
 
 /// The roofline's copy kernel: a plain vec4 copy between two user buffers, each
 /// invocation striding over the vec4s (the wide reduction's access pattern).
@@ -29,6 +30,24 @@ const COPY_KERNEL: &str = "
 fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
     let n = arrayLength(&src);
     for (var i = g.x; i < n; i += nw.x * 64u) {
+        dst[i] = src[i];
+    }
+}
+";
+
+/// The roofline's other copy kernel: each workgroup copies one contiguous
+/// span, its invocations interleaved within it (the wide kernels' loop past
+/// the dispatch limit, `vkshmem_device::collectives` `wide_loop`).
+const SPAN_COPY_KERNEL: &str = "
+@group(1) @binding(0) var<storage, read_write> src: array<vec4<u32>>;
+@group(1) @binding(1) var<storage, read_write> dst: array<vec4<u32>>;
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32, @builtin(num_workgroups) nw: vec3<u32>) {
+    let n = arrayLength(&src);
+    let span = (n + nw.x - 1u) / nw.x;
+    let lo = wg.x * span;
+    let hi = min(lo + span, n);
+    for (var i = lo + li; i < hi; i += 64u) {
         dst[i] = src[i];
     }
 }
@@ -68,34 +87,163 @@ fn main(@builtin(local_invocation_index) li: u32) {{
     )
 }
 
-/// The device's copy bandwidth (bytes read plus written per second, all PEs of
-/// the job together, as they share the device): every PE copies `bytes` at the
-/// same time, timed on the wall clock from a barrier before the launches to a
-/// barrier after them (so the time covers the slowest PE; the barriers add a
-/// bootstrap round, small next to the copy); the best of three at each of
-/// several workgroup counts (from a few per core to one vec4 per invocation).
-/// Collective; the result is this PE's measurement.
-pub fn copy_bandwidth(ctx: &Context, bytes: u64) -> anyhow::Result<f64> {
-    let a = ctx.malloc::<u8>(bytes as usize)?;
-    let b = ctx.malloc::<u8>(bytes as usize)?;
-    let k = ctx.device_kernel(COPY_KERNEL, "roofline_copy")?;
-    let one_each = (bytes / 16).div_ceil(64).clamp(1, 65535) as u32;
-    let mut best = f64::MAX;
-    for groups in [16, 64, 256, 1024, 4096, one_each] {
-        for _ in 0..3 {
-            ctx.barrier_all()?;
+/// The roofline: the device's copy bandwidth (bytes read plus written per
+/// second, all PEs of the job together, as they share the device) at the
+/// footprint of each row, measured in the same run.
+///
+/// Every PE copies the same number of bytes at the same time, from a barrier
+/// to a barrier, and a trial takes the slowest PE's time (a maximum over the
+/// PEs, so that a PE that started late cannot make the copy look faster than
+/// it was). A size's bandwidth is the best trial over workgroup counts from a
+/// few per core to one vec4 per invocation (what the wide kernels launch),
+/// three trials each, with the same vec4 loop as the wide kernels. A row is
+/// judged against a copy of the bytes it must move ([`Roofline::at`]), so a
+/// collective whose data fits the caches meets a copy that fits them too: no
+/// copy a collective makes can beat its roofline. Sizes past the buffers
+/// (`cap`) take the bandwidth at `cap` (the copy is memory-bound there), and
+/// no size's is below the 16 MiB copy's. Each size is measured again at every
+/// row that asks for it and keeps its best, so one measurement taken while
+/// the machine was busy cannot lower it.
+/// Rows that move less than this per PE are judged against the large copy
+/// (16 MiB): a copy this small is mostly its launch.
+const ROOFLINE_MIN_BYTES: u64 = 256 << 10;
+
+pub struct Roofline {
+    a: SymBuffer<u8>,
+    b: SymBuffer<u8>,
+    took: SymBuffer<f64>,
+    /// The grid-strided copy and the span copy.
+    kernels: [std::sync::Arc<vkshmem::DeviceKernel>; 2],
+    cap: u64,
+    /// Bandwidth by bytes copied per PE.
+    measured: std::cell::RefCell<std::collections::HashMap<u64, f64>>,
+    /// Host memcpy bandwidth by bytes copied per PE.
+    memcpy: std::cell::RefCell<std::collections::HashMap<u64, f64>>,
+}
+
+impl Roofline {
+    /// Buffers for copies of up to `cap` bytes per PE. Collective.
+    pub fn new(ctx: &Context, cap: u64) -> anyhow::Result<Roofline> {
+        let cap = cap.max(16) / 16 * 16;
+        Ok(Roofline {
+            a: ctx.malloc::<u8>(cap as usize)?,
+            b: ctx.malloc::<u8>(cap as usize)?,
+            took: ctx.calloc(1)?,
+            kernels: [
+                ctx.device_kernel(COPY_KERNEL, "roofline_copy")?,
+                ctx.device_kernel(SPAN_COPY_KERNEL, "roofline_span_copy")?,
+            ],
+            cap,
+            measured: Default::default(),
+            memcpy: Default::default(),
+        })
+    }
+
+    /// The largest copy it measures per PE.
+    pub fn cap(&self) -> u64 {
+        self.cap
+    }
+
+    /// The roofline of a row that copies `bytes` per PE (read, and as many
+    /// written): the copy kernel's bandwidth at that size ([`Roofline::at`]),
+    /// and where the row may have run on the host (`host_path`: a host call
+    /// within [`Context::host_path_max`]) the host memcpy's too, whichever is
+    /// faster. Collective over WORLD, as `at`.
+    pub fn of_row(&self, ctx: &Context, bytes: u64, host_path: bool) -> anyhow::Result<f64> {
+        let kernel = self.at(ctx, bytes)?;
+        if !host_path {
+            return Ok(kernel);
+        }
+        Ok(kernel.max(self.memcpy_at(ctx, bytes)?))
+    }
+
+    /// Host memcpy between two buffers of this PE's, `bytes` at a time, on
+    /// every PE at once with no synchronisation inside the timing: the best
+    /// of many copies on each PE, the slowest PE's best (bytes read plus
+    /// written per second, all PEs together).
+    fn memcpy_at(&self, ctx: &Context, bytes: u64) -> anyhow::Result<f64> {
+        let size = bytes.max(1);
+        if let Some(&bps) = self.memcpy.borrow().get(&size) {
+            return Ok(bps);
+        }
+        let src = vec![0x5au8; size as usize];
+        let mut dst = vec![0u8; size as usize];
+        let trials = ((4 << 20) / size).clamp(5, 1000);
+        ctx.barrier_all()?;
+        let mut best = f64::MAX;
+        for _ in 0..trials {
             let t = Instant::now();
-            ctx.launch(
-                &k,
-                [groups.min(one_each), 1, 1],
-                &[a.window(ctx.my_pe()), b.window(ctx.my_pe())],
-                &[],
-            )?;
-            ctx.barrier_all()?;
+            dst.copy_from_slice(std::hint::black_box(&src));
+            std::hint::black_box(&mut dst);
             best = best.min(t.elapsed().as_secs_f64());
         }
+        ctx.barrier_all()?;
+        self.took.write(&[best.max(1e-9)])?;
+        let s = self.took.as_slice();
+        ctx.reduce(vkshmem::Team::WORLD, ReduceOp::Max, &s, &s, 1)?;
+        let bps = ctx.n_pes() as f64 * 2.0 * size as f64 / self.took.to_vec()?[0];
+        self.memcpy.borrow_mut().insert(size, bps);
+        Ok(bps)
     }
-    Ok(ctx.n_pes() as f64 * 2.0 * bytes as f64 / best)
+
+    /// The copy kernel's bandwidth with `bytes` read and as many written on
+    /// every PE (rounded up to whole vec4s, at most `cap`): measured at each
+    /// call, the best of every measurement of that size so far. Collective
+    /// over WORLD: every PE must ask for the same sizes in the same order.
+    pub fn at(&self, ctx: &Context, bytes: u64) -> anyhow::Result<f64> {
+        let size = bytes.div_ceil(16).max(1).saturating_mul(16).min(self.cap);
+        // A copy that costs about one launch is no roofline: small rows take
+        // the large copy's bandwidth.
+        let large = self.cap.min(16 << 20);
+        if size < ROOFLINE_MIN_BYTES && size < large {
+            if let Some(&bps) = self.measured.borrow().get(&large) {
+                return Ok(bps);
+            }
+            return self.at(ctx, large);
+        }
+        // Measured again at every row (its best so far kept): a machine
+        // that was busy while one measurement ran must not lower the roofline.
+        let before = self.measured.borrow().get(&size).copied().unwrap_or(0.0);
+        let me = ctx.my_pe();
+        let window = |buf: &SymBuffer<u8>| {
+            let mut w = buf.window(me);
+            w.bytes = size;
+            w
+        };
+        let one_each = (size / 16).div_ceil(64).clamp(1, 65535) as u32;
+        let four_each = (size / 16).div_ceil(256).clamp(1, 65535) as u32;
+        let mut groups: Vec<u32> = [16, 64, 256, 1024, 4096, four_each, one_each]
+            .into_iter()
+            .map(|g| g.min(one_each))
+            .collect();
+        groups.sort_unstable();
+        groups.dedup();
+        let mut best = 0.0f64;
+        for (k, g) in self
+            .kernels
+            .iter()
+            .flat_map(|k| groups.iter().map(move |&g| (k, g)))
+        {
+            for _ in 0..3 {
+                ctx.barrier_all()?;
+                let t = Instant::now();
+                ctx.launch(k, [g, 1, 1], &[window(&self.a), window(&self.b)], &[])?;
+                ctx.barrier_all()?;
+                self.took.write(&[t.elapsed().as_secs_f64()])?;
+                let s = self.took.as_slice();
+                ctx.reduce(vkshmem::Team::WORLD, ReduceOp::Max, &s, &s, 1)?;
+                let bps = ctx.n_pes() as f64 * 2.0 * size as f64 / self.took.to_vec()?[0];
+                best = best.max(bps);
+            }
+        }
+        best = best.max(before);
+        // Never below the large copy's (a smaller copy pays its launch).
+        if size != large {
+            best = best.max(self.measured.borrow().get(&large).copied().unwrap_or(0.0));
+        }
+        self.measured.borrow_mut().insert(size, best);
+        Ok(best)
+    }
 }
 
 /// This PE's host memcpy bandwidth (bytes read plus written per second): the

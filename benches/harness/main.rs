@@ -23,8 +23,10 @@
 //!   fcollect and its whole send buffer, n blocks, for alltoall(s));
 //!   busbw = algbw times nccl-tests' factor.
 //! - `roofline_pct`: the time the least data movement of the call would take at
-//!   the copy kernel's bandwidth (measured at start: every PE copies 16 MiB at
-//!   once, read plus written bytes of all PEs over the time), over the measured
+//!   the copy kernel's bandwidth (measured at start, `floors::copy_bandwidth`:
+//!   every PE copies at once, read plus written bytes of all PEs over the
+//!   slowest PE's time, the best over 1, 4 and 16 MiB and over workgroup
+//!   counts up to the wide kernels' one vec4 per invocation), over the measured
 //!   time. The least movement sums every PE's inputs read once and outputs
 //!   written once, as all PEs of a job share one device on lavapipe (on several
 //!   GPUs both sums run over devices that do not share memory).
@@ -121,7 +123,9 @@ struct Args {
     #[arg(long, default_value_t = 100)]
     chain: u32,
     /// Element type (ishmem's TYPENAMEs): float, double, int8, int16, int32,
-    /// int64, uint8, uint16, uint32, uint64 (also int, long, uint, ulong, size).
+    /// int64, uint8, uint16, uint32, uint64 (also int, long, uint, ulong, size);
+    /// and the half-precision float16 and bfloat16 (reductions in f32, each
+    /// step rounded to the type).
     #[arg(long = "type", default_value = "float")]
     ty: String,
     /// Reduction operation: and, or, xor (integer types), max, min, sum, prod.
@@ -179,8 +183,8 @@ struct Args {
 struct Bench<'a> {
     ctx: &'a Context,
     args: &'a Args,
-    /// The copy kernel's bandwidth, bytes/s, all PEs copying at once.
-    copy_bw: f64,
+    /// The copy kernel's bandwidth at each row's footprint.
+    roofline: floors::Roofline,
     src: SymBuffer<u8>,
     dst: SymBuffer<u8>,
     /// This PE's wrong count, then (after a sum over WORLD) everyone's.
@@ -409,6 +413,14 @@ impl Bench<'_> {
             };
             // Keeps the PEs outside the team in step.
             ctx.barrier_all()?;
+            // The copy of the bytes the call must move, on every PE (collective).
+            let least = least_traffic(coll, bytes, n as u64).filter(|&b| b > 0);
+            // A host call this small may have run on the host (memcpy
+            // through the heap's mapping): its roofline counts the memcpy.
+            let host_path = form == Form::Host && bytes <= ctx.host_path_max();
+            let roof_bps = least
+                .map(|b| self.roofline.of_row(ctx, b / (2 * n as u64), host_path))
+                .transpose()?;
             let (median_us, min_us, max_us) = metrics::stats_us(&samples);
             let factor = metrics::bus_factor(coll, n);
             let algbw =
@@ -440,9 +452,11 @@ impl Bench<'_> {
                 max_us,
                 algbw,
                 busbw: algbw.zip(factor).map(|(a, f)| a * f),
-                roofline_pct: least_traffic(coll, bytes, n as u64)
+                roofline_pct: least
+                    .zip(roof_bps)
                     .filter(|_| median_us > 0.0)
-                    .map(|b| 100.0 * (b as f64 / self.copy_bw) / (median_us * 1e-6)),
+                    .map(|(b, bps)| 100.0 * (b as f64 / bps) / (median_us * 1e-6)),
+                roofline_gbps: roof_bps.map(|b| b / 1e9),
                 wrong,
             })?;
             self.progress.inc(1);
@@ -473,7 +487,11 @@ impl Bench<'_> {
             "uint16" | "ushort" => self.run::<u16>(coll, op, form, out),
             "uint32" | "uint" => self.run::<u32>(coll, op, form, out),
             "uint64" | "ulong" | "size" => self.run::<u64>(coll, op, form, out),
-            t => bail!("--type {t:?}: float, double, int8..int64, uint8..uint64"),
+            "float16" => self.run::<vkshmem::half::f16>(coll, op, form, out),
+            "bfloat16" => self.run::<vkshmem::half::bf16>(coll, op, form, out),
+            t => {
+                bail!("--type {t:?}: float, double, float16, bfloat16, int8..int64, uint8..uint64")
+            }
         }
     }
 
@@ -631,10 +649,10 @@ fn make_team(ctx: &Context, spec: &str) -> anyhow::Result<(Team, Vec<u32>)> {
 fn elem_size(ty: &str) -> anyhow::Result<u64> {
     Ok(match ty {
         "int8" | "uint8" | "uchar" => 1,
-        "int16" | "uint16" | "ushort" => 2,
+        "int16" | "uint16" | "ushort" | "float16" | "bfloat16" => 2,
         "float" | "int32" | "int" | "uint32" | "uint" => 4,
         "double" | "int64" | "long" | "uint64" | "ulong" | "size" => 8,
-        t => bail!("--type {t:?}: float, double, int8..int64, uint8..uint64"),
+        t => bail!("--type {t:?}: float, double, float16, bfloat16, int8..int64, uint8..uint64"),
     })
 }
 
@@ -748,7 +766,16 @@ fn run() -> anyhow::Result<()> {
             .map_or(true, |t| t != vkshmem::Transport::Direct)
     });
 
-    let copy_bps = floors::copy_bandwidth(&ctx, (16 << 20).min(ctx.heap_size() / 8))?;
+    // Copies up to what the largest row must move per PE (read plus write).
+    let most = colls
+        .iter()
+        .filter_map(|c| least_traffic(c, args.max_bytes, n as u64))
+        .max()
+        .unwrap_or(0)
+        / (2 * n as u64);
+    let roofline = floors::Roofline::new(&ctx, most.max(16 << 20).min(ctx.heap_size() / 8))?;
+    let copy_at = (16 << 20).min(roofline.cap());
+    let copy_bps = roofline.at(&ctx, copy_at)?;
     let per_dispatch =
         device::calls_per_dispatch(capped, oversubscribed, 0, args.iters).unwrap_or(1);
     let atomic_barrier_us = if spans_devices {
@@ -795,8 +822,9 @@ fn run() -> anyhow::Result<()> {
             members.len()
         );
         println!(
-            "# roofline: copy kernel {:.2} GB/s (read + write, 16 MiB on each of the {n} PEs at once)",
-            copy_bps / 1e9
+            "# roofline: copy kernel {:.2} GB/s at {} KiB per PE (read + write, every PE at once, the slowest PE's time); each row's roofline_pct is against the copy of its own footprint (roofline_GBps in the CSV)",
+            copy_bps / 1e9,
+            copy_at >> 10
         );
     }
     let total: u64 = colls
@@ -817,7 +845,7 @@ fn run() -> anyhow::Result<()> {
     let bench = Bench {
         ctx: &ctx,
         args: &args,
-        copy_bw: copy_bps,
+        roofline,
         src: ctx.malloc::<u8>(room as usize)?,
         dst: ctx.malloc::<u8>(room as usize)?,
         wrong: ctx.calloc::<u32>(1)?,

@@ -37,13 +37,16 @@ pub struct Row {
     #[serde(rename = "busbw_GBps")]
     pub busbw: Option<f64>,
     pub roofline_pct: Option<f64>,
+    /// The copy bandwidth the row is judged against (its footprint's).
+    #[serde(rename = "roofline_GBps")]
+    pub roofline_gbps: Option<f64>,
     pub wrong: Option<u64>,
 }
 
 /// The CSV header: [`Row`]'s serialized field names, in order (a test keeps the
 /// two the same). Written before the first row, so a run that fails before its
 /// first row still leaves a CSV with its header.
-pub const COLUMNS: [&str; 15] = [
+pub const COLUMNS: [&str; 16] = [
     "collective",
     "scope",
     "type",
@@ -58,6 +61,7 @@ pub const COLUMNS: [&str; 15] = [
     "algbw_GBps",
     "busbw_GBps",
     "roofline_pct",
+    "roofline_GBps",
     "wrong",
 ];
 
@@ -540,6 +544,7 @@ mod tests {
             algbw: Some(0.5),
             busbw: Some(0.75),
             roofline_pct: None,
+            roofline_gbps: None,
             wrong: Some(0),
         }
     }

@@ -1,9 +1,13 @@
 //! The collectives' device code, generated from one table of element kinds and
 //! reduction operations.
 //!
-//! - [`KINDS`]: the ten machine element kinds (8-, 16-, 32-, 64-bit integers, signed
-//!   and unsigned; f32; f64). Sub-word kinds are packed in the heap's 32-bit words:
-//!   a reduction combines the 4 or 2 lanes of a word one by one.
+//! - [`KINDS`]: the twelve machine element kinds (8-, 16-, 32-, 64-bit integers,
+//!   signed and unsigned; f32; f64; the half-precision f16 and bf16). Sub-word
+//!   kinds are packed in the heap's 32-bit words: a reduction combines the 4 or
+//!   2 lanes of a word one by one. Half-precision lanes are combined in f32 and
+//!   rounded to nearest even after every step ([`HALF_SOURCE`]), which gives
+//!   exactly what native half arithmetic gives (f32 has more than twice their
+//!   precision), so no device feature is needed.
 //! - [`TYPES`]: ishmem's TYPENAMEs (`char` … `double`), each a kind plus whether
 //!   the bitwise operations apply (ishmem's reduction table).
 //! - [`ReduceOp`]: and, or, xor, max, min, sum, prod.
@@ -97,8 +101,9 @@ const fn k(name: &'static str, bytes: u32, signed: bool, float: bool) -> Kind {
     }
 }
 
-/// The machine element kinds.
-pub const KINDS: [Kind; 10] = [
+/// The machine element kinds (their index is how the proxy ring names them:
+/// new kinds go at the end).
+pub const KINDS: [Kind; 12] = [
     k("i8", 1, true, false),
     k("u8", 1, false, false),
     k("i16", 2, true, false),
@@ -109,7 +114,72 @@ pub const KINDS: [Kind; 10] = [
     k("u64", 8, false, false),
     k("f32", 4, false, true),
     k("f64", 8, false, true),
+    k("f16", 2, false, true),
+    k("bf16", 2, false, true),
 ];
+
+/// Conversions between f32 and the half-precision kinds' bits (in the low 16
+/// bits of a u32), in integer arithmetic so that every driver rounds alike:
+/// f32 to half rounds to nearest even, overflows to infinity and keeps NaN a
+/// (quiet) NaN; half to f32 is exact (f16 subnormals included). WGSL's
+/// `pack2x16float` leaves overflow and rounding to the implementation.
+pub const HALF_SOURCE: &str = "
+fn vks_f16_value(h: u32) -> f32 {
+    let sign = (h & 0x8000u) << 16u;
+    let e = (h >> 10u) & 0x1fu;
+    let m = h & 0x3ffu;
+    if e == 0u {
+        let v = f32(m) * 5.9604644775390625e-8;
+        return select(v, -v, sign != 0u);
+    }
+    if e == 31u {
+        return bitcast<f32>(sign | 0x7f800000u | (m << 13u));
+    }
+    return bitcast<f32>(sign | ((e + 112u) << 23u) | (m << 13u));
+}
+fn vks_f16_bits(x: f32) -> u32 {
+    let u = bitcast<u32>(x);
+    let sign = (u >> 16u) & 0x8000u;
+    let a = u & 0x7fffffffu;
+    if a > 0x7f800000u {
+        return sign | 0x7e00u | ((a >> 13u) & 0x3ffu);
+    }
+    if a >= 0x477ff000u {
+        return sign | 0x7c00u;
+    }
+    if a < 0x38800000u {
+        if a <= 0x33000000u {
+            return sign;
+        }
+        let e = a >> 23u;
+        let m = (a & 0x7fffffu) | 0x800000u;
+        let sh = 126u - e;
+        let q = m >> sh;
+        let rem = m & ((1u << sh) - 1u);
+        let half = 1u << (sh - 1u);
+        let up = select(0u, 1u, rem > half || (rem == half && (q & 1u) == 1u));
+        return sign | (q + up);
+    }
+    let r = a - 0x38000000u;
+    return sign | ((r + 0xfffu + ((r >> 13u) & 1u)) >> 13u);
+}
+fn vks_bf16_value(h: u32) -> f32 {
+    return bitcast<f32>(h << 16u);
+}
+fn vks_bf16_bits(x: f32) -> u32 {
+    let u = bitcast<u32>(x);
+    if (u & 0x7fffffffu) > 0x7f800000u {
+        return (u >> 16u) | 0x40u;
+    }
+    return (u + 0x7fffu + ((u >> 16u) & 1u)) >> 16u;
+}
+";
+
+/// Whether `kind` is a half-precision float (stored as 16 bits, combined in
+/// f32 through [`HALF_SOURCE`]).
+pub fn is_half(kind: &Kind) -> bool {
+    kind.float && kind.bytes == 2
+}
 
 /// The index in [`KINDS`] of the kind called `name` (how the proxy ring
 /// names it).
@@ -142,7 +212,7 @@ const fn t(name: &'static str, kind: &'static str, bitwise: bool) -> TypeName {
 }
 
 /// ishmem's reduction types (its standard RMA types, as far as reductions go).
-pub const TYPES: [TypeName; 23] = [
+pub const TYPES: [TypeName; 25] = [
     t("char", "i8", false),
     t("schar", "i8", false),
     t("short", "i16", false),
@@ -166,6 +236,10 @@ pub const TYPES: [TypeName; 23] = [
     t("size", "u64", true),
     t("float", "f32", false),
     t("double", "f64", false),
+    // Beyond ishmem's table: the half-precision types of ML gradients
+    // (NCCL's ncclFloat16 and ncclBfloat16).
+    t("float16", "f16", false),
+    t("bfloat16", "bf16", false),
 ];
 
 /// Whether a library for `cfg` has device code for `kind`.
@@ -189,6 +263,7 @@ pub fn wide_kind_available(cfg: &LibraryConfig, kind: &Kind) -> bool {
 pub fn library_part(cfg: &LibraryConfig) -> String {
     let mut s = String::from("\n// ---- collectives (generated) ----\n");
     s.push_str(FIXED_SOURCE);
+    s.push_str(HALF_SOURCE);
     if cfg.int64 {
         s.push_str(
             "fn vks_load_u64(pe: u32, w: u32) -> u64 {
@@ -212,6 +287,14 @@ fn combine(s: &mut String, kind: &Kind) {
     let raw = if kind.bytes == 8 { "u64" } else { "u32" };
     // (bits -> value, value -> bits)
     let (from, to): (String, &str) = match (kind.float, kind.signed, kind.bytes) {
+        (true, _, 2) => (
+            format!("vks_{n}_value(X)"),
+            if n == "f16" {
+                "vks_f16_bits(X)"
+            } else {
+                "vks_bf16_bits(X)"
+            },
+        ),
         (true, _, 4) => ("bitcast<f32>(X)".into(), "bitcast<u32>(X)"),
         (true, _, _) => ("bitcast<f64>(X)".into(), "bitcast<u64>(X)"),
         (false, true, 8) => ("bitcast<i64>(X)".into(), "bitcast<u64>(X)"),
@@ -1023,6 +1106,28 @@ pub const WIDE_WINDOW_MAX_BYTES: u64 = 1 << 27;
 /// `minStorageBufferOffsetAlignment` (256), again the same on every device.
 pub const WIDE_WINDOW_ALIGN: u64 = 256;
 
+/// The entry point and loop of every wide kernel over the vec4 range
+/// `FIRST..END` (WGSL expressions of `a`, the immediates), with `i` the vec4
+/// index in the body that follows (the caller closes the loop and the
+/// function). Each workgroup takes one contiguous span of the range and its
+/// invocations interleave within it (`i = lo + li + 64k`): every step of a
+/// workgroup reads and writes 64 consecutive vec4s (coalesced on a GPU), and
+/// on llvmpipe, where a workgroup is one task of a CPU thread, each thread
+/// walks a few long streams instead of the many short ones a grid-wide stride
+/// makes (an 8-PE alltoall of 4 MiB blocks ran 4.5x slower grid-strided).
+fn wide_loop(first: &str, end: &str) -> String {
+    format!(
+        "@compute @workgroup_size({HOST_WORKGROUP})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32, @builtin(num_workgroups) nw: vec3<u32>) {{
+    let a = w;
+    let span = ({end} - {first} + nw.x - 1u) / nw.x;
+    let lo = {first} + wg.x * span;
+    let hi = min(lo + span, {end});
+    for (var i = lo + li; i < hi; i += {HOST_WORKGROUP}u) {{
+"
+    )
+}
+
 /// The immediates of the wide reduction kernel (`WideArgs` in its WGSL).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
@@ -1115,6 +1220,23 @@ pub fn wide_reduce_source(kind: &Kind, op: ReduceOp, members: u32) -> Option<Str
                 format!("((a & {lo}u) + (b & {lo}u)) ^ ((a ^ b) & {hi}u)", lo = !hi)
             };
             let body = match op {
+                _ if is_half(kind) => {
+                    // Each lane in f32, rounded back (HALF_SOURCE, renamed:
+                    // `vks_` names are the library's, refused in kernels
+                    // built beside it).
+                    s.push_str(&HALF_SOURCE.replace("vks_", "wide_"));
+                    let n = kind.name;
+                    let mut b = String::from("var r = 0u;\n");
+                    for l in [0u32, 16] {
+                        let c = combine(
+                            &format!("wide_{n}_value((a >> {l}u) & 0xffffu)"),
+                            &format!("wide_{n}_value((b >> {l}u) & 0xffffu)"),
+                        );
+                        let _ = writeln!(b, "    r |= (wide_{n}_bits({c}) & 0xffffu) << {l}u;");
+                    }
+                    b.push_str("    return r;");
+                    b
+                }
                 ReduceOp::Sum if bytes == 1 => format!("return {};", sum_swar(0x8080_8080)),
                 ReduceOp::Sum => format!("return {};", sum_swar(0x8000_8000)),
                 _ => {
@@ -1156,15 +1278,8 @@ pub fn wide_reduce_source(kind: &Kind, op: ReduceOp, members: u32) -> Option<Str
             members + j
         );
     }
-    let _ = writeln!(
-        s,
-        "@compute @workgroup_size({HOST_WORKGROUP})
-fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {{
-    let a = w;
-    let nth = nw.x * {HOST_WORKGROUP}u;
-    for (var i = a.first + g.x; i < a.end; i += nth) {{
-        var acc = s_0[a.s0 + i];"
-    );
+    s.push_str(&wide_loop("a.first", "a.end"));
+    s.push_str("        var acc = s_0[a.s0 + i];\n");
     for j in 1..members {
         let _ = writeln!(s, "        {{ let x = s_{j}[a.s0 + i]; acc = {step}; }}");
     }
@@ -1218,25 +1333,75 @@ pub fn wide_copy_source(blocks: u32) -> Option<String> {
     }
     let _ = writeln!(
         s,
-        "@group(1) @binding({blocks}) var<storage, read_write> d: array<vec4<u32>>;
-@compute @workgroup_size({HOST_WORKGROUP})
-fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {{
-    let a = w;
-    let nth = nw.x * {HOST_WORKGROUP}u;"
+        "@group(1) @binding({blocks}) var<storage, read_write> d: array<vec4<u32>>;"
     );
+    // Every block's same span in one loop: each workgroup streams its span of
+    // every block.
+    s.push_str(&wide_loop("0u", "a.bvecs"));
     for j in 0..blocks {
+        let _ = writeln!(s, "        d[a.d0 + {j}u * a.bvecs + i] = s_{j}[a.s0 + i];");
+    }
+    s.push_str("    }\n}\n");
+    Some(s)
+}
+
+/// The wide push (broadcast, fcollect, collect): one source window (binding 0)
+/// read once and written to `dests` dest windows (bindings 1..=dests), in vec4s.
+/// The kernel's immediates are a [`WideArgs`]: this PE's share `first..end` of
+/// the block's vec4s, the block's 32-bit `words` (the last vec4 of a block that
+/// is not a multiple of 4 words is written word by word), the source's vec4
+/// index `s0` and the dest's `d0` (the same in every dest window: the dests are
+/// one symmetric object). Each byte is read once and written `dests` times,
+/// the least traffic of a broadcast on a device its PEs share (a pull reads the
+/// source once per member). `None` for no dests or more than
+/// [`WIDE_REDUCE_MAX_MEMBERS`].
+pub fn wide_push_source(dests: u32) -> Option<String> {
+    if dests == 0 || dests > WIDE_REDUCE_MAX_MEMBERS {
+        return None;
+    }
+    let mut s = String::from(
+        "struct WideArgs { first: u32, end: u32, words: u32, s0: u32, d0: u32 }\nvar<immediate> w: WideArgs;\n@group(1) @binding(0) var<storage, read_write> s: array<vec4<u32>>;\n",
+    );
+    for j in 0..dests {
         let _ = writeln!(
             s,
-            "    for (var o = g.x; o < a.bvecs; o += nth) {{ d[a.d0 + {j}u * a.bvecs + o] = s_{j}[a.s0 + o]; }}"
+            "@group(1) @binding({}) var<storage, read_write> d_{j}: array<vec4<u32>>;",
+            j + 1
         );
     }
-    s.push_str("}\n");
+    s.push_str(&wide_loop("a.first", "a.end"));
+    s.push_str("        let r = s[a.s0 + i];\n        let left = a.words - i * 4u;\n        if left >= 4u {\n");
+    for j in 0..dests {
+        let _ = writeln!(s, "            d_{j}[a.d0 + i] = r;");
+    }
+    let _ = writeln!(s, "        }} else {{");
+    for j in 0..dests {
+        let _ = writeln!(
+            s,
+            "            d_{j}[a.d0 + i].x = r.x;\n            if left > 1u {{ d_{j}[a.d0 + i].y = r.y; }}\n            if left > 2u {{ d_{j}[a.d0 + i].z = r.z; }}"
+        );
+    }
+    s.push_str("        }\n    }\n}\n");
     Some(s)
 }
 
 #[cfg(test)]
 mod wide_tests {
     use super::*;
+
+    #[test]
+    fn wide_push_kernels() {
+        assert!(wide_push_source(0).is_none());
+        assert!(wide_push_source(WIDE_REDUCE_MAX_MEMBERS + 1).is_none());
+        for dests in 1..=WIDE_REDUCE_MAX_MEMBERS {
+            let src = wide_push_source(dests).unwrap();
+            assert!(src.contains(&format!(
+                "@binding({dests}) var<storage, read_write> d_{}",
+                dests - 1
+            )));
+            crate::compile_wgsl(&src, "push").unwrap_or_else(|e| panic!("{dests}: {e}\n{src}"));
+        }
+    }
 
     #[test]
     fn wide_reduce_kernels_for_every_kind() {
@@ -1257,6 +1422,11 @@ mod wide_tests {
         assert!(s.contains("bitcast<i32>(a << 16u) >> 16u"));
         let s = wide_reduce_source(&kind("u8").unwrap(), ReduceOp::And, 2).unwrap();
         assert!(s.contains("acc = acc & x;") && !s.contains("comb1"));
+        // Half-precision lanes go through f32, with no SWAR sum.
+        let s = wide_reduce_source(&kind("bf16").unwrap(), ReduceOp::Sum, 2).unwrap();
+        assert!(s.contains("wide_bf16_bits(wide_bf16_value((a >> 16u) & 0xffffu) + wide_bf16_value((b >> 16u) & 0xffffu))"));
+        assert!(!s.contains("vks_"));
+        assert!(wide_reduce_source(&kind("f16").unwrap(), ReduceOp::Xor, 2).is_none());
         // Every kind and op compiles (naga validates the WGSL).
         for k in KINDS.iter() {
             for op in ReduceOp::ALL {
@@ -1277,7 +1447,8 @@ mod wide_tests {
     fn wide_copy_kernels() {
         let s = wide_copy_source(3).unwrap();
         assert!(s.contains("@binding(3) var<storage, read_write> d:"));
-        assert!(s.contains("d[a.d0 + 2u * a.bvecs + o] = s_2[a.s0 + o];"));
+        assert!(s.contains("d[a.d0 + 2u * a.bvecs + i] = s_2[a.s0 + i];"));
+        crate::compile_wgsl(&s, "copy").unwrap();
         assert!(wide_copy_source(0).is_none() && wide_copy_source(9).is_none());
         assert_eq!(std::mem::size_of::<WideCopyArgs>(), 12);
         assert!(s.contains("struct WideCopy { bvecs: u32, s0: u32, d0: u32 }"));

@@ -482,6 +482,21 @@ impl Context {
         })
     }
 
+    /// The largest size per member (bytes) for which host collectives may
+    /// move their data on the host, through the heap's mapping, instead of a
+    /// kernel (`VKSHMEM_HOST_MAPPED_MAX`; 0 where the heap is not mapped or
+    /// there is no sync plane): what a benchmark compares such calls with.
+    pub fn host_path_max(&self) -> u64 {
+        if self.inner.plane.is_none()
+            || self
+                .own_mapped(vkshmem_device::layout::control_bytes(self.n_pes()), 1)
+                .is_none()
+        {
+            return 0;
+        }
+        self.inner.host_mapped_max
+    }
+
     /// Size of each PE's symmetric heap in bytes.
     pub fn heap_size(&self) -> u64 {
         self.inner.heap.size()

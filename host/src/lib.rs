@@ -36,6 +36,8 @@ pub use ash;
 pub use collective::active::ActiveSet;
 pub use collective::reduce::{BitwiseReduce, Reduce, ReduceOp};
 pub use context::{Context, HeapWindow};
+/// The `half` crate whose `f16` and `bf16` the reductions take (see [`Reduce`]).
+pub use half;
 pub use kernels::DeviceKernel;
 pub use queue::{Collective, Persistent, Queued, Request};
 pub use symbuf::{RawBuffer, SymBuffer, SymSlice};

@@ -18,6 +18,7 @@
 //! With a staged peer (`VKSHMEM_TRANSPORT=staged`) the host forms run through
 //! the staging buffers and the device forms through the proxy.
 
+use vkshmem::half::{bf16, f16};
 use vkshmem::{ActiveSet, Error, ReduceOp, SymSlice, Team, TeamConfig, TeamShape};
 
 #[path = "common/combine.rs"]
@@ -383,10 +384,14 @@ fn main() -> anyhow::Result<()> {
             h.reduce_all_ops::<u64>(tc, small)?;
             h.reduce_all_ops::<f32>(tc, small)?;
             h.reduce_all_ops::<f64>(tc, small)?;
+            h.reduce_all_ops::<f16>(tc, small)?;
+            h.reduce_all_ops::<bf16>(tc, small)?;
             for &n in big {
                 h.reduce::<f32>(tc, ReduceOp::Sum, n, false)?;
                 h.reduce::<u8>(tc, ReduceOp::Xor, n, true)?;
                 h.reduce::<i64>(tc, ReduceOp::Max, n, true)?;
+                h.reduce::<f16>(tc, ReduceOp::Sum, n, true)?;
+                h.reduce::<bf16>(tc, ReduceOp::Prod, n, false)?;
             }
         } else {
             let sizes: &[usize] = if quick {

@@ -3,6 +3,7 @@
 use bytemuck::Pod;
 use vkshmem_device::collectives::HostCall;
 
+use super::wide::Push;
 use super::{nonzero, Desc, Members, Small, Which};
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -70,7 +71,7 @@ impl Context {
     ) -> Result<()> {
         let es = std::mem::size_of::<T>() as u32;
         let n = nelems as u64;
-        let local = self
+        let mut local = self
             .check_sym("broadcast dest", dest, n)
             .and_then(|_| self.check_sym("broadcast source", source, n))
             .and_then(|_| {
@@ -96,8 +97,42 @@ impl Context {
             size: n.saturating_mul(es as u64),
             reduce: None,
         };
+        // The push (each member writes its share of the root's source to
+        // every member: the source read once) is decided from symmetric
+        // values; its kernels are built before the agreement where the call
+        // will not run on the host, so that a build failure fails every
+        // member (as the wide reduction's, see reduce.rs).
+        let to: Vec<u32> = m
+            .shape
+            .members()
+            .enumerate()
+            .filter(|&(j, _)| !(skip_root && j as u32 == root))
+            .map(|(_, pe)| pe)
+            .collect();
+        let push = Push {
+            from: m.shape.member(root.min(m.shape.size.saturating_sub(1))),
+            src: source.offset(),
+            dst: dest.offset(),
+            bytes: n.saturating_mul(es as u64),
+        };
+        let early = !self.may_stage(&small) && !self.spans_devices(&m);
+        let mut pushes = None;
+        if local.is_ok() && early {
+            match self.push_possible(&[push], to.len()) {
+                Ok(p) => pushes = Some(p),
+                Err(e) => local = Err(e),
+            }
+        }
         self.run_collective(&m, desc, local, true, small, |_| {
             let bytes = n * es as u64;
+            let push_ok = match pushes {
+                Some(p) => p,
+                None => self.push_possible(&[push], to.len())?,
+            };
+            if push_ok {
+                self.push_wide(&push, &to, m.me, m.shape.size)?;
+                return Ok(None);
+            }
             if skip_root && m.me == root {
                 return Ok(None);
             }

@@ -6,6 +6,7 @@ use bytemuck::Pod;
 use vkshmem_device::collectives::HostCall;
 
 use super::collect_total;
+use super::wide::Push;
 use super::{nonzero, Desc, Members, Small, Which};
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -75,7 +76,7 @@ impl Context {
             Which::Fcollect => ("fcollect dest", "fcollect source"),
             _ => ("alltoall dest", "alltoall source"),
         };
-        let local = match (n.checked_mul(size), n.checked_mul(source_blocks)) {
+        let mut local = match (n.checked_mul(size), n.checked_mul(source_blocks)) {
             (Some(d), Some(s)) => self
                 .check_sym(what_dest, dest, d)
                 .and_then(|_| self.check_sym(what_source, source, s)),
@@ -94,8 +95,42 @@ impl Context {
             size: n.saturating_mul(es as u64).saturating_mul(source_blocks),
             reduce: None,
         };
+        // fcollect pushes: each member writes its source to its place in
+        // every member's dest (each source read once), decided and built as
+        // broadcast's push is (see broadcast.rs).
+        let to: Vec<u32> = m.shape.members().collect();
+        let bytes = n.saturating_mul(es as u64);
+        let pushes: Vec<Push> = to
+            .iter()
+            .enumerate()
+            .map(|(j, &pe)| Push {
+                from: pe,
+                src: source.offset(),
+                dst: dest
+                    .offset()
+                    .saturating_add((j as u64).saturating_mul(bytes)),
+                bytes,
+            })
+            .collect();
+        let fcollect = which == Which::Fcollect;
+        let early = fcollect && !self.may_stage(&small) && !self.spans_devices(&m);
+        let mut push = None;
+        if local.is_ok() && early {
+            match self.push_possible(&pushes, to.len()) {
+                Ok(p) => push = Some(p),
+                Err(e) => local = Err(e),
+            }
+        }
         self.run_collective(&m, desc, local, true, small, |_| {
             let bytes = n * es as u64;
+            let push_ok = match push {
+                Some(p) => p,
+                None => fcollect && self.push_possible(&pushes, to.len())?,
+            };
+            if push_ok {
+                self.push_wide(&pushes[m.me as usize], &to, 0, 1)?;
+                return Ok(None);
+            }
             // fcollect pulls every member's source, alltoall block `me` of it.
             let from: Vec<u32> = m.shape.members().collect();
             let at = match which {
@@ -156,7 +191,7 @@ impl Context {
     ) -> Result<()> {
         let es = std::mem::size_of::<T>() as u32;
         let n = nelems as u64;
-        let local = self.check_sym("collect source", source, n).and_then(|_| {
+        let mut local = self.check_sym("collect source", source, n).and_then(|_| {
             // The total is known after the agreement; the dest must at least
             // hold this PE's own part.
             self.check_sym("collect dest", dest, n)
@@ -169,10 +204,38 @@ impl Context {
             size: n.saturating_mul(es as u64),
             reduce: None,
         };
+        // The push (as fcollect's) needs the counts, known after the
+        // agreement; its kernels are built before it where the call will not
+        // run on the host (see broadcast.rs).
+        let to: Vec<u32> = m.shape.members().collect();
+        if local.is_ok() && !self.may_stage(&small) && !self.spans_devices(&m) {
+            if let Err(e) = self.push_kernels(to.len()) {
+                local = Err(e);
+            }
+        }
         self.run_collective(&m, desc, local, false, small, |all| {
             let counts: Vec<u64> = all.iter().map(|d| d.nelems * es as u64).collect();
             let total = collect_total(all)? * es as u64;
             self.check_sym("collect dest", dest, total / es as u64)?;
+            let mut at = dest.offset();
+            let pushes: Vec<Push> = to
+                .iter()
+                .zip(&counts)
+                .map(|(&pe, &c)| {
+                    let p = Push {
+                        from: pe,
+                        src: source.offset(),
+                        dst: at,
+                        bytes: c,
+                    };
+                    at += c;
+                    p
+                })
+                .collect();
+            if self.push_possible(&pushes, to.len())? {
+                self.push_wide(&pushes[m.me as usize], &to, 0, 1)?;
+                return Ok(None);
+            }
             if counts.iter().all(|&c| c == counts[0]) {
                 // Equal counts: an fcollect, whose wide copy this PE may take
                 // alone (only its own dest is written).

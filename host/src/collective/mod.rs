@@ -61,6 +61,8 @@ pub(crate) fn combine_for_kind(kind: u32) -> Option<host_path::ReduceFn> {
         "u64" => reduce_slots::<u64>,
         "f32" => reduce_slots::<f32>,
         "f64" => reduce_slots::<f64>,
+        "f16" => reduce_slots::<half::f16>,
+        "bf16" => reduce_slots::<half::bf16>,
         _ => return None,
     })
 }

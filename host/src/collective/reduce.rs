@@ -23,8 +23,11 @@ mod sealed {
 
 /// An element type the reductions support: max, min, sum and prod (integer sums
 /// and products wrap). Implemented for the fixed-width integers, `isize`/`usize`
-/// (64-bit), `f32` and `f64`; 64-bit types need a device with `shaderInt64`
-/// (`f64`: `shaderFloat64`).
+/// (64-bit), `f32`, `f64` and the half-precision [`half::f16`] and
+/// [`half::bf16`]; 64-bit types need a device with `shaderInt64` (`f64`:
+/// `shaderFloat64`). Half-precision elements are combined in f32 and rounded
+/// to nearest even after every step (exactly what native half arithmetic
+/// gives), on every device.
 pub trait Reduce: Pod + sealed::Sealed {
     /// The device's machine kind for it (`i8`, `u64`, `f32`, ...).
     const KIND: &'static str;
@@ -88,6 +91,8 @@ reduce_types! {
     usize => "u64", yes;
     f32 => "f32", no;
     f64 => "f64", no;
+    half::f16 => "f16", no;
+    half::bf16 => "bf16", no;
 }
 
 macro_rules! typed_reductions {

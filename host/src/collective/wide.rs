@@ -146,6 +146,84 @@ pub(crate) fn copy_plan(
     })
 }
 
+/// The largest piece of one object a wide push moves per launch: objects
+/// past it go in pieces of this size (16-byte multiple), so that no window
+/// passes [`WIDE_WINDOW_MAX_BYTES`] and large messages need no fallback.
+pub(crate) const WIDE_CHUNK_BYTES: u64 = WIDE_WINDOW_MAX_BYTES / 2;
+
+/// vec4s per invocation the wide kernels aim for: one, as many workgroups as
+/// that takes (up to the dispatch limit; past it each workgroup walks a
+/// contiguous span). On llvmpipe, 4 per invocation ran up to 2.3x slower than
+/// one with 8 PEs on 2 cores, and no faster with 2 (4 MiB, this project's VM).
+const WIDE_VECS_PER_INVOCATION: u64 = 1;
+
+/// One member's share of a wide push (`wide_push_source`): the source window,
+/// the window every dest binds, and the kernel's immediates.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PushPlan {
+    pub src: (u64, u64),
+    pub dst: (u64, u64),
+    pub args: WideArgs,
+}
+
+/// Share `part` of `parts` of a push of `bytes` from byte offset `src` (in the
+/// source PE's heap) to `dst` (in every dest PE's), or `None` when it cannot
+/// take the wide push: not whole 32-bit words, an address not 16-byte
+/// aligned, or a window past the heap or wider than `max_range` (callers cut
+/// larger objects into [`WIDE_CHUNK_BYTES`]). Depends only on its arguments,
+/// never on `part`'s validity, so members that compute it for the same object
+/// agree.
+pub(crate) fn push_plan(
+    bytes: u64,
+    src: u64,
+    dst: u64,
+    part: u32,
+    parts: u32,
+    heap: u64,
+    max_range: u64,
+) -> Option<PushPlan> {
+    if bytes == 0 || bytes % 4 != 0 || src % 16 != 0 || dst % 16 != 0 || parts == 0 {
+        return None;
+    }
+    let words = u32::try_from(bytes / 4).ok()?;
+    let vecs = (words as u64).div_ceil(4);
+    let w = |at| window(at, vecs * 16, heap, WIDE_WINDOW_ALIGN, max_range);
+    let (s, d) = (w(src)?, w(dst)?);
+    let per = vecs.div_ceil(parts as u64);
+    let first = (part as u64 * per).min(vecs);
+    let end = (first + per).min(vecs);
+    Some(PushPlan {
+        src: s,
+        dst: d,
+        args: WideArgs {
+            first: first as u32,
+            end: end as u32,
+            words,
+            s0: ((src - s.0) / 16) as u32,
+            d0: ((dst - d.0) / 16) as u32,
+        },
+    })
+}
+
+/// The pieces `(offset, bytes)` of an object of `bytes` bytes, each at most
+/// [`WIDE_CHUNK_BYTES`].
+fn chunks(bytes: u64) -> impl Iterator<Item = (u64, u64)> {
+    (0..bytes.div_ceil(WIDE_CHUNK_BYTES).max(1)).map(move |i| {
+        let at = i * WIDE_CHUNK_BYTES;
+        (at, WIDE_CHUNK_BYTES.min(bytes - at))
+    })
+}
+
+/// One block of a wide push: `bytes` at byte offset `src` of PE `from`, to
+/// byte offset `dst` of every dest PE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Push {
+    pub from: u32,
+    pub src: u64,
+    pub dst: u64,
+    pub bytes: u64,
+}
+
 impl Context {
     /// Copies `block` bytes at byte offset `src` of each PE in `from` into
     /// consecutive blocks at `dst` of this PE, on the wide path; `false` when
@@ -198,9 +276,122 @@ impl Context {
             offset: p.dst.0,
             bytes: p.dst.1,
         });
-        let groups = self.host_groups(p.args.bvecs as u64, 1);
+        let groups = self.wide_groups(p.args.bvecs as u64);
         self.launch(&k, [groups, 1, 1], &windows, bytemuck::bytes_of(&p.args))?;
         Ok(true)
+    }
+
+    /// Workgroups for a wide kernel over `vecs` vec4s.
+    fn wide_groups(&self, vecs: u64) -> u32 {
+        self.host_groups(vecs, WIDE_VECS_PER_INVOCATION)
+    }
+
+    /// Whether every block of `pushes` (the whole call's, every member's) can
+    /// take the wide push to `dests` dest PEs: decided from the agreed
+    /// arguments, the heap size and the device's limits only, so every
+    /// member of a call decides alike (a push writes the other members'
+    /// dests: all push or none does). Builds the kernels it needs, so that a
+    /// kernel that fails to build fails the call before anything moves.
+    pub(crate) fn push_possible(&self, pushes: &[Push], dests: usize) -> Result<bool> {
+        if dests == 0 || pushes.iter().all(|p| p.bytes == 0) {
+            return Ok(false);
+        }
+        let info = self.device_info();
+        let heap = self.heap_size();
+        let fits = pushes.iter().all(|p| {
+            p.bytes == 0
+                || chunks(p.bytes).all(|(at, b)| {
+                    push_plan(
+                        b,
+                        p.src + at,
+                        p.dst + at,
+                        0,
+                        1,
+                        heap,
+                        info.max_storage_buffer_range,
+                    )
+                    .is_some()
+                })
+        });
+        Ok(fits && self.push_kernels(dests)?)
+    }
+
+    /// Builds the wide push kernels for `dests` dest PEs (a launch per group
+    /// of [`WIDE_REDUCE_MAX_MEMBERS`]); `false` when the device cannot bind
+    /// that many windows beside the library's own bindings (the same answer on
+    /// every PE of a device).
+    pub(crate) fn push_kernels(&self, dests: usize) -> Result<bool> {
+        let group = dests.min(WIDE_REDUCE_MAX_MEMBERS as usize);
+        let library = self.library_config()?.bindings().len();
+        if group == 0
+            || library + 1 + group > self.device_info().max_storage_buffers_per_stage as usize
+        {
+            return Ok(false);
+        }
+        let mut sizes = vec![group];
+        if dests % group != 0 {
+            sizes.push(dests % group);
+        }
+        for d in sizes {
+            if self.push_kernel(d)?.is_none() {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    fn push_kernel(&self, dests: usize) -> Result<Option<Arc<DeviceKernel>>> {
+        self.library_kernel(&format!("vkshmem_wide_push_{dests}"), || {
+            collectives::wide_push_source(dests as u32)
+        })
+    }
+
+    /// This member's share `part` of `parts` of the wide push `p` to the PEs
+    /// `to` (after [`Context::push_possible`] said yes for the whole call): a
+    /// launch per piece of [`WIDE_CHUNK_BYTES`] and per group of
+    /// [`WIDE_REDUCE_MAX_MEMBERS`] dests.
+    pub(crate) fn push_wide(&self, p: &Push, to: &[u32], part: u32, parts: u32) -> Result<()> {
+        let info = self.device_info();
+        for (at, bytes) in chunks(p.bytes).filter(|&(_, b)| b > 0) {
+            let plan = push_plan(
+                bytes,
+                p.src + at,
+                p.dst + at,
+                part,
+                parts,
+                self.heap_size(),
+                info.max_storage_buffer_range,
+            )
+            .ok_or_else(|| {
+                crate::error::Error::InvalidArgument(format!(
+                    "wide push of {bytes} bytes at {} to {}: no plan (push_possible said yes)",
+                    p.src + at,
+                    p.dst + at
+                ))
+            })?;
+            let items = (plan.args.end - plan.args.first) as u64;
+            if items == 0 {
+                continue;
+            }
+            for group in to.chunks(WIDE_REDUCE_MAX_MEMBERS as usize) {
+                let k = self
+                    .push_kernel(group.len())?
+                    .expect("push_possible built it");
+                let mut windows = vec![HeapWindow {
+                    pe: p.from,
+                    offset: plan.src.0,
+                    bytes: plan.src.1,
+                }];
+                windows.extend(group.iter().map(|&pe| HeapWindow {
+                    pe,
+                    offset: plan.dst.0,
+                    bytes: plan.dst.1,
+                }));
+                let groups = self.wide_groups(items);
+                self.launch(&k, [groups, 1, 1], &windows, bytemuck::bytes_of(&plan.args))?;
+            }
+        }
+        Ok(())
     }
 
     /// The wide kernel and this member's plan when the call qualifies (`None`:
@@ -248,7 +439,7 @@ impl Context {
                     .map(move |pe| HeapWindow { pe, offset, bytes })
             })
             .collect();
-        let groups = self.host_groups(items, 1);
+        let groups = self.wide_groups(items);
         self.launch(k, [groups, 1, 1], &windows, bytemuck::bytes_of(&p.args))
     }
 }

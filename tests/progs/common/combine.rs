@@ -47,3 +47,25 @@ macro_rules! float_combine {
     )*};
 }
 float_combine!(f32, f64);
+
+/// Half-precision: the step in f32, rounded to nearest even by the `half`
+/// crate (an implementation of its own, not the device's conversions).
+macro_rules! half_combine {
+    ($($t:ty),*) => {$(
+        impl Combine for $t {
+            fn combine(op: ReduceOp, a: Self, b: Self) -> Self {
+                let (x, y) = (a.to_f32(), b.to_f32());
+                <$t>::from_f32(match op {
+                    ReduceOp::Max => x.max(y),
+                    ReduceOp::Min => x.min(y),
+                    ReduceOp::Sum => x + y,
+                    ReduceOp::Prod => x * y,
+                    ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => {
+                        unreachable!("no bitwise float reductions")
+                    }
+                })
+            }
+        }
+    )*};
+}
+half_combine!(vkshmem::half::f16, vkshmem::half::bf16);

@@ -65,6 +65,34 @@ macro_rules! float_elem {
 }
 float_elem!(f32, f64);
 
+macro_rules! half_elem {
+    ($($t:ty),*) => {$(
+        impl Elem for $t {
+            const NAME: &'static str = stringify!($t);
+            const FLOAT: bool = true;
+            // Any finite bit pattern (subnormals, the largest values, ties of
+            // rounding: the device's own f32-to-half rounding is under test),
+            // never NaN or infinity (the NaN a device makes of inf - inf need
+            // not be the host's), never zero for max and min (the sign of a
+            // zero they pick is the implementation's) or prod (inf * 0).
+            fn pat(pe: u32, i: usize, salt: u32, op: Option<ReduceOp>) -> Self {
+                let h = (pe as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                    ^ (i as u64).wrapping_mul(0xc2b2_ae3d_27d4_eb4f)
+                    ^ (salt as u64).wrapping_mul(0x1656_67b1_9e37_79f9);
+                let mut x = <$t>::from_bits((h ^ (h >> 29)) as u16);
+                if !x.is_finite() {
+                    x = <$t>::from_bits(x.to_bits() & 0x83ff);
+                }
+                if x.to_bits() & 0x7fff == 0 && !matches!(op, Some(ReduceOp::Sum) | None) {
+                    x = <$t>::ONE;
+                }
+                x
+            }
+        }
+    )*};
+}
+half_elem!(vkshmem::half::f16, vkshmem::half::bf16);
+
 /// A team under test: its name, handle and WORLD members.
 pub struct TeamCase {
     pub name: String,
