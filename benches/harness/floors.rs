@@ -35,23 +35,28 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw
 }
 ";
 
-/// The roofline's other copy kernel: each workgroup copies one contiguous
-/// span, its invocations interleaved within it (the wide kernels' loop past
-/// the dispatch limit, `vkshmem_device::collectives` `wide_loop`).
-const SPAN_COPY_KERNEL: &str = "
+/// The roofline's copy in `k` parts: each invocation copies one vec4 of each
+/// of the buffer's `k` equal parts (the pattern of the wide pulls of `k`
+/// blocks, fcollect's and alltoall's, which move one vec4 per block per
+/// invocation), then strides over the grid.
+fn parts_copy_kernel(k: u32) -> String {
+    let mut body = String::new();
+    for j in 0..k {
+        body.push_str(&format!("        dst[{j}u * q + i] = src[{j}u * q + i];\n"));
+    }
+    format!(
+        "
 @group(1) @binding(0) var<storage, read_write> src: array<vec4<u32>>;
 @group(1) @binding(1) var<storage, read_write> dst: array<vec4<u32>>;
 @compute @workgroup_size(64)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32, @builtin(num_workgroups) nw: vec3<u32>) {
-    let n = arrayLength(&src);
-    let span = (n + nw.x - 1u) / nw.x;
-    let lo = wg.x * span;
-    let hi = min(lo + span, n);
-    for (var i = lo + li; i < hi; i += 64u) {
-        dst[i] = src[i];
-    }
+fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {{
+    let q = arrayLength(&src) / {k}u;
+    for (var i = g.x; i < q; i += nw.x * 64u) {{
+{body}    }}
+}}
+"
+    )
 }
-";
 
 /// The bare atomic barrier: `iters` rounds of one atomic add and a spin on the
 /// counter, which lives in the leader's heap and is bound directly (no library
@@ -95,8 +100,10 @@ fn main(@builtin(local_invocation_index) li: u32) {{
 /// to a barrier, and a trial takes the slowest PE's time (a maximum over the
 /// PEs, so that a PE that started late cannot make the copy look faster than
 /// it was). A size's bandwidth is the best trial over workgroup counts from a
-/// few per core to one vec4 per invocation (what the wide kernels launch),
-/// three trials each, with the same vec4 loop as the wide kernels. A row is
+/// few per core to one vec4 per invocation (the wide kernels launch from one
+/// to 16 vec4 loads and stores per invocation), three trials each, with the
+/// wide kernels' vec4 loop, one vec4 per step or one from each of 4 or 8
+/// parts of the buffer (as the wide pulls of several blocks move them). A row is
 /// judged against a copy of the bytes it must move ([`Roofline::at`]), so a
 /// collective whose data fits the caches meets a copy that fits them too: no
 /// copy a collective makes can beat its roofline. Sizes past the buffers
@@ -112,8 +119,8 @@ pub struct Roofline {
     a: SymBuffer<u8>,
     b: SymBuffer<u8>,
     took: SymBuffer<f64>,
-    /// The grid-strided copy and the span copy.
-    kernels: [std::sync::Arc<vkshmem::DeviceKernel>; 2],
+    /// The copy kernels by parts (`parts_copy_kernel`; 1 is [`COPY_KERNEL`]).
+    kernels: Vec<(u32, std::sync::Arc<vkshmem::DeviceKernel>)>,
     cap: u64,
     /// Bandwidth by bytes copied per PE.
     measured: std::cell::RefCell<std::collections::HashMap<u64, f64>>,
@@ -129,10 +136,18 @@ impl Roofline {
             a: ctx.malloc::<u8>(cap as usize)?,
             b: ctx.malloc::<u8>(cap as usize)?,
             took: ctx.calloc(1)?,
-            kernels: [
-                ctx.device_kernel(COPY_KERNEL, "roofline_copy")?,
-                ctx.device_kernel(SPAN_COPY_KERNEL, "roofline_span_copy")?,
-            ],
+            kernels: [1u32, 4, 8]
+                .into_iter()
+                .map(|k| {
+                    let src = if k == 1 {
+                        COPY_KERNEL.to_string()
+                    } else {
+                        parts_copy_kernel(k)
+                    };
+                    ctx.device_kernel(&src, &format!("roofline_copy_{k}"))
+                        .map(|kernel| (k, kernel))
+                })
+                .collect::<Result<_, _>>()?,
             cap,
             measured: Default::default(),
             memcpy: Default::default(),
@@ -210,20 +225,29 @@ impl Roofline {
             w.bytes = size;
             w
         };
-        let one_each = (size / 16).div_ceil(64).clamp(1, 65535) as u32;
-        let four_each = (size / 16).div_ceil(256).clamp(1, 65535) as u32;
-        let mut groups: Vec<u32> = [16, 64, 256, 1024, 4096, four_each, one_each]
-            .into_iter()
-            .map(|g| g.min(one_each))
-            .collect();
-        groups.sort_unstable();
-        groups.dedup();
         let mut best = 0.0f64;
-        for (k, g) in self
-            .kernels
-            .iter()
-            .flat_map(|k| groups.iter().map(move |&g| (k, g)))
-        {
+        let mut trials = Vec::new();
+        for (parts, kernel) in &self.kernels {
+            // Sizes that do not split into whole vec4 parts: the 1-part copy.
+            let p = *parts as u64;
+            if size % (16 * p) != 0 {
+                continue;
+            }
+            // From a few workgroups per core to each invocation copying 1,
+            // 2, 4, ... 32 vec4s of each part (the wide kernels take 1 to 16
+            // vec4 loads and stores per invocation).
+            let per_invocation = |k: u64| (size / 16 / p).div_ceil(64 * k).clamp(1, 65535) as u32;
+            let one_each = per_invocation(1);
+            let mut groups: Vec<u32> = [16, 64, 256, 1024, 4096]
+                .into_iter()
+                .chain([1, 2, 4, 8, 16, 32].map(per_invocation))
+                .map(|g| g.min(one_each))
+                .collect();
+            groups.sort_unstable();
+            groups.dedup();
+            trials.extend(groups.into_iter().map(|g| (kernel, g)));
+        }
+        for (k, g) in trials {
             for _ in 0..3 {
                 ctx.barrier_all()?;
                 let t = Instant::now();

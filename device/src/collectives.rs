@@ -1109,23 +1109,47 @@ pub const WIDE_WINDOW_ALIGN: u64 = 256;
 /// The entry point and loop of every wide kernel over the vec4 range
 /// `FIRST..END` (WGSL expressions of `a`, the immediates), with `i` the vec4
 /// index in the body that follows (the caller closes the loop and the
-/// function). Each workgroup takes one contiguous span of the range and its
-/// invocations interleave within it (`i = lo + li + 64k`): every step of a
-/// workgroup reads and writes 64 consecutive vec4s (coalesced on a GPU), and
-/// on llvmpipe, where a workgroup is one task of a CPU thread, each thread
-/// walks a few long streams instead of the many short ones a grid-wide stride
-/// makes (an 8-PE alltoall of 4 MiB blocks ran 4.5x slower grid-strided).
+/// function): a grid-wide stride, so that with one vec4 per invocation (what
+/// the host launches up to the dispatch limit) every step of a workgroup
+/// touches 64 consecutive vec4s. (A contiguous span per workgroup needs a
+/// division per invocation, which llvmpipe scalarises: the 2-PE wide copies
+/// and reductions ran 20-40 % slower with it.)
 fn wide_loop(first: &str, end: &str) -> String {
     format!(
         "@compute @workgroup_size({HOST_WORKGROUP})
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32, @builtin(num_workgroups) nw: vec3<u32>) {{
+fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {{
     let a = w;
-    let span = ({end} - {first} + nw.x - 1u) / nw.x;
-    let lo = {first} + wg.x * span;
-    let hi = min(lo + span, {end});
-    for (var i = lo + li; i < hi; i += {HOST_WORKGROUP}u) {{
+    let nth = nw.x * {HOST_WORKGROUP}u;
+    for (var i = {first} + g.x; i < {end}; i += nth) {{
 "
     )
+}
+
+/// The entry point and body of a wide kernel with [`WideArgs`] immediates:
+/// `body` computes the vec4 `r` for index `i`, stored whole into every dest
+/// of `dests` for each vec4 of the share `first..end` that the object's
+/// `words` fill; the last vec4 of an object that is not a multiple of 4
+/// words is then computed by one invocation and stored word by word (a tail
+/// branch inside the loop made llvmpipe run every store of it masked, lane by
+/// lane, at every step).
+fn wide_body_and_tail(s: &mut String, body: &str, dests: &[String]) {
+    s.push_str(&wide_loop("a.first", "min(a.end, a.words / 4u)"));
+    s.push_str(body);
+    for d in dests {
+        let _ = writeln!(s, "        {d}[a.d0 + i] = r;");
+    }
+    s.push_str(
+        "    }\n    let i = a.words / 4u;\n    if g.x == 0u && a.words % 4u != 0u && i >= a.first && i < a.end {\n",
+    );
+    s.push_str(body);
+    s.push_str("        let left = a.words % 4u;\n");
+    for d in dests {
+        let _ = writeln!(
+            s,
+            "        {d}[a.d0 + i].x = r.x;\n        if left > 1u {{ {d}[a.d0 + i].y = r.y; }}\n        if left > 2u {{ {d}[a.d0 + i].z = r.z; }}"
+        );
+    }
+    s.push_str("    }\n}\n");
 }
 
 /// The immediates of the wide reduction kernel (`WideArgs` in its WGSL).
@@ -1278,26 +1302,13 @@ pub fn wide_reduce_source(kind: &Kind, op: ReduceOp, members: u32) -> Option<Str
             members + j
         );
     }
-    s.push_str(&wide_loop("a.first", "a.end"));
-    s.push_str("        var acc = s_0[a.s0 + i];\n");
+    let mut body = String::from("        var acc = s_0[a.s0 + i];\n");
     for j in 1..members {
-        let _ = writeln!(s, "        {{ let x = s_{j}[a.s0 + i]; acc = {step}; }}");
+        let _ = writeln!(body, "        {{ let x = s_{j}[a.s0 + i]; acc = {step}; }}");
     }
-    let _ = writeln!(
-        s,
-        "        let r = acc;\n        let left = a.words - i * 4u;\n        if left >= 4u {{"
-    );
-    for j in 0..members {
-        let _ = writeln!(s, "            d_{j}[a.d0 + i] = r;");
-    }
-    let _ = writeln!(s, "        }} else {{");
-    for j in 0..members {
-        let _ = writeln!(
-            s,
-            "            d_{j}[a.d0 + i].x = r.x;\n            if left > 1u {{ d_{j}[a.d0 + i].y = r.y; }}\n            if left > 2u {{ d_{j}[a.d0 + i].z = r.z; }}"
-        );
-    }
-    s.push_str("        }\n    }\n}\n");
+    body.push_str("        let r = acc;\n");
+    let dests: Vec<String> = (0..members).map(|j| format!("d_{j}")).collect();
+    wide_body_and_tail(&mut s, &body, &dests);
     Some(s)
 }
 
@@ -1369,19 +1380,8 @@ pub fn wide_push_source(dests: u32) -> Option<String> {
             j + 1
         );
     }
-    s.push_str(&wide_loop("a.first", "a.end"));
-    s.push_str("        let r = s[a.s0 + i];\n        let left = a.words - i * 4u;\n        if left >= 4u {\n");
-    for j in 0..dests {
-        let _ = writeln!(s, "            d_{j}[a.d0 + i] = r;");
-    }
-    let _ = writeln!(s, "        }} else {{");
-    for j in 0..dests {
-        let _ = writeln!(
-            s,
-            "            d_{j}[a.d0 + i].x = r.x;\n            if left > 1u {{ d_{j}[a.d0 + i].y = r.y; }}\n            if left > 2u {{ d_{j}[a.d0 + i].z = r.z; }}"
-        );
-    }
-    s.push_str("        }\n    }\n}\n");
+    let dests: Vec<String> = (0..dests).map(|j| format!("d_{j}")).collect();
+    wide_body_and_tail(&mut s, "        let r = s[a.s0 + i];\n", &dests);
     Some(s)
 }
 

@@ -151,11 +151,15 @@ pub(crate) fn copy_plan(
 /// passes [`WIDE_WINDOW_MAX_BYTES`] and large messages need no fallback.
 pub(crate) const WIDE_CHUNK_BYTES: u64 = WIDE_WINDOW_MAX_BYTES / 2;
 
-/// vec4s per invocation the wide kernels aim for: one, as many workgroups as
-/// that takes (up to the dispatch limit; past it each workgroup walks a
-/// contiguous span). On llvmpipe, 4 per invocation ran up to 2.3x slower than
-/// one with 8 PEs on 2 cores, and no faster with 2 (4 MiB, this project's VM).
-const WIDE_VECS_PER_INVOCATION: u64 = 1;
+/// vec4 loads and stores per invocation the wide kernels aim for on llvmpipe,
+/// which runs each workgroup as one task of a CPU thread and whose tasks cost
+/// more than their few vec4s: with 16 (1 to 8 vec4s per invocation, by
+/// kernel), 4 MiB broadcasts on 2 PEs ran 2.3x faster than with one vec4 per
+/// invocation and reductions 1.7x (this project's 2-core VM; 8 and 32 were
+/// measured too, each better for some kernels and worse for others). On other
+/// devices every invocation takes one vec4 (as many workgroups as that takes,
+/// up to the dispatch limit): a GPU needs the parallelism.
+const LLVMPIPE_OPS_PER_INVOCATION: u64 = 16;
 
 /// One member's share of a wide push (`wide_push_source`): the source window,
 /// the window every dest binds, and the kernel's immediates.
@@ -276,14 +280,20 @@ impl Context {
             offset: p.dst.0,
             bytes: p.dst.1,
         });
-        let groups = self.wide_groups(p.args.bvecs as u64);
+        let groups = self.wide_groups(p.args.bvecs as u64, 2 * from.len() as u64);
         self.launch(&k, [groups, 1, 1], &windows, bytemuck::bytes_of(&p.args))?;
         Ok(true)
     }
 
-    /// Workgroups for a wide kernel over `vecs` vec4s.
-    fn wide_groups(&self, vecs: u64) -> u32 {
-        self.host_groups(vecs, WIDE_VECS_PER_INVOCATION)
+    /// Workgroups for a wide kernel over `vecs` vec4s, each taking `ops`
+    /// vec4 loads and stores (see [`LLVMPIPE_OPS_PER_INVOCATION`]).
+    fn wide_groups(&self, vecs: u64, ops: u64) -> u32 {
+        let per = if self.device_info().is_llvmpipe() {
+            LLVMPIPE_OPS_PER_INVOCATION.div_ceil(ops.max(1))
+        } else {
+            1
+        };
+        self.host_groups(vecs, per)
     }
 
     /// Whether every block of `pushes` (the whole call's, every member's) can
@@ -387,7 +397,7 @@ impl Context {
                     offset: plan.dst.0,
                     bytes: plan.dst.1,
                 }));
-                let groups = self.wide_groups(items);
+                let groups = self.wide_groups(items, 1 + group.len() as u64);
                 self.launch(&k, [groups, 1, 1], &windows, bytemuck::bytes_of(&plan.args))?;
             }
         }
@@ -439,7 +449,7 @@ impl Context {
                     .map(move |pe| HeapWindow { pe, offset, bytes })
             })
             .collect();
-        let groups = self.wide_groups(items);
+        let groups = self.wide_groups(items, 2 * m.shape.size as u64);
         self.launch(k, [groups, 1, 1], &windows, bytemuck::bytes_of(&p.args))
     }
 }
