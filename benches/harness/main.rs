@@ -173,6 +173,11 @@ struct Args {
     /// `rma.rs`). Takes the size, iteration, scope and CSV options.
     #[arg(long)]
     rma: bool,
+    /// Place every source and dest this many bytes past a 64-byte boundary
+    /// (a multiple of the element size, below 64): the collectives on
+    /// objects that are not 16-byte aligned.
+    #[arg(long, default_value_t = 0)]
+    offset: u64,
     /// The target PE of `--rma` (default: the last PE).
     #[arg(long)]
     peer: Option<u32>,
@@ -300,8 +305,9 @@ impl Bench<'_> {
             self.progress
                 .set_message(format!("{coll} {scope_name} {bytes} B"));
             let count = (bytes / es) as usize;
-            let s: SymSlice<T> = SymSlice::from_raw(self.src.offset(), count * n as usize);
-            let d: SymSlice<T> = SymSlice::from_raw(self.dst.offset(), count * n as usize);
+            let off = self.args.offset;
+            let s: SymSlice<T> = SymSlice::from_raw(self.src.offset() + off, count * n as usize);
+            let d: SymSlice<T> = SymSlice::from_raw(self.dst.offset() + off, count * n as usize);
             let per_dispatch = match form {
                 Form::Host => self.args.iters,
                 Form::Queue => self.args.chain.max(1),
@@ -525,7 +531,8 @@ impl Bench<'_> {
         let me = ctx.my_pe();
         let n = self.members.len();
         let src: Vec<T> = (0..count * n).map(|i| T::pat(me, i)).collect();
-        self.src.write_at(me, 0, bytemuck::cast_slice(&src))?;
+        let off = self.args.offset as usize;
+        self.src.write_at(me, off, bytemuck::cast_slice(&src))?;
         let out_len = match coll {
             "broadcast" | "reduce" => count,
             _ => count * n,
@@ -533,7 +540,7 @@ impl Bench<'_> {
         // UCC rows: `None` where the dest keeps its poison.
         let poison: T = bytemuck::pod_read_unaligned(&vec![0xa5u8; std::mem::size_of::<T>()]);
         let es = std::mem::size_of::<T>();
-        self.dst.write_at(me, 0, &vec![0xa5u8; out_len * es])?;
+        self.dst.write_at(me, off, &vec![0xa5u8; out_len * es])?;
         ctx.barrier_all()?;
         call()?;
         let mut wrong = 0u64;
@@ -560,7 +567,7 @@ impl Bench<'_> {
             });
             let mut got = vec![T::zeroed(); out_len];
             self.dst
-                .read_at(me, 0, bytemuck::cast_slice_mut(&mut got))?;
+                .read_at(me, off, bytemuck::cast_slice_mut(&mut got))?;
             wrong = got.iter().zip(&want).filter(|(g, w)| g != w).count() as u64;
         }
         // Every PE's count summed by the host-side reduction over WORLD (no
@@ -725,6 +732,12 @@ fn run() -> anyhow::Result<()> {
         bail!("--workgroup-size {}: 1 to 1024", args.workgroup_size);
     }
     let es = elem_size(&args.ty)?;
+    if args.offset >= 64 || args.offset % es != 0 {
+        bail!(
+            "--offset {}: a multiple of the element size ({es} B) below 64",
+            args.offset
+        );
+    }
     // Outputs are checked before the sweep, not found wrong at its end.
     if let Some(p) = &args.plot {
         report::plot_ready(p)?;
@@ -815,11 +828,19 @@ fn run() -> anyhow::Result<()> {
         // Printed before the sweep and the progress bar; the table follows, row by
         // row.
         println!(
-            "# vkshmem-bench: {} PEs on {}; team {} ({} PEs)",
+            "# vkshmem-bench: {} PEs on {}; team {} ({} PEs){}",
             n,
             ctx.device_info().name,
             args.team,
-            members.len()
+            members.len(),
+            if args.offset > 0 {
+                format!(
+                    "; objects at offset {} B from 64-byte alignment",
+                    args.offset
+                )
+            } else {
+                String::new()
+            }
         );
         println!(
             "# roofline: copy kernel {:.2} GB/s at {} KiB per PE (read + write, every PE at once, the slowest PE's time); each row's roofline_pct is against the copy of its own footprint (roofline_GBps in the CSV)",

@@ -393,6 +393,20 @@ fn main() -> anyhow::Result<()> {
                 h.reduce::<f16>(tc, ReduceOp::Sum, n, true)?;
                 h.reduce::<bf16>(tc, ReduceOp::Prod, n, false)?;
             }
+            // Sources and dests off 16-byte alignment by the same amount: the
+            // wide kernels take the middle, the generic ones the head and tail.
+            let root = tc.members.len() as u32 - 1;
+            for (shift, sizes) in [(4usize, &[5usize, 100, 5000, 70_000][..]), (12, &[70_001])] {
+                h.shift = shift;
+                for &n in sizes {
+                    h.reduce::<f32>(tc, ReduceOp::Sum, n, false)?;
+                    h.broadcast::<u32>(tc, n, root)?;
+                }
+            }
+            h.shift = 2;
+            h.reduce::<f16>(tc, ReduceOp::Sum, 70_001, false)?;
+            h.broadcast::<u8>(tc, 70_001, root)?;
+            h.shift = 0;
         } else {
             let sizes: &[usize] = if quick {
                 &[1, 7]

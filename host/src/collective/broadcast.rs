@@ -3,7 +3,7 @@
 use bytemuck::Pod;
 use vkshmem_device::collectives::HostCall;
 
-use super::wide::Push;
+use super::wide::{split, Push, Split};
 use super::{nonzero, Desc, Members, Small, Which};
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -109,11 +109,19 @@ impl Context {
             .filter(|&(j, _)| !(skip_root && j as u32 == root))
             .map(|(_, pe)| pe)
             .collect();
+        // Equally misaligned objects: the head and tail bytes on the generic
+        // kernel, the rest pushed (see wide.rs).
+        let sp =
+            split(dest.offset(), source.offset(), n.saturating_mul(es as u64)).unwrap_or(Split {
+                head: 0,
+                mid: 0,
+                tail: 0,
+            });
         let push = Push {
             from: m.shape.member(root.min(m.shape.size.saturating_sub(1))),
-            src: source.offset(),
-            dst: dest.offset(),
-            bytes: n.saturating_mul(es as u64),
+            src: source.offset() + sp.head,
+            dst: dest.offset() + sp.head,
+            bytes: sp.mid,
         };
         let early = !self.may_stage(&small) && !self.spans_devices(&m);
         let mut pushes = None;
@@ -130,6 +138,18 @@ impl Context {
                 None => self.push_possible(&[push], to.len())?,
             };
             if push_ok {
+                if !(skip_root && m.me == root) {
+                    for (at, len) in [(0, sp.head), (sp.head + sp.mid, sp.tail)] {
+                        if len > 0 {
+                            let mut a = Self::host_args(&m, dest, source);
+                            a.dest += at as u32;
+                            a.source += at as u32;
+                            a.n = len as u32;
+                            let call = HostCall::Broadcast { root, skip_root };
+                            self.launch_collective(call, a, len.div_ceil(4) + 1)?;
+                        }
+                    }
+                }
                 self.push_wide(&push, &to, m.me, m.shape.size)?;
                 return Ok(None);
             }

@@ -208,26 +208,41 @@ impl Context {
             if !early {
                 wide = self.wide_prepare(&m, &kind, op, dest.offset(), source.offset(), n)?;
             }
-            if let Some((k, p)) = &wide {
+            // The generic kernel over elements `at..at + count`.
+            let generic = |at: u64, count: u64| {
+                let mut a = Self::host_args(&m, dest, source);
+                a.dest += (at * kind.bytes as u64) as u32;
+                a.source += (at * kind.bytes as u64) as u32;
+                a.n = count as u32;
+                // Work items: this member's share of the dest words (or elements).
+                let items = if kind.bytes == 8 {
+                    count.div_ceil(m.shape.size as u64)
+                } else {
+                    (count * kind.bytes as u64)
+                        .div_ceil(4)
+                        .div_ceil(m.shape.size as u64)
+                        + 1
+                };
+                (
+                    HostCall::Reduce { kind, op },
+                    a,
+                    if count == 0 { 0 } else { items },
+                )
+            };
+            if let Some((k, p, sp)) = &wide {
+                // Misaligned heads and tails (a few elements) on the generic
+                // kernel, the rest wide.
+                let es = kind.bytes as u64;
+                for (at, bytes) in [(0, sp.head), (sp.head + sp.mid, sp.tail)] {
+                    if bytes > 0 {
+                        let (call, a, items) = generic(at / es, bytes / es);
+                        self.launch_collective(call, a, items)?;
+                    }
+                }
                 self.reduce_wide(&m, k, p)?;
                 return Ok(None);
             }
-            let mut a = Self::host_args(&m, dest, source);
-            a.n = n as u32;
-            // Work items: this member's share of the dest words (or elements).
-            let items = if kind.bytes == 8 {
-                n.div_ceil(m.shape.size as u64)
-            } else {
-                (n * kind.bytes as u64)
-                    .div_ceil(4)
-                    .div_ceil(m.shape.size as u64)
-                    + 1
-            };
-            Ok(Some((
-                HostCall::Reduce { kind, op },
-                a,
-                if n == 0 { 0 } else { items },
-            )))
+            Ok(Some(generic(0, n)))
         })
     }
 

@@ -27,6 +27,37 @@ use crate::context::{Context, HeapWindow};
 use crate::error::Result;
 use crate::kernels::DeviceKernel;
 
+/// An object's split around the wide path when its source and dest are not
+/// 16-byte aligned but equally misaligned (the same offset modulo 16, as
+/// when a program offsets both): `head` bytes up to the first 16-byte
+/// boundary and the `tail` past the last whole vec4 (unless it is whole
+/// words, which the wide kernels store one by one) go through the generic
+/// kernels (whole elements: both offsets are multiples of the element
+/// size), the `mid` through the wide kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Split {
+    pub head: u64,
+    pub mid: u64,
+    pub tail: u64,
+}
+
+/// The [`Split`] of `bytes` at `source` and `dest` (`None` when they are not
+/// equally misaligned, or when nothing is left for the wide kernel).
+pub(crate) fn split(dest: u64, source: u64, bytes: u64) -> Option<Split> {
+    if dest % 16 != source % 16 {
+        return None;
+    }
+    let head = ((16 - dest % 16) % 16).min(bytes);
+    let mut mid = (bytes - head) / 16 * 16;
+    let mut tail = bytes - head - mid;
+    if tail % 4 == 0 {
+        // Whole words: the wide kernels store a last partial vec4 word by word.
+        mid += tail;
+        tail = 0;
+    }
+    (mid > 0).then_some(Split { head, mid, tail })
+}
+
 /// One member's wide-path launch: the windows and the kernel's immediates.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct WidePlan {
@@ -418,12 +449,24 @@ impl Context {
         dest: u64,
         source: u64,
         n: u64,
-    ) -> Result<Option<(Arc<DeviceKernel>, WidePlan)>> {
+    ) -> Result<Option<(Arc<DeviceKernel>, WidePlan, Split)>> {
         let size = m.shape.size;
         if !collectives::wide_kind_available(&self.library_config()?, kind) {
             return Ok(None);
         }
-        let Some(p) = plan(kind.bytes, size, m.me, dest, source, n, self.heap_size()) else {
+        let es = kind.bytes as u64;
+        let Some(sp) = split(dest, source, n * es) else {
+            return Ok(None);
+        };
+        let Some(p) = plan(
+            kind.bytes,
+            size,
+            m.me,
+            dest + sp.head,
+            source + sp.head,
+            sp.mid / es,
+            self.heap_size(),
+        ) else {
             return Ok(None);
         };
         let library = self.library_config()?.bindings().len() as u64;
@@ -432,7 +475,7 @@ impl Context {
         }
         let name = format!("vkshmem_wide_reduce_{}_{}_{size}", kind.name, op.name());
         let k = self.library_kernel(&name, || collectives::wide_reduce_source(kind, op, size))?;
-        Ok(k.map(|k| (k, p)))
+        Ok(k.map(|k| (k, p, sp)))
     }
 
     /// Runs this member's share of a reduction on the wide path.
@@ -472,6 +515,56 @@ mod tests {
                     }
                 }
                 assert_eq!(next as u64, n.div_ceil(4));
+            }
+        }
+    }
+
+    #[test]
+    fn splits() {
+        // Aligned: all wide, a tail of whole words too.
+        assert_eq!(
+            split(256, 512, 100),
+            Some(Split {
+                head: 0,
+                mid: 100,
+                tail: 0
+            })
+        );
+        // A tail of bytes.
+        assert_eq!(
+            split(256, 512, 102),
+            Some(Split {
+                head: 0,
+                mid: 96,
+                tail: 6
+            })
+        );
+        // Equally misaligned by 4: 12 head bytes.
+        assert_eq!(
+            split(260, 516, 100),
+            Some(Split {
+                head: 12,
+                mid: 88,
+                tail: 0
+            })
+        );
+        assert_eq!(
+            split(257, 1, 50),
+            Some(Split {
+                head: 15,
+                mid: 32,
+                tail: 3
+            })
+        );
+        // Unequally misaligned, or nothing left for the wide kernel.
+        assert_eq!(split(260, 512, 100), None);
+        assert_eq!(split(260, 516, 12), None);
+        assert_eq!(split(260, 516, 27), None);
+        // Every split covers the object.
+        for (d, s, b) in [(3u64, 19u64, 1000u64), (8, 24, 17), (0, 0, 1), (14, 30, 18)] {
+            if let Some(sp) = split(d, s, b) {
+                assert_eq!(sp.head + sp.mid + sp.tail, b);
+                assert_eq!((d + sp.head) % 16, 0);
             }
         }
     }
