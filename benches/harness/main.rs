@@ -42,6 +42,7 @@
 //! `report::Stream`); a failed sweep keeps the rows before the failure and exits
 //! non-zero. The summary and `--plot` come at the end.
 
+mod compare;
 mod device;
 mod elem;
 mod floors;
@@ -178,6 +179,11 @@ struct Args {
     /// objects that are not 16-byte aligned.
     #[arg(long, default_value_t = 0)]
     offset: u64,
+    /// No sweep: the bus bandwidth table of a sweep's CSV (OURS) beside
+    /// Open MPI's CSV of the same sweep (benches/mpi/mpi_bench.c), and with
+    /// `--plot` one plot of both (`cargo xtask bench --compare-mpi` runs it).
+    #[arg(long, num_args = 2, value_names = ["OURS", "MPI"])]
+    compare: Option<Vec<std::path::PathBuf>>,
     /// The target PE of `--rma` (default: the last PE).
     #[arg(long)]
     peer: Option<u32>,
@@ -701,6 +707,9 @@ fn main() {
 
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
+    if let Some(files) = &args.compare {
+        return compare::run(&files[0], &files[1], args.plot.as_deref());
+    }
     if args.rma {
         let a = rma::RmaArgs {
             peer: args.peer,

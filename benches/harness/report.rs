@@ -18,7 +18,7 @@ use indicatif::ProgressBar;
 /// timed calls (host) or dispatches (thread, work_group), `min_us` and `max_us`
 /// the extremes of the same samples; the bandwidths are computed from the
 /// median.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Row {
     pub collective: String,
     pub scope: String,

@@ -10,7 +10,9 @@
 //!   as a table row by row and written to `target/bench/vkshmem.{csv,json}` as
 //!   it goes (a failed run keeps the rows measured before it); `--compare-mpi`
 //!   also runs the same sweep through Open MPI (`benches/mpi/mpi_bench.c`,
-//!   installed and built here) and prints both side by side.
+//!   installed and built here) and prints both side by side, then the bus
+//!   bandwidth of both against size as a table and a plot
+//!   (`vkshmem-bench --compare`, `target/bench/busbw-vs-mpi.svg`).
 //! - `cargo xtask soak --minutes N [--pes P]`: random sequences of collectives,
 //!   each checked against the host reference (`soak.rs`); `cargo xtask test`
 //!   ends with a short one.
@@ -356,10 +358,21 @@ fn bench(a: &BenchArgs) -> Result<()> {
         &ours,
         &["host", "work_group", "thread"],
     );
+    // Bus bandwidth against size, both libraries, as a table and a plot.
+    println!();
+    let plot = out_dir.join("busbw-vs-mpi.svg");
+    let mut c = Command::new(dir.join("vkshmem-bench"));
+    c.arg("--compare")
+        .arg(&csv)
+        .arg(out_dir.join("mpi.csv"))
+        .arg("--plot")
+        .arg(&plot);
+    run(c)?;
     println!(
-        "(CSV: {} and {})",
+        "(CSV: {} and {}; plot: {})",
         csv.display(),
-        out_dir.join("mpi.csv").display()
+        out_dir.join("mpi.csv").display(),
+        plot.display()
     );
     Ok(())
 }
