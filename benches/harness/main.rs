@@ -179,6 +179,10 @@ struct Args {
     /// objects that are not 16-byte aligned.
     #[arg(long, default_value_t = 0)]
     offset: u64,
+    /// Reductions in place: the dest is the source (the other collectives
+    /// are unchanged).
+    #[arg(long)]
+    in_place: bool,
     /// No sweep: the bus bandwidth table of a sweep's CSV (OURS) beside
     /// Open MPI's CSV of the same sweep (benches/mpi/mpi_bench.c), and with
     /// `--plot` one plot of both (`cargo xtask bench --compare-mpi` runs it).
@@ -313,7 +317,13 @@ impl Bench<'_> {
             let count = (bytes / es) as usize;
             let off = self.args.offset;
             let s: SymSlice<T> = SymSlice::from_raw(self.src.offset() + off, count * n as usize);
-            let d: SymSlice<T> = SymSlice::from_raw(self.dst.offset() + off, count * n as usize);
+            // In place (reductions): the dest is the source.
+            let dst_at = if self.in_place(coll) {
+                self.src.offset()
+            } else {
+                self.dst.offset()
+            };
+            let d: SymSlice<T> = SymSlice::from_raw(dst_at + off, count * n as usize);
             let per_dispatch = match form {
                 Form::Host => self.args.iters,
                 Form::Queue => self.args.chain.max(1),
@@ -524,6 +534,11 @@ impl Bench<'_> {
         Ok(())
     }
 
+    /// Whether `coll`'s rows run in place (`--in-place`, reductions only).
+    fn in_place(&self, coll: &str) -> bool {
+        self.args.in_place && coll == "reduce"
+    }
+
     /// One call on pattern data; the number of dest elements, over the whole team,
     /// that differ from the host reference (the same sum on every PE).
     fn check<T: Elem>(
@@ -546,7 +561,13 @@ impl Bench<'_> {
         // UCC rows: `None` where the dest keeps its poison.
         let poison: T = bytemuck::pod_read_unaligned(&vec![0xa5u8; std::mem::size_of::<T>()]);
         let es = std::mem::size_of::<T>();
-        self.dst.write_at(me, off, &vec![0xa5u8; out_len * es])?;
+        // In place the dest is the source just written: no poison.
+        let out = if self.in_place(coll) {
+            &self.src
+        } else {
+            self.dst.write_at(me, off, &vec![0xa5u8; out_len * es])?;
+            &self.dst
+        };
         ctx.barrier_all()?;
         call()?;
         let mut wrong = 0u64;
@@ -572,8 +593,7 @@ impl Bench<'_> {
                     .collect()
             });
             let mut got = vec![T::zeroed(); out_len];
-            self.dst
-                .read_at(me, off, bytemuck::cast_slice_mut(&mut got))?;
+            out.read_at(me, off, bytemuck::cast_slice_mut(&mut got))?;
             wrong = got.iter().zip(&want).filter(|(g, w)| g != w).count() as u64;
         }
         // Every PE's count summed by the host-side reduction over WORLD (no

@@ -121,21 +121,12 @@ pub const KINDS: [Kind; 12] = [
 /// Conversions between f32 and the half-precision kinds' bits (in the low 16
 /// bits of a u32), in integer arithmetic so that every driver rounds alike:
 /// f32 to half rounds to nearest even, overflows to infinity and keeps NaN a
-/// (quiet) NaN; half to f32 is exact (f16 subnormals included). WGSL's
-/// `pack2x16float` leaves overflow and rounding to the implementation.
+/// (quiet) NaN (WGSL's `pack2x16float` leaves overflow and rounding to the
+/// implementation); half to f32 is exact (`unpack2x16float` for f16: every
+/// half value is an f32 value, subnormals included).
 pub const HALF_SOURCE: &str = "
 fn vks_f16_value(h: u32) -> f32 {
-    let sign = (h & 0x8000u) << 16u;
-    let e = (h >> 10u) & 0x1fu;
-    let m = h & 0x3ffu;
-    if e == 0u {
-        let v = f32(m) * 5.9604644775390625e-8;
-        return select(v, -v, sign != 0u);
-    }
-    if e == 31u {
-        return bitcast<f32>(sign | 0x7f800000u | (m << 13u));
-    }
-    return bitcast<f32>(sign | ((e + 112u) << 23u) | (m << 13u));
+    return unpack2x16float(h & 0xffffu).x;
 }
 fn vks_f16_bits(x: f32) -> u32 {
     let u = bitcast<u32>(x);
@@ -1245,21 +1236,24 @@ pub fn wide_reduce_source(kind: &Kind, op: ReduceOp, members: u32) -> Option<Str
             };
             let body = match op {
                 _ if is_half(kind) => {
-                    // Each lane in f32, rounded back (HALF_SOURCE, renamed:
-                    // `vks_` names are the library's, refused in kernels
-                    // built beside it).
+                    // Both lanes as a vec2<f32>, rounded back one by one
+                    // (HALF_SOURCE, renamed: `vks_` names are the
+                    // library's, refused in kernels built beside it).
                     s.push_str(&HALF_SOURCE.replace("vks_", "wide_"));
                     let n = kind.name;
-                    let mut b = String::from("var r = 0u;\n");
-                    for l in [0u32, 16] {
-                        let c = combine(
-                            &format!("wide_{n}_value((a >> {l}u) & 0xffffu)"),
-                            &format!("wide_{n}_value((b >> {l}u) & 0xffffu)"),
-                        );
-                        let _ = writeln!(b, "    r |= (wide_{n}_bits({c}) & 0xffffu) << {l}u;");
-                    }
-                    b.push_str("    return r;");
-                    b
+                    let lanes = |v: &str| {
+                        if n == "f16" {
+                            format!("unpack2x16float({v})")
+                        } else {
+                            format!("bitcast<vec2<f32>>(vec2<u32>({v} << 16u, {v} & 0xffff0000u))")
+                        }
+                    };
+                    format!(
+                        "let x = {};\n    let y = {};\n    let c = {};\n    return wide_{n}_bits(c.x) | (wide_{n}_bits(c.y) << 16u);",
+                        lanes("a"),
+                        lanes("b"),
+                        combine("x", "y")
+                    )
                 }
                 ReduceOp::Sum if bytes == 1 => format!("return {};", sum_swar(0x8080_8080)),
                 ReduceOp::Sum => format!("return {};", sum_swar(0x8000_8000)),
@@ -1424,7 +1418,7 @@ mod wide_tests {
         assert!(s.contains("acc = acc & x;") && !s.contains("comb1"));
         // Half-precision lanes go through f32, with no SWAR sum.
         let s = wide_reduce_source(&kind("bf16").unwrap(), ReduceOp::Sum, 2).unwrap();
-        assert!(s.contains("wide_bf16_bits(wide_bf16_value((a >> 16u) & 0xffffu) + wide_bf16_value((b >> 16u) & 0xffffu))"));
+        assert!(s.contains("let c = x + y;") && s.contains("wide_bf16_bits(c.y) << 16u"));
         assert!(!s.contains("vks_"));
         assert!(wide_reduce_source(&kind("f16").unwrap(), ReduceOp::Xor, 2).is_none());
         // Every kind and op compiles (naga validates the WGSL).
