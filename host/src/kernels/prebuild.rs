@@ -125,6 +125,14 @@ fn wide_copy(blocks: u32) -> Option<Job> {
     })
 }
 
+/// The wide push to `dests` dests (named as `Context::push_kernel` names it).
+fn wide_push(dests: u32) -> Option<Job> {
+    Some(Job {
+        source: collectives::wide_push_source(dests)?,
+        name: format!("vkshmem_wide_push_{dests}"),
+    })
+}
+
 /// The wide reduction (named as `Context::wide_prepare` names it).
 fn wide_reduce(kind: &Kind, op: ReduceOp, size: u32) -> Option<Job> {
     Some(Job {
@@ -144,6 +152,12 @@ pub(crate) fn jobs(mode: Mode, size: u32, cfg: &LibraryConfig) -> Vec<Job> {
     let mut jobs: Vec<Job> = Vec::new();
     if mode == Mode::Off {
         return jobs;
+    }
+    // Broadcast and fcollect push to every member, in groups of 8.
+    let group = size.min(WIDE_REDUCE_MAX_MEMBERS);
+    jobs.extend(wide_push(group));
+    if group > 0 && size % group != 0 {
+        jobs.extend(wide_push(size % group));
     }
     jobs.extend(wide_copy(1));
     jobs.extend(wide_reduce(&f32k, ReduceOp::Sum, size));
@@ -175,7 +189,8 @@ pub(crate) fn jobs(mode: Mode, size: u32, cfg: &LibraryConfig) -> Vec<Job> {
 
 /// The job of the host kernel called `name`, for a library `cfg` (the
 /// collectives' names are unique: `vkshmem_<collective>`, `vkshmem_reduce_<kind>`,
-/// `vkshmem_wide_copy_<blocks>`, `vkshmem_wide_reduce_<kind>_<op>_<members>`);
+/// `vkshmem_wide_copy_<blocks>`, `vkshmem_wide_push_<dests>`,
+/// `vkshmem_wide_reduce_<kind>_<op>_<members>`);
 /// `None` for any other name.
 pub(crate) fn job_named(name: &str, cfg: &LibraryConfig) -> Option<Job> {
     let movement = [
@@ -199,6 +214,9 @@ pub(crate) fn job_named(name: &str, cfg: &LibraryConfig) -> Option<Job> {
     };
     if let Some(n) = name.strip_prefix("vkshmem_wide_copy_") {
         return wide_copy(size(n)?);
+    }
+    if let Some(n) = name.strip_prefix("vkshmem_wide_push_") {
+        return wide_push(size(n)?);
     }
     let rest = name.strip_prefix("vkshmem_wide_reduce_")?;
     let mut parts = rest.splitn(3, '_');
@@ -610,8 +628,9 @@ mod tests {
         let typical = jobs(Mode::Typical, 4, &cfg(4));
         let names: Vec<_> = typical.iter().map(|j| j.name.as_str()).collect();
         assert_eq!(
-            names[..4],
+            names[..5],
             [
+                "vkshmem_wide_push_4",
                 "vkshmem_wide_copy_1",
                 "vkshmem_wide_reduce_f32_sum_4",
                 "vkshmem_wide_copy_4",
@@ -631,12 +650,15 @@ mod tests {
                 .count(),
             1
         );
-        // Past the wide paths' limit of members, only a broadcast (one block)
-        // takes a wide path.
+        // Past the wide paths' limit of members: pushes to groups of 8 (and
+        // the rest), the one-block copy.
         let big = jobs(Mode::Typical, 16, &cfg(16));
         let wide: Vec<_> = big.iter().filter(|j| j.name.contains("wide")).collect();
-        assert_eq!(wide.len(), 1);
-        assert_eq!(wide[0].name, "vkshmem_wide_copy_1");
+        assert_eq!(wide.len(), 2);
+        assert_eq!(wide[0].name, "vkshmem_wide_push_8");
+        assert_eq!(wide[1].name, "vkshmem_wide_copy_1");
+        let odd = jobs(Mode::Typical, 11, &cfg(11));
+        assert!(odd.iter().any(|j| j.name == "vkshmem_wide_push_3"));
         let all = jobs(Mode::All, 4, &cfg(4));
         assert!(all.len() > typical.len());
         let mut sources: Vec<_> = all.iter().map(|j| &j.source).collect();
@@ -671,7 +693,9 @@ mod tests {
             "vkshmem_wide_copy_9",
             "vkshmem_wide_reduce_f32_xor_2",
             "vkshmem_wide_reduce_f64_xor_2",
-            "vkshmem_reduce_f16",
+            "vkshmem_reduce_f128",
+            "vkshmem_wide_push_0",
+            "vkshmem_wide_push_9",
             "vkshmem_gather",
             "count_in",
         ] {
