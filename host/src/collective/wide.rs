@@ -58,19 +58,22 @@ pub(crate) fn split(dest: u64, source: u64, bytes: u64) -> Option<Split> {
     (mid > 0).then_some(Split { head, mid, tail })
 }
 
-/// One member's wide-path launch: the windows and the kernel's immediates.
+/// One member's wide-path launch (a reduction's or a push's): the windows and
+/// the kernel's immediates.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct WidePlan {
-    /// Start and length of every member's source window.
+    /// Start and length of every source window.
     pub src: (u64, u64),
-    /// Start and length of every member's dest window.
+    /// Start and length of every dest window.
     pub dst: (u64, u64),
     pub args: WideArgs,
 }
 
 /// The wide plan of member `me` of `members` reducing `n` elements of `es` bytes
 /// from byte offset `source` into `dest`, in a heap of `heap` bytes; `None` when
-/// the call must take the generic path.
+/// the call must take the generic path. The share split and windows are a
+/// push's ([`push_plan`]) with the members as the parts, at the worst-case
+/// window limit (every member must decide alike, whatever its device).
 pub(crate) fn plan(
     es: u32,
     members: u32,
@@ -80,43 +83,19 @@ pub(crate) fn plan(
     n: u64,
     heap: u64,
 ) -> Option<WidePlan> {
-    if !matches!(es, 1 | 2 | 4 | 8) || n == 0 || members == 0 || members > WIDE_REDUCE_MAX_MEMBERS {
+    if !matches!(es, 1 | 2 | 4 | 8) || n == 0 || members > WIDE_REDUCE_MAX_MEMBERS {
         return None;
     }
-    // Whole 32-bit words: the kernel writes the last vec4 word by word.
     let bytes = n.checked_mul(es as u64)?;
-    if dest % 16 != 0 || source % 16 != 0 || bytes % 4 != 0 || bytes / 4 > u32::MAX as u64 {
-        return None;
-    }
-    let words = bytes / 4;
-    let vecs = words.div_ceil(4);
-    // Each object's window runs to its last vec4 (reading the few bytes past its
-    // end is harmless; writing them is not, and the kernel does not).
-    let window = |at| {
-        window(
-            at,
-            vecs * 16,
-            heap,
-            WIDE_WINDOW_ALIGN,
-            WIDE_WINDOW_MAX_BYTES,
-        )
-    };
-    let (src, dst) = (window(source)?, window(dest)?);
-    // vks_share: ceil(vecs / members) per member.
-    let per = vecs.div_ceil(members as u64);
-    let first = (me as u64 * per).min(vecs);
-    let end = (first + per).min(vecs);
-    Some(WidePlan {
-        src,
-        dst,
-        args: WideArgs {
-            first: first as u32,
-            end: end as u32,
-            words: words as u32,
-            s0: ((source - src.0) / 16) as u32,
-            d0: ((dest - dst.0) / 16) as u32,
-        },
-    })
+    push_plan(
+        bytes,
+        source,
+        dest,
+        me,
+        members,
+        heap,
+        WIDE_WINDOW_MAX_BYTES,
+    )
 }
 
 /// The window (start, length) that binds `bytes` at byte offset `at`: from the
@@ -192,15 +171,6 @@ pub(crate) const WIDE_CHUNK_BYTES: u64 = WIDE_WINDOW_MAX_BYTES / 2;
 /// up to the dispatch limit): a GPU needs the parallelism.
 const LLVMPIPE_OPS_PER_INVOCATION: u64 = 16;
 
-/// One member's share of a wide push (`wide_push_source`): the source window,
-/// the window every dest binds, and the kernel's immediates.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct PushPlan {
-    pub src: (u64, u64),
-    pub dst: (u64, u64),
-    pub args: WideArgs,
-}
-
 /// Share `part` of `parts` of a push of `bytes` from byte offset `src` (in the
 /// source PE's heap) to `dst` (in every dest PE's), or `None` when it cannot
 /// take the wide push: not whole 32-bit words, an address not 16-byte
@@ -216,18 +186,20 @@ pub(crate) fn push_plan(
     parts: u32,
     heap: u64,
     max_range: u64,
-) -> Option<PushPlan> {
+) -> Option<WidePlan> {
     if bytes == 0 || bytes % 4 != 0 || src % 16 != 0 || dst % 16 != 0 || parts == 0 {
         return None;
     }
     let words = u32::try_from(bytes / 4).ok()?;
     let vecs = (words as u64).div_ceil(4);
+    // Each object's window runs to its last vec4 (reading the few bytes past
+    // its end is harmless; writing them is not, and the kernels do not).
     let w = |at| window(at, vecs * 16, heap, WIDE_WINDOW_ALIGN, max_range);
     let (s, d) = (w(src)?, w(dst)?);
     let per = vecs.div_ceil(parts as u64);
     let first = (part as u64 * per).min(vecs);
     let end = (first + per).min(vecs);
-    Some(PushPlan {
+    Some(WidePlan {
         src: s,
         dst: d,
         args: WideArgs {
