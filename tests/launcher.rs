@@ -1051,7 +1051,7 @@ fn bench_check_reports_no_wrong_elements() {
     let mut lines = text.lines();
     assert_eq!(
         lines.next(),
-        Some("collective,scope,type,op,root,npes,bytes,count,median_us,min_us,max_us,algbw_GBps,busbw_GBps,roofline_pct,wrong")
+        Some("collective,scope,type,op,root,npes,bytes,count,median_us,min_us,max_us,algbw_GBps,busbw_GBps,roofline_pct,roofline_GBps,wrong")
     );
     let rows: Vec<&str> = lines.collect();
     for scope in ["host", "thread", "work_group"] {

@@ -101,18 +101,19 @@ fn main(@builtin(local_invocation_index) li: u32) {{
 /// PEs, so that a PE that started late cannot make the copy look faster than
 /// it was). A size's bandwidth is the best trial over workgroup counts from a
 /// few per core to one vec4 per invocation (the wide kernels launch from one
-/// to 16 vec4 loads and stores per invocation), three trials each, with the
+/// to 16 vec4 loads and stores per invocation), two trials each, with the
 /// wide kernels' vec4 loop, one vec4 per step or one from each of 4 or 8
 /// parts of the buffer (as the wide pulls of several blocks move them). A row is
 /// judged against a copy of the bytes it must move ([`Roofline::at`]), so a
 /// collective whose data fits the caches meets a copy that fits them too: no
 /// copy a collective makes can beat its roofline. Sizes past the buffers
 /// (`cap`) take the bandwidth at `cap` (the copy is memory-bound there), and
-/// no size's is below the 16 MiB copy's. Each size is measured again at every
+/// no size's is below the largest copy's (16 MiB, or `cap` when smaller: a
+/// sweep of small sizes makes its buffers small). Each size is measured again at every
 /// row that asks for it and keeps its best, so one measurement taken while
 /// the machine was busy cannot lower it.
 /// Rows that move less than this per PE are judged against the large copy
-/// (16 MiB): a copy this small is mostly its launch.
+/// (16 MiB or `cap`): a copy this small is mostly its launch.
 const ROOFLINE_MIN_BYTES: u64 = 256 << 10;
 
 pub struct Roofline {
@@ -233,14 +234,16 @@ impl Roofline {
             if size % (16 * p) != 0 {
                 continue;
             }
-            // From a few workgroups per core to each invocation copying 1,
-            // 2, 4, ... 32 vec4s of each part (the wide kernels take 1 to 16
-            // vec4 loads and stores per invocation).
+            // A few workgroups per core, a thousand, and each invocation
+            // copying 1 to 16 vec4s of each part (the wide kernels take 1
+            // to 16 vec4 loads and stores per invocation); some twenty shapes
+            // in all, so that the bench's own load stays small beside the
+            // collectives it measures (tests run several jobs at once).
             let per_invocation = |k: u64| (size / 16 / p).div_ceil(64 * k).clamp(1, 65535) as u32;
             let one_each = per_invocation(1);
-            let mut groups: Vec<u32> = [16, 64, 256, 1024, 4096]
+            let mut groups: Vec<u32> = [64, 1024]
                 .into_iter()
-                .chain([1, 2, 4, 8, 16, 32].map(per_invocation))
+                .chain([1, 2, 4, 8, 16].map(per_invocation))
                 .map(|g| g.min(one_each))
                 .collect();
             groups.sort_unstable();
@@ -248,7 +251,7 @@ impl Roofline {
             trials.extend(groups.into_iter().map(|g| (kernel, g)));
         }
         for (k, g) in trials {
-            for _ in 0..3 {
+            for _ in 0..2 {
                 ctx.barrier_all()?;
                 let t = Instant::now();
                 ctx.launch(k, [g, 1, 1], &[window(&self.a), window(&self.b)], &[])?;

@@ -815,7 +815,9 @@ fn run() -> anyhow::Result<()> {
         .max()
         .unwrap_or(0)
         / (2 * n as u64);
-    let roofline = floors::Roofline::new(&ctx, most.max(16 << 20).min(ctx.heap_size() / 8))?;
+    // At least 1 MiB (a smaller copy is mostly its launch), at most 16 MiB
+    // unless a row needs more: a sweep of small sizes measures small copies.
+    let roofline = floors::Roofline::new(&ctx, most.max(1 << 20).min(ctx.heap_size() / 8))?;
     let copy_at = (16 << 20).min(roofline.cap());
     let copy_bps = roofline.at(&ctx, copy_at)?;
     let per_dispatch =
