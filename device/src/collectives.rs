@@ -251,10 +251,12 @@ pub fn wide_kind_available(cfg: &LibraryConfig, kind: &Kind) -> bool {
 
 /// The generated collectives code of a library: combine functions and reduction
 /// drivers for every available kind, then the fixed movement code.
-pub fn library_part(cfg: &LibraryConfig) -> String {
+pub fn library_part(cfg: &LibraryConfig, uses: Option<&str>) -> String {
     let mut s = String::from("\n// ---- collectives (generated) ----\n");
     s.push_str(FIXED_SOURCE);
-    s.push_str(HALF_SOURCE);
+    if KINDS.iter().any(|k| is_half(k) && kind_used(k, uses)) {
+        s.push_str(HALF_SOURCE);
+    }
     if cfg.int64 {
         s.push_str(
             "fn vks_load_u64(pe: u32, w: u32) -> u64 {
@@ -263,11 +265,31 @@ pub fn library_part(cfg: &LibraryConfig) -> String {
 ",
         );
     }
-    for kind in KINDS.iter().filter(|k| kind_available(cfg, k)) {
+    for kind in KINDS
+        .iter()
+        .filter(|k| kind_available(cfg, k) && kind_used(k, uses))
+    {
         combine(&mut s, kind);
         reduce(&mut s, kind);
     }
     s
+}
+
+/// Whether a kernel whose source is `uses` (`None`: any kernel) may need the
+/// drivers of `kind`: every kind but the half-precision ones, which only a
+/// kernel that names them (its TYPENAME or its kind, as the host and queue
+/// kernels name their drivers) gets, so that the other kernels do not compile
+/// their code (every compile is per PE and slow on llvmpipe).
+fn kind_used(kind: &Kind, uses: Option<&str>) -> bool {
+    let Some(u) = uses.filter(|_| is_half(kind)) else {
+        return true;
+    };
+    let typename = if kind.name == "f16" {
+        "float16"
+    } else {
+        "bfloat16"
+    };
+    u.contains(&format!("_{}", kind.name)) || u.contains(typename)
 }
 
 /// `vks_combine_<kind>(op, a, b)`: `a op b` on raw bits (u32 lanes zero-extended,

@@ -510,7 +510,7 @@ pub fn library_source_for(cfg: &LibraryConfig, uses: Option<&str>) -> String {
     s.push_str(&crate::amo::device_amo(quad, uses));
     s.push_str("\n// ======== vkshmem device library (fixed) ========\n");
     s.push_str(FIXED_SOURCE);
-    s.push_str(&crate::collectives::library_part(cfg));
+    s.push_str(&crate::collectives::library_part(cfg, uses));
     s.push_str(&crate::collectives::device_api(cfg, uses));
     s.push_str(&crate::rma::device_rma(uses));
     s
