@@ -177,8 +177,15 @@ fn vks_px_quiet() {{
 /// A proxy wait function named `name` that polls `polls` times per loop
 /// iteration (see `vks_px_wait`); `me` is this PE's atomic binding.
 fn wait_fn(name: &str, polls: u32, me: &str) -> String {
-    let polls =
-        "        hit |= vks_cond_bit(c, vks_volatile_load_own(addr));\n".repeat(polls as usize);
+    // Each poll an atomic read-modify-write of the ring word (adding 0): as
+    // cheap to compile as a load, but it takes the cache line, so an
+    // iteration lasts tens of ns instead of a few. Where the driver caps loop
+    // iterations (lavapipe: 65535 per invocation, shared by every wait of a
+    // dispatch), the same budget then spans several times the wall time: on
+    // a fast 2-core VM, plain loads spent it in 4-12 ms of proxy waits and
+    // staged halos, ping-pongs and queued reductions failed with loops cut.
+    let polls = format!("        hit |= vks_cond_bit(c, atomicAdd(&{me}[addr], 0u));\n")
+        .repeat(polls as usize);
     format!(
         "fn {name}(addr: u32, e: u32) -> bool {{
     let c = vks_cond(VKS_CMP_EPOCH, e, false);
