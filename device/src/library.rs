@@ -561,10 +561,39 @@ const LOOP_CHECK: &str = "fn vks_loop_check() {
 /// condition in straight-line, branch-free code (no nested ifs: llvmpipe
 /// miscompiles nesting deeper than 80), so that a wait spends few loop iterations
 /// where the driver caps them.
+///
+/// Where the driver caps loops, each poll is an atomic add of 0 to the word
+/// (`vks_poll_own`): as short to compile as a load, but it takes the cache
+/// line, so 64 polls last microseconds instead of a few hundred ns and the
+/// budget of 65535 iterations spans as much wall time as on the slower
+/// machine [`CAPPED_POLLS_PER_ITERATION`] was set on (with plain loads, a
+/// fast 2-core VM spent it in 4-15 ms and staged waits were cut).
 fn poll_many(s: &mut String, cfg: &LibraryConfig) {
+    let me = cfg.my_pe;
+    let poll = if cfg.loop_cap {
+        let _ = writeln!(s, "fn vks_poll_own(a: u32) -> u32 {{");
+        if cfg.chunks() == 1 {
+            let _ = writeln!(s, "    return atomicAdd(&vks_a_{me}_0[a], 0u);");
+        } else {
+            let shift = cfg.chunk_word_shift();
+            let mask = (1u64 << shift) - 1;
+            let _ = writeln!(s, "    switch a >> {shift}u {{");
+            for c in 0..cfg.chunks() {
+                let _ = writeln!(
+                    s,
+                    "        case {c}u: {{ return atomicAdd(&vks_a_{me}_{c}[a & {mask}u], 0u); }}"
+                );
+            }
+            let _ = writeln!(s, "        default: {{ return 0u; }}\n    }}");
+        }
+        let _ = writeln!(s, "}}");
+        "vks_poll_own"
+    } else {
+        "vks_volatile_load_own"
+    };
     s.push_str("fn vks_poll_many(addr: u32, c: VksCond) -> bool {\n    var hit = 0u;\n");
     for _ in 0..cfg.polls_per_iteration() {
-        s.push_str("    hit |= vks_cond_bit(c, vks_volatile_load_own(addr));\n");
+        let _ = writeln!(s, "    hit |= vks_cond_bit(c, {poll}(addr));");
     }
     s.push_str("    return hit != 0u;\n}\n");
 }

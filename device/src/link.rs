@@ -419,9 +419,9 @@ fn main(@builtin(local_invocation_index) li: u32) {
         let plain = link_kernel(src, "k.wgsl", None, &cfg()).unwrap();
         assert_eq!(plain.report.loop_checks, 0);
         let lib = crate::library::library_source(&capped);
+        // Capped polls are atomic adds of 0 (vks_poll_own).
         assert_eq!(
-            lib.matches("vks_cond_bit(c, vks_volatile_load_own(addr))")
-                .count(),
+            lib.matches("vks_cond_bit(c, vks_poll_own(addr))").count(),
             crate::library::CAPPED_POLLS_PER_ITERATION as usize
         );
         assert_eq!(
