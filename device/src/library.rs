@@ -571,22 +571,9 @@ const LOOP_CHECK: &str = "fn vks_loop_check() {
 fn poll_many(s: &mut String, cfg: &LibraryConfig) {
     let me = cfg.my_pe;
     let poll = if cfg.loop_cap {
-        let _ = writeln!(s, "fn vks_poll_own(a: u32) -> u32 {{");
-        if cfg.chunks() == 1 {
-            let _ = writeln!(s, "    return atomicAdd(&vks_a_{me}_0[a], 0u);");
-        } else {
-            let shift = cfg.chunk_word_shift();
-            let mask = (1u64 << shift) - 1;
-            let _ = writeln!(s, "    switch a >> {shift}u {{");
-            for c in 0..cfg.chunks() {
-                let _ = writeln!(
-                    s,
-                    "        case {c}u: {{ return atomicAdd(&vks_a_{me}_{c}[a & {mask}u], 0u); }}"
-                );
-            }
-            let _ = writeln!(s, "        default: {{ return 0u; }}\n    }}");
-        }
-        let _ = writeln!(s, "}}");
+        own_word_fn(s, cfg, "vks_poll_own", |w| {
+            format!("atomicAdd(&vks_a_{me}_{w}, 0u)")
+        });
         "vks_poll_own"
     } else {
         "vks_volatile_load_own"
@@ -764,9 +751,18 @@ fn own_volatile_load(s: &mut String, cfg: &LibraryConfig) {
         s,
         "fn vks_volatile_store_own(a: u32, x: u32) {{ vks_w_{me}_0[a] = x; }}"
     );
-    let _ = writeln!(s, "fn vks_volatile_load_own(a: u32) -> u32 {{");
+    own_word_fn(s, cfg, "vks_volatile_load_own", |w| {
+        format!("vks_w_{me}_{w}")
+    });
+}
+
+/// `fn NAME(a: u32) -> u32` returning `access(word)` for this PE's heap word
+/// `a`, where `word` is `C[i]` (chunk `C`, index `i`: the chunk switch of a
+/// heap bound in several bindings).
+fn own_word_fn(s: &mut String, cfg: &LibraryConfig, name: &str, access: impl Fn(String) -> String) {
+    let _ = writeln!(s, "fn {name}(a: u32) -> u32 {{");
     if cfg.chunks() == 1 {
-        let _ = writeln!(s, "    return vks_w_{me}_0[a];");
+        let _ = writeln!(s, "    return {};", access("0[a]".into()));
     } else {
         let shift = cfg.chunk_word_shift();
         let mask = (1u64 << shift) - 1;
@@ -774,7 +770,8 @@ fn own_volatile_load(s: &mut String, cfg: &LibraryConfig) {
         for c in 0..cfg.chunks() {
             let _ = writeln!(
                 s,
-                "        case {c}u: {{ return vks_w_{me}_{c}[a & {mask}u]; }}"
+                "        case {c}u: {{ return {}; }}",
+                access(format!("{c}[a & {mask}u]"))
             );
         }
         let _ = writeln!(s, "        default: {{ return 0u; }}\n    }}");
