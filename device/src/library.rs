@@ -122,12 +122,17 @@ impl PeSet {
     }
 }
 
-/// Polls per wait iteration where the driver caps loops: 64 polls take about
-/// 1.6 us on llvmpipe (Mesa 22.3, this repository's 2-core CI machine), so one
-/// invocation may wait about 100 ms in all per dispatch before the cap. That
-/// covers a barrier among 8 PEs sharing 2 CPU cores (up to 44 ms measured); more
-/// polls cost compile time (about 10 ms per poll and wait site).
-pub const CAPPED_POLLS_PER_ITERATION: u32 = 64;
+/// Polls per wait iteration where the driver caps loops, each followed by
+/// [`CAPPED_DELAY_STEPS`] dependent square roots (see [`capped_polls`]): an
+/// iteration takes about 2 us on llvmpipe (Mesa 22.3, this repository's
+/// 2-core CI machine), so one invocation may wait about 130 ms of CPU time in
+/// all per dispatch before the cap, and longer once the host's wait throttle
+/// naps it. That covers a barrier among 8 PEs sharing 2 CPU cores (up to 44 ms
+/// measured). Polls are the costly part to compile (llvmpipe expands each
+/// atomic per SIMD lane), square roots are cheap.
+pub const CAPPED_POLLS_PER_ITERATION: u32 = 4;
+/// Square roots after each capped poll (see [`capped_polls`]): about 0.5 us.
+pub const CAPPED_DELAY_STEPS: u32 = 160;
 
 impl LibraryConfig {
     /// Polls per wait-loop iteration (see [`LibraryConfig::loop_cap`]).
@@ -563,11 +568,11 @@ const LOOP_CHECK: &str = "fn vks_loop_check() {
 /// where the driver caps them.
 ///
 /// Where the driver caps loops, each poll is an atomic add of 0 to the word
-/// (`vks_poll_own`): as short to compile as a load, but it takes the cache
-/// line, so 64 polls last microseconds instead of a few hundred ns and the
-/// budget of 65535 iterations spans as much wall time as on the slower
-/// machine [`CAPPED_POLLS_PER_ITERATION`] was set on (with plain loads, a
-/// fast 2-core VM spent it in 4-15 ms and staged waits were cut).
+/// (`vks_poll_own`), and the polls are spaced by chains of square roots
+/// ([`capped_polls`]), so the budget of 65535 iterations spans about 130 ms
+/// of CPU time (with 64 plain loads per iteration, a fast 2-core VM spent it
+/// in 4-15 ms and staged waits were cut; with 64 atomic polls, it lasted
+/// 106 ms but an 8-PE halo took 156 s to compile).
 fn poll_many(s: &mut String, cfg: &LibraryConfig) {
     let me = cfg.my_pe;
     let poll = if cfg.loop_cap {
@@ -579,10 +584,55 @@ fn poll_many(s: &mut String, cfg: &LibraryConfig) {
         "vks_volatile_load_own"
     };
     s.push_str("fn vks_poll_many(addr: u32, c: VksCond) -> bool {\n    var hit = 0u;\n");
-    for _ in 0..cfg.polls_per_iteration() {
+    if !cfg.loop_cap {
         let _ = writeln!(s, "    hit |= vks_cond_bit(c, {poll}(addr));");
+        s.push_str("    return hit != 0u;\n}\n");
+        return;
     }
+    s.push_str(&capped_polls(
+        &format!("vks_w_{me}_0[VKS_CTRL_N_PES]"),
+        |a| format!("{poll}({a})"),
+        "addr",
+        cfg.polls_per_iteration(),
+        "    ",
+    ));
     s.push_str("    return hit != 0u;\n}\n");
+}
+
+/// One iteration of a wait loop where the driver caps loop iterations: `polls`
+/// tests `hit |= vks_cond_bit(c, POLL)` of word `addr` (`poll` writes the
+/// access for a word-address expression), each followed by a dependent chain
+/// of [`CAPPED_DELAY_STEPS`] square roots, so that an iteration lasts about
+/// 2 µs and the budget of 65535 iterations about 130 ms of CPU time, while the
+/// code stays short to compile (a chain of vector square roots is straight-line
+/// code; 64 polls per iteration, each an atomic that llvmpipe expands per lane,
+/// made an 8-PE halo take 156 s to compile instead of 36 s).
+///
+/// `n_pes_word` reads the control region's n_pes word, which holds
+/// `VKS_N_PES` at run time: `zero` is 0 then but unknown to the compiler, so
+/// neither the chain nor its use in the next poll's address folds away, and
+/// each poll waits for the chain before it. Declares `zero` and `d`; the
+/// caller declares `hit`.
+pub(crate) fn capped_polls(
+    n_pes_word: &str,
+    poll: impl Fn(&str) -> String,
+    addr: &str,
+    polls: u32,
+    indent: &str,
+) -> String {
+    let mut s =
+        format!("{indent}let zero = {n_pes_word} - VKS_N_PES;\n{indent}var d = f32(zero) + 2.0;\n");
+    for _ in 0..polls {
+        let _ = writeln!(
+            s,
+            "{indent}hit |= vks_cond_bit(c, {});",
+            poll(&format!("{addr} + (bitcast<u32>(d) & zero)"))
+        );
+        for _ in 0..CAPPED_DELAY_STEPS {
+            let _ = writeln!(s, "{indent}d = sqrt(d + 1.0);");
+        }
+    }
+    s
 }
 
 /// `vks_wait_begin(addr, cond, value)` / `vks_wait_end()`: where the driver caps

@@ -419,10 +419,18 @@ fn main(@builtin(local_invocation_index) li: u32) {
         let plain = link_kernel(src, "k.wgsl", None, &cfg()).unwrap();
         assert_eq!(plain.report.loop_checks, 0);
         let lib = crate::library::library_source(&capped);
-        // Capped polls are atomic adds of 0 (vks_poll_own).
+        // Capped polls are atomic adds of 0 (vks_poll_own), each at an
+        // address the compiler cannot fold, spaced by square roots.
+        let polls = crate::library::CAPPED_POLLS_PER_ITERATION as usize;
         assert_eq!(
-            lib.matches("vks_cond_bit(c, vks_poll_own(addr))").count(),
-            crate::library::CAPPED_POLLS_PER_ITERATION as usize
+            lib.matches("vks_cond_bit(c, vks_poll_own(addr + (bitcast<u32>(d) & zero)))")
+                .count(),
+            polls
+        );
+        assert!(lib.contains("let zero = vks_w_1_0[VKS_CTRL_N_PES] - VKS_N_PES;"));
+        assert!(
+            lib.matches("d = sqrt(d + 1.0);").count()
+                >= polls * crate::library::CAPPED_DELAY_STEPS as usize
         );
         assert_eq!(
             crate::library::library_source(&cfg())

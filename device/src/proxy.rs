@@ -19,7 +19,8 @@ use std::fmt::Write as _;
 
 use crate::library::LibraryConfig;
 
-/// Polls per iteration of a proxy wait where the driver caps loops.
+/// Polls per iteration of a proxy wait where the driver does not cap loops
+/// (where it does: [`crate::library::CAPPED_POLLS_PER_ITERATION`], spaced).
 const PROXY_POLLS: u32 = 8;
 
 /// The ring's functions (or, without a proxy, the bulk entry points the
@@ -39,10 +40,15 @@ fn vks_px_quiet() {}
         return;
     }
     let me = format!("vks_a_{}_0", cfg.my_pe);
+    let polls = if cfg.loop_cap {
+        crate::library::CAPPED_POLLS_PER_ITERATION
+    } else {
+        PROXY_POLLS
+    };
     let waits = format!(
         "// Waits until ring word `addr` has reached `e` (wrapping), like vks_wait but
-// touching the ring only through this PE's binding, with fewer polls per
-// iteration (drivers inline every call, and each proxied accessor holds two of
+// touching the ring only through this PE's binding, polling as vks_poll_many
+// does (drivers inline every call, and each proxied accessor holds two of
 // these waits), announced as a proxy wait (condition bit 512): where the
 // driver caps loops, the host's wait throttle then naps the driver's threads
 // at once, which gives the proxy thread the CPU it needs to answer. False
@@ -51,8 +57,8 @@ fn vks_px_quiet() {}
 // The same with one poll per iteration: an entry is almost always free at
 // once (the ring is long), so this wait's code stays short.
 {}",
-        wait_fn("vks_px_wait", PROXY_POLLS, &me),
-        wait_fn("vks_px_wait_free", 1, &me)
+        wait_fn("vks_px_wait", polls, &me, cfg.loop_cap),
+        wait_fn("vks_px_wait_free", 1, &me, cfg.loop_cap)
     );
     let _ = write!(
         s,
@@ -176,16 +182,28 @@ fn vks_px_quiet() {{
 
 /// A proxy wait function named `name` that polls `polls` times per loop
 /// iteration (see `vks_px_wait`); `me` is this PE's atomic binding.
-fn wait_fn(name: &str, polls: u32, me: &str) -> String {
-    // Each poll an atomic read-modify-write of the ring word (adding 0): as
-    // cheap to compile as a load, but it takes the cache line, so an
-    // iteration lasts tens of ns instead of a few. Where the driver caps loop
-    // iterations (lavapipe: 65535 per invocation, shared by every wait of a
-    // dispatch), the same budget then spans several times the wall time: on
-    // a fast 2-core VM, plain loads spent it in 4-12 ms of proxy waits and
-    // staged halos, ping-pongs and queued reductions failed with loops cut.
-    let polls = format!("        hit |= vks_cond_bit(c, atomicAdd(&{me}[addr], 0u));\n")
-        .repeat(polls as usize);
+fn wait_fn(name: &str, polls: u32, me: &str, capped: bool) -> String {
+    // Each poll an atomic read-modify-write of the ring word (adding 0), which
+    // takes the cache line. Where the driver caps loop iterations (lavapipe:
+    // 65535 per invocation, shared by every wait of a dispatch), the polls
+    // are spaced by chains of square roots (`library::capped_polls`), so the
+    // budget spans about 130 ms of CPU time until the host's wait throttle
+    // naps the driver's threads: with 8 bare polls per iteration a fast 2-core
+    // VM spent it in about 13 ms, and staged halos, ping-pongs and queued
+    // reductions failed with loops cut when the host thread was not scheduled
+    // soon enough.
+    let polls = if capped {
+        crate::library::capped_polls(
+            &format!("atomicLoad(&{me}[VKS_CTRL_N_PES])"),
+            |a| format!("atomicAdd(&{me}[{a}], 0u)"),
+            "addr",
+            polls,
+            "        ",
+        )
+    } else {
+        format!("        hit |= vks_cond_bit(c, atomicAdd(&{me}[addr], 0u));\n")
+            .repeat(polls as usize)
+    };
     format!(
         "fn {name}(addr: u32, e: u32) -> bool {{
     let c = vks_cond(VKS_CMP_EPOCH, e, false);
