@@ -356,8 +356,11 @@ impl Context {
                 throttle.as_mut().map(|t| t.tick())
             },
         );
-        if let (Ok(_), Some(b)) = (&took, &_busy) {
-            // Under the submit lock: no other kernel of this PE runs.
+        // Under the submit lock no other launch of this PE runs; a queued
+        // collective's kernel may (the user's queue), and may hold a ticket
+        // it has not posted yet: settle only when none is outstanding.
+        let queued = self.inner.queue.get().is_some_and(|q| q.outstanding() > 0);
+        if let (Ok(_), Some(b), false) = (&took, &_busy, queued) {
             b.settle();
         }
         drop(submit);

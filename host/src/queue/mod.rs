@@ -464,6 +464,16 @@ pub(crate) struct QueueState {
     gpu: Arc<crate::vk::Gpu>,
 }
 
+impl QueueState {
+    /// Queued collectives recorded or posted and not yet seen complete.
+    pub(crate) fn outstanding(&self) -> usize {
+        self.progress
+            .shared
+            .outstanding
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
 impl std::fmt::Debug for QueueState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("QueueState")

@@ -639,8 +639,10 @@ pub(crate) struct BusyGuard<'a>(&'a Proxy);
 
 impl BusyGuard<'_> {
     /// The launch's kernel has ended (its fence signalled), and no other
-    /// kernel of this PE runs (the caller holds the submit lock): every
-    /// ticket claimed so far belongs to an ended kernel.
+    /// kernel of this PE runs (the caller holds the submit lock and has no
+    /// queued collective outstanding): every ticket claimed so far belongs to
+    /// an ended kernel. The ring's reader loads `settled` before an entry's
+    /// sequence word (see `Worker::take_ring`).
     pub(crate) fn settle(&self) {
         // SAFETY: see Proxy's Send impl.
         let head = unsafe { &*self.0.head }.load(Ordering::SeqCst);
@@ -1392,10 +1394,15 @@ impl Worker {
             let at = self.ring_at + (t % PROXY_SLOTS) as u64 * ProxyEntry::WORDS as u64 * 4;
             let lap = t & !(PROXY_SLOTS - 1);
             let mut e = [0u32; ProxyEntry::WORDS as usize];
-            let seq = self.heap.word(at).expect("ring").load(Ordering::Acquire);
+            // Tickets below `settled` belong to kernels that have ended. Read
+            // before the entry: a kernel that ended before this load posted
+            // its entries before it too, so the load of `seq` below sees them.
+            // (Read after it, a kernel could post the entry and end in
+            // between, and a posted store would be dropped as never posted:
+            // a peer then waited forever for the flag it carried.)
+            let settled = self.shared.settled.load(Ordering::SeqCst);
+            let seq = self.heap.word(at).expect("ring").load(Ordering::SeqCst);
             if seq != lap.wrapping_add(1) {
-                // Tickets below `settled` belong to kernels that have ended.
-                let settled = self.shared.settled.load(Ordering::SeqCst);
                 let ended = |ticket: u32| (settled.wrapping_sub(ticket) as i32) > 0;
                 let word = self.heap.word(at).expect("ring");
                 if seq == lap.wrapping_sub(PROXY_SLOTS).wrapping_add(2)
