@@ -111,6 +111,7 @@ impl Kernel {
         // vkCreateComputePipelines' host synchronization rule asks for external
         // synchronization of the cache only with that bit: threads may build
         // pipelines with it at once.
+        let started = std::time::Instant::now();
         let pipes =
             unsafe { d.create_compute_pipelines(cache, &info, None) }.map_err(|(_, r)| {
                 Error::Vulkan {
@@ -119,6 +120,13 @@ impl Kernel {
                 }
             })?;
         k.pipeline = pipes[0];
+        // Where drivers compile (llvmpipe: seconds for large kernels, unless
+        // Mesa's disk cache has the shader).
+        tracing::debug!(
+            ms = started.elapsed().as_millis() as u64,
+            spirv_words = spirv.len(),
+            "pipeline created"
+        );
         Ok(k)
     }
 
