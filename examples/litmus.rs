@@ -73,7 +73,7 @@ fn main() -> Result<()> {
             (false, _) => args.rounds,
             (true, true) => 20,
             // Oversubscribed: every barrier waits for the scheduler (up to 44 ms
-            // measured with 8 PEs on 2 cores) out of about 100 ms per dispatch.
+            // measured with 8 PEs on 2 cores) out of about 130 ms per dispatch.
             (true, false) => 2,
         })
         .clamp(1, args.rounds);

@@ -584,18 +584,19 @@ fn poll_many(s: &mut String, cfg: &LibraryConfig) {
         "vks_volatile_load_own"
     };
     s.push_str("fn vks_poll_many(addr: u32, c: VksCond) -> bool {\n    var hit = 0u;\n");
-    if !cfg.loop_cap {
-        let _ = writeln!(s, "    hit |= vks_cond_bit(c, {poll}(addr));");
-        s.push_str("    return hit != 0u;\n}\n");
-        return;
+    if cfg.loop_cap {
+        s.push_str(&capped_polls(
+            &format!("vks_w_{me}_0[VKS_CTRL_N_PES]"),
+            |a| format!("{poll}({a})"),
+            "addr",
+            cfg.polls_per_iteration(),
+            "    ",
+        ));
+    } else {
+        for _ in 0..cfg.polls_per_iteration() {
+            let _ = writeln!(s, "    hit |= vks_cond_bit(c, {poll}(addr));");
+        }
     }
-    s.push_str(&capped_polls(
-        &format!("vks_w_{me}_0[VKS_CTRL_N_PES]"),
-        |a| format!("{poll}({a})"),
-        "addr",
-        cfg.polls_per_iteration(),
-        "    ",
-    ));
     s.push_str("    return hit != 0u;\n}\n");
 }
 

@@ -1,12 +1,14 @@
 //! The wait throttle: makes device waits on CPU drivers (Mesa's llvmpipe, that is
-//! lavapipe) last seconds instead of about 100 ms, and gives their CPU to the PEs
+//! lavapipe) last seconds instead of about 130 ms, and gives their CPU to the PEs
 //! they wait for.
 //!
 //! # Why
 //! On llvmpipe a kernel runs on the driver's CPU threads, and an invocation may
 //! run 65535 loop iterations in all before the driver ends every loop (see
-//! `LibraryConfig::loop_cap` in the device crate). A device wait polls 64 times
-//! per iteration (about 1.6 µs), so it may spin for about 100 ms of *CPU time*.
+//! `LibraryConfig::loop_cap` in the device crate). A device wait polls 4 times
+//! per iteration, spaced by square roots (about 2 µs, see
+//! `capped_polls` in the device crate), so it may spin for about 130 ms of
+//! *CPU time*.
 //! With more PEs than cores, or any other load, a PE that waits for a peer the
 //! scheduler has not run yet spends that budget while taking the CPU the peer
 //! needs, and a correct program failed ("the driver cut the kernel's loops

@@ -63,8 +63,8 @@ fn main() -> Result<()> {
         bail!("file descriptors leaked: {fd0} after the first round, {fd1} at the end");
     }
     // The allocator's arenas and the driver's caches grow for a while and
-    // level off (7-9 MiB over 100 to 250 rounds, most of it in the first
-    // half); a leak grows linearly: a heap or a Vulkan device per round is
+    // level off (7-13 MiB over 100 to 250 rounds, nearly all of it in the
+    // first half); a leak grows linearly: a heap or a Vulkan device per round is
     // megabytes, and 80 KiB per round is 4 MiB over the second half.
     let second = rss1.saturating_sub(rss_half);
     if second > 4 * 1024 {
