@@ -94,6 +94,27 @@ fn vks_copy_bytes(dpe: u32, d: u32, spe: u32, s: u32, n: u32, tid: u32, nth: u32
         }
         return;
     }
+    // Source and dest equally placed in their 16 bytes: the middle as vec4s
+    // (where the kernel has the vec4 view, vks_copy_vec4), the head and tail
+    // word by word.
+    if dpe == VKS_MY_PE && (d & 15u) == (s & 15u) && n >= 64u {
+        let head = (16u - (d & 15u)) & 15u;
+        let mid = (n - head) & ~15u;
+        if vks_copy_vec4((d + head) >> 4u, spe, (s + head) >> 4u, mid >> 4u, tid, nth) {
+            vks_copy_words(dpe, d, spe, s, head, tid, nth);
+            let done = head + mid;
+            vks_copy_words(dpe, d + done, spe, s + done, n - done, tid, nth);
+            return;
+        }
+    }
+    vks_copy_words(dpe, d, spe, s, n, tid, nth);
+}
+
+// vks_copy_bytes word by word (whole words plain, shared ones masked).
+fn vks_copy_words(dpe: u32, d: u32, spe: u32, s: u32, n: u32, tid: u32, nth: u32) {
+    if n == 0u {
+        return;
+    }
     let w0 = d >> 2u;
     let words = ((d + n - 1u) >> 2u) - w0 + 1u;
     for (var i = tid; i < words; i += nth) {
@@ -264,6 +285,59 @@ fn vks_wg_begin(team: u32, li: u32) -> bool {
 fn vks_wg_end(team: u32, li: u32) -> i32 {
     vks_fence_acq_rel();
     return shmemx_team_sync_work_group(team, li);
+}
+
+// Multi-workgroup forms (`_work_groups`): every invocation of `groups`
+// workgroups of one dispatch calls, in uniform control flow, with the same
+// arguments. They can wait for each other only if the device runs them all at
+// once: at most VKS_CTRL_MAX_GROUPS (the host's DeviceInfo::resident_workgroups),
+// checked alike in every group before any wait.
+fn vks_grid_ok(group: u32, groups: u32, li: u32) -> bool {
+    let ok = groups >= 1u && group < groups
+        && groups <= vks_relaxed_load(VKS_MY_PE, VKS_CTRL_MAX_GROUPS);
+    if !ok && li == 0u {
+        vks_raise(VKS_ERR_BAD_ARGUMENT, VKS_MY_PE, groups);
+    }
+    return ok;
+}
+
+// The grid sync of the multi-workgroup forms: every group arrives (after its
+// invocations' stores); the last to arrive resets the count and runs the team
+// sync; the others wait on that sync's own condition (every member's flag,
+// this PE's included, at the epoch it announces), so each group leaves once the
+// team sync is complete, and the throttle's hint is the same for all of them
+// (see host/src/throttle.rs). The team sync starts once every group of this PE
+// has arrived: its sources are ready, its dest free. One grid per PE at a time
+// (the count is a per-PE word of the control header). 0 or -1.
+fn vks_grid_sync(team: u32, li: u32, groups: u32) -> i32 {
+    vks_fence_acq_rel();
+    storageBarrier();
+    if li == 0u {
+        var ok = vks_team_ok(team);
+        if ok {
+            let base = vks_team_base(team);
+            // Acquire: the arrival below cannot come before this read, so it
+            // reads the epoch before the last group's sync raises it.
+            let e = vks_acquire_load(VKS_MY_PE, base + VKS_TEAM_EPOCH) + 1u;
+            if vks_fetch_add(VKS_MY_PE, VKS_CTRL_GRID_COUNT, 1u) == groups - 1u {
+                // Before the sync's announcements: no group arrives at the next
+                // grid sync before it saw this PE's own announcement.
+                vks_relaxed_store(VKS_MY_PE, VKS_CTRL_GRID_COUNT, 0u);
+                ok = vks_team_sync(team);
+            } else {
+                let size = vks_relaxed_load(VKS_MY_PE, base + VKS_TEAM_SIZE);
+                let flags = vks_relaxed_load(VKS_MY_PE, base + VKS_TEAM_FLAGS);
+                for (var i = 0u; i < size && ok; i = i + 1u) {
+                    ok = vks_wait_epoch(flags + i, e);
+                }
+            }
+        }
+        vks_wg_result = select(1u, 0u, ok);
+    }
+    storageBarrier();
+    let r = workgroupUniformLoad(&vks_wg_result);
+    vks_fence_acq_rel();
+    return -i32(r);
 }
 
 // False, and VKS_ERR_BAD_ARGUMENT raised, unless `ok`.

@@ -13,6 +13,10 @@ pub enum Scope {
     Thread,
     /// `shmemx_*_work_group`, called by every invocation of one workgroup.
     WorkGroup,
+    /// `shmemx_*_work_groups`, called by every invocation of every workgroup
+    /// of the dispatch (as many as the device runs at once:
+    /// `Context::resident_workgroups`).
+    WorkGroups,
 }
 
 impl Scope {
@@ -20,6 +24,7 @@ impl Scope {
         match self {
             Scope::Thread => "thread",
             Scope::WorkGroup => "work_group",
+            Scope::WorkGroups => "work_groups",
         }
     }
 }
@@ -81,17 +86,29 @@ pub fn kernel_source<T: Elem>(coll: &str, op: ReduceOp, scope: Scope, wg: u32) -
             };
             (wg, format!("{name}_work_group({args}, {extra})"))
         }
+        Scope::WorkGroups => {
+            // shmem_X(args) -> shmemx_X_work_groups(args, li, wg, g, groups);
+            // barrier and sync have no multi-workgroup form: the work_group one.
+            let open = per_thread.find('(').expect("a call");
+            let name = per_thread[..open].replacen("shmem_", "shmemx_", 1);
+            let args = &per_thread[open + 1..per_thread.len() - 1];
+            if matches!(coll, "barrier" | "sync") {
+                (wg, format!("{name}_work_group({args}, li)"))
+            } else {
+                (wg, format!("{name}_work_groups({args}, li, {wg}u, wid.x, nw.x)"))
+            }
+        }
     };
     // Only invocation 0 makes per-thread calls; the others finish at once.
     let callers = match scope {
         Scope::Thread => " && li == 0u",
-        Scope::WorkGroup => "",
+        Scope::WorkGroup | Scope::WorkGroups => "",
     };
     format!(
         "struct P {{ team: u32, dest: u32, source: u32, nelems: u32, root: u32, iters: u32 }}
 var<immediate> p: P;
 @compute @workgroup_size({size})
-fn main(@builtin(local_invocation_index) li: u32) {{
+fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {{
     let a = p;
     var failed = 0u;
     for (var k = 0u; k < a.iters{callers}; k++) {{
@@ -152,6 +169,10 @@ mod tests {
             "shmemx_float_sum_reduce_work_group(a.team, a.dest, a.source, a.nelems, li, 128u)"
         ));
         assert!(s.contains("@workgroup_size(128)"));
+        let s = kernel_source::<i16>("fcollect", ReduceOp::Sum, Scope::WorkGroups, 64);
+        assert!(s.contains(
+            "shmemx_int16_fcollect_work_groups(a.team, a.dest, a.source, a.nelems, li, 64u, wid.x, nw.x)"
+        ));
         let s = kernel_source::<u8>("barrier", ReduceOp::Sum, Scope::WorkGroup, 64);
         assert!(s.contains("shmemx_team_barrier_work_group(a.team, li)"));
         let s = kernel_source::<i64>("broadcast", ReduceOp::Sum, Scope::Thread, 64);

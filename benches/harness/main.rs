@@ -115,7 +115,8 @@ struct Args {
     /// exscan; or `all`.
     #[arg(long, default_value = "all")]
     collective: String,
-    /// Forms: a comma-separated list of host, thread, work_group, queue; or
+    /// Forms: a comma-separated list of host, thread, work_group, work_groups
+    /// (every workgroup the device runs at once), queue; or
     /// `all`.
     #[arg(long, default_value = "host")]
     scope: String,
@@ -306,8 +307,13 @@ impl Bench<'_> {
         let es = std::mem::size_of::<T>() as u64;
         let scope_name = form.name();
         let kernel = scope.map(|s| self.kernel::<T>(coll, op, s)).transpose()?;
+        let groups = match scope {
+            Some(Scope::WorkGroups) => ctx.resident_workgroups(),
+            _ => 1,
+        };
         let nth = match scope {
             Some(Scope::WorkGroup) => self.args.workgroup_size as u64,
+            Some(Scope::WorkGroups) => self.args.workgroup_size as u64 * groups as u64,
             _ => 1,
         };
         // One size: measured, its row pushed; an error names the size.
@@ -362,7 +368,7 @@ impl Bench<'_> {
                         root,
                         iters: if member { k } else { 0 },
                     };
-                    let t = ctx.launch_timed(kernel, [1, 1, 1], &[], bytemuck::bytes_of(&a))?;
+                    let t = ctx.launch_timed(kernel, [groups, 1, 1], &[], bytemuck::bytes_of(&a))?;
                     return Ok(Some(t.as_secs_f64()));
                 }
                 if !member {
@@ -644,6 +650,7 @@ fn parse_scopes(s: &str) -> anyhow::Result<Vec<Form>> {
             Form::Host,
             Form::Device(Scope::Thread),
             Form::Device(Scope::WorkGroup),
+            Form::Device(Scope::WorkGroups),
             Form::Queue,
         ]);
     }
@@ -652,8 +659,9 @@ fn parse_scopes(s: &str) -> anyhow::Result<Vec<Form>> {
             "host" => Ok(Form::Host),
             "thread" => Ok(Form::Device(Scope::Thread)),
             "work_group" => Ok(Form::Device(Scope::WorkGroup)),
+            "work_groups" => Ok(Form::Device(Scope::WorkGroups)),
             "queue" => Ok(Form::Queue),
-            other => bail!("--scope {other:?}: host, thread, work_group, queue or all"),
+            other => bail!("--scope {other:?}: host, thread, work_group, work_groups, queue or all"),
         })
         .collect()
 }

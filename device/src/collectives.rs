@@ -650,7 +650,8 @@ struct OneSync {
 }
 
 /// A per-thread function and its `_work_group` twin around `body` (which sees
-/// `team`, `t`, `tid`, `nth` and the parameters).
+/// `team`, `t`, `tid`, `nth` and the parameters), and with `multi` the
+/// multi-workgroup `_work_groups` form too (`wg_name` + `s`).
 #[allow(clippy::too_many_arguments)]
 fn both_forms(
     s: &mut String,
@@ -661,6 +662,7 @@ fn both_forms(
     check: &str,
     body: &str,
     one_sync: Option<&OneSync>,
+    multi: bool,
 ) {
     // One sync call site per function, in a two-phase loop (sync, move; sync):
     // llvmpipe inlines every call, and each inlined wait costs compile time. A
@@ -722,6 +724,41 @@ fn {wg_name}(team: u32, {params}, local_index: u32, group_size: u32) -> i32 {{
 }}
 "
     );
+    if !multi {
+        return;
+    }
+    // Every invocation of `groups` workgroups (numbered 0..groups) calls,
+    // in uniform control flow, with the same arguments; the move is spread
+    // over all of them. The grid sync (vks_grid_sync) gathers them around
+    // one team sync, made by the last workgroup to arrive. A group count
+    // the device cannot run at once fails before any wait, alike in every
+    // group (vks_grid_ok).
+    let _ = write!(
+        s,
+        "fn {wg_name}s(team: u32, {params}, local_index: u32, group_size: u32, group: u32, groups: u32) -> i32 {{
+    {pre}
+    if !vks_grid_ok(group, groups, local_index) {{
+        return -1;
+    }}
+    var r = 0;
+    var bad = false;
+    for (var phase = 0u; phase < 2u && r == 0; phase++) {{
+        r = vks_grid_sync(team, local_index, groups);
+        if r == 0 && phase == 0u {{
+            if {check} {{
+                let t = vks_team_of(team);
+                let tid = group * group_size + local_index;
+                let nth = groups * group_size;
+                {body}
+            }} else {{
+                bad = true;
+            }}
+        }}
+    }}
+    return select(r, -1, bad);
+}}
+"
+    );
 }
 
 /// The device-initiated collectives: per-thread `shmem_*` and work_group
@@ -733,6 +770,8 @@ fn {wg_name}(team: u32, {params}, local_index: u32, group_size: u32) -> i32 {{
 /// small; `None` generates all.
 pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
     let mut s = String::from("\n// ---- device-initiated collectives (generated) ----\n");
+    // The multi-workgroup forms only in kernels that name one.
+    let multi = uses.map_or(true, |u| u.contains("_work_groups"));
     let prefixed = MEM_COLLECTIVES
         .iter()
         .map(|c| ("shmem", c))
@@ -748,6 +787,7 @@ pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
             c.check,
             c.body,
             None,
+            multi,
         );
     }
     both_forms(
@@ -759,6 +799,7 @@ pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
         "vks_arg_ok(dst > 0u && sst > 0u)",
         "vks_alltoalls_move(t, dest, source, nelems, es, dst, sst, tid, nth);",
         None,
+        multi,
     );
     let wanted = |name: &str| uses.map_or(true, |u| u.contains(name));
     // The kinds whose scan driver is already in `s`.
@@ -799,6 +840,12 @@ pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
                     "fn {wg}(team: u32, dest: u32, source: u32, nelems: u32{root}, local_index: u32, group_size: u32) -> i32 {{ return shmemx_{c}mem_work_group(team, dest, source, nelems * {es}u{root_arg}, local_index, group_size); }}"
                 );
             }
+            if wanted(&format!("{wg}s")) {
+                let _ = writeln!(
+                    s,
+                    "fn {wg}s(team: u32, dest: u32, source: u32, nelems: u32{root}, local_index: u32, group_size: u32, group: u32, groups: u32) -> i32 {{ return shmemx_{c}mem_work_groups(team, dest, source, nelems * {es}u{root_arg}, local_index, group_size, group, groups); }}"
+                );
+            }
         }
         let (pt, wg) = (
             format!("shmem_{n}_alltoalls"),
@@ -814,6 +861,12 @@ pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
             let _ = writeln!(
                 s,
                 "fn {wg}(team: u32, dest: u32, source: u32, dst: u32, sst: u32, nelems: u32, local_index: u32, group_size: u32) -> i32 {{ return vks_alltoalls_work_group(team, dest, source, dst, sst, nelems, {es}u, local_index, group_size); }}"
+            );
+        }
+        if wanted(&format!("{wg}s")) {
+            let _ = writeln!(
+                s,
+                "fn {wg}s(team: u32, dest: u32, source: u32, dst: u32, sst: u32, nelems: u32, local_index: u32, group_size: u32, group: u32, groups: u32) -> i32 {{ return vks_alltoalls_work_groups(team, dest, source, dst, sst, nelems, {es}u, local_index, group_size, group, groups); }}"
             );
         }
         // Scans (ishmem 1.5's sum_inscan / sum_exscan): not on a team that
@@ -842,6 +895,7 @@ pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
                 "true",
                 &body,
                 None,
+                multi,
             );
         }
         for op in ReduceOp::ALL {
@@ -873,6 +927,7 @@ pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
                     "true",
                     &body,
                     None,
+                    multi,
                 );
             }
             let (pt, wg) = (
@@ -908,6 +963,7 @@ pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
                 "true",
                 &body,
                 Some(&one_sync),
+                multi,
             );
         }
     }

@@ -89,6 +89,14 @@ control_struct!(
         amo_lo,
         /// Its high word (64-bit atomics).
         amo_hi,
+        /// Workgroups of one dispatch this device is known to run at once (set
+        /// by the host at init, `DeviceInfo::resident_workgroups`): the most
+        /// that may call a multi-workgroup (`_work_groups`) device collective.
+        max_groups,
+        /// The multi-workgroup forms' grid sync: workgroups of this PE arrived
+        /// at the current one (reset to 0 by the last to arrive, which then
+        /// runs the team sync that the others wait on).
+        grid_count,
     }
 );
 
@@ -230,7 +238,7 @@ pub fn proxy_ring_word(n_pes: u32) -> u32 {
 /// `"VKSH"`, little-endian.
 pub const CONTROL_MAGIC: u32 = u32::from_le_bytes(*b"VKSH");
 /// Version of this layout; bumped when it changes.
-pub const LAYOUT_VERSION: u32 = 5;
+pub const LAYOUT_VERSION: u32 = 6;
 /// Most teams a PE can be part of at once (the device table's length).
 pub const MAX_TEAMS: u32 = 64;
 /// Team handle of WORLD (entry 0 of the table).
@@ -378,13 +386,14 @@ pub fn host_counts_word(n_pes: u32) -> u32 {
 }
 
 /// The control region's initial contents on PE `my_pe` of `n_pes`, as words.
-pub fn initial_control(my_pe: u32, n_pes: u32) -> Vec<u32> {
+pub fn initial_control(my_pe: u32, n_pes: u32, max_groups: u32) -> Vec<u32> {
     let mut words = vec![0u32; (control_bytes(n_pes) / 4) as usize];
     let header = ControlHeader {
         magic: CONTROL_MAGIC,
         version: LAYOUT_VERSION,
         my_pe,
         n_pes,
+        max_groups,
         ..Default::default()
     };
     words[..ControlHeader::WORDS as usize]
@@ -506,11 +515,12 @@ mod tests {
 
     #[test]
     fn initial_control_has_world() {
-        let w = initial_control(2, 5);
+        let w = initial_control(2, 5, 3);
         assert_eq!(w.len() as u64 * 4, control_bytes(5));
         assert_eq!(w[0], CONTROL_MAGIC);
         assert_eq!(w[2], 2);
         assert_eq!(w[3], 5);
+        assert_eq!(w[(std::mem::offset_of!(ControlHeader, max_groups) / 4)], 3);
         let e = TEAM_TABLE_WORD as usize;
         assert_eq!(&w[e..e + 9], &[1, 0, 1, 5, 2, 0, WORLD_FLAGS_WORD, 0, 0]);
         assert!(w[WORLD_FLAGS_WORD as usize..].iter().all(|&x| x == 0));

@@ -45,6 +45,10 @@ pub struct LinkedKernel {
     /// host throttles the driver's threads while it runs, as for
     /// `waits_on_peers`, so that the wait outlasts the proxy's round trips.
     pub waits_on_proxy: bool,
+    /// The entry point can reach a multi-workgroup device collective
+    /// (`shmemx_*_work_groups`): the workgroups of its dispatch wait for each
+    /// other, so the host launches at most the device's resident workgroups.
+    pub waits_on_groups: bool,
     /// What the SPIR-V pass did.
     pub report: PassReport,
 }
@@ -257,6 +261,7 @@ pub fn link_kernel(
     );
 
     let waits_on_proxy = reaches(&module, &ep.function, &["vks_px_wait"]);
+    let waits_on_groups = reaches(&module, &ep.function, &["vks_grid_sync"]);
 
     let words = crate::write_spirv(&module, &info, name)?;
     let (spirv, report) = pass::run(&words).map_err(|message| CompileError::Backend {
@@ -277,6 +282,7 @@ pub fn link_kernel(
         workgroup_size: ep.workgroup_size,
         waits_on_peers,
         waits_on_proxy,
+        waits_on_groups,
         report,
     })
 }
@@ -370,8 +376,9 @@ fn main(@builtin(local_invocation_index) li: u32) {
         assert!(k.waits_on_peers);
         assert_eq!(k.user_bindings.len(), 2);
         assert!(k.user_bindings[1].read_only && !k.user_bindings[0].read_only);
-        // 3 PEs x 2 chunks of plain views moved; acquire/release/fence rewritten.
-        assert_eq!(k.report.aliased_views, 6);
+        // 3 PEs x 2 chunks of plain and vec4 views moved (the kernel calls a
+        // work_group form); acquire/release/fence rewritten.
+        assert_eq!(k.report.aliased_views, 12);
         assert_eq!(k.report.acquires, 6, "{:?}", k.report);
         assert_eq!(k.report.fences, 1);
         assert!(k.report.unbounded_loops >= 3, "{:?}", k.report);

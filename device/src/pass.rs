@@ -18,7 +18,8 @@
 //!    the dead counter is left for the driver to remove;
 //! 5. moves the library's plain heap views from binding `PLAIN_VIEW_OFFSET + b` onto
 //!    `b` in set 0 (aliasing the atomic view, which Vulkan allows), and the
-//!    64-bit atomic views from `QUAD_VIEW_OFFSET + b`;
+//!    64-bit atomic views from `QUAD_VIEW_OFFSET + b` and the vec4 views from
+//!    `VEC4_VIEW_OFFSET + b`;
 //! 6. decorates every storage buffer `Coherent` and `Aliased`: any of them, the
 //!    user's included, may be a view of a symmetric heap that other PEs write, and
 //!    the two library views of one heap alias each other;
@@ -48,7 +49,7 @@ use rspirv::binary::Assemble;
 use rspirv::dr::{Instruction, Module, Operand};
 use rspirv::spirv::{Decoration, MemoryAccess, MemorySemantics, Op, Scope, StorageClass, Word};
 
-use crate::library::{LIBRARY_SET, PLAIN_VIEW_OFFSET, QUAD_VIEW_OFFSET};
+use crate::library::{LIBRARY_SET, PLAIN_VIEW_OFFSET, QUAD_VIEW_OFFSET, VEC4_VIEW_OFFSET};
 
 /// What the pass changed, for tests and logs.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -338,6 +339,7 @@ fn decorate_buffers(m: &mut Module, names: &HashMap<Word, String>) -> usize {
             let offset = match names.get(id) {
                 Some(n) if n.starts_with("vks_w_") => PLAIN_VIEW_OFFSET,
                 Some(n) if n.starts_with("vks_q_") => QUAD_VIEW_OFFSET,
+                Some(n) if n.starts_with("vks_v_") => VEC4_VIEW_OFFSET,
                 _ => continue,
             };
             if set_of.get(id) == Some(&LIBRARY_SET) && *b >= offset {

@@ -388,7 +388,7 @@ impl Context {
                 gpu,
             }),
         };
-        let words = layout::initial_control(job.pe, job.npes);
+        let words = layout::initial_control(job.pe, job.npes, ctx.inner.gpu.info.resident_workgroups);
         ctx.write_bytes(job.pe, 0, bytemuck::cast_slice(&words))?;
         if proxy {
             let plane = ctx.inner.plane.clone().expect("checked above");
@@ -876,6 +876,16 @@ impl Context {
     }
 
     /// Checks a workgroup count against the device.
+    /// Workgroups of one dispatch this device is known to run at once: the
+    /// most a kernel calling a multi-workgroup device collective
+    /// (`shmemx_*_work_groups`) may be launched over
+    /// ([`crate::vk::DeviceInfo::resident_workgroups`]: llvmpipe's compute threads,
+    /// NVIDIA's SMs, AMD's compute units, else 1, or
+    /// `VKSHMEM_RESIDENT_WORKGROUPS`).
+    pub fn resident_workgroups(&self) -> u32 {
+        self.inner.gpu.info.resident_workgroups
+    }
+
     pub(crate) fn check_groups(&self, groups: [u32; 3]) -> Result<()> {
         let max = self.inner.gpu.info.max_workgroups;
         if groups.contains(&0) || groups.iter().zip(max).any(|(&g, m)| g > m) {

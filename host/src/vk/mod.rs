@@ -74,6 +74,15 @@ pub struct DeviceInfo {
     /// `maxMemoryAllocationSize`: the largest allocation the device promises
     /// (some drivers allocate more, others fail below it when memory is short).
     pub max_memory_allocation_size: u64,
+    /// Workgroups of one dispatch this device is known to run at once, so
+    /// that they may wait for each other (the multi-workgroup device
+    /// collectives, `shmemx_*_work_groups`): llvmpipe's compute threads
+    /// (each runs its own workgroups, one after another), NVIDIA's SM count
+    /// (`VK_NV_shader_sm_builtins`: every SM can hold a workgroup of any
+    /// kernel it runs), AMD's compute units (`VK_AMD_shader_core_properties`);
+    /// 1 on devices that say nothing. `VKSHMEM_RESIDENT_WORKGROUPS` overrides
+    /// it (the user's promise).
+    pub resident_workgroups: u32,
 }
 
 impl DeviceInfo {
@@ -442,6 +451,34 @@ impl Drop for Gpu {
     }
 }
 
+/// Workgroups of one dispatch known to run at once (see
+/// [`DeviceInfo::resident_workgroups`]) on the device named `name`, with
+/// `cpus` CPUs available to this process, `LP_NUM_THREADS` as set, and the
+/// SM or compute-unit count where the device tells it.
+///
+/// llvmpipe (Mesa 22.3) makes `min(CPUs, 16)` compute threads (none on one
+/// CPU: the submitting thread runs every workgroup) or `LP_NUM_THREADS`; a
+/// dispatch of `k` workgroups is cut into one chunk per thread, each run in
+/// order by the thread that took it, so up to one workgroup per thread run
+/// at once. Counting the CPUs available to this process (affinity, quota)
+/// errs low, which is safe.
+pub fn resident_workgroups(
+    name: &str,
+    cpus: u32,
+    lp_num_threads: Option<&str>,
+    sms: Option<u32>,
+    compute_units: Option<u32>,
+) -> u32 {
+    if name.contains("llvmpipe") {
+        let threads = lp_num_threads
+            .and_then(|v| v.trim().parse::<u32>().ok())
+            .unwrap_or(if cpus > 1 { cpus } else { 0 })
+            .min(16);
+        return threads.max(1);
+    }
+    sms.or(compute_units).filter(|&n| n > 0).unwrap_or(1)
+}
+
 /// The facts of `physical` (queue family `queue_family`), whether it has
 /// `VK_EXT_external_memory_host` (with the import alignment), and its properties.
 fn describe(
@@ -455,17 +492,32 @@ fn describe(
     let mut m3 = vk::PhysicalDeviceMaintenance3Properties::default();
     let mut host_props = vk::PhysicalDeviceExternalMemoryHostPropertiesEXT::default();
     // SAFETY: valid physical device of `instance`.
-    let has_host_import = unsafe { instance.enumerate_device_extension_properties(physical) }
-        .map(|exts| {
-            let want = ash::ext::external_memory_host::NAME.to_string_lossy();
-            exts.iter().any(|e| cstr_name(&e.extension_name) == want)
-        })
-        .unwrap_or(false);
+    let exts = unsafe { instance.enumerate_device_extension_properties(physical) }
+        .unwrap_or_default();
+    let has = |name: &std::ffi::CStr| {
+        let want = name.to_string_lossy();
+        exts.iter().any(|e| cstr_name(&e.extension_name) == want)
+    };
+    let has_host_import = has(ash::ext::external_memory_host::NAME);
+    let mut sm = vk::PhysicalDeviceShaderSMBuiltinsPropertiesNV::default();
+    let mut cores = vk::PhysicalDeviceShaderCorePropertiesAMD::default();
+    let (has_sm, has_cores) = (
+        has(ash::nv::shader_sm_builtins::NAME),
+        has(ash::amd::shader_core_properties::NAME),
+    );
+    // VUID-VkPhysicalDeviceProperties2-pNext-pNext: each chained struct's
+    // extension is supported by the device (checked above).
     let mut props2 = vk::PhysicalDeviceProperties2::default()
         .push_next(&mut id)
         .push_next(&mut m3);
     if has_host_import {
         props2 = props2.push_next(&mut host_props);
+    }
+    if has_sm {
+        props2 = props2.push_next(&mut sm);
+    }
+    if has_cores {
+        props2 = props2.push_next(&mut cores);
     }
     // SAFETY: valid physical device; the pNext chain points at live structs.
     unsafe { instance.get_physical_device_properties2(physical, &mut props2) };
@@ -490,6 +542,29 @@ fn describe(
         max_storage_buffers_per_stage: p.limits.max_per_stage_descriptor_storage_buffers,
         max_workgroup_invocations: p.limits.max_compute_work_group_invocations,
         max_memory_allocation_size: m3.max_memory_allocation_size,
+        resident_workgroups: 1,
+    };
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    let known = resident_workgroups(
+        &info.name,
+        cpus,
+        std::env::var("LP_NUM_THREADS").ok().as_deref(),
+        has_sm.then_some(sm.shader_sm_count),
+        has_cores.then(|| {
+            cores.shader_engine_count
+                * cores.shader_arrays_per_engine_count
+                * cores.compute_units_per_shader_array
+        }),
+    );
+    let info = DeviceInfo {
+        resident_workgroups: match std::env::var("VKSHMEM_RESIDENT_WORKGROUPS") {
+            Ok(v) => v.trim().parse().ok().filter(|&n| n > 0).unwrap_or_else(|| {
+                tracing::warn!("VKSHMEM_RESIDENT_WORKGROUPS={v:?} is not a positive number: ignored");
+                known
+            }),
+            Err(_) => known,
+        },
+        ..info
     };
 
     (
@@ -644,4 +719,23 @@ fn usable(
         return Err(format!("no {want}"));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resident_workgroups;
+
+    #[test]
+    fn resident_workgroups_by_device() {
+        let lp = "llvmpipe (LLVM 15.0.6, 256 bits)";
+        assert_eq!(resident_workgroups(lp, 2, None, None, None), 2);
+        assert_eq!(resident_workgroups(lp, 1, None, None, None), 1);
+        assert_eq!(resident_workgroups(lp, 64, None, None, None), 16);
+        assert_eq!(resident_workgroups(lp, 8, Some("3"), None, None), 3);
+        assert_eq!(resident_workgroups(lp, 8, Some("0"), None, None), 1);
+        assert_eq!(resident_workgroups(lp, 8, Some("x"), None, None), 8);
+        assert_eq!(resident_workgroups("NVIDIA H100", 16, None, Some(132), None), 132);
+        assert_eq!(resident_workgroups("AMD", 16, None, None, Some(96)), 96);
+        assert_eq!(resident_workgroups("Intel", 16, None, None, None), 1);
+    }
 }
