@@ -270,6 +270,18 @@ impl Context {
         immediates: &[u8],
         timed: bool,
     ) -> Result<Option<Duration>> {
+        let resident = self.inner.gpu.info.resident_workgroups;
+        let total = groups.iter().map(|&g| u64::from(g)).product::<u64>();
+        if kernel.linked.waits_on_groups && total > u64::from(resident) {
+            // Its workgroups wait for each other: more than the device runs at
+            // once would wait for ones that cannot start (see the
+            // forward-progress rules in ARCHITECTURE.md). Refused before the
+            // launch's sync, so the PEs stay in step.
+            return Err(Error::InvalidArgument(format!(
+                "kernel {:?} calls a multi-workgroup collective (_work_groups) and is launched over {total} workgroups ({groups:?}); this device runs at most {resident} of one dispatch at once (Context::resident_workgroups)",
+                kernel.name
+            )));
+        }
         let r = self.launch_checked(kernel, groups, buffers, immediates, timed);
         if let Err(e) = &r {
             if kernel.linked.waits_on_peers && self.n_pes() > 1 {
@@ -319,17 +331,6 @@ impl Context {
             )));
         }
         self.check_groups(groups)?;
-        let resident = self.inner.gpu.info.resident_workgroups;
-        let total = groups.iter().map(|&g| u64::from(g)).product::<u64>();
-        if kernel.linked.waits_on_groups && total > u64::from(resident) {
-            // Its workgroups wait for each other: more than the device runs at
-            // once would wait for ones that cannot start (see the
-            // forward-progress rules in ARCHITECTURE.md).
-            return Err(Error::InvalidArgument(format!(
-                "kernel {:?} calls a multi-workgroup collective (_work_groups) and is launched over {total} workgroups ({groups:?}); this device runs at most {resident} of one dispatch at once (Context::resident_workgroups)",
-                kernel.name
-            )));
-        }
         let library = self.library_windows()?;
         let user = self.bind_windows(buffers)?;
         let timeout = self

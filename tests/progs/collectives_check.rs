@@ -245,19 +245,28 @@ fn device_forms(h: &mut Harness, cases: &[TeamCase], quick: bool) -> anyhow::Res
     let me = ctx.my_pe();
     let llvmpipe = ctx.device_info().is_llvmpipe();
     let picked: &[usize] = if quick { &[0, 2] } else { &[0, 1, 2, 3, 5, 6] };
-    for form in [Form::Thread, Form::WorkGroup] {
+    for form in [Form::Thread, Form::WorkGroup, Form::WorkGroups] {
         h.form = form;
         let sizes: &[usize] = match (form, quick) {
             (Form::Thread, true) => &[1, 7],
             (Form::Thread, false) => &[0, 1, 7, 100],
+            // Past 64 bytes pulls move vec4s between word-wise heads and
+            // tails (the harness's shift misaligns them).
+            (Form::WorkGroups, true) => &[1, 1000],
+            (Form::WorkGroups, false) => &[0, 7, 1000, 4096, 20_000],
             (_, true) => &[1, 100],
             (_, false) => &[0, 1, 7, 100, 1000, 4096],
         };
         for &k in picked {
             let Some(tc) = cases.get(k) else { continue };
             h.phantom = !tc.members.contains(&me);
-            h.salt =
-                10_000_000 + 100_000 * k as u32 + if form == Form::Thread { 0 } else { 50_000 };
+            h.salt = 10_000_000
+                + 100_000 * k as u32
+                + match form {
+                    Form::Thread => 0,
+                    Form::WorkGroup => 50_000,
+                    _ => 70_000,
+                };
             for &n in sizes {
                 let root = tc.members.len() as u32 - 1;
                 // llvmpipe compiles each device kernel for seconds (every wait
@@ -290,9 +299,68 @@ fn device_forms(h: &mut Harness, cases: &[TeamCase], quick: bool) -> anyhow::Res
             }
         }
     }
+    if !quick {
+        straddle_chunks(h, &cases[0])?;
+    }
     h.phantom = false;
     h.form = Form::Host;
     ctx.barrier_all()?;
+    Ok(())
+}
+
+/// The multi-workgroup form's vec4 copies on objects that cross a boundary
+/// between two storage bindings of the heap (a heap over 128 MiB on
+/// lavapipe is bound in chunks of 128 MiB; each piece of a copy lies in one
+/// chunk of the source and one of the dest): the source region, then the
+/// dest region, placed across the boundary with a pad allocation before
+/// it, at two alignments. Skipped on heaps of one chunk.
+fn straddle_chunks(h: &mut Harness, world: &TeamCase) -> anyhow::Result<()> {
+    let ctx = h.ctx.clone();
+    let boundary: u64 = 128 << 20;
+    let chunk = ctx.device_info().max_storage_buffer_range;
+    if chunk != boundary || ctx.heap_size() < 2 * boundary {
+        return Ok(());
+    }
+    let n = ctx.n_pes() as usize;
+    let cap = 64 * 1024 * (n + 1);
+    h.form = Form::WorkGroups;
+    h.phantom = false;
+    for src_straddles in [true, false] {
+        let probe = ctx.malloc::<u8>(256)?;
+        let top = probe.offset();
+        probe.free()?;
+        // The straddling region starts 32 KiB before the boundary.
+        let first_bytes = if src_straddles { 0 } else { cap as u64 };
+        let at = boundary - 32 * 1024 - first_bytes;
+        anyhow::ensure!(top < at, "the heap is already used past {at}");
+        let pad = ctx.malloc::<u8>((at - top) as usize)?;
+        // First fit: the source right after the pad, the dest after it.
+        let src = ctx.malloc::<u8>(cap)?;
+        let dst = ctx.malloc::<u8>(cap + 2 * GUARD)?;
+        let straddler = if src_straddles { src.offset() } else { dst.offset() };
+        anyhow::ensure!(
+            straddler < boundary && straddler + cap as u64 > boundary,
+            "region at {straddler} does not cross {boundary}"
+        );
+        let old_src = std::mem::replace(&mut h.src, src);
+        let old_dst = std::mem::replace(&mut h.dst, dst);
+        let old_cap = std::mem::replace(&mut h.cap, cap);
+        for shift in [0usize, 4] {
+            h.shift = shift;
+            h.salt = 20_000_000 + shift as u32 + u32::from(src_straddles);
+            // 60 KiB per member: the source crosses at 32 KiB, fcollect's
+            // dest block 0 or 1 crosses too.
+            h.fcollect::<u32>(world, 15 * 1024)?;
+            h.broadcast::<u8>(world, 60 * 1024 + 3, n as u32 - 1)?;
+        }
+        h.shift = 0;
+        let src = std::mem::replace(&mut h.src, old_src);
+        let dst = std::mem::replace(&mut h.dst, old_dst);
+        h.cap = old_cap;
+        dst.free()?;
+        src.free()?;
+        pad.free()?;
+    }
     Ok(())
 }
 

@@ -321,11 +321,11 @@ fn main() -> anyhow::Result<()> {
     let want = args
         .device_kernels
         .unwrap_or((args.seconds / 40.0).ceil().max(1.0) as usize)
-        .min(2 * DEVICE_KERNELS as usize);
+        .min(3 * DEVICE_KERNELS as usize);
     while pool.len() < want {
         let k = (
             rng.random_range(0..DEVICE_KERNELS),
-            pick(&mut rng, &[Form::Thread, Form::WorkGroup]),
+            pick(&mut rng, &[Form::Thread, Form::WorkGroup, Form::WorkGroups]),
         );
         if !pool.contains(&k) {
             pool.push(k);
@@ -364,7 +364,7 @@ fn main() -> anyhow::Result<()> {
         if form == Form::Thread {
             // One invocation moves everything: lavapipe caps its loops.
             call.n = call.n.min(if llvmpipe { 100 } else { 4096 });
-        } else if form == Form::WorkGroup && llvmpipe {
+        } else if matches!(form, Form::WorkGroup | Form::WorkGroups) && llvmpipe {
             call.n = call.n.min(4096);
         }
         let es = call.ty.size();
@@ -379,6 +379,7 @@ fn main() -> anyhow::Result<()> {
                 Form::Host => "host",
                 Form::Thread => "thread",
                 Form::WorkGroup => "work_group",
+                Form::WorkGroups => "work_groups",
                 Form::Queue => "queue",
             }
         );

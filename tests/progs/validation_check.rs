@@ -37,6 +37,15 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
 }
 ";
 
+/// Calls a multi-workgroup collective (every workgroup of its dispatch).
+const GRID_FCOLLECT: &str = "struct P { n: u32 }
+var<immediate> p: P;
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
+    shmemx_fcollectmem_work_groups(SHMEM_TEAM_WORLD, 0u, 0u, p.n, li, 64u, wid.x, nw.x);
+}
+";
+
 struct Checks {
     me: u32,
     count: usize,
@@ -564,6 +573,17 @@ fn launches(c: &mut Checks, ctx: &Context) -> anyhow::Result<()> {
             }],
             &v,
         ),
+    );
+    // A multi-workgroup collective over more workgroups than the device
+    // runs at once would wait for ones that cannot start: refused before
+    // any PE launches (the kernel never runs, so its arguments are moot).
+    let grid = ctx.device_kernel(GRID_FCOLLECT, "grid_fcollect.wgsl")?;
+    let too_many = ctx.resident_workgroups() + 1;
+    c.check(
+        "a _work_groups kernel over more workgroups than run at once",
+        ctx.launch(&grid, [too_many, 1, 1], &[], &v),
+        "InvalidArgument naming the resident workgroups",
+        |r| matches!(r, Err(Error::InvalidArgument(m)) if m.contains("at most") && m.contains("_work_groups")),
     );
     c.check(
         "a good launch",

@@ -109,6 +109,9 @@ pub enum Form {
     Thread,
     /// `shmemx_*_work_group` called by a whole workgroup.
     WorkGroup,
+    /// `shmemx_*_work_groups` called by every workgroup of a dispatch of
+    /// [`work_groups`].
+    WorkGroups,
     /// `Context::post` of a queued collective, then `Request::wait`.
     Queue,
 }
@@ -122,6 +125,13 @@ pub enum Coll {
     Alltoall,
     Alltoalls(usize, usize),
     Reduce(ReduceOp),
+}
+
+/// Workgroups of the multi-workgroup form's dispatches: 2 where the device
+/// runs 2 at once (every CI machine has 2 CPUs), so that the grid sync is
+/// always crossed; 1 where it runs only 1.
+pub fn work_groups(ctx: &Context) -> u32 {
+    ctx.resident_workgroups().min(2)
 }
 
 /// The reductions the device pass checks: every kind and every operation once.
@@ -181,6 +191,10 @@ pub fn device_kernel_source(only: u32, form: Form) -> String {
             thread.push_str(&format!(
                 "                case {i}u: {{ r = {f}(a.team, {args}); }}\n"
             ));
+        } else if form == Form::WorkGroups {
+            group.push_str(&format!(
+                "            case {i}u: {{ r = {wg}s(a.team, {args}, li, 64u, wid.x, nw.x); }}\n"
+            ));
         } else {
             group.push_str(&format!(
                 "            case {i}u: {{ r = {wg}(a.team, {args}, li, 64u); }}\n"
@@ -191,7 +205,7 @@ pub fn device_kernel_source(only: u32, form: Form) -> String {
         "struct P {{ which: u32, form: u32, team: u32, dest: u32, source: u32, n: u32, root: u32, dst: u32, sst: u32 }}
 var<immediate> p: P;
 @compute @workgroup_size(64)
-fn main(@builtin(local_invocation_index) li: u32) {{
+fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {{
     let a = p;
     var r = 0;
     if a.form == 0u {{
@@ -386,9 +400,14 @@ impl Harness {
             let k = ctx.device_kernel(&device_kernel_source(which, self.form), &name)?;
             self.kernels.insert(key, k);
         }
+        let groups = if self.form == Form::WorkGroups {
+            work_groups(ctx)
+        } else {
+            1
+        };
         ctx.launch(
             &self.kernels[&key],
-            [1, 1, 1],
+            [groups, 1, 1],
             &[],
             bytemuck::bytes_of(&args),
         )?;
