@@ -157,6 +157,12 @@ struct Args {
     /// Invocations of the workgroup that calls the work_group forms.
     #[arg(long, default_value_t = 256)]
     workgroup_size: u32,
+    /// Workgroups of the work_groups scope's dispatches (at most
+    /// `Context::resident_workgroups`). 0: all of them on a GPU; on a CPU
+    /// driver (llvmpipe) its threads over the PEs sharing the device, at
+    /// least 1 (more workgroups than cores spin while others work).
+    #[arg(long, default_value_t = 0)]
+    groups: u32,
     /// Check every size against a host reference (the `wrong` column).
     #[arg(long)]
     check: bool,
@@ -216,6 +222,8 @@ struct Bench<'a> {
     capped: bool,
     /// More PEs than CPU cores.
     oversubscribed: bool,
+    /// Workgroups of the work_groups scope's dispatches (`--groups`).
+    groups: u32,
     /// Compiled device kernels by collective, type, op, scope and workgroup size.
     kernels: RefCell<HashMap<String, Arc<DeviceKernel>>>,
     /// The sizes skipped (one call does not fit the driver's loop cap), for the
@@ -308,7 +316,7 @@ impl Bench<'_> {
         let scope_name = form.name();
         let kernel = scope.map(|s| self.kernel::<T>(coll, op, s)).transpose()?;
         let groups = match scope {
-            Some(Scope::WorkGroups) => ctx.resident_workgroups(),
+            Some(Scope::WorkGroups) => self.groups,
             _ => 1,
         };
         let nth = match scope {
@@ -902,7 +910,20 @@ fn run() -> anyhow::Result<()> {
             .expect("a valid template")
             .progress_chars("=> "),
     );
+    let resident = ctx.resident_workgroups();
+    if args.groups > resident {
+        bail!("--groups {}: this device runs at most {resident} workgroups of one dispatch at once", args.groups);
+    }
+    let groups = match args.groups {
+        0 if ctx.device_info().is_llvmpipe() => {
+            let sharing = ctx.team_n_pes(Team::SHARED)?.max(1);
+            (resident / sharing).max(1)
+        }
+        0 => resident,
+        g => g,
+    };
     let bench = Bench {
+        groups,
         ctx: &ctx,
         args: &args,
         roofline,

@@ -265,14 +265,52 @@ pub fn library_part(cfg: &LibraryConfig, uses: Option<&str>) -> String {
 ",
         );
     }
+    // The vec4 paths where a kernel calls a work_group(s) form (as the
+    // library's vec4 view, library.rs).
+    let vec4 = uses.map_or(true, |u| u.contains("_work_group"));
     for kind in KINDS
         .iter()
         .filter(|k| kind_available(cfg, k) && kind_used(k, uses))
     {
         combine(&mut s, kind);
+        if kind.bytes < 8 {
+            vec4_accumulate(&mut s, cfg, kind, vec4);
+        }
         reduce(&mut s, kind);
     }
     s
+}
+
+/// `vks_acc_vec4_<kind>(op, fresh, spe, d4, s4, n4, tid, nth)`: this PE's
+/// dest vec4s become PE `spe`'s source vec4s (`fresh`) or their combination
+/// with them; false (nothing done) without the vec4 view. The reductions'
+/// bulk: every member's source is combined into this PE's dest, one
+/// member at a time, each vec4 by the same invocation every time (see
+/// `library::vec4_pieces`).
+fn vec4_accumulate(s: &mut String, cfg: &LibraryConfig, kind: &Kind, vec4: bool) {
+    let n = kind.name;
+    let c = word_combine(kind);
+    let _ = writeln!(
+        s,
+        "fn vks_comb4_{n}(op: u32, a: vec4<u32>, b: vec4<u32>) -> vec4<u32> {{
+    return vec4<u32>({c}(op, a.x, b.x), {c}(op, a.y, b.y), {c}(op, a.z, b.z), {c}(op, a.w, b.w));
+}}"
+    );
+    let me = cfg.my_pe;
+    crate::library::vec4_pieces(
+        s,
+        cfg,
+        vec4,
+        &format!("fn vks_acc_vec4_{n}(op: u32, fresh: bool, spe: u32, d4: u32, s4: u32, n4: u32, tid: u32, nth: u32) -> bool"),
+        "spe",
+        "(spe * C + sc) * C + dc",
+        &|p, sc, dc| {
+            format!(
+                "let b = vks_v_{p}_{sc}[si + i]; vks_v_{me}_{dc}[di + i] = select(vks_comb4_{n}(op, vks_v_{me}_{dc}[di + i], b), b, fresh);"
+            )
+        },
+        crate::library::Chunk::Source,
+    );
 }
 
 /// Whether a kernel whose source is `uses` (`None`: any kernel) may need the
@@ -417,10 +455,55 @@ fn reduce_fn(s: &mut String, kind: &Kind, to_all: bool) {
         );
         return;
     }
-    let combine = word_combine(kind);
+    // Source and dest equally placed in their 16 bytes: the middle as vec4s
+    // (accumulated in this PE's dest, this PE's source first, so in place
+    // is safe: nobody else reads this PE's share of its own source; then
+    // pushed to the other members' dests), head and tail word by word.
+    let share4 = if to_all {
+        "vks_share(mid >> 4u, t.size, t.me)"
+    } else {
+        "vec2<u32>(0u, mid >> 4u)"
+    };
+    let push = if to_all {
+        "for (var j = 0u; j < t.size; j++) {
+                let pe = vks_team_pe(t, j);
+                if pe != VKS_MY_PE { vks_push_vec4(pe, d4, d4, n4, tid, nth); }
+            }"
+    } else {
+        ""
+    };
     let _ = write!(
         s,
         "fn {name}(t: VksTeam, op: u32, d: u32, s: u32, nelems: u32, tid: u32, nth: u32) {{
+    let n = nelems * {es}u;
+    if (d & 15u) == (s & 15u) && n >= 64u {{
+        let head = (16u - (d & 15u)) & 15u;
+        let mid = (n - head) & ~15u;
+        let v = {share4};
+        let d4 = ((d + head) >> 4u) + v.x;
+        let s4 = ((s + head) >> 4u) + v.x;
+        let n4 = v.y - v.x;
+        if vks_acc_vec4_{n}(op, true, VKS_MY_PE, d4, s4, n4, tid, nth) {{
+            for (var j = 0u; j < t.size; j++) {{
+                let pe = vks_team_pe(t, j);
+                if pe != VKS_MY_PE {{ vks_acc_vec4_{n}(op, false, pe, d4, s4, n4, tid, nth); }}
+            }}
+            {push}
+            {name}_words(t, op, d, s, head / {es}u, tid, nth);
+            let done = head + mid;
+            {name}_words(t, op, d + done, s + done, (n - done) / {es}u, tid, nth);
+            return;
+        }}
+    }}
+    {name}_words(t, op, d, s, nelems, tid, nth);
+}}
+",
+        es = kind.bytes,
+    );
+    let combine = word_combine(kind);
+    let _ = write!(
+        s,
+        "fn {name}_words(t: VksTeam, op: u32, d: u32, s: u32, nelems: u32, tid: u32, nth: u32) {{
     let n = nelems * {es}u;
     if n == 0u {{
         return;

@@ -780,63 +780,122 @@ fn accessor(
 /// loop body is one load and one store: the bulk of every pull of the
 /// work_group forms (`vks_copy_bytes`).
 fn vec4_copy(s: &mut String, cfg: &LibraryConfig, vec4: bool) {
-    s.push_str("fn vks_copy_vec4(d4: u32, spe: u32, s4: u32, n4: u32, tid: u32, nth: u32) -> bool {\n");
+    let me = cfg.my_pe;
+    // Pull: this PE's dest, any direct PE's source.
+    vec4_pieces(
+        s,
+        cfg,
+        vec4,
+        "fn vks_copy_vec4(d4: u32, spe: u32, s4: u32, n4: u32, tid: u32, nth: u32) -> bool",
+        "spe",
+        "(spe * C + sc) * C + dc",
+        &|p, sc, dc| format!("vks_v_{me}_{dc}[di + i] = vks_v_{p}_{sc}[si + i];"),
+        Chunk::Source,
+    );
+    // Push: this PE's source, any direct PE's dest (the reductions' results).
+    vec4_pieces(
+        s,
+        cfg,
+        vec4,
+        "fn vks_push_vec4(dpe: u32, d4: u32, s4: u32, n4: u32, tid: u32, nth: u32) -> bool",
+        "dpe",
+        "(dpe * C + dc) * C + sc",
+        &|p, dc, sc| format!("vks_v_{p}_{dc}[di + i] = vks_v_{me}_{sc}[si + i];"),
+        Chunk::Dest,
+    );
+}
+
+/// Which side's chunk a binding of [`vec4_pieces`]'s cases stands for (the
+/// other side is this PE's own heap, every chunk of it).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Chunk {
+    Source,
+    Dest,
+}
+
+/// A vec4 loop between this PE's heap and PE `pe` (the signature's PE
+/// parameter, reached directly) over `n4` vec4s from vec4 indices `d4` and
+/// `s4`, generated with the switch outside the loop: one loop per (PE,
+/// source chunk, dest chunk), whose body `body(pe, chunk, own chunk)` sees
+/// `di + i` and `si + i` (indices in the chunks' arrays). `key` is the switch
+/// selector over `spe`/`dpe`, `sc`, `dc` with `C` the chunk count. Returns
+/// false (nothing done) where the kernel has no vec4 view or `pe` is not
+/// reached directly.
+///
+/// Which invocation handles vec4 `g` depends only on `g`, `tid` and `nth`,
+/// never on where the chunk boundaries cut (the reductions accumulate one
+/// vec4 over several calls, which must fall to the same invocation): on a
+/// GPU `g % nth == tid` (consecutive invocations on consecutive vec4s:
+/// coalesced); on a CPU driver (llvmpipe, where loops are capped), a
+/// contiguous share per invocation, since llvmpipe runs a workgroup's SIMD
+/// rows one after another and the GPU pattern swept the whole object once
+/// per row, 128 bytes in every 4 KiB (4 MiB pulled by a workgroup of 256:
+/// 6.4 ms, 1.9 ms with contiguous shares).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn vec4_pieces(
+    s: &mut String,
+    cfg: &LibraryConfig,
+    vec4: bool,
+    sig: &str,
+    pe: &str,
+    key: &str,
+    body: &dyn Fn(u32, u32, u32) -> String,
+    side: Chunk,
+) {
+    let _ = writeln!(s, "{sig} {{");
     if !vec4 || !cfg.direct.contains(cfg.my_pe) {
         s.push_str("    return false;\n}\n");
         return;
     }
-    let me = cfg.my_pe;
     let chunks = cfg.chunks();
+    let _ = writeln!(s, "    if !vks_is_direct({pe}) {{ return false; }}");
     // In range: whole vec4s inside the heap (its size is a multiple of 16).
-    s.push_str("    if !vks_is_direct(spe) { return false; }\n");
     s.push_str("    let end = VKS_HEAP_WORDS >> 2u;\n");
     s.push_str("    if d4 >= end || s4 >= end || n4 > end - d4 || n4 > end - s4 { return false; }\n");
-    // Pieces that lie in one chunk of the source and one of the dest (one
-    // piece unless the heap has several chunks and the copy crosses a
-    // boundary), each spread over the invocations.
     let shift = if chunks == 1 {
         31
     } else {
         cfg.chunk_word_shift() - 2
     };
+    let (from, to, first, step) = if cfg.loop_cap {
+        s.push_str("    let per = (n4 + nth - 1u) / nth;\n");
+        s.push_str("    let lo = min(tid * per, n4);\n");
+        s.push_str("    let hi = min(lo + per, n4);\n");
+        ("lo", "hi", "0u", "1u")
+    } else {
+        ("0u", "n4", "(tid + nth - done % nth) % nth", "nth")
+    };
     let _ = writeln!(
         s,
-        "    var done = 0u;
+        "    var done = {from};
     loop {{
-        if done >= n4 {{ break; }}
+        if done >= {to} {{ break; }}
         let dv = d4 + done;
         let sv = s4 + done;
         let dc = dv >> {shift}u;
         let sc = sv >> {shift}u;
-        let k = min(n4 - done, min(((dc + 1u) << {shift}u) - dv, ((sc + 1u) << {shift}u) - sv));
+        let k = min({to} - done, min(((dc + 1u) << {shift}u) - dv, ((sc + 1u) << {shift}u) - sv));
         let di = dv - (dc << {shift}u);
-        let si = sv - (sc << {shift}u);"
+        let si = sv - (sc << {shift}u);
+        let first = {first};
+        switch {key} {{",
+        key = key.replace('C', &format!("{chunks}u"))
     );
-    // A GPU: consecutive invocations on consecutive vec4s (coalesced). A CPU
-    // driver (llvmpipe, where loops are capped) runs a workgroup's SIMD rows
-    // one after another, so that pattern swept the whole object once per
-    // row, 128 bytes in every 4 KiB (4 MiB in a workgroup of 256: 6.4 ms,
-    // 1.9 ms with contiguous shares): there each invocation copies one
-    // contiguous share instead.
-    let (first, end, step) = if cfg.loop_cap {
-        s.push_str("        let per = (k + nth - 1u) / nth;\n");
-        s.push_str("        let lo = min(tid * per, k);\n");
-        s.push_str("        let hi = min(lo + per, k);\n");
-        ("lo", "hi", "1u")
-    } else {
-        ("tid", "k", "nth")
-    };
-    // The switch outside the loop (one loop per source PE and chunk pair),
-    // so the loop body is one load and one store.
-    let _ = writeln!(s, "        switch (spe * {chunks}u + sc) * {chunks}u + dc {{");
     for b in cfg.bindings() {
-        let sc = (b.offset / cfg.chunk_bytes()) as u32;
-        for dc in 0..chunks {
+        let c = (b.offset / cfg.chunk_bytes()) as u32;
+        for own in 0..chunks {
+            let (sc, dc) = match side {
+                Chunk::Source => (c, own),
+                Chunk::Dest => (own, c),
+            };
+            let case = match side {
+                Chunk::Source => (b.pe * chunks + sc) * chunks + dc,
+                Chunk::Dest => (b.pe * chunks + dc) * chunks + sc,
+            };
             let _ = writeln!(
                 s,
-                "            case {case}u: {{ for (var i = {first}; i < {end}; i += {step}) {{ vks_v_{me}_{dc}[di + i] = vks_v_{p}_{sc}[si + i]; }} }}",
-                case = (b.pe * chunks + sc) * chunks + dc,
-                p = b.pe
+                "            case {case}u: {{ for (var i = first; i < k; i += {step}) {{ {} }} }}",
+                body(b.pe, c, own)
             );
         }
     }

@@ -104,6 +104,13 @@ pub fn period_after(stuck: Duration) -> Duration {
     }
 }
 
+/// Invocations that must be inside long waits at once for the device to count
+/// as waiting: 1, or the workgroups of a launch whose workgroups wait for
+/// each other (a multi-workgroup collective: while some of them still move
+/// data, napping the driver's threads would stop those too; see
+/// [`Session::need_waiting`]).
+static NEED_WAITING: AtomicU32 = AtomicU32::new(1);
+
 /// The mapped control header of the launch in progress (null: none).
 static ACTIVE: AtomicPtr<u32> = AtomicPtr::new(std::ptr::null_mut());
 /// Words of the mapping behind `ACTIVE` (the hint's address must be below it).
@@ -265,7 +272,7 @@ fn nap_while_stuck(slot: Option<&Slot>) -> bool {
                 load(base, W_SEQ),
             )
         };
-        if abort != 0 || waiting == 0 {
+        if abort != 0 || waiting < NEED_WAITING.load(Ordering::Relaxed).max(1) {
             ENDS[if abort != 0 { 1 } else { 2 }].fetch_add(1, Ordering::Relaxed);
             return false;
         }
@@ -624,6 +631,7 @@ impl<'a> Session<'a> {
                 .store(0, Ordering::SeqCst);
         }
         ENABLED.store(false, Ordering::SeqCst);
+        NEED_WAITING.store(1, Ordering::SeqCst);
         ACTIVE_WORDS.store(words, Ordering::SeqCst);
         ACTIVE.store(base as *mut u32, Ordering::SeqCst);
         Some(Session {
@@ -637,6 +645,16 @@ impl<'a> Session<'a> {
         })
     }
 
+    /// Counts the device as waiting only while at least `n` invocations are
+    /// inside long waits (the launch's workgroups, when they wait for each
+    /// other: a multi-workgroup collective's grid sync has one waiter per
+    /// workgroup, and the workgroups not waiting yet are moving data on
+    /// threads that must not nap). At most the driver's threads.
+    pub fn need_waiting(&mut self, n: u32) {
+        let threads = self.threads.tids().len().max(1) as u32;
+        NEED_WAITING.store(n.clamp(1, threads), Ordering::SeqCst);
+    }
+
     /// Looks at the device's wait words; throttles while the device keeps
     /// waiting in long waits. Returns how long the host may wait for the fence
     /// before the next tick.
@@ -644,7 +662,7 @@ impl<'a> Session<'a> {
         let now = Instant::now();
         // SAFETY: mapped for the session's life (`begin`).
         let (waiting, seq) = unsafe { (load(self.base, W_WAITING), load(self.base, W_SEQ)) };
-        if waiting == 0 {
+        if waiting < NEED_WAITING.load(Ordering::Relaxed).max(1) {
             self.window = None;
             self.stuck = None;
             self.set_throttling(false);

@@ -349,6 +349,9 @@ impl Context {
         let _busy = self.inner.proxy.get().map(|p| p.busy());
         let mut seen = Watch::default();
         let mut throttle = self.wait_throttle(kernel)?;
+        if let (Some(t), true) = (&mut throttle, kernel.linked.waits_on_groups) {
+            t.need_waiting(groups.iter().product());
+        }
         let started = std::time::Instant::now();
         let mut next_watch = Duration::ZERO;
         let mut submit = lock(&self.inner.submit);
