@@ -6,6 +6,8 @@
 //! 2. The even PEs form a team and broadcast from their last member.
 //! 3. A user kernel sums an i32 array over WORLD with the work_group form of the
 //!    device library's reduction, then checks it against the host's arithmetic.
+//! 4. The same with the multi-workgroup form: every workgroup of the dispatch
+//!    (as many as the device runs at once) takes a share of a 1 MiB fcollect.
 
 use vkshmem::{Team, TeamConfig};
 
@@ -15,6 +17,20 @@ var<immediate> p: P;
 @compute @workgroup_size(64)
 fn main(@builtin(local_invocation_index) li: u32) {
     let r = shmemx_int32_sum_reduce_work_group(p.team, p.dest, p.source, p.n, li, 64u);
+}
+";
+
+/// Every workgroup of the dispatch calls the `_work_groups` form with its
+/// number and the dispatch's count; the library syncs them around one team
+/// sync per PE.
+const GRID_KERNEL: &str = "
+struct P { team: u32, dest: u32, source: u32, n: u32 }
+var<immediate> p: P;
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_index) li: u32,
+        @builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nw: vec3<u32>) {
+    let r = shmemx_uint32_fcollect_work_groups(p.team, p.dest, p.source, p.n, li, 64u, wid.x, nw.x);
 }
 ";
 
@@ -80,8 +96,31 @@ fn main() -> anyhow::Result<()> {
         "device reduction"
     );
 
+    // 4. A multi-workgroup fcollect of 1 MiB per PE, over every workgroup
+    // the device runs at once (llvmpipe: its threads; a GPU: its SMs or CUs).
+    let per = (1u32 << 20) / 4;
+    let mine = ctx.malloc::<u32>(per as usize)?;
+    let all = ctx.malloc::<u32>((per * n) as usize)?;
+    mine.write(&(0..per).map(|i| i ^ (me << 24)).collect::<Vec<_>>())?;
+    let k = ctx.device_kernel(GRID_KERNEL, "fcollect_work_groups")?;
+    let args = [
+        Team::WORLD.device_handle(),
+        all.device_byte_addr()?,
+        mine.device_byte_addr()?,
+        per,
+    ];
+    let groups = ctx.resident_workgroups().min(8);
+    ctx.launch(&k, [groups, 1, 1], &[], bytemuck::cast_slice(&args))?;
+    anyhow::ensure!(
+        all.to_vec()?
+            .iter()
+            .enumerate()
+            .all(|(i, &x)| x == (i as u32 % per) ^ ((i as u32 / per) << 24)),
+        "multi-workgroup fcollect"
+    );
+
     if me == 0 {
-        println!("collectives: ok on {n} PEs (allreduce, team broadcast, device reduction)");
+        println!("collectives: ok on {n} PEs (allreduce, team broadcast, device reduction, multi-workgroup fcollect over {groups} workgroups)");
     }
     ctx.finalize()?;
     Ok(())

@@ -27,7 +27,10 @@
 //! Kernels written in WGSL can call the device library: `shmem_my_pe()`,
 //! `shmem_TYPE_p/g`, atomics, `shmem_quiet()`, `shmem_barrier_all()` (one
 //! invocation) and `shmemx_barrier_all_work_group(local_index)` (a whole
-//! workgroup). Build them with [`Context::device_kernel`], run them with
+//! workgroup); the collectives in the same three forms: per thread,
+//! `_work_group`, and `_work_groups` (every workgroup of a dispatch of at most
+//! [`Context::resident_workgroups`], for large messages; see
+//! `examples/collectives.rs`). Build them with [`Context::device_kernel`], run them with
 //! [`Context::launch`]. The WGSL reference is the top of `shaders/vkshmem.wgsl` and
 //! `device/src/library.rs`; the forward-progress rules are in `ARCHITECTURE.md`.
 //!
