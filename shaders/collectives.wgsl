@@ -162,6 +162,11 @@ fn vks_alltoall_move(t: VksTeam, d: u32, s: u32, n: u32, tid: u32, nth: u32) {
 // element k of member j's block `me` (at source + (me * nelems + k) * sst * es);
 // elements of `es` bytes, strides in elements.
 fn vks_alltoalls_move(t: VksTeam, d: u32, s: u32, nelems: u32, es: u32, dst: u32, sst: u32, tid: u32, nth: u32) {
+    if dst == 1u && sst == 1u {
+        // Unit strides: an alltoall of nelems * es bytes (its bulk copies).
+        vks_alltoall_move(t, d, s, nelems * es, tid, nth);
+        return;
+    }
     let total = t.size * nelems;
     for (var i = tid; i < total; i += nth) {
         let j = i / nelems;

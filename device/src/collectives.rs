@@ -273,9 +273,7 @@ pub fn library_part(cfg: &LibraryConfig, uses: Option<&str>) -> String {
         .filter(|k| kind_available(cfg, k) && kind_used(k, uses))
     {
         combine(&mut s, kind);
-        if kind.bytes < 8 {
-            vec4_accumulate(&mut s, cfg, kind, vec4);
-        }
+        vec4_accumulate(&mut s, cfg, kind, vec4);
         reduce(&mut s, kind);
     }
     s
@@ -289,13 +287,25 @@ pub fn library_part(cfg: &LibraryConfig, uses: Option<&str>) -> String {
 /// `library::vec4_pieces`).
 fn vec4_accumulate(s: &mut String, cfg: &LibraryConfig, kind: &Kind, vec4: bool) {
     let n = kind.name;
-    let c = word_combine(kind);
-    let _ = writeln!(
-        s,
-        "fn vks_comb4_{n}(op: u32, a: vec4<u32>, b: vec4<u32>) -> vec4<u32> {{
+    if kind.bytes == 8 {
+        // Two 64-bit lanes.
+        let _ = writeln!(
+            s,
+            "fn vks_comb4_{n}(op: u32, a: vec4<u32>, b: vec4<u32>) -> vec4<u32> {{
+    let lo = vks_combine_{n}(op, u64(a.x) | (u64(a.y) << 32u), u64(b.x) | (u64(b.y) << 32u));
+    let hi = vks_combine_{n}(op, u64(a.z) | (u64(a.w) << 32u), u64(b.z) | (u64(b.w) << 32u));
+    return vec4<u32>(u32(lo), u32(lo >> 32u), u32(hi), u32(hi >> 32u));
+}}"
+        );
+    } else {
+        let c = word_combine(kind);
+        let _ = writeln!(
+            s,
+            "fn vks_comb4_{n}(op: u32, a: vec4<u32>, b: vec4<u32>) -> vec4<u32> {{
     return vec4<u32>({c}(op, a.x, b.x), {c}(op, a.y, b.y), {c}(op, a.z, b.z), {c}(op, a.w, b.w));
 }}"
-    );
+        );
+    }
     let me = cfg.my_pe;
     crate::library::vec4_pieces(
         s,
@@ -432,29 +442,6 @@ fn reduce_fn(s: &mut String, kind: &Kind, to_all: bool) {
     } else {
         ("{\n            let pe = VKS_MY_PE;", "}")
     };
-    if kind.bytes == 8 {
-        let _ = write!(
-            s,
-            "fn {name}(t: VksTeam, op: u32, d: u32, s: u32, nelems: u32, tid: u32, nth: u32) {{
-    let share = {share};
-    for (var k = share.x + tid; k < share.y; k += nth) {{
-        let sw = (s >> 2u) + 2u * k;
-        var acc = vks_load_u64(vks_team_pe(t, 0u), sw);
-        for (var j = 1u; j < t.size; j++) {{
-            acc = vks_combine_{n}(op, acc, vks_load_u64(vks_team_pe(t, j), sw));
-        }}
-        let dw = (d >> 2u) + 2u * k;
-        {store_open}
-            vks_d_plain_store(pe, dw, u32(acc));
-            vks_d_plain_store(pe, dw + 1u, u32(acc >> 32u));
-        {store_close}
-    }}
-}}
-",
-            share = share("nelems")
-        );
-        return;
-    }
     // Source and dest equally placed in their 16 bytes: the middle as vec4s
     // (accumulated in this PE's dest, this PE's source first, so in place
     // is safe: nobody else reads this PE's share of its own source; then
@@ -500,6 +487,29 @@ fn reduce_fn(s: &mut String, kind: &Kind, to_all: bool) {
 ",
         es = kind.bytes,
     );
+    if kind.bytes == 8 {
+        let _ = write!(
+            s,
+            "fn {name}_words(t: VksTeam, op: u32, d: u32, s: u32, nelems: u32, tid: u32, nth: u32) {{
+    let share = {share};
+    for (var k = share.x + tid; k < share.y; k += nth) {{
+        let sw = (s >> 2u) + 2u * k;
+        var acc = vks_load_u64(vks_team_pe(t, 0u), sw);
+        for (var j = 1u; j < t.size; j++) {{
+            acc = vks_combine_{n}(op, acc, vks_load_u64(vks_team_pe(t, j), sw));
+        }}
+        let dw = (d >> 2u) + 2u * k;
+        {store_open}
+            vks_d_plain_store(pe, dw, u32(acc));
+            vks_d_plain_store(pe, dw + 1u, u32(acc >> 32u));
+        {store_close}
+    }}
+}}
+",
+            share = share("nelems")
+        );
+        return;
+    }
     let combine = word_combine(kind);
     let _ = write!(
         s,

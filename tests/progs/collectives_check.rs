@@ -279,6 +279,10 @@ fn device_forms(h: &mut Harness, cases: &[TeamCase], quick: bool) -> anyhow::Res
                 }
                 h.collect::<u8>(tc, n)?;
                 h.alltoalls::<u64>(tc, n, 2, 3)?;
+                if form == Form::WorkGroups {
+                    // Unit strides take the alltoall's bulk copies.
+                    h.alltoalls::<u64>(tc, n, 1, 1)?;
+                }
                 h.reduce::<i32>(tc, ReduceOp::Sum, n, false)?;
                 h.reduce::<f64>(tc, ReduceOp::Max, n, false)?;
                 if llvmpipe {
