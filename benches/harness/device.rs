@@ -95,7 +95,10 @@ pub fn kernel_source<T: Elem>(coll: &str, op: ReduceOp, scope: Scope, wg: u32) -
             if matches!(coll, "barrier" | "sync") {
                 (wg, format!("{name}_work_group({args}, li)"))
             } else {
-                (wg, format!("{name}_work_groups({args}, li, {wg}u, wid.x, nw.x)"))
+                (
+                    wg,
+                    format!("{name}_work_groups({args}, li, {wg}u, wid.x, nw.x)"),
+                )
             }
         }
     };

@@ -376,7 +376,8 @@ impl Bench<'_> {
                         root,
                         iters: if member { k } else { 0 },
                     };
-                    let t = ctx.launch_timed(kernel, [groups, 1, 1], &[], bytemuck::bytes_of(&a))?;
+                    let t =
+                        ctx.launch_timed(kernel, [groups, 1, 1], &[], bytemuck::bytes_of(&a))?;
                     return Ok(Some(t.as_secs_f64()));
                 }
                 if !member {
@@ -669,7 +670,9 @@ fn parse_scopes(s: &str) -> anyhow::Result<Vec<Form>> {
             "work_group" => Ok(Form::Device(Scope::WorkGroup)),
             "work_groups" => Ok(Form::Device(Scope::WorkGroups)),
             "queue" => Ok(Form::Queue),
-            other => bail!("--scope {other:?}: host, thread, work_group, work_groups, queue or all"),
+            other => {
+                bail!("--scope {other:?}: host, thread, work_group, work_groups, queue or all")
+            }
         })
         .collect()
 }
@@ -912,7 +915,10 @@ fn run() -> anyhow::Result<()> {
     );
     let resident = ctx.resident_workgroups();
     if args.groups > resident {
-        bail!("--groups {}: this device runs at most {resident} workgroups of one dispatch at once", args.groups);
+        bail!(
+            "--groups {}: this device runs at most {resident} workgroups of one dispatch at once",
+            args.groups
+        );
     }
     let groups = match args.groups {
         0 if ctx.device_info().is_llvmpipe() => {

@@ -851,7 +851,9 @@ pub(crate) fn vec4_pieces(
     let _ = writeln!(s, "    if !vks_is_direct({pe}) {{ return false; }}");
     // In range: whole vec4s inside the heap (its size is a multiple of 16).
     s.push_str("    let end = VKS_HEAP_WORDS >> 2u;\n");
-    s.push_str("    if d4 >= end || s4 >= end || n4 > end - d4 || n4 > end - s4 { return false; }\n");
+    s.push_str(
+        "    if d4 >= end || s4 >= end || n4 > end - d4 || n4 > end - s4 { return false; }\n",
+    );
     let shift = if chunks == 1 {
         31
     } else {
@@ -899,7 +901,9 @@ pub(crate) fn vec4_pieces(
             );
         }
     }
-    s.push_str("            default: { }\n        }\n        done += k;\n    }\n    return true;\n}\n");
+    s.push_str(
+        "            default: { }\n        }\n        done += k;\n    }\n    return true;\n}\n",
+    );
 }
 
 /// `vks_is_direct(pe)`: whether this PE's device reaches `pe`'s heap through

@@ -388,7 +388,8 @@ impl Context {
                 gpu,
             }),
         };
-        let words = layout::initial_control(job.pe, job.npes, ctx.inner.gpu.info.resident_workgroups);
+        let words =
+            layout::initial_control(job.pe, job.npes, ctx.inner.gpu.info.resident_workgroups);
         ctx.write_bytes(job.pe, 0, bytemuck::cast_slice(&words))?;
         if proxy {
             let plane = ctx.inner.plane.clone().expect("checked above");

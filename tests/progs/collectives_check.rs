@@ -341,7 +341,11 @@ fn straddle_chunks(h: &mut Harness, world: &TeamCase) -> anyhow::Result<()> {
         // First fit: the source right after the pad, the dest after it.
         let src = ctx.malloc::<u8>(cap)?;
         let dst = ctx.malloc::<u8>(cap + 2 * GUARD)?;
-        let straddler = if src_straddles { src.offset() } else { dst.offset() };
+        let straddler = if src_straddles {
+            src.offset()
+        } else {
+            dst.offset()
+        };
         anyhow::ensure!(
             straddler < boundary && straddler + cap as u64 > boundary,
             "region at {straddler} does not cross {boundary}"

@@ -492,8 +492,8 @@ fn describe(
     let mut m3 = vk::PhysicalDeviceMaintenance3Properties::default();
     let mut host_props = vk::PhysicalDeviceExternalMemoryHostPropertiesEXT::default();
     // SAFETY: valid physical device of `instance`.
-    let exts = unsafe { instance.enumerate_device_extension_properties(physical) }
-        .unwrap_or_default();
+    let exts =
+        unsafe { instance.enumerate_device_extension_properties(physical) }.unwrap_or_default();
     let has = |name: &std::ffi::CStr| {
         let want = name.to_string_lossy();
         exts.iter().any(|e| cstr_name(&e.extension_name) == want)
@@ -559,7 +559,9 @@ fn describe(
     let info = DeviceInfo {
         resident_workgroups: match std::env::var("VKSHMEM_RESIDENT_WORKGROUPS") {
             Ok(v) => v.trim().parse().ok().filter(|&n| n > 0).unwrap_or_else(|| {
-                tracing::warn!("VKSHMEM_RESIDENT_WORKGROUPS={v:?} is not a positive number: ignored");
+                tracing::warn!(
+                    "VKSHMEM_RESIDENT_WORKGROUPS={v:?} is not a positive number: ignored"
+                );
                 known
             }),
             Err(_) => known,
@@ -734,7 +736,10 @@ mod tests {
         assert_eq!(resident_workgroups(lp, 8, Some("3"), None, None), 3);
         assert_eq!(resident_workgroups(lp, 8, Some("0"), None, None), 1);
         assert_eq!(resident_workgroups(lp, 8, Some("x"), None, None), 8);
-        assert_eq!(resident_workgroups("NVIDIA H100", 16, None, Some(132), None), 132);
+        assert_eq!(
+            resident_workgroups("NVIDIA H100", 16, None, Some(132), None),
+            132
+        );
         assert_eq!(resident_workgroups("AMD", 16, None, None, Some(96)), 96);
         assert_eq!(resident_workgroups("Intel", 16, None, None, None), 1);
     }
