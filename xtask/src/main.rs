@@ -55,7 +55,7 @@ struct BenchArgs {
     /// Number of PEs.
     #[arg(short = 'n', long, default_value_t = 4)]
     npes: u32,
-    /// Forms: host, thread, work_group, queue (comma-separated) or all.
+    /// Forms: host, thread, work_group, work_groups, queue (comma-separated) or all.
     #[arg(long, default_value = "all")]
     scope: String,
     /// Largest size in bytes (K/M/G suffixes).
