@@ -265,9 +265,7 @@ pub fn library_part(cfg: &LibraryConfig, uses: Option<&str>) -> String {
 ",
         );
     }
-    // The vec4 paths where a kernel calls a work_group(s) form (as the
-    // library's vec4 view, library.rs).
-    let vec4 = uses.map_or(true, |u| u.contains("_work_group"));
+    let vec4 = crate::library::uses_vec4(uses);
     for kind in KINDS
         .iter()
         .filter(|k| kind_available(cfg, k) && kind_used(k, uses))
@@ -313,7 +311,6 @@ fn vec4_accumulate(s: &mut String, cfg: &LibraryConfig, kind: &Kind, vec4: bool)
         vec4,
         &format!("fn vks_acc_vec4_{n}(op: u32, fresh: bool, spe: u32, d4: u32, s4: u32, n4: u32, tid: u32, nth: u32) -> bool"),
         "spe",
-        "(spe * C + sc) * C + dc",
         &|p, sc, dc| {
             format!(
                 "let b = vks_v_{p}_{sc}[si + i]; vks_v_{me}_{dc}[di + i] = select(vks_comb4_{n}(op, vks_v_{me}_{dc}[di + i], b), b, fresh);"

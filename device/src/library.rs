@@ -484,9 +484,7 @@ pub fn library_source_for(cfg: &LibraryConfig, uses: Option<&str>) -> String {
     // The 64-bit atomic view only where a kernel uses it: its type needs
     // the device feature, and every view is one more variable to compile.
     let quad = cfg.int64_atomics && uses.map_or(true, crate::amo::uses_64bit_atomics);
-    // The vec4 view where a kernel calls a work_group(s) form (their copies
-    // move vec4s; every view is one more variable to compile).
-    let vec4 = uses.map_or(true, |u| u.contains("_work_group"));
+    let vec4 = uses_vec4(uses);
     bindings(&mut s, cfg, quad, vec4);
     raise(&mut s, cfg);
     wait_announce(&mut s, cfg);
@@ -528,6 +526,13 @@ pub fn library_source_for(cfg: &LibraryConfig, uses: Option<&str>) -> String {
     s.push_str(&crate::collectives::device_api(cfg, uses));
     s.push_str(&crate::rma::device_rma(uses));
     s
+}
+
+/// Whether a kernel whose source is `uses` (`None`: any kernel) gets the vec4
+/// view and the vec4 bulk moves: where it calls a work_group(s) form (every
+/// view is one more variable to compile, and the bulk loops are many).
+pub(crate) fn uses_vec4(uses: Option<&str>) -> bool {
+    uses.map_or(true, |u| u.contains("_work_group"))
 }
 
 fn bindings(s: &mut String, cfg: &LibraryConfig, quad: bool, vec4: bool) {
@@ -773,12 +778,11 @@ fn accessor(
 }
 
 /// `vks_copy_vec4(d4, spe, s4, n4, tid, nth)`: copies `n4` vec4s from vec4
-/// index `s4` of PE `spe` to vec4 index `d4` of this PE, spread over the
-/// invocations; false (nothing copied) where it cannot: no vec4 view in this
-/// kernel, `spe` not reached directly, or a heap of several chunks. The
-/// switch on the source PE is outside the loop (one loop per PE), so the
-/// loop body is one load and one store: the bulk of every pull of the
-/// work_group forms (`vks_copy_bytes`).
+/// index `s4` of PE `spe` to vec4 index `d4` of this PE (the bulk of every
+/// pull of the work_group(s) forms, `vks_copy_bytes`), and
+/// `vks_push_vec4(dpe, d4, s4, n4, tid, nth)` the other way (the
+/// reductions' results); both [`vec4_pieces`] loops, false (nothing copied)
+/// without the vec4 view or for a PE not reached directly.
 fn vec4_copy(s: &mut String, cfg: &LibraryConfig, vec4: bool) {
     let me = cfg.my_pe;
     // Pull: this PE's dest, any direct PE's source.
@@ -788,7 +792,6 @@ fn vec4_copy(s: &mut String, cfg: &LibraryConfig, vec4: bool) {
         vec4,
         "fn vks_copy_vec4(d4: u32, spe: u32, s4: u32, n4: u32, tid: u32, nth: u32) -> bool",
         "spe",
-        "(spe * C + sc) * C + dc",
         &|p, sc, dc| format!("vks_v_{me}_{dc}[di + i] = vks_v_{p}_{sc}[si + i];"),
         Chunk::Source,
     );
@@ -799,7 +802,6 @@ fn vec4_copy(s: &mut String, cfg: &LibraryConfig, vec4: bool) {
         vec4,
         "fn vks_push_vec4(dpe: u32, d4: u32, s4: u32, n4: u32, tid: u32, nth: u32) -> bool",
         "dpe",
-        "(dpe * C + dc) * C + sc",
         &|p, dc, sc| format!("vks_v_{p}_{dc}[di + i] = vks_v_{me}_{sc}[si + i];"),
         Chunk::Dest,
     );
@@ -817,8 +819,7 @@ pub(crate) enum Chunk {
 /// parameter, reached directly) over `n4` vec4s from vec4 indices `d4` and
 /// `s4`, generated with the switch outside the loop: one loop per (PE,
 /// source chunk, dest chunk), whose body `body(pe, chunk, own chunk)` sees
-/// `di + i` and `si + i` (indices in the chunks' arrays). `key` is the switch
-/// selector over `spe`/`dpe`, `sc`, `dc` with `C` the chunk count. Returns
+/// `di + i` and `si + i` (indices in the chunks' arrays). Returns
 /// false (nothing done) where the kernel has no vec4 view or `pe` is not
 /// reached directly.
 ///
@@ -838,7 +839,6 @@ pub(crate) fn vec4_pieces(
     vec4: bool,
     sig: &str,
     pe: &str,
-    key: &str,
     body: &dyn Fn(u32, u32, u32) -> String,
     side: Chunk,
 ) {
@@ -880,20 +880,15 @@ pub(crate) fn vec4_pieces(
         let di = dv - (dc << {shift}u);
         let si = sv - (sc << {shift}u);
         let first = {first};
-        switch {key} {{",
-        key = key.replace('C', &format!("{chunks}u"))
+        switch ({pe} * {chunks}u + {c}) * {chunks}u + {own} {{",
+        c = if side == Chunk::Source { "sc" } else { "dc" },
+        own = if side == Chunk::Source { "dc" } else { "sc" },
     );
     for b in cfg.bindings() {
         let c = (b.offset / cfg.chunk_bytes()) as u32;
         for own in 0..chunks {
-            let (sc, dc) = match side {
-                Chunk::Source => (c, own),
-                Chunk::Dest => (own, c),
-            };
-            let case = match side {
-                Chunk::Source => (b.pe * chunks + sc) * chunks + dc,
-                Chunk::Dest => (b.pe * chunks + dc) * chunks + sc,
-            };
+            // The selector above: (PE, its chunk, this PE's chunk).
+            let case = (b.pe * chunks + c) * chunks + own;
             let _ = writeln!(
                 s,
                 "            case {case}u: {{ for (var i = first; i < k; i += {step}) {{ {} }} }}",

@@ -111,6 +111,12 @@ pub fn period_after(stuck: Duration) -> Duration {
 /// [`Session::need_waiting`]).
 static NEED_WAITING: AtomicU32 = AtomicU32::new(1);
 
+/// Whether `waiting` invocations in long waits count as the device waiting
+/// ([`NEED_WAITING`]).
+fn device_waits(waiting: u32) -> bool {
+    waiting >= NEED_WAITING.load(Ordering::Relaxed)
+}
+
 /// The mapped control header of the launch in progress (null: none).
 static ACTIVE: AtomicPtr<u32> = AtomicPtr::new(std::ptr::null_mut());
 /// Words of the mapping behind `ACTIVE` (the hint's address must be below it).
@@ -272,7 +278,7 @@ fn nap_while_stuck(slot: Option<&Slot>) -> bool {
                 load(base, W_SEQ),
             )
         };
-        if abort != 0 || waiting < NEED_WAITING.load(Ordering::Relaxed).max(1) {
+        if abort != 0 || !device_waits(waiting) {
             ENDS[if abort != 0 { 1 } else { 2 }].fetch_add(1, Ordering::Relaxed);
             return false;
         }
@@ -662,7 +668,7 @@ impl<'a> Session<'a> {
         let now = Instant::now();
         // SAFETY: mapped for the session's life (`begin`).
         let (waiting, seq) = unsafe { (load(self.base, W_WAITING), load(self.base, W_SEQ)) };
-        if waiting < NEED_WAITING.load(Ordering::Relaxed).max(1) {
+        if !device_waits(waiting) {
             self.window = None;
             self.stuck = None;
             self.set_throttling(false);
