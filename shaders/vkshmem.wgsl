@@ -96,11 +96,11 @@ fn vks_wait(addr: u32, cmp: u32, value: u32, signed: bool) -> bool {
         return false;
     }
     let c = vks_cond(cmp, value, signed);
-    // A wait that ends at its first polls costs nothing more; a longer one is
+    // A wait that ends at its first poll costs nothing more; a longer one is
     // announced to the host (vks_wait_begin/end: only where the driver caps loops,
     // whose host throttles the CPU threads that run a long wait, see
     // LibraryConfig::loop_cap).
-    var done = vks_poll_many(addr, c);
+    var done = vks_poll_once(addr, c);
     var aborted = false;
     if !done {
         vks_wait_begin(addr, cmp | select(0u, 256u, signed), value);

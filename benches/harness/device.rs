@@ -146,10 +146,28 @@ pub fn calls_per_dispatch(
 }
 
 /// Loop iterations one invocation of `nth` spends on the data movement of one call
-/// moving `bytes` per PE contribution on `n` PEs (an overestimate: every byte the
-/// PE reads or writes, in words, times the members for reductions, which read
-/// every member's element once per item, plus a loop over the members).
-pub fn data_iters(coll: &str, bytes: u64, n: u64, nth: u64) -> u64 {
+/// moving `bytes` per PE contribution on `n` PEs (an overestimate).
+///
+/// Word loops (`vec4` false: the per-thread forms, and collectives without a
+/// vec4 path): every word the PE reads or writes, times the members for
+/// reductions, which read every member's element once per item, plus a loop
+/// over the members. Vec4 loops (`vec4`: the work_group forms of the bulk
+/// collectives, whose kernels get the library's vec4 view): one iteration per
+/// vec4 copied or combined (a reduction combines its share of every member,
+/// then pushes it to the others: twice the object, budgeted three times),
+/// plus, per copy, the word loops of its unaligned head and tail and one pass
+/// of each (PE, chunk, chunk) case of the copy's switch, which llvmpipe runs
+/// masked (budgeted at 8 per member).
+pub fn data_iters(coll: &str, bytes: u64, n: u64, nth: u64, vec4: bool) -> u64 {
+    if vec4 && has_vec4_path(coll) {
+        let units = bytes.div_ceil(16) + 1;
+        let (touched, copies) = match coll {
+            "broadcast" => (units, 1),
+            "collect" | "fcollect" | "alltoall" | "alltoalls" => (n * units, n),
+            _ => (3 * units, 2 * n),
+        };
+        return touched.div_ceil(nth) + copies * (8 + 8 * n) + 4 * n;
+    }
     let words = bytes.div_ceil(4) + 1;
     let touched = match coll {
         "barrier" | "sync" => 0,
@@ -159,6 +177,16 @@ pub fn data_iters(coll: &str, bytes: u64, n: u64, nth: u64) -> u64 {
         _ => (n + 2) * words,
     };
     touched.div_ceil(nth) + 4 * n
+}
+
+/// Whether the library moves `coll`'s data in vec4s in a work_group form
+/// (device/src/collectives.rs: the bulk moves; alltoalls with the bench's unit
+/// strides is an alltoall).
+fn has_vec4_path(coll: &str) -> bool {
+    matches!(
+        coll,
+        "broadcast" | "collect" | "fcollect" | "alltoall" | "alltoalls" | "reduce"
+    )
 }
 
 #[cfg(test)]
@@ -189,7 +217,15 @@ mod tests {
         assert_eq!(calls_per_dispatch(true, false, 0, 100), Some(10));
         assert_eq!(calls_per_dispatch(true, true, 0, 100), Some(1));
         assert_eq!(calls_per_dispatch(true, true, 30_000, 100), None);
-        assert!(data_iters("reduce", 1 << 20, 2, 1) > 1 << 18);
-        assert_eq!(data_iters("barrier", 0, 4, 256), 16);
+        assert!(data_iters("reduce", 1 << 20, 2, 1, false) > 1 << 18);
+        assert_eq!(data_iters("barrier", 0, 4, 256, false), 16);
+        // Vec4 loops: a 4 MiB broadcast over 256 invocations is 1024 vec4s each.
+        let b = data_iters("broadcast", 4 << 20, 2, 256, true);
+        assert!((1025..1100).contains(&b), "{b}");
+        assert!(data_iters("reduce", 4 << 20, 2, 256, true) >= 2048);
+        assert_eq!(
+            data_iters("barrier", 0, 4, 256, true),
+            data_iters("barrier", 0, 4, 256, false)
+        );
     }
 }

@@ -58,6 +58,35 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw
     )
 }
 
+/// The roofline's copy with a contiguous share per invocation: invocation `i`
+/// of the grid copies vec4s `[i * per, (i + 1) * per)`, the pattern of the
+/// device forms' vec4 loops on llvmpipe (`library::vec4_pieces` in the device
+/// crate), which beat the interleaved kernels above with few workgroups there.
+/// Workgroups of [`SHARE_WG`] invocations.
+const SHARE_COPY_KERNEL: &str = "
+@group(1) @binding(0) var<storage, read_write> src: array<vec4<u32>>;
+@group(1) @binding(1) var<storage, read_write> dst: array<vec4<u32>>;
+@compute @workgroup_size(32)
+fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
+    let n = arrayLength(&src);
+    let nth = nw.x * 32u;
+    let per = (n + nth - 1u) / nth;
+    let lo = min(g.x * per, n);
+    let hi = min(lo + per, n);
+    for (var i = lo; i < hi; i++) {
+        dst[i] = src[i];
+    }
+}
+";
+/// Invocations per workgroup of [`SHARE_COPY_KERNEL`].
+const SHARE_WG: u64 = 32;
+/// Tag of [`SHARE_COPY_KERNEL`] among the roofline's kernels (the others are
+/// tagged by their parts).
+const SHARE: u32 = 0;
+/// Loop iterations one invocation may run (lavapipe ends every loop of an
+/// invocation after 65535 in all): the share kernel's trials stay below.
+const LOOP_BUDGET: u64 = 60_000;
+
 /// The bare atomic barrier: `iters` rounds of one atomic add and a spin on the
 /// counter, which lives in the leader's heap and is bound directly (no library
 /// call), run by one invocation. The polls are atomic adds of 0: lavapipe
@@ -105,7 +134,9 @@ fn main(@builtin(local_invocation_index) li: u32) {{
 /// few per core to one vec4 per invocation (the wide kernels launch from one
 /// to 16 vec4 loads and stores per invocation), two trials each, with the
 /// wide kernels' vec4 loop, one vec4 per step or one from each of 4 or 8
-/// parts of the buffer (as the wide pulls of several blocks move them). A row is
+/// parts of the buffer (as the wide pulls of several blocks move them), and
+/// with the device forms' contiguous share per invocation over 1 to 16
+/// workgroups ([`SHARE_COPY_KERNEL`]). A row is
 /// judged against a copy of the bytes it must move ([`Roofline::at`]), so a
 /// collective whose data fits the caches meets a copy that fits them too: no
 /// copy a collective makes can beat its roofline. Sizes past the buffers
@@ -139,13 +170,13 @@ impl Roofline {
             a: ctx.malloc::<u8>(cap as usize)?,
             b: ctx.malloc::<u8>(cap as usize)?,
             took: ctx.calloc(1)?,
-            kernels: [1u32, 4, 8]
+            kernels: [1u32, 4, 8, SHARE]
                 .into_iter()
                 .map(|k| {
-                    let src = if k == 1 {
-                        COPY_KERNEL.to_string()
-                    } else {
-                        parts_copy_kernel(k)
+                    let src = match k {
+                        SHARE => SHARE_COPY_KERNEL.to_string(),
+                        1 => COPY_KERNEL.to_string(),
+                        _ => parts_copy_kernel(k),
                     };
                     ctx.device_kernel(&src, &format!("roofline_copy_{k}"))
                         .map(|kernel| (k, kernel))
@@ -231,6 +262,19 @@ impl Roofline {
         let mut best = 0.0f64;
         let mut trials = Vec::new();
         for (parts, kernel) in &self.kernels {
+            if *parts == SHARE {
+                // One to 16 workgroups and one per core, each invocation's
+                // share within the loop budget.
+                let cores = std::thread::available_parallelism().map_or(1, |c| c.get()) as u32;
+                let mut groups: Vec<u32> = [1u32, 2, 4, 8, 16, cores]
+                    .into_iter()
+                    .filter(|&g| (size / 16).div_ceil(SHARE_WG * g as u64) <= LOOP_BUDGET)
+                    .collect();
+                groups.sort_unstable();
+                groups.dedup();
+                trials.extend(groups.into_iter().map(|g| (kernel, g)));
+                continue;
+            }
             // Sizes that do not split into whole vec4 parts: the 1-part copy.
             let p = *parts as u64;
             if size % (16 * p) != 0 {

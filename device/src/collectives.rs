@@ -318,6 +318,26 @@ fn vec4_accumulate(s: &mut String, cfg: &LibraryConfig, kind: &Kind, vec4: bool)
         },
         crate::library::Chunk::Source,
     );
+    // The first step of a reduction over two or more members, fused: this
+    // PE's dest vec4s become the combination of this PE's and PE `spe`'s
+    // source vec4s (the same symmetric offsets, so the same chunk), and with
+    // `push` (a team of two, where `spe` is the only other member) are stored
+    // into `spe`'s dest too. Two members then read each source once and write
+    // each dest once (8 bytes moved per reduced byte of the share, where a
+    // fresh copy, a read-modify-write pass and a push moved 14).
+    crate::library::vec4_pieces(
+        s,
+        cfg,
+        vec4,
+        &format!("fn vks_pair_vec4_{n}(op: u32, push: bool, spe: u32, d4: u32, s4: u32, n4: u32, tid: u32, nth: u32) -> bool"),
+        "spe",
+        &|p, sc, dc| {
+            format!(
+                "let r = vks_comb4_{n}(op, vks_v_{me}_{sc}[si + i], vks_v_{p}_{sc}[si + i]); vks_v_{me}_{dc}[di + i] = r; if push {{ vks_v_{p}_{dc}[di + i] = r; }}"
+            )
+        },
+        crate::library::Chunk::Source,
+    );
 }
 
 /// Whether a kernel whose source is `uses` (`None`: any kernel) may need the
@@ -467,12 +487,19 @@ fn reduce_fn(s: &mut String, kind: &Kind, to_all: bool) {
         let d4 = ((d + head) >> 4u) + v.x;
         let s4 = ((s + head) >> 4u) + v.x;
         let n4 = v.y - v.x;
-        if vks_acc_vec4_{n}(op, true, VKS_MY_PE, d4, s4, n4, tid, nth) {{
-            for (var j = 0u; j < t.size; j++) {{
+        // This PE's source first, then the others' in team order: with a
+        // second member, the first pass combines the two sources (and, in a
+        // team of two, pushes the result too).
+        let j0 = select(0u, 1u, t.me == 0u);
+        let fused = t.size > 1u && vks_pair_vec4_{n}(op, {pair_push}, vks_team_pe(t, j0), d4, s4, n4, tid, nth);
+        if fused || vks_acc_vec4_{n}(op, true, VKS_MY_PE, d4, s4, n4, tid, nth) {{
+            for (var j = select(0u, j0 + 1u, fused); j < t.size; j++) {{
                 let pe = vks_team_pe(t, j);
                 if pe != VKS_MY_PE {{ vks_acc_vec4_{n}(op, false, pe, d4, s4, n4, tid, nth); }}
             }}
-            {push}
+            if !(fused && {pair_push}) {{
+                {push}
+            }}
             {name}_words(t, op, d, s, head / {es}u, tid, nth);
             let done = head + mid;
             {name}_words(t, op, d + done, s + done, (n - done) / {es}u, tid, nth);
@@ -483,6 +510,7 @@ fn reduce_fn(s: &mut String, kind: &Kind, to_all: bool) {
 }}
 ",
         es = kind.bytes,
+        pair_push = if to_all { "t.size == 2u" } else { "false" },
     );
     if kind.bytes == 8 {
         let _ = write!(
