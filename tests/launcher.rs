@@ -952,7 +952,8 @@ fn kill_a_rank_under_mpirun(n: u32, bad: &str, env: &[(&str, &str)]) {
 /// writes the CSV columns of the issue.
 /// The wide copies beyond 8 members (a launch per group of 8): on 9 PEs,
 /// every pull collective and collect from one vec4 to 64 KiB per member,
-/// checked (the 16-byte sizes and up take the wide path).
+/// checked (the 16-byte sizes and up take the wide path); then reductions on
+/// 10 PEs (steps over groups of 8 sources).
 #[test]
 fn wide_copies_hold_beyond_8_members() {
     let _one = one_spinning_job();
@@ -996,6 +997,54 @@ fn wide_copies_hold_beyond_8_members() {
     assert_eq!(rows.len(), 6 * 5, "{text}");
     for row in rows {
         assert!(row.contains(",9,") && row.ends_with(",0"), "{row}");
+    }
+    // Reductions beyond 8 members on the kernels (no host path): in steps
+    // over groups of 8 sources, then pushes. 10 PEs (groups of 8 and 2), in
+    // place at a 4-byte offset (heads and tails on the generic kernel), sizes
+    // from one vec4 to 256 KiB, checked.
+    let csv = dir.path().join("reduce.csv").to_string_lossy().into_owned();
+    let r = run_vkshmrun_env(
+        &[
+            "-n",
+            "10",
+            &bench,
+            "--collective",
+            "reduce",
+            "--scope",
+            "host",
+            "--check",
+            "--min-bytes",
+            "16",
+            "--max-bytes",
+            "256K",
+            "--step-factor",
+            "16",
+            "--iters",
+            "1",
+            "--warmup",
+            "0",
+            "--type",
+            "float",
+            "--op",
+            "max",
+            "--in-place",
+            "--offset",
+            "4",
+            "--csv",
+            &csv,
+        ],
+        &[("VKSHMEM_HOST_MAPPED_MAX", "0")],
+        Duration::from_secs(600),
+        Leftovers::Forbidden,
+        |_| {},
+    );
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let rows: Vec<&str> = text.lines().skip(1).collect();
+    // 16 B, 256 B, 4 KiB, 64 KiB.
+    assert_eq!(rows.len(), 4, "{text}");
+    for row in rows {
+        assert!(row.contains(",10,") && row.ends_with(",0"), "{row}");
     }
 }
 

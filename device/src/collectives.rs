@@ -1365,7 +1365,79 @@ pub struct WideArgs {
 /// word. Sources and dests must be 16-byte aligned. `None` for other kinds or
 /// too many members.
 pub fn wide_reduce_source(kind: &Kind, op: ReduceOp, members: u32) -> Option<String> {
-    if members == 0 || members > WIDE_REDUCE_MAX_MEMBERS || !matches!(kind.bytes, 1 | 2 | 4 | 8) {
+    if members == 0 || members > WIDE_REDUCE_MAX_MEMBERS {
+        return None;
+    }
+    let (mut s, step) = wide_step(kind, op)?;
+    for j in 0..members {
+        let _ = writeln!(
+            s,
+            "@group(1) @binding({j}) var<storage, read_write> s_{j}: array<vec4<u32>>;"
+        );
+    }
+    for j in 0..members {
+        let _ = writeln!(
+            s,
+            "@group(1) @binding({}) var<storage, read_write> d_{j}: array<vec4<u32>>;",
+            members + j
+        );
+    }
+    let mut body = String::from("        var acc = s_0[a.s0 + i];\n");
+    for j in 1..members {
+        let _ = writeln!(body, "        {{ let x = s_{j}[a.s0 + i]; acc = {step}; }}");
+    }
+    body.push_str("        let r = acc;\n");
+    let dests: Vec<String> = (0..members).map(|j| format!("d_{j}")).collect();
+    wide_body_and_tail(&mut s, &body, &dests);
+    Some(s)
+}
+
+/// One step of a host reduction over more than [`WIDE_REDUCE_MAX_MEMBERS`]
+/// members (a team too large to bind every member at once): this PE's share of
+/// `sources` members' sources (bindings 0..sources) is combined into this PE's
+/// dest (binding `sources`), with the dest's running result first when
+/// `accumulate` (the later groups), without it for the first group. The caller
+/// then pushes the share to the other members' dests ([`wide_push_source`]).
+/// Immediates and tail as [`wide_reduce_source`]. `None` where that is.
+pub fn wide_accumulate_source(
+    kind: &Kind,
+    op: ReduceOp,
+    sources: u32,
+    accumulate: bool,
+) -> Option<String> {
+    if sources == 0 || sources > WIDE_REDUCE_MAX_MEMBERS {
+        return None;
+    }
+    let (mut s, step) = wide_step(kind, op)?;
+    for j in 0..sources {
+        let _ = writeln!(
+            s,
+            "@group(1) @binding({j}) var<storage, read_write> s_{j}: array<vec4<u32>>;"
+        );
+    }
+    let _ = writeln!(
+        s,
+        "@group(1) @binding({sources}) var<storage, read_write> d_0: array<vec4<u32>>;"
+    );
+    let (mut body, from) = if accumulate {
+        (String::from("        var acc = d_0[a.d0 + i];\n"), 0)
+    } else {
+        (String::from("        var acc = s_0[a.s0 + i];\n"), 1)
+    };
+    for j in from..sources {
+        let _ = writeln!(body, "        {{ let x = s_{j}[a.s0 + i]; acc = {step}; }}");
+    }
+    body.push_str("        let r = acc;\n");
+    wide_body_and_tail(&mut s, &body, &["d_0".to_string()]);
+    Some(s)
+}
+
+/// The prelude (immediates, helper functions) and the combining step (a WGSL
+/// expression of `acc` and `x`, the vec4<u32>s of the running result and of
+/// one member's source) of the wide reductions of `kind` with `op`; `None`
+/// for kinds without a wide path or operations the kind does not have.
+fn wide_step(kind: &Kind, op: ReduceOp) -> Option<(String, String)> {
+    if !matches!(kind.bytes, 1 | 2 | 4 | 8) {
         return None;
     }
     if kind.float && matches!(op, ReduceOp::And | ReduceOp::Or | ReduceOp::Xor) {
@@ -1479,27 +1551,7 @@ pub fn wide_reduce_source(kind: &Kind, op: ReduceOp, members: u32) -> Option<Str
                 .to_string()
         }
     };
-    for j in 0..members {
-        let _ = writeln!(
-            s,
-            "@group(1) @binding({j}) var<storage, read_write> s_{j}: array<vec4<u32>>;"
-        );
-    }
-    for j in 0..members {
-        let _ = writeln!(
-            s,
-            "@group(1) @binding({}) var<storage, read_write> d_{j}: array<vec4<u32>>;",
-            members + j
-        );
-    }
-    let mut body = String::from("        var acc = s_0[a.s0 + i];\n");
-    for j in 1..members {
-        let _ = writeln!(body, "        {{ let x = s_{j}[a.s0 + i]; acc = {step}; }}");
-    }
-    body.push_str("        let r = acc;\n");
-    let dests: Vec<String> = (0..members).map(|j| format!("d_{j}")).collect();
-    wide_body_and_tail(&mut s, &body, &dests);
-    Some(s)
+    Some((s, step))
 }
 
 /// The immediates of the wide copy kernel (`WideCopy` in its WGSL).
@@ -1626,6 +1678,25 @@ mod wide_tests {
                 }
             }
         }
+        // The steps of a team too large for one launch: the first group
+        // without the dest, the later ones from it; every kind compiles.
+        let s = wide_accumulate_source(&f32k, ReduceOp::Sum, 3, false).unwrap();
+        assert!(s.contains("@binding(3) var<storage, read_write> d_0"));
+        assert!(s.contains("var acc = s_0[a.s0 + i];") && !s.contains("d_1"));
+        assert!(s.contains("d_0[a.d0 + i] = r;"));
+        let s = wide_accumulate_source(&f32k, ReduceOp::Sum, 8, true).unwrap();
+        assert!(s.contains("var acc = d_0[a.d0 + i];"));
+        assert!(s.contains("let x = s_0[a.s0 + i];") && s.contains("let x = s_7[a.s0 + i];"));
+        assert!(wide_accumulate_source(&f32k, ReduceOp::Sum, 9, true).is_none());
+        for k in KINDS.iter() {
+            for op in ReduceOp::ALL {
+                if let Some(src) = wide_accumulate_source(k, op, 2, true) {
+                    crate::compile_wgsl(&src, "wide_acc")
+                        .unwrap_or_else(|e| panic!("{} {op:?}: {e}\n{src}", k.name));
+                }
+            }
+        }
+        let s = wide_reduce_source(&kind("bf16").unwrap(), ReduceOp::Sum, 2).unwrap();
         // The immediates match WideArgs.
         assert_eq!(std::mem::size_of::<WideArgs>(), 20);
         assert!(

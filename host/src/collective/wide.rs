@@ -8,12 +8,15 @@
 //! dest is written, so each PE may choose its path alone.
 //!
 //! Reductions of every kind (1-, 2-, 4- and 8-byte elements, the object a
-//! whole number of 32-bit words) on 16-byte aligned objects and teams of up to
-//! [`WIDE_REDUCE_MAX_MEMBERS`] (`wide_reduce_source`). The split of the work is
-//! the generic path's (each member combines one slice and writes it to every
-//! member) but by vec4 instead of by word, so every member of a call must take
-//! the same path: the choice depends only on values the members agreed on and on
-//! the heap size (symmetric), never on the device.
+//! whole number of 32-bit words) on 16-byte aligned objects: teams of up to
+//! [`WIDE_REDUCE_MAX_MEMBERS`] in one launch (`wide_reduce_source`), larger
+//! ones in steps over groups of that many sources into this PE's dest
+//! (`wide_accumulate_source`), then pushes of the result (`wide_push_source`).
+//! The split of the work is the generic path's (each member combines one
+//! slice and writes it to every member) but by vec4 instead of by word, so
+//! every member of a call must take the same path: the choice depends only on
+//! values the members agreed on, the heap size (symmetric) and the device's
+//! binding limit (every PE of a job is on one device).
 
 use vkshmem_device::collectives::{
     self, Kind, ReduceOp, WideArgs, WideCopyArgs, WIDE_REDUCE_MAX_MEMBERS, WIDE_WINDOW_ALIGN,
@@ -83,7 +86,7 @@ pub(crate) fn plan(
     n: u64,
     heap: u64,
 ) -> Option<WidePlan> {
-    if !matches!(es, 1 | 2 | 4 | 8) || n == 0 || members > WIDE_REDUCE_MAX_MEMBERS {
+    if !matches!(es, 1 | 2 | 4 | 8) || n == 0 || members == 0 {
         return None;
     }
     let bytes = n.checked_mul(es as u64)?;
@@ -421,7 +424,7 @@ impl Context {
         dest: u64,
         source: u64,
         n: u64,
-    ) -> Result<Option<(Arc<DeviceKernel>, WidePlan, Split)>> {
+    ) -> Result<Option<(WideReduce, WidePlan, Split)>> {
         let size = m.shape.size;
         if !collectives::wide_kind_available(&self.library_config()?, kind) {
             return Ok(None);
@@ -442,31 +445,126 @@ impl Context {
             return Ok(None);
         };
         let library = self.library_config()?.bindings().len() as u64;
-        if library + 2 * size as u64 > self.device_info().max_storage_buffers_per_stage as u64 {
+        let most = self.device_info().max_storage_buffers_per_stage as u64;
+        if size > WIDE_REDUCE_MAX_MEMBERS {
+            // Groups of up to 8 sources and this PE's dest per step, then a
+            // push to up to 8 dests per launch.
+            let max = WIDE_REDUCE_MAX_MEMBERS as u64;
+            if library + max + 1 > most || !self.push_kernels(size as usize - 1)? {
+                return Ok(None);
+            }
+            let mut steps = Vec::new();
+            for (g, sources) in chained_groups(size).into_iter().enumerate() {
+                let accumulate = g > 0;
+                let name = format!(
+                    "vkshmem_wide_acc_{}_{}_{sources}_{}",
+                    kind.name,
+                    op.name(),
+                    if accumulate { "acc" } else { "first" }
+                );
+                let Some(k) = self.library_kernel(&name, || {
+                    collectives::wide_accumulate_source(kind, op, sources, accumulate)
+                })?
+                else {
+                    return Ok(None);
+                };
+                steps.push(k);
+            }
+            return Ok(Some((WideReduce::Chained(steps), p, sp)));
+        }
+        if library + 2 * size as u64 > most {
             return Ok(None);
         }
         let name = format!("vkshmem_wide_reduce_{}_{}_{size}", kind.name, op.name());
         let k = self.library_kernel(&name, || collectives::wide_reduce_source(kind, op, size))?;
-        Ok(k.map(|k| (k, p, sp)))
+        Ok(k.map(|k| (WideReduce::Direct(k), p, sp)))
     }
 
     /// Runs this member's share of a reduction on the wide path.
-    pub(crate) fn reduce_wide(&self, m: &Members, k: &DeviceKernel, p: &WidePlan) -> Result<()> {
+    pub(crate) fn reduce_wide(&self, m: &Members, w: &WideReduce, p: &WidePlan) -> Result<()> {
         let items = (p.args.end - p.args.first) as u64;
         if items == 0 {
             return Ok(());
         }
-        let windows: Vec<HeapWindow> = [p.src, p.dst]
-            .iter()
-            .flat_map(|&(offset, bytes)| {
-                m.shape
-                    .members()
-                    .map(move |pe| HeapWindow { pe, offset, bytes })
-            })
-            .collect();
-        let groups = self.wide_groups(items, 2 * m.shape.size as u64);
-        self.launch(k, [groups, 1, 1], &windows, bytemuck::bytes_of(&p.args))
+        let steps = match w {
+            WideReduce::Direct(k) => {
+                let windows: Vec<HeapWindow> = [p.src, p.dst]
+                    .iter()
+                    .flat_map(|&(offset, bytes)| {
+                        m.shape
+                            .members()
+                            .map(move |pe| HeapWindow { pe, offset, bytes })
+                    })
+                    .collect();
+                let groups = self.wide_groups(items, 2 * m.shape.size as u64);
+                return self.launch(k, [groups, 1, 1], &windows, bytemuck::bytes_of(&p.args));
+            }
+            WideReduce::Chained(steps) => steps,
+        };
+        // This PE's share, group by group into its own dest: its own source
+        // first (in place, the dest is the source, whose share only this PE
+        // reads), then the others in team order from the next one.
+        let size = m.shape.size;
+        let order: Vec<u32> = (0..size).map(|i| m.shape.member((m.me + i) % size)).collect();
+        let own = HeapWindow {
+            pe: self.my_pe(),
+            offset: p.dst.0,
+            bytes: p.dst.1,
+        };
+        let max = WIDE_REDUCE_MAX_MEMBERS as usize;
+        for (k, group) in steps.iter().zip(order.chunks(max)) {
+            let mut windows: Vec<HeapWindow> = group
+                .iter()
+                .map(|&pe| HeapWindow {
+                    pe,
+                    offset: p.src.0,
+                    bytes: p.src.1,
+                })
+                .collect();
+            windows.push(own);
+            let groups = self.wide_groups(items, 1 + group.len() as u64);
+            self.launch(k, [groups, 1, 1], &windows, bytemuck::bytes_of(&p.args))?;
+        }
+        // Then the share from this PE's dest into the others' (only this PE
+        // writes that share of any dest).
+        let args = WideArgs {
+            s0: p.args.d0,
+            ..p.args
+        };
+        for group in order[1..].chunks(max) {
+            let k = self
+                .push_kernel(group.len())?
+                .expect("wide_prepare built it");
+            let mut windows = vec![own];
+            windows.extend(group.iter().map(|&pe| HeapWindow {
+                pe,
+                offset: p.dst.0,
+                bytes: p.dst.1,
+            }));
+            let groups = self.wide_groups(items, 1 + group.len() as u64);
+            self.launch(&k, [groups, 1, 1], &windows, bytemuck::bytes_of(&args))?;
+        }
+        Ok(())
     }
+}
+
+/// The kernels of a reduction on the wide path.
+pub(crate) enum WideReduce {
+    /// One launch binding every member's source and dest (up to
+    /// [`WIDE_REDUCE_MAX_MEMBERS`] members).
+    Direct(Arc<DeviceKernel>),
+    /// More members: one step per group of [`chained_groups`] (the first
+    /// without the dest's running result), then pushes of this PE's share.
+    Chained(Vec<Arc<DeviceKernel>>),
+}
+
+/// The source counts of the steps of a reduction over `size` members, more
+/// than [`WIDE_REDUCE_MAX_MEMBERS`]: groups of that many, the last the rest.
+fn chained_groups(size: u32) -> Vec<u32> {
+    let max = WIDE_REDUCE_MAX_MEMBERS;
+    (0..size.div_ceil(max))
+        .map(|g| max.min(size - g * max))
+        .collect()
 }
 
 #[cfg(test)]
@@ -488,6 +586,18 @@ mod tests {
                 }
                 assert_eq!(next as u64, n.div_ceil(4));
             }
+        }
+    }
+
+    #[test]
+    fn chained_groups_cover_the_team() {
+        assert_eq!(chained_groups(9), vec![8, 1]);
+        assert_eq!(chained_groups(16), vec![8, 8]);
+        assert_eq!(chained_groups(21), vec![8, 8, 5]);
+        for size in 9..40 {
+            let g = chained_groups(size);
+            assert_eq!(g.iter().sum::<u32>(), size);
+            assert!(g.iter().all(|&k| (1..=WIDE_REDUCE_MAX_MEMBERS).contains(&k)));
         }
     }
 
@@ -567,12 +677,13 @@ mod tests {
         assert_eq!((p.args.first, p.args.end, p.args.words), (3, 5, 20));
         let p = plan(1, 3, 0, 0, 256, 100, 4096).unwrap();
         assert_eq!((p.args.first, p.args.end, p.args.words), (0, 3, 25));
-        // Not whole words, an odd size, misaligned, too many members, past the
-        // heap, too large.
+        // Any number of members (beyond 8: the chained steps), none is none.
+        assert!(plan(4, WIDE_REDUCE_MAX_MEMBERS + 1, 0, 0, 256, 10, 4096).is_some());
+        assert!(plan(4, 0, 0, 0, 256, 10, 4096).is_none());
+        // Not whole words, an odd size, misaligned, past the heap, too large.
         assert!(plan(2, 2, 0, 0, 256, 7, 4096).is_none());
         assert!(plan(3, 2, 0, 0, 256, 8, 4096).is_none());
         assert!(plan(4, 2, 0, 4, 256, 10, 4096).is_none());
-        assert!(plan(4, WIDE_REDUCE_MAX_MEMBERS + 1, 0, 0, 256, 10, 4096).is_none());
         assert!(plan(4, 2, 0, 4096 - 16, 0, 10, 4096).is_none());
         assert!(plan(4, 2, 0, 0, 1 << 28, 1 << 26, 1 << 30).is_none());
         assert!(plan(4, 2, 0, 0, 0, 0, 4096).is_none());
