@@ -19,7 +19,7 @@
 //! binding limit (every PE of a job is on one device).
 
 use vkshmem_device::collectives::{
-    self, Kind, ReduceOp, WideArgs, WideCopyArgs, WIDE_REDUCE_MAX_MEMBERS, WIDE_WINDOW_ALIGN,
+    self, Kind, HOST_WORKGROUP, ReduceOp, WideArgs, WideCopyArgs, WIDE_REDUCE_MAX_MEMBERS, WIDE_WINDOW_ALIGN,
     WIDE_WINDOW_MAX_BYTES,
 };
 
@@ -155,6 +155,7 @@ pub(crate) fn copy_plan(
             bvecs,
             s0: ((src - s.0) / 16) as u32,
             d0: ((dst - d.0) / 16) as u32,
+            per: 0,
         },
     })
 }
@@ -164,15 +165,10 @@ pub(crate) fn copy_plan(
 /// passes [`WIDE_WINDOW_MAX_BYTES`] and large messages need no fallback.
 pub(crate) const WIDE_CHUNK_BYTES: u64 = WIDE_WINDOW_MAX_BYTES / 2;
 
-/// vec4 loads and stores per invocation the wide kernels aim for on llvmpipe,
-/// which runs each workgroup as one task of a CPU thread and whose tasks cost
-/// more than their few vec4s: with 16 (1 to 8 vec4s per invocation, by
-/// kernel), 4 MiB broadcasts on 2 PEs ran 2.3x faster than with one vec4 per
-/// invocation and reductions 1.7x (this project's 2-core VM; 8 and 32 were
-/// measured too, each better for some kernels and worse for others). On other
-/// devices every invocation takes one vec4 (as many workgroups as that takes,
-/// up to the dispatch limit): a GPU needs the parallelism.
-const LLVMPIPE_OPS_PER_INVOCATION: u64 = 16;
+/// The longest contiguous share (vec4s, one loop iteration each) a wide
+/// kernel gives an invocation on llvmpipe, whose invocations may run 65535
+/// loop iterations in all.
+const LLVMPIPE_SHARE_MAX: u64 = 32768;
 
 /// Share `part` of `parts` of a push of `bytes` from byte offset `src` (in the
 /// source PE's heap) to `dst` (in every dest PE's), or `None` when it cannot
@@ -211,6 +207,7 @@ pub(crate) fn push_plan(
             words,
             s0: ((src - s.0) / 16) as u32,
             d0: ((dst - d.0) / 16) as u32,
+            per: 0,
         },
     })
 }
@@ -286,20 +283,35 @@ impl Context {
             offset: p.dst.0,
             bytes: p.dst.1,
         });
-        let groups = self.wide_groups(p.args.bvecs as u64, 2 * from.len() as u64);
-        self.launch(&k, [groups, 1, 1], &windows, bytemuck::bytes_of(&p.args))?;
+        let (groups, per) = self.wide_groups(p.args.bvecs as u64);
+        let args = WideCopyArgs { per, ..p.args };
+        self.launch(&k, [groups, 1, 1], &windows, bytemuck::bytes_of(&args))?;
         Ok(true)
     }
 
-    /// Workgroups for a wide kernel over `vecs` vec4s, each taking `ops`
-    /// vec4 loads and stores (see [`LLVMPIPE_OPS_PER_INVOCATION`]).
-    fn wide_groups(&self, vecs: u64, ops: u64) -> u32 {
-        let per = if self.device_info().is_llvmpipe() {
-            LLVMPIPE_OPS_PER_INVOCATION.div_ceil(ops.max(1))
-        } else {
-            1
-        };
-        self.host_groups(vecs, per)
+    /// Workgroups for a wide kernel over `vecs` vec4s, and the kernel's `per` (vec4s of each
+    /// invocation's contiguous share, or 0 for the grid-wide stride; see
+    /// `wide_loop` in the device crate). On llvmpipe, a contiguous share per
+    /// invocation over one workgroup per driver thread (more where a share
+    /// would pass [`LLVMPIPE_SHARE_MAX`] loop iterations); elsewhere one vec4
+    /// per invocation, as many workgroups as that takes up to the dispatch
+    /// limit (a GPU needs the parallelism). On llvmpipe the stride had been
+    /// given 16 vec4 loads and stores per invocation (2.3x faster 4 MiB
+    /// broadcasts on 2 PEs than one); the share took 4-PE fcollects and
+    /// alltoalls of 4 MiB from 11.5 and 16.1 ms to 6.3 and 9.3 ms.
+    fn wide_groups(&self, vecs: u64) -> (u32, u32) {
+        if self.device_info().is_llvmpipe() {
+            let wg = HOST_WORKGROUP as u64;
+            let threads = self.resident_workgroups().max(1) as u64;
+            let max = (self.device_info().max_workgroups_x as u64).min(65535);
+            let groups = threads
+                .max(vecs.div_ceil(wg * LLVMPIPE_SHARE_MAX))
+                .min(vecs.div_ceil(wg).max(1))
+                .min(max);
+            let per = vecs.div_ceil(groups * wg).max(1);
+            return (groups as u32, per as u32);
+        }
+        (self.host_groups(vecs, 1), 0)
     }
 
     /// Whether every block of `pushes` (the whole call's, every member's) can
@@ -403,8 +415,9 @@ impl Context {
                     offset: plan.dst.0,
                     bytes: plan.dst.1,
                 }));
-                let groups = self.wide_groups(items, 1 + group.len() as u64);
-                self.launch(&k, [groups, 1, 1], &windows, bytemuck::bytes_of(&plan.args))?;
+                let (groups, per) = self.wide_groups(items);
+                let args = WideArgs { per, ..plan.args };
+                self.launch(&k, [groups, 1, 1], &windows, bytemuck::bytes_of(&args))?;
             }
         }
         Ok(())
@@ -496,8 +509,9 @@ impl Context {
                             .map(move |pe| HeapWindow { pe, offset, bytes })
                     })
                     .collect();
-                let groups = self.wide_groups(items, 2 * m.shape.size as u64);
-                return self.launch(k, [groups, 1, 1], &windows, bytemuck::bytes_of(&p.args));
+                let (groups, per) = self.wide_groups(items);
+                let args = WideArgs { per, ..p.args };
+                return self.launch(k, [groups, 1, 1], &windows, bytemuck::bytes_of(&args));
             }
             WideReduce::Chained(steps) => steps,
         };
@@ -522,8 +536,9 @@ impl Context {
                 })
                 .collect();
             windows.push(own);
-            let groups = self.wide_groups(items, 1 + group.len() as u64);
-            self.launch(k, [groups, 1, 1], &windows, bytemuck::bytes_of(&p.args))?;
+            let (groups, per) = self.wide_groups(items);
+            let args = WideArgs { per, ..p.args };
+            self.launch(k, [groups, 1, 1], &windows, bytemuck::bytes_of(&args))?;
         }
         // Then the share from this PE's dest into the others' (only this PE
         // writes that share of any dest).
@@ -541,7 +556,8 @@ impl Context {
                 offset: p.dst.0,
                 bytes: p.dst.1,
             }));
-            let groups = self.wide_groups(items, 1 + group.len() as u64);
+            let (groups, per) = self.wide_groups(items);
+            let args = WideArgs { per, ..args };
             self.launch(&k, [groups, 1, 1], &windows, bytemuck::bytes_of(&args))?;
         }
         Ok(())
