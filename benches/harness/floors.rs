@@ -35,20 +35,27 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw
 }
 ";
 
+/// The roofline kernels' two buffers.
+const COPY_BINDINGS: &str = "
+@group(1) @binding(0) var<storage, read_write> src: array<vec4<u32>>;
+@group(1) @binding(1) var<storage, read_write> dst: array<vec4<u32>>;
+";
+
+/// One vec4 of each of `k` parts of `q` vec4s at index `i`, copied.
+fn parts_body(k: u32) -> String {
+    (0..k)
+        .map(|j| format!("        dst[{j}u * q + i] = src[{j}u * q + i];\n"))
+        .collect()
+}
+
 /// The roofline's copy in `k` parts: each invocation copies one vec4 of each
 /// of the buffer's `k` equal parts (the pattern of the wide pulls of `k`
 /// blocks, fcollect's and alltoall's, which move one vec4 per block per
 /// invocation), then strides over the grid.
 fn parts_copy_kernel(k: u32) -> String {
-    let mut body = String::new();
-    for j in 0..k {
-        body.push_str(&format!("        dst[{j}u * q + i] = src[{j}u * q + i];\n"));
-    }
+    let body = parts_body(k);
     format!(
-        "
-@group(1) @binding(0) var<storage, read_write> src: array<vec4<u32>>;
-@group(1) @binding(1) var<storage, read_write> dst: array<vec4<u32>>;
-@compute @workgroup_size(64)
+        "{COPY_BINDINGS}@compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {{
     let q = arrayLength(&src) / {k}u;
     for (var i = g.x; i < q; i += nw.x * 64u) {{
@@ -66,15 +73,9 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw
 /// loops there (`library::vec4_pieces` in the device crate), which beat the
 /// interleaved kernels above with few workgroups.
 fn share_copy_kernel(k: u32, wg: u32) -> String {
-    let mut body = String::new();
-    for j in 0..k {
-        body.push_str(&format!("        dst[{j}u * q + i] = src[{j}u * q + i];\n"));
-    }
+    let body = parts_body(k);
     format!(
-        "
-@group(1) @binding(0) var<storage, read_write> src: array<vec4<u32>>;
-@group(1) @binding(1) var<storage, read_write> dst: array<vec4<u32>>;
-@compute @workgroup_size({wg})
+        "{COPY_BINDINGS}@compute @workgroup_size({wg})
 fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {{
     let q = arrayLength(&src) / {k}u;
     let nth = nw.x * {wg}u;
