@@ -216,6 +216,9 @@ struct Bench<'a> {
     dst: SymBuffer<u8>,
     /// This PE's wrong count, then (after a sum over WORLD) everyone's.
     wrong: SymBuffer<u32>,
+    /// A flag agreed over WORLD (a maximum): whether some PE's row beat its
+    /// roofline.
+    flag: SymBuffer<u32>,
     team: Team,
     /// Some member is on another device (staged transport): device rows go through the proxy.
     spans_devices: bool,
@@ -461,10 +464,28 @@ impl Bench<'_> {
             // A host call this small may have run on the host (memcpy
             // through the heap's mapping): its roofline counts the memcpy.
             let host_path = form == Form::Host && bytes <= ctx.host_path_max();
-            let roof_bps = least
+            let mut roof_bps = least
                 .map(|b| self.roofline.of_row(ctx, b / (2 * n as u64), host_path))
                 .transpose()?;
             let (median_us, min_us, max_us) = metrics::stats_us(&samples);
+            // A row faster than the roofline shows that the roofline's
+            // trials met a busy moment (the machine is shared): measure it
+            // again, up to three times, while some PE's row is above it
+            // (agreed over WORLD: the roofline is collective). A row that
+            // stays above is reported as it is.
+            if let (Some(b), Some(mut r)) = (least, roof_bps) {
+                for _ in 0..3 {
+                    let above = median_us > 0.0 && b as f64 / (median_us * 1e-6) > r;
+                    self.flag.write(&[u32::from(above)])?;
+                    let f = self.flag.as_slice();
+                    ctx.reduce(Team::WORLD, ReduceOp::Max, &f, &f, 1)?;
+                    if self.flag.to_vec()?[0] == 0 {
+                        break;
+                    }
+                    r = self.roofline.of_row(ctx, b / (2 * n as u64), host_path)?;
+                }
+                roof_bps = Some(r);
+            }
             let factor = metrics::bus_factor(coll, n);
             let algbw =
                 factor.map(|_| metrics::algbw_gbps(metrics::nccl_bytes(coll, bytes, n), median_us));
@@ -945,6 +966,7 @@ fn run() -> anyhow::Result<()> {
         src: ctx.malloc::<u8>(room as usize)?,
         dst: ctx.malloc::<u8>(room as usize)?,
         wrong: ctx.calloc::<u32>(1)?,
+        flag: ctx.calloc::<u32>(1)?,
         team,
         spans_devices,
         members,
