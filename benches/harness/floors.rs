@@ -234,8 +234,12 @@ impl Roofline {
                 .into_iter()
                 .map(|shape| {
                     let (src, name) = match shape {
-                        Shape::Stride { parts: 1 } => (COPY_KERNEL.to_string(), "roofline_copy_1".to_string()),
-                        Shape::Stride { parts } => (parts_copy_kernel(parts), format!("roofline_copy_{parts}")),
+                        Shape::Stride { parts: 1 } => {
+                            (COPY_KERNEL.to_string(), "roofline_copy_1".to_string())
+                        }
+                        Shape::Stride { parts } => {
+                            (parts_copy_kernel(parts), format!("roofline_copy_{parts}"))
+                        }
                         Shape::Share { parts, wg } => (
                             share_copy_kernel(parts, wg),
                             format!("roofline_share_{parts}_{wg}"),

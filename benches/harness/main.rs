@@ -804,7 +804,10 @@ fn run() -> anyhow::Result<()> {
         bail!("--collective {bad:?}: one of {} or all", known.join(", "));
     }
     if args.workgroup_size > 1024 {
-        bail!("--workgroup-size {}: 1 to 1024, or 0 for the device's own", args.workgroup_size);
+        bail!(
+            "--workgroup-size {}: 1 to 1024, or 0 for the device's own",
+            args.workgroup_size
+        );
     }
     let es = elem_size(&args.ty)?;
     if args.offset >= 64 || args.offset % es != 0 {
@@ -825,7 +828,11 @@ fn run() -> anyhow::Result<()> {
     }
     let ctx = vkshmem::init()?;
     if args.workgroup_size == 0 {
-        args.workgroup_size = if ctx.device_info().is_llvmpipe() { 64 } else { 256 };
+        args.workgroup_size = if ctx.device_info().is_llvmpipe() {
+            64
+        } else {
+            256
+        };
     }
     // Kernels still being built in the background would share the CPU with
     // the timed calls.

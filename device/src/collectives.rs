@@ -1715,9 +1715,9 @@ mod wide_tests {
         let s = wide_reduce_source(&kind("bf16").unwrap(), ReduceOp::Sum, 2).unwrap();
         // The immediates match WideArgs.
         assert_eq!(std::mem::size_of::<WideArgs>(), 24);
-        assert!(
-            s.contains("struct WideArgs { first: u32, end: u32, words: u32, s0: u32, d0: u32, per: u32 }")
-        );
+        assert!(s.contains(
+            "struct WideArgs { first: u32, end: u32, words: u32, s0: u32, d0: u32, per: u32 }"
+        ));
     }
 
     #[test]

@@ -440,7 +440,10 @@ fn main(@builtin(local_invocation_index) li: u32) {
                 >= polls * crate::library::CAPPED_DELAY_STEPS as usize
         );
         // A wait's first test is one bare poll (vks_poll_once), in both.
-        assert_eq!(lib.matches("vks_cond_bit(c, vks_poll_own(addr))").count(), 1);
+        assert_eq!(
+            lib.matches("vks_cond_bit(c, vks_poll_own(addr))").count(),
+            1
+        );
         assert_eq!(
             crate::library::library_source(&cfg())
                 .matches("vks_cond_bit(c, vks_volatile_load_own(addr))")

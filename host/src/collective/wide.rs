@@ -19,8 +19,8 @@
 //! binding limit (every PE of a job is on one device).
 
 use vkshmem_device::collectives::{
-    self, Kind, HOST_WORKGROUP, ReduceOp, WideArgs, WideCopyArgs, WIDE_REDUCE_MAX_MEMBERS, WIDE_WINDOW_ALIGN,
-    WIDE_WINDOW_MAX_BYTES,
+    self, Kind, ReduceOp, WideArgs, WideCopyArgs, HOST_WORKGROUP, WIDE_REDUCE_MAX_MEMBERS,
+    WIDE_WINDOW_ALIGN, WIDE_WINDOW_MAX_BYTES,
 };
 
 use std::sync::Arc;
@@ -519,7 +519,9 @@ impl Context {
         // first (in place, the dest is the source, whose share only this PE
         // reads), then the others in team order from the next one.
         let size = m.shape.size;
-        let order: Vec<u32> = (0..size).map(|i| m.shape.member((m.me + i) % size)).collect();
+        let order: Vec<u32> = (0..size)
+            .map(|i| m.shape.member((m.me + i) % size))
+            .collect();
         let own = HeapWindow {
             pe: self.my_pe(),
             offset: p.dst.0,
@@ -613,7 +615,9 @@ mod tests {
         for size in 9..40 {
             let g = chained_groups(size);
             assert_eq!(g.iter().sum::<u32>(), size);
-            assert!(g.iter().all(|&k| (1..=WIDE_REDUCE_MAX_MEMBERS).contains(&k)));
+            assert!(g
+                .iter()
+                .all(|&k| (1..=WIDE_REDUCE_MAX_MEMBERS).contains(&k)));
         }
     }
 
