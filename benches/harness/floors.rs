@@ -20,6 +20,7 @@
 use std::time::Instant;
 
 use vkshmem::{Context, ReduceOp, SymBuffer};
+use vkshmem_device::collectives::{WideCopyArgs, HOST_WORKGROUP};
 
 /// The roofline's copy kernel: a plain vec4 copy between two user buffers, each
 /// invocation striding over the vec4s (the wide reduction's access pattern).
@@ -140,7 +141,8 @@ const SHAPES: [Shape; 12] = [
 ];
 
 /// Loop iterations one invocation may run (lavapipe ends every loop of an
-/// invocation after 65535 in all): the share kernel's trials stay below.
+/// invocation after 65535 in all): the share and wide copies' trials stay
+/// below.
 const LOOP_BUDGET: u64 = 60_000;
 
 /// The bare atomic barrier: `iters` rounds of one atomic add and a spin on the
@@ -299,10 +301,8 @@ impl Roofline {
             best = best.min(t.elapsed().as_secs_f64());
         }
         ctx.barrier_all()?;
-        self.took.write(&[best.max(1e-9)])?;
-        let s = self.took.as_slice();
-        ctx.reduce(vkshmem::Team::WORLD, ReduceOp::Max, &s, &s, 1)?;
-        let bps = ctx.n_pes() as f64 * 2.0 * size as f64 / self.took.to_vec()?[0];
+        let slowest = crate::over_world(ctx, &self.took, ReduceOp::Max, best.max(1e-9))?;
+        let bps = ctx.n_pes() as f64 * 2.0 * size as f64 / slowest;
         self.memcpy.borrow_mut().insert(size, bps);
         Ok(bps)
     }
@@ -332,59 +332,52 @@ impl Roofline {
             w
         };
         let mut best = 0.0f64;
+        let cores = std::thread::available_parallelism().map_or(1, |c| c.get()) as u32;
+        let wg = HOST_WORKGROUP as u64;
         let mut trials = Vec::new();
         for (shape, kernel) in &self.kernels {
             let p = shape.parts() as u64;
             if size % (16 * p) != 0 {
                 continue;
             }
-            if let Shape::Wide { .. } = *shape {
+            // vec4s of each part.
+            let q = size / 16 / p;
+            let mut groups: Vec<u32> = match *shape {
                 // The library's launch on llvmpipe (one workgroup per driver
-                // thread) and one or two per core; elsewhere one vec4 per
-                // invocation (per = 0: the grid-wide stride).
-                let cores = std::thread::available_parallelism().map_or(1, |c| c.get()) as u32;
-                let vecs = size / 16 / p;
-                let mut groups: Vec<u32> = if self.capped {
+                // thread) and one or two per core, each invocation's share
+                // within the loop budget; elsewhere one vec4 per invocation
+                // (per = 0: the grid-wide stride).
+                Shape::Wide { .. } if self.capped => {
                     [ctx.resident_workgroups(), 1, 2, cores, 2 * cores]
                         .into_iter()
-                        .filter(|&g| g > 0 && vecs.div_ceil(64 * g as u64) <= LOOP_BUDGET)
+                        .filter(|&g| g > 0 && q.div_ceil(wg * g as u64) <= LOOP_BUDGET)
                         .collect()
-                } else {
-                    vec![vecs.div_ceil(64).clamp(1, 65535) as u32]
-                };
-                groups.sort_unstable();
-                groups.dedup();
-                trials.extend(groups.into_iter().map(|g| (kernel, g, *shape)));
-                continue;
-            }
-            if let Shape::Share { wg, .. } = *shape {
+                }
+                Shape::Wide { .. } => vec![q.div_ceil(wg).clamp(1, 65535) as u32],
                 // One, two, one per core and two per core, each invocation's
-                // share within the loop budget.
-                let cores = std::thread::available_parallelism().map_or(1, |c| c.get()) as u32;
-                let mut groups: Vec<u32> = [1u32, 2, cores, 2 * cores]
+                // share (every pass of it) within the loop budget.
+                Shape::Share { wg, .. } => [1u32, 2, cores, 2 * cores]
                     .into_iter()
                     .filter(|&g| {
-                        (size / 16 / p).div_ceil(wg as u64 * g as u64) * SHARE_REPS as u64
-                            <= LOOP_BUDGET
+                        q.div_ceil(wg as u64 * g as u64) * SHARE_REPS as u64 <= LOOP_BUDGET
                     })
-                    .collect();
-                groups.sort_unstable();
-                groups.dedup();
-                trials.extend(groups.into_iter().map(|g| (kernel, g, *shape)));
-                continue;
-            }
-            // A few workgroups per core, a thousand, and each invocation
-            // copying 1 to 16 vec4s of each part (the wide kernels take 1
-            // to 16 vec4 loads and stores per invocation); some twenty shapes
-            // in all, so that the bench's own load stays small beside the
-            // collectives it measures (tests run several jobs at once).
-            let per_invocation = |k: u64| (size / 16 / p).div_ceil(64 * k).clamp(1, 65535) as u32;
-            let one_each = per_invocation(1);
-            let mut groups: Vec<u32> = [64, 1024]
-                .into_iter()
-                .chain([1, 2, 4, 8, 16].map(per_invocation))
-                .map(|g| g.min(one_each))
-                .collect();
+                    .collect(),
+                // A few workgroups per core, a thousand, and each invocation
+                // copying 1 to 16 vec4s of each part (the wide kernels take 1
+                // to 16 vec4 loads and stores per invocation); some twenty
+                // shapes in all, so that the bench's own load stays small
+                // beside the collectives it measures (tests run several jobs
+                // at once).
+                Shape::Stride { .. } => {
+                    let per_invocation = |k: u64| q.div_ceil(64 * k).clamp(1, 65535) as u32;
+                    let one_each = per_invocation(1);
+                    [64, 1024]
+                        .into_iter()
+                        .chain([1, 2, 4, 8, 16].map(per_invocation))
+                        .map(|g| g.min(one_each))
+                        .collect()
+                }
+            };
             groups.sort_unstable();
             groups.dedup();
             trials.extend(groups.into_iter().map(|g| (kernel, g, *shape)));
@@ -410,11 +403,11 @@ impl Roofline {
                     .collect();
                 windows.push(window(&self.b));
                 let per = if self.capped {
-                    bvecs.div_ceil(64 * g as u64) as u32
+                    bvecs.div_ceil(wg * g as u64) as u32
                 } else {
                     0
                 };
-                let args = vkshmem_device::collectives::WideCopyArgs {
+                let args = WideCopyArgs {
                     bvecs: bvecs as u32,
                     s0: 0,
                     d0: 0,
@@ -436,10 +429,8 @@ impl Roofline {
             launch(k, g, shape)?;
             let took = t.elapsed().as_secs_f64() / reps as f64;
             ctx.barrier_all()?;
-            self.took.write(&[took])?;
-            let s = self.took.as_slice();
-            ctx.reduce(vkshmem::Team::WORLD, ReduceOp::Max, &s, &s, 1)?;
-            Ok(ctx.n_pes() as f64 * 2.0 * size as f64 / self.took.to_vec()?[0])
+            let slowest = crate::over_world(ctx, &self.took, ReduceOp::Max, took)?;
+            Ok(ctx.n_pes() as f64 * 2.0 * size as f64 / slowest)
         };
         let mut ranked = Vec::new();
         for (k, g, shape) in trials {

@@ -476,10 +476,7 @@ impl Bench<'_> {
             if let (Some(b), Some(mut r)) = (least, roof_bps) {
                 for _ in 0..3 {
                     let above = median_us > 0.0 && b as f64 / (median_us * 1e-6) > r;
-                    self.flag.write(&[u32::from(above)])?;
-                    let f = self.flag.as_slice();
-                    ctx.reduce(Team::WORLD, ReduceOp::Max, &f, &f, 1)?;
-                    if self.flag.to_vec()?[0] == 0 {
+                    if over_world(ctx, &self.flag, ReduceOp::Max, u32::from(above))? == 0 {
                         break;
                     }
                     r = self.roofline.of_row(ctx, b / (2 * n as u64), host_path)?;
@@ -640,11 +637,8 @@ impl Bench<'_> {
         }
         // Every PE's count summed by the host-side reduction over WORLD (no
         // access to another PE's heap: that works on every transport).
-        self.wrong
-            .write_at(me, 0, &[wrong.min(u32::MAX as u64) as u32])?;
-        let w = self.wrong.as_slice();
-        ctx.reduce(Team::WORLD, ReduceOp::Sum, &w, &w, 1)?;
-        Ok(self.wrong.to_vec()?[0] as u64)
+        let mine = wrong.min(u32::MAX as u64) as u32;
+        Ok(over_world(ctx, &self.wrong, ReduceOp::Sum, mine)? as u64)
     }
 }
 
@@ -671,6 +665,21 @@ fn least_traffic(coll: &str, bytes: u64, n: u64) -> Option<u64> {
         "reduce" => Some(n * 2 * bytes),
         _ => None,
     }
+}
+
+/// `mine` combined with `op` over every PE of WORLD through the one-element
+/// buffer `buf` (host-side: works on every transport); the same on every PE.
+/// Collective over WORLD.
+pub(crate) fn over_world<T: vkshmem::Reduce + Copy>(
+    ctx: &Context,
+    buf: &SymBuffer<T>,
+    op: ReduceOp,
+    mine: T,
+) -> anyhow::Result<T> {
+    buf.write(&[mine])?;
+    let s = buf.as_slice();
+    ctx.reduce(Team::WORLD, op, &s, &s, 1)?;
+    Ok(buf.to_vec()?[0])
 }
 
 fn parse_op(s: &str) -> anyhow::Result<ReduceOp> {

@@ -185,10 +185,7 @@ impl Rma<'_> {
 
     /// Every PE's `wrong` summed over WORLD (the same on every PE).
     fn total_wrong(&self, mine: u64) -> anyhow::Result<u64> {
-        self.wrong.write(&[mine])?;
-        let w = self.wrong.as_slice();
-        self.ctx.reduce(Team::WORLD, ReduceOp::Sum, &w, &w, 1)?;
-        Ok(self.wrong.to_vec()?[0])
+        crate::over_world(self.ctx, &self.wrong, ReduceOp::Sum, mine)
     }
 
     fn push(

@@ -1382,12 +1382,7 @@ pub fn wide_reduce_source(kind: &Kind, op: ReduceOp, members: u32) -> Option<Str
         return None;
     }
     let (mut s, step) = wide_step(kind, op)?;
-    for j in 0..members {
-        let _ = writeln!(
-            s,
-            "@group(1) @binding({j}) var<storage, read_write> s_{j}: array<vec4<u32>>;"
-        );
-    }
+    wide_sources(&mut s, members);
     for j in 0..members {
         let _ = writeln!(
             s,
@@ -1395,14 +1390,35 @@ pub fn wide_reduce_source(kind: &Kind, op: ReduceOp, members: u32) -> Option<Str
             members + j
         );
     }
-    let mut body = String::from("        var acc = s_0[a.s0 + i];\n");
-    for j in 1..members {
-        let _ = writeln!(body, "        {{ let x = s_{j}[a.s0 + i]; acc = {step}; }}");
-    }
-    body.push_str("        let r = acc;\n");
+    let body = wide_combine("s_0[a.s0 + i]", 1..members, &step);
     let dests: Vec<String> = (0..members).map(|j| format!("d_{j}")).collect();
     wide_body_and_tail(&mut s, &body, &dests);
     Some(s)
+}
+
+/// The immediates of the wide kernels with [`WideArgs`], in WGSL.
+const WIDE_ARGS_WGSL: &str = "struct WideArgs { first: u32, end: u32, words: u32, s0: u32, d0: u32, per: u32 }\nvar<immediate> w: WideArgs;\n";
+
+/// Bindings `0..n`: the sources `s_0..s_{n-1}` of a wide reduction.
+fn wide_sources(s: &mut String, n: u32) {
+    for j in 0..n {
+        let _ = writeln!(
+            s,
+            "@group(1) @binding({j}) var<storage, read_write> s_{j}: array<vec4<u32>>;"
+        );
+    }
+}
+
+/// The body of a wide reduction's loop: `r`, the running result from
+/// `first` (a WGSL expression of `i`) combined by `step` with the sources
+/// `s_j` for `j` in `sources`.
+fn wide_combine(first: &str, sources: std::ops::Range<u32>, step: &str) -> String {
+    let mut body = format!("        var acc = {first};\n");
+    for j in sources {
+        let _ = writeln!(body, "        {{ let x = s_{j}[a.s0 + i]; acc = {step}; }}");
+    }
+    body.push_str("        let r = acc;\n");
+    body
 }
 
 /// One step of a host reduction over more than [`WIDE_REDUCE_MAX_MEMBERS`]
@@ -1422,25 +1438,16 @@ pub fn wide_accumulate_source(
         return None;
     }
     let (mut s, step) = wide_step(kind, op)?;
-    for j in 0..sources {
-        let _ = writeln!(
-            s,
-            "@group(1) @binding({j}) var<storage, read_write> s_{j}: array<vec4<u32>>;"
-        );
-    }
+    wide_sources(&mut s, sources);
     let _ = writeln!(
         s,
         "@group(1) @binding({sources}) var<storage, read_write> d_0: array<vec4<u32>>;"
     );
-    let (mut body, from) = if accumulate {
-        (String::from("        var acc = d_0[a.d0 + i];\n"), 0)
+    let body = if accumulate {
+        wide_combine("d_0[a.d0 + i]", 0..sources, &step)
     } else {
-        (String::from("        var acc = s_0[a.s0 + i];\n"), 1)
+        wide_combine("s_0[a.s0 + i]", 1..sources, &step)
     };
-    for j in from..sources {
-        let _ = writeln!(body, "        {{ let x = s_{j}[a.s0 + i]; acc = {step}; }}");
-    }
-    body.push_str("        let r = acc;\n");
     wide_body_and_tail(&mut s, &body, &["d_0".to_string()]);
     Some(s)
 }
@@ -1468,9 +1475,7 @@ fn wide_step(kind: &Kind, op: ReduceOp) -> Option<(String, String)> {
     };
     let combine = |a: &str, b: &str| tpl.replace('A', a).replace('B', b);
     let bitwise = matches!(op, ReduceOp::And | ReduceOp::Or | ReduceOp::Xor);
-    let mut s = String::from(
-        "struct WideArgs { first: u32, end: u32, words: u32, s0: u32, d0: u32, per: u32 }\nvar<immediate> w: WideArgs;\n",
-    );
+    let mut s = String::from(WIDE_ARGS_WGSL);
     // How one vec4 of raw words combines with another (`acc`, `x`: the
     // vec4<u32> of the running result and of one member's source).
     let step = match kind.bytes {
@@ -1628,8 +1633,8 @@ pub fn wide_push_source(dests: u32) -> Option<String> {
     if dests == 0 || dests > WIDE_REDUCE_MAX_MEMBERS {
         return None;
     }
-    let mut s = String::from(
-        "struct WideArgs { first: u32, end: u32, words: u32, s0: u32, d0: u32, per: u32 }\nvar<immediate> w: WideArgs;\n@group(1) @binding(0) var<storage, read_write> s: array<vec4<u32>>;\n",
+    let mut s = format!(
+        "{WIDE_ARGS_WGSL}@group(1) @binding(0) var<storage, read_write> s: array<vec4<u32>>;\n"
     );
     for j in 0..dests {
         let _ = writeln!(

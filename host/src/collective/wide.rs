@@ -270,22 +270,12 @@ impl Context {
         else {
             return Ok(false);
         };
-        let mut windows: Vec<HeapWindow> = from
-            .iter()
-            .map(|&pe| HeapWindow {
-                pe,
-                offset: p.src.0,
-                bytes: p.src.1,
-            })
+        let w: Vec<HeapWindow> = windows(from.iter().copied(), p.src)
+            .chain([heap_window(self.my_pe(), p.dst)])
             .collect();
-        windows.push(HeapWindow {
-            pe: self.my_pe(),
-            offset: p.dst.0,
-            bytes: p.dst.1,
-        });
         let (groups, per) = self.wide_groups(p.args.bvecs as u64);
         let args = WideCopyArgs { per, ..p.args };
-        self.launch(&k, [groups, 1, 1], &windows, bytemuck::bytes_of(&args))?;
+        self.launch(&k, [groups, 1, 1], &w, bytemuck::bytes_of(&args))?;
         Ok(true)
     }
 
@@ -401,24 +391,31 @@ impl Context {
             if items == 0 {
                 continue;
             }
-            for group in to.chunks(WIDE_REDUCE_MAX_MEMBERS as usize) {
-                let k = self
-                    .push_kernel(group.len())?
-                    .expect("push_possible built it");
-                let mut windows = vec![HeapWindow {
-                    pe: p.from,
-                    offset: plan.src.0,
-                    bytes: plan.src.1,
-                }];
-                windows.extend(group.iter().map(|&pe| HeapWindow {
-                    pe,
-                    offset: plan.dst.0,
-                    bytes: plan.dst.1,
-                }));
-                let (groups, per) = self.wide_groups(items);
-                let args = WideArgs { per, ..plan.args };
-                self.launch(&k, [groups, 1, 1], &windows, bytemuck::bytes_of(&args))?;
-            }
+            self.push_share(heap_window(p.from, plan.src), to, plan.dst, plan.args)?;
+        }
+        Ok(())
+    }
+
+    /// The wide push of the share `args.first..args.end` from the window
+    /// `source` into the window `dst` of each PE of `to`, a launch per group
+    /// of [`WIDE_REDUCE_MAX_MEMBERS`] (the push kernels built already:
+    /// [`Context::push_kernels`]).
+    fn push_share(
+        &self,
+        source: HeapWindow,
+        to: &[u32],
+        dst: (u64, u64),
+        args: WideArgs,
+    ) -> Result<()> {
+        let (groups, per) = self.wide_groups((args.end - args.first) as u64);
+        let args = WideArgs { per, ..args };
+        for group in to.chunks(WIDE_REDUCE_MAX_MEMBERS as usize) {
+            let k = self
+                .push_kernel(group.len())?
+                .expect("push_kernels built it");
+            let mut w = vec![source];
+            w.extend(windows(group.iter().copied(), dst));
+            self.launch(&k, [groups, 1, 1], &w, bytemuck::bytes_of(&args))?;
         }
         Ok(())
     }
@@ -499,19 +496,14 @@ impl Context {
         if items == 0 {
             return Ok(());
         }
+        let (groups, per) = self.wide_groups(items);
+        let args = WideArgs { per, ..p.args };
         let steps = match w {
             WideReduce::Direct(k) => {
-                let windows: Vec<HeapWindow> = [p.src, p.dst]
-                    .iter()
-                    .flat_map(|&(offset, bytes)| {
-                        m.shape
-                            .members()
-                            .map(move |pe| HeapWindow { pe, offset, bytes })
-                    })
+                let w: Vec<HeapWindow> = windows(m.shape.members(), p.src)
+                    .chain(windows(m.shape.members(), p.dst))
                     .collect();
-                let (groups, per) = self.wide_groups(items);
-                let args = WideArgs { per, ..p.args };
-                return self.launch(k, [groups, 1, 1], &windows, bytemuck::bytes_of(&args));
+                return self.launch(k, [groups, 1, 1], &w, bytemuck::bytes_of(&args));
             }
             WideReduce::Chained(steps) => steps,
         };
@@ -522,48 +514,37 @@ impl Context {
         let order: Vec<u32> = (0..size)
             .map(|i| m.shape.member((m.me + i) % size))
             .collect();
-        let own = HeapWindow {
-            pe: self.my_pe(),
-            offset: p.dst.0,
-            bytes: p.dst.1,
-        };
-        let max = WIDE_REDUCE_MAX_MEMBERS as usize;
-        for (k, group) in steps.iter().zip(order.chunks(max)) {
-            let mut windows: Vec<HeapWindow> = group
-                .iter()
-                .map(|&pe| HeapWindow {
-                    pe,
-                    offset: p.src.0,
-                    bytes: p.src.1,
-                })
-                .collect();
-            windows.push(own);
-            let (groups, per) = self.wide_groups(items);
-            let args = WideArgs { per, ..p.args };
-            self.launch(k, [groups, 1, 1], &windows, bytemuck::bytes_of(&args))?;
+        let own = heap_window(self.my_pe(), p.dst);
+        for (k, group) in steps
+            .iter()
+            .zip(order.chunks(WIDE_REDUCE_MAX_MEMBERS as usize))
+        {
+            let mut w: Vec<HeapWindow> = windows(group.iter().copied(), p.src).collect();
+            w.push(own);
+            self.launch(k, [groups, 1, 1], &w, bytemuck::bytes_of(&args))?;
         }
         // Then the share from this PE's dest into the others' (only this PE
         // writes that share of any dest).
-        let args = WideArgs {
-            s0: p.args.d0,
-            ..p.args
-        };
-        for group in order[1..].chunks(max) {
-            let k = self
-                .push_kernel(group.len())?
-                .expect("wide_prepare built it");
-            let mut windows = vec![own];
-            windows.extend(group.iter().map(|&pe| HeapWindow {
-                pe,
-                offset: p.dst.0,
-                bytes: p.dst.1,
-            }));
-            let (groups, per) = self.wide_groups(items);
-            let args = WideArgs { per, ..args };
-            self.launch(&k, [groups, 1, 1], &windows, bytemuck::bytes_of(&args))?;
-        }
-        Ok(())
+        self.push_share(
+            own,
+            &order[1..],
+            p.dst,
+            WideArgs {
+                s0: p.args.d0,
+                ..p.args
+            },
+        )
     }
+}
+
+/// The window `(offset, bytes)` of PE `pe`.
+fn heap_window(pe: u32, (offset, bytes): (u64, u64)) -> HeapWindow {
+    HeapWindow { pe, offset, bytes }
+}
+
+/// The window `(offset, bytes)` of each PE of `pes`.
+fn windows(pes: impl IntoIterator<Item = u32>, at: (u64, u64)) -> impl Iterator<Item = HeapWindow> {
+    pes.into_iter().map(move |pe| heap_window(pe, at))
 }
 
 /// The kernels of a reduction on the wide path.
