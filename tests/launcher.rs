@@ -430,6 +430,90 @@ fn device_barrier_on_1_to_8_pes() {
     }
 }
 
+/// A driver that cannot switch between processes while a kernel spins
+/// (NVIDIA's: Xid 109, the context lost), forced here with
+/// `VKSHMEM_CROSS_PROCESS_WAITS=0`: kernels that wait on PEs of other
+/// processes and queue-ordered collectives are refused with a typed error on
+/// every PE, at once, before anything spins; host collectives still run and
+/// check; one PE alone keeps its device forms; the bench skips what cannot run.
+#[test]
+fn device_waits_across_processes_refused_where_the_driver_cannot() {
+    let _one = one_spinning_job();
+    let off = [("VKSHMEM_CROSS_PROCESS_WAITS", "0")];
+    let refused = "device code that waits for PEs of other processes on this device";
+    let t = Instant::now();
+    let r = run_vkshmrun_env(
+        &["-n", "2", &program("device_barrier"), "20"],
+        &off,
+        Duration::from_secs(120),
+        Leftovers::Forbidden,
+        |_| {},
+    );
+    assert_eq!(r.code, Some(1), "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.matches(refused).count() >= 2, "{}", r.stderr);
+    assert!(t.elapsed() < Duration::from_secs(60), "{:?}", t.elapsed());
+    let (out, _) = run_solo(&program("device_barrier"), &["20"]);
+    assert!(out.contains("device_barrier: ok"), "{out}");
+    let bench = bin_dir()
+        .join("vkshmem-bench")
+        .to_string_lossy()
+        .into_owned();
+    let args = |n: &'static str| {
+        vec![
+            "-n",
+            n,
+            &bench,
+            "--collective",
+            "barrier,broadcast,reduce",
+            "--scope",
+            "host,work_group,queue",
+            "--check",
+            "--max-bytes",
+            "256",
+            "--step-factor",
+            "16",
+            "--iters",
+            "2",
+        ]
+    };
+    let r = run_vkshmrun_env(
+        &args("3"),
+        &off,
+        Duration::from_secs(300),
+        Leftovers::Forbidden,
+        |_| {},
+    );
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains(" wrong=0 "), "{}", r.stdout);
+    let host_rows = r
+        .stdout
+        .lines()
+        .filter(|l| l.split_whitespace().nth(1) == Some("host"))
+        .count();
+    assert_eq!(host_rows, 5, "{}", r.stdout);
+    for row in ["barrier work_group", "broadcast queue", "reduce work_group"] {
+        assert!(
+            r.stdout.contains(&format!(
+                "# skipped: {row}: its device waits cross processes"
+            )),
+            "{row}: {}",
+            r.stdout
+        );
+    }
+    assert!(r.stdout.contains("atomic barrier -"), "{}", r.stdout);
+    // One PE: nothing to wait for across processes; every form runs.
+    let r = run_vkshmrun_env(
+        &args("1"),
+        &off,
+        Duration::from_secs(300),
+        Leftovers::Forbidden,
+        |_| {},
+    );
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains(" wrong=0 "), "{}", r.stdout);
+    assert!(!r.stdout.contains("# skipped"), "{}", r.stdout);
+}
+
 /// User kernels: user-bound buffers + work_group barrier + reading a peer
 /// (directly and through the proxy), bad WGSL pointing at the user's line,
 /// out-of-heap and loop-cap device errors.

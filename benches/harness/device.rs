@@ -88,7 +88,9 @@ pub fn kernel_source<T: Elem>(coll: &str, op: ReduceOp, scope: Scope, wg: u32) -
         }
         Scope::WorkGroups => {
             // shmem_X(args) -> shmemx_X_work_groups(args, li, wg, g, groups);
-            // barrier and sync have no multi-workgroup form: the work_group one.
+            // barrier and sync have no multi-workgroup form: the work_group
+            // one, called by the first workgroup alone (the bench skips these
+            // rows; two workgroups of a PE in one barrier are a misuse).
             let open = per_thread.find('(').expect("a call");
             let name = per_thread[..open].replacen("shmem_", "shmemx_", 1);
             let args = &per_thread[open + 1..per_thread.len() - 1];
@@ -105,6 +107,7 @@ pub fn kernel_source<T: Elem>(coll: &str, op: ReduceOp, scope: Scope, wg: u32) -
     // Only invocation 0 makes per-thread calls; the others finish at once.
     let callers = match scope {
         Scope::Thread => " && li == 0u",
+        Scope::WorkGroups if matches!(coll, "barrier" | "sync") => " && wid.x == 0u",
         Scope::WorkGroup | Scope::WorkGroups => "",
     };
     format!(

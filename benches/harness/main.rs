@@ -237,6 +237,9 @@ struct Bench<'a> {
     /// The sizes skipped (one call does not fit the driver's loop cap), for the
     /// summary.
     skipped: RefCell<Vec<String>>,
+    /// Whether device and queue forms may run: their waits cross processes
+    /// on this device (`Context::device_waits_across_processes`).
+    device_waits: bool,
     /// Sizes done out of all; drawn on the reporter's stderr only.
     progress: ProgressBar,
 }
@@ -318,6 +321,23 @@ impl Bench<'_> {
                 op.name(),
                 T::NAME
             );
+        }
+        if scope == Some(Scope::WorkGroups) && matches!(coll, "barrier" | "sync") {
+            // No multi-workgroup form: several workgroups of one PE inside the
+            // work_group barrier at once is a misuse the library reports.
+            self.skipped.borrow_mut().push(format!(
+                "{coll} work_groups: no multi-workgroup form (the work_group row is its form)"
+            ));
+            self.progress.inc(sweep(self.args, coll, 1).len() as u64);
+            return Ok(());
+        }
+        if form != Form::Host && !self.device_waits {
+            self.skipped.borrow_mut().push(format!(
+                "{coll} {}: its device waits cross processes, which this driver cannot run (Context::device_waits_across_processes)",
+                form.name()
+            ));
+            self.progress.inc(sweep(self.args, coll, 1).len() as u64);
+            return Ok(());
         }
         let n = self.members.len() as u32;
         let es = std::mem::size_of::<T>() as u64;
@@ -887,7 +907,10 @@ fn run() -> anyhow::Result<()> {
     let copy_bps = roofline.at(&ctx, copy_at)?;
     let per_dispatch =
         device::calls_per_dispatch(capped, oversubscribed, 0, args.iters).unwrap_or(1);
-    let atomic_barrier_us = if spans_devices {
+    // Device code that waits on the other processes of this device: refused
+    // where the driver cannot switch between them while one spins (NVIDIA).
+    let device_waits = ctx.device_waits_across_processes() || members.len() < 2;
+    let atomic_barrier_us = if spans_devices || !device_waits {
         None
     } else {
         floors::atomic_barrier_us(&ctx, &members, args.iters, per_dispatch)?
@@ -975,6 +998,7 @@ fn run() -> anyhow::Result<()> {
         g => g,
     };
     let bench = Bench {
+        device_waits,
         groups,
         ctx: &ctx,
         args: &args,

@@ -887,6 +887,35 @@ impl Context {
         self.inner.gpu.info.resident_workgroups
     }
 
+    /// Whether device code of this PE may wait for the other PEs that share
+    /// its device: true when none does (one PE per device), or when the
+    /// driver makes progress across processes
+    /// ([`crate::vk::DeviceInfo::cross_process_waits`]; false on NVIDIA's
+    /// proprietary driver). Where false, kernels that wait on peers
+    /// (device-initiated collectives, `shmem_wait_until` on a peer's signal)
+    /// and queue-ordered collectives of more than one member are refused
+    /// with [`Error::Unsupported`]; the host-initiated collectives work.
+    pub fn device_waits_across_processes(&self) -> bool {
+        self.inner.gpu.info.cross_process_waits
+            || (0..self.n_pes()).all(|p| {
+                p == self.my_pe()
+                    || self
+                        .transport(p)
+                        .map_or(true, |t| t != crate::transport::Transport::Direct)
+            })
+    }
+
+    /// The error of a device wait on a process that shares this device,
+    /// where [`Context::device_waits_across_processes`] is false.
+    pub(crate) fn no_cross_process_waits(&self, what: &str) -> Error {
+        Error::Unsupported {
+            device: self.inner.gpu.info.name.clone(),
+            what: format!(
+                "{what}: device code that waits for PEs of other processes on this device (the driver cannot switch away from a kernel that spins on another process: Xid 109, CTX SWITCH TIMEOUT, and the context is lost). Use the host-initiated collectives, one PE per device, or VKSHMEM_CROSS_PROCESS_WAITS=1 to try anyway"
+            ),
+        }
+    }
+
     pub(crate) fn check_groups(&self, groups: [u32; 3]) -> Result<()> {
         let max = self.inner.gpu.info.max_workgroups;
         if groups.contains(&0) || groups.iter().zip(max).any(|(&g, m)| g > m) {

@@ -282,6 +282,11 @@ impl Context {
                 kernel.name
             )));
         }
+        if kernel.linked.waits_on_peers && !self.device_waits_across_processes() {
+            // The same answer on every PE that shares this device: refused
+            // before the launch's sync, so the PEs stay in step.
+            return Err(self.no_cross_process_waits(&format!("kernel {:?}", kernel.name)));
+        }
         let r = self.launch_checked(kernel, groups, buffers, immediates, timed);
         if let Err(e) = &r {
             if kernel.linked.waits_on_peers && self.n_pes() > 1 {

@@ -83,6 +83,16 @@ pub struct DeviceInfo {
     /// 1 on devices that say nothing. `VKSHMEM_RESIDENT_WORKGROUPS` overrides
     /// it (the user's promise).
     pub resident_workgroups: u32,
+    /// Whether a kernel may spin until a kernel of another process on this
+    /// device makes progress: true where the driver runs the processes'
+    /// kernels at once or switches between them while one spins. False on
+    /// NVIDIA's proprietary driver: it time-slices processes (Vulkan has no
+    /// MPS), and a kernel spinning on another process's work cannot be
+    /// switched away from; the driver kills its context (Xid 109, CTX SWITCH
+    /// TIMEOUT) and the launch fails with `ERROR_DEVICE_LOST` (seen on an H200,
+    /// driver 580, 2026-11-26). `VKSHMEM_CROSS_PROCESS_WAITS=1` (or `0`)
+    /// overrides it. See [`cross_process_waits`].
+    pub cross_process_waits: bool,
 }
 
 impl DeviceInfo {
@@ -479,6 +489,22 @@ pub fn resident_workgroups(
     sms.or(compute_units).filter(|&n| n > 0).unwrap_or(1)
 }
 
+/// The variable that overrides [`DeviceInfo::cross_process_waits`]: `1` lets
+/// device code wait for PEs of other processes on this device, `0` forbids it.
+pub const ENV_CROSS_PROCESS_WAITS: &str = "VKSHMEM_CROSS_PROCESS_WAITS";
+
+/// Whether kernels of different processes on a device of driver `driver`
+/// make progress while one of them spins waiting for another
+/// ([`DeviceInfo::cross_process_waits`]); `over` is
+/// `VKSHMEM_CROSS_PROCESS_WAITS` (`1`/`0`, anything else ignored).
+pub fn cross_process_waits(driver: vk::DriverId, over: Option<&str>) -> bool {
+    match over.map(str::trim) {
+        Some("1") => true,
+        Some("0") => false,
+        _ => driver != vk::DriverId::NVIDIA_PROPRIETARY,
+    }
+}
+
 /// The facts of `physical` (queue family `queue_family`), whether it has
 /// `VK_EXT_external_memory_host` (with the import alignment), and its properties.
 fn describe(
@@ -507,9 +533,16 @@ fn describe(
     );
     // VUID-VkPhysicalDeviceProperties2-pNext-pNext: each chained struct's
     // extension is supported by the device (checked above).
+    let mut driver = vk::PhysicalDeviceDriverProperties::default();
+    // SAFETY: valid physical device of `instance`.
+    let api = unsafe { instance.get_physical_device_properties(physical) }.api_version;
     let mut props2 = vk::PhysicalDeviceProperties2::default()
         .push_next(&mut id)
         .push_next(&mut m3);
+    // VkPhysicalDeviceDriverProperties is core in Vulkan 1.2.
+    if api >= vk::API_VERSION_1_2 {
+        props2 = props2.push_next(&mut driver);
+    }
     if has_host_import {
         props2 = props2.push_next(&mut host_props);
     }
@@ -543,6 +576,10 @@ fn describe(
         max_workgroup_invocations: p.limits.max_compute_work_group_invocations,
         max_memory_allocation_size: m3.max_memory_allocation_size,
         resident_workgroups: 1,
+        cross_process_waits: cross_process_waits(
+            driver.driver_id,
+            std::env::var(ENV_CROSS_PROCESS_WAITS).ok().as_deref(),
+        ),
     };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     let known = resident_workgroups(
@@ -725,7 +762,21 @@ fn usable(
 
 #[cfg(test)]
 mod tests {
-    use super::resident_workgroups;
+    use super::{cross_process_waits, resident_workgroups};
+
+    #[test]
+    fn cross_process_waits_by_driver() {
+        use ash::vk::DriverId;
+        assert!(!cross_process_waits(DriverId::NVIDIA_PROPRIETARY, None));
+        assert!(cross_process_waits(DriverId::NVIDIA_PROPRIETARY, Some("1")));
+        assert!(!cross_process_waits(
+            DriverId::NVIDIA_PROPRIETARY,
+            Some("x")
+        ));
+        assert!(cross_process_waits(DriverId::MESA_LLVMPIPE, None));
+        assert!(!cross_process_waits(DriverId::MESA_LLVMPIPE, Some(" 0 ")));
+        assert!(cross_process_waits(DriverId::MESA_RADV, None));
+    }
 
     #[test]
     fn resident_workgroups_by_device() {
