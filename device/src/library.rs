@@ -573,7 +573,14 @@ fn bindings(s: &mut String, cfg: &LibraryConfig, quad: bool, vec4: bool) {
 /// (the control region's n_pes word is VKS_N_PES) runs only one once the cap has
 /// been reached, and then ERR_LOOPS_CUT is raised. The SPIR-V pass leaves naga's
 /// loop bound in this loop (see device/src/pass.rs).
-const LOOP_CHECK: &str = "fn vks_loop_check() {
+///
+/// Nothing in WGSL calls it, so an entry point of the library's own,
+/// `vks_keep_alive`, does: it keeps the check (and what it uses) through the
+/// linker's removal of unreachable code, and the linker drops that entry point
+/// afterwards.
+const LOOP_CHECK: &str = "@compute @workgroup_size(1)
+fn vks_keep_alive() { vks_loop_check(); }
+fn vks_loop_check() {
     let two = 2u + vks_volatile_load_own(VKS_CTRL_N_PES) - VKS_N_PES;
     var i = 0u;
     loop {

@@ -230,7 +230,7 @@ pub fn link_kernel(
     let computes: Vec<_> = module
         .entry_points
         .iter()
-        .filter(|e| e.stage == naga::ShaderStage::Compute)
+        .filter(|e| e.stage == naga::ShaderStage::Compute && e.name != KEEP_ALIVE)
         .collect();
     let ep = match entry {
         Some(want) => computes.iter().find(|e| e.name == want).ok_or_else(|| {
@@ -263,6 +263,21 @@ pub fn link_kernel(
     let waits_on_proxy = reaches(&module, &ep.function, &["vks_px_wait"]);
     let waits_on_groups = reaches(&module, &ep.function, &["vks_grid_sync"]);
 
+    // Only what the entry points reach goes to the driver: every kernel
+    // carries the whole library's source, and a driver translates every
+    // function it is given (llvmpipe spent seconds per job on code no entry
+    // point calls). Unused bindings go too; the pipeline layout keeps them.
+    let (entry, workgroup_size) = (ep.name.clone(), ep.workgroup_size);
+    let mut module = module;
+    drop(info);
+    naga::compact::compact(&mut module, naga::compact::KeepUnused::No);
+    module.entry_points.retain(|e| e.name != KEEP_ALIVE);
+    let info = naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::all(),
+    )
+    .validate(&module)
+    .map_err(|e| link_error(name, 0, 0, format!("after removing unused code: {e}")))?;
     let words = crate::write_spirv(&module, &info, name)?;
     let (spirv, report) = pass::run(&words).map_err(|message| CompileError::Backend {
         name: name.to_string(),
@@ -276,16 +291,20 @@ pub fn link_kernel(
     }
     Ok(LinkedKernel {
         spirv,
-        entry: ep.name.clone(),
+        entry,
         user_bindings,
         immediate_bytes,
-        workgroup_size: ep.workgroup_size,
+        workgroup_size,
         waits_on_peers,
         waits_on_proxy,
         waits_on_groups,
         report,
     })
 }
+
+/// The library's entry point that keeps `vks_loop_check` (which only the
+/// SPIR-V pass calls) through the removal of unreachable code; dropped after it.
+const KEEP_ALIVE: &str = "vks_keep_alive";
 
 /// Whether `f` calls (transitively) a function named one of `targets`.
 fn reaches(module: &Module, f: &Function, targets: &[&str]) -> bool {
@@ -376,12 +395,53 @@ fn main(@builtin(local_invocation_index) li: u32) {
         assert!(k.waits_on_peers);
         assert_eq!(k.user_bindings.len(), 2);
         assert!(k.user_bindings[1].read_only && !k.user_bindings[0].read_only);
-        // 3 PEs x 2 chunks of plain and vec4 views moved (the kernel calls a
-        // work_group form); acquire/release/fence rewritten.
-        assert_eq!(k.report.aliased_views, 12);
-        assert_eq!(k.report.acquires, 6, "{:?}", k.report);
+        // Only the heap views the barrier reaches are left and moved (the
+        // others went with the unreachable code); acquire/release/fence
+        // rewritten.
+        assert_eq!(k.report.aliased_views, 2);
+        // Its waits poll with volatile loads and end in the one fence; it
+        // reaches no vks_acquire_* function.
+        assert_eq!(k.report.acquires, 0, "{:?}", k.report);
+        assert!(k.report.volatiles >= 1, "{:?}", k.report);
         assert_eq!(k.report.fences, 1);
         assert!(k.report.unbounded_loops >= 3, "{:?}", k.report);
+    }
+
+    #[test]
+    fn unreachable_library_code_is_left_out() {
+        // The library is tens of thousands of SPIR-V words; a kernel that
+        // calls one query keeps a few hundred, and under the loop cap its
+        // check (called by the pass alone) survives, while the entry point
+        // that kept it alive is gone.
+        let src = "@group(1) @binding(0) var<storage, read_write> o: array<u32>;
+@compute @workgroup_size(1) fn main() { o[0] = u32(shmem_my_pe()); }";
+        let barrier = "@group(1) @binding(0) var<storage, read_write> o: array<u32>;
+@compute @workgroup_size(1) fn main() { shmem_barrier_all(); o[0] = 1u; }";
+        for loop_cap in [false, true] {
+            let c = LibraryConfig { loop_cap, ..cfg() };
+            let small = link_kernel(src, "k", None, &c).unwrap();
+            let big = link_kernel(barrier, "k", None, &c).unwrap();
+            assert!(
+                small.spirv.len() < 3000 && small.spirv.len() * 2 < big.spirv.len(),
+                "{} {}",
+                small.spirv.len(),
+                big.spirv.len()
+            );
+            assert_eq!(small.report.loop_checks, usize::from(loop_cap));
+            let m = rspirv::dr::load_words(&small.spirv).unwrap();
+            assert_eq!(m.entry_points.len(), 1);
+            let names: Vec<_> = m
+                .debug_names
+                .iter()
+                .filter_map(|i| match i.operands.get(1) {
+                    Some(rspirv::dr::Operand::LiteralString(n)) => Some(n.as_str()),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(names.contains(&"vks_loop_check"), loop_cap, "{names:?}");
+            assert!(!names.contains(&"vks_keep_alive"), "{names:?}");
+            assert!(!names.contains(&"vks_wait_epoch"), "{names:?}");
+        }
     }
 
     #[test]
