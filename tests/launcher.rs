@@ -683,7 +683,7 @@ fn ucc_collectives_conform_on_every_transport() {
 /// offsets in both forms, strided, put_signal set and add, the tests and
 /// waits, bad input) and the `halo` example (put_signal and
 /// signal_wait_until from a kernel, round after round, checked against the
-/// host); on 1, 3, 4 and 8 PEs, through the staged transport on 2 and 3,
+/// host); on 1, 2, 3 and 8 PEs (4 across nodes), through the staged transport on 2 and 3,
 /// on a heap the host does not map, and across nodes under mpirun.
 #[test]
 fn device_rma_and_halo_hold_on_every_transport() {
@@ -691,12 +691,15 @@ fn device_rma_and_halo_hold_on_every_transport() {
     let staged = [("VKSHMEM_TRANSPORT", "staged")];
     let pairs = [("VKSHMEM_TRANSPORT", "staged:2")];
     let unmapped = [("VKSHMEM_HEAP_MAPPING", "off")];
-    // Its kernel is large (every call, inlined): 8 PEs compile for minutes
-    // on llvmpipe, so 8 PEs run the halo only.
+    // Its kernel is large (every call, inlined, each with a switch over the
+    // PEs), and every PE compiles its own: cold on llvmpipe here, 10 s on 1
+    // PE, 56 s on 3, 111 s on 4. RMA has no power-of-two paths, so 1, 2 and
+    // 3 PEs on one device (4 across nodes under mpirun), and 8 run the halo
+    // only.
     let runs: [CheckRun; 5] = [
         (1, &[], &[]),
+        (2, &[], &[]),
         (3, &[], &[]),
-        (4, &[], &[]),
         (3, &pairs, &[]),
         (3, &unmapped, &[]),
     ];

@@ -366,6 +366,16 @@ impl Bench<'_> {
                 self.dst.offset()
             };
             let d: SymSlice<T> = SymSlice::from_raw(dst_at + off, count * n as usize);
+            // Objects past the first 4 GiB of the heap (large rows on GPUs
+            // with big heaps): skipped and listed, not the sweep's end.
+            let end = self.src.offset().max(dst_at) + off + bytes * n as u64;
+            if end > vkshmem::MAX_DEVICE_BYTE {
+                self.skipped.borrow_mut().push(format!(
+                    "{coll} {scope_name} {bytes} B: its objects end at heap byte {end}, past the first 4 GiB that collectives address"
+                ));
+                self.progress.inc(1);
+                return Ok(());
+            }
             let per_dispatch = match form {
                 Form::Host => self.args.iters,
                 Form::Queue => self.args.chain.max(1),
@@ -1003,10 +1013,13 @@ fn run() -> anyhow::Result<()> {
         ctx: &ctx,
         args: &args,
         roofline,
-        src: ctx.malloc::<u8>(room as usize)?,
-        dst: ctx.malloc::<u8>(room as usize)?,
+        // The small buffers first: collectives address the heap's first
+        // 4 GiB (MAX_DEVICE_BYTE), and the bench's own reductions on them
+        // must stay there when the large ones reach past it.
         wrong: ctx.calloc::<u32>(1)?,
         flag: ctx.calloc::<u32>(1)?,
+        src: ctx.malloc::<u8>(room as usize)?,
+        dst: ctx.malloc::<u8>(room as usize)?,
         team,
         spans_devices,
         members,
@@ -1042,10 +1055,17 @@ fn run() -> anyhow::Result<()> {
     }
     swept?;
     reported?;
+    // Every symmetric buffer is freed (a collective) before finalize; the
+    // rest of `bench` would drop after it.
     let Bench {
-        src, dst, wrong, ..
+        src,
+        dst,
+        wrong,
+        flag,
+        roofline,
+        ..
     } = bench;
-    drop((src, dst, wrong, flags));
+    drop((src, dst, wrong, flag, roofline, flags));
     if team != Team::WORLD && team != Team::INVALID {
         ctx.team_destroy(team)?;
     }

@@ -40,7 +40,7 @@ pub use context::{Context, HeapWindow};
 pub use half;
 pub use kernels::DeviceKernel;
 pub use queue::{Collective, Persistent, Queued, Request};
-pub use symbuf::{RawBuffer, SymBuffer, SymSlice};
+pub use symbuf::{RawBuffer, SymBuffer, SymSlice, MAX_DEVICE_BYTE};
 pub use team::{Team, TeamConfig, TeamShape};
 pub use transport::Transport;
 pub use vk::kernel::Kernel;
