@@ -458,8 +458,9 @@ fn device_waits_across_processes_refused_where_the_driver_cannot() {
         .join("vkshmem-bench")
         .to_string_lossy()
         .into_owned();
-    let args = |n: &'static str| {
-        vec![
+    // The bench on `n` PEs with the refusal forced, checked to succeed.
+    let run = |n: &str| {
+        let args = [
             "-n",
             n,
             &bench,
@@ -474,17 +475,19 @@ fn device_waits_across_processes_refused_where_the_driver_cannot() {
             "16",
             "--iters",
             "2",
-        ]
+        ];
+        let r = run_vkshmrun_env(
+            &args,
+            &off,
+            Duration::from_secs(300),
+            Leftovers::Forbidden,
+            |_| {},
+        );
+        assert_eq!(r.code, Some(0), "{n} PEs:\n{}\n{}", r.stdout, r.stderr);
+        assert!(r.stdout.contains(" wrong=0 "), "{}", r.stdout);
+        r
     };
-    let r = run_vkshmrun_env(
-        &args("3"),
-        &off,
-        Duration::from_secs(300),
-        Leftovers::Forbidden,
-        |_| {},
-    );
-    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains(" wrong=0 "), "{}", r.stdout);
+    let r = run("3");
     let host_rows = r
         .stdout
         .lines()
@@ -502,15 +505,7 @@ fn device_waits_across_processes_refused_where_the_driver_cannot() {
     }
     assert!(r.stdout.contains("atomic barrier -"), "{}", r.stdout);
     // One PE: nothing to wait for across processes; every form runs.
-    let r = run_vkshmrun_env(
-        &args("1"),
-        &off,
-        Duration::from_secs(300),
-        Leftovers::Forbidden,
-        |_| {},
-    );
-    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains(" wrong=0 "), "{}", r.stdout);
+    let r = run("1");
     assert!(!r.stdout.contains("# skipped"), "{}", r.stdout);
 }
 
