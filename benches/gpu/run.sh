@@ -41,6 +41,13 @@ st host-4pe 60 run 4 6G --collective $C --min-bytes 1M --max-bytes 512M --csv $R
 st host-8pe 60 run 8 6G --collective $C --min-bytes 1M --max-bytes 256M --csv $R/host-8pe.csv
 # Device forms on one PE (across processes they are refused on NVIDIA).
 st dev-1pe 30 run 1 2G --collective barrier,broadcast,reduce,fcollect,alltoall --scope thread,work_group,work_groups --min-bytes 8 --max-bytes 64M --step-factor 8 --check --csv $R/dev-1pe.csv
+# Polling the fence before blocking (VKSHMEM_FENCE_SPIN_US): the floors'
+# empty submit and small host calls, 1 and 2 PEs, interleaved.
+for sp in 0 50 0 50; do
+  for n in 1 2; do
+    VKSHMEM_FENCE_SPIN_US=$sp st spin$sp-${n}pe-$RANDOM 15 run $n 1G --collective broadcast,reduce --min-bytes 8 --max-bytes 1M --step-factor 16 --iters 50
+  done
+done
 # Reductions by type, 2 PEs, checked.
 for t in int8 int16 int64 double float16 bfloat16; do
   st red-$t 15 run 2 2G --collective reduce --type $t --min-bytes 4M --max-bytes 64M --check --csv $R/red-$t.csv
@@ -51,5 +58,6 @@ for f in $R/*.csv; do
   awk -F, -v t=$(basename $f .csv) 'NR>1 && ($7>=67108864 || $7<=8) {printf "%s %s %s %s %s %.0fus %.1fGB/s %.0f%% w%s\n", t,$1,$2,$3,$7,$9,$13,$14,$16}' $f
 done >> $SUM
 grep -h -i -E '^# skipped|error|panic|timed out' $R/*.txt | sort | uniq -c | head -20 >> $SUM
+grep -H '^# floors' $R/spin*.txt | sed 's/(read + write).*//' >> $SUM
 (cd /tmp && tar czf $OUT/results.tgz r); cp $SUM $OUT/
 cat $SUM

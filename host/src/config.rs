@@ -205,6 +205,28 @@ pub fn wait_timeout(get: impl Fn(&str) -> Option<String>) -> Result<Option<std::
     }
 }
 
+/// Microseconds a submission's wait polls its fence before it blocks in
+/// `vkWaitForFences` (0, the default: it blocks at once). A blocking wait
+/// wakes up later than the GPU finishes on some drivers (NVIDIA: an empty
+/// submit-and-wait took 35-46 us on an H200); polling trades a core for that
+/// latency, so it is for measurements and for PEs that have a core each.
+pub const ENV_FENCE_SPIN: &str = "VKSHMEM_FENCE_SPIN_US";
+
+/// `VKSHMEM_FENCE_SPIN_US` (whole microseconds, at most one second), zero when unset.
+pub fn fence_spin(get: impl Fn(&str) -> Option<String>) -> Result<std::time::Duration> {
+    match get(ENV_FENCE_SPIN) {
+        None => Ok(std::time::Duration::ZERO),
+        Some(v) => match v.trim().parse::<u64>() {
+            Ok(us) if us <= 1_000_000 => Ok(std::time::Duration::from_micros(us)),
+            _ => Err(Error::Config {
+                var: ENV_FENCE_SPIN,
+                value: v,
+                why: "expected whole microseconds from 0 to 1000000, such as 50".into(),
+            }),
+        },
+    }
+}
+
 /// `off`: the host never maps the symmetric heap, even where its memory is
 /// host-visible, as on a GPU without a host-visible device-local heap; every
 /// host access then goes through copies on the device. For testing those paths
@@ -308,6 +330,20 @@ mod tests {
         );
         for bad in ["-1", "x", "inf", "NaN"] {
             assert!(wait_timeout(env(bad)).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn fence_spin_values() {
+        let env = |v: &'static str| move |_: &str| Some(v.to_string());
+        assert_eq!(fence_spin(|_| None).unwrap(), std::time::Duration::ZERO);
+        assert_eq!(
+            fence_spin(env(" 50 ")).unwrap(),
+            std::time::Duration::from_micros(50)
+        );
+        for bad in ["-1", "2.5", "x", "1000001"] {
+            let e = fence_spin(env(bad)).unwrap_err().to_string();
+            assert!(e.contains(ENV_FENCE_SPIN), "{bad}: {e}");
         }
     }
     use std::collections::HashMap;

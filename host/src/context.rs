@@ -208,6 +208,7 @@ impl Context {
     fn init_with(open: impl FnOnce(u32) -> Result<Gpu>) -> Result<Context> {
         let get = |k: &str| std::env::var(k).ok();
         let wait_timeout = config::wait_timeout(get)?;
+        let fence_spin = config::fence_spin(get)?;
         #[cfg(feature = "mpi")]
         let (job, mpi) = if config::mpi_launch(&get) {
             let (job, m) = crate::bootstrap::mpi::join(get, wait_timeout)?;
@@ -305,7 +306,8 @@ impl Context {
                 "the control region must be the heap's first allocation".into(),
             ));
         }
-        let submit = Submitter::new(&gpu)?;
+        let mut submit = Submitter::new(&gpu)?;
+        submit.set_fence_spin(fence_spin);
         let world = TeamShape::world(job.npes);
         // SHARED: the PEs on this device (reachability is an equivalence, so every
         // member computes the same set).

@@ -38,6 +38,9 @@ pub struct Submitter {
     descriptors: vk::DescriptorPool,
     /// Two timestamps around a dispatch; null when the queue has none.
     queries: vk::QueryPool,
+    /// How long a wait polls the fence before it blocks
+    /// (`VKSHMEM_FENCE_SPIN_US`, see [`Submitter::set_fence_spin`]).
+    spin: Duration,
     /// Work that uses the device beside this submitter (the kernels built in
     /// the background, `crate::kernels::prebuild`): ended first when the
     /// submitter drops, so before the context's heap and device go.
@@ -61,6 +64,7 @@ impl Submitter {
             fence: vk::Fence::null(),
             descriptors: vk::DescriptorPool::null(),
             queries: vk::QueryPool::null(),
+            spin: Duration::ZERO,
             companion: None,
         };
         let info = vk::CommandPoolCreateInfo::default()
@@ -158,6 +162,21 @@ impl Submitter {
         }
         let start = Instant::now();
         let mut slice = watch(Duration::ZERO).unwrap_or(WAIT_SLICE);
+        // Polled first where asked: a blocking wait may wake up well after
+        // the GPU has finished.
+        while start.elapsed() < self.spin {
+            // SAFETY: the fence belongs to this device and was just submitted.
+            match unsafe { d.get_fence_status(self.fence) } {
+                Ok(true) => break,
+                Ok(false) => std::hint::spin_loop(),
+                Err(r) => {
+                    return Err(Error::Vulkan {
+                        call: "vkGetFenceStatus",
+                        result: r,
+                    })
+                }
+            }
+        }
         loop {
             // SAFETY: the fence belongs to this device and was just submitted.
             match unsafe { d.wait_for_fences(&[self.fence], true, slice.as_nanos() as u64) } {
@@ -323,6 +342,13 @@ impl Submitter {
         Ok(Some(Duration::from_nanos(
             (delta as f64 * self.gpu.info.timestamp_period_ns as f64) as u64,
         )))
+    }
+
+    /// Makes each wait poll its fence for `spin` before it blocks (zero: block
+    /// at once). The poll ends early when the fence signals; the blocking
+    /// wait after it then returns at once.
+    pub fn set_fence_spin(&mut self, spin: Duration) {
+        self.spin = spin;
     }
 
     /// Copies `size` bytes from `src` at `src_offset` to `dst` at `dst_offset`.
