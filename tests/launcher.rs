@@ -452,6 +452,20 @@ fn device_waits_across_processes_refused_where_the_driver_cannot() {
     assert_eq!(r.code, Some(1), "{}\n{}", r.stdout, r.stderr);
     assert!(r.stderr.matches(refused).count() >= 2, "{}", r.stderr);
     assert!(t.elapsed() < Duration::from_secs(60), "{:?}", t.elapsed());
+    // Queue-ordered collectives too, before anything is submitted.
+    let r = run_vkshmrun_env(
+        &["-n", "2", &program("queue_check")],
+        &off,
+        Duration::from_secs(120),
+        Leftovers::Forbidden,
+        |_| {},
+    );
+    assert_eq!(r.code, Some(1), "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains(&format!("queued broadcast: {refused}")),
+        "{}",
+        r.stderr
+    );
     let (out, _) = run_solo(&program("device_barrier"), &["20"]);
     assert!(out.contains("device_barrier: ok"), "{out}");
     let bench = bin_dir()

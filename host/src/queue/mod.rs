@@ -646,7 +646,7 @@ impl Context {
         let m = self.members(team).map_err(|e| e.during(&name))?;
         let size = u64::from(m.shape.size);
         if size > 1 && !self.device_waits_across_processes() {
-            return Err(self.no_cross_process_waits(&format!("queue-ordered {name}")));
+            return Err(self.no_cross_process_waits(&name));
         }
         let es = c.dest.map_or(1, |d| d.es);
         let n = c.nelems;
