@@ -21,7 +21,7 @@ use crate::heap::SymmetricHeap;
 use crate::kernels::builds::Builds;
 use crate::kernels::prebuild::{self, Prebuild};
 use crate::kernels::{link, DeviceKernel};
-use crate::vk::submit::Window;
+use crate::vk::submit::{Dispatch, Window, MAX_BATCH};
 use crate::vk::Gpu;
 
 /// How long a launch whose waits the driver cut short listens for news of a
@@ -30,6 +30,15 @@ const LATE_FAILURE_GRACE: Duration = Duration::from_millis(1500);
 
 /// How often a launch looks for a failed peer and its timeout.
 const WATCH_EVERY: Duration = Duration::from_millis(20);
+
+/// One launch of a [`Context::launch_batch`]: as the arguments of
+/// [`Context::launch`].
+pub(crate) struct Launch<'a> {
+    pub kernel: &'a DeviceKernel,
+    pub groups: [u32; 3],
+    pub buffers: &'a [HeapWindow],
+    pub immediates: &'a [u8],
+}
 
 /// What the host saw while a launch ran.
 #[derive(Default)]
@@ -298,14 +307,73 @@ impl Context {
         r
     }
 
-    fn launch_checked(
+    /// Launches `items` in order in as few submissions as possible
+    /// ([`MAX_BATCH`] dispatches each), with no barrier between them: for
+    /// kernels that wait for nothing (the wide kernels of host collectives)
+    /// and whose writes do not overlap, which would otherwise pay one
+    /// submission each (on NVIDIA, a context switch per process and
+    /// submission when several PEs share the GPU).
+    ///
+    /// # Errors
+    /// As [`Context::launch`]; [`Error::InvalidArgument`] for a kernel that
+    /// waits on peers, on other workgroups or on the proxy.
+    pub(crate) fn launch_batch(&self, items: &[Launch<'_>]) -> Result<()> {
+        for it in items {
+            self.check_launch(it.kernel, it.groups, it.buffers, it.immediates)?;
+            let l = &it.kernel.linked;
+            if l.waits_on_peers || l.waits_on_groups || l.waits_on_proxy {
+                return Err(Error::InvalidArgument(format!(
+                    "kernel {:?} waits, so it is launched alone (Context::launch)",
+                    it.kernel.name
+                )));
+            }
+        }
+        let library = self.library_windows()?;
+        for chunk in items.chunks(MAX_BATCH) {
+            let user = chunk
+                .iter()
+                .map(|it| self.bind_windows(it.buffers))
+                .collect::<Result<Vec<_>>>()?;
+            let sets: Vec<[&[Window]; 2]> = user.iter().map(|u| [&library[..], &u[..]]).collect();
+            let dispatches: Vec<Dispatch<'_>> = chunk
+                .iter()
+                .zip(&sets)
+                .map(|(it, sets)| Dispatch {
+                    kernel: &it.kernel.kernel,
+                    groups: it.groups,
+                    sets,
+                    push: it.immediates,
+                })
+                .collect();
+            let mut seen = Watch::default();
+            let started = std::time::Instant::now();
+            let mut next_watch = Duration::ZERO;
+            let mut submit = lock(&self.inner.submit);
+            let r = submit.dispatch_many(&dispatches, false, &mut |elapsed| {
+                // A failed peer is still news while the batch runs.
+                if elapsed >= next_watch {
+                    self.watch(&mut seen, elapsed, None);
+                    next_watch = elapsed + WATCH_EVERY;
+                }
+                None
+            });
+            drop(submit);
+            r?;
+            seen.ran = started.elapsed();
+            self.check_device_errors(chunk[0].kernel, &seen, None)?;
+        }
+        Ok(())
+    }
+
+    /// The checks of a launch before anything is bound: the context, the
+    /// buffer count, the immediates and the workgroup count.
+    fn check_launch(
         &self,
         kernel: &DeviceKernel,
         groups: [u32; 3],
         buffers: &[HeapWindow],
         immediates: &[u8],
-        timed: bool,
-    ) -> Result<Option<Duration>> {
+    ) -> Result<()> {
         if !Arc::ptr_eq(&kernel.kernel.gpu, &self.inner.gpu) {
             return Err(Error::InvalidArgument(format!(
                 "kernel {:?} was compiled on another context (compile it again on this one)",
@@ -335,7 +403,18 @@ impl Context {
                 immediates.len()
             )));
         }
-        self.check_groups(groups)?;
+        self.check_groups(groups)
+    }
+
+    fn launch_checked(
+        &self,
+        kernel: &DeviceKernel,
+        groups: [u32; 3],
+        buffers: &[HeapWindow],
+        immediates: &[u8],
+        timed: bool,
+    ) -> Result<Option<Duration>> {
+        self.check_launch(kernel, groups, buffers, immediates)?;
         let library = self.library_windows()?;
         let user = self.bind_windows(buffers)?;
         let timeout = self

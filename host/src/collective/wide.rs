@@ -29,6 +29,7 @@ use super::Members;
 use crate::context::{Context, HeapWindow};
 use crate::error::Result;
 use crate::kernels::DeviceKernel;
+use crate::user_kernel::Launch;
 
 /// An object's split around the wide path when its source and dest are not
 /// 16-byte aligned but equally misaligned (the same offset modulo 16, as
@@ -60,6 +61,10 @@ pub(crate) fn split(dest: u64, source: u64, bytes: u64) -> Option<Split> {
     }
     (mid > 0).then_some(Split { head, mid, tail })
 }
+
+/// One launch of a wide push: kernel, workgroups, windows (the source, then
+/// the dests) and immediates.
+type PushLaunch = (Arc<DeviceKernel>, u32, Vec<HeapWindow>, WideArgs);
 
 /// One member's wide-path launch (a reduction's or a push's): the windows and
 /// the kernel's immediates.
@@ -236,18 +241,41 @@ impl Context {
     /// consecutive blocks at `dst` of this PE, on the wide path; `false` when
     /// the call must take the generic path (which then writes the whole dest
     /// again). More than [`WIDE_REDUCE_MAX_MEMBERS`] PEs take a launch per
-    /// group of that many.
+    /// group of that many, planned first (all groups take the wide path or
+    /// none does) and submitted together (`Context::launch_batch`).
     pub(crate) fn copy_wide(&self, from: &[u32], block: u64, src: u64, dst: u64) -> Result<bool> {
         let max = WIDE_REDUCE_MAX_MEMBERS as usize;
-        if from.len() > max {
-            for (i, group) in from.chunks(max).enumerate() {
-                let at = (i * max) as u64 * block;
-                if !self.copy_wide(group, block, src, dst + at)? {
-                    return Ok(false);
-                }
+        let mut plans = Vec::new();
+        for (i, group) in from.chunks(max).enumerate() {
+            let at = (i * max) as u64 * block;
+            match self.copy_wide_launch(group, block, src, dst + at)? {
+                Some(p) => plans.push(p),
+                None => return Ok(false),
             }
-            return Ok(true);
         }
+        let launches: Vec<Launch<'_>> = plans
+            .iter()
+            .map(|(k, groups, w, args)| Launch {
+                kernel: k,
+                groups: [*groups, 1, 1],
+                buffers: w,
+                immediates: bytemuck::bytes_of(args),
+            })
+            .collect();
+        self.launch_batch(&launches)?;
+        Ok(true)
+    }
+
+    /// The launch of one group of at most [`WIDE_REDUCE_MAX_MEMBERS`] of
+    /// [`Context::copy_wide`] (kernel, workgroups, windows, immediates);
+    /// `None` when it cannot take the wide path.
+    fn copy_wide_launch(
+        &self,
+        from: &[u32],
+        block: u64,
+        src: u64,
+        dst: u64,
+    ) -> Result<Option<(Arc<DeviceKernel>, u32, Vec<HeapWindow>, WideCopyArgs)>> {
         let info = self.device_info();
         let Some(p) = copy_plan(
             from.len() as u32,
@@ -258,25 +286,23 @@ impl Context {
             info.min_storage_offset_alignment,
             info.max_storage_buffer_range,
         ) else {
-            return Ok(false);
+            return Ok(None);
         };
         let library = self.library_config()?.bindings().len() as u64;
         if library + from.len() as u64 + 1 > info.max_storage_buffers_per_stage as u64 {
-            return Ok(false);
+            return Ok(None);
         }
         let Some(k) = self.library_kernel(&format!("vkshmem_wide_copy_{}", from.len()), || {
             collectives::wide_copy_source(from.len() as u32)
         })?
         else {
-            return Ok(false);
+            return Ok(None);
         };
         let w: Vec<HeapWindow> = windows(from.iter().copied(), p.src)
             .chain([heap_window(self.my_pe(), p.dst)])
             .collect();
         let (groups, per) = self.wide_groups(p.args.bvecs as u64);
-        let args = WideCopyArgs { per, ..p.args };
-        self.launch(&k, [groups, 1, 1], &w, bytemuck::bytes_of(&args))?;
-        Ok(true)
+        Ok(Some((k, groups, w, WideCopyArgs { per, ..p.args })))
     }
 
     /// Workgroups for a wide kernel over `vecs` vec4s, and the kernel's `per` (vec4s of each
@@ -370,6 +396,9 @@ impl Context {
     /// [`WIDE_REDUCE_MAX_MEMBERS`] dests.
     pub(crate) fn push_wide(&self, p: &Push, to: &[u32], part: u32, parts: u32) -> Result<()> {
         let info = self.device_info();
+        // Every chunk's launches in as few submissions as possible: they
+        // write disjoint bytes and read only the source.
+        let mut launches = Vec::new();
         for (at, bytes) in chunks(p.bytes).filter(|&(_, b)| b > 0) {
             let plan = push_plan(
                 bytes,
@@ -391,33 +420,53 @@ impl Context {
             if items == 0 {
                 continue;
             }
-            self.push_share(heap_window(p.from, plan.src), to, plan.dst, plan.args)?;
+            launches.extend(self.push_share(
+                heap_window(p.from, plan.src),
+                to,
+                plan.dst,
+                plan.args,
+            )?);
         }
-        Ok(())
+        self.launch_pushes(&launches)
     }
 
-    /// The wide push of the share `args.first..args.end` from the window
-    /// `source` into the window `dst` of each PE of `to`, a launch per group
-    /// of [`WIDE_REDUCE_MAX_MEMBERS`] (the push kernels built already:
-    /// [`Context::push_kernels`]).
+    /// Submits wide push launches ([`Context::push_share`]) together.
+    fn launch_pushes(&self, launches: &[PushLaunch]) -> Result<()> {
+        let items: Vec<Launch<'_>> = launches
+            .iter()
+            .map(|(k, groups, w, args)| Launch {
+                kernel: k,
+                groups: [*groups, 1, 1],
+                buffers: w,
+                immediates: bytemuck::bytes_of(args),
+            })
+            .collect();
+        self.launch_batch(&items)
+    }
+
+    /// The launches of the wide push of the share `args.first..args.end`
+    /// from the window `source` into the window `dst` of each PE of `to`, one
+    /// per group of [`WIDE_REDUCE_MAX_MEMBERS`] (the push kernels built
+    /// already: [`Context::push_kernels`]).
     fn push_share(
         &self,
         source: HeapWindow,
         to: &[u32],
         dst: (u64, u64),
         args: WideArgs,
-    ) -> Result<()> {
+    ) -> Result<Vec<PushLaunch>> {
         let (groups, per) = self.wide_groups((args.end - args.first) as u64);
         let args = WideArgs { per, ..args };
-        for group in to.chunks(WIDE_REDUCE_MAX_MEMBERS as usize) {
-            let k = self
-                .push_kernel(group.len())?
-                .expect("push_kernels built it");
-            let mut w = vec![source];
-            w.extend(windows(group.iter().copied(), dst));
-            self.launch(&k, [groups, 1, 1], &w, bytemuck::bytes_of(&args))?;
-        }
-        Ok(())
+        to.chunks(WIDE_REDUCE_MAX_MEMBERS as usize)
+            .map(|group| {
+                let k = self
+                    .push_kernel(group.len())?
+                    .expect("push_kernels built it");
+                let mut w = vec![source];
+                w.extend(windows(group.iter().copied(), dst));
+                Ok((k, groups, w, args))
+            })
+            .collect()
     }
 
     /// The wide kernel and this member's plan when the call qualifies (`None`:
@@ -525,7 +574,7 @@ impl Context {
         }
         // Then the share from this PE's dest into the others' (only this PE
         // writes that share of any dest).
-        self.push_share(
+        let pushes = self.push_share(
             own,
             &order[1..],
             p.dst,
@@ -533,7 +582,8 @@ impl Context {
                 s0: p.args.d0,
                 ..p.args
             },
-        )
+        )?;
+        self.launch_pushes(&pushes)
     }
 }
 

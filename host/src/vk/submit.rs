@@ -27,6 +27,28 @@ const WAIT_SLICE: Duration = Duration::from_millis(20);
 /// Most descriptor sets one dispatch binds.
 const MAX_SETS: u32 = 4;
 
+/// Most dispatches one submission records ([`Submitter::dispatch_many`]).
+pub const MAX_BATCH: usize = 8;
+
+/// Descriptors the pool holds per dispatch of a batch: the device's
+/// per-stage limit, capped (NVIDIA's is in the millions; a kernel binds at
+/// most its PEs' heap views, a few hundred).
+const MAX_DESCRIPTORS: u32 = 1 << 16;
+
+/// One dispatch of a submission: `kernel` over `groups` workgroups with
+/// `sets[s]` bound to the bindings 0..n of descriptor set `s` and `push` as
+/// push constants.
+pub struct Dispatch<'a> {
+    /// The pipeline.
+    pub kernel: &'a Kernel,
+    /// Workgroups in x, y and z.
+    pub groups: [u32; 3],
+    /// The windows of each descriptor set.
+    pub sets: &'a [&'a [Window]],
+    /// The push constants.
+    pub push: &'a [u8],
+}
+
 /// A command buffer, a fence, a descriptor pool and a timestamp query pool, reused
 /// submission after submission. Not shared between threads (the owner wraps it in
 /// a mutex).
@@ -83,9 +105,14 @@ impl Submitter {
             unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) }.vk("vkCreateFence")?;
         let sizes = [vk::DescriptorPoolSize::default()
             .ty(vk::DescriptorType::STORAGE_BUFFER)
-            .descriptor_count(gpu.info.max_storage_buffers_per_stage.max(1))];
+            .descriptor_count(
+                gpu.info
+                    .max_storage_buffers_per_stage
+                    .clamp(1, MAX_DESCRIPTORS)
+                    * MAX_BATCH as u32,
+            )];
         let info = vk::DescriptorPoolCreateInfo::default()
-            .max_sets(MAX_SETS)
+            .max_sets(MAX_SETS * MAX_BATCH as u32)
             .pool_sizes(&sizes);
         // SAFETY: valid device.
         s.descriptors =
@@ -211,49 +238,88 @@ impl Submitter {
         timed: bool,
         watch: &mut dyn FnMut(Duration) -> Option<Duration>,
     ) -> Result<Option<Duration>> {
-        if !Arc::ptr_eq(&kernel.gpu, &self.gpu) {
-            return Err(Error::InvalidArgument(
-                "the kernel was built on another context's device (build it again on this context)"
-                    .into(),
-            ));
-        }
-        let counts: Vec<u32> = sets.iter().map(|s| s.len() as u32).collect();
-        if counts != kernel.sets() {
+        let one = Dispatch {
+            kernel,
+            groups,
+            sets,
+            push,
+        };
+        self.dispatch_many(std::slice::from_ref(&one), timed, watch)
+    }
+
+    /// Records `items` (at most [`MAX_BATCH`]) in one command buffer, in order
+    /// and with no barrier between them (their writes must not overlap and no
+    /// item may read what another writes), submits once and waits: one
+    /// submission for several launches. The time, when `timed`, spans them all.
+    pub fn dispatch_many(
+        &mut self,
+        items: &[Dispatch<'_>],
+        timed: bool,
+        watch: &mut dyn FnMut(Duration) -> Option<Duration>,
+    ) -> Result<Option<Duration>> {
+        if items.is_empty() || items.len() > MAX_BATCH {
             return Err(Error::InvalidArgument(format!(
-                "kernel has bindings {:?} per descriptor set, {counts:?} given",
-                kernel.sets()
+                "{} dispatches in one submission: 1 to {MAX_BATCH}",
+                items.len()
             )));
         }
-        if push.len() != kernel.push_bytes() as usize {
-            return Err(Error::InvalidArgument(format!(
-                "kernel takes {} bytes of push constants, {} given",
-                kernel.push_bytes(),
-                push.len()
-            )));
+        for it in items {
+            if !Arc::ptr_eq(&it.kernel.gpu, &self.gpu) {
+                return Err(Error::InvalidArgument(
+                    "the kernel was built on another context's device (build it again on this context)"
+                        .into(),
+                ));
+            }
+            let counts: Vec<u32> = it.sets.iter().map(|s| s.len() as u32).collect();
+            if counts != it.kernel.sets() {
+                return Err(Error::InvalidArgument(format!(
+                    "kernel has bindings {:?} per descriptor set, {counts:?} given",
+                    it.kernel.sets()
+                )));
+            }
+            if it.push.len() != it.kernel.push_bytes() as usize {
+                return Err(Error::InvalidArgument(format!(
+                    "kernel takes {} bytes of push constants, {} given",
+                    it.kernel.push_bytes(),
+                    it.push.len()
+                )));
+            }
         }
         let gpu = self.gpu.clone();
         let d = &gpu.device;
-        let info = vk::DescriptorSetAllocateInfo::default()
-            .descriptor_pool(self.descriptors)
-            .set_layouts(&kernel.set_layouts);
-        // SAFETY: no set from the pool is in use (previous submission completed);
-        // at most MAX_SETS sets with at most maxPerStageDescriptorStorageBuffers
-        // descriptors in all (checked when the kernel was built).
-        let handles = unsafe {
+        // SAFETY: no set from the pool is in use (the previous submission
+        // completed).
+        unsafe {
             d.reset_descriptor_pool(self.descriptors, vk::DescriptorPoolResetFlags::empty())
                 .vk("vkResetDescriptorPool")?;
-            d.allocate_descriptor_sets(&info)
-                .vk("vkAllocateDescriptorSets")?
-        };
-        let infos: Vec<Vec<[vk::DescriptorBufferInfo; 1]>> = sets
+        }
+        let mut handles = Vec::with_capacity(items.len());
+        for it in items {
+            let info = vk::DescriptorSetAllocateInfo::default()
+                .descriptor_pool(self.descriptors)
+                .set_layouts(&it.kernel.set_layouts);
+            // SAFETY: at most MAX_SETS sets per dispatch and MAX_BATCH
+            // dispatches, each with at most maxPerStageDescriptorStorageBuffers
+            // descriptors (checked when the kernel was built), the pool's size.
+            handles.push(unsafe {
+                d.allocate_descriptor_sets(&info)
+                    .vk("vkAllocateDescriptorSets")?
+            });
+        }
+        let infos: Vec<Vec<Vec<[vk::DescriptorBufferInfo; 1]>>> = items
             .iter()
-            .map(|set| {
-                set.iter()
-                    .map(|w| {
-                        [vk::DescriptorBufferInfo::default()
-                            .buffer(w.buffer)
-                            .offset(w.offset)
-                            .range(w.range)]
+            .map(|it| {
+                it.sets
+                    .iter()
+                    .map(|set| {
+                        set.iter()
+                            .map(|w| {
+                                [vk::DescriptorBufferInfo::default()
+                                    .buffer(w.buffer)
+                                    .offset(w.offset)
+                                    .range(w.range)]
+                            })
+                            .collect()
                     })
                     .collect()
             })
@@ -261,6 +327,7 @@ impl Submitter {
         let writes: Vec<_> = infos
             .iter()
             .zip(&handles)
+            .flat_map(|(sets, hs)| sets.iter().zip(hs))
             .flat_map(|(set, &handle)| {
                 set.iter().enumerate().map(move |(i, info)| {
                     vk::WriteDescriptorSet::default()
@@ -281,32 +348,36 @@ impl Submitter {
         };
         self.run_watched(
             |d, cmd| {
-                // SAFETY: recording state; pipeline, layout and sets are compatible;
-                // the query pool has two timestamp queries, reset before use.
+                // SAFETY: recording state; each pipeline, layout and its sets are
+                // compatible; the query pool has two timestamp queries, reset
+                // before use.
                 unsafe {
                     if queries != vk::QueryPool::null() {
                         d.cmd_reset_query_pool(cmd, queries, 0, 2);
                         d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, queries, 0);
                     }
-                    d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, kernel.pipeline);
-                    d.cmd_bind_descriptor_sets(
-                        cmd,
-                        vk::PipelineBindPoint::COMPUTE,
-                        kernel.layout,
-                        0,
-                        &handles,
-                        &[],
-                    );
-                    if !push.is_empty() {
-                        d.cmd_push_constants(
+                    for (it, hs) in items.iter().zip(&handles) {
+                        let k = it.kernel;
+                        d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, k.pipeline);
+                        d.cmd_bind_descriptor_sets(
                             cmd,
-                            kernel.layout,
-                            vk::ShaderStageFlags::COMPUTE,
+                            vk::PipelineBindPoint::COMPUTE,
+                            k.layout,
                             0,
-                            push,
+                            hs,
+                            &[],
                         );
+                        if !it.push.is_empty() {
+                            d.cmd_push_constants(
+                                cmd,
+                                k.layout,
+                                vk::ShaderStageFlags::COMPUTE,
+                                0,
+                                it.push,
+                            );
+                        }
+                        d.cmd_dispatch(cmd, it.groups[0], it.groups[1], it.groups[2]);
                     }
-                    d.cmd_dispatch(cmd, groups[0], groups[1], groups[2]);
                     if queries != vk::QueryPool::null() {
                         d.cmd_write_timestamp(
                             cmd,
