@@ -452,6 +452,16 @@ fn device_waits_across_processes_refused_where_the_driver_cannot() {
     assert_eq!(r.code, Some(1), "{}\n{}", r.stdout, r.stderr);
     assert!(r.stderr.matches(refused).count() >= 2, "{}", r.stderr);
     assert!(t.elapsed() < Duration::from_secs(60), "{:?}", t.elapsed());
+    // The staged transport on one device is still one device: refused too.
+    let r = run_vkshmrun_env(
+        &["-n", "2", &program("device_barrier"), "20"],
+        &[off[0], ("VKSHMEM_TRANSPORT", "staged")],
+        Duration::from_secs(120),
+        Leftovers::Forbidden,
+        |_| {},
+    );
+    assert_eq!(r.code, Some(1), "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.matches(refused).count() >= 2, "{}", r.stderr);
     // Queue-ordered collectives too, before anything is submitted.
     let r = run_vkshmrun_env(
         &["-n", "2", &program("queue_check")],

@@ -919,7 +919,7 @@ fn run() -> anyhow::Result<()> {
         device::calls_per_dispatch(capped, oversubscribed, 0, args.iters).unwrap_or(1);
     // Device code that waits on the other processes of this device: refused
     // where the driver cannot switch between them while one spins (NVIDIA).
-    let device_waits = ctx.device_waits_across_processes() || members.len() < 2;
+    let device_waits = ctx.device_waits_across_processes();
     let atomic_barrier_us = if spans_devices || !device_waits {
         None
     } else {

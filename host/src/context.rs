@@ -889,22 +889,18 @@ impl Context {
         self.inner.gpu.info.resident_workgroups
     }
 
-    /// Whether device code of this PE may wait for the other PEs that share
-    /// its device: true when none does (one PE per device), or when the
-    /// driver makes progress across processes
-    /// ([`crate::vk::DeviceInfo::cross_process_waits`]; false on NVIDIA's
-    /// proprietary driver). Where false, kernels that wait on peers
-    /// (device-initiated collectives, `shmem_wait_until` on a peer's signal)
-    /// and queue-ordered collectives of more than one member are refused
-    /// with [`Error::Unsupported`]; the host-initiated collectives work.
+    /// Whether device code may wait for other PEs: false when two PEs of
+    /// one node share a device whose driver cannot keep several processes'
+    /// kernels moving while one spins
+    /// ([`crate::vk::DeviceInfo::cross_process_waits`]; NVIDIA's proprietary
+    /// driver), whatever the transport mode. The same answer on every PE of
+    /// the job (agreed when the heap was created), so the PEs refuse alike.
+    /// Where false, kernels that wait on peers (device-initiated
+    /// collectives, `shmem_wait_until` on a peer's signal) and queue-ordered
+    /// collectives of more than one member are refused with
+    /// [`Error::Unsupported`]; the host-initiated collectives work.
     pub fn device_waits_across_processes(&self) -> bool {
-        self.inner.gpu.info.cross_process_waits
-            || (0..self.n_pes()).all(|p| {
-                p == self.my_pe()
-                    || self
-                        .transport(p)
-                        .map_or(true, |t| t != crate::transport::Transport::Direct)
-            })
+        !self.inner.heap.device_waits_blocked()
     }
 
     /// The error of a device wait on a process that shares this device,

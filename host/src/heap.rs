@@ -34,6 +34,25 @@ struct BlockInfo {
     /// `auto`, K for `staged:K`): every PE must ask the same, so that
     /// transports are symmetric.
     staged: u32,
+    /// 1 where this PE's driver keeps kernels of several processes moving
+    /// while one spins ([`crate::vk::DeviceInfo::cross_process_waits`]).
+    cross_process_waits: u32,
+    _pad: u32,
+}
+
+/// Whether two PEs of one node (`nodes[pe]`, one node when `None`) share a
+/// device (the same device and driver UUIDs, whatever the transport mode)
+/// whose driver cannot switch between processes while a kernel spins.
+fn waits_blocked(infos: &[BlockInfo], nodes: Option<&[u32]>) -> bool {
+    let node = |p: usize| nodes.and_then(|n| n.get(p).copied()).unwrap_or(0);
+    (0..infos.len()).any(|i| {
+        (0..i).any(|j| {
+            node(i) == node(j)
+                && infos[i].device_uuid == infos[j].device_uuid
+                && infos[i].driver_uuid == infos[j].driver_uuid
+                && infos[i].cross_process_waits == 0
+        })
+    })
 }
 
 /// How this PE reaches PE `i`'s block.
@@ -53,6 +72,9 @@ pub struct SymmetricHeap {
     me: u32,
     size: u64,
     peers: Vec<Peer>,
+    /// Some two PEs of one node share a device whose driver cannot switch
+    /// between processes while a kernel spins: the same on every PE.
+    waits_blocked: bool,
 }
 
 impl SymmetricHeap {
@@ -75,6 +97,7 @@ impl SymmetricHeap {
                 me,
                 size,
                 peers: vec![Peer::Mapped(own)],
+                waits_blocked: false,
             });
         };
         let info = BlockInfo {
@@ -84,6 +107,8 @@ impl SymmetricHeap {
             size: own.size(),
             memory_type: own.memory_type(),
             staged: mode.code(),
+            cross_process_waits: u32::from(gpu.info.cross_process_waits),
+            _pad: 0,
         };
         let blobs = boot.allgather(bytemuck::bytes_of(&info))?;
         let infos: Vec<BlockInfo> = blobs
@@ -114,6 +139,7 @@ impl SymmetricHeap {
                 ),
             });
         }
+        let waits_blocked = waits_blocked(&infos, nodes);
         let fd = own.export_fd()?;
         let fds = boot.exchange_fds(Some(fd.as_fd()))?;
         drop(fd);
@@ -178,7 +204,20 @@ impl SymmetricHeap {
             if own.mapped().is_some() { "host-mapped" } else { "device-only" },
             peers.len()
         );
-        Ok(SymmetricHeap { me, size, peers })
+        Ok(SymmetricHeap {
+            me,
+            size,
+            peers,
+            waits_blocked,
+        })
+    }
+
+    /// Whether some two PEs of one node share a device whose driver cannot
+    /// keep several processes' kernels moving while one spins (NVIDIA's):
+    /// then no device code may wait for another PE, on any PE of the job
+    /// (`Context::device_waits_across_processes`). The same on every PE.
+    pub fn device_waits_blocked(&self) -> bool {
+        self.waits_blocked
     }
 
     /// Heap size in bytes (the same on every PE).
@@ -220,5 +259,44 @@ impl SymmetricHeap {
             Peer::Staged(_) => Transport::Staged,
             Peer::Remote => Transport::Remote,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{waits_blocked, BlockInfo};
+
+    fn info(device: u8, waits: bool) -> BlockInfo {
+        BlockInfo {
+            device_uuid: [device; 16],
+            driver_uuid: [7; 16],
+            requested: 1 << 20,
+            size: 1 << 20,
+            memory_type: 0,
+            staged: 0,
+            cross_process_waits: u32::from(waits),
+            _pad: 0,
+        }
+    }
+
+    #[test]
+    fn waits_are_blocked_where_two_pes_share_a_blocking_device() {
+        // One PE per GPU: nothing to block, on any driver.
+        assert!(!waits_blocked(&[info(1, false), info(2, false)], None));
+        // Two PEs on one NVIDIA GPU and a third alone on another: every PE
+        // (the lone one too) gets the same answer.
+        let job = [info(1, false), info(2, false), info(1, false)];
+        assert!(waits_blocked(&job, None));
+        // The same GPU UUID on two nodes is two devices.
+        assert!(!waits_blocked(
+            &[info(1, false), info(1, false)],
+            Some(&[0, 1])
+        ));
+        assert!(waits_blocked(
+            &[info(1, false), info(3, true), info(1, false)],
+            Some(&[0, 1, 0])
+        ));
+        // A driver that switches between processes: shared is fine.
+        assert!(!waits_blocked(&[info(1, true), info(1, true)], None));
     }
 }

@@ -191,7 +191,8 @@ impl Submitter {
         let mut slice = watch(Duration::ZERO).unwrap_or(WAIT_SLICE);
         // Polled first where asked: a blocking wait may wake up well after
         // the GPU has finished.
-        while start.elapsed() < self.spin {
+        // At most one slice, so the watch keeps its pace.
+        while start.elapsed() < self.spin.min(slice) {
             // SAFETY: the fence belongs to this device and was just submitted.
             match unsafe { d.get_fence_status(self.fence) } {
                 Ok(true) => break,
