@@ -299,16 +299,18 @@ impl Bench<'_> {
             let device = matches!(coll, "gather" | "scatter" | "reduce_scatter")
                 || (scan && !self.spans_devices);
             if !device {
-                self.skipped.borrow_mut().push(format!(
-                    "{coll} {}: no such form (host only{})",
-                    form.name(),
-                    if scan && self.spans_devices {
-                        " on a team that spans devices"
-                    } else {
-                        ""
-                    }
-                ));
-                self.progress.inc(sweep(self.args, coll, 1).len() as u64);
+                self.skip(
+                    format!(
+                        "{coll} {}: no such form (host only{})",
+                        form.name(),
+                        if scan && self.spans_devices {
+                            " on a team that spans devices"
+                        } else {
+                            ""
+                        }
+                    ),
+                    sweep(self.args, coll, 1).len(),
+                );
                 return Ok(());
             }
         }
@@ -325,18 +327,19 @@ impl Bench<'_> {
         if scope == Some(Scope::WorkGroups) && matches!(coll, "barrier" | "sync") {
             // No multi-workgroup form: several workgroups of one PE inside the
             // work_group barrier at once is a misuse the library reports.
-            self.skipped.borrow_mut().push(format!(
-                "{coll} work_groups: no multi-workgroup form (the work_group row is its form)"
-            ));
-            self.progress.inc(sweep(self.args, coll, 1).len() as u64);
+            self.skip(
+                format!(
+                    "{coll} work_groups: no multi-workgroup form (the work_group row is its form)"
+                ),
+                sweep(self.args, coll, 1).len(),
+            );
             return Ok(());
         }
         if form != Form::Host && !self.device_waits {
-            self.skipped.borrow_mut().push(format!(
+            self.skip(format!(
                 "{coll} {}: its device waits cross processes, which this driver cannot run (Context::device_waits_across_processes)",
                 form.name()
-            ));
-            self.progress.inc(sweep(self.args, coll, 1).len() as u64);
+            ), sweep(self.args, coll, 1).len());
             return Ok(());
         }
         let n = self.members.len() as u32;
@@ -370,10 +373,9 @@ impl Bench<'_> {
             // with big heaps): skipped and listed, not the sweep's end.
             let end = self.src.offset().max(dst_at) + off + bytes * n as u64;
             if end > vkshmem::MAX_DEVICE_BYTE {
-                self.skipped.borrow_mut().push(format!(
+                self.skip(format!(
                     "{coll} {scope_name} {bytes} B: its objects end at heap byte {end}, past the first 4 GiB that collectives address"
-                ));
-                self.progress.inc(1);
+                ), 1);
                 return Ok(());
             }
             let per_dispatch = match form {
@@ -392,10 +394,9 @@ impl Bench<'_> {
                     ) {
                         Some(k) => k,
                         None => {
-                            self.skipped.borrow_mut().push(format!(
+                            self.skip(format!(
                                 "{coll} {scope_name} {bytes} B: one call needs more loop iterations per invocation than this driver allows"
-                            ));
-                            self.progress.inc(1);
+                            ), 1);
                             return Ok(());
                         }
                     }
@@ -601,6 +602,13 @@ impl Bench<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Lists `why` among the skipped (printed at the end) and counts its
+    /// `rows` as done in the progress bar.
+    fn skip(&self, why: String, rows: usize) {
+        self.skipped.borrow_mut().push(why);
+        self.progress.inc(rows as u64);
     }
 
     /// Whether `coll`'s rows run in place (`--in-place`, reductions only).

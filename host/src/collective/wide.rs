@@ -62,9 +62,9 @@ pub(crate) fn split(dest: u64, source: u64, bytes: u64) -> Option<Split> {
     (mid > 0).then_some(Split { head, mid, tail })
 }
 
-/// One launch of a wide push: kernel, workgroups, windows (the source, then
-/// the dests) and immediates.
-type PushLaunch = (Arc<DeviceKernel>, u32, Vec<HeapWindow>, WideArgs);
+/// One launch of a wide kernel: kernel, workgroups, windows and immediates
+/// (`WideArgs` for pushes, `WideCopyArgs` for pulls).
+type WideLaunch<A> = (Arc<DeviceKernel>, u32, Vec<HeapWindow>, A);
 
 /// One member's wide-path launch (a reduction's or a push's): the windows and
 /// the kernel's immediates.
@@ -253,16 +253,7 @@ impl Context {
                 None => return Ok(false),
             }
         }
-        let launches: Vec<Launch<'_>> = plans
-            .iter()
-            .map(|(k, groups, w, args)| Launch {
-                kernel: k,
-                groups: [*groups, 1, 1],
-                buffers: w,
-                immediates: bytemuck::bytes_of(args),
-            })
-            .collect();
-        self.launch_batch(&launches)?;
+        self.launch_wide(&plans)?;
         Ok(true)
     }
 
@@ -275,7 +266,7 @@ impl Context {
         block: u64,
         src: u64,
         dst: u64,
-    ) -> Result<Option<(Arc<DeviceKernel>, u32, Vec<HeapWindow>, WideCopyArgs)>> {
+    ) -> Result<Option<WideLaunch<WideCopyArgs>>> {
         let info = self.device_info();
         let Some(p) = copy_plan(
             from.len() as u32,
@@ -427,11 +418,12 @@ impl Context {
                 plan.args,
             )?);
         }
-        self.launch_pushes(&launches)
+        self.launch_wide(&launches)
     }
 
-    /// Submits wide push launches ([`Context::push_share`]) together.
-    fn launch_pushes(&self, launches: &[PushLaunch]) -> Result<()> {
+    /// Submits wide launches (pulls or pushes) together
+    /// ([`Context::launch_batch`]).
+    fn launch_wide<A: bytemuck::Pod>(&self, launches: &[WideLaunch<A>]) -> Result<()> {
         let items: Vec<Launch<'_>> = launches
             .iter()
             .map(|(k, groups, w, args)| Launch {
@@ -454,7 +446,7 @@ impl Context {
         to: &[u32],
         dst: (u64, u64),
         args: WideArgs,
-    ) -> Result<Vec<PushLaunch>> {
+    ) -> Result<Vec<WideLaunch<WideArgs>>> {
         let (groups, per) = self.wide_groups((args.end - args.first) as u64);
         let args = WideArgs { per, ..args };
         to.chunks(WIDE_REDUCE_MAX_MEMBERS as usize)
@@ -583,7 +575,7 @@ impl Context {
                 ..p.args
             },
         )?;
-        self.launch_pushes(&pushes)
+        self.launch_wide(&pushes)
     }
 }
 

@@ -189,9 +189,9 @@ impl Submitter {
         }
         let start = Instant::now();
         let mut slice = watch(Duration::ZERO).unwrap_or(WAIT_SLICE);
-        // Polled first where asked: a blocking wait may wake up well after
-        // the GPU has finished.
-        // At most one slice, so the watch keeps its pace.
+        // Polled first where asked (a blocking wait may wake up well after
+        // the GPU has finished), for at most one slice, so the watch keeps
+        // its pace.
         while start.elapsed() < self.spin.min(slice) {
             // SAFETY: the fence belongs to this device and was just submitted.
             match unsafe { d.get_fence_status(self.fence) } {
