@@ -227,6 +227,30 @@ pub fn fence_spin(get: impl Fn(&str) -> Option<String>) -> Result<std::time::Dur
     }
 }
 
+/// Who submits the members' parts of a host collective on the kernel path
+/// when the team shares one device (`collective::part`): `each` (every
+/// member its own), `leader` (the team's first member every member's, in
+/// one submission, where every part is wide launches), `auto` (the default:
+/// `leader` on drivers that time-slice processes, where every submission of
+/// another process costs a context switch: NVIDIA's; `each` elsewhere).
+/// The members take `leader` only when all of them ask for it.
+pub const ENV_SUBMIT: &str = "VKSHMEM_SUBMIT";
+
+/// `VKSHMEM_SUBMIT`: `Some(true)` for `leader`, `Some(false)` for `each`,
+/// `None` for `auto` (or unset).
+pub fn submit(get: impl Fn(&str) -> Option<String>) -> Result<Option<bool>> {
+    match get(ENV_SUBMIT).as_deref().map(str::trim) {
+        None | Some("") | Some("auto") => Ok(None),
+        Some("each") => Ok(Some(false)),
+        Some("leader") => Ok(Some(true)),
+        Some(v) => Err(Error::Config {
+            var: ENV_SUBMIT,
+            value: v.to_string(),
+            why: "expected auto, each or leader".into(),
+        }),
+    }
+}
+
 /// `off`: the host never maps the symmetric heap, even where its memory is
 /// host-visible, as on a GPU without a host-visible device-local heap; every
 /// host access then goes through copies on the device. For testing those paths
@@ -331,6 +355,20 @@ mod tests {
         for bad in ["-1", "x", "inf", "NaN"] {
             assert!(wait_timeout(env(bad)).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn submit_values() {
+        let env = |v: &'static str| move |_: &str| Some(v.to_string());
+        assert_eq!(submit(|_| None).unwrap(), None);
+        assert_eq!(submit(env("auto")).unwrap(), None);
+        assert_eq!(submit(env(" leader ")).unwrap(), Some(true));
+        assert_eq!(submit(env("each")).unwrap(), Some(false));
+        let e = submit(env("all")).unwrap_err().to_string();
+        assert!(
+            e.contains("VKSHMEM_SUBMIT") && e.contains("auto, each or leader"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -83,6 +83,9 @@ pub(crate) struct Inner {
     /// `VKSHMEM_HOST_MAPPED_MAX`: small collectives up to this many bytes per
     /// member run on the host (see `collective::host_path`).
     pub(crate) host_mapped_max: u64,
+    /// Whether this PE lets the team's first member submit every member's
+    /// part of a host collective (`VKSHMEM_SUBMIT`, `collective::part`).
+    pub(crate) leader_submit: bool,
     /// Set when a launch of a kernel that waits on peers failed in a job of
     /// several PEs: see [`Error::Broken`].
     pub(crate) broken: Mutex<Option<String>>,
@@ -229,6 +232,7 @@ impl Context {
         let heap_size = config::heap_size(get)?;
         let policy = WaitPolicy::from_env(get, job.npes)?;
         let host_mapped_max = config::host_mapped_max(get)?;
+        let submit = config::submit(get)?;
         let transport = crate::transport::Mode::from_env(get)?;
         let heap_mapping = config::heap_mapping(get)?;
         let mut boot = match &job.bootstrap {
@@ -261,6 +265,7 @@ impl Context {
             crate::vk::select::Kind::Discrete => config::HOST_MAPPED_MAX_BAR,
             _ => config::HOST_MAPPED_MAX_HOST_MEMORY,
         });
+        let leader_submit = submit.unwrap_or(gpu.info.time_sliced);
         let granule = gpu
             .info
             .min_storage_offset_alignment
@@ -368,6 +373,7 @@ impl Context {
                 npes: job.npes,
                 wait_timeout,
                 host_mapped_max,
+                leader_submit,
                 broken: Mutex::new(None),
                 teams: Mutex::new(TeamTable::new(job.pe, world, shared, node)),
                 nodes,

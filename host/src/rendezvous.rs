@@ -126,6 +126,9 @@ pub(crate) struct Meeting<D> {
 /// calls notice.
 const SYNC_TAG: u32 = 0x5359_4e43;
 
+/// The first word of a closing meeting's descriptor ([`Context::close_members`]).
+const CLOSE_TAG: u32 = 0x434c_4f53;
+
 impl Context {
     /// Syncs the members of `m`. `desc` builds this PE's descriptor: it is given
     /// this PE's data slot on the plane (`None` on the socket) to stage data into
@@ -202,6 +205,37 @@ impl Context {
                     m.shape.member(i as u32)
                 )));
             }
+        }
+        Ok(())
+    }
+
+    /// The closing meeting of a host collective on the kernel path: a sync
+    /// of `m` that carries each member's outcome (`ok`) and how it submitted
+    /// (`how`: `collective::part`). Returns an error when a member's part
+    /// failed ([`Error::PeerFailed`] naming it: its own error says why) or
+    /// the members submitted differently (each would have left work undone or
+    /// done twice).
+    pub(crate) fn close_members(&self, m: &Members, call: &str, ok: bool, how: u32) -> Result<()> {
+        let met = self.meet(m, &mut |_| [CLOSE_TAG, u32::from(ok), how])?;
+        let pe = |i: usize| m.shape.member(i as u32);
+        if let Some(i) = met.descs.iter().position(|d| d[0] != CLOSE_TAG) {
+            return Err(Error::InvalidArgument(format!(
+                "collectives out of step on the team: this PE is closing {call}, team member {i} (PE {}) is in another call",
+                pe(i)
+            )));
+        }
+        if let Some(i) = met.descs.iter().position(|d| d[1] == 0) {
+            return Err(Error::PeerFailed {
+                pe: pe(i),
+                how: format!("its part of {call} failed (team member {i}; its own error says why)"),
+            });
+        }
+        if let Some(i) = met.descs.iter().position(|d| d[2] != met.descs[0][2]) {
+            return Err(Error::InvalidArgument(format!(
+                "{call}: team member {i} (PE {}) submitted its part differently from member 0 (PE {}): the members' plans disagree",
+                pe(i),
+                pe(0)
+            )));
         }
         Ok(())
     }

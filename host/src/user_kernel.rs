@@ -32,12 +32,16 @@ const LATE_FAILURE_GRACE: Duration = Duration::from_millis(1500);
 const WATCH_EVERY: Duration = Duration::from_millis(20);
 
 /// One launch of a [`Context::launch_batch`]: as the arguments of
-/// [`Context::launch`].
+/// [`Context::launch`], and whether it waits for the launches before it.
 pub(crate) struct Launch<'a> {
     pub kernel: &'a DeviceKernel,
     pub groups: [u32; 3],
     pub buffers: &'a [HeapWindow],
     pub immediates: &'a [u8],
+    /// It reads or writes what launches before it in the batch wrote: a
+    /// memory barrier before it (a new submission needs none: each waits for
+    /// the one before).
+    pub barrier: bool,
 }
 
 /// What the host saw while a launch ran.
@@ -308,11 +312,11 @@ impl Context {
     }
 
     /// Launches `items` in order in as few submissions as possible
-    /// ([`MAX_BATCH`] dispatches each), with no barrier between them: for
-    /// kernels that wait for nothing (the wide kernels of host collectives)
-    /// and whose writes do not overlap, which would otherwise pay one
-    /// submission each (on NVIDIA, a context switch per process and
-    /// submission when several PEs share the GPU).
+    /// ([`MAX_BATCH`] dispatches each), with no barrier between them except
+    /// before the items that ask for one ([`Launch::barrier`]): for kernels
+    /// that wait for nothing (the wide kernels of host collectives), which
+    /// would otherwise pay one submission each (on NVIDIA, a context switch
+    /// per process and submission when several PEs share the GPU).
     ///
     /// # Errors
     /// As [`Context::launch`]; [`Error::InvalidArgument`] for a kernel that
@@ -343,6 +347,7 @@ impl Context {
                     groups: it.groups,
                     sets,
                     push: it.immediates,
+                    barrier: it.barrier,
                 })
                 .collect();
             let mut seen = Watch::default();

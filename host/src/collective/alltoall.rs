@@ -4,7 +4,7 @@
 use bytemuck::Pod;
 use vkshmem_device::collectives::HostCall;
 
-use super::{Desc, Members, Small, Which};
+use super::{Desc, Members, Small, Step, Which};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::symbuf::SymSlice;
@@ -139,15 +139,16 @@ impl Context {
             size: staged,
             reduce: None,
         };
-        self.run_collective(&m, desc, local, true, small, |_| {
+        self.run_collective(&m, desc, local, true, small, |me, _| {
             if dst == 1 && sst == 1 {
-                // Unit strides: an alltoall, whose wide copy this PE may take
+                // Unit strides: an alltoall, whose wide copy a member may take
                 // alone (only its own dest is written).
                 let bytes = n * es as u64;
                 let from: Vec<u32> = m.shape.members().collect();
-                let at = source.offset() + m.me as u64 * bytes;
-                if self.copy_wide(&from, bytes, at, dest.offset())? {
-                    return Ok(None);
+                let at = source.offset() + me as u64 * bytes;
+                let pe = m.shape.member(me);
+                if let Some(l) = self.copy_wide(pe, &from, bytes, at, dest.offset())? {
+                    return Ok(vec![Step::Wide(l)]);
                 }
             }
             let mut a = Self::host_args(&m, dest, source);
@@ -157,7 +158,7 @@ impl Context {
                 dst: dst as u32,
                 sst: sst as u32,
             };
-            Ok(Some((call, a, n * size)))
+            Ok(vec![Step::Generic(call, a, n * size)])
         })
     }
 }

@@ -4,7 +4,7 @@ use bytemuck::Pod;
 use vkshmem_device::collectives::HostCall;
 
 use super::wide::{split, Push, Split};
-use super::{nonzero, Desc, Members, Small, Which};
+use super::{nonzero, Desc, Members, Small, Step, Which};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::symbuf::SymSlice;
@@ -131,14 +131,15 @@ impl Context {
                 Err(e) => local = Err(e),
             }
         }
-        self.run_collective(&m, desc, local, true, small, |_| {
+        self.run_collective(&m, desc, local, true, small, |me, _| {
             let bytes = n * es as u64;
             let push_ok = match pushes {
                 Some(p) => p,
                 None => self.push_possible(&[push], to.len())?,
             };
+            let mut part = Vec::new();
             if push_ok {
-                if !(skip_root && m.me == root) {
+                if !(skip_root && me == root) {
                     for (at, len) in [(0, sp.head), (sp.head + sp.mid, sp.tail)] {
                         if len > 0 {
                             let mut a = Self::host_args(&m, dest, source);
@@ -146,27 +147,31 @@ impl Context {
                             a.source += at as u32;
                             a.n = len as u32;
                             let call = HostCall::Broadcast { root, skip_root };
-                            self.launch_collective(call, a, len.div_ceil(4) + 1)?;
+                            part.push(Step::Generic(call, a, len.div_ceil(4) + 1));
                         }
                     }
                 }
-                self.push_wide(&push, &to, m.me, m.shape.size)?;
-                return Ok(None);
+                part.push(Step::Wide(self.push_wide(&push, &to, me, m.shape.size)?));
+                return Ok(part);
             }
-            if skip_root && m.me == root {
-                return Ok(None);
+            if skip_root && me == root {
+                return Ok(part);
             }
             let from = [m.shape.member(root)];
-            if self.copy_wide(&from, bytes, source.offset(), dest.offset())? {
-                return Ok(None);
+            let to = m.shape.member(me);
+            if let Some(l) = self.copy_wide(to, &from, bytes, source.offset(), dest.offset())? {
+                part.push(Step::Wide(l));
+                return Ok(part);
             }
             let mut a = Self::host_args(&m, dest, source);
             a.n = bytes as u32;
-            Ok(Some((
-                HostCall::Broadcast { root, skip_root },
+            let call = HostCall::Broadcast { root, skip_root };
+            part.push(Step::Generic(
+                call,
                 a,
                 nonzero(bytes, bytes.div_ceil(4) + 1),
-            )))
+            ));
+            Ok(part)
         })
     }
 }

@@ -7,7 +7,7 @@ use vkshmem_device::collectives::HostCall;
 
 use super::collect_total;
 use super::wide::Push;
-use super::{nonzero, Desc, Members, Small, Which};
+use super::{nonzero, Desc, Members, Small, Step, Which};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::symbuf::SymSlice;
@@ -121,32 +121,30 @@ impl Context {
                 Err(e) => local = Err(e),
             }
         }
-        self.run_collective(&m, desc, local, true, small, |_| {
+        self.run_collective(&m, desc, local, true, small, |me, _| {
             let bytes = n * es as u64;
             let push_ok = match push {
                 Some(p) => p,
                 None => fcollect && self.push_possible(&pushes, to.len())?,
             };
             if push_ok {
-                self.push_wide(&pushes[m.me as usize], &to, 0, 1)?;
-                return Ok(None);
+                let l = self.push_wide(&pushes[me as usize], &to, 0, 1)?;
+                return Ok(vec![Step::Wide(l)]);
             }
             // fcollect pulls every member's source, alltoall block `me` of it.
             let from: Vec<u32> = m.shape.members().collect();
             let at = match which {
                 Which::Fcollect => source.offset(),
-                _ => source.offset() + m.me as u64 * bytes,
+                _ => source.offset() + me as u64 * bytes,
             };
-            if self.copy_wide(&from, bytes, at, dest.offset())? {
-                return Ok(None);
+            let pe = m.shape.member(me);
+            if let Some(l) = self.copy_wide(pe, &from, bytes, at, dest.offset())? {
+                return Ok(vec![Step::Wide(l)]);
             }
             let mut a = Self::host_args(&m, dest, source);
             a.n = bytes as u32;
-            Ok(Some((
-                call,
-                a,
-                nonzero(bytes, (bytes * size).div_ceil(4) + size),
-            )))
+            let items = nonzero(bytes, (bytes * size).div_ceil(4) + size);
+            Ok(vec![Step::Generic(call, a, items)])
         })
     }
 
@@ -213,7 +211,7 @@ impl Context {
                 local = Err(e);
             }
         }
-        self.run_collective(&m, desc, local, false, small, |all| {
+        self.run_collective(&m, desc, local, false, small, |me, all| {
             let counts: Vec<u64> = all.iter().map(|d| d.nelems * es as u64).collect();
             let total = collect_total(all)? * es as u64;
             self.check_sym("collect dest", dest, total / es as u64)?;
@@ -233,42 +231,52 @@ impl Context {
                 })
                 .collect();
             if self.push_possible(&pushes, to.len())? {
-                self.push_wide(&pushes[m.me as usize], &to, 0, 1)?;
-                return Ok(None);
+                let l = self.push_wide(&pushes[me as usize], &to, 0, 1)?;
+                return Ok(vec![Step::Wide(l)]);
             }
+            let pe = m.shape.member(me);
             if counts.iter().all(|&c| c == counts[0]) {
-                // Equal counts: an fcollect, whose wide copy this PE may take
+                // Equal counts: an fcollect, whose wide copy a member may take
                 // alone (only its own dest is written).
                 let from: Vec<u32> = m.shape.members().collect();
-                if self.copy_wide(&from, counts[0], source.offset(), dest.offset())? {
-                    return Ok(None);
+                let l = self.copy_wide(pe, &from, counts[0], source.offset(), dest.offset())?;
+                if let Some(l) = l {
+                    return Ok(vec![Step::Wide(l)]);
                 }
             } else if counts.iter().all(|&c| c % 16 == 0) {
                 // Unequal counts in whole vec4s: one wide copy per member, each
-                // block to its place in this PE's dest.
+                // block to its place in the member's dest.
                 let mut at = dest.offset();
-                let mut done = true;
-                for (j, pe) in m.shape.members().enumerate() {
+                let mut launches = Some(Vec::new());
+                for (j, from) in m.shape.members().enumerate() {
                     if counts[j] > 0 {
-                        done &= self.copy_wide(&[pe], counts[j], source.offset(), at)?;
-                    }
-                    if !done {
-                        break;
+                        launches = match (
+                            launches,
+                            self.copy_wide(pe, &[from], counts[j], source.offset(), at)?,
+                        ) {
+                            (Some(mut all), Some(l)) => {
+                                all.extend(l);
+                                Some(all)
+                            }
+                            _ => None,
+                        };
                     }
                     at += counts[j];
                 }
-                if done {
-                    return Ok(None);
+                if let Some(l) = launches {
+                    return Ok(vec![Step::Wide(l)]);
                 }
             }
             let words: Vec<u32> = counts.iter().map(|&c| c as u32).collect();
             let at = layout::host_counts_word(self.n_pes());
-            self.write_bytes(self.my_pe(), at as u64 * 4, bytemuck::cast_slice(&words))?;
-            Ok(Some((
-                HostCall::Collect { counts_at: at },
-                Self::host_args(&m, dest, source),
-                nonzero(total, total.div_ceil(4) + m.shape.size as u64),
-            )))
+            Ok(vec![
+                Step::WriteOwn(at as u64 * 4, bytemuck::cast_slice(&words).to_vec()),
+                Step::Generic(
+                    HostCall::Collect { counts_at: at },
+                    Self::host_args(&m, dest, source),
+                    nonzero(total, total.div_ceil(4) + m.shape.size as u64),
+                ),
+            ])
         })
     }
 

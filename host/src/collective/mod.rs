@@ -24,8 +24,13 @@
 //!    that *pulls* this PE's part: it reads peers' heaps directly and writes its
 //!    own dest (reductions: combines one slice of the elements from every member
 //!    and writes it to every member).
-//! 3. **Complete** (kernel path): a sync over the team, so that on return every
-//!    member's dest is written and every source may be reused.
+//!    Each member's part is planned as steps (`part.rs`) and submitted by the
+//!    member itself, or by the team's first member for all of them in one
+//!    submission where they agreed to (`VKSHMEM_SUBMIT`) and every part is
+//!    wide launches.
+//! 3. **Complete** (kernel path): a meeting of the team that carries every
+//!    member's outcome, so that on return every member's dest is written and
+//!    every source may be reused, or every member reports the failure.
 //!
 //! The device-side waits of the per-thread and work_group forms are not used, so
 //! the host path does not depend on cross-process spinning on the device.
@@ -37,12 +42,14 @@ mod broadcast;
 mod collect;
 mod host_path;
 mod moves;
+mod part;
 pub mod reduce;
 mod staged;
 mod vectored;
 mod wide;
 
 pub(crate) use host_path::Small;
+pub(crate) use part::{Part, Step};
 
 /// The host combiner of the device collectives' element kind `kind` (its
 /// index in `vkshmem_device::collectives::KINDS`): what the proxy uses for a
@@ -155,6 +162,10 @@ pub(crate) struct Desc {
     sst: u64,
     /// Elements the member's dest holds (checked by every member for collect).
     cap: u64,
+    /// 1 when this member lets the team's first member submit every
+    /// member's part (`VKSHMEM_SUBMIT`, see `part.rs`); taken when all do.
+    leader: u32,
+    _pad: u32,
 }
 
 /// An element type as the members of a collective compare it: the primitive
@@ -223,6 +234,8 @@ impl Desc {
             dst: 1,
             sst: 1,
             cap: 0,
+            leader: 0,
+            _pad: 0,
         }
     }
 }
@@ -397,8 +410,9 @@ impl Context {
 
     /// Steps 1-3 of the module docs. `local` is this PE's own check; `small`
     /// what this PE stages for the host path when the call is small enough (see
-    /// `host_path`); `plan` turns every member's descriptor into this PE's
-    /// kernel, arguments and work items (or nothing to do).
+    /// `host_path`); `plan` turns every member's descriptor into the part of
+    /// the member it is given (its index in the team): called for this PE's
+    /// own, or for every member's when they may be submitted together.
     pub(crate) fn run_collective(
         &self,
         m: &Members,
@@ -406,7 +420,7 @@ impl Context {
         local: Result<()>,
         same_nelems: bool,
         small: Small,
-        plan: impl FnOnce(&[Desc]) -> Result<Option<(HostCall, HostArgs, u64)>>,
+        mut plan: impl FnMut(u32, &[Desc]) -> Result<Part>,
     ) -> Result<()> {
         let name = Which::from_code(desc.which).map_or("collective", Which::name);
         let local = match &m.deferred {
@@ -414,6 +428,7 @@ impl Context {
             None => local,
         };
         desc.ok = u32::from(local.is_ok());
+        desc.leader = u32::from(self.inner.leader_submit);
         let met = self
             .meet(m, &mut |slot| {
                 let mut d = desc;
@@ -448,21 +463,39 @@ impl Context {
             // member: transports are symmetric): through the staging buffers.
             return self.staged_move(m, &all, name, small.reduce);
         }
-        let moved = plan(&all).and_then(|p| match p {
-            Some((call, args, items)) if items > 0 => self.launch_collective(call, args, items),
-            _ => Ok(()),
-        });
+        // Every member plans every part from the same agreed values on the
+        // same device, so all reach the same choice (the closing meeting
+        // checks it).
+        let together = m.shape.size > 1 && all.iter().all(|d| d.leader == 1);
+        let (moved, how) = if together {
+            match (0..m.shape.size)
+                .map(|j| plan(j, &all))
+                .collect::<Result<Vec<Part>>>()
+            {
+                Err(e) => (Err(e), part::LEADER),
+                Ok(mut parts) => match part::phases(&parts) {
+                    Some(ph) if m.me == 0 => (self.run_phases(&ph), part::LEADER),
+                    Some(_) => (Ok(()), part::LEADER),
+                    None => (self.run_part(parts.swap_remove(m.me as usize)), part::EACH),
+                },
+            }
+        } else {
+            (plan(m.me, &all).and_then(|p| self.run_part(p)), part::EACH)
+        };
+        tracing::trace!(
+            "{name}: {}",
+            if how == part::LEADER {
+                "every part submitted by the team's first member"
+            } else {
+                "each member submitted its own part"
+            }
+        );
         // Complete on every member even when this PE's part failed, so that no
-        // member waits forever; then report this PE's failure.
-        let done = self.sync_members(m, name).map_err(|e| e.during(name));
+        // member waits forever; then report this PE's failure, or a member's.
+        let done = self
+            .close_members(m, name, moved.is_ok(), how)
+            .map_err(|e| e.during(name));
         moved.and(done)
-    }
-
-    /// Dispatches `call`'s kernel over enough workgroups for `items`, with
-    /// `args` and the call's own arguments.
-    fn launch_collective(&self, call: HostCall, args: HostArgs, items: u64) -> Result<()> {
-        let (k, args, groups) = self.host_kernel_call(call, args, items)?;
-        self.launch(&k, [groups, 1, 1], &[], bytemuck::bytes_of(&args))
     }
 
     /// `call`'s kernel, its immediates (`args` with the call's own arguments)

@@ -11,7 +11,7 @@ use vkshmem_device::collectives::{self, HostCall, Kind};
 pub use vkshmem_device::collectives::ReduceOp;
 
 use super::host_path::reduce_slots;
-use super::{Desc, Members, Small, Which};
+use super::{wide, Desc, Members, Small, Step, Which};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::symbuf::SymSlice;
@@ -204,9 +204,11 @@ impl Context {
         }
         let mut desc = Desc::new::<T>(Which::Reduce, dest.offset(), source.offset(), n);
         desc.op = op.code();
-        self.run_collective(&m, desc, local, true, small, |_| {
-            if !early {
+        let mut prepared = early;
+        self.run_collective(&m, desc, local, true, small, |me, _| {
+            if !prepared {
                 wide = self.wide_prepare(&m, &kind, op, dest.offset(), source.offset(), n)?;
+                prepared = true;
             }
             // The generic kernel over elements `at..at + count`.
             let generic = |at: u64, count: u64| {
@@ -223,26 +225,40 @@ impl Context {
                         .div_ceil(m.shape.size as u64)
                         + 1
                 };
-                (
+                Step::Generic(
                     HostCall::Reduce { kind, op },
                     a,
                     if count == 0 { 0 } else { items },
                 )
             };
-            if let Some((k, p, sp)) = &wide {
-                // Misaligned heads and tails (a few elements) on the generic
-                // kernel, the rest wide.
-                let es = kind.bytes as u64;
-                for (at, bytes) in [(0, sp.head), (sp.head + sp.mid, sp.tail)] {
-                    if bytes > 0 {
-                        let (call, a, items) = generic(at / es, bytes / es);
-                        self.launch_collective(call, a, items)?;
-                    }
+            let Some((k, sp)) = &wide else {
+                return Ok(vec![generic(0, n)]);
+            };
+            // Misaligned heads and tails (a few elements) on the generic
+            // kernel, the rest wide.
+            let es = kind.bytes as u64;
+            let mut part = Vec::new();
+            for (at, bytes) in [(0, sp.head), (sp.head + sp.mid, sp.tail)] {
+                if bytes > 0 {
+                    part.push(generic(at / es, bytes / es));
                 }
-                self.reduce_wide(&m, k, p)?;
-                return Ok(None);
             }
-            Ok(Some(generic(0, n)))
+            let p = wide::plan(
+                kind.bytes,
+                m.shape.size,
+                me,
+                dest.offset() + sp.head,
+                source.offset() + sp.head,
+                sp.mid / es,
+                self.heap_size(),
+            )
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "reduce: no wide plan for member {me} (wide_prepare found one)"
+                ))
+            })?;
+            part.extend(self.reduce_wide(&m, me, k, &p)?);
+            Ok(part)
         })
     }
 

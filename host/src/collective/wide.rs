@@ -25,11 +25,11 @@ use vkshmem_device::collectives::{
 
 use std::sync::Arc;
 
+use super::part::{Part, Planned, Step};
 use super::Members;
 use crate::context::{Context, HeapWindow};
 use crate::error::Result;
 use crate::kernels::DeviceKernel;
-use crate::user_kernel::Launch;
 
 /// An object's split around the wide path when its source and dest are not
 /// 16-byte aligned but equally misaligned (the same offset modulo 16, as
@@ -62,9 +62,21 @@ pub(crate) fn split(dest: u64, source: u64, bytes: u64) -> Option<Split> {
     (mid > 0).then_some(Split { head, mid, tail })
 }
 
-/// One launch of a wide kernel: kernel, workgroups, windows and immediates
-/// (`WideArgs` for pushes, `WideCopyArgs` for pulls).
-type WideLaunch<A> = (Arc<DeviceKernel>, u32, Vec<HeapWindow>, A);
+/// One launch of a wide kernel with its immediates (`WideArgs` for pushes,
+/// `WideCopyArgs` for pulls).
+fn planned<A: bytemuck::Pod>(
+    kernel: Arc<DeviceKernel>,
+    groups: u32,
+    windows: Vec<HeapWindow>,
+    args: A,
+) -> Planned {
+    Planned {
+        kernel,
+        groups,
+        windows,
+        immediates: bytemuck::bytes_of(&args).to_vec(),
+    }
+}
 
 /// One member's wide-path launch (a reduction's or a push's): the windows and
 /// the kernel's immediates.
@@ -237,36 +249,42 @@ pub(crate) struct Push {
 }
 
 impl Context {
-    /// Copies `block` bytes at byte offset `src` of each PE in `from` into
-    /// consecutive blocks at `dst` of this PE, on the wide path; `false` when
-    /// the call must take the generic path (which then writes the whole dest
-    /// again). More than [`WIDE_REDUCE_MAX_MEMBERS`] PEs take a launch per
-    /// group of that many, planned first (all groups take the wide path or
-    /// none does) and submitted together (`Context::launch_batch`).
-    pub(crate) fn copy_wide(&self, from: &[u32], block: u64, src: u64, dst: u64) -> Result<bool> {
-        let max = WIDE_REDUCE_MAX_MEMBERS as usize;
-        let mut plans = Vec::new();
-        for (i, group) in from.chunks(max).enumerate() {
-            let at = (i * max) as u64 * block;
-            match self.copy_wide_launch(group, block, src, dst + at)? {
-                Some(p) => plans.push(p),
-                None => return Ok(false),
-            }
-        }
-        self.launch_wide(&plans)?;
-        Ok(true)
-    }
-
-    /// The launch of one group of at most [`WIDE_REDUCE_MAX_MEMBERS`] of
-    /// [`Context::copy_wide`] (kernel, workgroups, windows, immediates);
-    /// `None` when it cannot take the wide path.
-    fn copy_wide_launch(
+    /// The launches that copy `block` bytes at byte offset `src` of each PE
+    /// in `from` into consecutive blocks at `dst` of PE `to`, on the wide
+    /// path; `None` when the call must take the generic path (which then
+    /// writes the whole dest again). More than [`WIDE_REDUCE_MAX_MEMBERS`]
+    /// PEs take a launch per group of that many (all groups take the wide
+    /// path or none does).
+    pub(crate) fn copy_wide(
         &self,
+        to: u32,
         from: &[u32],
         block: u64,
         src: u64,
         dst: u64,
-    ) -> Result<Option<WideLaunch<WideCopyArgs>>> {
+    ) -> Result<Option<Vec<Planned>>> {
+        let max = WIDE_REDUCE_MAX_MEMBERS as usize;
+        let mut plans = Vec::new();
+        for (i, group) in from.chunks(max).enumerate() {
+            let at = (i * max) as u64 * block;
+            match self.copy_wide_launch(to, group, block, src, dst + at)? {
+                Some(p) => plans.push(p),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(plans))
+    }
+
+    /// The launch of one group of at most [`WIDE_REDUCE_MAX_MEMBERS`] of
+    /// [`Context::copy_wide`]; `None` when it cannot take the wide path.
+    fn copy_wide_launch(
+        &self,
+        to: u32,
+        from: &[u32],
+        block: u64,
+        src: u64,
+        dst: u64,
+    ) -> Result<Option<Planned>> {
         let info = self.device_info();
         let Some(p) = copy_plan(
             from.len() as u32,
@@ -290,10 +308,10 @@ impl Context {
             return Ok(None);
         };
         let w: Vec<HeapWindow> = windows(from.iter().copied(), p.src)
-            .chain([heap_window(self.my_pe(), p.dst)])
+            .chain([heap_window(to, p.dst)])
             .collect();
         let (groups, per) = self.wide_groups(p.args.bvecs as u64);
-        Ok(Some((k, groups, w, WideCopyArgs { per, ..p.args })))
+        Ok(Some(planned(k, groups, w, WideCopyArgs { per, ..p.args })))
     }
 
     /// Workgroups for a wide kernel over `vecs` vec4s, and the kernel's `per` (vec4s of each
@@ -381,14 +399,19 @@ impl Context {
         })
     }
 
-    /// This member's share `part` of `parts` of the wide push `p` to the PEs
-    /// `to` (after [`Context::push_possible`] said yes for the whole call): a
-    /// launch per piece of [`WIDE_CHUNK_BYTES`] and per group of
-    /// [`WIDE_REDUCE_MAX_MEMBERS`] dests.
-    pub(crate) fn push_wide(&self, p: &Push, to: &[u32], part: u32, parts: u32) -> Result<()> {
+    /// The launches of share `part` of `parts` of the wide push `p` to the
+    /// PEs `to` (after [`Context::push_possible`] said yes for the whole
+    /// call): one per piece of [`WIDE_CHUNK_BYTES`] and per group of
+    /// [`WIDE_REDUCE_MAX_MEMBERS`] dests. They write disjoint bytes and read
+    /// only the source: one step.
+    pub(crate) fn push_wide(
+        &self,
+        p: &Push,
+        to: &[u32],
+        part: u32,
+        parts: u32,
+    ) -> Result<Vec<Planned>> {
         let info = self.device_info();
-        // Every chunk's launches in as few submissions as possible: they
-        // write disjoint bytes and read only the source.
         let mut launches = Vec::new();
         for (at, bytes) in chunks(p.bytes).filter(|&(_, b)| b > 0) {
             let plan = push_plan(
@@ -418,22 +441,7 @@ impl Context {
                 plan.args,
             )?);
         }
-        self.launch_wide(&launches)
-    }
-
-    /// Submits wide launches (pulls or pushes) together
-    /// ([`Context::launch_batch`]).
-    fn launch_wide<A: bytemuck::Pod>(&self, launches: &[WideLaunch<A>]) -> Result<()> {
-        let items: Vec<Launch<'_>> = launches
-            .iter()
-            .map(|(k, groups, w, args)| Launch {
-                kernel: k,
-                groups: [*groups, 1, 1],
-                buffers: w,
-                immediates: bytemuck::bytes_of(args),
-            })
-            .collect();
-        self.launch_batch(&items)
+        Ok(launches)
     }
 
     /// The launches of the wide push of the share `args.first..args.end`
@@ -446,7 +454,7 @@ impl Context {
         to: &[u32],
         dst: (u64, u64),
         args: WideArgs,
-    ) -> Result<Vec<WideLaunch<WideArgs>>> {
+    ) -> Result<Vec<Planned>> {
         let (groups, per) = self.wide_groups((args.end - args.first) as u64);
         let args = WideArgs { per, ..args };
         to.chunks(WIDE_REDUCE_MAX_MEMBERS as usize)
@@ -456,12 +464,12 @@ impl Context {
                     .expect("push_kernels built it");
                 let mut w = vec![source];
                 w.extend(windows(group.iter().copied(), dst));
-                Ok((k, groups, w, args))
+                Ok(planned(k, groups, w, args))
             })
             .collect()
     }
 
-    /// The wide kernel and this member's plan when the call qualifies (`None`:
+    /// The wide kernels and the split when the call qualifies (`None`:
     /// the generic path). Called before the agreement, so that a kernel that
     /// fails to build fails the call on every member through it, instead of
     /// leaving this member's share unwritten. Whether a call qualifies depends
@@ -475,7 +483,7 @@ impl Context {
         dest: u64,
         source: u64,
         n: u64,
-    ) -> Result<Option<(WideReduce, WidePlan, Split)>> {
+    ) -> Result<Option<(WideReduce, Split)>> {
         let size = m.shape.size;
         if !collectives::wide_kind_available(&self.library_config()?, kind) {
             return Ok(None);
@@ -484,7 +492,9 @@ impl Context {
         let Some(sp) = split(dest, source, n * es) else {
             return Ok(None);
         };
-        let Some(p) = plan(
+        // Whether a plan exists depends only on the object, not on the
+        // member (`push_plan`): each member's own comes with its part.
+        if plan(
             kind.bytes,
             size,
             m.me,
@@ -492,9 +502,11 @@ impl Context {
             source + sp.head,
             sp.mid / es,
             self.heap_size(),
-        ) else {
+        )
+        .is_none()
+        {
             return Ok(None);
-        };
+        }
         let library = self.library_config()?.bindings().len() as u64;
         let most = self.device_info().max_storage_buffers_per_stage as u64;
         if size > WIDE_REDUCE_MAX_MEMBERS {
@@ -521,21 +533,28 @@ impl Context {
                 };
                 steps.push(k);
             }
-            return Ok(Some((WideReduce::Chained(steps), p, sp)));
+            return Ok(Some((WideReduce::Chained(steps), sp)));
         }
         if library + 2 * size as u64 > most {
             return Ok(None);
         }
         let name = format!("vkshmem_wide_reduce_{}_{}_{size}", kind.name, op.name());
         let k = self.library_kernel(&name, || collectives::wide_reduce_source(kind, op, size))?;
-        Ok(k.map(|k| (WideReduce::Direct(k), p, sp)))
+        Ok(k.map(|k| (WideReduce::Direct(k), sp)))
     }
 
-    /// Runs this member's share of a reduction on the wide path.
-    pub(crate) fn reduce_wide(&self, m: &Members, w: &WideReduce, p: &WidePlan) -> Result<()> {
+    /// Member `me`'s part of a reduction on the wide path (`p`: its plan,
+    /// [`plan`]).
+    pub(crate) fn reduce_wide(
+        &self,
+        m: &Members,
+        me: u32,
+        w: &WideReduce,
+        p: &WidePlan,
+    ) -> Result<Part> {
         let items = (p.args.end - p.args.first) as u64;
         if items == 0 {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let (groups, per) = self.wide_groups(items);
         let args = WideArgs { per, ..p.args };
@@ -544,28 +563,27 @@ impl Context {
                 let w: Vec<HeapWindow> = windows(m.shape.members(), p.src)
                     .chain(windows(m.shape.members(), p.dst))
                     .collect();
-                return self.launch(k, [groups, 1, 1], &w, bytemuck::bytes_of(&args));
+                return Ok(vec![Step::Wide(vec![planned(k.clone(), groups, w, args)])]);
             }
             WideReduce::Chained(steps) => steps,
         };
-        // This PE's share, group by group into its own dest: its own source
-        // first (in place, the dest is the source, whose share only this PE
-        // reads), then the others in team order from the next one.
+        // The member's share, group by group into its own dest: its own
+        // source first (in place, the dest is the source, whose share only
+        // this member reads), then the others in team order from the next one.
         let size = m.shape.size;
-        let order: Vec<u32> = (0..size)
-            .map(|i| m.shape.member((m.me + i) % size))
-            .collect();
-        let own = heap_window(self.my_pe(), p.dst);
+        let order: Vec<u32> = (0..size).map(|i| m.shape.member((me + i) % size)).collect();
+        let own = heap_window(m.shape.member(me), p.dst);
+        let mut part = Vec::new();
         for (k, group) in steps
             .iter()
             .zip(order.chunks(WIDE_REDUCE_MAX_MEMBERS as usize))
         {
             let mut w: Vec<HeapWindow> = windows(group.iter().copied(), p.src).collect();
             w.push(own);
-            self.launch(k, [groups, 1, 1], &w, bytemuck::bytes_of(&args))?;
+            part.push(Step::Wide(vec![planned(k.clone(), groups, w, args)]));
         }
-        // Then the share from this PE's dest into the others' (only this PE
-        // writes that share of any dest).
+        // Then the share from the member's dest into the others' (only this
+        // member writes that share of any dest).
         let pushes = self.push_share(
             own,
             &order[1..],
@@ -575,7 +593,8 @@ impl Context {
                 ..p.args
             },
         )?;
-        self.launch_wide(&pushes)
+        part.push(Step::Wide(pushes));
+        Ok(part)
     }
 }
 

@@ -47,6 +47,10 @@ pub struct Dispatch<'a> {
     pub sets: &'a [&'a [Window]],
     /// The push constants.
     pub push: &'a [u8],
+    /// Whether it waits for the dispatches recorded before it in the same
+    /// submission (a compute-to-compute memory barrier: their shader writes
+    /// are visible to its reads and writes).
+    pub barrier: bool,
 }
 
 /// A command buffer, a fence, a descriptor pool and a timestamp query pool, reused
@@ -244,13 +248,15 @@ impl Submitter {
             groups,
             sets,
             push,
+            barrier: false,
         };
         self.dispatch_many(std::slice::from_ref(&one), timed, watch)
     }
 
     /// Records `items` (at most [`MAX_BATCH`]) in one command buffer, in order
-    /// and with no barrier between them (their writes must not overlap and no
-    /// item may read what another writes), submits once and waits: one
+    /// and with no barrier between them except before the items that ask for
+    /// one ([`Dispatch::barrier`]; between two barriers, writes must not overlap
+    /// and no item may read what another writes), submits once and waits: one
     /// submission for several launches. The time, when `timed`, spans them all.
     pub fn dispatch_many(
         &mut self,
@@ -358,6 +364,22 @@ impl Submitter {
                         d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, queries, 0);
                     }
                     for (it, hs) in items.iter().zip(&handles) {
+                        if it.barrier {
+                            let b = vk::MemoryBarrier::default()
+                                .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+                                .dst_access_mask(
+                                    vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
+                                );
+                            d.cmd_pipeline_barrier(
+                                cmd,
+                                vk::PipelineStageFlags::COMPUTE_SHADER,
+                                vk::PipelineStageFlags::COMPUTE_SHADER,
+                                vk::DependencyFlags::empty(),
+                                &[b],
+                                &[],
+                                &[],
+                            );
+                        }
                         let k = it.kernel;
                         d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, k.pipeline);
                         d.cmd_bind_descriptor_sets(
