@@ -857,6 +857,104 @@ fn collectives_conform_without_a_host_mapping() {
     staged_rounds_check(&staged);
 }
 
+/// One submitter per device (`VKSHMEM_SUBMIT=leader`, the default on
+/// NVIDIA): the team's first member submits every member's wide launches
+/// (`collective/part.rs`). Every host collective on every team shape on the
+/// kernels (`VKSHMEM_HOST_MAPPED_MAX=0`) on 2, 3 and 8 PEs, checked against
+/// the host reference; calls of both kinds must have run (parts submitted by
+/// the first member, and by each member where a part has a generic step),
+/// as the trace says. Then reductions beyond 8 members in place (chained
+/// steps: phases with barriers between them) on 10 PEs, and the default
+/// (each its own on lavapipe) seen in the trace.
+#[test]
+fn collectives_conform_with_one_submitter_per_device() {
+    let _one = one_spinning_job();
+    let env = [
+        ("VKSHMEM_SUBMIT", "leader"),
+        ("VKSHMEM_HOST_MAPPED_MAX", "0"),
+        ("RUST_LOG", "vkshmem_host::collective=trace"),
+    ];
+    for r in conformance(
+        &[
+            (2, Some("--host-only")),
+            (3, Some("--host-only")),
+            (8, Some("--host-only")),
+        ],
+        &env,
+    ) {
+        let led = r
+            .stderr
+            .matches("every part submitted by the team's first member")
+            .count();
+        let own = r
+            .stderr
+            .matches("each member submitted its own part")
+            .count();
+        assert!(
+            led > 100 && own > 100,
+            "led {led}, own {own}:\n{}",
+            r.stdout
+        );
+    }
+    let bench = bin_dir()
+        .join("vkshmem-bench")
+        .to_string_lossy()
+        .into_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("reduce.csv").to_string_lossy().into_owned();
+    for (mode, csv) in [("leader", &csv), ("auto", &csv)] {
+        let r = run_vkshmrun_env(
+            &[
+                "-n",
+                "10",
+                &bench,
+                "--collective",
+                "reduce,fcollect",
+                "--scope",
+                "host",
+                "--check",
+                "--min-bytes",
+                "16",
+                "--max-bytes",
+                "1M",
+                "--step-factor",
+                "64",
+                "--iters",
+                "1",
+                "--warmup",
+                "0",
+                "--type",
+                "int16",
+                "--op",
+                "max",
+                "--in-place",
+                "--csv",
+                csv,
+            ],
+            &[
+                ("VKSHMEM_SUBMIT", mode),
+                ("VKSHMEM_HOST_MAPPED_MAX", "0"),
+                ("RUST_LOG", "vkshmem_host::collective=trace"),
+            ],
+            Duration::from_secs(600),
+            Leftovers::Forbidden,
+            |_| {},
+        );
+        assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+        let text = std::fs::read_to_string(csv).unwrap();
+        let rows: Vec<&str> = text.lines().skip(1).collect();
+        // 2 collectives at 16 B, 1 KiB, 64 KiB.
+        assert_eq!(rows.len(), 2 * 3, "{text}");
+        for row in rows {
+            assert!(row.contains(",10,") && row.ends_with(",0"), "{row}");
+        }
+        let led = r
+            .stderr
+            .contains("every part submitted by the team's first member");
+        assert_eq!(led, mode == "leader", "{mode}");
+    }
+}
+
 /// The conformance harness (tests/progs/collectives_check.rs): every host-initiated
 /// collective on every team shape against a host reference, then bad input.
 #[test]

@@ -129,6 +129,31 @@ const SYNC_TAG: u32 = 0x5359_4e43;
 /// The first word of a closing meeting's descriptor ([`Context::close_members`]).
 const CLOSE_TAG: u32 = 0x434c_4f53;
 
+/// What a closing meeting's descriptors (`[tag, ok, how]` of every member,
+/// in team order; `pe` maps a member index to its PE) say about `call`.
+fn closing_verdict(descs: &[[u32; 3]], call: &str, pe: impl Fn(usize) -> u32) -> Result<()> {
+    if let Some(i) = descs.iter().position(|d| d[0] != CLOSE_TAG) {
+        return Err(Error::InvalidArgument(format!(
+            "collectives out of step on the team: this PE is closing {call}, team member {i} (PE {}) is in another call",
+            pe(i)
+        )));
+    }
+    if let Some(i) = descs.iter().position(|d| d[1] == 0) {
+        return Err(Error::PeerFailed {
+            pe: pe(i),
+            how: format!("its part of {call} failed (team member {i}; its own error says why)"),
+        });
+    }
+    if let Some(i) = descs.iter().position(|d| d[2] != descs[0][2]) {
+        return Err(Error::InvalidArgument(format!(
+            "{call}: team member {i} (PE {}) submitted its part differently from member 0 (PE {}): the members' plans disagree",
+            pe(i),
+            pe(0)
+        )));
+    }
+    Ok(())
+}
+
 impl Context {
     /// Syncs the members of `m`. `desc` builds this PE's descriptor: it is given
     /// this PE's data slot on the plane (`None` on the socket) to stage data into
@@ -217,27 +242,7 @@ impl Context {
     /// done twice).
     pub(crate) fn close_members(&self, m: &Members, call: &str, ok: bool, how: u32) -> Result<()> {
         let met = self.meet(m, &mut |_| [CLOSE_TAG, u32::from(ok), how])?;
-        let pe = |i: usize| m.shape.member(i as u32);
-        if let Some(i) = met.descs.iter().position(|d| d[0] != CLOSE_TAG) {
-            return Err(Error::InvalidArgument(format!(
-                "collectives out of step on the team: this PE is closing {call}, team member {i} (PE {}) is in another call",
-                pe(i)
-            )));
-        }
-        if let Some(i) = met.descs.iter().position(|d| d[1] == 0) {
-            return Err(Error::PeerFailed {
-                pe: pe(i),
-                how: format!("its part of {call} failed (team member {i}; its own error says why)"),
-            });
-        }
-        if let Some(i) = met.descs.iter().position(|d| d[2] != met.descs[0][2]) {
-            return Err(Error::InvalidArgument(format!(
-                "{call}: team member {i} (PE {}) submitted its part differently from member 0 (PE {}): the members' plans disagree",
-                pe(i),
-                pe(0)
-            )));
-        }
-        Ok(())
+        closing_verdict(&met.descs, call, |i| m.shape.member(i as u32))
     }
 
     /// `m` split by node when it spans nodes ([`node_part`]).
@@ -306,5 +311,28 @@ impl Context {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{closing_verdict, CLOSE_TAG};
+    use crate::error::Error;
+
+    #[test]
+    fn closing_meetings_report_a_failed_part_or_a_disagreement() {
+        let pe = |i: usize| 10 + i as u32;
+        let ok = [CLOSE_TAG, 1, 2];
+        assert!(closing_verdict(&[ok, ok, ok], "fcollect", pe).is_ok());
+        match closing_verdict(&[ok, [CLOSE_TAG, 0, 2], [CLOSE_TAG, 0, 2]], "reduce", pe) {
+            Err(Error::PeerFailed { pe: 11, how }) => {
+                assert!(how.contains("reduce") && how.contains("member 1"), "{how}")
+            }
+            other => panic!("{other:?}"),
+        }
+        let e = closing_verdict(&[ok, [CLOSE_TAG, 1, 1]], "broadcast", pe).unwrap_err();
+        assert!(e.to_string().contains("differently"), "{e}");
+        let e = closing_verdict(&[ok, [0x5359_4e43, 1, 2]], "broadcast", pe).unwrap_err();
+        assert!(e.to_string().contains("out of step"), "{e}");
     }
 }

@@ -4,7 +4,7 @@
 use bytemuck::Pod;
 use vkshmem_device::collectives::HostCall;
 
-use super::{Desc, Members, Small, Step, Which};
+use super::{generic_reach, Desc, Members, Small, Step, Which};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::symbuf::SymSlice;
@@ -121,8 +121,8 @@ impl Context {
                 "alltoalls: elements of 1, 2, 4 or 8 bytes, not {es}"
             )))
         } else if let (Some(ds), Some(ss)) = (dspan, sspan) {
-            self.check_sym("alltoalls dest", dest, ds)
-                .and_then(|_| self.check_sym("alltoalls source", source, ss))
+            self.check_sym_heap("alltoalls dest", dest, ds)
+                .and_then(|_| self.check_sym_heap("alltoalls source", source, ss))
         } else {
             Err(Error::InvalidArgument(format!(
                 "alltoalls: strides {dst}, {sst} with {nelems} elements overflow"
@@ -151,6 +151,13 @@ impl Context {
                     return Ok(vec![Step::Wide(l)]);
                 }
             }
+            generic_reach(
+                "alltoalls",
+                &[
+                    (dest.offset(), dspan.unwrap_or(0) * es as u64),
+                    (source.offset(), sspan.unwrap_or(0) * es as u64),
+                ],
+            )?;
             let mut a = Self::host_args(&m, dest, source);
             a.n = n as u32;
             let call = HostCall::Alltoalls {

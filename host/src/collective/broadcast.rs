@@ -4,7 +4,7 @@ use bytemuck::Pod;
 use vkshmem_device::collectives::HostCall;
 
 use super::wide::{split, Push, Split};
-use super::{nonzero, Desc, Members, Small, Step, Which};
+use super::{generic_reach, nonzero, Desc, Members, Small, Step, Which};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::symbuf::SymSlice;
@@ -30,7 +30,8 @@ impl Context {
     /// [`Error::InvalidArgument`] for an invalid or destroyed team (on this PE,
     /// before any communication) and, on every member, for a root outside the
     /// team, objects that do not hold `nelems` elements, lie outside the heap's
-    /// allocatable part or its first 4 GiB, are not aligned to the element size or
+    /// allocatable part (or past its first 4 GiB, [`crate::MAX_DEVICE_BYTE`],
+    /// where the call takes a generic kernel), are not aligned to the element size or
     /// have a zero-sized element type, or members passing different arguments;
     /// [`Error::PeerFailed`] when a member dies, [`Error::Broken`] after a failed
     /// launch, [`Error::Device`] and Vulkan errors from the data movement.
@@ -72,8 +73,8 @@ impl Context {
         let es = std::mem::size_of::<T>() as u32;
         let n = nelems as u64;
         let mut local = self
-            .check_sym("broadcast dest", dest, n)
-            .and_then(|_| self.check_sym("broadcast source", source, n))
+            .check_sym_heap("broadcast dest", dest, n)
+            .and_then(|_| self.check_sym_heap("broadcast source", source, n))
             .and_then(|_| {
                 if root >= m.shape.size {
                     Err(Error::InvalidArgument(format!(
@@ -133,6 +134,7 @@ impl Context {
         }
         self.run_collective(&m, desc, local, true, small, |me, _| {
             let bytes = n * es as u64;
+            let objects = [(dest.offset(), bytes), (source.offset(), bytes)];
             let push_ok = match pushes {
                 Some(p) => p,
                 None => self.push_possible(&[push], to.len())?,
@@ -142,6 +144,7 @@ impl Context {
                 if !(skip_root && me == root) {
                     for (at, len) in [(0, sp.head), (sp.head + sp.mid, sp.tail)] {
                         if len > 0 {
+                            generic_reach("broadcast", &objects)?;
                             let mut a = Self::host_args(&m, dest, source);
                             a.dest += at as u32;
                             a.source += at as u32;
@@ -163,6 +166,7 @@ impl Context {
                 part.push(Step::Wide(l));
                 return Ok(part);
             }
+            generic_reach("broadcast", &objects)?;
             let mut a = Self::host_args(&m, dest, source);
             a.n = bytes as u32;
             let call = HostCall::Broadcast { root, skip_root };

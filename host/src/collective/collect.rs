@@ -7,7 +7,7 @@ use vkshmem_device::collectives::HostCall;
 
 use super::collect_total;
 use super::wide::Push;
-use super::{nonzero, Desc, Members, Small, Step, Which};
+use super::{generic_reach, nonzero, Desc, Members, Small, Step, Which};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::symbuf::SymSlice;
@@ -78,8 +78,8 @@ impl Context {
         };
         let mut local = match (n.checked_mul(size), n.checked_mul(source_blocks)) {
             (Some(d), Some(s)) => self
-                .check_sym(what_dest, dest, d)
-                .and_then(|_| self.check_sym(what_source, source, s)),
+                .check_sym_heap(what_dest, dest, d)
+                .and_then(|_| self.check_sym_heap(what_source, source, s)),
             _ => Err(Error::InvalidArgument(format!(
                 "{name}: {nelems} elements times {size} members overflow"
             ))),
@@ -141,6 +141,13 @@ impl Context {
             if let Some(l) = self.copy_wide(pe, &from, bytes, at, dest.offset())? {
                 return Ok(vec![Step::Wide(l)]);
             }
+            generic_reach(
+                name,
+                &[
+                    (dest.offset(), bytes * size),
+                    (source.offset(), bytes * source_blocks),
+                ],
+            )?;
             let mut a = Self::host_args(&m, dest, source);
             a.n = bytes as u32;
             let items = nonzero(bytes, (bytes * size).div_ceil(4) + size);
@@ -189,11 +196,13 @@ impl Context {
     ) -> Result<()> {
         let es = std::mem::size_of::<T>() as u32;
         let n = nelems as u64;
-        let mut local = self.check_sym("collect source", source, n).and_then(|_| {
-            // The total is known after the agreement; the dest must at least
-            // hold this PE's own part.
-            self.check_sym("collect dest", dest, n)
-        });
+        let mut local = self
+            .check_sym_heap("collect source", source, n)
+            .and_then(|_| {
+                // The total is known after the agreement; the dest must at least
+                // hold this PE's own part.
+                self.check_sym_heap("collect dest", dest, n)
+            });
         let mut desc = Desc::new::<T>(Which::Collect, dest.offset(), source.offset(), n);
         desc.cap = dest.len() as u64;
         let small = Small {
@@ -214,7 +223,7 @@ impl Context {
         self.run_collective(&m, desc, local, false, small, |me, all| {
             let counts: Vec<u64> = all.iter().map(|d| d.nelems * es as u64).collect();
             let total = collect_total(all)? * es as u64;
-            self.check_sym("collect dest", dest, total / es as u64)?;
+            self.check_sym_heap("collect dest", dest, total / es as u64)?;
             let mut at = dest.offset();
             let pushes: Vec<Push> = to
                 .iter()
@@ -267,6 +276,11 @@ impl Context {
                     return Ok(vec![Step::Wide(l)]);
                 }
             }
+            let most = counts.iter().copied().max().unwrap_or(0);
+            generic_reach(
+                "collect",
+                &[(dest.offset(), total), (source.offset(), most)],
+            )?;
             let words: Vec<u32> = counts.iter().map(|&c| c as u32).collect();
             let at = layout::host_counts_word(self.n_pes());
             Ok(vec![

@@ -330,6 +330,24 @@ impl Span {
     }
 }
 
+/// Device code's byte addresses are u32 (and a word index times 4 must not
+/// wrap): every object `(offset, bytes)` of a kernel that takes them (the
+/// generic kernels of host collectives, device and queued collectives) must
+/// end within [`MAX_DEVICE_BYTE`]. The wide kernels bind windows anywhere in
+/// the heap, so host collectives check this only where they take a generic
+/// step. Zero-byte objects touch nothing.
+pub(crate) fn generic_reach(what: &str, objects: &[(u64, u64)]) -> Result<()> {
+    for &(offset, bytes) in objects {
+        let end = offset.checked_add(bytes);
+        if bytes > 0 && !end.is_some_and(|e| e <= MAX_DEVICE_BYTE) {
+            return Err(Error::InvalidArgument(format!(
+                "{what}: the object at byte {offset} ends past the first 4 GiB of the heap, which this call's kernel addresses (device and queued collectives, and host collectives whose objects are not equally aligned to 16 bytes or that run on the generic kernel)"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// collect: the total of the counts (elements), after checking that every
 /// member's dest holds it (every member checks every member's, so all fail
 /// alike).
@@ -346,14 +364,28 @@ pub(crate) fn collect_total(all: &[Desc]) -> Result<u64> {
 
 impl Context {
     /// Checks that `n` elements of `s` are inside `s` and the heap (past the
-    /// control region, within the first 4 GiB that collectives address).
+    /// control region, within the first 4 GiB that device code addresses).
     pub(crate) fn check_sym<T: Pod>(&self, what: &str, s: &SymSlice<T>, n: u64) -> Result<()> {
         let span = Span::of(s);
-        self.check_span(what, &span, n)
+        self.check_span(what, &span, n)?;
+        generic_reach(what, &[(s.offset(), n * span.es)])
+    }
+
+    /// [`Context::check_sym`] anywhere in the heap: for the host collectives
+    /// whose wide and staged paths bind or copy any part of it; their generic
+    /// steps check the first 4 GiB themselves ([`generic_reach`]).
+    pub(crate) fn check_sym_heap<T: Pod>(&self, what: &str, s: &SymSlice<T>, n: u64) -> Result<()> {
+        self.check_span_heap(what, &Span::of(s), n)
     }
 
     /// [`Context::check_sym`] on a slice's [`Span`].
     pub(crate) fn check_span(&self, what: &str, s: &Span, n: u64) -> Result<()> {
+        self.check_span_heap(what, s, n)?;
+        generic_reach(what, &[(s.offset, n * s.es)])
+    }
+
+    /// [`Context::check_sym_heap`] on a slice's [`Span`].
+    fn check_span_heap(&self, what: &str, s: &Span, n: u64) -> Result<()> {
         let es = s.es;
         let control = layout::control_bytes(self.n_pes());
         if es == 0 {
@@ -382,13 +414,6 @@ impl Context {
                 "{what}: {n} elements of {es} bytes at offset {} are not inside the symmetric heap's allocatable part ({control}..{})",
                 s.offset,
                 self.heap_size()
-            )));
-        }
-        // Device byte addresses are u32, and a word index times 4 must not wrap.
-        if end.is_some_and(|e| e > MAX_DEVICE_BYTE) {
-            return Err(Error::InvalidArgument(format!(
-                "{what}: collectives address the first 4 GiB of the heap; the object ends at byte {}",
-                end.unwrap_or(0)
             )));
         }
         if s.offset % es != 0 {
@@ -543,8 +568,8 @@ impl Context {
             .clamp(1, max) as u32
     }
 
-    /// The kernel arguments' team and address part (`check_sym` has checked that
-    /// both objects lie in the first 4 GiB).
+    /// The kernel arguments' team and address part (the caller has checked
+    /// that both objects lie in the first 4 GiB: [`generic_reach`]).
     pub(crate) fn host_args<T: Pod>(
         m: &Members,
         dest: &SymSlice<T>,
@@ -559,5 +584,22 @@ impl Context {
             source: source.offset() as u32,
             ..Default::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{generic_reach, MAX_DEVICE_BYTE};
+
+    #[test]
+    fn generic_kernels_reach_the_first_4_gib() {
+        assert!(generic_reach("x", &[(0, MAX_DEVICE_BYTE), (MAX_DEVICE_BYTE, 0)]).is_ok());
+        assert!(generic_reach("x", &[(5 << 30, 0)]).is_ok());
+        let e = generic_reach("reduce", &[(16, 4), (MAX_DEVICE_BYTE - 4, 8)]).unwrap_err();
+        assert!(
+            e.to_string().contains("reduce") && e.to_string().contains("4 GiB"),
+            "{e}"
+        );
+        assert!(generic_reach("x", &[(u64::MAX, 1)]).is_err());
     }
 }

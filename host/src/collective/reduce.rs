@@ -11,7 +11,7 @@ use vkshmem_device::collectives::{self, HostCall, Kind};
 pub use vkshmem_device::collectives::ReduceOp;
 
 use super::host_path::reduce_slots;
-use super::{wide, Desc, Members, Small, Step, Which};
+use super::{generic_reach, wide, Desc, Members, Small, Step, Which};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::symbuf::SymSlice;
@@ -210,8 +210,11 @@ impl Context {
                 wide = self.wide_prepare(&m, &kind, op, dest.offset(), source.offset(), n)?;
                 prepared = true;
             }
+            let bytes = n * kind.bytes as u64;
+            let objects = [(dest.offset(), bytes), (source.offset(), bytes)];
             // The generic kernel over elements `at..at + count`.
-            let generic = |at: u64, count: u64| {
+            let generic = |at: u64, count: u64| -> Result<Step> {
+                generic_reach("reduce", &objects)?;
                 let mut a = Self::host_args(&m, dest, source);
                 a.dest += (at * kind.bytes as u64) as u32;
                 a.source += (at * kind.bytes as u64) as u32;
@@ -225,14 +228,14 @@ impl Context {
                         .div_ceil(m.shape.size as u64)
                         + 1
                 };
-                Step::Generic(
+                Ok(Step::Generic(
                     HostCall::Reduce { kind, op },
                     a,
                     if count == 0 { 0 } else { items },
-                )
+                ))
             };
             let Some((k, sp)) = &wide else {
-                return Ok(vec![generic(0, n)]);
+                return Ok(vec![generic(0, n)?]);
             };
             // Misaligned heads and tails (a few elements) on the generic
             // kernel, the rest wide.
@@ -240,7 +243,7 @@ impl Context {
             let mut part = Vec::new();
             for (at, bytes) in [(0, sp.head), (sp.head + sp.mid, sp.tail)] {
                 if bytes > 0 {
-                    part.push(generic(at / es, bytes / es));
+                    part.push(generic(at / es, bytes / es)?);
                 }
             }
             let p = wide::plan(
@@ -290,8 +293,8 @@ impl Context {
         n: u64,
     ) -> Result<()> {
         self.check_kind("reduce", kind, op)?;
-        self.check_sym("reduce dest", dest, n)?;
-        self.check_sym("reduce source", source, n)?;
+        self.check_sym_heap("reduce dest", dest, n)?;
+        self.check_sym_heap("reduce source", source, n)?;
         let bytes = n * kind.bytes as u64;
         let (d, s) = (dest.offset(), source.offset());
         if d != s && d < s + bytes && s < d + bytes {
