@@ -34,23 +34,27 @@ st torch 30 python3 $B/torch_copy.py
 # Correctness first: every host collective, checked, 2 and 3 PEs.
 st check-2pe 40 run 2 1G --collective $C,barrier,sync --check --min-bytes 8 --max-bytes 16M --csv $R/check-2pe.csv
 st check-3pe 30 run 3 1G --collective $C --check --min-bytes 8 --max-bytes 16M --step-factor 8 --csv $R/check-3pe.csv
-# busbw against size: rows whose objects pass the heap's first 4 GiB are
-# skipped and listed (collectives address 4 GiB).
-st host-2pe 60 run 2 6G --collective $C --min-bytes 1M --max-bytes 1G --csv $R/host-2pe.csv
-st host-4pe 60 run 4 6G --collective $C --min-bytes 1M --max-bytes 512M --csv $R/host-4pe.csv
-st host-8pe 60 run 8 6G --collective $C --min-bytes 1M --max-bytes 256M --csv $R/host-8pe.csv
-# Device forms on one PE (across processes they are refused on NVIDIA).
-st dev-1pe 30 run 1 2G --collective barrier,broadcast,reduce,fcollect,alltoall --scope thread,work_group,work_groups --min-bytes 8 --max-bytes 64M --step-factor 8 --check --csv $R/dev-1pe.csv
-# Polling the fence before blocking (VKSHMEM_FENCE_SPIN_US): the floors'
-# empty submit and small host calls, 1 and 2 PEs, interleaved.
-for sp in 0 50 0 50; do
-  for n in 1 2; do
-    VKSHMEM_FENCE_SPIN_US=$sp st spin$sp-${n}pe-$RANDOM 15 run $n 1G --collective broadcast,reduce --min-bytes 8 --max-bytes 1M --step-factor 16 --iters 50
-  done
+# One submitter per device (VKSHMEM_SUBMIT: auto is leader on NVIDIA) against
+# each PE submitting its own part, interleaved: 2 and 4 PEs, 8 B to 64 MiB.
+for mode in each leader each leader; do
+  VKSHMEM_SUBMIT=$mode st submit-$mode-2pe-$RANDOM 20 run 2 2G --collective $C --min-bytes 8 --max-bytes 64M --step-factor 8 --iters 20 --check
 done
-# Reductions by type, 2 PEs, checked.
-for t in int8 int16 int64 double float16 bfloat16; do
-  st red-$t 15 run 2 2G --collective reduce --type $t --min-bytes 4M --max-bytes 64M --check --csv $R/red-$t.csv
+for mode in each leader; do
+  VKSHMEM_SUBMIT=$mode st submit-$mode-4pe 25 run 4 2G --collective $C --min-bytes 8 --max-bytes 64M --step-factor 8 --iters 20 --check
+done
+# busbw against size up to 1 GiB (host collectives on aligned objects bind
+# the whole heap; rows that do not fit the heap are skipped and listed).
+st host-2pe 60 run 2 6G --collective $C --min-bytes 1M --max-bytes 1G --step-factor 4 --csv $R/host-2pe.csv
+st host-4pe 60 run 4 10G --collective $C --min-bytes 1M --max-bytes 1G --step-factor 4 --csv $R/host-4pe.csv
+st host-8pe 60 run 8 10G --collective $C --min-bytes 1M --max-bytes 512M --step-factor 4 --csv $R/host-8pe.csv
+# Polling the fence before blocking (VKSHMEM_FENCE_SPIN_US): the floors'
+# empty submit and small host calls, 2 PEs.
+for sp in 0 50; do
+  VKSHMEM_FENCE_SPIN_US=$sp st spin$sp-2pe 15 run 2 1G --collective broadcast,reduce --min-bytes 8 --max-bytes 1M --step-factor 16 --iters 50
+done
+# Reductions over the other types at 64 MiB, 2 PEs, checked.
+for t in int8 double bfloat16; do
+  st red-$t 15 run 2 2G --collective reduce --type $t --min-bytes 64M --max-bytes 64M --check --csv $R/red-$t.csv
 done
 dmesg 2>/dev/null | grep -i -E 'xid|nvrm' | head -5 >> $SUM
 log "total $(( $(date +%s) - T0 ))s"
@@ -59,5 +63,9 @@ for f in $R/*.csv; do
 done >> $SUM
 grep -h -i -E '^# skipped|error|panic|timed out' $R/*.txt | sort | uniq -c | head -20 >> $SUM
 grep -H '^# floors' $R/spin*.txt | sed 's/(read + write).*//' >> $SUM
+# each vs leader: median us of every row at 8 B, 64 KiB and 64 MiB.
+for f in $R/submit-*.txt; do
+  awk -v t=$(basename $f .txt) '$2=="host" && ($6==8 || $6==65536 || $6==67108864) {printf "%s %s %s %s\n", t, $1, $6, $7}' $f
+done >> $SUM
 (cd /tmp && tar czf $OUT/results.tgz r); cp $SUM $OUT/
 cat $SUM
