@@ -185,10 +185,11 @@ fn main(@builtin(local_invocation_index) li: u32) {{
 /// second, all PEs of the job together, as they share the device) at the
 /// footprint of each row, measured in the same run.
 ///
-/// Every PE copies the same number of bytes at the same time, from a barrier
-/// to a barrier, and a trial takes the slowest PE's time (a maximum over the
-/// PEs, so that a PE that started late cannot make the copy look faster than
-/// it was). A size's bandwidth is the best trial over workgroup counts from a
+/// Every PE copies the same number of bytes at the same time, from a barrier,
+/// four launches back to back, and a trial takes the span from the first
+/// PE's start to the last PE's end (on the clock the PEs of a machine share;
+/// across nodes the slowest PE's own time), so that copies that did not
+/// overlap cannot make every PE at once look faster than it was. A size's bandwidth is the best trial over workgroup counts from a
 /// few per core to one vec4 per invocation (the wide kernels launch from one
 /// to 16 vec4 loads and stores per invocation), two trials each, with the
 /// wide kernels' vec4 loop, one vec4 per step or one from each of 4 or 8
@@ -212,6 +213,11 @@ pub struct Roofline {
     a: SymBuffer<u8>,
     b: SymBuffer<u8>,
     took: SymBuffer<f64>,
+    /// A trial's latest end and negated earliest start over the PEs.
+    span: SymBuffer<f64>,
+    /// Whether every PE is on this machine (one node): they share
+    /// CLOCK_MONOTONIC, and a trial is timed over their span.
+    one_machine: bool,
     /// The copy kernels by shape ([`SHAPES`]).
     kernels: Vec<(Shape, std::sync::Arc<vkshmem::DeviceKernel>)>,
     cap: u64,
@@ -232,6 +238,8 @@ impl Roofline {
             a: ctx.malloc::<u8>(cap as usize)?,
             b: ctx.malloc::<u8>(cap as usize)?,
             took: ctx.calloc(1)?,
+            span: ctx.calloc(2)?,
+            one_machine: ctx.team_n_pes(vkshmem::Team::NODE)? == ctx.n_pes(),
             kernels: SHAPES
                 .into_iter()
                 .map(|shape| {
@@ -382,13 +390,20 @@ impl Roofline {
             groups.dedup();
             trials.extend(groups.into_iter().map(|g| (kernel, g, *shape)));
         }
-        // One trial: every PE copies at once (from a barrier), the slowest
-        // PE's bandwidth: each PE's launch, timed by the host without the
-        // barrier after it (which the collectives do not pay either). Not
-        // the device's timestamps, nor launches back to back: a PE whose
-        // copy runs while the others' have not started copies faster than
-        // every PE at once can (both were tried: rooflines 1.7x apart from
-        // run to run).
+        // One trial: every PE copies at once (from a barrier),
+        // [`TRIAL_LAUNCHES`] launches back to back as a collective's calls
+        // follow each other (the PEs' skew at the start spread over them),
+        // timed by the host without the barrier after it (which the
+        // collectives do not pay either): all PEs' bytes over the span from
+        // the first PE's start to the last PE's end, on the clock the PEs of
+        // a machine share (CLOCK_MONOTONIC). Not each PE's own time (the slowest
+        // PE's): a PE whose copy runs before another's has started copies
+        // alone, with every core, so the sum over PEs of bytes over the
+        // slowest single copy counted that overlap twice (rooflines 16 and
+        // 31 GB/s from run to run on 2 PEs of lavapipe, whose one-PE copy
+        // moves 16). Across nodes (no shared clock) the slowest PE's time.
+        // Not the device's timestamps, nor launches back to back (both were
+        // tried: rooflines 1.7x apart from run to run).
         let launch = |k: &vkshmem::DeviceKernel, g: u32, shape: Shape| -> anyhow::Result<()> {
             let r = if let Shape::Wide { parts } = shape {
                 // Each block of `a` its own window, into `b`.
@@ -425,12 +440,24 @@ impl Roofline {
                 _ => 1,
             };
             ctx.barrier_all()?;
-            let t = Instant::now();
-            launch(k, g, shape)?;
-            let took = t.elapsed().as_secs_f64() / reps as f64;
-            ctx.barrier_all()?;
-            let slowest = crate::over_world(ctx, &self.took, ReduceOp::Max, took)?;
-            Ok(ctx.n_pes() as f64 * 2.0 * size as f64 / slowest)
+            let (start, t) = (shared_clock(), Instant::now());
+            for _ in 0..TRIAL_LAUNCHES {
+                launch(k, g, shape)?;
+            }
+            let (end, took) = (shared_clock(), t.elapsed().as_secs_f64());
+            let span = if self.one_machine {
+                // The latest end and the earliest start (as the latest of
+                // its negation), in one reduction.
+                self.span.write(&[end, -start])?;
+                let s = self.span.as_slice();
+                ctx.reduce(vkshmem::Team::WORLD, ReduceOp::Max, &s, &s, 2)?;
+                let v = self.span.to_vec()?;
+                (v[0] + v[1]).max(took)
+            } else {
+                crate::over_world(ctx, &self.took, ReduceOp::Max, took)?
+            };
+            let one = span / (reps * TRIAL_LAUNCHES) as f64;
+            Ok(ctx.n_pes() as f64 * 2.0 * size as f64 / one)
         };
         let mut ranked = Vec::new();
         for (k, g, shape) in trials {
@@ -459,6 +486,16 @@ impl Roofline {
         self.measured.borrow_mut().insert(size, best);
         Ok(best)
     }
+}
+
+/// Launches of the copy per roofline trial, back to back.
+const TRIAL_LAUNCHES: u32 = 4;
+
+/// Seconds on CLOCK_MONOTONIC, which every process of a machine shares.
+fn shared_clock() -> f64 {
+    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
+        .expect("CLOCK_MONOTONIC is always there on Linux");
+    t.tv_sec() as f64 + t.tv_nsec() as f64 * 1e-9
 }
 
 /// This PE's host memcpy bandwidth (bytes read plus written per second): the

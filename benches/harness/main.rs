@@ -25,7 +25,7 @@
 //! - `roofline_pct`: the time the least data movement of the call would take at
 //!   the copy kernel's bandwidth (measured at start, `floors::copy_bandwidth`:
 //!   every PE copies at once, read plus written bytes of all PEs over the
-//!   slowest PE's time, the best over 1, 4 and 16 MiB and over workgroup
+//!   span from the first PE's start to the last PE's end, the best over 1, 4 and 16 MiB and over workgroup
 //!   counts up to the wide kernels' one vec4 per invocation), over the measured
 //!   time. The least movement sums every PE's inputs read once and outputs
 //!   written once, as all PEs of a job share one device on lavapipe (on several
@@ -985,7 +985,7 @@ fn run() -> anyhow::Result<()> {
             }
         );
         println!(
-            "# roofline: copy kernel {:.2} GB/s at {} KiB per PE (read + write, every PE at once, the slowest PE's time); each row's roofline_pct is against the copy of its own footprint (roofline_GBps in the CSV)",
+            "# roofline: copy kernel {:.2} GB/s at {} KiB per PE (read + write, every PE at once, over their common span); each row's roofline_pct is against the copy of its own footprint (roofline_GBps in the CSV)",
             copy_bps / 1e9,
             copy_at >> 10
         );
