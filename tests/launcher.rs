@@ -896,55 +896,18 @@ fn collectives_conform_with_one_submitter_per_device() {
             r.stdout
         );
     }
-    let bench = bin_dir()
-        .join("vkshmem-bench")
-        .to_string_lossy()
-        .into_owned();
-    let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("reduce.csv").to_string_lossy().into_owned();
-    for (mode, csv) in [("leader", &csv), ("auto", &csv)] {
-        let r = run_vkshmrun_env(
-            &[
-                "-n",
-                "10",
-                &bench,
-                "--collective",
-                "reduce,fcollect",
-                "--scope",
-                "host",
-                "--check",
-                "--min-bytes",
-                "16",
-                "--max-bytes",
-                "1M",
-                "--step-factor",
-                "64",
-                "--iters",
-                "1",
-                "--warmup",
-                "0",
-                "--type",
-                "int16",
-                "--op",
-                "max",
-                "--in-place",
-                "--csv",
-                csv,
-            ],
+    for mode in ["leader", "auto"] {
+        let (r, rows) = bench_rows(
+            10,
+            "--collective reduce,fcollect --scope host --check --min-bytes 16 --max-bytes 1M --step-factor 64 --iters 1 --warmup 0 --type int16 --op max --in-place",
             &[
                 ("VKSHMEM_SUBMIT", mode),
                 ("VKSHMEM_HOST_MAPPED_MAX", "0"),
                 ("RUST_LOG", "vkshmem_host::collective=trace"),
             ],
-            Duration::from_secs(600),
-            Leftovers::Forbidden,
-            |_| {},
         );
-        assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
-        let text = std::fs::read_to_string(csv).unwrap();
-        let rows: Vec<&str> = text.lines().skip(1).collect();
         // 2 collectives at 16 B, 1 KiB, 64 KiB.
-        assert_eq!(rows.len(), 2 * 3, "{text}");
+        assert_eq!(rows.len(), 2 * 3, "{rows:?}");
         for row in rows {
             assert!(row.contains(",10,") && row.ends_with(",0"), "{row}");
         }
@@ -953,6 +916,33 @@ fn collectives_conform_with_one_submitter_per_device() {
             .contains("every part submitted by the team's first member");
         assert_eq!(led, mode == "leader", "{mode}");
     }
+}
+
+/// Runs the bench on `n` PEs with `args` (split at spaces) and `env`, its
+/// CSV in a temporary file; the job must succeed. Returns the run and the
+/// CSV's rows (no header).
+fn bench_rows(n: u32, args: &str, env: &[(&str, &str)]) -> (Run, Vec<String>) {
+    let bench = bin_dir()
+        .join("vkshmem-bench")
+        .to_string_lossy()
+        .into_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("rows.csv").to_string_lossy().into_owned();
+    let n = n.to_string();
+    let mut argv = vec!["-n", &n, &bench];
+    argv.extend(args.split_whitespace());
+    argv.extend_from_slice(&["--csv", &csv]);
+    let r = run_vkshmrun_env(
+        &argv,
+        env,
+        Duration::from_secs(600),
+        Leftovers::Forbidden,
+        |_| {},
+    );
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let rows = text.lines().skip(1).map(String::from).collect();
+    (r, rows)
 }
 
 /// The conformance harness (tests/progs/collectives_check.rs): every host-initiated
@@ -1161,44 +1151,13 @@ fn kill_a_rank_under_mpirun(n: u32, bad: &str, env: &[(&str, &str)]) {
 #[test]
 fn wide_copies_hold_beyond_8_members() {
     let _one = one_spinning_job();
-    let bench = bin_dir()
-        .join("vkshmem-bench")
-        .to_string_lossy()
-        .into_owned();
-    let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("out.csv").to_string_lossy().into_owned();
-    let r = vkshmrun(
-        &[
-            "-n",
-            "9",
-            &bench,
-            "--collective",
-            "broadcast,fcollect,alltoall,collect,alltoalls,reduce",
-            "--scope",
-            "host",
-            "--check",
-            "--min-bytes",
-            "16",
-            "--max-bytes",
-            "64K",
-            "--step-factor",
-            "8",
-            "--iters",
-            "1",
-            "--warmup",
-            "0",
-            "--type",
-            "int16",
-            "--csv",
-            &csv,
-        ],
-        Duration::from_secs(600),
+    let (_, rows) = bench_rows(
+        9,
+        "--collective broadcast,fcollect,alltoall,collect,alltoalls,reduce --scope host --check --min-bytes 16 --max-bytes 64K --step-factor 8 --iters 1 --warmup 0 --type int16",
+        &[],
     );
-    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
-    let text = std::fs::read_to_string(&csv).unwrap();
-    let rows: Vec<&str> = text.lines().skip(1).collect();
     // 6 collectives at 16, 128, 1024, 8192 and 65536 bytes.
-    assert_eq!(rows.len(), 6 * 5, "{text}");
+    assert_eq!(rows.len(), 6 * 5, "{rows:?}");
     for row in rows {
         assert!(row.contains(",9,") && row.ends_with(",0"), "{row}");
     }
@@ -1206,47 +1165,13 @@ fn wide_copies_hold_beyond_8_members() {
     // over groups of 8 sources, then pushes. 10 PEs (groups of 8 and 2), in
     // place at a 4-byte offset (heads and tails on the generic kernel), sizes
     // from one vec4 to 256 KiB, checked.
-    let csv = dir.path().join("reduce.csv").to_string_lossy().into_owned();
-    let r = run_vkshmrun_env(
-        &[
-            "-n",
-            "10",
-            &bench,
-            "--collective",
-            "reduce",
-            "--scope",
-            "host",
-            "--check",
-            "--min-bytes",
-            "16",
-            "--max-bytes",
-            "256K",
-            "--step-factor",
-            "16",
-            "--iters",
-            "1",
-            "--warmup",
-            "0",
-            "--type",
-            "float",
-            "--op",
-            "max",
-            "--in-place",
-            "--offset",
-            "4",
-            "--csv",
-            &csv,
-        ],
+    let (_, rows) = bench_rows(
+        10,
+        "--collective reduce --scope host --check --min-bytes 16 --max-bytes 256K --step-factor 16 --iters 1 --warmup 0 --type float --op max --in-place --offset 4",
         &[("VKSHMEM_HOST_MAPPED_MAX", "0")],
-        Duration::from_secs(600),
-        Leftovers::Forbidden,
-        |_| {},
     );
-    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
-    let text = std::fs::read_to_string(&csv).unwrap();
-    let rows: Vec<&str> = text.lines().skip(1).collect();
     // 16 B, 256 B, 4 KiB, 64 KiB.
-    assert_eq!(rows.len(), 4, "{text}");
+    assert_eq!(rows.len(), 4, "{rows:?}");
     for row in rows {
         assert!(row.contains(",10,") && row.ends_with(",0"), "{row}");
     }
