@@ -918,6 +918,36 @@ fn collectives_conform_with_one_submitter_per_device() {
     }
 }
 
+/// Objects past the wide kernels' piece size (64 MiB) stay on the wide
+/// kernels, in pieces: a reduction in place of 72 MiB (two pieces) and an
+/// alltoall of 72 MiB blocks (each block alone, in two pieces: two blocks
+/// pass lavapipe's largest binding, 128 MiB) on 2 PEs, checked, submitted by
+/// the first member (which the trace shows only when every part of every
+/// member is wide).
+#[test]
+fn wide_paths_cut_objects_past_the_largest_binding() {
+    let _one = one_spinning_job();
+    let (r, rows) = bench_rows(
+        2,
+        "--collective reduce,alltoall --in-place --min-bytes 72M --max-bytes 72M --scope host --check --iters 1 --warmup 0",
+        &[
+            ("VKSHMEM_SUBMIT", "leader"),
+            ("VKSHMEM_SYMMETRIC_SIZE", "1G"),
+            ("RUST_LOG", "vkshmem_host::collective=trace"),
+        ],
+    );
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for row in &rows {
+        assert!(row.ends_with(",0"), "{row}");
+    }
+    // Both rows' calls on the wide kernels (the bench's own reductions of
+    // a few words run on the host path, untraced).
+    for c in ["reduce", "alltoall"] {
+        let led = format!("{c}: every part submitted by the team's first member");
+        assert!(r.stderr.contains(&led), "{c}: not on the wide kernels");
+    }
+}
+
 /// Runs the bench on `n` PEs with `args` (split at spaces) and `env`, its
 /// CSV in a temporary file; the job must succeed. Returns the run and the
 /// CSV's rows (no header).

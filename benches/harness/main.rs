@@ -371,12 +371,12 @@ impl Bench<'_> {
             let d: SymSlice<T> = SymSlice::from_raw(dst_at + off, count * n as usize);
             // Objects past the first 4 GiB of the heap (large rows on GPUs
             // with big heaps) where the call's kernels take byte addresses
-            // (device and queued forms, and host calls on objects not
-            // aligned to 16 bytes, whose heads and tails take the generic
-            // kernel): skipped and listed, not the sweep's end. Host calls
-            // on aligned objects bind them anywhere (the wide kernels).
+            // (device and queued forms, and host calls with a head or tail
+            // off whole vec4s, which take the generic kernel): skipped and
+            // listed, not the sweep's end. Host calls on 16-byte aligned
+            // objects of whole vec4s bind them anywhere (the wide kernels).
             let end = self.src.offset().max(dst_at) + off + bytes * n as u64;
-            let anywhere = form == Form::Host && off % 16 == 0;
+            let anywhere = form == Form::Host && off % 16 == 0 && bytes % 16 == 0;
             if end > vkshmem::MAX_DEVICE_BYTE && !anywhere {
                 self.skip(format!(
                     "{coll} {scope_name} {bytes} B: its objects end at heap byte {end}, past the first 4 GiB that this form's kernels address"

@@ -10,10 +10,12 @@ use crate::error::Result;
 /// The highest byte address (exclusive) that kernels taking byte addresses
 /// reach: device addresses are u32, and the end of the last word (`w * 4 +
 /// 4`) must not wrap. It bounds the objects of device and queued
-/// collectives and of host collectives that take a generic kernel (objects
-/// not aligned alike to 16 bytes, collect counts that are not whole vec4s,
-/// strided alltoalls); host collectives on the wide kernels bind any part of
-/// the heap.
+/// collectives and of host collectives that take a generic kernel: the heads
+/// and tails of objects off 16-byte alignment or whole words, objects not
+/// aligned alike, collect counts that are not whole vec4s, strided
+/// alltoalls, element kinds the device cannot reduce wide. Host collectives
+/// on the wide kernels bind any part of the heap (in pieces of 64 MiB where
+/// an object passes the device's largest binding).
 pub const MAX_DEVICE_BYTE: u64 = (1 << 32) - 4;
 
 /// Where a symmetric object lies in Vulkan terms ([`SymBuffer::vk_buffer`]).

@@ -366,9 +366,7 @@ impl Context {
     /// Checks that `n` elements of `s` are inside `s` and the heap (past the
     /// control region, within the first 4 GiB that device code addresses).
     pub(crate) fn check_sym<T: Pod>(&self, what: &str, s: &SymSlice<T>, n: u64) -> Result<()> {
-        let span = Span::of(s);
-        self.check_span(what, &span, n)?;
-        generic_reach(what, &[(s.offset(), n * span.es)])
+        self.check_span(what, &Span::of(s), n)
     }
 
     /// [`Context::check_sym`] anywhere in the heap: for the host collectives
@@ -436,8 +434,8 @@ impl Context {
     /// Steps 1-3 of the module docs. `local` is this PE's own check; `small`
     /// what this PE stages for the host path when the call is small enough (see
     /// `host_path`); `plan` turns every member's descriptor into the part of
-    /// the member it is given (its index in the team): called for this PE's
-    /// own, or for every member's when they may be submitted together.
+    /// the member it is given (its index in the team), called for every
+    /// member.
     pub(crate) fn run_collective(
         &self,
         m: &Members,
@@ -488,24 +486,22 @@ impl Context {
             // member: transports are symmetric): through the staging buffers.
             return self.staged_move(m, &all, name, small.reduce);
         }
-        // Every member plans every part from the same agreed values on the
-        // same device, so all reach the same choice (the closing meeting
-        // checks it).
+        // Every member plans every member's part, from the same agreed
+        // values on the same device: all reach the same choice of who
+        // submits (the closing meeting checks it), and an argument a part
+        // cannot take (an object past the 4 GiB of a generic kernel) fails
+        // every member alike, before anything moves.
         let together = m.shape.size > 1 && all.iter().all(|d| d.leader == 1);
-        let (moved, how) = if together {
-            match (0..m.shape.size)
-                .map(|j| plan(j, &all))
-                .collect::<Result<Vec<Part>>>()
-            {
-                Err(e) => (Err(e), part::LEADER),
-                Ok(mut parts) => match part::phases(&parts) {
-                    Some(ph) if m.me == 0 => (self.run_phases(&ph), part::LEADER),
-                    Some(_) => (Ok(()), part::LEADER),
-                    None => (self.run_part(parts.swap_remove(m.me as usize)), part::EACH),
-                },
-            }
-        } else {
-            (plan(m.me, &all).and_then(|p| self.run_part(p)), part::EACH)
+        let (moved, how) = match (0..m.shape.size)
+            .map(|j| plan(j, &all))
+            .collect::<Result<Vec<Part>>>()
+        {
+            Err(e) => (Err(e), part::EACH),
+            Ok(mut parts) => match part::phases(&parts).filter(|_| together) {
+                Some(ph) if m.me == 0 => (self.run_phases(&ph), part::LEADER),
+                Some(_) => (Ok(()), part::LEADER),
+                None => (self.run_part(parts.swap_remove(m.me as usize)), part::EACH),
+            },
         };
         tracing::trace!(
             "{name}: {}",

@@ -90,6 +90,25 @@ pub(crate) fn phases(parts: &[Part]) -> Option<Vec<Vec<&Planned>>> {
     )
 }
 
+/// `parts` (of one member, over disjoint bytes) as one part: step `i` of
+/// every part in its step `i`, the wide launches of a step in one batch.
+pub(crate) fn side_by_side(parts: Vec<Part>) -> Part {
+    interleave(parts)
+        .into_iter()
+        .flat_map(|steps| {
+            let mut wide = Vec::new();
+            let mut other = Vec::new();
+            for s in steps {
+                match s {
+                    Step::Wide(l) => wide.extend(l),
+                    s => other.push(s),
+                }
+            }
+            other.into_iter().chain([Step::Wide(wide)])
+        })
+        .collect()
+}
+
 /// Step `i` of every sequence in phase `i`, sequences in order (shorter
 /// sequences simply end); empty phases are left out.
 fn interleave<L>(seqs: Vec<Vec<L>>) -> Vec<Vec<L>> {

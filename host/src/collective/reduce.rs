@@ -11,7 +11,7 @@ use vkshmem_device::collectives::{self, HostCall, Kind};
 pub use vkshmem_device::collectives::ReduceOp;
 
 use super::host_path::reduce_slots;
-use super::{generic_reach, wide, Desc, Members, Small, Step, Which};
+use super::{generic_reach, Desc, Members, Small, Step, Which};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::symbuf::SymSlice;
@@ -246,21 +246,15 @@ impl Context {
                     part.push(generic(at / es, bytes / es)?);
                 }
             }
-            let p = wide::plan(
-                kind.bytes,
-                m.shape.size,
+            part.extend(self.reduce_wide(
+                &m,
                 me,
+                k,
+                kind.bytes,
                 dest.offset() + sp.head,
                 source.offset() + sp.head,
-                sp.mid / es,
-                self.heap_size(),
-            )
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "reduce: no wide plan for member {me} (wide_prepare found one)"
-                ))
-            })?;
-            part.extend(self.reduce_wide(&m, me, k, &p)?);
+                sp.mid,
+            )?);
             Ok(part)
         })
     }

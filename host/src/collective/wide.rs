@@ -252,9 +252,11 @@ impl Context {
     /// The launches that copy `block` bytes at byte offset `src` of each PE
     /// in `from` into consecutive blocks at `dst` of PE `to`, on the wide
     /// path; `None` when the call must take the generic path (which then
-    /// writes the whole dest again). More than [`WIDE_REDUCE_MAX_MEMBERS`]
-    /// PEs take a launch per group of that many (all groups take the wide
-    /// path or none does).
+    /// writes the whole dest again). A launch takes a group of up to
+    /// [`WIDE_REDUCE_MAX_MEMBERS`] blocks whose dest window fits the
+    /// device's largest binding; blocks past [`WIDE_CHUNK_BYTES`] go one at
+    /// a time, in pieces of that size (all launches take the wide path or
+    /// none does).
     pub(crate) fn copy_wide(
         &self,
         to: u32,
@@ -263,13 +265,27 @@ impl Context {
         src: u64,
         dst: u64,
     ) -> Result<Option<Vec<Planned>>> {
-        let max = WIDE_REDUCE_MAX_MEMBERS as usize;
         let mut plans = Vec::new();
-        for (i, group) in from.chunks(max).enumerate() {
-            let at = (i * max) as u64 * block;
-            match self.copy_wide_launch(to, group, block, src, dst + at)? {
-                Some(p) => plans.push(p),
-                None => return Ok(None),
+        let mut add = |p: Option<Planned>| p.map(|p| plans.push(p)).is_some();
+        if block > WIDE_CHUNK_BYTES {
+            for (j, &pe) in from.iter().enumerate() {
+                for (at, b) in chunks(block) {
+                    let to_at = dst + j as u64 * block + at;
+                    if !add(self.copy_wide_launch(to, &[pe], b, src + at, to_at)?) {
+                        return Ok(None);
+                    }
+                }
+            }
+            return Ok(Some(plans));
+        }
+        let info = self.device_info();
+        let slack = info.min_storage_offset_alignment.max(16);
+        let fit = (info.max_storage_buffer_range.saturating_sub(slack) / block.max(1))
+            .clamp(1, WIDE_REDUCE_MAX_MEMBERS as u64) as usize;
+        for (i, group) in from.chunks(fit).enumerate() {
+            let at = (i * fit) as u64 * block;
+            if !add(self.copy_wide_launch(to, group, block, src, dst + at)?) {
+                return Ok(None);
             }
         }
         Ok(Some(plans))
@@ -493,17 +509,11 @@ impl Context {
             return Ok(None);
         };
         // Whether a plan exists depends only on the object, not on the
-        // member (`push_plan`): each member's own comes with its part.
-        if plan(
-            kind.bytes,
-            size,
-            m.me,
-            dest + sp.head,
-            source + sp.head,
-            sp.mid / es,
-            self.heap_size(),
-        )
-        .is_none()
+        // member (`push_plan`): each member's own comes with its part, a
+        // plan per piece of WIDE_CHUNK_BYTES.
+        let (d, s, heap) = (dest + sp.head, source + sp.head, self.heap_size());
+        if !chunks(sp.mid)
+            .all(|(at, b)| plan(kind.bytes, size, m.me, d + at, s + at, b / es, heap).is_some())
         {
             return Ok(None);
         }
@@ -543,15 +553,39 @@ impl Context {
         Ok(k.map(|k| (WideReduce::Direct(k), sp)))
     }
 
-    /// Member `me`'s part of a reduction on the wide path (`p`: its plan,
-    /// [`plan`]).
+    /// Member `me`'s part of a reduction of `bytes` (whole words, both
+    /// objects 16-byte aligned) of elements of `es` bytes at `source` into
+    /// `dest` on the wide path: one plan per piece of [`WIDE_CHUNK_BYTES`]
+    /// (no window past [`WIDE_WINDOW_MAX_BYTES`]), the pieces' steps side by
+    /// side (they touch disjoint bytes).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn reduce_wide(
         &self,
         m: &Members,
         me: u32,
         w: &WideReduce,
-        p: &WidePlan,
+        es: u32,
+        dest: u64,
+        source: u64,
+        bytes: u64,
     ) -> Result<Part> {
+        let mut parts = Vec::new();
+        for (at, b) in chunks(bytes).filter(|&(_, b)| b > 0) {
+            let (d, s) = (dest + at, source + at);
+            let n = b / es as u64;
+            let p = plan(es, m.shape.size, me, d, s, n, self.heap_size()).ok_or_else(|| {
+                crate::error::Error::InvalidArgument(format!(
+                    "reduce: no wide plan for member {me} at {s} (wide_prepare found one)"
+                ))
+            })?;
+            parts.push(self.reduce_piece(m, me, w, &p)?);
+        }
+        Ok(super::part::side_by_side(parts))
+    }
+
+    /// Member `me`'s part of one piece of a reduction on the wide path (`p`:
+    /// its plan, [`plan`]).
+    fn reduce_piece(&self, m: &Members, me: u32, w: &WideReduce, p: &WidePlan) -> Result<Part> {
         let items = (p.args.end - p.args.first) as u64;
         if items == 0 {
             return Ok(Vec::new());
