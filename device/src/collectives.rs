@@ -126,10 +126,13 @@ pub const KINDS: [Kind; 12] = [
 /// subnormals included). Without branches (each case computed, one
 /// selected): on llvmpipe, whose invocations run as SIMD lanes, the
 /// branches' masks had made a 2-PE f16 sum of 4 MiB take 1900-2100 us
-/// against 1600 now. In integer arithmetic but for half subnormals to f32,
-/// `m * 2^-24` (exact, and a normal f32): no result depends on the device's
-/// rounding or denormal modes. Checked against the CPU's `_Float16` for
-/// every one of the 2^32 f32 inputs and the 2^16 halves.
+/// against 1600 now. Half subnormals from f32 are `round(|x| * 2^24)`
+/// (the multiply is exact; WGSL's `round` is round-half-to-even, SPIR-V's
+/// RoundEven), to f32 `m * 2^-24` (exact, a normal f32); the rest is integer
+/// arithmetic: no result depends on the device's rounding mode, and an f32
+/// subnormal a device flushes to zero rounds to a zero half anyway. Checked
+/// on the CPU against `_Float16` for all 2^32 f32 inputs and the 2^16 halves
+/// (the subnormal step in integers first, then the rounding against it).
 pub const HALF_SOURCE: &str = "
 fn vks_f16_value(h: u32) -> f32 {
     let e = (h >> 10u) & 0x1fu;
@@ -145,13 +148,7 @@ fn vks_f16_bits(x: f32) -> u32 {
     let a = u & 0x7fffffffu;
     let r = a - 0x38000000u;
     let normal = (r + 0xfffu + ((r >> 13u) & 1u)) >> 13u;
-    let sh = u32(clamp(126 - i32(a >> 23u), 14, 24));
-    let m = (a & 0x7fffffu) | 0x800000u;
-    let q = m >> sh;
-    let rem = m & ((1u << sh) - 1u);
-    let half = 1u << (sh - 1u);
-    let up = select(0u, 1u, rem > half || (rem == half && (q & 1u) == 1u));
-    let sub = select(q + up, 0u, a <= 0x33000000u);
+    let sub = u32(round(bitcast<f32>(a) * 16777216.0));
     var o = select(normal, sub, a < 0x38800000u);
     o = select(o, 0x7c00u, a >= 0x477ff000u);
     o = select(o, 0x7e00u | ((a >> 13u) & 0x3ffu), a > 0x7f800000u);
