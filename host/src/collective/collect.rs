@@ -256,24 +256,22 @@ impl Context {
                 // Unequal counts in whole vec4s: one wide copy per member, each
                 // block to its place in the member's dest.
                 let mut at = dest.offset();
-                let mut launches = Some(Vec::new());
+                let mut launches = Vec::new();
+                let mut wide = true;
                 for (j, from) in m.shape.members().enumerate() {
                     if counts[j] > 0 {
-                        launches = match (
-                            launches,
-                            self.copy_wide(pe, &[from], counts[j], source.offset(), at)?,
-                        ) {
-                            (Some(mut all), Some(l)) => {
-                                all.extend(l);
-                                Some(all)
+                        match self.copy_wide(pe, &[from], counts[j], source.offset(), at)? {
+                            Some(l) => launches.extend(l),
+                            None => {
+                                wide = false;
+                                break;
                             }
-                            _ => None,
-                        };
+                        }
                     }
                     at += counts[j];
                 }
-                if let Some(l) = launches {
-                    return Ok(vec![Step::Wide(l)]);
+                if wide {
+                    return Ok(vec![Step::Wide(launches)]);
                 }
             }
             let most = counts.iter().copied().max().unwrap_or(0);

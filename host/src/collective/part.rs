@@ -125,21 +125,27 @@ fn interleave<L>(seqs: Vec<Vec<L>>) -> Vec<Vec<L>> {
 }
 
 impl Context {
-    /// Runs this PE's own `part`, step by step.
+    /// Runs this PE's own `part`, step by step: consecutive wide steps as
+    /// the phases of one submission ([`Context::run_phases`]).
     pub(crate) fn run_part(&self, part: Part) -> Result<()> {
-        for step in part {
+        let mut wide: Vec<Vec<&Planned>> = Vec::new();
+        for step in &part {
             match step {
-                Step::Wide(l) => self.run_phases(&[l.iter().collect()])?,
+                Step::Wide(l) => wide.push(l.iter().collect()),
                 Step::Generic(call, args, items) => {
-                    if items > 0 {
-                        let (k, args, groups) = self.host_kernel_call(call, args, items)?;
+                    self.run_phases(&std::mem::take(&mut wide))?;
+                    if *items > 0 {
+                        let (k, args, groups) = self.host_kernel_call(*call, *args, *items)?;
                         self.launch(&k, [groups, 1, 1], &[], bytemuck::bytes_of(&args))?;
                     }
                 }
-                Step::WriteOwn(at, bytes) => self.write_bytes(self.my_pe(), at, &bytes)?,
+                Step::WriteOwn(at, bytes) => {
+                    self.run_phases(&std::mem::take(&mut wide))?;
+                    self.write_bytes(self.my_pe(), *at, bytes)?;
+                }
             }
         }
-        Ok(())
+        self.run_phases(&wide)
     }
 
     /// Submits `phases` in order: each phase's launches side by side, a
