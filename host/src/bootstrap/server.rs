@@ -51,6 +51,13 @@ struct Shared {
     uid: u32,
     stop: AtomicBool,
     state: Mutex<State>,
+    /// The order in which decisions leave: whoever decides, under `state`,
+    /// to send something to PEs (a collective's answers, an abort, a
+    /// timeout) takes this before releasing `state` and holds it until those
+    /// sends are done. So every PE hears decisions in the order `state` took
+    /// them: a PE that dies right after its barrier's answer cannot have its
+    /// abort overtake that answer on its way to another PE.
+    outbox: Mutex<()>,
     /// The node segment (the sync plane, [`crate::sync`]): handed to every PE
     /// at admission; the endpoint raises its abort word and records goodbyes
     /// in it, so PEs waiting on the plane hear of failures.
@@ -66,7 +73,7 @@ type FailHook = Box<dyn FnOnce(u32, &str) + Send>;
 
 /// A PE's connection, write side. Several threads send to one PE (the last
 /// arrival of a collective, a failure, the watchdog), never under the global
-/// lock: this lock keeps their frames whole.
+/// lock (under [`Shared::outbox`] instead): this lock keeps their frames whole.
 struct Conn {
     stream: Arc<UnixStream>,
     write: Mutex<()>,
@@ -186,6 +193,7 @@ impl Server {
             segment,
             segment_fd,
             on_fail: Mutex::new(None),
+            outbox: Mutex::new(()),
             state: Mutex::new(State {
                 conns: (0..npes).map(|_| None).collect(),
                 done: vec![false; npes as usize],
@@ -539,6 +547,15 @@ impl Shared {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Takes the outbox ([`Shared::outbox`]), then releases `st`: the sends
+    /// made under the returned guard keep the order of the state's decisions.
+    /// Never take `state` while holding the outbox.
+    fn to_outbox<'a>(&'a self, st: MutexGuard<'a, State>) -> MutexGuard<'a, ()> {
+        let out = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
+        drop(st);
+        out
+    }
+
     fn fail(&self, pe: u32, how: &str) {
         let mut st = self.lock();
         if st.failed.is_some() {
@@ -552,10 +569,11 @@ impl Shared {
         };
         st.clear_rounds();
         let conns: Vec<Arc<Conn>> = st.conns.iter().flatten().cloned().collect();
-        drop(st);
+        let out = self.to_outbox(st);
         // The failed PE hears it too: it may be alive and waiting (a protocol
         // violation); a dead one's send just fails.
         send_all(&conns, &abort, "an abort");
+        drop(out);
         // The socket message goes first: a PE that sees the abort word finds
         // the reason waiting in its socket.
         if pe < self.npes {
@@ -603,8 +621,9 @@ impl Shared {
         };
         st.clear_rounds();
         let conns: Vec<Arc<Conn>> = st.conns.iter().flatten().cloned().collect();
-        drop(st);
+        let out = self.to_outbox(st);
         send_all(&conns, &msg, "a timeout");
+        drop(out);
         self.segment
             .raise_abort(seg::ABORT_TIMEOUT | (first & seg::ABORT_PE_MASK));
         let how = self.lock().failed.clone().map(|f| f.1).unwrap_or_default();
@@ -646,7 +665,7 @@ impl Shared {
         let members = members.expect("checked above");
         let mut st = self.lock();
         if let Some((conn, abort)) = st.failure_for(pe) {
-            drop(st);
+            let _out = self.to_outbox(st);
             send_all(&conn, &abort, "an abort");
             return;
         }
@@ -689,7 +708,7 @@ impl Shared {
             .iter()
             .filter_map(|m| st.conns[*m as usize].clone())
             .collect();
-        drop(st);
+        let _out = self.to_outbox(st);
         for c in &conns {
             if let Err(e) = c.send(&msg, &[]) {
                 tracing::warn!("bootstrap: delivering team allgather #{seq}: {e}");
@@ -701,7 +720,7 @@ impl Shared {
     fn arrive(&self, pe: u32, seq: u64, kind: &'static str, part: Part) {
         let mut st = self.lock();
         if let Some((conn, abort)) = st.failure_for(pe) {
-            drop(st);
+            let _out = self.to_outbox(st);
             send_all(&conn, &abort, "an abort");
             return;
         }
@@ -752,7 +771,7 @@ impl Shared {
             return;
         }
         let conns: Vec<Arc<Conn>> = st.conns.iter().flatten().cloned().collect();
-        drop(st);
+        let _out = self.to_outbox(st);
         let result = deliver(&conns, seq, parts);
         if let Err(e) = result {
             tracing::warn!("bootstrap: delivering {kind} #{seq}: {e}");
@@ -761,14 +780,22 @@ impl Shared {
 }
 
 /// Sends the result of a completed collective to every PE (`parts`: every
-/// job PE's, `None` for those of other nodes).
+/// job PE's, `None` for those of other nodes). A send that fails (a PE that
+/// died since it arrived) does not keep the others from theirs: the first
+/// error is returned after every PE was served.
 fn deliver(conns: &[Arc<Conn>], seq: u64, parts: Vec<Option<Pending>>) -> Result<()> {
+    let mut result = Ok(());
+    let sent = |r: Result<()>, result: &mut Result<()>| {
+        if let (Err(e), Ok(())) = (r, &result) {
+            *result = Err(e);
+        }
+    };
     let first = parts.iter().flatten().next().map(|p| &p.part);
     match first {
         None => {}
         Some(Part::Barrier) => {
             for c in conns {
-                c.send(&Msg::BarrierDone { seq }, &[])?;
+                sent(c.send(&Msg::BarrierDone { seq }, &[]), &mut result);
             }
         }
         Some(Part::Gather(_)) => {
@@ -781,7 +808,7 @@ fn deliver(conns: &[Arc<Conn>], seq: u64, parts: Vec<Option<Pending>>) -> Result
                 .collect();
             let msg = Msg::Gathered { seq, blobs };
             for c in conns {
-                c.send(&msg, &[])?;
+                sent(c.send(&msg, &[]), &mut result);
             }
         }
         Some(Part::Fd(_)) => {
@@ -815,13 +842,13 @@ fn deliver(conns: &[Arc<Conn>], seq: u64, parts: Vec<Option<Pending>>) -> Result
                         first: *first,
                         present: present.clone(),
                     };
-                    c.send(&msg, raw)?;
+                    sent(c.send(&msg, raw), &mut result);
                 }
             }
             // `fds` drops here: the kernel has duplicated them into the receivers.
         }
     }
-    Ok(())
+    result
 }
 
 #[cfg(test)]
