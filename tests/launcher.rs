@@ -488,6 +488,7 @@ fn device_waits_across_processes_refused_where_the_driver_cannot() {
             "-n",
             n,
             &bench,
+            "--no-roofline",
             "--collective",
             "barrier,broadcast,reduce",
             "--scope",
@@ -594,8 +595,10 @@ fn staged_rounds_check(env: &[(&str, &str)]) {
 /// vkshmem-bench's arguments for a host check of every SHMEM collective
 /// across several 1 MiB rounds of the staged transport per member (UCC's
 /// calls move their data through host memory, not through the rounds; the
-/// bench check covers them at smaller sizes).
-const ROUNDS_CHECK: [&str; 11] = [
+/// bench check covers them at smaller sizes). Without the roofline: results
+/// only (its trials at every row's footprint cost more than the rows).
+const ROUNDS_CHECK: [&str; 12] = [
+    "--no-roofline",
     "--collective",
     "barrier,sync,broadcast,collect,fcollect,alltoall,alltoalls,reduce",
     "--scope",
@@ -949,8 +952,8 @@ fn wide_paths_cut_objects_past_the_largest_binding() {
 }
 
 /// Runs the bench on `n` PEs with `args` (split at spaces) and `env`, its
-/// CSV in a temporary file; the job must succeed. Returns the run and the
-/// CSV's rows (no header).
+/// CSV in a temporary file, without the roofline; the job must succeed.
+/// Returns the run and the CSV's rows (no header).
 fn bench_rows(n: u32, args: &str, env: &[(&str, &str)]) -> (Run, Vec<String>) {
     let bench = bin_dir()
         .join("vkshmem-bench")
@@ -959,7 +962,9 @@ fn bench_rows(n: u32, args: &str, env: &[(&str, &str)]) -> (Run, Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("rows.csv").to_string_lossy().into_owned();
     let n = n.to_string();
-    let mut argv = vec!["-n", &n, &bench];
+    // Results only: no roofline (its copy kernels and trials at 72 MiB had
+    // made the wide-paths test 70 s instead of 4).
+    let mut argv = vec!["-n", &n, &bench, "--no-roofline"];
     argv.extend(args.split_whitespace());
     argv.extend_from_slice(&["--csv", &csv]);
     let r = run_vkshmrun_env(
@@ -1433,6 +1438,7 @@ fn bench_on_a_team_checks_its_members_only() {
             "-n",
             "3",
             &bench,
+            "--no-roofline",
             "--team",
             "2:-2:2",
             "--root",
@@ -1454,13 +1460,23 @@ fn bench_on_a_team_checks_its_members_only() {
     assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
     assert!(r.stdout.contains("team 2:-2:2 (2 PEs)"), "{}", r.stdout);
     assert!(r.stdout.contains(" wrong=0 "), "{}", r.stdout);
-    // Table rows: the scope is the second column.
-    let rows = r
+    // Without the roofline, said so, and no row has a roofline_pct.
+    assert!(
+        r.stdout
+            .contains("# roofline: not measured (--no-roofline)"),
+        "{}",
+        r.stdout
+    );
+    // Table rows: the scope is the second column, roofline% the tenth.
+    let rows: Vec<&str> = r
         .stdout
         .lines()
         .filter(|l| l.split_whitespace().nth(1) == Some("host"))
-        .count();
-    assert_eq!(rows, 6 * 4, "{}", r.stdout);
+        .collect();
+    assert_eq!(rows.len(), 6 * 4, "{}", r.stdout);
+    for row in rows {
+        assert_eq!(row.split_whitespace().nth(9), Some("-"), "{row}");
+    }
 }
 
 /// `litmus: stale=N rounds=M` from a litmus run.

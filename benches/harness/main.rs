@@ -191,6 +191,11 @@ struct Args {
     /// objects that are not 16-byte aligned.
     #[arg(long, default_value_t = 0)]
     offset: u64,
+    /// Skip the copy roofline (its kernels and its trials at every row's
+    /// footprint): for runs that check results only, such as the tests;
+    /// roofline_pct and roofline_GBps are then left empty.
+    #[arg(long)]
+    no_roofline: bool,
     /// Reductions in place: the dest is the source (the other collectives
     /// are unchanged).
     #[arg(long)]
@@ -210,8 +215,9 @@ struct Args {
 struct Bench<'a> {
     ctx: &'a Context,
     args: &'a Args,
-    /// The copy kernel's bandwidth at each row's footprint.
-    roofline: floors::Roofline,
+    /// The copy kernel's bandwidth at each row's footprint (`None` with
+    /// `--no-roofline`).
+    roofline: Option<floors::Roofline>,
     src: SymBuffer<u8>,
     dst: SymBuffer<u8>,
     /// This PE's wrong count, then (after a sum over WORLD) everyone's.
@@ -500,9 +506,12 @@ impl Bench<'_> {
             // A host call this small may have run on the host (memcpy
             // through the heap's mapping): its roofline counts the memcpy.
             let host_path = form == Form::Host && bytes <= ctx.host_path_max();
-            let mut roof_bps = least
-                .map(|b| self.roofline.of_row(ctx, b / (2 * n as u64), host_path))
-                .transpose()?;
+            let mut roof_bps = match &self.roofline {
+                Some(roof) => least
+                    .map(|b| roof.of_row(ctx, b / (2 * n as u64), host_path))
+                    .transpose()?,
+                None => None,
+            };
             let (median_us, min_us, max_us) = metrics::stats_us(&samples);
             // A row faster than the roofline shows that the roofline's
             // trials met a busy moment (the machine is shared): measure it
@@ -515,7 +524,8 @@ impl Bench<'_> {
                     if over_world(ctx, &self.flag, ReduceOp::Max, u32::from(above))? == 0 {
                         break;
                     }
-                    r = self.roofline.of_row(ctx, b / (2 * n as u64), host_path)?;
+                    let roof = self.roofline.as_ref().expect("a roofline measured");
+                    r = roof.of_row(ctx, b / (2 * n as u64), host_path)?;
                 }
                 roof_bps = Some(r);
             }
@@ -925,9 +935,16 @@ fn run() -> anyhow::Result<()> {
         / (2 * n as u64);
     // At least 1 MiB (a smaller copy is mostly its launch), at most 16 MiB
     // unless a row needs more: a sweep of small sizes measures small copies.
-    let roofline = floors::Roofline::new(&ctx, most.max(1 << 20).min(ctx.heap_size() / 8))?;
-    let copy_at = (16 << 20).min(roofline.cap());
-    let copy_bps = roofline.at(&ctx, copy_at)?;
+    let roofline = if args.no_roofline {
+        None
+    } else {
+        Some(floors::Roofline::new(
+            &ctx,
+            most.max(1 << 20).min(ctx.heap_size() / 8),
+        )?)
+    };
+    let copy_at = (16 << 20).min(roofline.as_ref().map_or(0, |r| r.cap()));
+    let copy_bps = roofline.as_ref().map(|r| r.at(&ctx, copy_at)).transpose()?;
     let per_dispatch =
         device::calls_per_dispatch(capped, oversubscribed, 0, args.iters).unwrap_or(1);
     // Device code that waits on the other processes of this device: refused
@@ -984,11 +1001,14 @@ fn run() -> anyhow::Result<()> {
                 String::new()
             }
         );
-        println!(
-            "# roofline: copy kernel {:.2} GB/s at {} KiB per PE (read + write, every PE at once, over their common span); each row's roofline_pct is against the copy of its own footprint (roofline_GBps in the CSV)",
-            copy_bps / 1e9,
-            copy_at >> 10
-        );
+        match copy_bps {
+            Some(bps) => println!(
+                "# roofline: copy kernel {:.2} GB/s at {} KiB per PE (read + write, every PE at once, over their common span); each row's roofline_pct is against the copy of its own footprint (roofline_GBps in the CSV)",
+                bps / 1e9,
+                copy_at >> 10
+            ),
+            None => println!("# roofline: not measured (--no-roofline)"),
+        }
     }
     let total: u64 = colls
         .iter()

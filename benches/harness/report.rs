@@ -68,8 +68,9 @@ pub const COLUMNS: [&str; 16] = [
 /// The floors and roofline of the run (see `floors`).
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct Floors {
-    /// Copy kernel bandwidth, bytes read plus written per second.
-    pub copy_bps: f64,
+    /// Copy kernel bandwidth, bytes read plus written per second (`None`:
+    /// not measured, `--no-roofline`).
+    pub copy_bps: Option<f64>,
     /// One PE's host memcpy of 32 MiB, bytes read plus written per second.
     pub host_memcpy_bps: f64,
     /// One empty submit-and-wait, µs (the reporter alone).
@@ -296,7 +297,7 @@ pub fn summary(rows: &[Row], floors: &Floors, skipped: &[String]) -> Vec<String>
         skipped.len()
     ));
     out.push(format!(
-        "floors: empty submit {:.1} us ({:.1} us with every PE submitting); one dispatch {:.1} us (every PE); atomic barrier {}; copy {:.2} GB/s (read + write); host memcpy {:.2} GB/s (read + write)",
+        "floors: empty submit {:.1} us ({:.1} us with every PE submitting); one dispatch {:.1} us (every PE); atomic barrier {}; copy {} (read + write); host memcpy {:.2} GB/s (read + write)",
         floors.empty_submit_us,
         floors.empty_submit_all_us,
         floors.one_dispatch_all_us,
@@ -304,7 +305,9 @@ pub fn summary(rows: &[Row], floors: &Floors, skipped: &[String]) -> Vec<String>
             .atomic_barrier_us
             .map(|t| format!("{t:.1} us"))
             .unwrap_or_else(|| "-".into()),
-        floors.copy_bps / 1e9,
+        floors
+            .copy_bps
+            .map_or_else(|| "not measured".into(), |b| format!("{:.2} GB/s", b / 1e9)),
         floors.host_memcpy_bps / 1e9
     ));
     let mut seen: Vec<(String, String)> = Vec::new();
@@ -550,7 +553,7 @@ mod tests {
     }
 
     const FLOORS: Floors = Floors {
-        copy_bps: 1e9,
+        copy_bps: Some(1e9),
         host_memcpy_bps: 4e9,
         empty_submit_us: 30.0,
         empty_submit_all_us: 40.0,

@@ -12,7 +12,14 @@ fn help_names_the_sweep_flags() {
         .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    for flag in ["--collective", "--scope", "--check", "--csv", "--json"] {
+    for flag in [
+        "--collective",
+        "--scope",
+        "--check",
+        "--csv",
+        "--json",
+        "--no-roofline",
+    ] {
         assert!(text.contains(flag), "{flag} missing from:\n{text}");
     }
 }
