@@ -88,7 +88,7 @@ fn vks_copy_bytes(dpe: u32, d: u32, spe: u32, s: u32, n: u32, tid: u32, nth: u32
     if n == 0u {
         return;
     }
-    if dpe == VKS_MY_PE && !vks_is_direct(spe) {
+    if (dpe == VKS_SELF || dpe == vks_my_pe()) && !vks_is_direct(spe) {
         if tid == 0u {
             vks_px_get(d, spe, s, n);
         }
@@ -97,7 +97,7 @@ fn vks_copy_bytes(dpe: u32, d: u32, spe: u32, s: u32, n: u32, tid: u32, nth: u32
     // Source and dest equally placed in their 16 bytes: the middle as vec4s
     // (where the kernel has the vec4 view, vks_copy_vec4), the head and tail
     // word by word.
-    if dpe == VKS_MY_PE && (d & 15u) == (s & 15u) && n >= 64u {
+    if (dpe == VKS_SELF || dpe == vks_my_pe()) && (d & 15u) == (s & 15u) && n >= 64u {
         let head = (16u - (d & 15u)) & 15u;
         let mid = (n - head) & ~15u;
         if vks_copy_vec4((d + head) >> 4u, spe, (s + head) >> 4u, mid >> 4u, tid, nth) {
@@ -129,13 +129,13 @@ fn vks_broadcast_move(t: VksTeam, d: u32, s: u32, n: u32, root: u32, skip_root: 
     if skip_root && t.me == root {
         return;
     }
-    vks_copy_bytes(VKS_MY_PE, d, vks_team_pe(t, root), s, n, tid, nth);
+    vks_copy_bytes(VKS_SELF, d, vks_team_pe(t, root), s, n, tid, nth);
 }
 
 // fcollectmem: this PE's dest gets every member's `n` source bytes, in team order.
 fn vks_fcollect_move(t: VksTeam, d: u32, s: u32, n: u32, tid: u32, nth: u32) {
     for (var j = 0u; j < t.size; j++) {
-        vks_copy_bytes(VKS_MY_PE, d + j * n, vks_team_pe(t, j), s, n, tid, nth);
+        vks_copy_bytes(VKS_SELF, d + j * n, vks_team_pe(t, j), s, n, tid, nth);
     }
 }
 
@@ -144,8 +144,8 @@ fn vks_fcollect_move(t: VksTeam, d: u32, s: u32, n: u32, tid: u32, nth: u32) {
 fn vks_collect_move(t: VksTeam, d: u32, s: u32, counts: u32, tid: u32, nth: u32) {
     var off = 0u;
     for (var j = 0u; j < t.size; j++) {
-        let n = vks_d_plain_load(VKS_MY_PE, counts + j);
-        vks_copy_bytes(VKS_MY_PE, d + off, vks_team_pe(t, j), s, n, tid, nth);
+        let n = vks_d_plain_load(VKS_SELF, counts + j);
+        vks_copy_bytes(VKS_SELF, d + off, vks_team_pe(t, j), s, n, tid, nth);
         off += n;
     }
 }
@@ -154,7 +154,7 @@ fn vks_collect_move(t: VksTeam, d: u32, s: u32, counts: u32, tid: u32, nth: u32)
 // (blocks of `n` bytes).
 fn vks_alltoall_move(t: VksTeam, d: u32, s: u32, n: u32, tid: u32, nth: u32) {
     for (var j = 0u; j < t.size; j++) {
-        vks_copy_bytes(VKS_MY_PE, d + j * n, vks_team_pe(t, j), s + t.me * n, n, tid, nth);
+        vks_copy_bytes(VKS_SELF, d + j * n, vks_team_pe(t, j), s + t.me * n, n, tid, nth);
     }
 }
 
@@ -177,7 +177,7 @@ fn vks_alltoalls_move(t: VksTeam, d: u32, s: u32, nelems: u32, es: u32, dst: u32
         }
         let db = d + (j * nelems + k) * dst * es;
         let sb = s + (t.me * nelems + k) * sst * es;
-        vks_copy_bytes(VKS_MY_PE, db, pe, sb, es, 0u, 1u);
+        vks_copy_bytes(VKS_SELF, db, pe, sb, es, 0u, 1u);
     }
     // A member reached through the proxy: one strided get of its block.
     if tid == 0u && nelems > 0u {
@@ -195,7 +195,7 @@ fn vks_alltoalls_move(t: VksTeam, d: u32, s: u32, nelems: u32, es: u32, dst: u32
 fn vks_gather_move(t: VksTeam, d: u32, s: u32, n: u32, root: u32, tid: u32, nth: u32) {
     if t.me == root {
         for (var j = 0u; j < t.size; j++) {
-            vks_copy_bytes(VKS_MY_PE, d + j * n, vks_team_pe(t, j), s, n, tid, nth);
+            vks_copy_bytes(VKS_SELF, d + j * n, vks_team_pe(t, j), s, n, tid, nth);
         }
     }
 }
@@ -203,7 +203,7 @@ fn vks_gather_move(t: VksTeam, d: u32, s: u32, n: u32, root: u32, tid: u32, nth:
 // scattermem (UCC scatter, fixed counts): this member's dest gets block `me`
 // (`n` bytes) of the root's source.
 fn vks_scatter_move(t: VksTeam, d: u32, s: u32, n: u32, root: u32, tid: u32, nth: u32) {
-    vks_copy_bytes(VKS_MY_PE, d, vks_team_pe(t, root), s + t.me * n, n, tid, nth);
+    vks_copy_bytes(VKS_SELF, d, vks_team_pe(t, root), s + t.me * n, n, tid, nth);
 }
 
 // The share of `items` work items that member `me` of `size` takes in a
@@ -224,7 +224,7 @@ fn vks_collect_move_team(t: VksTeam, team: u32, d: u32, s: u32, tid: u32, nth: u
     for (var j = 0u; j < t.size; j++) {
         let pe = vks_team_pe(t, j);
         let n = vks_relaxed_load(pe, at);
-        vks_copy_bytes(VKS_MY_PE, d + off, pe, s, n, tid, nth);
+        vks_copy_bytes(VKS_SELF, d + off, pe, s, n, tid, nth);
         off += n;
     }
 }
@@ -263,7 +263,7 @@ fn vks_ll_push(team: u32, s: u32, n: u32) {
     for (var j = 0u; j < t.size; j++) {
         let pe = vks_team_pe(t, j);
         for (var i = 0u; i < words; i++) {
-            vks_d_plain_store(pe, at + i, vks_d_plain_load(VKS_MY_PE, w0 + i));
+            vks_d_plain_store(pe, at + i, vks_d_plain_load(VKS_SELF, w0 + i));
         }
     }
 }
@@ -299,9 +299,9 @@ fn vks_wg_end(team: u32, li: u32) -> i32 {
 // checked alike in every group before any wait.
 fn vks_grid_ok(group: u32, groups: u32, li: u32) -> bool {
     let ok = groups >= 1u && group < groups
-        && groups <= vks_relaxed_load(VKS_MY_PE, VKS_CTRL_MAX_GROUPS);
+        && groups <= vks_relaxed_load(VKS_SELF, VKS_CTRL_MAX_GROUPS);
     if !ok && li == 0u {
-        vks_raise(VKS_ERR_BAD_ARGUMENT, VKS_MY_PE, groups);
+        vks_raise(VKS_ERR_BAD_ARGUMENT, vks_my_pe(), groups);
     }
     return ok;
 }
@@ -323,15 +323,15 @@ fn vks_grid_sync(team: u32, li: u32, groups: u32) -> i32 {
             let base = vks_team_base(team);
             // Acquire: the arrival below cannot come before this read, so it
             // reads the epoch before the last group's sync raises it.
-            let e = vks_acquire_load(VKS_MY_PE, base + VKS_TEAM_EPOCH) + 1u;
-            if vks_fetch_add(VKS_MY_PE, VKS_CTRL_GRID_COUNT, 1u) == groups - 1u {
+            let e = vks_acquire_load(VKS_SELF, base + VKS_TEAM_EPOCH) + 1u;
+            if vks_fetch_add(VKS_SELF, VKS_CTRL_GRID_COUNT, 1u) == groups - 1u {
                 // Before the sync's announcements: no group arrives at the next
                 // grid sync before it saw this PE's own announcement.
-                vks_relaxed_store(VKS_MY_PE, VKS_CTRL_GRID_COUNT, 0u);
+                vks_relaxed_store(VKS_SELF, VKS_CTRL_GRID_COUNT, 0u);
                 ok = vks_team_sync(team);
             } else {
-                let size = vks_relaxed_load(VKS_MY_PE, base + VKS_TEAM_SIZE);
-                let flags = vks_relaxed_load(VKS_MY_PE, base + VKS_TEAM_FLAGS);
+                let size = vks_relaxed_load(VKS_SELF, base + VKS_TEAM_SIZE);
+                let flags = vks_relaxed_load(VKS_SELF, base + VKS_TEAM_FLAGS);
                 for (var i = 0u; i < size && ok; i = i + 1u) {
                     ok = vks_wait_epoch(flags + i, e);
                 }
@@ -348,7 +348,7 @@ fn vks_grid_sync(team: u32, li: u32, groups: u32) -> i32 {
 // False, and VKS_ERR_BAD_ARGUMENT raised, unless `ok`.
 fn vks_arg_ok(ok: bool) -> bool {
     if !ok {
-        vks_raise(VKS_ERR_BAD_ARGUMENT, VKS_MY_PE, 0u);
+        vks_raise(VKS_ERR_BAD_ARGUMENT, vks_my_pe(), 0u);
     }
     return ok;
 }
@@ -357,7 +357,7 @@ fn vks_arg_ok(ok: bool) -> bool {
 // multiples of the element size `es`.
 fn vks_aligned(d: u32, s: u32, es: u32) -> bool {
     if (d % es) != 0u || (s % es) != 0u {
-        vks_raise(VKS_ERR_BAD_ADDRESS, VKS_MY_PE, select(s, d, (d % es) != 0u));
+        vks_raise(VKS_ERR_BAD_ADDRESS, vks_my_pe(), select(s, d, (d % es) != 0u));
         return false;
     }
     return true;

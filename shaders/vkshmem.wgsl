@@ -1,7 +1,7 @@
 // vkshmem device library: the part that does not depend on the job.
 //
 // It is appended to every kernel after the generated part (see
-// device/src/library.rs), which defines VKS_MY_PE, VKS_N_PES, VKS_HEAP_WORDS, the
+// device/src/library.rs), which defines vks_my_pe(), VKS_N_PES, VKS_HEAP_WORDS, the
 // control-region offsets (VKS_CTRL_*, VKS_TEAM_*), the heap bindings and the
 // accessors vks_<op>(pe, addr, ...), which select the peer's binding with a switch.
 //
@@ -92,7 +92,7 @@ fn vks_aborting() -> bool {
 // only some invocations run also ends the workgroup early on that driver.
 fn vks_wait(addr: u32, cmp: u32, value: u32, signed: bool) -> bool {
     if addr >= VKS_HEAP_WORDS {
-        vks_raise(VKS_ERR_BAD_ADDRESS, VKS_MY_PE, addr);
+        vks_raise(VKS_ERR_BAD_ADDRESS, vks_my_pe(), addr);
         return false;
     }
     let c = vks_cond(cmp, value, signed);
@@ -120,19 +120,19 @@ fn vks_wait(addr: u32, cmp: u32, value: u32, signed: bool) -> bool {
     if ok {
         // Keeps later loads below the wait where fences are left out (a
         // read-modify-write is a full compiler barrier), then the acquire fence.
-        vks_fetch_or(VKS_MY_PE, addr, 0u);
+        vks_fetch_or(VKS_SELF, addr, 0u);
         vks_fence_any();
     } else if aborted {
-        vks_raise(VKS_ERR_ABORTED, VKS_MY_PE, addr);
+        vks_raise(VKS_ERR_ABORTED, vks_my_pe(), addr);
     } else {
-        vks_raise(VKS_ERR_LOOPS_CUT, VKS_MY_PE, addr);
+        vks_raise(VKS_ERR_LOOPS_CUT, vks_my_pe(), addr);
     }
     return ok;
 }
 
 fn vks_wait_cmp(addr: u32, cmp: u32, value: u32, signed: bool) -> bool {
     if cmp > SHMEM_CMP_LE {
-        vks_raise(VKS_ERR_BAD_ADDRESS, VKS_MY_PE, addr);
+        vks_raise(VKS_ERR_BAD_ADDRESS, vks_my_pe(), addr);
         return false;
     }
     return vks_wait(addr, cmp, value, signed);
@@ -150,7 +150,7 @@ fn vks_team_base(team: u32) -> u32 {
 // Raises VKS_ERR_BAD_TEAM and returns false unless `team` is a live team of this PE.
 fn vks_team_ok(team: u32) -> bool {
     if team >= VKS_MAX_TEAMS
-        || vks_relaxed_load(VKS_MY_PE, vks_team_base(team) + VKS_TEAM_VALID) != 1u {
+        || vks_relaxed_load(VKS_SELF, vks_team_base(team) + VKS_TEAM_VALID) != 1u {
         vks_raise(VKS_ERR_BAD_TEAM, team, 0u);
         return false;
     }
@@ -158,13 +158,13 @@ fn vks_team_ok(team: u32) -> bool {
 }
 
 fn vks_team_field(team: u32, field: u32) -> u32 {
-    return vks_relaxed_load(VKS_MY_PE, vks_team_base(team) + field);
+    return vks_relaxed_load(VKS_SELF, vks_team_base(team) + field);
 }
 
 // WORLD number of member `i` of the team whose table entry starts at `base`.
 fn vks_team_member(base: u32, i: u32) -> u32 {
-    let start = bitcast<i32>(vks_relaxed_load(VKS_MY_PE, base + VKS_TEAM_START));
-    let stride = bitcast<i32>(vks_relaxed_load(VKS_MY_PE, base + VKS_TEAM_STRIDE));
+    let start = bitcast<i32>(vks_relaxed_load(VKS_SELF, base + VKS_TEAM_START));
+    let stride = bitcast<i32>(vks_relaxed_load(VKS_SELF, base + VKS_TEAM_STRIDE));
     return bitcast<u32>(start + bitcast<i32>(i) * stride);
 }
 
@@ -177,16 +177,16 @@ fn vks_team_sync(team: u32) -> bool {
         return false;
     }
     let base = vks_team_base(team);
-    if vks_fetch_add(VKS_MY_PE, base + VKS_TEAM_BUSY, 1u) != 0u {
-        vks_fetch_add(VKS_MY_PE, base + VKS_TEAM_BUSY, 0xffffffffu);
-        vks_raise(VKS_ERR_CONCURRENT_SYNC, VKS_MY_PE, base);
+    if vks_fetch_add(VKS_SELF, base + VKS_TEAM_BUSY, 1u) != 0u {
+        vks_fetch_add(VKS_SELF, base + VKS_TEAM_BUSY, 0xffffffffu);
+        vks_raise(VKS_ERR_CONCURRENT_SYNC, vks_my_pe(), base);
         return false;
     }
-    let size = vks_relaxed_load(VKS_MY_PE, base + VKS_TEAM_SIZE);
-    let me = vks_relaxed_load(VKS_MY_PE, base + VKS_TEAM_MY_INDEX);
-    let flags = vks_relaxed_load(VKS_MY_PE, base + VKS_TEAM_FLAGS);
-    let e = vks_relaxed_load(VKS_MY_PE, base + VKS_TEAM_EPOCH) + 1u;
-    vks_relaxed_store(VKS_MY_PE, base + VKS_TEAM_EPOCH, e);
+    let size = vks_relaxed_load(VKS_SELF, base + VKS_TEAM_SIZE);
+    let me = vks_relaxed_load(VKS_SELF, base + VKS_TEAM_MY_INDEX);
+    let flags = vks_relaxed_load(VKS_SELF, base + VKS_TEAM_FLAGS);
+    let e = vks_relaxed_load(VKS_SELF, base + VKS_TEAM_EPOCH) + 1u;
+    vks_relaxed_store(VKS_SELF, base + VKS_TEAM_EPOCH, e);
     vks_fence_any(); // release: one fence for all the announcements
     for (var i = 0u; i < size; i = i + 1u) {
         // An atomic exchange rather than a store: a read-modify-write is a full
@@ -208,7 +208,7 @@ fn vks_team_sync(team: u32) -> bool {
             ok = vks_wait_epoch(flags + i, e);
         }
     }
-    vks_fetch_add(VKS_MY_PE, base + VKS_TEAM_BUSY, 0xffffffffu);
+    vks_fetch_add(VKS_SELF, base + VKS_TEAM_BUSY, 0xffffffffu);
     return ok;
 }
 
@@ -216,7 +216,7 @@ fn vks_team_sync(team: u32) -> bool {
 
 // This PE's number in WORLD.
 fn shmem_my_pe() -> i32 {
-    return i32(VKS_MY_PE);
+    return i32(vks_my_pe());
 }
 
 // Number of PEs in WORLD.

@@ -304,7 +304,8 @@ fn vec4_accumulate(s: &mut String, cfg: &LibraryConfig, kind: &Kind, vec4: bool)
 }}"
         );
     }
-    let me = cfg.my_pe;
+    // This PE's own heap is slot 0.
+    let me = 0;
     crate::library::vec4_pieces(
         s,
         cfg,
@@ -457,7 +458,7 @@ fn reduce_fn(s: &mut String, kind: &Kind, to_all: bool) {
             "}",
         )
     } else {
-        ("{\n            let pe = VKS_MY_PE;", "}")
+        ("{\n            let pe = VKS_SELF;", "}")
     };
     // Source and dest equally placed in their 16 bytes: the middle as vec4s
     // (accumulated in this PE's dest, this PE's source first, so in place
@@ -471,7 +472,7 @@ fn reduce_fn(s: &mut String, kind: &Kind, to_all: bool) {
     let push = if to_all {
         "for (var j = 0u; j < t.size; j++) {
                 let pe = vks_team_pe(t, j);
-                if pe != VKS_MY_PE { vks_push_vec4(pe, d4, d4, n4, tid, nth); }
+                if pe != vks_my_pe() { vks_push_vec4(pe, d4, d4, n4, tid, nth); }
             }"
     } else {
         ""
@@ -492,10 +493,10 @@ fn reduce_fn(s: &mut String, kind: &Kind, to_all: bool) {
         // team of two, pushes the result too).
         let j0 = select(0u, 1u, t.me == 0u);
         let fused = t.size > 1u && vks_pair_vec4_{n}(op, {pair_push}, vks_team_pe(t, j0), d4, s4, n4, tid, nth);
-        if fused || vks_acc_vec4_{n}(op, true, VKS_MY_PE, d4, s4, n4, tid, nth) {{
+        if fused || vks_acc_vec4_{n}(op, true, VKS_SELF, d4, s4, n4, tid, nth) {{
             for (var j = select(0u, j0 + 1u, fused); j < t.size; j++) {{
                 let pe = vks_team_pe(t, j);
-                if pe != VKS_MY_PE {{ vks_acc_vec4_{n}(op, false, pe, d4, s4, n4, tid, nth); }}
+                if pe != vks_my_pe() {{ vks_acc_vec4_{n}(op, false, pe, d4, s4, n4, tid, nth); }}
             }}
             if !(fused && {pair_push}) {{
                 {push}
@@ -656,13 +657,13 @@ fn ll_reduce(s: &mut String, kind: &Kind) {
         let _ = write!(
             s,
             "    for (var k = 0u; k < nelems; k++) {{
-        var acc = vks_load_u64(VKS_MY_PE, ll + 2u * k);
+        var acc = vks_load_u64(VKS_SELF, ll + 2u * k);
         for (var j = 1u; j < t.size; j++) {{
-            acc = vks_combine_{n}(op, acc, vks_load_u64(VKS_MY_PE, ll + j * VKS_LL_SLOT_WORDS + 2u * k));
+            acc = vks_combine_{n}(op, acc, vks_load_u64(VKS_SELF, ll + j * VKS_LL_SLOT_WORDS + 2u * k));
         }}
         let dw = (d >> 2u) + 2u * k;
-        vks_d_plain_store(VKS_MY_PE, dw, u32(acc));
-        vks_d_plain_store(VKS_MY_PE, dw + 1u, u32(acc >> 32u));
+        vks_d_plain_store(VKS_SELF, dw, u32(acc));
+        vks_d_plain_store(VKS_SELF, dw + 1u, u32(acc >> 32u));
     }}
 }}
 "
@@ -685,11 +686,11 @@ fn ll_reduce(s: &mut String, kind: &Kind) {
         let lo = max(d, w * 4u);
         let hi = min(d + n, w * 4u + 4u);
         let sb = base + lo - d;
-        var acc = vks_load_bytes(VKS_MY_PE, sb, hi - lo);
+        var acc = vks_load_bytes(VKS_SELF, sb, hi - lo);
         for (var j = 1u; j < t.size; j++) {{
-            acc = {combine}(op, acc, vks_load_bytes(VKS_MY_PE, sb + j * VKS_LL_SLOT_WORDS * 4u, hi - lo));
+            acc = {combine}(op, acc, vks_load_bytes(VKS_SELF, sb + j * VKS_LL_SLOT_WORDS * 4u, hi - lo));
         }}
-        vks_store_masked(VKS_MY_PE, w, acc << ((lo & 3u) * 8u), vks_byte_mask(lo & 3u, hi - w * 4u));
+        vks_store_masked(VKS_SELF, w, acc << ((lo & 3u) * 8u), vks_byte_mask(lo & 3u, hi - w * 4u));
     }}
 }}
 ",
@@ -719,7 +720,7 @@ const MEM_COLLECTIVES: [MemCollective; 4] = [
     MemCollective {
         name: "collectmem",
         params: "dest: u32, source: u32, nelems: u32",
-        pre: "if team < VKS_MAX_TEAMS { vks_relaxed_store(VKS_MY_PE, vks_team_base(team) + VKS_TEAM_COUNT, nelems); }",
+        pre: "if team < VKS_MAX_TEAMS { vks_relaxed_store(VKS_SELF, vks_team_base(team) + VKS_TEAM_COUNT, nelems); }",
         check: "true",
         body: "vks_collect_move_team(t, team, dest, source, tid, nth);",
     },
@@ -1001,7 +1002,7 @@ pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
                 scan_fn(&mut s, &kind);
             }
             let body = format!(
-                "if vks_team_spans(t) {{ if tid == 0u {{ vks_raise(VKS_ERR_UNREACHABLE, VKS_MY_PE, dest >> 2u); }} }} else {{ vks_scan_{k}(t, {excl}, dest, source, nelems, tid, nth); }}",
+                "if vks_team_spans(t) {{ if tid == 0u {{ vks_raise(VKS_ERR_UNREACHABLE, vks_my_pe(), dest >> 2u); }} }} else {{ vks_scan_{k}(t, {excl}, dest, source, nelems, tid, nth); }}",
                 k = kind.name,
             );
             both_forms(

@@ -157,6 +157,10 @@ pub struct HeapBinding {
     pub binding: u32,
     /// Whose heap.
     pub pe: u32,
+    /// Its place in this PE's view, `(pe - my_pe) mod n_pes` (0: this PE's
+    /// own heap): the number in the binding's names in the generated code,
+    /// which therefore reads alike on every PE of a job (one compile per job).
+    pub slot: u32,
     /// Byte offset of the window in the heap.
     pub offset: u64,
     /// Byte length of the window.
@@ -189,17 +193,30 @@ impl LibraryConfig {
         (self.heap_bytes / 4).min(u32::MAX as u64) as u32
     }
 
+    /// PE `pe`'s place in this PE's view (see [`HeapBinding::slot`]).
+    pub fn slot_of(&self, pe: u32) -> u32 {
+        let n = self.n_pes.max(1);
+        (pe % n + n - self.my_pe % n) % n
+    }
+
     /// The library's bindings, in binding order: every chunk of every PE this
-    /// PE reaches directly, numbered from 0.
+    /// PE reaches directly, numbered from 0, in slot order (this PE's own
+    /// heap first, then the next PEs, wrapping), so that PEs whose direct
+    /// sets look alike from where each stands share one library source.
     pub fn bindings(&self) -> Vec<HeapBinding> {
         let (cb, chunks) = (self.chunk_bytes(), self.chunks());
         let mut v = Vec::new();
-        for pe in (0..self.n_pes).filter(|&p| self.direct.contains(p)) {
+        for slot in 0..self.n_pes {
+            let pe = (self.my_pe + slot) % self.n_pes;
+            if !self.direct.contains(pe) {
+                continue;
+            }
             for c in 0..chunks {
                 let offset = c as u64 * cb;
                 v.push(HeapBinding {
                     binding: v.len() as u32,
                     pe,
+                    slot,
                     offset,
                     bytes: cb.min(self.heap_bytes - offset),
                 });
@@ -466,7 +483,11 @@ pub fn library_source(cfg: &LibraryConfig) -> String {
 pub fn library_source_for(cfg: &LibraryConfig, uses: Option<&str>) -> String {
     let mut s = String::new();
     s.push_str("\n// ======== vkshmem device library (generated) ========\n");
-    let _ = writeln!(s, "const VKS_MY_PE: u32 = {}u;", cfg.my_pe);
+    // This PE's number is read from its control region, not compiled in: the
+    // library (names by slot, see HeapBinding::slot) is then the same text on
+    // every PE of a job whose direct sets look alike, and the driver compiles
+    // each kernel once per job (`vkshmem_host::vk::kernel`'s compile lock).
+    s.push_str(MY_PE_SOURCE);
     let _ = writeln!(s, "const VKS_N_PES: u32 = {}u;", cfg.n_pes);
     let _ = writeln!(s, "const VKS_HEAP_WORDS: u32 = {}u;", cfg.heap_words());
     let _ = writeln!(
@@ -486,7 +507,7 @@ pub fn library_source_for(cfg: &LibraryConfig, uses: Option<&str>) -> String {
     let quad = cfg.int64_atomics && uses.map_or(true, crate::amo::uses_64bit_atomics);
     let vec4 = uses_vec4(uses);
     bindings(&mut s, cfg, quad, vec4);
-    raise(&mut s, cfg);
+    raise(&mut s);
     wait_announce(&mut s, cfg);
     poll_many(&mut s, cfg);
     if cfg.loop_cap {
@@ -528,6 +549,22 @@ pub fn library_source_for(cfg: &LibraryConfig, uses: Option<&str>) -> String {
     s
 }
 
+/// `vks_my_pe()` (this PE's number, from its control header), `VKS_SELF`
+/// (what the library passes as the PE of an access to this PE's own heap: a
+/// constant, so that the compiler folds that access's switch over the slots
+/// to slot 0, as it did when this PE's number was compiled in),
+/// `vks_pe_number(pe)` (the PE a library argument names) and `vks_slot(pe)`
+/// (PE `pe`'s place in this PE's view, `VKS_N_PES` for a PE outside the job).
+const MY_PE_SOURCE: &str = "fn vks_my_pe() -> u32 { return vks_w_0_0[VKS_CTRL_MY_PE]; }
+const VKS_SELF: u32 = 0xffffffffu;
+fn vks_pe_number(pe: u32) -> u32 { return select(pe, vks_my_pe(), pe == VKS_SELF); }
+fn vks_slot(pe: u32) -> u32 {
+    let me = vks_my_pe();
+    let s = select(select(pe + VKS_N_PES - me, pe - me, pe >= me), VKS_N_PES, pe >= VKS_N_PES);
+    return select(s, 0u, pe == VKS_SELF);
+}
+";
+
 /// Whether a kernel whose source is `uses` (`None`: any kernel) gets the vec4
 /// view and the vec4 bulk moves: where it calls a work_group(s) form (every
 /// view is one more variable to compile, and the bulk loops are many).
@@ -543,7 +580,7 @@ fn bindings(s: &mut String, cfg: &LibraryConfig, quad: bool, vec4: bool) {
                 s,
                 "@group({LIBRARY_SET}) @binding({}) @coherent var<storage, read_write> vks_v_{}_{c}: array<vec4<u32>>;",
                 VEC4_VIEW_OFFSET + b.binding,
-                b.pe
+                b.slot
             );
         }
         if quad {
@@ -551,19 +588,19 @@ fn bindings(s: &mut String, cfg: &LibraryConfig, quad: bool, vec4: bool) {
                 s,
                 "@group({LIBRARY_SET}) @binding({}) @coherent var<storage, read_write> vks_q_{}_{c}: array<atomic<u64>>;",
                 QUAD_VIEW_OFFSET + b.binding,
-                b.pe
+                b.slot
             );
         }
         let _ = writeln!(
             s,
             "@group({LIBRARY_SET}) @binding({}) @coherent var<storage, read_write> vks_a_{}_{c}: array<atomic<u32>>;",
-            b.binding, b.pe
+            b.binding, b.slot
         );
         let _ = writeln!(
             s,
             "@group({LIBRARY_SET}) @binding({}) @coherent var<storage, read_write> vks_w_{}_{c}: array<u32>;",
             PLAIN_VIEW_OFFSET + b.binding,
-            b.pe
+            b.slot
         );
     }
 }
@@ -587,7 +624,7 @@ fn vks_loop_check() {
         i += 1u;
         if i >= two { break; }
     }
-    if i < 2u { vks_raise(VKS_ERR_LOOPS_CUT, VKS_MY_PE, 0u); }
+    if i < 2u { vks_raise(VKS_ERR_LOOPS_CUT, vks_my_pe(), 0u); }
 }
 ";
 
@@ -603,7 +640,7 @@ fn vks_loop_check() {
 /// in 4-15 ms and staged waits were cut; with 64 atomic polls, it lasted
 /// 106 ms but an 8-PE halo took 156 s to compile).
 fn poll_many(s: &mut String, cfg: &LibraryConfig) {
-    let me = cfg.my_pe;
+    let me = 0;
     let poll = if cfg.loop_cap {
         own_word_fn(s, cfg, "vks_poll_own", |w| {
             format!("atomicAdd(&vks_a_{me}_{w}, 0u)")
@@ -689,7 +726,7 @@ fn wait_announce(s: &mut String, cfg: &LibraryConfig) {
         );
         return;
     }
-    let me = format!("vks_a_{}_0", cfg.my_pe);
+    let me = "vks_a_0_0";
     let _ = write!(
         s,
         "fn vks_wait_begin(addr: u32, cond: u32, value: u32) {{
@@ -708,8 +745,8 @@ fn vks_wait_end() {{
 
 /// `vks_raise` writes the error words of this PE's control region directly (the
 /// accessors call it, so it cannot call them: WGSL has no recursion).
-fn raise(s: &mut String, cfg: &LibraryConfig) {
-    let me = format!("vks_a_{}_0", cfg.my_pe);
+fn raise(s: &mut String) {
+    let me = "vks_a_0_0";
     let _ = write!(
         s,
         "fn vks_raise(bits: u32, pe: u32, addr: u32) {{
@@ -735,11 +772,11 @@ fn accessor(
     };
     let chunks = cfg.chunks();
     let (slot, index) = if chunks == 1 {
-        ("pe".to_string(), "a".to_string())
+        ("vks_slot(pe)".to_string(), "a".to_string())
     } else {
         let shift = cfg.chunk_word_shift();
         (
-            format!("pe * {chunks}u + (a >> {shift}u)"),
+            format!("vks_slot(pe) * {chunks}u + (a >> {shift}u)"),
             format!("a & {}u", (1u64 << shift) - 1),
         )
     };
@@ -748,17 +785,17 @@ fn accessor(
     let _ = writeln!(s, "fn {name}(pe: u32, a: u32{params}){arrow} {{");
     let _ = writeln!(
         s,
-        "    if pe >= VKS_N_PES {{ vks_raise(VKS_ERR_BAD_PE, pe, a); {fallback} }}"
+        "    if pe >= VKS_N_PES && pe != VKS_SELF {{ vks_raise(VKS_ERR_BAD_PE, pe, a); {fallback} }}"
     );
     let _ = writeln!(
         s,
-        "    if a >= VKS_HEAP_WORDS {{ vks_raise(VKS_ERR_BAD_ADDRESS, pe, a); {fallback} }}"
+        "    if a >= VKS_HEAP_WORDS {{ vks_raise(VKS_ERR_BAD_ADDRESS, vks_pe_number(pe), a); {fallback} }}"
     );
     // The 64-bit view: elements of two words, at an even word address.
     let element = if *view == 'q' {
         let _ = writeln!(
             s,
-            "    if (a & 1u) != 0u {{ vks_raise(VKS_ERR_BAD_ADDRESS, pe, a); {fallback} }}"
+            "    if (a & 1u) != 0u {{ vks_raise(VKS_ERR_BAD_ADDRESS, vks_pe_number(pe), a); {fallback} }}"
         );
         "i >> 1u"
     } else {
@@ -766,15 +803,15 @@ fn accessor(
     };
     let _ = writeln!(s, "    let i = {index};");
     let _ = writeln!(s, "    switch {slot} {{");
-    // Cases by (PE, chunk); a PE without bindings (not reached directly)
+    // Cases by (slot, chunk); a PE without bindings (not reached directly)
     // falls to the default.
     for b in cfg.bindings() {
         let c = (b.offset / cfg.chunk_bytes()) as u32;
-        let v = format!("vks_{view}_{}_{c}[{element}]", b.pe);
+        let v = format!("vks_{view}_{}_{c}[{element}]", b.slot);
         let _ = writeln!(
             s,
             "        case {}u: {{ {} }}",
-            b.pe * chunks + c,
+            b.slot * chunks + c,
             body.replace("{v}", &v)
         );
     }
@@ -800,7 +837,8 @@ fn accessor(
 /// reductions' results); both [`vec4_pieces`] loops, false (nothing copied)
 /// without the vec4 view or for a PE not reached directly.
 fn vec4_copy(s: &mut String, cfg: &LibraryConfig, vec4: bool) {
-    let me = cfg.my_pe;
+    // This PE's own heap is slot 0.
+    let me = 0;
     // Pull: this PE's dest, any direct PE's source.
     vec4_pieces(
         s,
@@ -834,7 +872,7 @@ pub(crate) enum Chunk {
 /// A vec4 loop between this PE's heap and PE `pe` (the signature's PE
 /// parameter, reached directly) over `n4` vec4s from vec4 indices `d4` and
 /// `s4`, generated with the switch outside the loop: one loop per (PE,
-/// source chunk, dest chunk), whose body `body(pe, chunk, own chunk)` sees
+/// source chunk, dest chunk), whose body `body(slot, chunk, own chunk)` sees
 /// `di + i` and `si + i` (indices in the chunks' arrays). Returns
 /// false (nothing done) where the kernel has no vec4 view or `pe` is not
 /// reached directly.
@@ -896,19 +934,19 @@ pub(crate) fn vec4_pieces(
         let di = dv - (dc << {shift}u);
         let si = sv - (sc << {shift}u);
         let first = {first};
-        switch ({pe} * {chunks}u + {c}) * {chunks}u + {own} {{",
+        switch (vks_slot({pe}) * {chunks}u + {c}) * {chunks}u + {own} {{",
         c = if side == Chunk::Source { "sc" } else { "dc" },
         own = if side == Chunk::Source { "dc" } else { "sc" },
     );
     for b in cfg.bindings() {
         let c = (b.offset / cfg.chunk_bytes()) as u32;
         for own in 0..chunks {
-            // The selector above: (PE, its chunk, this PE's chunk).
-            let case = (b.pe * chunks + c) * chunks + own;
+            // The selector above: (slot, its chunk, this PE's chunk).
+            let case = (b.slot * chunks + c) * chunks + own;
             let _ = writeln!(
                 s,
                 "            case {case}u: {{ for (var i = first; i < k; i += {step}) {{ {} }} }}",
-                body(b.pe, c, own)
+                body(b.slot, c, own)
             );
         }
     }
@@ -940,17 +978,19 @@ fn is_direct(s: &mut String, cfg: &LibraryConfig) {
 }
 ",
     );
-    let cases: Vec<String> = (0..cfg.n_pes)
+    let mut slots: Vec<u32> = (0..cfg.n_pes)
         .filter(|&p| cfg.direct.contains(p))
-        .map(|p| format!("{p}u"))
+        .map(|p| cfg.slot_of(p))
         .collect();
+    slots.sort_unstable();
+    let cases: Vec<String> = slots.iter().map(|p| format!("{p}u")).collect();
     if cases.is_empty() {
         s.push_str("fn vks_is_direct(pe: u32) -> bool { return false; }\n");
         return;
     }
     let _ = writeln!(
         s,
-        "fn vks_is_direct(pe: u32) -> bool {{\n    switch pe {{\n        case {}: {{ return true; }}\n        default: {{ return false; }}\n    }}\n}}",
+        "fn vks_is_direct(pe: u32) -> bool {{\n    switch vks_slot(pe) {{\n        case {}: {{ return true; }}\n        default: {{ return false; }}\n    }}\n}}",
         cases.join(", ")
     );
 }
@@ -958,7 +998,7 @@ fn is_direct(s: &mut String, cfg: &LibraryConfig) {
 /// `vks_volatile_load_own(a)`: a volatile load of this PE's heap word `a` (in
 /// range), switching over this PE's chunks only; the pass makes it volatile.
 fn own_volatile_load(s: &mut String, cfg: &LibraryConfig) {
-    let me = cfg.my_pe;
+    let me = 0;
     // Control words live in chunk 0.
     let _ = writeln!(
         s,
@@ -1105,6 +1145,51 @@ mod tests {
         assert!(all.contains(69) && !all.contains(70) && !PeSet::all(0).contains(0));
     }
 
+    /// Bindings go in slot order (this PE's heap first), and the library's
+    /// text is the same on every PE of a job whose direct sets look alike
+    /// from where each PE stands: one compile per job. PEs in pairs on a
+    /// device (direct {0, 1} and {2, 3}) share it position by position.
+    #[test]
+    fn every_pe_of_a_job_gets_the_same_library() {
+        let on = |n: u32, me: u32, direct: &[u32]| {
+            let mut c = cfg(n, 256 << 20, 128 << 20);
+            c.my_pe = me;
+            c.direct = PeSet::from_pes(direct.iter().copied());
+            c.proxy = direct.len() < n as usize;
+            c
+        };
+        let c = on(3, 1, &[0, 1, 2]);
+        assert_eq!(
+            c.bindings()
+                .iter()
+                .map(|b| (b.binding, b.pe, b.slot, b.offset))
+                .collect::<Vec<_>>(),
+            [
+                (0, 1, 0, 0),
+                (1, 1, 0, 128 << 20),
+                (2, 2, 1, 0),
+                (3, 2, 1, 128 << 20),
+                (4, 0, 2, 0),
+                (5, 0, 2, 128 << 20)
+            ]
+        );
+        assert_eq!((c.slot_of(1), c.slot_of(2), c.slot_of(0)), (0, 1, 2));
+        for n in [1u32, 2, 3, 5, 8] {
+            let all: Vec<u32> = (0..n).collect();
+            let first = library_source(&on(n, 0, &all));
+            assert!(!first.contains("VKS_MY_PE"));
+            for me in 1..n {
+                assert!(
+                    library_source(&on(n, me, &all)) == first,
+                    "{n} PEs: PE {me}"
+                );
+            }
+        }
+        let pairs = |me: u32| library_source(&on(4, me, &[me & !1, me | 1]));
+        assert!(pairs(0) == pairs(2) && pairs(1) == pairs(3));
+        assert!(pairs(0) != pairs(1));
+    }
+
     #[test]
     fn chunks_cover_the_heap() {
         let c = cfg(3, 256 << 20, 128 << 20);
@@ -1116,6 +1201,7 @@ mod tests {
             HeapBinding {
                 binding: 3,
                 pe: 1,
+                slot: 1,
                 offset: 128 << 20,
                 bytes: 128 << 20
             }

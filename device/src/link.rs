@@ -494,7 +494,7 @@ fn main(@builtin(local_invocation_index) li: u32) {
                 .count(),
             polls
         );
-        assert!(lib.contains("let zero = vks_w_1_0[VKS_CTRL_N_PES] - VKS_N_PES;"));
+        assert!(lib.contains("let zero = vks_w_0_0[VKS_CTRL_N_PES] - VKS_N_PES;"));
         assert!(
             lib.matches("d = sqrt(d + 1.0);").count()
                 >= polls * crate::library::CAPPED_DELAY_STEPS as usize

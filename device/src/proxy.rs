@@ -32,14 +32,14 @@ pub(crate) fn ring_api(s: &mut String, cfg: &LibraryConfig) {
 fn vks_px_put(dpe: u32, d: u32, sb: u32, n: u32) { vks_raise(VKS_ERR_UNREACHABLE, dpe, d >> 2u); }
 fn vks_px_iget(d: u32, dst: u32, spe: u32, sb: u32, sst: u32, es: u32, count: u32) { vks_raise(VKS_ERR_UNREACHABLE, spe, sb >> 2u); }
 fn vks_px_iput(dpe: u32, d: u32, dst: u32, sb: u32, sst: u32, es: u32, count: u32) { vks_raise(VKS_ERR_UNREACHABLE, dpe, d >> 2u); }
-fn vks_px_reduce(team: u32, d: u32, sb: u32, nelems: u32, kind: u32, op: u32) { vks_raise(VKS_ERR_UNREACHABLE, VKS_MY_PE, d >> 2u); }
-fn vks_px_reduce_own(team: u32, d: u32, sb: u32, nelems: u32, kind: u32, op: u32) { vks_raise(VKS_ERR_UNREACHABLE, VKS_MY_PE, d >> 2u); }
+fn vks_px_reduce(team: u32, d: u32, sb: u32, nelems: u32, kind: u32, op: u32) { vks_raise(VKS_ERR_UNREACHABLE, vks_my_pe(), d >> 2u); }
+fn vks_px_reduce_own(team: u32, d: u32, sb: u32, nelems: u32, kind: u32, op: u32) { vks_raise(VKS_ERR_UNREACHABLE, vks_my_pe(), d >> 2u); }
 fn vks_px_quiet() {}
 ",
         );
         return;
     }
-    let me = format!("vks_a_{}_0", cfg.my_pe);
+    let me = "vks_a_0_0";
     let polls = if cfg.loop_cap {
         crate::library::CAPPED_POLLS_PER_ITERATION
     } else {
@@ -162,7 +162,7 @@ fn vks_px_reduce_own(team: u32, d: u32, sb: u32, nelems: u32, kind: u32, op: u32
 
 // Every earlier request of this PE has landed at its target.
 fn vks_px_quiet() {{
-    vks_px_call(VKS_PX_QUIET, VKS_MY_PE, 0u, 0u, 0u, 0u, 0u);
+    vks_px_call(VKS_PX_QUIET, vks_my_pe(), 0u, 0u, 0u, 0u, 0u);
 }}
 "
     );
@@ -226,7 +226,7 @@ fn wait_fn(name: &str, polls: u32, me: &str, capped: bool) -> String {
         atomicOr(&{me}[addr], 0u);
         vks_fence_any();
     }} else {{
-        vks_raise(select(VKS_ERR_LOOPS_CUT, VKS_ERR_ABORTED, aborted), VKS_MY_PE, addr);
+        vks_raise(select(VKS_ERR_LOOPS_CUT, VKS_ERR_ABORTED, aborted), vks_my_pe(), addr);
     }}
     return done;
 }}

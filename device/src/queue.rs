@@ -53,7 +53,7 @@ impl QueueArgs {
     /// `queue_batch_call(i)`: entry `i` of this PE's batch area, as a QueueArgs.
     fn wgsl_batch_call() -> String {
         let loads: Vec<String> = (0..FIELDS.len())
-            .map(|k| format!("vks_d_plain_load(VKS_MY_PE, w + {k}u)"))
+            .map(|k| format!("vks_d_plain_load(VKS_SELF, w + {k}u)"))
             .collect();
         format!(
             "fn queue_batch_call(i: u32) -> QueueArgs {{
@@ -269,7 +269,7 @@ fn collect_source(form: QueueForm) -> String {
         "@compute {attrs} {{
     let a = q;
     if {li} && a.team < VKS_MAX_TEAMS {{
-        vks_relaxed_store(VKS_MY_PE, vks_team_base(a.team) + VKS_TEAM_COUNT, a.n);
+        vks_relaxed_store(VKS_SELF, vks_team_base(a.team) + VKS_TEAM_COUNT, a.n);
     }}
     var ok = true;
     for (var phase = 0u; phase < 2u && ok; phase++) {{
@@ -284,7 +284,7 @@ fn collect_source(form: QueueForm) -> String {
             if total <= a.x {{
                 vks_collect_move_team(t, a.team, a.dest, a.source, {tid}, {nth});
             }} else if {li} {{
-                vks_raise(VKS_ERR_BAD_ARGUMENT, VKS_MY_PE, a.dest);
+                vks_raise(VKS_ERR_BAD_ARGUMENT, vks_my_pe(), a.dest);
             }}
         }}
     }}

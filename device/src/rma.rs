@@ -66,11 +66,11 @@ fn vks_rma_ok(pe: u32, b: u32, n: u32) -> bool {
 // invocations (tid: this one's number); through the proxy, invocation 0
 // makes one bulk request that returns when the bytes have landed.
 fn vks_put_bytes(dest: u32, source: u32, n: u32, pe: u32, tid: u32, nth: u32) {
-    if !vks_rma_ok(pe, dest, n) || !vks_rma_ok(VKS_MY_PE, source, n) || n == 0u {
+    if !vks_rma_ok(pe, dest, n) || !vks_rma_ok(vks_my_pe(), source, n) || n == 0u {
         return;
     }
     if vks_is_direct(pe) {
-        vks_copy_bytes(pe, dest, VKS_MY_PE, source, n, tid, nth);
+        vks_copy_bytes(pe, dest, VKS_SELF, source, n, tid, nth);
     } else if tid == 0u {
         vks_px_put(pe, dest, source, n);
     }
@@ -79,10 +79,10 @@ fn vks_put_bytes(dest: u32, source: u32, n: u32, pe: u32, tid: u32, nth: u32) {
 // `n` bytes of PE `pe`'s `source` into this PE's `dest` (vks_copy_bytes takes
 // the proxy for a PE not reached directly).
 fn vks_get_bytes(dest: u32, source: u32, n: u32, pe: u32, tid: u32, nth: u32) {
-    if !vks_rma_ok(pe, source, n) || !vks_rma_ok(VKS_MY_PE, dest, n) {
+    if !vks_rma_ok(pe, source, n) || !vks_rma_ok(vks_my_pe(), dest, n) {
         return;
     }
-    vks_copy_bytes(VKS_MY_PE, dest, pe, source, n, tid, nth);
+    vks_copy_bytes(VKS_SELF, dest, pe, source, n, tid, nth);
 }
 
 fn shmem_putmem(dest: u32, source: u32, nbytes: u32, pe: u32) {
@@ -124,7 +124,7 @@ fn vks_iput(dest: u32, source: u32, dst: u32, sst: u32, nelems: u32, es: u32, pe
         return;
     }
     let span = nelems - 1u;
-    if !vks_rma_ok(pe, dest, span * dst * es + es) || !vks_rma_ok(VKS_MY_PE, source, span * sst * es + es) {
+    if !vks_rma_ok(pe, dest, span * dst * es + es) || !vks_rma_ok(vks_my_pe(), source, span * sst * es + es) {
         return;
     }
     if !vks_is_direct(pe) {
@@ -132,7 +132,7 @@ fn vks_iput(dest: u32, source: u32, dst: u32, sst: u32, nelems: u32, es: u32, pe
         return;
     }
     for (var i = 0u; i < nelems; i++) {
-        vks_copy_bytes(pe, dest + i * dst * es, VKS_MY_PE, source + i * sst * es, es, 0u, 1u);
+        vks_copy_bytes(pe, dest + i * dst * es, VKS_SELF, source + i * sst * es, es, 0u, 1u);
     }
 }
 
@@ -141,7 +141,7 @@ fn vks_iget(dest: u32, source: u32, dst: u32, sst: u32, nelems: u32, es: u32, pe
         return;
     }
     let span = nelems - 1u;
-    if !vks_rma_ok(pe, source, span * sst * es + es) || !vks_rma_ok(VKS_MY_PE, dest, span * dst * es + es) {
+    if !vks_rma_ok(pe, source, span * sst * es + es) || !vks_rma_ok(vks_my_pe(), dest, span * dst * es + es) {
         return;
     }
     if !vks_is_direct(pe) {
@@ -149,7 +149,7 @@ fn vks_iget(dest: u32, source: u32, dst: u32, sst: u32, nelems: u32, es: u32, pe
         return;
     }
     for (var i = 0u; i < nelems; i++) {
-        vks_copy_bytes(VKS_MY_PE, dest + i * dst * es, pe, source + i * sst * es, es, 0u, 1u);
+        vks_copy_bytes(VKS_SELF, dest + i * dst * es, pe, source + i * sst * es, es, 0u, 1u);
     }
 }
 
@@ -215,7 +215,7 @@ fn shmemx_putmem_signal_nbi_work_group(dest: u32, source: u32, nbytes: u32, sig:
 
 // The low 32 bits of this PE's signal at word `sig`.
 fn shmem_signal_fetch(sig: u32) -> u32 {
-    if !vks_signal_ok(sig, 0u, VKS_MY_PE) {
+    if !vks_signal_ok(sig, 0u, vks_my_pe()) {
         return 0u;
     }
     let v = vks_volatile_load_own(sig);
@@ -226,7 +226,7 @@ fn shmem_signal_fetch(sig: u32) -> u32 {
 // Waits until this PE's signal at word `sig` compares `cmp` (SHMEM_CMP_*) with
 // `value` (the low 32 bits, unsigned) and returns the value it read then.
 fn shmem_signal_wait_until(sig: u32, cmp: u32, value: u32) -> u32 {
-    if !vks_signal_ok(sig, 0u, VKS_MY_PE) {
+    if !vks_signal_ok(sig, 0u, vks_my_pe()) {
         return 0u;
     }
     // The satisfying value: read once the wait has seen it, and waited on
@@ -507,7 +507,7 @@ fn vks_wait_vector(ivars: u32, nelems: u32, status: u32, cmp: u32, value: u32, v
     }
     vks_wait_end();
     if found == 0xffffffffu {
-        vks_raise(select(VKS_ERR_LOOPS_CUT, VKS_ERR_ABORTED, aborted), VKS_MY_PE, ivars);
+        vks_raise(select(VKS_ERR_LOOPS_CUT, VKS_ERR_ABORTED, aborted), vks_my_pe(), ivars);
     }
     vks_fence_any();
     return found;
@@ -527,7 +527,7 @@ fn vks_vector_ok(a: u32, n: u32, status: u32, values: u32, cmp: u32) -> bool {
     }
     let top = max(a, max(status, values));
     if n > VKS_HEAP_WORDS || top > VKS_HEAP_WORDS - n {
-        vks_raise(VKS_ERR_BAD_ADDRESS, VKS_MY_PE, top);
+        vks_raise(VKS_ERR_BAD_ADDRESS, vks_my_pe(), top);
         return false;
     }
     return true;

@@ -182,9 +182,9 @@ impl Context {
         name: &str,
     ) -> Result<Arc<DeviceKernel>> {
         let linked = link(&self.inner.gpu, cfg, source, entry, name)?;
-        let k = Arc::new(DeviceKernel::build(&self.inner.gpu, cfg, linked, name)?);
-        self.warm_up(&k)?;
-        Ok(k)
+        let k =
+            DeviceKernel::build_in_turn(&self.inner.gpu, cfg, linked, name, |k| self.warm_up(k))?;
+        Ok(Arc::new(k))
     }
 
     /// The kernels being built beside this context's own calls, when a

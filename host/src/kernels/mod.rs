@@ -100,6 +100,46 @@ pub(crate) fn link(
 }
 
 impl DeviceKernel {
+    /// Builds the pipeline of `linked` and runs `warm_up` on it (which
+    /// dispatches it over zero workgroups: llvmpipe compiles at a pipeline's
+    /// first dispatch, other drivers at its creation) in this machine's turn
+    /// for that pipeline (`crate::vk::compile_turn`): the other PEs of the
+    /// job build the same pipeline now, and the first to get here compiles
+    /// it alone, the others then find it in the driver's cache.
+    pub(crate) fn build_in_turn(
+        gpu: &Arc<Gpu>,
+        cfg: &LibraryConfig,
+        linked: LinkedKernel,
+        name: &str,
+        warm_up: impl FnOnce(&DeviceKernel) -> Result<()>,
+    ) -> Result<DeviceKernel> {
+        let sets = [
+            cfg.bindings().len() as u32,
+            linked.user_bindings.len() as u32,
+        ];
+        let key = crate::vk::compile_turn::pipeline_key(
+            &linked.spirv,
+            &linked.entry,
+            &sets,
+            linked.immediate_bytes,
+        );
+        let mut turn = gpu
+            .pipeline_cache
+            .turn_file(key)
+            .map(|f| crate::vk::compile_turn::CompileTurn::take(&f));
+        let k = DeviceKernel::build(gpu, cfg, linked, name)?;
+        warm_up(&k)?;
+        if let Some(t) = turn.as_mut() {
+            t.built();
+        }
+        tracing::debug!(
+            kernel = name,
+            key = format_args!("{key:016x}"),
+            "built in turn"
+        );
+        Ok(k)
+    }
+
     /// Builds the pipeline of `linked` (set 0: the library's bindings of `cfg`,
     /// set 1: the kernel's own).
     pub(crate) fn build(

@@ -567,11 +567,15 @@ fn run(builds: &Builds, gpu: &Arc<Gpu>, jobs: &[Job]) {
             if builds.cancelled() {
                 return Ok(None);
             }
-            let k = DeviceKernel::build(gpu, &builds.cfg, linked, &job.name)?;
+            let k = DeviceKernel::build_in_turn(gpu, &builds.cfg, linked, &job.name, |k| {
+                if builds.cancelled() {
+                    return Ok(());
+                }
+                k.warm_up_with(&mut submit, window)
+            })?;
             if builds.cancelled() {
                 return Ok(None);
             }
-            k.warm_up_with(&mut submit, window)?;
             Ok(Some(k))
         };
         match step() {

@@ -148,6 +148,12 @@ impl PipelineCache {
         self.handle
     }
 
+    /// The turn file of pipeline `key` ([`super::compile_turn`]); `None`
+    /// without a cache directory.
+    pub(crate) fn turn_file(&self, key: u64) -> Option<PathBuf> {
+        super::compile_turn::turn_file(self.file.as_deref()?, key)
+    }
+
     /// Saves the cache to its file when it holds something new, then destroys it.
     /// Called once, when the device closes (no pipeline is being created: every
     /// object built with it holds the `Gpu`).

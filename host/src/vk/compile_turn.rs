@@ -1,0 +1,191 @@
+//! One compile per machine for each pipeline: the PEs of a job build the same
+//! kernels at about the same time (the device library reads alike on every PE,
+//! see `vkshmem_device::HeapBinding::slot`), and a driver with a disk cache
+//! (Mesa's, NVIDIA's) compiles a pipeline it has not seen in every process that
+//! asks for it at once. So the first process to build a pipeline takes its
+//! turn alone, and the others wait for it and then find the driver's cache
+//! warm: on lavapipe a 4-PE job's device kernels had cost 4 compiles each.
+//!
+//! The turn is an exclusive `flock` on a small file named by the pipeline's
+//! key in `compiled/` beside the pipeline cache file
+//! ([`super::pipeline_cache::cache_dir`]). The first builder writes one byte
+//! into it once its pipeline is built; a builder that finds the byte there
+//! lets go of the lock at once, so only a pipeline's first build on a machine
+//! is ever serialised, and a driver without a disk cache costs at most one
+//! compile's wait. The lock goes with its process (a PE that dies while
+//! compiling frees it), a wait for it gives up after [`MAX_WAIT`] (the
+//! build then goes ahead), and no cache directory (`VKSHMEM_PIPELINE_CACHE=0`)
+//! means no turns.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nix::fcntl::{Flock, FlockArg};
+
+/// The longest a builder waits for another's turn before it builds anyway.
+pub const MAX_WAIT: Duration = Duration::from_secs(300);
+
+/// The key of a pipeline: FNV-1a over what the driver compiles (the SPIR-V,
+/// the entry point, the descriptor set sizes and push-constant bytes), so that
+/// equal keys mean equal pipelines for the driver's cache. Stable across
+/// processes and builds.
+pub fn pipeline_key(spirv: &[u32], entry: &str, sets: &[u32], push_bytes: u32) -> u64 {
+    let words = spirv.iter().chain(sets).chain(std::iter::once(&push_bytes));
+    let bytes = words
+        .flat_map(|w| w.to_le_bytes())
+        .chain(entry.bytes())
+        .chain(std::iter::once(0u8));
+    bytes.fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// The file of the turn of pipeline `key` on the device whose cache file is
+/// `cache_file` (`…/pipelines-<device>.bin`).
+pub fn turn_file(cache_file: &Path, key: u64) -> Option<PathBuf> {
+    let dir = cache_file.parent()?.join("compiled");
+    let stem = cache_file.file_stem()?.to_string_lossy().into_owned();
+    Some(dir.join(format!("{stem}-{key:016x}")))
+}
+
+/// A builder's turn at a pipeline (see the module docs): held while the first
+/// build runs; [`CompileTurn::built`] marks the pipeline as built on this
+/// machine, and dropping the turn lets the others go.
+pub struct CompileTurn {
+    lock: Option<Flock<File>>,
+}
+
+impl CompileTurn {
+    /// Waits for the turn of the pipeline whose file is `file`: returns at
+    /// once when it was built before (or nothing can be locked), else once
+    /// this builder holds the lock.
+    pub fn take(file: &Path) -> CompileTurn {
+        let none = CompileTurn { lock: None };
+        if let Some(dir) = file.parent() {
+            if let Err(e) = std::fs::create_dir_all(dir) {
+                tracing::debug!("compile turn: cannot create {dir:?}: {e}");
+                return none;
+            }
+        }
+        let open = || {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(file)
+        };
+        let mut f = match open() {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::debug!("compile turn: cannot open {file:?}: {e}");
+                return none;
+            }
+        };
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(1);
+        let lock = loop {
+            match Flock::lock(f, FlockArg::LockExclusiveNonblock) {
+                Ok(l) => break l,
+                Err((back, e)) if e == nix::errno::Errno::EWOULDBLOCK => {
+                    if started.elapsed() >= MAX_WAIT {
+                        tracing::debug!(
+                            "compile turn: {file:?} held for {MAX_WAIT:?}; building anyway"
+                        );
+                        return none;
+                    }
+                    f = back;
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(20));
+                }
+                Err((_, e)) => {
+                    tracing::debug!("compile turn: cannot lock {file:?}: {e}");
+                    return none;
+                }
+            }
+        };
+        let waited = started.elapsed();
+        let mut mark = [0u8; 1];
+        let built = (&*lock).read(&mut mark).map(|n| n == 1).unwrap_or(false);
+        tracing::trace!(?file, ?waited, built, "compile turn");
+        if built {
+            // Built before: every builder may go at once (a cache hit).
+            return none;
+        }
+        CompileTurn { lock: Some(lock) }
+    }
+
+    /// Marks the pipeline as built on this machine (call after a build that
+    /// succeeded, before dropping the turn).
+    pub fn built(&mut self) {
+        if let Some(l) = self.lock.as_mut() {
+            if let Err(e) = (&**l).write_all(b"1") {
+                tracing::debug!("compile turn: cannot mark a pipeline built: {e}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Barrier};
+
+    #[test]
+    fn keys_tell_pipelines_apart() {
+        let k = pipeline_key(&[1, 2, 3], "main", &[2, 1], 0);
+        assert_eq!(k, pipeline_key(&[1, 2, 3], "main", &[2, 1], 0));
+        assert_ne!(k, pipeline_key(&[1, 2, 4], "main", &[2, 1], 0));
+        assert_ne!(k, pipeline_key(&[1, 2, 3], "mainx", &[2, 1], 0));
+        assert_ne!(k, pipeline_key(&[1, 2, 3], "main", &[1, 2], 0));
+        assert_ne!(k, pipeline_key(&[1, 2, 3], "main", &[2, 1], 4));
+        let f = turn_file(Path::new("/c/pipelines-10005-0000-ab.bin"), 0xfe).unwrap();
+        assert_eq!(
+            f,
+            Path::new("/c/compiled/pipelines-10005-0000-ab-00000000000000fe")
+        );
+    }
+
+    /// Of builders that arrive together, one builds first, alone; the others
+    /// go after it without the lock (side by side); a later builder does not
+    /// wait.
+    #[test]
+    fn the_first_build_goes_alone_and_later_ones_together() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("compiled").join("k");
+        let n = 4;
+        let start = Arc::new(Barrier::new(n));
+        let inside = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let firsts = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let threads: Vec<_> = (0..n)
+            .map(|_| {
+                let (file, start, inside, firsts) =
+                    (file.clone(), start.clone(), inside.clone(), firsts.clone());
+                std::thread::spawn(move || {
+                    use std::sync::atomic::Ordering::SeqCst;
+                    start.wait();
+                    let mut turn = CompileTurn::take(&file);
+                    let alone = turn.lock.is_some();
+                    let now = inside.fetch_add(1, SeqCst) + 1;
+                    if alone {
+                        assert_eq!(now, 1, "the first build runs alone");
+                        firsts.fetch_add(1, SeqCst);
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                    inside.fetch_sub(1, SeqCst);
+                    turn.built();
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        use std::sync::atomic::Ordering::SeqCst;
+        assert_eq!(firsts.load(SeqCst), 1);
+        let t = Instant::now();
+        assert!(CompileTurn::take(&file).lock.is_none());
+        assert!(t.elapsed() < Duration::from_secs(5));
+    }
+}
