@@ -183,7 +183,9 @@ impl Context {
     ) -> Result<Arc<DeviceKernel>> {
         let linked = link(&self.inner.gpu, cfg, source, entry, name)?;
         let k =
-            DeviceKernel::build_in_turn(&self.inner.gpu, cfg, linked, name, |k| self.warm_up(k))?;
+            DeviceKernel::build_in_turn(&self.inner.gpu, cfg, linked, name, |k| {
+                self.warm_up(k).map(|()| true)
+            })?;
         Ok(Arc::new(k))
     }
 

@@ -102,7 +102,8 @@ pub(crate) fn link(
 impl DeviceKernel {
     /// Builds the pipeline of `linked` and runs `warm_up` on it (which
     /// dispatches it over zero workgroups: llvmpipe compiles at a pipeline's
-    /// first dispatch, other drivers at its creation) in this machine's turn
+    /// first dispatch, other drivers at its creation; it returns whether it
+    /// dispatched) in this machine's turn
     /// for that pipeline (`crate::vk::compile_turn`): the other PEs of the
     /// job build the same pipeline now, and the first to get here compiles
     /// it alone, the others then find it in the driver's cache.
@@ -111,7 +112,7 @@ impl DeviceKernel {
         cfg: &LibraryConfig,
         linked: LinkedKernel,
         name: &str,
-        warm_up: impl FnOnce(&DeviceKernel) -> Result<()>,
+        warm_up: impl FnOnce(&DeviceKernel) -> Result<bool>,
     ) -> Result<DeviceKernel> {
         let sets = [
             cfg.bindings().len() as u32,
@@ -128,9 +129,10 @@ impl DeviceKernel {
             .turn_file(key)
             .map(|f| crate::vk::compile_turn::CompileTurn::take(&f));
         let k = DeviceKernel::build(gpu, cfg, linked, name)?;
-        warm_up(&k)?;
-        if let Some(t) = turn.as_mut() {
-            t.built();
+        if warm_up(&k)? {
+            if let Some(t) = turn.as_mut() {
+                t.built();
+            }
         }
         tracing::debug!(
             kernel = name,

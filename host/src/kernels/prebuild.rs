@@ -569,9 +569,9 @@ fn run(builds: &Builds, gpu: &Arc<Gpu>, jobs: &[Job]) {
             }
             let k = DeviceKernel::build_in_turn(gpu, &builds.cfg, linked, &job.name, |k| {
                 if builds.cancelled() {
-                    return Ok(());
+                    return Ok(false);
                 }
-                k.warm_up_with(&mut submit, window)
+                k.warm_up_with(&mut submit, window).map(|()| true)
             })?;
             if builds.cancelled() {
                 return Ok(None);
