@@ -114,7 +114,12 @@ pub(crate) fn device_amo(quad: bool, uses: Option<&str>) -> String {
         };
         let mut f = |name: String, body: String| {
             if wanted(&name) {
-                let _ = writeln!(s, "{}", body.replace("NAME", &name));
+                // The user's PE goes through vks_user_pe: VKS_SELF is the
+                // library's own word for this PE, never a user's.
+                let body = body
+                    .replace("NAME", &name)
+                    .replace("(pe, ", "(vks_user_pe(pe), ");
+                let _ = writeln!(s, "{body}");
             }
         };
         f(
@@ -272,7 +277,7 @@ mod tests {
         let src = crate::library::library_source_for(&wide, Some(user));
         assert!(src.contains("var<storage, read_write> vks_q_1_0: array<atomic<u64>>"));
         assert!(src.contains(
-            "fn shmem_size_atomic_inc(dest: u32, pe: u32) { vks_fetch_add64(pe, dest, 1lu); }"
+            "fn shmem_size_atomic_inc(dest: u32, pe: u32) { vks_fetch_add64(vks_user_pe(pe), dest, 1lu); }"
         ));
         assert!(
             !src.contains("fn shmem_long_atomic_inc("),

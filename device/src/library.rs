@@ -9,15 +9,17 @@
 //!
 //! One storage-buffer binding per (PE reached directly, chunk) in descriptor set
 //! 0: PE `p`'s heap is cut into chunks of at most `maxStorageBufferRange` bytes
-//! (lavapipe: 128 MiB); bindings are numbered from 0 in (PE, chunk) order, and
-//! the accessors' `switch` cases are `p * chunks + c`. Every binding is declared twice, as
-//! `array<atomic<u32>>` (`vks_a_P_C`) and `array<u32>` (`vks_w_P_C`); WGSL (naga)
+//! (lavapipe: 128 MiB); bindings are numbered from 0 in (slot, chunk) order,
+//! where PE `p`'s slot is `(p - my_pe) mod n_pes` (this PE's heap is slot 0),
+//! and the accessors' `switch` cases are `slot * chunks + c`, on
+//! `vks_slot(pe)`. Every binding is declared twice, as
+//! `array<atomic<u32>>` (`vks_a_S_C`) and `array<u32>` (`vks_w_S_C`); WGSL (naga)
 //! refuses two variables on one binding, so the plain view is declared at binding
 //! `PLAIN_VIEW_OFFSET + b` and the SPIR-V pass moves it onto `b` (Vulkan allows
 //! aliased variables on one binding when both match the descriptor type). A
 //! kernel that uses 64-bit atomics (on a device with
 //! `shaderBufferInt64Atomics`) gets a third view, `array<atomic<u64>>`
-//! (`vks_q_P_C`, declared at `QUAD_VIEW_OFFSET + b`), indexed by word address
+//! (`vks_q_S_C`, declared at `QUAD_VIEW_OFFSET + b`), indexed by word address
 //! / 2: 64-bit atomics need 8-byte alignment, so their word address is even.
 //!
 //! A binding array indexed by PE would be shorter, but Mesa 22.3 (lavapipe) has no
@@ -206,6 +208,10 @@ impl LibraryConfig {
     pub fn bindings(&self) -> Vec<HeapBinding> {
         let (cb, chunks) = (self.chunk_bytes(), self.chunks());
         let mut v = Vec::new();
+        debug_assert!(
+            self.direct.contains(self.my_pe),
+            "a PE always reaches its own heap (slot 0 holds vks_my_pe's word)"
+        );
         for slot in 0..self.n_pes {
             let pe = (self.my_pe + slot) % self.n_pes;
             if !self.direct.contains(pe) {
@@ -486,7 +492,7 @@ pub fn library_source_for(cfg: &LibraryConfig, uses: Option<&str>) -> String {
     // This PE's number is read from its control region, not compiled in: the
     // library (names by slot, see HeapBinding::slot) is then the same text on
     // every PE of a job whose direct sets look alike, and the driver compiles
-    // each kernel once per job (`vkshmem_host::vk::kernel`'s compile lock).
+    // each kernel once per job (`vkshmem_host::vk::compile_turn`).
     s.push_str(MY_PE_SOURCE);
     let _ = writeln!(s, "const VKS_N_PES: u32 = {}u;", cfg.n_pes);
     let _ = writeln!(s, "const VKS_HEAP_WORDS: u32 = {}u;", cfg.heap_words());
@@ -553,11 +559,17 @@ pub fn library_source_for(cfg: &LibraryConfig, uses: Option<&str>) -> String {
 /// (what the library passes as the PE of an access to this PE's own heap: a
 /// constant, so that the compiler folds that access's switch over the slots
 /// to slot 0, as it did when this PE's number was compiled in),
+/// `vks_user_pe(pe)` (a PE argument of the public API: VKS_SELF from a user
+/// is a bad PE, raised with its own value, and handed on as another bad one),
 /// `vks_pe_number(pe)` (the PE a library argument names) and `vks_slot(pe)`
 /// (PE `pe`'s place in this PE's view, `VKS_N_PES` for a PE outside the job).
 const MY_PE_SOURCE: &str = "fn vks_my_pe() -> u32 { return vks_w_0_0[VKS_CTRL_MY_PE]; }
 const VKS_SELF: u32 = 0xffffffffu;
 fn vks_pe_number(pe: u32) -> u32 { return select(pe, vks_my_pe(), pe == VKS_SELF); }
+fn vks_user_pe(pe: u32) -> u32 {
+    if pe == VKS_SELF { vks_raise(VKS_ERR_BAD_PE, pe, 0u); return VKS_SELF - 1u; }
+    return pe;
+}
 fn vks_slot(pe: u32) -> u32 {
     let me = vks_my_pe();
     let s = select(select(pe + VKS_N_PES - me, pe - me, pe >= me), VKS_N_PES, pe >= VKS_N_PES);
@@ -1049,8 +1061,8 @@ fn typed(s: &mut String, ty: &Ty) {
         };
         let _ = write!(
             s,
-            "fn shmem_{n}_g(source: u32, pe: u32) -> {t} {{ let w = vks_plain_load(pe, source); return {from}; }}
-fn shmem_{n}_p(dest: u32, value: {t}, pe: u32) {{ vks_plain_store(pe, dest, {to}); }}
+            "fn shmem_{n}_g(source: u32, pe: u32) -> {t} {{ let w = vks_plain_load(vks_user_pe(pe), source); return {from}; }}
+fn shmem_{n}_p(dest: u32, value: {t}, pe: u32) {{ vks_plain_store(vks_user_pe(pe), dest, {to}); }}
 "
         );
     } else {
@@ -1062,13 +1074,13 @@ fn shmem_{n}_p(dest: u32, value: {t}, pe: u32) {{ vks_plain_store(pe, dest, {to}
         let _ = write!(
             s,
             "fn shmem_{n}_g(source: u32, pe: u32) -> {t} {{
-    let bits = u64(vks_plain_load(pe, source)) | (u64(vks_plain_load(pe, source + 1u)) << 32u);
+    let bits = u64(vks_plain_load(vks_user_pe(pe), source)) | (u64(vks_plain_load(vks_user_pe(pe), source + 1u)) << 32u);
     return {from};
 }}
 fn shmem_{n}_p(dest: u32, value: {t}, pe: u32) {{
     let bits = {to};
-    vks_plain_store(pe, dest, u32(bits));
-    vks_plain_store(pe, dest + 1u, u32(bits >> 32u));
+    vks_plain_store(vks_user_pe(pe), dest, u32(bits));
+    vks_plain_store(vks_user_pe(pe), dest + 1u, u32(bits >> 32u));
 }}
 "
         );
@@ -1084,8 +1096,8 @@ fn shmem_{n}_p(dest: u32, value: {t}, pe: u32) {{
     let cmp = if ty.signed { "true" } else { "false" };
     let _ = write!(
         s,
-        "fn shmemx_{n}_load_acquire(source: u32, pe: u32) -> {t} {{ return {from}(vks_acquire_load(pe, source)); }}
-fn shmemx_{n}_store_release(dest: u32, value: {t}, pe: u32) {{ vks_store_release(pe, dest, {to}(value)); }}
+        "fn shmemx_{n}_load_acquire(source: u32, pe: u32) -> {t} {{ return {from}(vks_acquire_load(vks_user_pe(pe), source)); }}
+fn shmemx_{n}_store_release(dest: u32, value: {t}, pe: u32) {{ vks_store_release(vks_user_pe(pe), dest, {to}(value)); }}
 fn shmem_{n}_wait_until(ivar: u32, cmp: u32, value: {t}) -> bool {{ return vks_wait_cmp(ivar, cmp, {to}(value), {cmp}); }}
 "
     );

@@ -182,10 +182,9 @@ impl Context {
         name: &str,
     ) -> Result<Arc<DeviceKernel>> {
         let linked = link(&self.inner.gpu, cfg, source, entry, name)?;
-        let k =
-            DeviceKernel::build_in_turn(&self.inner.gpu, cfg, linked, name, |k| {
-                self.warm_up(k).map(|()| true)
-            })?;
+        let k = DeviceKernel::build_in_turn(&self.inner.gpu, cfg, linked, name, |k| {
+            self.warm_up(k).map(|()| true)
+        })?;
         Ok(Arc::new(k))
     }
 

@@ -626,7 +626,8 @@ fn prefix(
     out
 }
 
-/// Typed errors: a 64-bit atomic at an odd word address, a PE outside the job.
+/// Typed errors: a 64-bit atomic at an odd word address, a PE outside the job
+/// (n, and u32::MAX).
 fn bad_input(ctx: &Context) -> Result<()> {
     let n = ctx.n_pes();
     let k = ctx.device_kernel(BAD, "device_amo_bad.wgsl")?;
@@ -645,6 +646,15 @@ fn bad_input(ctx: &Context) -> Result<()> {
             n,
             vkshmem::ERR_BAD_PE,
             "a uint64 on PE n",
+        ),
+        // u32(-1): the library's own word for "this PE" (VKS_SELF) is a
+        // bad PE from a user, not this PE's heap.
+        (
+            1,
+            w.device_addr()?,
+            u32::MAX,
+            vkshmem::ERR_BAD_PE,
+            "a uint64 on PE -1",
         ),
     ];
     for (mode, addr, pe, bit, what) in cases {

@@ -129,6 +129,15 @@ impl DeviceKernel {
             .turn_file(key)
             .map(|f| crate::vk::compile_turn::CompileTurn::take(&f));
         let k = DeviceKernel::build(gpu, cfg, linked, name)?;
+        // A driver that compiled at creation is done: the turn goes before
+        // the warm-up, which may queue behind this PE's other device work
+        // (a launch waiting on peers that may wait for this turn).
+        if !gpu.info.is_llvmpipe() {
+            if let Some(t) = turn.as_mut() {
+                t.built();
+            }
+            drop(turn.take());
+        }
         if warm_up(&k)? {
             if let Some(t) = turn.as_mut() {
                 t.built();

@@ -25,7 +25,10 @@ use std::time::{Duration, Instant};
 use nix::fcntl::{Flock, FlockArg};
 
 /// The longest a builder waits for another's turn before it builds anyway.
-pub const MAX_WAIT: Duration = Duration::from_secs(300);
+/// (A cold compile of the largest kernels took up to about 40 s on llvmpipe
+/// with 2 cores; a builder that gives up compiles too, which costs time, not
+/// results, while a long wait would keep a PE from hearing that a peer failed.)
+pub const MAX_WAIT: Duration = Duration::from_secs(60);
 
 /// The key of a pipeline: FNV-1a over what the driver compiles (the SPIR-V,
 /// the entry point, the descriptor set sizes and push-constant bytes), so that
