@@ -57,8 +57,8 @@ fn vks_px_quiet() {}
 // The same with one poll per iteration: an entry is almost always free at
 // once (the ring is long), so this wait's code stays short.
 {}",
-        wait_fn("vks_px_wait", polls, &me, cfg.loop_cap),
-        wait_fn("vks_px_wait_free", 1, &me, cfg.loop_cap)
+        wait_fn("vks_px_wait", polls, me, cfg.loop_cap),
+        wait_fn("vks_px_wait_free", 1, me, cfg.loop_cap)
     );
     let _ = write!(
         s,
