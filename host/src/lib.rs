@@ -13,6 +13,7 @@ pub mod alloc;
 pub mod bootstrap;
 pub mod config;
 pub mod error;
+pub(crate) mod fnv;
 pub mod vk;
 
 pub use error::{Error, Result};

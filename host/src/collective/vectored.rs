@@ -75,11 +75,7 @@ fn extent(counts: &[usize], displs: &[usize]) -> Option<u64> {
 
 /// FNV-1a over words: the fingerprint of the arguments members must pass alike.
 fn fingerprint(words: &[u64]) -> u64 {
-    words.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, w| {
-        w.to_le_bytes()
-            .iter()
-            .fold(h, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
-    })
+    crate::fnv::fnv1a(words.iter().flat_map(|w| w.to_le_bytes()))
 }
 
 impl Context {

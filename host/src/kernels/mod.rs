@@ -133,14 +133,13 @@ impl DeviceKernel {
         // the warm-up, which may queue behind this PE's other device work
         // (a launch waiting on peers that may wait for this turn).
         if !gpu.info.is_llvmpipe() {
-            if let Some(t) = turn.as_mut() {
-                t.built();
+            if let Some(t) = turn.take() {
+                t.done();
             }
-            drop(turn.take());
         }
         if warm_up(&k)? {
-            if let Some(t) = turn.as_mut() {
-                t.built();
+            if let Some(t) = turn {
+                t.done();
             }
         }
         tracing::debug!(

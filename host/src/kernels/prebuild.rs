@@ -236,13 +236,7 @@ struct Profile {
 /// The profile file of the program at `exe` in jobs of `npes` PEs.
 fn profile_path(dir: &Path, exe: &Path, npes: u32) -> PathBuf {
     // FNV-1a of the path: a short, stable name.
-    let h = exe
-        .as_os_str()
-        .as_encoded_bytes()
-        .iter()
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-            (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
-        });
+    let h = crate::fnv::fnv1a(exe.as_os_str().as_encoded_bytes().iter().copied());
     let stem = exe
         .file_name()
         .map(|n| n.to_string_lossy())

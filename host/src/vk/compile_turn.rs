@@ -36,13 +36,12 @@ pub const MAX_WAIT: Duration = Duration::from_secs(60);
 /// processes and builds.
 pub fn pipeline_key(spirv: &[u32], entry: &str, sets: &[u32], push_bytes: u32) -> u64 {
     let words = spirv.iter().chain(sets).chain(std::iter::once(&push_bytes));
-    let bytes = words
-        .flat_map(|w| w.to_le_bytes())
-        .chain(entry.bytes())
-        .chain(std::iter::once(0u8));
-    bytes.fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+    crate::fnv::fnv1a(
+        words
+            .flat_map(|w| w.to_le_bytes())
+            .chain(entry.bytes())
+            .chain(std::iter::once(0u8)),
+    )
 }
 
 /// The file of the turn of pipeline `key` on the device whose cache file is
@@ -54,8 +53,8 @@ pub fn turn_file(cache_file: &Path, key: u64) -> Option<PathBuf> {
 }
 
 /// A builder's turn at a pipeline (see the module docs): held while the first
-/// build runs; [`CompileTurn::built`] marks the pipeline as built on this
-/// machine, and dropping the turn lets the others go.
+/// build runs; [`CompileTurn::done`] marks the pipeline as built on this
+/// machine and lets the others go (so does dropping the turn, unmarked).
 pub struct CompileTurn {
     lock: Option<Flock<File>>,
 }
@@ -120,10 +119,11 @@ impl CompileTurn {
         CompileTurn { lock: Some(lock) }
     }
 
-    /// Marks the pipeline as built on this machine (call after a build that
-    /// succeeded, before dropping the turn).
-    pub fn built(&mut self) {
-        if let Some(l) = self.lock.as_mut() {
+    /// Marks the pipeline as built on this machine and ends the turn (call
+    /// after a build that succeeded; a turn dropped without it lets the next
+    /// builder compile alone in its turn).
+    pub fn done(self) {
+        if let Some(l) = self.lock.as_ref() {
             if let Err(e) = (&**l).write_all(b"1") {
                 tracing::debug!("compile turn: cannot mark a pipeline built: {e}");
             }
@@ -169,7 +169,7 @@ mod tests {
                 std::thread::spawn(move || {
                     use std::sync::atomic::Ordering::SeqCst;
                     start.wait();
-                    let mut turn = CompileTurn::take(&file);
+                    let turn = CompileTurn::take(&file);
                     let alone = turn.lock.is_some();
                     let now = inside.fetch_add(1, SeqCst) + 1;
                     if alone {
@@ -178,7 +178,7 @@ mod tests {
                     }
                     std::thread::sleep(Duration::from_millis(50));
                     inside.fetch_sub(1, SeqCst);
-                    turn.built();
+                    turn.done();
                 })
             })
             .collect();
