@@ -1,9 +1,10 @@
 #!/bin/bash
 # vkshmem on an NVIDIA GPU in one device call (see README.md). Every stage has a
-# timeout inside one deadline; the raw output lands in /tmp/r, tarred into
+# timeout inside one deadline; the raw output lands in /tmp/r (each line of a
+# stage's output prefixed with the time it was printed), tarred into
 # $OUT/results.tgz after each stage (so a call cut short still returns what
 # ran), with $OUT/summary.txt the short table.
-# Usage (device machine, repo root): bash .gpu/run.sh DEADLINE_SECONDS
+# Usage (device machine, repo root): bash .gpu/run.sh DEADLINE_SECONDS [torch]
 set -u
 T0=$(date +%s); DL=$((T0 + ${1:-420}))
 if [ -e /usr/local/nvidia ]; then
@@ -14,6 +15,13 @@ export XDG_CACHE_HOME=/tmp/cache
 R=/tmp/r; rm -rf $R; mkdir -p $R; B=.gpu
 SUM=$R/summary.txt; : > $SUM
 log() { echo "$*" | tee -a $SUM; }
+# Each line prefixed with the seconds since the stage began.
+stamp() {
+  local t0=${EPOCHREALTIME/./} d
+  while IFS= read -r l; do
+    d=$(( ${EPOCHREALTIME/./} - t0 )); printf '%5d.%03d %s\n' $((d / 1000000)) $((d / 1000 % 1000)) "$l"
+  done
+}
 # st NAME SECS CMD...: CMD with a timeout that stays inside the deadline.
 st() {
   local name=$1 secs=$2; shift 2
@@ -21,8 +29,9 @@ st() {
   [ $left -lt 10 ] && { log "SKIP $name (no time)"; return; }
   [ $secs -gt $left ] && secs=$left
   local t=$(date +%s)
-  timeout -k 5 $secs bash -c '"$@"' _ "$@" > $R/$name.txt 2>&1; local rc=$?
+  timeout -k 5 $secs bash -c '"$@"' _ "$@" 2>&1 | stamp > $R/$name.txt; local rc=${PIPESTATUS[0]}
   log "STAGE $name rc=$rc $(( $(date +%s) - t ))s"
+  dmesg 2>/dev/null | grep -i -E 'xid' | tail -2 >> $SUM
   (cd /tmp && tar czf $OUT/results.tgz r); cp $SUM $OUT/
 }
 nvidia-smi > $R/nvidia-smi.txt 2>&1; head -12 $R/nvidia-smi.txt | tail -4 >> $SUM
@@ -30,42 +39,50 @@ dmesg -c > /dev/null 2>&1
 run() { local n=$1 heap=$2; shift 2; VKSHMEM_SYMMETRIC_SIZE=$heap $B/vkshmrun -n $n --wait-timeout 30 $B/vkshmem-bench "$@"; }
 export -f run; export B
 C=broadcast,collect,fcollect,alltoall,alltoalls,reduce
-st torch 30 python3 $B/torch_copy.py
-# Correctness first: every host collective, checked, 2 and 3 PEs.
-st check-2pe 40 run 2 1G --collective $C,barrier,sync --check --min-bytes 8 --max-bytes 16M --csv $R/check-2pe.csv
-st check-3pe 30 run 3 1G --collective $C --check --min-bytes 8 --max-bytes 16M --step-factor 8 --csv $R/check-3pe.csv
-# One submitter per device (VKSHMEM_SUBMIT: auto is leader on NVIDIA) against
-# each PE submitting its own part, interleaved: 2 and 4 PEs, 8 B to 64 MiB.
-for mode in each leader each leader; do
-  VKSHMEM_SUBMIT=$mode st submit-$mode-2pe-$RANDOM 20 run 2 2G --collective $C --min-bytes 8 --max-bytes 64M --step-factor 8 --iters 20 --check
+Q="--no-roofline --iters 10 --warmup 2"
+[ "${2:-}" = torch ] && st torch 30 python3 $B/torch_copy.py
+# busbw against size up to 1 GiB, every host collective (one submitter per
+# device, VKSHMEM_SUBMIT=auto, and the fence poll, VKSHMEM_FENCE_SPIN_US
+# unset: both on by default on NVIDIA). The copy roofline is torch's.
+st host-2pe 50 run 2 6G --collective $C --min-bytes 1M --max-bytes 1G --step-factor 4 $Q --csv $R/host-2pe.csv
+st host-4pe 50 run 4 10G --collective $C --min-bytes 1M --max-bytes 1G --step-factor 4 $Q --csv $R/host-4pe.csv
+st host-8pe 60 run 8 10G --collective $C --min-bytes 1M --max-bytes 512M --step-factor 4 $Q --csv $R/host-8pe.csv
+# Checked against the host reference on 4 and 8 PEs, 8 B to 64 MiB.
+st check-4pe 40 run 4 2G --collective $C,barrier,sync --check --min-bytes 8 --max-bytes 64M --step-factor 8 $Q --csv $R/check-4pe.csv
+st check-8pe 50 run 8 2G --collective $C --check --min-bytes 8 --max-bytes 32M --step-factor 8 $Q --csv $R/check-8pe.csv
+# The bench's own copy roofline (PE 0 copies every PE's bytes in one launch
+# where one PE submits for all), 2 PEs, beside the rows.
+st roof-2pe 50 run 2 6G --collective broadcast,alltoall,reduce --min-bytes 1M --max-bytes 256M --step-factor 4 --iters 10 --warmup 2 --csv $R/roof-2pe.csv
+# The fence poll: unset (the default) against 0, 2 PEs, small to large.
+for sp in 0 auto 0 auto; do
+  if [ $sp = auto ]; then e="env -u VKSHMEM_FENCE_SPIN_US"; else e="env VKSHMEM_FENCE_SPIN_US=0"; fi
+  st spin$sp-2pe-$RANDOM 12 $e bash -c 'run 2 1G --collective broadcast,reduce --min-bytes 8 --max-bytes 64M --step-factor 8 --no-roofline --iters 20'
 done
-for mode in each leader; do
-  VKSHMEM_SUBMIT=$mode st submit-$mode-4pe 25 run 4 2G --collective $C --min-bytes 8 --max-bytes 64M --step-factor 8 --iters 20 --check
-done
-# busbw against size up to 1 GiB (host collectives on aligned objects bind
-# the whole heap; rows that do not fit the heap are skipped and listed).
-st host-2pe 60 run 2 6G --collective $C --min-bytes 1M --max-bytes 1G --step-factor 4 --csv $R/host-2pe.csv
-st host-4pe 60 run 4 10G --collective $C --min-bytes 1M --max-bytes 1G --step-factor 4 --csv $R/host-4pe.csv
-st host-8pe 60 run 8 10G --collective $C --min-bytes 1M --max-bytes 512M --step-factor 4 --csv $R/host-8pe.csv
-# Polling the fence before blocking (VKSHMEM_FENCE_SPIN_US): the floors'
-# empty submit and small host calls, 2 PEs.
-for sp in 0 50; do
-  VKSHMEM_FENCE_SPIN_US=$sp st spin$sp-2pe 15 run 2 1G --collective broadcast,reduce --min-bytes 8 --max-bytes 1M --step-factor 16 --iters 50
-done
+# Objects 4 bytes off 16-byte alignment (the generic kernels, which each PE
+# submits itself), 2 PEs, checked.
+st offset4-2pe 25 run 2 2G --collective $C --offset 4 --check --min-bytes 4K --max-bytes 64M --step-factor 16 $Q --csv $R/offset4-2pe.csv
 # Reductions over the other types at 64 MiB, 2 PEs, checked.
-for t in int8 double bfloat16; do
-  st red-$t 15 run 2 2G --collective reduce --type $t --min-bytes 64M --max-bytes 64M --check --csv $R/red-$t.csv
-done
-dmesg 2>/dev/null | grep -i -E 'xid|nvrm' | head -5 >> $SUM
+st red-types 30 bash -c 'for t in int8 int16 int64 double float16 bfloat16; do run 2 2G --collective reduce --type $t --min-bytes 64M --max-bytes 64M --check --no-roofline --iters 10 --warmup 2; done'
+# Device forms on one PE (nothing waits across processes): one workgroup
+# against every resident workgroup of one dispatch, 8 B to 64 MiB, checked.
+st dev-1pe 30 run 1 2G --collective barrier,broadcast,fcollect,alltoall,reduce --scope work_group,work_groups --min-bytes 8 --max-bytes 64M --step-factor 8 --check $Q --csv $R/dev-1pe.csv
 log "total $(( $(date +%s) - T0 ))s"
-for f in $R/*.csv; do
-  awk -F, -v t=$(basename $f .csv) 'NR>1 && ($7>=67108864 || $7<=8) {printf "%s %s %s %s %s %.0fus %.1fGB/s %.0f%% w%s\n", t,$1,$2,$3,$7,$9,$13,$14,$16}' $f
+# busbw (GB/s) by size, one line per stage and collective.
+for f in $R/host-*.csv $R/roof-2pe.csv $R/dev-1pe.csv; do
+  [ -e $f ] || continue
+  awk -F, -v t=$(basename $f .csv) 'NR>1 {k=t" "$1" "$2; if (!(k in s)) o[++n]=k; s[k]=s[k] sprintf(" %s:%.0f", ($7>=1073741824? $7/1073741824 "G" : ($7>=1048576? $7/1048576 "M" : $7)), (t=="dev-1pe"? $12 : $13))} END {for (i=1;i<=n;i++) print o[i] s[o[i]]}' $f
 done >> $SUM
-grep -h -i -E '^# skipped|error|panic|timed out' $R/*.txt | sort | uniq -c | head -20 >> $SUM
-grep -H '^# floors' $R/spin*.txt | sed 's/(read + write).*//' >> $SUM
-# each vs leader: median us of every row at 8 B, 64 KiB and 64 MiB.
-for f in $R/submit-*.txt; do
-  awk -v t=$(basename $f .txt) '$2=="host" && ($6==8 || $6==65536 || $6==67108864) {printf "%s %s %s %s\n", t, $1, $6, $7}' $f
+for f in $R/roof-2pe.csv; do
+  [ -e $f ] && awk -F, 'NR>1 {printf "roof %s %s %.0f%% of %.0f GB/s\n", $1, $7, $14, $15}' $f
+done >> $SUM
+for f in $R/check-*.csv $R/offset4-2pe.csv; do
+  [ -e $f ] && awk -F, -v t=$(basename $f .csv) 'NR>1 {w+=$16; r++; if ($7==8 || $7==4096 || $7>=16777216) printf "%s %s %s %.0fus\n", t, $1, $7, $9} END {print t, "rows", r, "wrong", w}' $f
+done >> $SUM
+grep -h -i -E '^ *[0-9.]+ (# skipped|.*error|.*panic|.*timed out)' $R/*.txt | cut -c11- | sort | uniq -c | head -20 >> $SUM
+awk '$2=="reduce" && $3=="host" {print "red", $4, $7, $8 "us", $13 "GB/s", "wrong", $14}' $R/red-types.txt >> $SUM
+for f in $R/spin*.txt; do
+  awk -v t=$(basename $f .txt) '$3=="host" && ($7==8 || $7==65536 || $7==67108864) {printf "%s %s %s %s\n", t, $2, $7, $8}' $f
+  grep -h '# floors' $f | sed 's/(read + write).*//' | cut -c11-
 done >> $SUM
 (cd /tmp && tar czf $OUT/results.tgz r); cp $SUM $OUT/
 cat $SUM

@@ -185,7 +185,11 @@ fn main(@builtin(local_invocation_index) li: u32) {{
 /// second, all PEs of the job together, as they share the device) at the
 /// footprint of each row, measured in the same run.
 ///
-/// Every PE copies the same number of bytes at the same time, from a barrier,
+/// Where the PEs share one device and its first PE submits every member's
+/// part of a host collective ([`Roofline::gang`]: NVIDIA, where each
+/// process's submission costs a context switch), PE 0 copies every PE's
+/// bytes in each launch, as the collectives launch there, timed the same way.
+/// Elsewhere every PE copies the same number of bytes at the same time, from a barrier,
 /// four launches back to back, and a trial takes the span from the first
 /// PE's start to the last PE's end (on the clock the PEs of a machine share;
 /// across nodes the slowest PE's own time), so that copies that did not
@@ -224,6 +228,13 @@ pub struct Roofline {
     /// Whether the driver caps loop iterations (llvmpipe: the library's wide
     /// kernels take a contiguous share per invocation there).
     capped: bool,
+    /// PEs whose copies one launch makes: every PE of the job where they
+    /// share one device and its first PE submits every member's part of a
+    /// host collective (`Context::leader_submits`, NVIDIA: each process's
+    /// submission costs a context switch), so the roofline's copy of all
+    /// their bytes is one launch by PE 0 as the collectives' is; else 1
+    /// (each PE launches its own copy).
+    gang: u64,
     /// Bandwidth by bytes copied per PE.
     measured: std::cell::RefCell<std::collections::HashMap<u64, f64>>,
     /// Host memcpy bandwidth by bytes copied per PE.
@@ -231,13 +242,38 @@ pub struct Roofline {
 }
 
 impl Roofline {
-    /// Buffers for copies of up to `cap` bytes per PE. Collective.
+    /// Buffers for copies of up to `cap` bytes per PE (`cap` times the PEs
+    /// on PE 0 where one launch copies for all of them: [`Roofline::gang`]).
+    /// Collective.
     pub fn new(ctx: &Context, cap: u64) -> anyhow::Result<Roofline> {
         let cap = cap.max(16) / 16 * 16;
+        let took = ctx.calloc(1)?;
+        let n = ctx.n_pes();
+        let one_device = ctx.team_n_pes(vkshmem::Team::SHARED)? == n;
+        let leader = crate::over_world(
+            ctx,
+            &took,
+            ReduceOp::Min,
+            f64::from(u8::from(ctx.leader_submits())),
+        )? > 0.0;
+        let gang = if one_device && leader && n > 1 {
+            u64::from(n)
+        } else {
+            1
+        };
+        // The buffers take what one PE's did (a quarter of the heap at
+        // most), each within one binding.
+        let cap = cap
+            .min(ctx.heap_size() / (8 * gang))
+            .min(ctx.device_info().max_storage_buffer_range / gang)
+            .max(16)
+            / 16
+            * 16;
         Ok(Roofline {
-            a: ctx.malloc::<u8>(cap as usize)?,
-            b: ctx.malloc::<u8>(cap as usize)?,
-            took: ctx.calloc(1)?,
+            a: ctx.malloc::<u8>((cap * gang) as usize)?,
+            b: ctx.malloc::<u8>((cap * gang) as usize)?,
+            took,
+            gang,
             span: ctx.calloc(2)?,
             one_machine: ctx.team_n_pes(vkshmem::Team::NODE)? == ctx.n_pes(),
             kernels: SHAPES
@@ -268,6 +304,11 @@ impl Roofline {
             measured: Default::default(),
             memcpy: Default::default(),
         })
+    }
+
+    /// PEs whose copies one launch makes ([`Roofline::gang`]'s field).
+    pub fn gang(&self) -> u64 {
+        self.gang
     }
 
     /// The largest copy it measures per PE.
@@ -334,6 +375,12 @@ impl Roofline {
         // that was busy while one measurement ran must not lower the roofline.
         let before = self.measured.borrow().get(&size).copied().unwrap_or(0.0);
         let me = ctx.my_pe();
+        // The bytes each launch copies: every PE's on PE 0 where one launch
+        // copies for all ([`Roofline::gang`]; the others launch nothing and
+        // only take part in the timing), else this PE's own.
+        let launches = self.gang == 1 || me == 0;
+        let size_1 = size;
+        let size = size * self.gang;
         let window = |buf: &SymBuffer<u8>| {
             let mut w = buf.window(me);
             w.bytes = size;
@@ -346,6 +393,13 @@ impl Roofline {
         for (shape, kernel) in &self.kernels {
             let p = shape.parts() as u64;
             if size % (16 * p) != 0 {
+                continue;
+            }
+            // A contiguous share per invocation over a few workgroups is
+            // llvmpipe's pattern; on a GPU the library never copies so (a
+            // few thousand invocations, each a long dependent walk: trials
+            // of seconds at hundreds of MiB on an H200).
+            if matches!(shape, Shape::Share { .. }) && !self.capped {
                 continue;
             }
             // vec4s of each part.
@@ -442,7 +496,9 @@ impl Roofline {
             ctx.barrier_all()?;
             let (start, t) = (shared_clock(), Instant::now());
             for _ in 0..TRIAL_LAUNCHES {
-                launch(k, g, shape)?;
+                if launches {
+                    launch(k, g, shape)?;
+                }
             }
             let (end, took) = (shared_clock(), t.elapsed().as_secs_f64());
             let span = if self.one_machine {
@@ -457,7 +513,7 @@ impl Roofline {
                 crate::over_world(ctx, &self.took, ReduceOp::Max, took)?
             };
             let one = span / (reps * TRIAL_LAUNCHES) as f64;
-            Ok(ctx.n_pes() as f64 * 2.0 * size as f64 / one)
+            Ok(ctx.n_pes() as f64 * 2.0 * size_1 as f64 / one)
         };
         let mut ranked = Vec::new();
         for (k, g, shape) in trials {
@@ -480,10 +536,10 @@ impl Roofline {
         }
         best = best.max(before);
         // Never below the large copy's (a smaller copy pays its launch).
-        if size != large {
+        if size_1 != large {
             best = best.max(self.measured.borrow().get(&large).copied().unwrap_or(0.0));
         }
-        self.measured.borrow_mut().insert(size, best);
+        self.measured.borrow_mut().insert(size_1, best);
         Ok(best)
     }
 }

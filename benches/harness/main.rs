@@ -1003,9 +1003,14 @@ fn run() -> anyhow::Result<()> {
         );
         match copy_bps {
             Some(bps) => println!(
-                "# roofline: copy kernel {:.2} GB/s at {} KiB per PE (read + write, every PE at once, over their common span); each row's roofline_pct is against the copy of its own footprint (roofline_GBps in the CSV)",
+                "# roofline: copy kernel {:.2} GB/s at {} KiB per PE (read + write, {}); each row's roofline_pct is against the copy of its own footprint (roofline_GBps in the CSV)",
                 bps / 1e9,
-                copy_at >> 10
+                copy_at >> 10,
+                if roofline.as_ref().is_some_and(|r| r.gang() > 1) {
+                    "every PE's in one launch by PE 0, as the host collectives' one submitter launches"
+                } else {
+                    "every PE at once, over their common span"
+                }
             ),
             None => println!("# roofline: not measured (--no-roofline)"),
         }

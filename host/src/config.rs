@@ -206,18 +206,29 @@ pub fn wait_timeout(get: impl Fn(&str) -> Option<String>) -> Result<Option<std::
 }
 
 /// Microseconds a submission's wait polls its fence before it blocks in
-/// `vkWaitForFences` (0, the default: it blocks at once). A blocking wait
-/// wakes up later than the GPU finishes on some drivers (NVIDIA: an empty
-/// submit-and-wait took 35-46 us on an H200); polling trades a core for that
-/// latency, so it is for measurements and for PEs that have a core each.
+/// `vkWaitForFences`. A blocking wait wakes up later than the GPU finishes on
+/// some drivers (NVIDIA: an empty submit-and-wait took 35-46 us on an H200,
+/// 14 us polling; a 2-PE host reduction 85 us, 42 us polling); polling trades
+/// a core for that latency. Unset: [`FENCE_SPIN_AUTO`] on drivers that
+/// time-slice processes (NVIDIA's) when every PE on the device has a core of
+/// its own, as CUDA's default schedule spins when its contexts do not
+/// outnumber the cores; 0 (block at once) elsewhere, such as on llvmpipe,
+/// whose driver threads need the cores a poll would take.
 pub const ENV_FENCE_SPIN: &str = "VKSHMEM_FENCE_SPIN_US";
 
-/// `VKSHMEM_FENCE_SPIN_US` (whole microseconds, at most one second), zero when unset.
-pub fn fence_spin(get: impl Fn(&str) -> Option<String>) -> Result<std::time::Duration> {
+/// The fence poll where `VKSHMEM_FENCE_SPIN_US` is unset and polling pays
+/// (see [`ENV_FENCE_SPIN`]): long enough to cover a host collective up to
+/// tens of MiB on a GPU, short enough that a PE waiting on a slow peer soon
+/// blocks.
+pub const FENCE_SPIN_AUTO: std::time::Duration = std::time::Duration::from_micros(250);
+
+/// `VKSHMEM_FENCE_SPIN_US` (whole microseconds, at most one second); `None`
+/// when unset (the context chooses, see [`ENV_FENCE_SPIN`]).
+pub fn fence_spin(get: impl Fn(&str) -> Option<String>) -> Result<Option<std::time::Duration>> {
     match get(ENV_FENCE_SPIN) {
-        None => Ok(std::time::Duration::ZERO),
+        None => Ok(None),
         Some(v) => match v.trim().parse::<u64>() {
-            Ok(us) if us <= 1_000_000 => Ok(std::time::Duration::from_micros(us)),
+            Ok(us) if us <= 1_000_000 => Ok(Some(std::time::Duration::from_micros(us))),
             _ => Err(Error::Config {
                 var: ENV_FENCE_SPIN,
                 value: v,
@@ -225,6 +236,22 @@ pub fn fence_spin(get: impl Fn(&str) -> Option<String>) -> Result<std::time::Dur
             }),
         },
     }
+}
+
+/// The fence poll of a PE: `VKSHMEM_FENCE_SPIN_US` when set, else
+/// [`FENCE_SPIN_AUTO`] on a time-sliced driver whose PEs on this device
+/// (`sharing`) each have a core (`cores`), else none.
+pub fn fence_spin_or_auto(
+    set: Option<std::time::Duration>,
+    time_sliced: bool,
+    sharing: u32,
+    cores: usize,
+) -> std::time::Duration {
+    set.unwrap_or(if time_sliced && sharing as usize <= cores {
+        FENCE_SPIN_AUTO
+    } else {
+        std::time::Duration::ZERO
+    })
 }
 
 /// Who submits the members' parts of a host collective on the kernel path
@@ -374,11 +401,25 @@ mod tests {
     #[test]
     fn fence_spin_values() {
         let env = |v: &'static str| move |_: &str| Some(v.to_string());
-        assert_eq!(fence_spin(|_| None).unwrap(), std::time::Duration::ZERO);
+        assert_eq!(fence_spin(|_| None).unwrap(), None);
         assert_eq!(
             fence_spin(env(" 50 ")).unwrap(),
-            std::time::Duration::from_micros(50)
+            Some(std::time::Duration::from_micros(50))
         );
+        assert_eq!(
+            fence_spin(env("0")).unwrap(),
+            Some(std::time::Duration::ZERO)
+        );
+        // Unset: a poll only on a time-sliced driver with a core per PE.
+        let zero = std::time::Duration::ZERO;
+        assert_eq!(fence_spin_or_auto(None, true, 4, 16), FENCE_SPIN_AUTO);
+        assert_eq!(fence_spin_or_auto(None, true, 16, 16), FENCE_SPIN_AUTO);
+        assert_eq!(fence_spin_or_auto(None, true, 17, 16), zero);
+        assert_eq!(fence_spin_or_auto(None, false, 2, 16), zero);
+        // Set: as set, whatever the driver.
+        assert_eq!(fence_spin_or_auto(Some(zero), true, 2, 16), zero);
+        let us = std::time::Duration::from_micros(7);
+        assert_eq!(fence_spin_or_auto(Some(us), false, 2, 1), us);
         for bad in ["-1", "2.5", "x", "1000001"] {
             let e = fence_spin(env(bad)).unwrap_err().to_string();
             assert!(e.contains(ENV_FENCE_SPIN), "{bad}: {e}");

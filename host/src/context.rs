@@ -312,7 +312,6 @@ impl Context {
             ));
         }
         let mut submit = Submitter::new(&gpu)?;
-        submit.set_fence_spin(fence_spin);
         let world = TeamShape::world(job.npes);
         // SHARED: the PEs on this device (reachability is an equivalence, so every
         // member computes the same set).
@@ -323,6 +322,12 @@ impl Context {
             );
             TeamShape::single(job.pe)
         });
+        submit.set_fence_spin(config::fence_spin_or_auto(
+            fence_spin,
+            gpu.info.time_sliced,
+            near.len() as u32,
+            std::thread::available_parallelism().map_or(1, |c| c.get()),
+        ));
         // NODE: the PEs of this node (every PE of a job of one node).
         let node = match &nodes {
             None => world,
@@ -893,6 +898,15 @@ impl Context {
     /// `VKSHMEM_RESIDENT_WORKGROUPS`).
     pub fn resident_workgroups(&self) -> u32 {
         self.inner.gpu.info.resident_workgroups
+    }
+
+    /// Whether this PE asks that the first member of a team on its device
+    /// submit every member's part of a host collective's wide launches in
+    /// one submission (`VKSHMEM_SUBMIT`; `auto`: on drivers that time-slice
+    /// processes, NVIDIA's, where each process's submission costs a context
+    /// switch). A team takes it when every member asks for it.
+    pub fn leader_submits(&self) -> bool {
+        self.inner.leader_submit
     }
 
     /// Whether device code may wait for other PEs: false when two PEs of
