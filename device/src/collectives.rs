@@ -1577,7 +1577,8 @@ fn wide_step(kind: &Kind, op: ReduceOp) -> Option<(String, String)> {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct WideCopyArgs {
-    /// vec4s per block.
+    /// vec4s per block (32-bit words in [`wide_copy_words_source`]'s kernel,
+    /// as for every count and index here).
     pub bvecs: u32,
     /// vec4 index of each block's source in its window.
     pub s0: u32,
@@ -1594,6 +1595,22 @@ pub struct WideCopyArgs {
 /// and addresses must be multiples of 16 bytes. `None` for more than
 /// [`WIDE_REDUCE_MAX_MEMBERS`] blocks.
 pub fn wide_copy_source(blocks: u32) -> Option<String> {
+    wide_copy_source_of(blocks, "vec4<u32>")
+}
+
+/// [`wide_copy_source`] word by word: blocks, sizes and addresses in whole
+/// 32-bit words, the [`WideCopyArgs`] counting words. It takes the pulls whose
+/// blocks or objects are off whole vec4s (an fcollect of 8 bytes a member,
+/// objects 4 bytes past alignment), which would otherwise take the generic
+/// kernel: that kernel binds heaps through the library as this PE, so each
+/// member must submit its own, where a wide launch may be submitted by the
+/// team's first member with the others' (on NVIDIA, one context switch per
+/// process and submission: 1.3-4 ms per call on 4-8 PEs of an H200).
+pub fn wide_copy_words_source(blocks: u32) -> Option<String> {
+    wide_copy_source_of(blocks, "u32")
+}
+
+fn wide_copy_source_of(blocks: u32, unit: &str) -> Option<String> {
     if blocks == 0 || blocks > WIDE_REDUCE_MAX_MEMBERS {
         return None;
     }
@@ -1603,12 +1620,12 @@ pub fn wide_copy_source(blocks: u32) -> Option<String> {
     for j in 0..blocks {
         let _ = writeln!(
             s,
-            "@group(1) @binding({j}) var<storage, read_write> s_{j}: array<vec4<u32>>;"
+            "@group(1) @binding({j}) var<storage, read_write> s_{j}: array<{unit}>;"
         );
     }
     let _ = writeln!(
         s,
-        "@group(1) @binding({blocks}) var<storage, read_write> d: array<vec4<u32>>;"
+        "@group(1) @binding({blocks}) var<storage, read_write> d: array<{unit}>;"
     );
     // Every block's same span in one loop: each workgroup streams its span of
     // every block.
@@ -1735,6 +1752,16 @@ mod wide_tests {
         assert!(wide_copy_source(0).is_none() && wide_copy_source(9).is_none());
         assert_eq!(std::mem::size_of::<WideCopyArgs>(), 16);
         assert!(s.contains("struct WideCopy { bvecs: u32, s0: u32, d0: u32, per: u32 }"));
+        // Word by word: the same loop over u32s.
+        for blocks in 1..=WIDE_REDUCE_MAX_MEMBERS {
+            let w = wide_copy_words_source(blocks).unwrap();
+            assert!(w.contains(&format!(
+                "@binding({blocks}) var<storage, read_write> d: array<u32>;"
+            )));
+            assert!(!w.contains("vec4"));
+            crate::compile_wgsl(&w, "copy_words").unwrap_or_else(|e| panic!("{blocks}: {e}\n{w}"));
+        }
+        assert!(wide_copy_words_source(0).is_none() && wide_copy_words_source(9).is_none());
     }
 }
 

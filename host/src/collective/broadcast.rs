@@ -141,20 +141,33 @@ impl Context {
             };
             let mut part = Vec::new();
             if push_ok {
+                // The head and tail (this member's own dest bytes, apart from
+                // the pushed middle): pulled from the root word by word beside
+                // the push where they are whole words, else on the generic
+                // kernel.
+                let mut wide = Vec::new();
                 if !(skip_root && me == root) {
+                    let (from, to) = ([m.shape.member(root)], m.shape.member(me));
                     for (at, len) in [(0, sp.head), (sp.head + sp.mid, sp.tail)] {
-                        if len > 0 {
-                            generic_reach("broadcast", &objects)?;
-                            let mut a = Self::host_args(&m, dest, source);
-                            a.dest += at as u32;
-                            a.source += at as u32;
-                            a.n = len as u32;
-                            let call = HostCall::Broadcast { root, skip_root };
-                            part.push(Step::Generic(call, a, len.div_ceil(4) + 1));
+                        if len == 0 {
+                            continue;
                         }
+                        let (s, d) = (source.offset() + at, dest.offset() + at);
+                        if let Some(l) = self.copy_wide(to, &from, len, s, d)? {
+                            wide.extend(l);
+                            continue;
+                        }
+                        generic_reach("broadcast", &objects)?;
+                        let mut a = Self::host_args(&m, dest, source);
+                        a.dest += at as u32;
+                        a.source += at as u32;
+                        a.n = len as u32;
+                        let call = HostCall::Broadcast { root, skip_root };
+                        part.push(Step::Generic(call, a, len.div_ceil(4) + 1));
                     }
                 }
-                part.push(Step::Wide(self.push_wide(&push, &to, me, m.shape.size)?));
+                wide.extend(self.push_wide(&push, &to, me, m.shape.size)?);
+                part.push(Step::Wide(wide));
                 return Ok(part);
             }
             if skip_root && me == root {

@@ -252,9 +252,10 @@ impl Context {
                 if let Some(l) = l {
                     return Ok(vec![Step::Wide(l)]);
                 }
-            } else if counts.iter().all(|&c| c % 16 == 0) {
-                // Unequal counts in whole vec4s: one wide copy per member, each
-                // block to its place in the member's dest.
+            } else if counts.iter().all(|&c| c % 4 == 0) {
+                // Unequal counts in whole words: one wide copy per member, each
+                // block to its place in the member's dest (word by word where
+                // a block or its place is off whole vec4s).
                 let mut at = dest.offset();
                 let mut launches = Vec::new();
                 let mut wide = true;

@@ -4,8 +4,10 @@
 //! Pull collectives (broadcast, fcollect, alltoall, collect, unit-stride
 //! alltoalls) on 16-byte aligned objects and blocks, from any number of
 //! members in launches of up to [`WIDE_REDUCE_MAX_MEMBERS`]: each PE copies
-//! the blocks it needs into its own dest (`wide_copy_source`). Only this PE's
-//! dest is written, so each PE may choose its path alone.
+//! the blocks it needs into its own dest (`wide_copy_source`); blocks and
+//! objects off whole vec4s but in whole words word by word
+//! (`wide_copy_words_source`). Only this PE's dest is written, so each PE
+//! may choose its path alone.
 //!
 //! Reductions of every kind (1-, 2-, 4- and 8-byte elements, the object a
 //! whole number of 32-bit words) on 16-byte aligned objects: teams of up to
@@ -37,7 +39,8 @@ use crate::kernels::DeviceKernel;
 /// boundary and the `tail` past the last whole vec4 (unless it is whole
 /// words, which the wide kernels store one by one) go through the generic
 /// kernels (whole elements: both offsets are multiples of the element
-/// size), the `mid` through the wide kernel.
+/// size; a broadcast pulls those of whole words with the word copy), the
+/// `mid` through the wide kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Split {
     pub head: u64,
@@ -137,9 +140,40 @@ pub(crate) struct CopyPlan {
     pub args: WideCopyArgs,
 }
 
-/// The wide copy plan, or `None` for the generic path. `align` is the device's
-/// storage offset alignment, `max_range` its largest binding, `heap` the heap size.
+/// The wide copy plan in vec4s, or `None` (then [`copy_plan_words`]). `align`
+/// is the device's storage offset alignment, `max_range` its largest binding,
+/// `heap` the heap size.
 pub(crate) fn copy_plan(
+    blocks: u32,
+    block: u64,
+    src: u64,
+    dst: u64,
+    heap: u64,
+    align: u64,
+    max_range: u64,
+) -> Option<CopyPlan> {
+    copy_plan_in(16, blocks, block, src, dst, heap, align, max_range)
+}
+
+/// The wide copy plan word by word (`wide_copy_words_source`: blocks and
+/// addresses in whole 32-bit words, the args counting words), or `None` for
+/// the generic path.
+pub(crate) fn copy_plan_words(
+    blocks: u32,
+    block: u64,
+    src: u64,
+    dst: u64,
+    heap: u64,
+    align: u64,
+    max_range: u64,
+) -> Option<CopyPlan> {
+    copy_plan_in(4, blocks, block, src, dst, heap, align, max_range)
+}
+
+/// [`copy_plan`] in units of `unit` bytes (16: vec4s; 4: words).
+#[allow(clippy::too_many_arguments)]
+fn copy_plan_in(
+    unit: u64,
     blocks: u32,
     block: u64,
     src: u64,
@@ -151,7 +185,7 @@ pub(crate) fn copy_plan(
     if blocks == 0 || blocks > WIDE_REDUCE_MAX_MEMBERS || block == 0 {
         return None;
     }
-    if block % 16 != 0 || src % 16 != 0 || dst % 16 != 0 {
+    if block % unit != 0 || src % unit != 0 || dst % unit != 0 {
         return None;
     }
     let align = align.max(16);
@@ -163,15 +197,15 @@ pub(crate) fn copy_plan(
         align,
         max_range,
     )?;
-    let bvecs = u32::try_from(block / 16).ok()?;
-    u32::try_from(d.1 / 16).ok()?;
+    let bvecs = u32::try_from(block / unit).ok()?;
+    u32::try_from(d.1 / unit).ok()?;
     Some(CopyPlan {
         src: s,
         dst: d,
         args: WideCopyArgs {
             bvecs,
-            s0: ((src - s.0) / 16) as u32,
-            d0: ((dst - d.0) / 16) as u32,
+            s0: ((src - s.0) / unit) as u32,
+            d0: ((dst - d.0) / unit) as u32,
             per: 0,
         },
     })
@@ -292,7 +326,9 @@ impl Context {
     }
 
     /// The launch of one group of at most [`WIDE_REDUCE_MAX_MEMBERS`] of
-    /// [`Context::copy_wide`]; `None` when it cannot take the wide path.
+    /// [`Context::copy_wide`]: in vec4s, else word by word (blocks or
+    /// addresses off whole vec4s); `None` when it cannot take the wide path
+    /// (not whole words, or past the heap or the binding limits).
     fn copy_wide_launch(
         &self,
         to: u32,
@@ -302,25 +338,33 @@ impl Context {
         dst: u64,
     ) -> Result<Option<Planned>> {
         let info = self.device_info();
-        let Some(p) = copy_plan(
-            from.len() as u32,
-            block,
-            src,
-            dst,
+        let blocks = from.len() as u32;
+        let (heap, align, range) = (
             self.heap_size(),
             info.min_storage_offset_alignment,
             info.max_storage_buffer_range,
-        ) else {
-            return Ok(None);
+        );
+        let (p, words) = match copy_plan(blocks, block, src, dst, heap, align, range) {
+            Some(p) => (p, false),
+            None => match copy_plan_words(blocks, block, src, dst, heap, align, range) {
+                Some(p) => (p, true),
+                None => return Ok(None),
+            },
         };
         let library = self.library_config()?.bindings().len() as u64;
         if library + from.len() as u64 + 1 > info.max_storage_buffers_per_stage as u64 {
             return Ok(None);
         }
-        let Some(k) = self.library_kernel(&format!("vkshmem_wide_copy_{}", from.len()), || {
-            collectives::wide_copy_source(from.len() as u32)
-        })?
-        else {
+        let k = if words {
+            self.library_kernel(&format!("vkshmem_wide_copy_words_{blocks}"), || {
+                collectives::wide_copy_words_source(blocks)
+            })?
+        } else {
+            self.library_kernel(&format!("vkshmem_wide_copy_{blocks}"), || {
+                collectives::wide_copy_source(blocks)
+            })?
+        };
+        let Some(k) = k else {
             return Ok(None);
         };
         let w: Vec<HeapWindow> = windows(from.iter().copied(), p.src)
@@ -759,6 +803,17 @@ mod tests {
         assert!(copy_plan(WIDE_REDUCE_MAX_MEMBERS + 1, 64, 0, 0, 1 << 20, 64, 1 << 27).is_none());
         assert!(copy_plan(2, 64, 0, (1 << 20) - 64, 1 << 20, 64, 1 << 27).is_none());
         assert!(copy_plan(2, 1 << 20, 0, 0, 1 << 30, 64, 1 << 20).is_none());
+        // Word by word: blocks and addresses in whole words, counts in words,
+        // windows from the aligned start below.
+        let p = copy_plan_words(3, 8, 512 + 36, 1024 + 4, 1 << 20, 64, 1 << 27).unwrap();
+        assert_eq!(p.src, (512, 36 + 8));
+        assert_eq!(p.dst, (1024, 4 + 24));
+        assert_eq!((p.args.bvecs, p.args.s0, p.args.d0), (2, 9, 1));
+        assert!(copy_plan(3, 8, 512, 1024, 1 << 20, 64, 1 << 27).is_none());
+        assert!(copy_plan_words(3, 6, 0, 0, 1 << 20, 64, 1 << 27).is_none());
+        assert!(copy_plan_words(3, 8, 2, 0, 1 << 20, 64, 1 << 27).is_none());
+        assert!(copy_plan_words(3, 8, 0, 1, 1 << 20, 64, 1 << 27).is_none());
+        assert!(copy_plan_words(2, 8, 0, (1 << 20) - 8, 1 << 20, 64, 1 << 27).is_none());
     }
 
     #[test]

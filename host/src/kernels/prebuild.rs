@@ -125,6 +125,15 @@ fn wide_copy(blocks: u32) -> Option<Job> {
     })
 }
 
+/// The word-by-word wide copy of `blocks` blocks (named as
+/// `Context::copy_wide` names it).
+fn wide_copy_words(blocks: u32) -> Option<Job> {
+    Some(Job {
+        source: collectives::wide_copy_words_source(blocks)?,
+        name: format!("vkshmem_wide_copy_words_{blocks}"),
+    })
+}
+
 /// The wide push to `dests` dests (named as `Context::push_kernel` names it).
 fn wide_push(dests: u32) -> Option<Job> {
     Some(Job {
@@ -170,6 +179,8 @@ pub(crate) fn jobs(mode: Mode, size: u32, cfg: &LibraryConfig) -> Vec<Job> {
     jobs.push(host(HostCollective::Alltoalls));
     jobs.push(host(HostCollective::Reduce(i32k)));
     if mode == Mode::All {
+        jobs.extend(wide_copy_words(1));
+        jobs.extend(wide_copy_words(size));
         for k in KINDS.iter().filter(|k| collectives::kind_available(cfg, k)) {
             jobs.push(host(HostCollective::Reduce(*k)));
         }
@@ -189,7 +200,8 @@ pub(crate) fn jobs(mode: Mode, size: u32, cfg: &LibraryConfig) -> Vec<Job> {
 
 /// The job of the host kernel called `name`, for a library `cfg` (the
 /// collectives' names are unique: `vkshmem_<collective>`, `vkshmem_reduce_<kind>`,
-/// `vkshmem_wide_copy_<blocks>`, `vkshmem_wide_push_<dests>`,
+/// `vkshmem_wide_copy_<blocks>`, `vkshmem_wide_copy_words_<blocks>`,
+/// `vkshmem_wide_push_<dests>`,
 /// `vkshmem_wide_reduce_<kind>_<op>_<members>`);
 /// `None` for any other name.
 pub(crate) fn job_named(name: &str, cfg: &LibraryConfig) -> Option<Job> {
@@ -212,6 +224,9 @@ pub(crate) fn job_named(name: &str, cfg: &LibraryConfig) -> Option<Job> {
             .ok()
             .filter(|n| (1..=WIDE_REDUCE_MAX_MEMBERS).contains(n))
     };
+    if let Some(n) = name.strip_prefix("vkshmem_wide_copy_words_") {
+        return wide_copy_words(size(n)?);
+    }
     if let Some(n) = name.strip_prefix("vkshmem_wide_copy_") {
         return wide_copy(size(n)?);
     }
@@ -689,6 +704,8 @@ mod tests {
         for name in [
             "vkshmem_wide_copy_0",
             "vkshmem_wide_copy_9",
+            "vkshmem_wide_copy_words_0",
+            "vkshmem_wide_copy_words_9",
             "vkshmem_wide_reduce_f32_xor_2",
             "vkshmem_wide_reduce_f64_xor_2",
             "vkshmem_reduce_f128",
