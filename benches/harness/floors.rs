@@ -188,7 +188,9 @@ fn main(@builtin(local_invocation_index) li: u32) {{
 /// Where the PEs share one device and its first PE submits every member's
 /// part of a host collective ([`Roofline::gang`]: NVIDIA, where each
 /// process's submission costs a context switch), PE 0 copies every PE's
-/// bytes in each launch, as the collectives launch there, timed the same way.
+/// bytes in each launch, as the collectives launch there, timed on a GPU by
+/// its timestamps (the copy alone: host-timed launches there are
+/// launch-bound up to tens of MiB) and on llvmpipe as below.
 /// Elsewhere every PE copies the same number of bytes at the same time, from a barrier,
 /// four launches back to back, and a trial takes the span from the first
 /// PE's start to the last PE's end (on the clock the PEs of a machine share;
@@ -458,7 +460,22 @@ impl Roofline {
         // moves 16). Across nodes (no shared clock) the slowest PE's time.
         // Not the device's timestamps (tried: rooflines 1.7x apart from run
         // to run, for the same reason).
-        let launch = |k: &vkshmem::DeviceKernel, g: u32, shape: Shape| -> anyhow::Result<()> {
+        // Where PE 0 copies for all on a GPU, the copy's own time from the
+        // device's timestamps: the host-timed launches there are
+        // launch-bound up to tens of MiB (a submission and its wait cost
+        // 13-35 us on an H200, where 16 MiB copies in 8 us), so rows that
+        // pay one launch per call beat them.
+        let device_timed =
+            self.gang > 1 && !self.capped && ctx.device_info().timestamp_valid_bits > 0;
+        // One launch; its GPU seconds where `device_timed`.
+        let launch = |k: &vkshmem::DeviceKernel, g: u32, shape: Shape| -> anyhow::Result<f64> {
+            let go = |w: &[vkshmem::HeapWindow], imm: &[u8]| -> vkshmem::Result<f64> {
+                if device_timed {
+                    Ok(ctx.launch_timed(k, [g, 1, 1], w, imm)?.as_secs_f64())
+                } else {
+                    ctx.launch(k, [g, 1, 1], w, imm).map(|()| 0.0)
+                }
+            };
             let r = if let Shape::Wide { parts } = shape {
                 // Each block of `a` its own window, into `b`.
                 let bvecs = size / 16 / parts as u64;
@@ -482,9 +499,9 @@ impl Roofline {
                     d0: 0,
                     per,
                 };
-                ctx.launch(k, [g, 1, 1], &windows, bytemuck::bytes_of(&args))
+                go(&windows, bytemuck::bytes_of(&args))
             } else {
-                ctx.launch(k, [g, 1, 1], &[window(&self.a), window(&self.b)], &[])
+                go(&[window(&self.a), window(&self.b)], &[])
             };
             Ok(r?)
         };
@@ -495,13 +512,17 @@ impl Roofline {
             };
             ctx.barrier_all()?;
             let (start, t) = (shared_clock(), Instant::now());
+            let mut gpu = 0.0;
             for _ in 0..TRIAL_LAUNCHES {
                 if launches {
-                    launch(k, g, shape)?;
+                    gpu += launch(k, g, shape)?;
                 }
             }
             let (end, took) = (shared_clock(), t.elapsed().as_secs_f64());
-            let span = if self.one_machine {
+            let span = if device_timed {
+                // PE 0's copies (the others launched none).
+                crate::over_world(ctx, &self.took, ReduceOp::Max, gpu)?
+            } else if self.one_machine {
                 // The latest end and the earliest start (as the latest of
                 // its negation), in one reduction.
                 self.span.write(&[end, -start])?;

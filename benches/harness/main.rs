@@ -1007,7 +1007,7 @@ fn run() -> anyhow::Result<()> {
                 bps / 1e9,
                 copy_at >> 10,
                 if roofline.as_ref().is_some_and(|r| r.gang() > 1) {
-                    "every PE's in one launch by PE 0, as the host collectives' one submitter launches"
+                    "every PE's in one launch by PE 0, as the host collectives' one submitter launches; on a GPU, the copy's own time from its timestamps"
                 } else {
                     "every PE at once, over their common span"
                 }

@@ -257,7 +257,9 @@ pub fn fence_spin_or_auto(
 /// Who submits the members' parts of a host collective on the kernel path
 /// when the team shares one device (`collective::part`): `each` (every
 /// member its own), `leader` (the team's first member every member's, in
-/// one submission, where every part is wide launches), `auto` (the default:
+/// one submission: the wide launches, and the generic kernels run as each
+/// member where the first member reaches every PE's heap directly),
+/// `auto` (the default:
 /// `leader` on drivers that time-slice processes, where every submission of
 /// another process costs a context switch: NVIDIA's; `each` elsewhere).
 /// The members take `leader` only when all of them ask for it.

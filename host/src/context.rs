@@ -901,8 +901,7 @@ impl Context {
     }
 
     /// Whether this PE asks that the first member of a team on its device
-    /// submit every member's part of a host collective's wide launches in
-    /// one submission (`VKSHMEM_SUBMIT`; `auto`: on drivers that time-slice
+    /// submit every member's part of a host collective in one submission (`VKSHMEM_SUBMIT`; `auto`: on drivers that time-slice
     /// processes, NVIDIA's, where each process's submission costs a context
     /// switch). A team takes it when every member asks for it.
     pub fn leader_submits(&self) -> bool {

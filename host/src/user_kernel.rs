@@ -42,6 +42,12 @@ pub(crate) struct Launch<'a> {
     /// memory barrier before it (a new submission needs none: each waits for
     /// the one before).
     pub barrier: bool,
+    /// The PE whose library it runs as (`None`: this PE): set 0 binds the
+    /// heaps as that PE's library does ([`Context::library_windows_as`]), so
+    /// `vks_my_pe()` and every slot mean that PE. For the host collectives'
+    /// generic kernels that the team's first member submits for every
+    /// member (`collective::part`).
+    pub as_pe: Option<u32>,
 }
 
 /// What the host saw while a launch ran.
@@ -217,7 +223,31 @@ impl Context {
     /// Set 0 of every user kernel: the device library's windows on the heaps of
     /// the PEs this PE reaches directly.
     pub(crate) fn library_windows(&self) -> Result<Vec<Window>> {
-        self.library_config()?
+        self.library_windows_as(self.my_pe())
+    }
+
+    /// Whether this PE's library kernels may run as any PE of the job
+    /// ([`Context::library_windows_as`]): every PE is reached directly, so
+    /// every PE's library is this one's with its slots turned (one compile
+    /// per job: the PE's number is read at run time from slot 0's control
+    /// header).
+    pub(crate) fn runs_as_any_pe(&self) -> bool {
+        let cfg = self.inner.library;
+        (0..cfg.n_pes).all(|p| cfg.direct.contains(p))
+    }
+
+    /// Set 0 as PE `pe`'s library binds it: slot `s` is the heap of PE
+    /// `(pe + s) mod n` (this PE's own windows for `pe` = this PE). Only
+    /// where [`Context::runs_as_any_pe`] for another PE.
+    pub(crate) fn library_windows_as(&self, pe: u32) -> Result<Vec<Window>> {
+        let cfg = self.library_config()?;
+        if pe != self.my_pe() && !self.runs_as_any_pe() {
+            return Err(Error::InvalidArgument(format!(
+                "PE {} cannot run library kernels as PE {pe}: it does not reach every PE's heap directly",
+                self.my_pe()
+            )));
+        }
+        LibraryConfig { my_pe: pe, ..cfg }
             .bindings()
             .iter()
             .map(|b| {
@@ -333,13 +363,33 @@ impl Context {
                 )));
             }
         }
-        let library = self.library_windows()?;
+        // Set 0 by the PE each launch runs as (this PE's first).
+        let me = self.my_pe();
+        let mut libraries: Vec<(u32, Vec<Window>)> = vec![(me, self.library_windows()?)];
+        for it in items {
+            let pe = it.as_pe.unwrap_or(me);
+            if libraries.iter().all(|(p, _)| *p != pe) {
+                libraries.push((pe, self.library_windows_as(pe)?));
+            }
+        }
+        let library_of = |it: &Launch<'_>| {
+            let pe = it.as_pe.unwrap_or(me);
+            let (_, w) = libraries
+                .iter()
+                .find(|(p, _)| *p == pe)
+                .expect("every PE's windows made above");
+            &w[..]
+        };
         for chunk in items.chunks(MAX_BATCH) {
             let user = chunk
                 .iter()
                 .map(|it| self.bind_windows(it.buffers))
                 .collect::<Result<Vec<_>>>()?;
-            let sets: Vec<[&[Window]; 2]> = user.iter().map(|u| [&library[..], &u[..]]).collect();
+            let sets: Vec<[&[Window]; 2]> = chunk
+                .iter()
+                .zip(&user)
+                .map(|(it, u)| [library_of(it), &u[..]])
+                .collect();
             let dispatches: Vec<Dispatch<'_>> = chunk
                 .iter()
                 .zip(&sets)
@@ -367,8 +417,43 @@ impl Context {
             r?;
             seen.ran = started.elapsed();
             self.check_device_errors(chunk[0].kernel, &seen, None)?;
+            // Launches run as other PEs raise their errors in those PEs'
+            // control headers.
+            let mut others: Vec<(u32, &DeviceKernel)> = Vec::new();
+            for it in chunk {
+                if let Some(pe) = it.as_pe.filter(|&p| p != me) {
+                    if others.iter().all(|(p, _)| *p != pe) {
+                        others.push((pe, it.kernel));
+                    }
+                }
+            }
+            for (pe, kernel) in others {
+                self.check_errors_run_as(kernel, pe)?;
+            }
         }
         Ok(())
+    }
+
+    /// The device errors that a launch run as PE `pe` (a library kernel with
+    /// set 0 bound as `pe`'s, [`Launch::as_pe`]) raised in `pe`'s control
+    /// header: read, cleared and returned as [`Error::Device`] naming `pe`.
+    fn check_errors_run_as(&self, kernel: &DeviceKernel, pe: u32) -> Result<()> {
+        let first = std::mem::offset_of!(ControlHeader, error) as u64;
+        let mut raw = [0u8; 12];
+        self.read_bytes(pe, first, &mut raw)?;
+        let [bits, arg_pe, arg_addr]: [u32; 3] = bytemuck::cast(raw);
+        if bits == 0 {
+            return Ok(());
+        }
+        self.write_bytes(pe, first, &[0u8; 12])?;
+        Err(Error::Device {
+            kernel: kernel.name.clone(),
+            pe,
+            what: layout::describe_errors(bits).join("; "),
+            bits,
+            arg_pe,
+            arg_addr,
+        })
     }
 
     /// The checks of a launch before anything is bound: the context, the

@@ -26,8 +26,9 @@
 //!    and writes it to every member).
 //!    Each member's part is planned as steps (`part.rs`) and submitted by the
 //!    member itself, or by the team's first member for all of them in one
-//!    submission where they agreed to (`VKSHMEM_SUBMIT`) and every part is
-//!    wide launches.
+//!    submission where they agreed to (`VKSHMEM_SUBMIT`) and it can run
+//!    every step (wide launches always; generic kernels, run as each member,
+//!    where it reaches every PE's heap directly).
 //! 3. **Complete** (kernel path): a meeting of the team that carries every
 //!    member's outcome, so that on return every member's dest is written and
 //!    every source may be reused, or every member reports the failure.
@@ -492,23 +493,41 @@ impl Context {
         // cannot take (an object past the 4 GiB of a generic kernel) fails
         // every member alike, before anything moves.
         let together = m.shape.size > 1 && all.iter().all(|d| d.leader == 1);
+        let mut as_members = false;
         let (moved, how) = match (0..m.shape.size)
             .map(|j| plan(j, &all))
             .collect::<Result<Vec<Part>>>()
         {
             Err(e) => (Err(e), part::EACH),
-            Ok(mut parts) => match part::phases(&parts).filter(|_| together) {
-                Some(ph) if m.me == 0 => (self.run_phases(&ph), part::LEADER),
-                Some(_) => (Ok(()), part::LEADER),
+            Ok(mut parts) => match part::phases(
+                &parts,
+                &m.shape.members().collect::<Vec<_>>(),
+                self.runs_as_any_pe(),
+            )
+            .filter(|_| together)
+            {
+                Some(ph) => {
+                    as_members = ph
+                        .iter()
+                        .flatten()
+                        .any(|it| !matches!(it, part::Item::Wide(_)));
+                    if m.me == 0 {
+                        (self.run_phases(&ph), part::LEADER)
+                    } else {
+                        (Ok(()), part::LEADER)
+                    }
+                }
                 None => (self.run_part(parts.swap_remove(m.me as usize)), part::EACH),
             },
         };
         tracing::trace!(
             "{name}: {}",
-            if how == part::LEADER {
-                "every part submitted by the team's first member"
-            } else {
-                "each member submitted its own part"
+            match (how == part::LEADER, as_members) {
+                (true, false) => "every part submitted by the team's first member",
+                (true, true) =>
+                    "every part submitted by the team's first member, generic kernels run as each member",
+                _ if m.shape.size == 1 => "a team of one submitted its part",
+                _ => "each member submitted its own part",
             }
         );
         // Complete on every member even when this PE's part failed, so that no
