@@ -140,39 +140,13 @@ pub(crate) struct CopyPlan {
     pub args: WideCopyArgs,
 }
 
-/// The wide copy plan in vec4s, or `None` (then [`copy_plan_words`]). `align`
-/// is the device's storage offset alignment, `max_range` its largest binding,
-/// `heap` the heap size.
-pub(crate) fn copy_plan(
-    blocks: u32,
-    block: u64,
-    src: u64,
-    dst: u64,
-    heap: u64,
-    align: u64,
-    max_range: u64,
-) -> Option<CopyPlan> {
-    copy_plan_in(16, blocks, block, src, dst, heap, align, max_range)
-}
-
-/// The wide copy plan word by word (`wide_copy_words_source`: blocks and
-/// addresses in whole 32-bit words, the args counting words), or `None` for
-/// the generic path.
-pub(crate) fn copy_plan_words(
-    blocks: u32,
-    block: u64,
-    src: u64,
-    dst: u64,
-    heap: u64,
-    align: u64,
-    max_range: u64,
-) -> Option<CopyPlan> {
-    copy_plan_in(4, blocks, block, src, dst, heap, align, max_range)
-}
-
-/// [`copy_plan`] in units of `unit` bytes (16: vec4s; 4: words).
+/// The wide copy plan in units of `unit` bytes, or `None`: 16, vec4s
+/// (`wide_copy_source`); 4, words (`wide_copy_words_source`: blocks and
+/// addresses in whole 32-bit words, the args counting words). `align` is the
+/// device's storage offset alignment, `max_range` its largest binding, `heap`
+/// the heap size.
 #[allow(clippy::too_many_arguments)]
-fn copy_plan_in(
+pub(crate) fn copy_plan(
     unit: u64,
     blocks: u32,
     block: u64,
@@ -344,9 +318,9 @@ impl Context {
             info.min_storage_offset_alignment,
             info.max_storage_buffer_range,
         );
-        let (p, words) = match copy_plan(blocks, block, src, dst, heap, align, range) {
+        let (p, words) = match copy_plan(16, blocks, block, src, dst, heap, align, range) {
             Some(p) => (p, false),
-            None => match copy_plan_words(blocks, block, src, dst, heap, align, range) {
+            None => match copy_plan(4, blocks, block, src, dst, heap, align, range) {
                 Some(p) => (p, true),
                 None => return Ok(None),
             },
@@ -793,27 +767,37 @@ mod tests {
 
     #[test]
     fn copy_plans() {
-        let p = copy_plan(3, 64, 512 + 32, 1024 + 16, 1 << 20, 64, 1 << 27).unwrap();
+        let p = copy_plan(16, 3, 64, 512 + 32, 1024 + 16, 1 << 20, 64, 1 << 27).unwrap();
         assert_eq!(p.src, (512, 32 + 64));
         assert_eq!(p.dst, (1024, 16 + 192));
         assert_eq!((p.args.bvecs, p.args.s0, p.args.d0), (4, 2, 1));
         // Unaligned block or address, too many blocks, past the heap, too wide.
-        assert!(copy_plan(3, 24, 0, 0, 1 << 20, 64, 1 << 27).is_none());
-        assert!(copy_plan(3, 64, 8, 0, 1 << 20, 64, 1 << 27).is_none());
-        assert!(copy_plan(WIDE_REDUCE_MAX_MEMBERS + 1, 64, 0, 0, 1 << 20, 64, 1 << 27).is_none());
-        assert!(copy_plan(2, 64, 0, (1 << 20) - 64, 1 << 20, 64, 1 << 27).is_none());
-        assert!(copy_plan(2, 1 << 20, 0, 0, 1 << 30, 64, 1 << 20).is_none());
+        assert!(copy_plan(16, 3, 24, 0, 0, 1 << 20, 64, 1 << 27).is_none());
+        assert!(copy_plan(16, 3, 64, 8, 0, 1 << 20, 64, 1 << 27).is_none());
+        assert!(copy_plan(
+            16,
+            WIDE_REDUCE_MAX_MEMBERS + 1,
+            64,
+            0,
+            0,
+            1 << 20,
+            64,
+            1 << 27
+        )
+        .is_none());
+        assert!(copy_plan(16, 2, 64, 0, (1 << 20) - 64, 1 << 20, 64, 1 << 27).is_none());
+        assert!(copy_plan(16, 2, 1 << 20, 0, 0, 1 << 30, 64, 1 << 20).is_none());
         // Word by word: blocks and addresses in whole words, counts in words,
         // windows from the aligned start below.
-        let p = copy_plan_words(3, 8, 512 + 36, 1024 + 4, 1 << 20, 64, 1 << 27).unwrap();
+        let p = copy_plan(4, 3, 8, 512 + 36, 1024 + 4, 1 << 20, 64, 1 << 27).unwrap();
         assert_eq!(p.src, (512, 36 + 8));
         assert_eq!(p.dst, (1024, 4 + 24));
         assert_eq!((p.args.bvecs, p.args.s0, p.args.d0), (2, 9, 1));
-        assert!(copy_plan(3, 8, 512, 1024, 1 << 20, 64, 1 << 27).is_none());
-        assert!(copy_plan_words(3, 6, 0, 0, 1 << 20, 64, 1 << 27).is_none());
-        assert!(copy_plan_words(3, 8, 2, 0, 1 << 20, 64, 1 << 27).is_none());
-        assert!(copy_plan_words(3, 8, 0, 1, 1 << 20, 64, 1 << 27).is_none());
-        assert!(copy_plan_words(2, 8, 0, (1 << 20) - 8, 1 << 20, 64, 1 << 27).is_none());
+        assert!(copy_plan(16, 3, 8, 512, 1024, 1 << 20, 64, 1 << 27).is_none());
+        assert!(copy_plan(4, 3, 6, 0, 0, 1 << 20, 64, 1 << 27).is_none());
+        assert!(copy_plan(4, 3, 8, 2, 0, 1 << 20, 64, 1 << 27).is_none());
+        assert!(copy_plan(4, 3, 8, 0, 1, 1 << 20, 64, 1 << 27).is_none());
+        assert!(copy_plan(4, 2, 8, 0, (1 << 20) - 8, 1 << 20, 64, 1 << 27).is_none());
     }
 
     #[test]
