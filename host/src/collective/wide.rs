@@ -261,6 +261,49 @@ pub(crate) struct Push {
     pub bytes: u64,
 }
 
+/// `pushes` whose sources and places are equally off 16-byte alignment (a
+/// program that offsets both objects), split for the wide push: the
+/// middles (whole vec4s, aligned) to push, and the ends (head and tail, whole
+/// words) that each member pulls into its own dest word by word. `None`
+/// where the pushes are aligned already, or some push cannot be split so
+/// (unequal misalignment, ends off whole words, a middle under
+/// [`SPLIT_COPY_MIN`]). Depends only on its arguments, so members that
+/// compute it for the same call agree.
+pub(crate) fn split_pushes(pushes: &[Push]) -> Option<(Vec<Push>, Vec<Push>)> {
+    if pushes.iter().all(|p| p.bytes == 0 || p.src % 16 == 0) {
+        return None;
+    }
+    let (mut mids, mut ends) = (Vec::new(), Vec::new());
+    for p in pushes {
+        if p.bytes == 0 {
+            mids.push(*p);
+            continue;
+        }
+        if p.src % 16 != p.dst % 16 {
+            return None;
+        }
+        let head = ((16 - p.src % 16) % 16).min(p.bytes);
+        let mid = (p.bytes - head) / 16 * 16;
+        let tail = p.bytes - head - mid;
+        if head % 4 != 0 || tail % 4 != 0 || mid < SPLIT_COPY_MIN {
+            return None;
+        }
+        let piece = |at: u64, bytes: u64| Push {
+            src: p.src + at,
+            dst: p.dst + at,
+            bytes,
+            ..*p
+        };
+        mids.push(piece(head, mid));
+        for (at, len) in [(0, head), (head + mid, tail)] {
+            if len > 0 {
+                ends.push(piece(at, len));
+            }
+        }
+    }
+    Some((mids, ends))
+}
+
 impl Context {
     /// The launches that copy `block` bytes at byte offset `src` of each PE
     /// in `from` into consecutive blocks at `dst` of PE `to`, on the wide
@@ -844,6 +887,33 @@ mod tests {
         assert!(copy_plan(4, 3, 8, 2, 0, 1 << 20, 64, 1 << 27).is_none());
         assert!(copy_plan(4, 3, 8, 0, 1, 1 << 20, 64, 1 << 27).is_none());
         assert!(copy_plan(4, 2, 8, 0, (1 << 20) - 8, 1 << 20, 64, 1 << 27).is_none());
+    }
+
+    #[test]
+    fn misaligned_pushes_split_into_middles_and_word_ends() {
+        let big = SPLIT_COPY_MIN + 16;
+        let p = |from, src, dst, bytes| Push {
+            from,
+            src,
+            dst,
+            bytes,
+        };
+        // Aligned: nothing to split.
+        assert!(split_pushes(&[p(0, 256, 512, big)]).is_none());
+        // 4 bytes past alignment: a 12-byte head, the middle, a 4-byte tail.
+        let (mids, ends) = split_pushes(&[p(0, 260, 516, big), p(1, 260, 516 + big, big)]).unwrap();
+        assert_eq!(mids[0], p(0, 272, 528, big - 16));
+        assert_eq!(mids[1], p(1, 272, 528 + big, big - 16));
+        assert_eq!(ends[0], p(0, 260, 516, 12));
+        assert_eq!(ends[1], p(0, 272 + big - 16, 528 + big - 16, 4));
+        assert_eq!(ends.len(), 4);
+        // Every byte once.
+        let total: u64 = mids.iter().chain(&ends).map(|q| q.bytes).sum();
+        assert_eq!(total, 2 * big);
+        // Unequal misalignment, ends off whole words, a small middle.
+        assert!(split_pushes(&[p(0, 260, 520, big)]).is_none());
+        assert!(split_pushes(&[p(0, 258, 514, big)]).is_none());
+        assert!(split_pushes(&[p(0, 260, 516, 1024)]).is_none());
     }
 
     #[test]
