@@ -446,7 +446,9 @@ impl Roofline {
             groups.dedup();
             trials.extend(groups.into_iter().map(|g| (kernel, g, *shape)));
         }
-        // One trial: every PE copies at once (from a barrier),
+        // One trial (in gang mode PE 0 alone copies, every PE's bytes, and
+        // on a GPU its copies' device time is the trial's; otherwise as
+        // follows): every PE copies at once (from a barrier),
         // [`TRIAL_LAUNCHES`] launches back to back as a collective's calls
         // follow each other (the PEs' skew at the start spread over them),
         // timed by the host without the barrier after it (which the

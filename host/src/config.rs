@@ -210,10 +210,13 @@ pub fn wait_timeout(get: impl Fn(&str) -> Option<String>) -> Result<Option<std::
 /// some drivers (NVIDIA: an empty submit-and-wait took 35-46 us on an H200,
 /// 14 us polling; a 2-PE host reduction 85 us, 42 us polling); polling trades
 /// a core for that latency. Unset: [`FENCE_SPIN_AUTO`] on drivers that
-/// time-slice processes (NVIDIA's) when every PE on the device has a core of
-/// its own, as CUDA's default schedule spins when its contexts do not
-/// outnumber the cores; 0 (block at once) elsewhere, such as on llvmpipe,
-/// whose driver threads need the cores a poll would take.
+/// time-slice processes (NVIDIA's) when the node's PEs do not outnumber the
+/// cores this process may run on (`available_parallelism`: its affinity, so
+/// a PE bound to one core, as under `mpirun --bind-to core` with several
+/// PEs, does not poll unless asked), as CUDA's default schedule spins when
+/// its contexts do not outnumber the cores; 0 (block at once) elsewhere,
+/// such as on llvmpipe, whose driver threads need the cores a poll would
+/// take.
 pub const ENV_FENCE_SPIN: &str = "VKSHMEM_FENCE_SPIN_US";
 
 /// The fence poll where `VKSHMEM_FENCE_SPIN_US` is unset and polling pays
@@ -239,7 +242,7 @@ pub fn fence_spin(get: impl Fn(&str) -> Option<String>) -> Result<Option<std::ti
 }
 
 /// The fence poll of a PE: `VKSHMEM_FENCE_SPIN_US` when set, else
-/// [`FENCE_SPIN_AUTO`] on a time-sliced driver whose PEs on this device
+/// [`FENCE_SPIN_AUTO`] on a time-sliced driver where the node's PEs
 /// (`sharing`) each have a core (`cores`), else none.
 pub fn fence_spin_or_auto(
     set: Option<std::time::Duration>,

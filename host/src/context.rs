@@ -322,12 +322,6 @@ impl Context {
             );
             TeamShape::single(job.pe)
         });
-        submit.set_fence_spin(config::fence_spin_or_auto(
-            fence_spin,
-            gpu.info.time_sliced,
-            near.len() as u32,
-            std::thread::available_parallelism().map_or(1, |c| c.get()),
-        ));
         // NODE: the PEs of this node (every PE of a job of one node).
         let node = match &nodes {
             None => world,
@@ -342,6 +336,13 @@ impl Context {
                 })?
             }
         };
+        // The PEs of this node share its cores (a poll takes one while it runs).
+        submit.set_fence_spin(config::fence_spin_or_auto(
+            fence_spin,
+            gpu.info.time_sliced,
+            node.size,
+            std::thread::available_parallelism().map_or(1, |c| c.get()),
+        ));
         // The proxy's way to other nodes (collective: made on every PE).
         #[cfg(feature = "mpi")]
         let mut link: Option<Box<dyn crate::transport::proxy::RemoteLink>> = mpi

@@ -347,7 +347,9 @@ impl Context {
     /// before the items that ask for one ([`Launch::barrier`]): for kernels
     /// that wait for nothing (the wide kernels of host collectives), which
     /// would otherwise pay one submission each (on NVIDIA, a context switch
-    /// per process and submission when several PEs share the GPU).
+    /// per process and submission when several PEs share the GPU), and for
+    /// the generic kernels that the team's first member runs as the other
+    /// members ([`Launch::as_pe`]).
     ///
     /// # Errors
     /// As [`Context::launch`]; [`Error::InvalidArgument`] for a kernel that
@@ -416,9 +418,10 @@ impl Context {
             drop(submit);
             r?;
             seen.ran = started.elapsed();
-            self.check_device_errors(chunk[0].kernel, &seen, None)?;
             // Launches run as other PEs raise their errors in those PEs'
-            // control headers.
+            // control headers: every header read and cleared before the
+            // first error returns, so no member meets a stale one later.
+            let mut first = self.check_device_errors(chunk[0].kernel, &seen, None);
             let mut others: Vec<(u32, &DeviceKernel)> = Vec::new();
             for it in chunk {
                 if let Some(pe) = it.as_pe.filter(|&p| p != me) {
@@ -428,15 +431,23 @@ impl Context {
                 }
             }
             for (pe, kernel) in others {
-                self.check_errors_run_as(kernel, pe)?;
+                let r = self.check_errors_run_as(kernel, pe);
+                if first.is_ok() {
+                    first = r;
+                }
             }
+            first?;
         }
         Ok(())
     }
 
     /// The device errors that a launch run as PE `pe` (a library kernel with
     /// set 0 bound as `pe`'s, [`Launch::as_pe`]) raised in `pe`'s control
-    /// header: read, cleared and returned as [`Error::Device`] naming `pe`.
+    /// header: read, cleared and returned as [`Error::Device`] naming `pe`
+    /// (and the first kernel of the batch that ran as `pe`). `pe` waits at
+    /// the call's closing meeting meanwhile, so no launch of its own writes
+    /// those words (its queued collectives, which run on the user's queue
+    /// while it waits, keep their errors in their own completion slots).
     fn check_errors_run_as(&self, kernel: &DeviceKernel, pe: u32) -> Result<()> {
         let first = std::mem::offset_of!(ControlHeader, error) as u64;
         let mut raw = [0u8; 12];

@@ -110,8 +110,9 @@ impl Context {
             .filter(|&(j, _)| !(skip_root && j as u32 == root))
             .map(|(_, pe)| pe)
             .collect();
-        // Equally misaligned objects: the head and tail bytes on the generic
-        // kernel, the rest pushed (see wide.rs).
+        // Equally misaligned objects: the head and tail bytes pulled word by
+        // word (or on the generic kernel where not whole words), the rest
+        // pushed (see wide.rs).
         let sp =
             split(dest.offset(), source.offset(), n.saturating_mul(es as u64)).unwrap_or(Split {
                 head: 0,

@@ -58,10 +58,11 @@ pub(crate) enum Step {
     /// Wide launches that depend on none of each other (one batch).
     Wide(Vec<Planned>),
     /// The generic kernel over `items` work items (`call`, `args`): it binds
-    /// the heaps through the library, which knows this PE as itself, so only
-    /// this PE runs it.
+    /// the heaps through the library as the member's PE, so the member runs
+    /// it, or the team's first member with set 0 bound as the member's
+    /// (`Launch::as_pe`).
     Generic(HostCall, HostArgs, u64),
-    /// Bytes written into this PE's own heap at a byte offset (a generic
+    /// Bytes written into the member's own heap at a byte offset (a generic
     /// kernel's table).
     WriteOwn(u64, Vec<u8>),
 }
