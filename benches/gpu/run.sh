@@ -61,6 +61,13 @@ done
 # Objects 4 bytes off 16-byte alignment (the generic kernels, which each PE
 # submits itself), 2 PEs, checked.
 st offset4-2pe 25 run 2 2G --collective $C --offset 4 --check --min-bytes 4K --max-bytes 64M --step-factor 16 $Q --csv $R/offset4-2pe.csv
+# Pieces off whole vec4s on 4 and 8 PEs (8 B a member: word-by-word pulls,
+# 1.3-4.1 ms a call each member submitting on 2026-11-26) and int8 objects
+# 1 byte off alignment (the generic kernels, run by the first member as each
+# member since 9c5e024), checked.
+st small-4pe 20 run 4 1G --collective $C --check --min-bytes 8 --max-bytes 4K --step-factor 8 $Q --csv $R/small-4pe.csv
+st small-8pe 25 run 8 1G --collective $C --check --min-bytes 8 --max-bytes 4K --step-factor 8 $Q --csv $R/small-8pe.csv
+st int8-offset1-2pe 20 run 2 1G --collective $C --type int8 --offset 1 --check --min-bytes 3 --max-bytes 3M --step-factor 16 $Q --csv $R/int8-offset1-2pe.csv
 # Reductions over the other types at 64 MiB, 2 PEs, checked.
 st red-types 30 bash -c 'for t in int8 int16 int64 double float16 bfloat16; do run 2 2G --collective reduce --type $t --min-bytes 64M --max-bytes 64M --check --no-roofline --iters 10 --warmup 2; done'
 # Device forms on one PE (nothing waits across processes): one workgroup
@@ -75,7 +82,7 @@ done >> $SUM
 for f in $R/roof-2pe.csv; do
   [ -e $f ] && awk -F, 'NR>1 {printf "roof %s %s %.0f%% of %.0f GB/s\n", $1, $7, $14, $15}' $f
 done >> $SUM
-for f in $R/check-*.csv $R/offset4-2pe.csv; do
+for f in $R/check-*.csv $R/offset4-2pe.csv $R/small-*.csv $R/int8-offset1-2pe.csv; do
   [ -e $f ] && awk -F, -v t=$(basename $f .csv) 'NR>1 {w+=$16; r++; if ($7==8 || $7==4096 || $7>=16777216) printf "%s %s %s %.0fus\n", t, $1, $7, $9} END {print t, "rows", r, "wrong", w}' $f
 done >> $SUM
 grep -h -i -E '^ *[0-9.]+ (# skipped|.*error|.*panic|.*timed out)' $R/*.txt | cut -c11- | sort | uniq -c | head -20 >> $SUM
