@@ -190,6 +190,19 @@ pub(crate) fn copy_plan(
 /// one word-by-word launch: fewer dispatches).
 const SPLIT_COPY_MIN: u64 = 64 << 10;
 
+/// `bytes` from byte offset `at` as a head up to the first 16-byte boundary,
+/// a middle of whole vec4s and a tail, `(head, mid, tail)`, where the ends
+/// are whole words and the middle at least [`SPLIT_COPY_MIN`]; `None`
+/// otherwise. The split of [`split_pushes`] and [`Context::copy_wide_group`]
+/// (unlike [`split`], the middle keeps no partial vec4: the copy kernel
+/// moves whole vec4s only).
+fn word_ends(at: u64, bytes: u64) -> Option<(u64, u64, u64)> {
+    let head = ((16 - at % 16) % 16).min(bytes);
+    let mid = (bytes - head) / 16 * 16;
+    let tail = bytes - head - mid;
+    (head % 4 == 0 && tail % 4 == 0 && mid >= SPLIT_COPY_MIN).then_some((head, mid, tail))
+}
+
 /// The largest piece of one object a wide push moves per launch: objects
 /// past it go in pieces of this size (16-byte multiple), so that no window
 /// passes [`WIDE_WINDOW_MAX_BYTES`] and large messages need no fallback.
@@ -282,12 +295,7 @@ pub(crate) fn split_pushes(pushes: &[Push]) -> Option<(Vec<Push>, Vec<Push>)> {
         if p.src % 16 != p.dst % 16 {
             return None;
         }
-        let head = ((16 - p.src % 16) % 16).min(p.bytes);
-        let mid = (p.bytes - head) / 16 * 16;
-        let tail = p.bytes - head - mid;
-        if head % 4 != 0 || tail % 4 != 0 || mid < SPLIT_COPY_MIN {
-            return None;
-        }
+        let (head, mid, tail) = word_ends(p.src, p.bytes)?;
         let piece = |at: u64, bytes: u64| Push {
             src: p.src + at,
             dst: p.dst + at,
@@ -362,12 +370,9 @@ impl Context {
         dst: u64,
     ) -> Result<Option<Vec<Planned>>> {
         let aligned = block % 16 == 0 && src % 16 == 0 && dst % 16 == 0;
-        let head = ((16 - src % 16) % 16).min(block);
-        let mid = (block - head) / 16 * 16;
-        let tail = block - head - mid;
         // Every block's place as misaligned as the sources: whole vec4 blocks, or one.
         let alike = src % 16 == dst % 16 && (block % 16 == 0 || from.len() == 1);
-        if !aligned && alike && head % 4 == 0 && tail % 4 == 0 && mid >= SPLIT_COPY_MIN {
+        if let Some((head, mid, tail)) = word_ends(src, block).filter(|_| !aligned && alike) {
             let mut v = Vec::new();
             for (j, &pe) in from.iter().enumerate() {
                 let d = dst + j as u64 * block;
@@ -418,16 +423,14 @@ impl Context {
         if library + from.len() as u64 + 1 > info.max_storage_buffers_per_stage as u64 {
             return Ok(None);
         }
-        let k = if words {
-            self.library_kernel(&format!("vkshmem_wide_copy_words_{blocks}"), || {
-                collectives::wide_copy_words_source(blocks)
-            })?
+        let (kind, source): (&str, fn(u32) -> Option<String>) = if words {
+            ("copy_words", collectives::wide_copy_words_source)
         } else {
-            self.library_kernel(&format!("vkshmem_wide_copy_{blocks}"), || {
-                collectives::wide_copy_source(blocks)
-            })?
+            ("copy", collectives::wide_copy_source)
         };
-        let Some(k) = k else {
+        let Some(k) =
+            self.library_kernel(&format!("vkshmem_wide_{kind}_{blocks}"), || source(blocks))?
+        else {
             return Ok(None);
         };
         let w: Vec<HeapWindow> = windows(from.iter().copied(), p.src)
