@@ -245,10 +245,10 @@ pub struct Roofline {
 
 impl Roofline {
     /// Buffers for copies of up to `cap` bytes per PE (`cap` times the PEs
-    /// on PE 0 where one launch copies for all of them: [`Roofline::gang`]).
+    /// on PE 0 where one launch copies for all of them: [`Roofline::gang`]),
+    /// within an eighth of the heap each and one binding, in whole vec4s.
     /// Collective.
     pub fn new(ctx: &Context, cap: u64) -> anyhow::Result<Roofline> {
-        let cap = cap.max(16) / 16 * 16;
         let took = ctx.calloc(1)?;
         let n = ctx.n_pes();
         let one_device = ctx.team_n_pes(vkshmem::Team::SHARED)? == n;

@@ -938,10 +938,7 @@ fn run() -> anyhow::Result<()> {
     let roofline = if args.no_roofline {
         None
     } else {
-        Some(floors::Roofline::new(
-            &ctx,
-            most.max(1 << 20).min(ctx.heap_size() / 8),
-        )?)
+        Some(floors::Roofline::new(&ctx, most.max(1 << 20))?)
     };
     let copy_at = (16 << 20).min(roofline.as_ref().map_or(0, |r| r.cap()));
     let copy_bps = roofline.as_ref().map(|r| r.at(&ctx, copy_at)).transpose()?;

@@ -114,10 +114,7 @@ impl DeviceKernel {
         name: &str,
         warm_up: impl FnOnce(&DeviceKernel) -> Result<bool>,
     ) -> Result<DeviceKernel> {
-        let sets = [
-            cfg.bindings().len() as u32,
-            linked.user_bindings.len() as u32,
-        ];
+        let sets = Self::set_sizes(cfg, &linked);
         let key = crate::vk::compile_turn::pipeline_key(
             &linked.spirv,
             &linked.entry,
@@ -128,7 +125,7 @@ impl DeviceKernel {
             .pipeline_cache
             .turn_file(key)
             .map(|f| crate::vk::compile_turn::CompileTurn::take(&f));
-        let k = DeviceKernel::build(gpu, cfg, linked, name)?;
+        let k = DeviceKernel::build(gpu, sets, linked, name)?;
         // A driver that compiled at creation is done: the turn goes before
         // the warm-up, which may queue behind this PE's other device work
         // (a launch waiting on peers that may wait for this turn).
@@ -150,21 +147,28 @@ impl DeviceKernel {
         Ok(k)
     }
 
-    /// Builds the pipeline of `linked` (set 0: the library's bindings of `cfg`,
-    /// set 1: the kernel's own).
-    pub(crate) fn build(
+    /// The bindings of set 0 (the library's, for `cfg`) and set 1 (the
+    /// kernel's own).
+    fn set_sizes(cfg: &LibraryConfig, linked: &LinkedKernel) -> [u32; 2] {
+        [
+            cfg.bindings().len() as u32,
+            linked.user_bindings.len() as u32,
+        ]
+    }
+
+    /// Builds the pipeline of `linked` with `sets` bindings in set 0 (the
+    /// library's) and set 1 (the kernel's own: [`DeviceKernel::set_sizes`]).
+    fn build(
         gpu: &Arc<Gpu>,
-        cfg: &LibraryConfig,
+        sets: [u32; 2],
         linked: LinkedKernel,
         name: &str,
     ) -> Result<DeviceKernel> {
-        let library = cfg.bindings().len() as u32;
-        let user = linked.user_bindings.len() as u32;
         let kernel = Kernel::new(
             gpu,
             &linked.spirv,
             &linked.entry,
-            &[library, user],
+            &sets,
             linked.immediate_bytes,
         )?;
         Ok(DeviceKernel {
