@@ -124,33 +124,42 @@ pub const KINDS: [Kind; 12] = [
 /// (quiet) NaN (WGSL's `pack2x16float` leaves overflow and rounding to the
 /// implementation); half to f32 is exact (every half value is an f32 value,
 /// subnormals included). Without branches (each case computed, one
-/// selected): on llvmpipe, whose invocations run as SIMD lanes, the
-/// branches' masks had made a 2-PE f16 sum of 4 MiB take 1900-2100 us
-/// against 1600 now. Half subnormals from f32 are `round(|x| * 2^24)`
-/// (the multiply is exact; WGSL's `round` is round-half-to-even, SPIR-V's
-/// RoundEven), to f32 `m * 2^-24` (exact, a normal f32); the rest is integer
-/// arithmetic: no result depends on the device's rounding mode, and an f32
-/// subnormal a device flushes to zero rounds to a zero half anyway. Checked
-/// on the CPU against `_Float16` for all 2^32 f32 inputs and the 2^16 halves
-/// (the subnormal step in integers first, then the rounding against it).
+/// selected): on llvmpipe, whose invocations run as SIMD lanes, a branch
+/// costs both its sides, and the branches' masks had made a 2-PE f16 sum of
+/// 4 MiB take 1900-2100 us. Few operations per case, since there the f16
+/// reductions are compute-bound (1950 us for that sum against ~1100 for
+/// bf16 with the previous spelling, 1500-1600 with this one):
+/// - half to f32: the exponent and mantissa bits moved into place and the
+///   exponent rebiased by one add (infinity and NaN by another constant);
+///   a subnormal `m` is `(1 + m/1024) * 2^-14 - 2^-14`, an exact
+///   subtraction of normal f32s, so no denormal f32 appears;
+/// - f32 to half: the normal case rounds to nearest even in integers (the
+///   `+ 0xfff + odd` step), with the magnitude clamped first so that
+///   overflow and infinity round to infinity; subnormal halves are
+///   `round(|x| * 2^24)` (the multiply is exact; WGSL's `round` is
+///   round-half-to-even, SPIR-V's RoundEven); NaN keeps its top payload bits
+///   and becomes quiet.
+///
+/// No result depends on the device's rounding mode, and an f32 subnormal a
+/// device flushes to zero rounds to a zero half anyway. Checked on the CPU,
+/// bit for bit, against the previous spelling (itself checked against
+/// `_Float16`) for all 2^32 f32 inputs and the 2^16 halves, with any bits
+/// above a half's 16 (the wide kernels pass a whole word for its low lane).
 pub const HALF_SOURCE: &str = "
 fn vks_f16_value(h: u32) -> f32 {
-    let e = (h >> 10u) & 0x1fu;
-    let m = h & 0x3ffu;
-    let normal = ((e + 112u) << 23u) | (m << 13u);
-    let sub = bitcast<u32>(f32(m) * 5.9604645e-8);
-    let special = 0x7f800000u | (m << 13u);
-    let r = select(select(normal, sub, e == 0u), special, e == 31u);
-    return bitcast<f32>(r | ((h & 0x8000u) << 16u));
+    let t = (h << 13u) & 0x0fffe000u;
+    let sub = t < 0x00800000u;
+    let off = select(select(0x38000000u, 0x38800000u, sub), 0x70000000u, t >= 0x0f800000u);
+    let f = bitcast<f32>(t + off) - select(0.0, 6.1035156e-5, sub);
+    return bitcast<f32>(bitcast<u32>(f) | ((h << 16u) & 0x80000000u));
 }
 fn vks_f16_bits(x: f32) -> u32 {
     let u = bitcast<u32>(x);
     let a = u & 0x7fffffffu;
-    let r = a - 0x38000000u;
-    let normal = (r + 0xfffu + ((r >> 13u) & 1u)) >> 13u;
-    let sub = u32(round(bitcast<f32>(a) * 16777216.0));
+    let k = min(a, 0x47800000u);
+    let normal = (k - 0x37fff001u + ((k >> 13u) & 1u)) >> 13u;
+    let sub = u32(i32(round(bitcast<f32>(a) * 16777216.0)));
     var o = select(normal, sub, a < 0x38800000u);
-    o = select(o, 0x7c00u, a >= 0x477ff000u);
     o = select(o, 0x7e00u | ((a >> 13u) & 0x3ffu), a > 0x7f800000u);
     return ((u >> 16u) & 0x8000u) | o;
 }
@@ -1530,7 +1539,7 @@ fn wide_step(kind: &Kind, op: ReduceOp) -> Option<(String, String)> {
                     let n = kind.name;
                     let lanes = |v: &str| {
                         if n == "f16" {
-                            format!("vec2<f32>(wide_f16_value({v} & 0xffffu), wide_f16_value({v} >> 16u))")
+                            format!("vec2<f32>(wide_f16_value({v}), wide_f16_value({v} >> 16u))")
                         } else {
                             format!("bitcast<vec2<f32>>(vec2<u32>({v} << 16u, {v} & 0xffff0000u))")
                         }
