@@ -1312,25 +1312,31 @@ pub const WIDE_WINDOW_ALIGN: u64 = 256;
 /// division per invocation, which llvmpipe scalarises: the 2-PE wide copies
 /// and reductions ran 20-40 % slower with it.)
 ///
-/// With `a.per` non-zero, each invocation takes a contiguous share of `per`
-/// vec4s instead (`first + g.x * per` on): what the host launches on
-/// llvmpipe, over as many workgroups as the driver has threads, where a
-/// workgroup's SIMD rows run one after another and the grid-wide stride made
-/// each row sweep the whole object (a 16 MiB copy per PE on 4 PEs: 13.4 GB/s
-/// against 8.9 with the stride).
+/// With `a.per` non-zero, each invocation takes chunks of `per` vec4s
+/// instead, dealt round-robin (invocation `g` takes the chunks `g`, `g +
+/// invocations`, ...; `per = 0` is chunks of one, the grid-wide stride):
+/// what the host launches on llvmpipe, over as many workgroups as the driver
+/// has threads, where a workgroup's SIMD rows run one after another and the
+/// grid-wide stride made each row sweep the whole object (a 16 MiB copy per
+/// PE on 4 PEs: 13.4 GB/s against 8.9 with the stride). There the chunk is
+/// each invocation's whole share (one chunk each), or for kernels that walk
+/// many windows a shorter one (`LLVMPIPE_CHUNK` in the host crate).
 fn wide_loop(first: &str, end: &str) -> String {
     format!(
         "@compute @workgroup_size({HOST_WORKGROUP})
 fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {{
     let a = w;
-    let contig = a.per != 0u;
-    let lo = select({first} + g.x, {first} + g.x * a.per, contig);
-    let hi = select({end}, min(lo + a.per, {end}), contig);
-    let step = select(nw.x * {HOST_WORKGROUP}u, 1u, contig);
-    for (var i = lo; i < hi; i += step) {{
+    let c = max(a.per, 1u);
+    let span = nw.x * {HOST_WORKGROUP}u * c;
+    for (var lo = {first} + g.x * c; lo < {end}; lo += span) {{
+        let hi = min(lo + c, {end});
+        for (var i = lo; i < hi; i++) {{
 "
     )
 }
+
+/// Closes [`wide_loop`]'s loops (the caller then closes the function).
+const WIDE_LOOP_END: &str = "        }\n    }\n";
 
 /// The entry point and body of a wide kernel with [`WideArgs`] immediates:
 /// `body` computes the vec4 `r` for index `i`, stored whole into every dest
@@ -1345,8 +1351,9 @@ fn wide_body_and_tail(s: &mut String, body: &str, dests: &[String]) {
     for d in dests {
         let _ = writeln!(s, "        {d}[a.d0 + i] = r;");
     }
+    s.push_str(WIDE_LOOP_END);
     s.push_str(
-        "    }\n    let i = a.words / 4u;\n    if g.x == 0u && a.words % 4u != 0u && i >= a.first && i < a.end {\n",
+        "    let i = a.words / 4u;\n    if g.x == 0u && a.words % 4u != 0u && i >= a.first && i < a.end {\n",
     );
     s.push_str(body);
     s.push_str("        let left = a.words % 4u;\n");
@@ -1373,8 +1380,9 @@ pub struct WideArgs {
     pub s0: u32,
     /// vec4 index of the dest in each dest window.
     pub d0: u32,
-    /// vec4s per invocation in a contiguous share, or 0 for the grid-wide
-    /// stride (see `wide_loop`).
+    /// vec4s of each chunk an invocation takes (chunks dealt round-robin:
+    /// one chunk per invocation is a contiguous share), or 0 for the
+    /// grid-wide stride (see `wide_loop`).
     pub per: u32,
 }
 
@@ -1593,8 +1601,9 @@ pub struct WideCopyArgs {
     pub s0: u32,
     /// vec4 index of the dest in its window.
     pub d0: u32,
-    /// vec4s per invocation in a contiguous share, or 0 for the grid-wide
-    /// stride (see `wide_loop`).
+    /// vec4s of each chunk an invocation takes (chunks dealt round-robin:
+    /// one chunk per invocation is a contiguous share), or 0 for the
+    /// grid-wide stride (see `wide_loop`).
     pub per: u32,
 }
 
@@ -1641,7 +1650,8 @@ fn wide_copy_source_of(blocks: u32, unit: &str) -> Option<String> {
     for j in 0..blocks {
         let _ = writeln!(s, "        d[a.d0 + {j}u * a.bvecs + i] = s_{j}[a.s0 + i];");
     }
-    s.push_str("    }\n}\n");
+    s.push_str(WIDE_LOOP_END);
+    s.push_str("}\n");
     Some(s)
 }
 

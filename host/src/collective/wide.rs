@@ -213,6 +213,25 @@ pub(crate) const WIDE_CHUNK_BYTES: u64 = WIDE_WINDOW_MAX_BYTES / 2;
 /// loop iterations in all.
 const LLVMPIPE_SHARE_MAX: u64 = 32768;
 
+/// The chunk (vec4s) of a wide kernel's share on llvmpipe where it walks
+/// [`LLVMPIPE_CHUNK_STREAMS`] windows or more: the chunks are dealt
+/// round-robin over the invocations, so a SIMD row's 8 lanes walk 8
+/// neighbouring chunks of each window, not 8 shares far apart (with a push
+/// to 8 dests, 72 places at once per row, which the CPU's prefetch and TLB
+/// could not follow). Measured with a push of one source to 8 dests on
+/// every PE of 8 (4 and 18 MiB each): 8.4-9.5 GB/s of traffic in shares,
+/// 15.3 in chunks of 128, 13.6-15.0 of 64, 10.9 of 256, 7.0-7.8 of 16 or
+/// 32; the plain copy meanwhile moves 13.8-17.8 in shares and 9-10 in
+/// chunks of 64, hence shares for kernels of few windows. 8-PE fcollect and
+/// collect of 4 MiB: 38-40 ms -> 21-22 ms, broadcast 4.0-4.6 -> 3.0-3.2 ms.
+const LLVMPIPE_CHUNK: u64 = 128;
+
+/// The windows a wide kernel walks from which [`LLVMPIPE_CHUNK`] applies: a
+/// reduction over 4 members (4 sources, 4 dests) ran 2.27-2.36 ms against
+/// 2.66-2.86 for 4 MiB; pushes to 2 or 4 dests and copies of 2 blocks were
+/// slower chunked (2-PE collect of 4 MiB 1.6-2.1 -> 2.8-3.0 ms).
+const LLVMPIPE_CHUNK_STREAMS: usize = 8;
+
 /// Share `part` of `parts` of a push of `bytes` from byte offset `src` (in the
 /// source PE's heap) to `dst` (in every dest PE's), or `None` when it cannot
 /// take the wide push: not whole 32-bit words, an address not 16-byte
@@ -436,21 +455,24 @@ impl Context {
         let w: Vec<HeapWindow> = windows(from.iter().copied(), p.src)
             .chain([heap_window(to, p.dst)])
             .collect();
-        let (groups, per) = self.wide_groups(p.args.bvecs as u64);
+        let (groups, per) = self.wide_groups(p.args.bvecs as u64, w.len());
         Ok(Some(planned(k, groups, w, WideCopyArgs { per, ..p.args })))
     }
 
-    /// Workgroups for a wide kernel over `vecs` vec4s, and the kernel's `per` (vec4s of each
-    /// invocation's contiguous share, or 0 for the grid-wide stride; see
-    /// `wide_loop` in the device crate). On llvmpipe, a contiguous share per
-    /// invocation over one workgroup per driver thread (more where a share
-    /// would pass [`LLVMPIPE_SHARE_MAX`] loop iterations); elsewhere one vec4
-    /// per invocation, as many workgroups as that takes up to the dispatch
-    /// limit (a GPU needs the parallelism). On llvmpipe the stride had been
-    /// given 16 vec4 loads and stores per invocation (2.3x faster 4 MiB
-    /// broadcasts on 2 PEs than one); the share took 4-PE fcollects and
-    /// alltoalls of 4 MiB from 11.5 and 16.1 ms to 6.3 and 9.3 ms.
-    fn wide_groups(&self, vecs: u64) -> (u32, u32) {
+    /// Workgroups for a wide kernel over `vecs` vec4s that reads or writes
+    /// `streams` windows, and the kernel's `per` (vec4s of each chunk an
+    /// invocation takes, or 0 for the grid-wide stride; see `wide_loop` in
+    /// the device crate). On llvmpipe, a contiguous share per invocation
+    /// over one workgroup per driver thread (more where a share would pass
+    /// [`LLVMPIPE_SHARE_MAX`] loop iterations), cut into chunks of
+    /// [`LLVMPIPE_CHUNK`] vec4s dealt round-robin where the kernel walks
+    /// [`LLVMPIPE_CHUNK_STREAMS`] windows or more; elsewhere one vec4 per
+    /// invocation, as many workgroups as that takes up to the dispatch limit
+    /// (a GPU needs the parallelism). On llvmpipe the stride had been given
+    /// 16 vec4 loads and stores per invocation (2.3x faster 4 MiB broadcasts
+    /// on 2 PEs than one); the share took 4-PE fcollects and alltoalls of 4
+    /// MiB from 11.5 and 16.1 ms to 6.3 and 9.3 ms.
+    fn wide_groups(&self, vecs: u64, streams: usize) -> (u32, u32) {
         if self.device_info().is_llvmpipe() {
             let wg = HOST_WORKGROUP as u64;
             let threads = self.resident_workgroups().max(1) as u64;
@@ -459,7 +481,10 @@ impl Context {
                 .max(vecs.div_ceil(wg * LLVMPIPE_SHARE_MAX))
                 .min(vecs.div_ceil(wg).max(1))
                 .min(max);
-            let per = vecs.div_ceil(groups * wg).max(1);
+            let mut per = vecs.div_ceil(groups * wg).max(1);
+            if streams >= LLVMPIPE_CHUNK_STREAMS {
+                per = per.min(LLVMPIPE_CHUNK);
+            }
             return (groups as u32, per as u32);
         }
         (self.host_groups(vecs, 1), 0)
@@ -581,7 +606,10 @@ impl Context {
         dst: (u64, u64),
         args: WideArgs,
     ) -> Result<Vec<Planned>> {
-        let (groups, per) = self.wide_groups((args.end - args.first) as u64);
+        let (groups, per) = self.wide_groups(
+            (args.end - args.first) as u64,
+            1 + to.len().min(WIDE_REDUCE_MAX_MEMBERS as usize),
+        );
         let args = WideArgs { per, ..args };
         to.chunks(WIDE_REDUCE_MAX_MEMBERS as usize)
             .map(|group| {
@@ -700,7 +728,7 @@ impl Context {
         if items == 0 {
             return Ok(Vec::new());
         }
-        let (groups, per) = self.wide_groups(items);
+        let (groups, per) = self.wide_groups(items, 2 * m.shape.size as usize);
         let args = WideArgs { per, ..p.args };
         let steps = match w {
             WideReduce::Direct(k) => {
