@@ -959,27 +959,35 @@ fn wide_paths_cut_objects_past_the_largest_binding() {
 
 /// Objects off 16-byte alignment stay on the wide kernels where their
 /// pieces are whole words: 4 bytes past alignment, every movement
-/// collective at 8 B a member (word by word) and at 128 KiB a member
-/// (a block's middle in vec4s, its ends word by word; the fcollect's
-/// middles pushed), on 3 PEs, checked against the host reference, all
-/// submitted by the first member with no generic kernel (the trace).
+/// collective and a reduction at 8 B a member (word by word, or from inside
+/// the first vec4) and at 128 KiB a member (a pulled block's middle in
+/// vec4s, its ends word by word; pushes and the reduction from inside the
+/// first vec4), on 3 PEs, checked against the host reference, all submitted
+/// by the first member with no generic kernel (the trace).
 #[test]
 fn misaligned_objects_of_whole_words_stay_wide() {
     let _one = one_spinning_job();
     let (r, rows) = bench_rows(
         3,
-        "--collective broadcast,collect,fcollect,alltoall,alltoalls --offset 4 --min-bytes 8 --max-bytes 128K --step-factor 16384 --scope host --check --iters 1 --warmup 0",
+        "--collective broadcast,collect,fcollect,alltoall,alltoalls,reduce --offset 4 --min-bytes 8 --max-bytes 128K --step-factor 16384 --scope host --check --iters 1 --warmup 0",
         &[
             ("VKSHMEM_SUBMIT", "leader"),
             ("VKSHMEM_HOST_MAPPED_MAX", "0"),
             ("RUST_LOG", "vkshmem_host::collective=trace"),
         ],
     );
-    assert_eq!(rows.len(), 5 * 2, "{rows:?}");
+    assert_eq!(rows.len(), 6 * 2, "{rows:?}");
     for row in &rows {
         assert!(row.ends_with(",0"), "{row}");
     }
-    for c in ["broadcast", "collect", "fcollect", "alltoall", "alltoalls"] {
+    for c in [
+        "broadcast",
+        "collect",
+        "fcollect",
+        "alltoall",
+        "alltoalls",
+        "reduce",
+    ] {
         // ": collect:" is no part of ": fcollect:".
         let led = format!(": {c}: every part submitted by the team's first member\n");
         assert!(r.stderr.contains(&led), "{c}: not all on the wide kernels");

@@ -1340,30 +1340,61 @@ const WIDE_LOOP_END: &str = "        }\n    }\n";
 
 /// The entry point and body of a wide kernel with [`WideArgs`] immediates:
 /// `body` computes the vec4 `r` for index `i`, stored whole into every dest
-/// of `dests` for each vec4 of the share `first..end` that the object's
-/// `words` fill; the last vec4 of an object that is not a multiple of 4
-/// words is then computed by one invocation and stored word by word (a tail
-/// branch inside the loop made llvmpipe run every store of it masked, lane by
-/// lane, at every step).
+/// of `dests` for each whole vec4 of the object in the share `first..end`.
+/// The object's edges are then computed by one invocation and stored word by
+/// word: vec4 0 where the object starts `lead` words into it (its lanes from
+/// `lead` on), and the last vec4 where the object's `words` (counted from
+/// vec4 0's start) end inside it (its lanes below `words % 4`); one vec4 with
+/// both bounds where they are the same. (A branch inside the loop made
+/// llvmpipe run every store of it masked, lane by lane, at every step.)
 fn wide_body_and_tail(s: &mut String, body: &str, dests: &[String]) {
-    s.push_str(&wide_loop("a.first", "min(a.end, a.words / 4u)"));
+    s.push_str(&wide_loop(
+        "max(a.first, select(0u, 1u, a.lead != 0u))",
+        "min(a.end, a.words / 4u)",
+    ));
     s.push_str(body);
     for d in dests {
         let _ = writeln!(s, "        {d}[a.d0 + i] = r;");
     }
     s.push_str(WIDE_LOOP_END);
-    s.push_str(
-        "    let i = a.words / 4u;\n    if g.x == 0u && a.words % 4u != 0u && i >= a.first && i < a.end {\n",
-    );
-    s.push_str(body);
-    s.push_str("        let left = a.words % 4u;\n");
-    for d in dests {
+    let edges = [
+        // The head: the object starts inside vec4 0.
+        ("0u", "a.lead", "a.lead != 0u"),
+        // The tail, unless the head's vec4 is it too.
+        (
+            "a.words / 4u",
+            "0u",
+            "a.words % 4u != 0u && (a.lead == 0u || a.words / 4u != 0u)",
+        ),
+    ];
+    for (i, lo, cond) in edges {
         let _ = writeln!(
             s,
-            "        {d}[a.d0 + i].x = r.x;\n        if left > 1u {{ {d}[a.d0 + i].y = r.y; }}\n        if left > 2u {{ {d}[a.d0 + i].z = r.z; }}"
+            "    {{
+        let i = {i};
+        let lo = {lo};
+        let hi = select(4u, a.words % 4u, i == a.words / 4u);
+        if g.x == 0u && {cond} && i >= a.first && i < a.end {{"
+        );
+        s.push_str(body);
+        for d in dests {
+            for (l, lane) in ["x", "y", "z", "w"].iter().enumerate() {
+                let _ = writeln!(
+                    s,
+                    "            if lo <= {l}u && hi > {l}u {{ {d}[a.d0 + i].{lane} = r.{lane}; }}"
+                );
+            }
+        }
+        s.push_str(
+            "        }
+    }
+",
         );
     }
-    s.push_str("    }\n}\n");
+    s.push_str(
+        "}
+",
+    );
 }
 
 /// The immediates of the wide reduction kernel (`WideArgs` in its WGSL).
@@ -1374,7 +1405,9 @@ pub struct WideArgs {
     pub first: u32,
     /// End (exclusive) of this PE's share.
     pub end: u32,
-    /// 32-bit words the reduced object spans (elements × bytes / 4).
+    /// 32-bit words from the start of vec4 0 (of the source and dest
+    /// windows, from `s0` and `d0`) to the object's end: `lead` plus the
+    /// object's own (elements × bytes / 4).
     pub words: u32,
     /// vec4 index of the source in each source window.
     pub s0: u32,
@@ -1384,6 +1417,11 @@ pub struct WideArgs {
     /// one chunk per invocation is a contiguous share), or 0 for the
     /// grid-wide stride (see `wide_loop`).
     pub per: u32,
+    /// Words of vec4 0 before the object (0 to 3): an object as far off
+    /// 16-byte alignment in its source and dest (whole words; whole
+    /// elements for 8-byte kinds) starts inside it, and those words are
+    /// neither the object's nor written.
+    pub lead: u32,
 }
 
 /// The host reduction kernel's wide path for `kind` (1, 2, 4 or 8 bytes; the
@@ -1392,8 +1430,9 @@ pub struct WideArgs {
 /// bindings members..2*members, so each vec4 of this PE's share is read from
 /// every source and written to every dest with plain vector accesses (no
 /// per-access PE switch or bounds check: the host bound exactly the objects).
-/// The last vec4 of a count that is not a multiple of 4 is written word by
-/// word. Sources and dests must be 16-byte aligned. `None` for other kinds or
+/// The edge vec4s of an object that does not fill them (one as far off
+/// 16-byte alignment in its sources and dests, `WideArgs::lead`, or a count
+/// that is not a multiple of 4 words) are written word by word. `None` for other kinds or
 /// too many members.
 pub fn wide_reduce_source(kind: &Kind, op: ReduceOp, members: u32) -> Option<String> {
     if members == 0 || members > WIDE_REDUCE_MAX_MEMBERS {
@@ -1415,7 +1454,7 @@ pub fn wide_reduce_source(kind: &Kind, op: ReduceOp, members: u32) -> Option<Str
 }
 
 /// The immediates of the wide kernels with [`WideArgs`], in WGSL.
-const WIDE_ARGS_WGSL: &str = "struct WideArgs { first: u32, end: u32, words: u32, s0: u32, d0: u32, per: u32 }\nvar<immediate> w: WideArgs;\n";
+const WIDE_ARGS_WGSL: &str = "struct WideArgs { first: u32, end: u32, words: u32, s0: u32, d0: u32, per: u32, lead: u32 }\nvar<immediate> w: WideArgs;\n";
 
 /// Bindings `0..n`: the sources `s_0..s_{n-1}` of a wide reduction.
 fn wide_sources(s: &mut String, n: u32) {
@@ -1755,9 +1794,9 @@ mod wide_tests {
         }
         let s = wide_reduce_source(&kind("bf16").unwrap(), ReduceOp::Sum, 2).unwrap();
         // The immediates match WideArgs.
-        assert_eq!(std::mem::size_of::<WideArgs>(), 24);
+        assert_eq!(std::mem::size_of::<WideArgs>(), 28);
         assert!(s.contains(
-            "struct WideArgs { first: u32, end: u32, words: u32, s0: u32, d0: u32, per: u32 }"
+            "struct WideArgs { first: u32, end: u32, words: u32, s0: u32, d0: u32, per: u32, lead: u32 }"
         ));
     }
 

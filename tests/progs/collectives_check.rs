@@ -481,15 +481,27 @@ fn main() -> anyhow::Result<()> {
                 h.reduce::<f16>(tc, ReduceOp::Sum, n, true)?;
                 h.reduce::<bf16>(tc, ReduceOp::Prod, n, false)?;
             }
-            // Sources and dests off 16-byte alignment by the same amount: the
-            // wide kernels take the middle, the generic ones the head and tail.
+            // Sources and dests off 16-byte alignment by the same amount, in
+            // whole words: the wide kernels start the objects inside their
+            // first vec4 (reductions, fcollect and collect pushes; the
+            // guards check the words before them); a broadcast pulls its
+            // head word by word.
             let root = tc.members.len() as u32 - 1;
             for (shift, sizes) in [(4usize, &[5usize, 100, 5000, 70_000][..]), (12, &[70_001])] {
                 h.shift = shift;
                 for &n in sizes {
                     h.reduce::<f32>(tc, ReduceOp::Sum, n, false)?;
+                    h.reduce::<u8>(tc, ReduceOp::Xor, n, true)?;
                     h.broadcast::<u32>(tc, n, root)?;
+                    h.fcollect::<u32>(tc, n)?;
+                    h.collect::<u32>(tc, n)?;
                 }
+            }
+            // 8-byte elements 8 bytes off: wide from inside the first vec4.
+            h.shift = 8;
+            for n in [7usize, 70_001] {
+                h.reduce::<f64>(tc, ReduceOp::Max, n, false)?;
+                h.reduce::<i64>(tc, ReduceOp::Sum, n, true)?;
             }
             h.shift = 2;
             h.reduce::<f16>(tc, ReduceOp::Sum, 70_001, false)?;

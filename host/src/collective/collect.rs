@@ -6,7 +6,7 @@ use bytemuck::Pod;
 use vkshmem_device::collectives::HostCall;
 
 use super::collect_total;
-use super::wide::{split_pushes, Push};
+use super::wide::Push;
 use super::{generic_reach, nonzero, Desc, Members, Small, Step, Which};
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -112,9 +112,8 @@ impl Context {
                 bytes,
             })
             .collect();
-        // Objects equally off 16-byte alignment: the blocks' middles pushed,
-        // their ends pulled word by word by each member (see wide.rs).
-        let (pushes, ends) = split_pushes(&pushes).unwrap_or((pushes, Vec::new()));
+        // Objects equally off 16-byte alignment in whole words push whole:
+        // the push kernel starts them inside their first vec4 (see wide.rs).
         let fcollect = which == Which::Fcollect;
         let early = fcollect && !self.may_stage(&small) && !self.spans_devices(&m);
         let mut push = None;
@@ -131,19 +130,7 @@ impl Context {
                 None => fcollect && self.push_possible(&pushes, to.len())?,
             };
             if push_ok {
-                let mut l = self.push_wide(&pushes[me as usize], &to, 0, 1)?;
-                let pe = m.shape.member(me);
-                for e in &ends {
-                    l.extend(
-                        self.copy_wide(pe, &[e.from], e.bytes, e.src, e.dst)?
-                            .ok_or_else(|| {
-                                Error::InvalidArgument(format!(
-                                    "{name}: no wide copy for the {} bytes at {} (the push was agreed)",
-                                    e.bytes, e.src
-                                ))
-                            })?,
-                    );
-                }
+                let l = self.push_wide(&pushes[me as usize], &to, 0, 1)?;
                 return Ok(vec![Step::Wide(l)]);
             }
             // fcollect pulls every member's source, alltoall block `me` of it.

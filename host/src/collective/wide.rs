@@ -65,6 +65,24 @@ pub(crate) fn split(dest: u64, source: u64, bytes: u64) -> Option<Split> {
     (mid > 0).then_some(Split { head, mid, tail })
 }
 
+/// The [`Split`] of a reduction of `bytes` of elements of `es` bytes at
+/// `source` into `dest`: where both are as far off 16-byte alignment in
+/// whole words (whole elements for 8-byte kinds), no head, since the wide
+/// kernels start such an object inside their vec4 0 (`WideArgs::lead`),
+/// and only a tail that is not whole words is left to the generic kernel;
+/// otherwise [`split`].
+pub(crate) fn split_words(dest: u64, source: u64, bytes: u64, es: u64) -> Option<Split> {
+    if dest % 16 != source % 16 || dest % 4 != 0 || (es == 8 && dest % 8 != 0) {
+        return split(dest, source, bytes);
+    }
+    let mid = bytes / 4 * 4;
+    (mid > 0).then_some(Split {
+        head: 0,
+        mid,
+        tail: bytes - mid,
+    })
+}
+
 /// One launch of a wide kernel with its immediates (`WideArgs` for pushes,
 /// `WideCopyArgs` for pulls).
 fn planned<A: bytemuck::Pod>(
@@ -106,7 +124,10 @@ pub(crate) fn plan(
     n: u64,
     heap: u64,
 ) -> Option<WidePlan> {
-    if !matches!(es, 1 | 2 | 4 | 8) || n == 0 || members == 0 {
+    // 8-byte elements pair the words of each half vec4: an object off
+    // 16-byte alignment must start at a half (as its elements' alignment
+    // asks anyway).
+    if !matches!(es, 1 | 2 | 4 | 8) || n == 0 || members == 0 || (es == 8 && source % 8 != 0) {
         return None;
     }
     let bytes = n.checked_mul(es as u64)?;
@@ -193,7 +214,7 @@ const SPLIT_COPY_MIN: u64 = 64 << 10;
 /// `bytes` from byte offset `at` as a head up to the first 16-byte boundary,
 /// a middle of whole vec4s and a tail, `(head, mid, tail)`, where the ends
 /// are whole words and the middle at least [`SPLIT_COPY_MIN`]; `None`
-/// otherwise. The split of [`split_pushes`] and [`Context::copy_wide_group`]
+/// otherwise. The split of [`Context::copy_wide_group`]
 /// (unlike [`split`], the middle keeps no partial vec4: the copy kernel
 /// moves whole vec4s only).
 fn word_ends(at: u64, bytes: u64) -> Option<(u64, u64, u64)> {
@@ -234,8 +255,10 @@ const LLVMPIPE_CHUNK_STREAMS: usize = 8;
 
 /// Share `part` of `parts` of a push of `bytes` from byte offset `src` (in the
 /// source PE's heap) to `dst` (in every dest PE's), or `None` when it cannot
-/// take the wide push: not whole 32-bit words, an address not 16-byte
-/// aligned, or a window past the heap or wider than `max_range` (callers cut
+/// take the wide push: not whole 32-bit words, `src` and `dst` not as far
+/// off 16-byte alignment as each other or off whole words (an object that
+/// is starts inside its windows' vec4 0: `WideArgs::lead`), or a window
+/// past the heap or wider than `max_range` (callers cut
 /// larger objects into [`WIDE_CHUNK_BYTES`]). Depends only on its arguments,
 /// never on `part`'s validity, so members that compute it for the same object
 /// agree.
@@ -248,10 +271,14 @@ pub(crate) fn push_plan(
     heap: u64,
     max_range: u64,
 ) -> Option<WidePlan> {
-    if bytes == 0 || bytes % 4 != 0 || src % 16 != 0 || dst % 16 != 0 || parts == 0 {
+    if bytes == 0 || bytes % 4 != 0 || src % 4 != 0 || src % 16 != dst % 16 || parts == 0 {
         return None;
     }
-    let words = u32::try_from(bytes / 4).ok()?;
+    // An object as far off 16-byte alignment at both ends starts `lead`
+    // words into the vec4 0 of its windows.
+    let lead = (src % 16) / 4;
+    let (src, dst) = (src - src % 16, dst - dst % 16);
+    let words = u32::try_from(lead + bytes / 4).ok()?;
     let vecs = (words as u64).div_ceil(4);
     // Each object's window runs to its last vec4 (reading the few bytes past
     // its end is harmless; writing them is not, and the kernels do not).
@@ -270,6 +297,7 @@ pub(crate) fn push_plan(
             s0: ((src - s.0) / 16) as u32,
             d0: ((dst - d.0) / 16) as u32,
             per: 0,
+            lead: lead as u32,
         },
     })
 }
@@ -291,44 +319,6 @@ pub(crate) struct Push {
     pub src: u64,
     pub dst: u64,
     pub bytes: u64,
-}
-
-/// `pushes` whose sources and places are equally off 16-byte alignment (a
-/// program that offsets both objects), split for the wide push: the
-/// middles (whole vec4s, aligned) to push, and the ends (head and tail, whole
-/// words) that each member pulls into its own dest word by word. `None`
-/// where the pushes are aligned already, or some push cannot be split so
-/// (unequal misalignment, ends off whole words, a middle under
-/// [`SPLIT_COPY_MIN`]). Depends only on its arguments, so members that
-/// compute it for the same call agree.
-pub(crate) fn split_pushes(pushes: &[Push]) -> Option<(Vec<Push>, Vec<Push>)> {
-    if pushes.iter().all(|p| p.bytes == 0 || p.src % 16 == 0) {
-        return None;
-    }
-    let (mut mids, mut ends) = (Vec::new(), Vec::new());
-    for p in pushes {
-        if p.bytes == 0 {
-            mids.push(*p);
-            continue;
-        }
-        if p.src % 16 != p.dst % 16 {
-            return None;
-        }
-        let (head, mid, tail) = word_ends(p.src, p.bytes)?;
-        let piece = |at: u64, bytes: u64| Push {
-            src: p.src + at,
-            dst: p.dst + at,
-            bytes,
-            ..*p
-        };
-        mids.push(piece(head, mid));
-        for (at, len) in [(0, head), (head + mid, tail)] {
-            if len > 0 {
-                ends.push(piece(at, len));
-            }
-        }
-    }
-    Some((mids, ends))
 }
 
 impl Context {
@@ -643,7 +633,7 @@ impl Context {
             return Ok(None);
         }
         let es = kind.bytes as u64;
-        let Some(sp) = split(dest, source, n * es) else {
+        let Some(sp) = split_words(dest, source, n * es, es) else {
             return Ok(None);
         };
         // Whether a plan exists depends only on the object, not on the
@@ -921,30 +911,35 @@ mod tests {
     }
 
     #[test]
-    fn misaligned_pushes_split_into_middles_and_word_ends() {
-        let big = SPLIT_COPY_MIN + 16;
-        let p = |from, src, dst, bytes| Push {
-            from,
-            src,
-            dst,
-            bytes,
-        };
-        // Aligned: nothing to split.
-        assert!(split_pushes(&[p(0, 256, 512, big)]).is_none());
-        // 4 bytes past alignment: a 12-byte head, the middle, a 4-byte tail.
-        let (mids, ends) = split_pushes(&[p(0, 260, 516, big), p(1, 260, 516 + big, big)]).unwrap();
-        assert_eq!(mids[0], p(0, 272, 528, big - 16));
-        assert_eq!(mids[1], p(1, 272, 528 + big, big - 16));
-        assert_eq!(ends[0], p(0, 260, 516, 12));
-        assert_eq!(ends[1], p(0, 272 + big - 16, 528 + big - 16, 4));
-        assert_eq!(ends.len(), 4);
-        // Every byte once.
-        let total: u64 = mids.iter().chain(&ends).map(|q| q.bytes).sum();
-        assert_eq!(total, 2 * big);
-        // Unequal misalignment, ends off whole words, a small middle.
-        assert!(split_pushes(&[p(0, 260, 520, big)]).is_none());
-        assert!(split_pushes(&[p(0, 258, 514, big)]).is_none());
-        assert!(split_pushes(&[p(0, 260, 516, 1024)]).is_none());
+    fn objects_off_alignment_start_inside_vec4_0() {
+        // 4 bytes past alignment at both ends: windows from the vec4 below,
+        // one word of it before the object.
+        let p = push_plan(40, 260, 516, 0, 1, 4096, 1 << 27).unwrap();
+        assert_eq!((p.src, p.dst), ((256, 48), (512, 48)));
+        let a = p.args;
+        assert_eq!(
+            (a.s0, a.d0, a.lead, a.words, a.first, a.end),
+            (0, 0, 1, 11, 0, 3)
+        );
+        // Shares by vec4 over the parts, vec4 0 (the head) in the first.
+        let q = push_plan(40, 260 + 1024, 516, 1, 2, 4096, 1 << 27).unwrap();
+        assert_eq!((q.args.first, q.args.end, q.args.s0), (2, 3, 0));
+        assert_eq!(q.src, (1280, 48));
+        // Unequally off, or off whole words: no plan.
+        assert!(push_plan(40, 260, 520, 0, 1, 4096, 1 << 27).is_none());
+        assert!(push_plan(40, 258, 514, 0, 1, 4096, 1 << 27).is_none());
+        // 8-byte elements start at a half vec4.
+        assert!(plan(8, 2, 0, 516, 260, 5, 4096).is_none());
+        assert_eq!(plan(8, 2, 0, 520, 264, 5, 4096).unwrap().args.lead, 2);
+        // A reduction's split: no head where the wide kernels start inside
+        // vec4 0; a tail off whole words on the generic kernel.
+        let sp = |head, mid, tail| Some(Split { head, mid, tail });
+        assert_eq!(split_words(260, 516, 100, 4), sp(0, 100, 0));
+        assert_eq!(split_words(262 - 2, 518 - 2, 102, 2), sp(0, 100, 2));
+        assert_eq!(split_words(260, 516, 96, 8), split(260, 516, 96));
+        assert_eq!(split_words(264, 520, 96, 8), sp(0, 96, 0));
+        assert_eq!(split_words(257, 1, 50, 1), split(257, 1, 50));
+        assert_eq!(split_words(260, 516, 2, 2), None);
     }
 
     #[test]
