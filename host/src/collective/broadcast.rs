@@ -3,7 +3,7 @@
 use bytemuck::Pod;
 use vkshmem_device::collectives::HostCall;
 
-use super::wide::{split, Push, Split};
+use super::wide::{split_words, Push, Split};
 use super::{generic_reach, nonzero, Desc, Members, Small, Step, Which};
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -110,15 +110,21 @@ impl Context {
             .filter(|&(j, _)| !(skip_root && j as u32 == root))
             .map(|(_, pe)| pe)
             .collect();
-        // Equally misaligned objects: the head and tail bytes pulled word by
-        // word (or on the generic kernel where not whole words), the rest
-        // pushed (see wide.rs).
-        let sp =
-            split(dest.offset(), source.offset(), n.saturating_mul(es as u64)).unwrap_or(Split {
-                head: 0,
-                mid: 0,
-                tail: 0,
-            });
+        // Equally misaligned objects: pushed whole where off by whole words
+        // (the push starts them inside their first vec4), else the head
+        // bytes pulled word by word or on the generic kernel; a tail off
+        // whole words likewise; the rest pushed (see wide.rs).
+        let sp = split_words(
+            dest.offset(),
+            source.offset(),
+            n.saturating_mul(es as u64),
+            es as u64,
+        )
+        .unwrap_or(Split {
+            head: 0,
+            mid: 0,
+            tail: 0,
+        });
         let push = Push {
             from: m.shape.member(root.min(m.shape.size.saturating_sub(1))),
             src: source.offset() + sp.head,
