@@ -505,7 +505,13 @@ impl Bench<'_> {
             let least = least_traffic(coll, bytes, n as u64).filter(|&b| b > 0);
             // A host call this small may have run on the host (memcpy
             // through the heap's mapping): its roofline counts the memcpy.
-            let host_path = form == Form::Host && bytes <= ctx.host_path_max();
+            // The library's measure is each member's source: an alltoall's
+            // is a block for every member.
+            let source_bytes = match coll {
+                "alltoall" | "alltoalls" => bytes.saturating_mul(n as u64),
+                _ => bytes,
+            };
+            let host_path = form == Form::Host && source_bytes <= ctx.host_path_max();
             let mut roof_bps = match &self.roofline {
                 Some(roof) => least
                     .map(|b| roof.of_row(ctx, b / (2 * n as u64), host_path))
