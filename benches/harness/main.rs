@@ -225,6 +225,8 @@ struct Bench<'a> {
     /// A flag agreed over WORLD (a maximum): whether some PE's row beat its
     /// roofline.
     flag: SymBuffer<u32>,
+    /// A host row's call times, combined over WORLD ([`Bench::slowest_per_call`]).
+    times: SymBuffer<f64>,
     team: Team,
     /// Some member is on another device (staged transport): device rows go through the proxy.
     spans_devices: bool,
@@ -262,6 +264,27 @@ impl Bench<'_> {
             f()?;
             v.push(t.elapsed().as_secs_f64());
         }
+        Ok(v)
+    }
+
+    /// Each call's time on the slowest PE: `mine` (this PE's times, zeros
+    /// on a PE outside the team) combined by an element-wise maximum over
+    /// WORLD. A call is over for the job when its last member returns, and
+    /// the roofline times every PE's copies over their common span: a row
+    /// timed by one PE's clock read faster than that where the PEs' calls
+    /// overlapped less than the roofline's copies (2-PE alltoalls at 100-103
+    /// % on lavapipe, with the roofline measured again three times).
+    /// Collective over WORLD.
+    fn slowest_per_call(&self, mine: &[f64]) -> anyhow::Result<Vec<f64>> {
+        let n = mine.len().min(self.times.len());
+        if n == 0 {
+            return Ok(mine.to_vec());
+        }
+        self.times.write(&mine[..n])?;
+        let s = self.times.slice(0..n)?;
+        self.ctx.reduce(Team::WORLD, ReduceOp::Max, &s, &s, n)?;
+        let mut v = self.times.to_vec()?;
+        v.truncate(n);
         Ok(v)
     }
 
@@ -481,8 +504,14 @@ impl Bench<'_> {
             };
             let samples = match form {
                 Form::Host => {
-                    if member {
+                    let mine = if member {
                         self.time_host(|| call(1).map(|_| ()))?
+                    } else {
+                        vec![0.0; self.args.iters as usize]
+                    };
+                    let slowest = self.slowest_per_call(&mine)?;
+                    if member {
+                        slowest
                     } else {
                         Vec::new()
                     }
@@ -1059,6 +1088,7 @@ fn run() -> anyhow::Result<()> {
         // must stay there when the large ones reach past it.
         wrong: ctx.calloc::<u32>(1)?,
         flag: ctx.calloc::<u32>(1)?,
+        times: ctx.calloc::<f64>(args.iters.max(1) as usize)?,
         src: ctx.malloc::<u8>(room as usize)?,
         dst: ctx.malloc::<u8>(room as usize)?,
         team,
