@@ -980,14 +980,9 @@ fn misaligned_objects_of_whole_words_stay_wide() {
     for row in &rows {
         assert!(row.ends_with(",0"), "{row}");
     }
-    for c in [
-        "broadcast",
-        "collect",
-        "fcollect",
-        "alltoall",
-        "alltoalls",
-        "reduce",
-    ] {
+    // The reduction's own line proves nothing here (the bench's reductions
+    // over WORLD print it too): the two assertions after the loop hold it.
+    for c in ["broadcast", "collect", "fcollect", "alltoall", "alltoalls"] {
         // ": collect:" is no part of ": fcollect:".
         let led = format!(": {c}: every part submitted by the team's first member\n");
         assert!(r.stderr.contains(&led), "{c}: not all on the wide kernels");
@@ -1243,8 +1238,8 @@ fn wide_copies_hold_beyond_8_members() {
     }
     // Reductions beyond 8 members on the kernels (no host path): in steps
     // over groups of 8 sources, then pushes. 10 PEs (groups of 8 and 2), in
-    // place at a 4-byte offset (heads and tails on the generic kernel), sizes
-    // from one vec4 to 256 KiB, checked.
+    // place at a 4-byte offset (the objects start inside the kernels' first
+    // vec4), sizes from one vec4 to 256 KiB, checked.
     let (_, rows) = bench_rows(
         10,
         "--collective reduce --scope host --check --min-bytes 16 --max-bytes 256K --step-factor 16 --iters 1 --warmup 0 --type float --op max --in-place --offset 4",

@@ -3,10 +3,12 @@
 //!
 //! What each number includes:
 //!
-//! - **host** scope: the wall time of one call on the team's first PE, from
-//!   entering the collective to its return: the agreement allgather over the
-//!   bootstrap, the dispatch and its completion, and the closing sync. Median,
-//!   minimum and maximum over `--iters` calls after `--warmup` calls.
+//! - **host** scope: the wall time of one call, from entering the collective
+//!   to its return, on the PE where it took longest (each PE times its own
+//!   calls; the times are combined call by call): the agreement allgather
+//!   over the bootstrap, the dispatch and its completion, and the closing
+//!   sync. Median, minimum and maximum over `--iters` calls after
+//!   `--warmup` calls.
 //! - **thread** and **work_group** scopes: a kernel calls the device collective
 //!   (`shmem_*` from one invocation, `shmemx_*_work_group` from a workgroup of
 //!   `--workgroup-size`) in a loop inside one dispatch; the dispatch is timed with
@@ -226,7 +228,7 @@ struct Bench<'a> {
     /// roofline.
     flag: SymBuffer<u32>,
     /// A host row's call times, combined over WORLD ([`Bench::slowest_per_call`]).
-    times: SymBuffer<f64>,
+    times: SymBuffer<u32>,
     team: Team,
     /// Some member is on another device (staged transport): device rows go through the proxy.
     spans_devices: bool,
@@ -274,18 +276,26 @@ impl Bench<'_> {
     /// timed by one PE's clock read faster than that where the PEs' calls
     /// overlapped less than the roofline's copies (2-PE alltoalls at 100-103
     /// % on lavapipe, with the roofline measured again three times).
-    /// Collective over WORLD.
+    /// The times travel as the bits of f32s (non-negative f32s order as
+    /// their bits do), so the reduction is a u32 one, which every device has
+    /// (f64 needs `shaderFloat64`). Collective over WORLD.
     fn slowest_per_call(&self, mine: &[f64]) -> anyhow::Result<Vec<f64>> {
         let n = mine.len().min(self.times.len());
         if n == 0 {
             return Ok(mine.to_vec());
         }
-        self.times.write(&mine[..n])?;
+        let bits: Vec<u32> = mine[..n]
+            .iter()
+            .map(|&t| (t.max(0.0) as f32).to_bits())
+            .collect();
+        self.times.write(&bits)?;
         let s = self.times.slice(0..n)?;
         self.ctx.reduce(Team::WORLD, ReduceOp::Max, &s, &s, n)?;
-        let mut v = self.times.to_vec()?;
-        v.truncate(n);
-        Ok(v)
+        let v = self.times.to_vec()?;
+        Ok(v[..n]
+            .iter()
+            .map(|&b| f64::from(f32::from_bits(b)))
+            .collect())
     }
 
     /// The device kernel of `coll` in `scope` (compiled once, then cached).
@@ -400,12 +410,13 @@ impl Bench<'_> {
             let d: SymSlice<T> = SymSlice::from_raw(dst_at + off, count * n as usize);
             // Objects past the first 4 GiB of the heap (large rows on GPUs
             // with big heaps) where the call's kernels take byte addresses
-            // (device and queued forms, and host calls with a head or tail
-            // off whole vec4s, which take the generic kernel): skipped and
-            // listed, not the sweep's end. Host calls on 16-byte aligned
-            // objects of whole vec4s bind them anywhere (the wide kernels).
+            // (device and queued forms, and host calls with a piece off
+            // whole words, which take the generic kernel): skipped and
+            // listed, not the sweep's end. Host calls on objects in whole
+            // words, placed alike off 16-byte alignment, bind them anywhere
+            // (the wide kernels).
             let end = self.src.offset().max(dst_at) + off + bytes * n as u64;
-            let anywhere = form == Form::Host && off % 16 == 0 && bytes % 16 == 0;
+            let anywhere = form == Form::Host && off % 4 == 0 && bytes % 4 == 0;
             if end > vkshmem::MAX_DEVICE_BYTE && !anywhere {
                 self.skip(format!(
                     "{coll} {scope_name} {bytes} B: its objects end at heap byte {end}, past the first 4 GiB that this form's kernels address"
@@ -1088,7 +1099,7 @@ fn run() -> anyhow::Result<()> {
         // must stay there when the large ones reach past it.
         wrong: ctx.calloc::<u32>(1)?,
         flag: ctx.calloc::<u32>(1)?,
-        times: ctx.calloc::<f64>(args.iters.max(1) as usize)?,
+        times: ctx.calloc::<u32>(args.iters.max(1) as usize)?,
         src: ctx.malloc::<u8>(room as usize)?,
         dst: ctx.malloc::<u8>(room as usize)?,
         team,

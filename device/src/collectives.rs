@@ -132,7 +132,8 @@ pub const KINDS: [Kind; 12] = [
 /// - half to f32: the exponent and mantissa bits moved into place and the
 ///   exponent rebiased by one add (infinity and NaN by another constant);
 ///   a subnormal `m` is `(1 + m/1024) * 2^-14 - 2^-14`, an exact
-///   subtraction of normal f32s, so no denormal f32 appears;
+///   subtraction of normal f32s, so no denormal f32 appears (only
+///   subnormals go through it: a NaN keeps its bits);
 /// - f32 to half: the normal case rounds to nearest even in integers (the
 ///   `+ 0xfff + odd` step), with the magnitude clamped first so that
 ///   overflow and infinity round to infinity; subnormal halves are
@@ -150,7 +151,8 @@ fn vks_f16_value(h: u32) -> f32 {
     let t = (h << 13u) & 0x0fffe000u;
     let sub = t < 0x00800000u;
     let off = select(select(0x38000000u, 0x38800000u, sub), 0x70000000u, t >= 0x0f800000u);
-    let f = bitcast<f32>(t + off) - select(0.0, 6.1035156e-5, sub);
+    let v = bitcast<f32>(t + off);
+    let f = select(v, v - 6.1035156e-5, sub);
     return bitcast<f32>(bitcast<u32>(f) | ((h << 16u) & 0x80000000u));
 }
 fn vks_f16_bits(x: f32) -> u32 {
@@ -1697,10 +1699,10 @@ fn wide_copy_source_of(blocks: u32, unit: &str) -> Option<String> {
 /// The wide push (broadcast, fcollect, collect): one source window (binding 0)
 /// read once and written to `dests` dest windows (bindings 1..=dests), in vec4s.
 /// The kernel's immediates are a [`WideArgs`]: this PE's share `first..end` of
-/// the block's vec4s, the block's 32-bit `words` (the last vec4 of a block that
-/// is not a multiple of 4 words is written word by word), the source's vec4
-/// index `s0` and the dest's `d0` (the same in every dest window: the dests are
-/// one symmetric object). Each byte is read once and written `dests` times,
+/// the block's vec4s, the block's 32-bit `words` counted from vec4 0 and its
+/// `lead` (the edge vec4s of a block that does not fill them are written
+/// word by word), the source's vec4 index `s0` and the dest's `d0` (the same
+/// in every dest window: the dests are one symmetric object). Each byte is read once and written `dests` times,
 /// the least traffic of a broadcast on a device its PEs share (a pull reads the
 /// source once per member). `None` for no dests or more than
 /// [`WIDE_REDUCE_MAX_MEMBERS`].

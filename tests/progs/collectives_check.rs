@@ -483,9 +483,8 @@ fn main() -> anyhow::Result<()> {
             }
             // Sources and dests off 16-byte alignment by the same amount, in
             // whole words: the wide kernels start the objects inside their
-            // first vec4 (reductions, fcollect and collect pushes; the
-            // guards check the words before them); a broadcast pulls its
-            // head word by word.
+            // first vec4 (reductions; broadcast, fcollect and collect
+            // pushes; the guards check the words before and after them).
             let root = tc.members.len() as u32 - 1;
             for (shift, sizes) in [(4usize, &[5usize, 100, 5000, 70_000][..]), (12, &[70_001])] {
                 h.shift = shift;

@@ -112,8 +112,8 @@ impl Context {
             .collect();
         // Equally misaligned objects: pushed whole where off by whole words
         // (the push starts them inside their first vec4), else the head
-        // bytes pulled word by word or on the generic kernel; a tail off
-        // whole words likewise; the rest pushed (see wide.rs).
+        // bytes (not whole words) on the generic kernel; a tail off whole
+        // words likewise; the rest pushed (see wide.rs).
         let sp = split_words(
             dest.offset(),
             source.offset(),
@@ -149,19 +149,11 @@ impl Context {
             let mut part = Vec::new();
             if push_ok {
                 // The head and tail (this member's own dest bytes, apart from
-                // the pushed middle): pulled from the root word by word beside
-                // the push where they are whole words, else on the generic
-                // kernel.
-                let mut wide = Vec::new();
+                // the pushed middle; never whole words, see `split_words`) on
+                // the generic kernel.
                 if !(skip_root && me == root) {
-                    let (from, to) = ([m.shape.member(root)], m.shape.member(me));
                     for (at, len) in [(0, sp.head), (sp.head + sp.mid, sp.tail)] {
                         if len == 0 {
-                            continue;
-                        }
-                        let (s, d) = (source.offset() + at, dest.offset() + at);
-                        if let Some(l) = self.copy_wide(to, &from, len, s, d)? {
-                            wide.extend(l);
                             continue;
                         }
                         generic_reach("broadcast", &objects)?;
@@ -173,8 +165,7 @@ impl Context {
                         part.push(Step::Generic(call, a, len.div_ceil(4) + 1));
                     }
                 }
-                wide.extend(self.push_wide(&push, &to, me, m.shape.size)?);
-                part.push(Step::Wide(wide));
+                part.push(Step::Wide(self.push_wide(&push, &to, me, m.shape.size)?));
                 return Ok(part);
             }
             if skip_root && me == root {

@@ -342,7 +342,7 @@ pub(crate) fn generic_reach(what: &str, objects: &[(u64, u64)]) -> Result<()> {
         let end = offset.checked_add(bytes);
         if bytes > 0 && !end.is_some_and(|e| e <= MAX_DEVICE_BYTE) {
             return Err(Error::InvalidArgument(format!(
-                "{what}: the object at byte {offset} ends past the first 4 GiB of the heap, which this call's kernel addresses (device and queued collectives, and host collectives whose objects are not equally aligned to 16 bytes or that run on the generic kernel)"
+                "{what}: the object at byte {offset} ends past the first 4 GiB of the heap, which this call's kernel addresses (device and queued collectives, and host collectives with a piece off whole words or that otherwise run on the generic kernel)"
             )));
         }
     }

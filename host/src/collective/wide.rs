@@ -7,10 +7,14 @@
 //! the blocks it needs into its own dest (`wide_copy_source`); blocks and
 //! objects off whole vec4s but in whole words word by word
 //! (`wide_copy_words_source`). Only this PE's dest is written, so each PE
-//! may choose its path alone.
+//! may choose its path alone. Pushes (broadcast, fcollect, collect: each
+//! member writes its share of a source to every member's dest) take
+//! objects 16-byte aligned or equally off it in whole words.
 //!
 //! Reductions of every kind (1-, 2-, 4- and 8-byte elements, the object a
-//! whole number of 32-bit words) on 16-byte aligned objects: teams of up to
+//! whole number of 32-bit words) on objects whose source and dest are
+//! 16-byte aligned or equally off it in whole words (`WideArgs::lead`):
+//! teams of up to
 //! [`WIDE_REDUCE_MAX_MEMBERS`] in one launch (`wide_reduce_source`), larger
 //! ones in steps over groups of that many sources into this PE's dest
 //! (`wide_accumulate_source`), then pushes of the result (`wide_push_source`).
@@ -39,8 +43,9 @@ use crate::kernels::DeviceKernel;
 /// boundary and the `tail` past the last whole vec4 (unless it is whole
 /// words, which the wide kernels store one by one) go through the generic
 /// kernels (whole elements: both offsets are multiples of the element
-/// size; a broadcast pulls those of whole words with the word copy), the
-/// `mid` through the wide kernel.
+/// size), the `mid` through the wide kernel. Reductions and broadcasts
+/// take [`split_words`], which leaves no head where the offsets are whole
+/// words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Split {
     pub head: u64,
@@ -250,7 +255,9 @@ const LLVMPIPE_CHUNK: u64 = 128;
 /// The windows a wide kernel walks from which [`LLVMPIPE_CHUNK`] applies: a
 /// reduction over 4 members (4 sources, 4 dests) ran 2.27-2.36 ms against
 /// 2.66-2.86 for 4 MiB; pushes to 2 or 4 dests and copies of 2 blocks were
-/// slower chunked (2-PE collect of 4 MiB 1.6-2.1 -> 2.8-3.0 ms).
+/// slower chunked (2-PE collect of 4 MiB 1.6-2.1 -> 2.8-3.0 ms); copies of
+/// 8 blocks (the 8-PE alltoall's, 9 windows) ran alike either way (49-52
+/// ms for 4 MiB blocks).
 const LLVMPIPE_CHUNK_STREAMS: usize = 8;
 
 /// Share `part` of `parts` of a push of `bytes` from byte offset `src` (in the
@@ -596,11 +603,6 @@ impl Context {
         dst: (u64, u64),
         args: WideArgs,
     ) -> Result<Vec<Planned>> {
-        let (groups, per) = self.wide_groups(
-            (args.end - args.first) as u64,
-            1 + to.len().min(WIDE_REDUCE_MAX_MEMBERS as usize),
-        );
-        let args = WideArgs { per, ..args };
         to.chunks(WIDE_REDUCE_MAX_MEMBERS as usize)
             .map(|group| {
                 let k = self
@@ -608,7 +610,8 @@ impl Context {
                     .expect("push_kernels built it");
                 let mut w = vec![source];
                 w.extend(windows(group.iter().copied(), dst));
-                Ok(planned(k, groups, w, args))
+                let (groups, per) = self.wide_groups((args.end - args.first) as u64, w.len());
+                Ok(planned(k, groups, w, WideArgs { per, ..args }))
             })
             .collect()
     }
@@ -682,7 +685,8 @@ impl Context {
     }
 
     /// Member `me`'s part of a reduction of `bytes` (whole words, both
-    /// objects 16-byte aligned) of elements of `es` bytes at `source` into
+    /// objects 16-byte aligned or equally off it in whole words) of
+    /// elements of `es` bytes at `source` into
     /// `dest` on the wide path: one plan per piece of [`WIDE_CHUNK_BYTES`]
     /// (no window past [`WIDE_WINDOW_MAX_BYTES`]), the pieces' steps side by
     /// side (they touch disjoint bytes).
@@ -718,14 +722,17 @@ impl Context {
         if items == 0 {
             return Ok(Vec::new());
         }
-        let (groups, per) = self.wide_groups(items, 2 * m.shape.size as usize);
-        let args = WideArgs { per, ..p.args };
+        // Each launch's shape for the windows it walks.
+        let launch = |k: &Arc<DeviceKernel>, w: Vec<HeapWindow>| {
+            let (groups, per) = self.wide_groups(items, w.len());
+            planned(k.clone(), groups, w, WideArgs { per, ..p.args })
+        };
         let steps = match w {
             WideReduce::Direct(k) => {
                 let w: Vec<HeapWindow> = windows(m.shape.members(), p.src)
                     .chain(windows(m.shape.members(), p.dst))
                     .collect();
-                return Ok(vec![Step::Wide(vec![planned(k.clone(), groups, w, args)])]);
+                return Ok(vec![Step::Wide(vec![launch(k, w)])]);
             }
             WideReduce::Chained(steps) => steps,
         };
@@ -742,7 +749,7 @@ impl Context {
         {
             let mut w: Vec<HeapWindow> = windows(group.iter().copied(), p.src).collect();
             w.push(own);
-            part.push(Step::Wide(vec![planned(k.clone(), groups, w, args)]));
+            part.push(Step::Wide(vec![launch(k, w)]));
         }
         // Then the share from the member's dest into the others' (only this
         // member writes that share of any dest).
