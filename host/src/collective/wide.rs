@@ -250,6 +250,12 @@ const LLVMPIPE_SHARE_MAX: u64 = 32768;
 /// 32; the plain copy meanwhile moves 13.8-17.8 in shares and 9-10 in
 /// chunks of 64, hence shares for kernels of few windows. 8-PE fcollect and
 /// collect of 4 MiB: 38-40 ms -> 21-22 ms, broadcast 4.0-4.6 -> 3.0-3.2 ms.
+/// Kernels of twice [`LLVMPIPE_CHUNK_STREAMS`] windows or more (a reduction
+/// over 8 members: 8 sources, 8 dests) take half chunks: the 8-PE reduction
+/// of 4 MiB, three interleaved rounds, 6552-6912 us (median; least
+/// 5931-6012) in chunks of 128, 6181-6547 (5515-5622) in chunks of 64; 64
+/// made the 8-PE fcollect (9 windows) 19-21 -> 24-25 ms and the 4-PE
+/// reduction (8) 2.4-2.7 -> 4.1-4.4 ms.
 const LLVMPIPE_CHUNK: u64 = 128;
 
 /// The windows a wide kernel walks from which [`LLVMPIPE_CHUNK`] applies: a
@@ -479,7 +485,9 @@ impl Context {
                 .min(vecs.div_ceil(wg).max(1))
                 .min(max);
             let mut per = vecs.div_ceil(groups * wg).max(1);
-            if streams >= LLVMPIPE_CHUNK_STREAMS {
+            if streams >= 2 * LLVMPIPE_CHUNK_STREAMS {
+                per = per.min(LLVMPIPE_CHUNK / 2);
+            } else if streams >= LLVMPIPE_CHUNK_STREAMS {
                 per = per.min(LLVMPIPE_CHUNK);
             }
             return (groups as u32, per as u32);
