@@ -1387,16 +1387,9 @@ fn wide_body_and_tail(s: &mut String, body: &str, dests: &[String]) {
                 );
             }
         }
-        s.push_str(
-            "        }
+        s.push_str("        }\n    }\n");
     }
-",
-        );
-    }
-    s.push_str(
-        "}
-",
-    );
+    s.push_str("}\n");
 }
 
 /// The immediates of the wide reduction kernel (`WideArgs` in its WGSL).

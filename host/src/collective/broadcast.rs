@@ -3,7 +3,7 @@
 use bytemuck::Pod;
 use vkshmem_device::collectives::HostCall;
 
-use super::wide::{split_words, Push, Split};
+use super::wide::{split_words, Push};
 use super::{generic_reach, nonzero, Desc, Members, Small, Step, Which};
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -120,11 +120,7 @@ impl Context {
             n.saturating_mul(es as u64),
             es as u64,
         )
-        .unwrap_or(Split {
-            head: 0,
-            mid: 0,
-            tail: 0,
-        });
+        .unwrap_or_default();
         let push = Push {
             from: m.shape.member(root.min(m.shape.size.saturating_sub(1))),
             src: source.offset() + sp.head,

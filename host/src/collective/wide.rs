@@ -46,7 +46,7 @@ use crate::kernels::DeviceKernel;
 /// size), the `mid` through the wide kernel. Reductions and broadcasts
 /// take [`split_words`], which leaves no head where the offsets are whole
 /// words.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Split {
     pub head: u64,
     pub mid: u64,
