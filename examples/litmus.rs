@@ -9,8 +9,13 @@
 //! [--per-dispatch P]`: ROUNDS defaults to 100000, W (block size in words) to 256.
 //! `--sync weak` replaces the library barrier with one made of relaxed atomics and
 //! no fences, to show what the fences are for on a given driver; `--sync none`
-//! leaves synchronization out (a control: the check must then see wrong values,
-//! on more than one PE). P defaults to all
+//! leaves synchronization out (the PEs race; how many wrong words that shows
+//! depends on how the driver interleaves them, and can be none). `--sync turns`
+//! is the deterministic control: no synchronization and the PEs run their
+//! dispatches one after another, PE 0 first, so PE 0 reads blocks nobody wrote
+//! yet and every other PE reads its predecessor's last rounds: the check must
+//! count at least `ROUNDS * W` wrong words on PE 0 and `(ROUNDS - 2) * W` on each
+//! other PE (fewer only where a hash value is 0). P defaults to all
 //! rounds in one dispatch; on lavapipe to 20, or 2 when PEs outnumber CPU cores
 //! (that driver caps the loop iterations of a dispatch).
 
@@ -42,8 +47,21 @@ enum Sync {
     Barrier,
     /// Relaxed atomic flags, no fences.
     Weak,
-    /// None (a control).
+    /// None: the PEs race.
     None,
+    /// None, and the PEs take turns (the deterministic control).
+    Turns,
+}
+
+impl Sync {
+    /// The kernel's `mode`.
+    fn mode(self) -> u32 {
+        match self {
+            Sync::Barrier => 0,
+            Sync::Weak => 1,
+            Sync::None | Sync::Turns => 2,
+        }
+    }
 }
 
 #[repr(C)]
@@ -80,8 +98,22 @@ fn main() -> Result<()> {
     let data = ctx.calloc::<u32>(2 * args.words as usize)?;
     let flags = ctx.calloc::<u32>(n as usize)?;
     let errors = ctx.calloc::<u32>(4)?;
+    // Without synchronization the kernel must not call the library barrier even
+    // where its mode skips it: a kernel that can wait on peers is launched after
+    // a sync of all PEs (`Context::launch`), which would start every PE's
+    // dispatch together and, in turns, pair one PE's launch with another's turn.
+    let source = match args.sync {
+        Sync::Barrier | Sync::Weak => KERNEL.to_string(),
+        Sync::None | Sync::Turns => {
+            let call = "shmemx_barrier_all_work_group(li);";
+            if !KERNEL.contains(call) {
+                bail!("litmus.wgsl no longer calls {call}");
+            }
+            KERNEL.replace(call, "")
+        }
+    };
     let kernel = ctx
-        .device_kernel(KERNEL, "litmus.wgsl")
+        .device_kernel(&source, "litmus.wgsl")
         .context("compiling the litmus kernel")?;
     let mut params = Params {
         data: data.device_addr()?,
@@ -91,17 +123,23 @@ fn main() -> Result<()> {
         // Round 2 first: "round - 2" (the stale value) never wraps.
         base: 2,
         words: args.words,
-        mode: args.sync as u32,
+        mode: args.sync.mode(),
     };
     let mut gpu = std::time::Duration::ZERO;
-    let mut left = args.rounds;
-    while left > 0 {
-        params.rounds = left.min(per_dispatch);
-        gpu += ctx.launch_timed(&kernel, [1, 1, 1], &[], bytemuck::bytes_of(&params))?;
-        params.base += params.rounds;
-        left -= params.rounds;
+    // In turns, PE t runs every dispatch in turn t; otherwise all run in turn 0.
+    let turns = if args.sync == Sync::Turns { n } else { 1 };
+    for turn in 0..turns {
+        if turns == 1 || turn == ctx.my_pe() {
+            let mut left = args.rounds;
+            while left > 0 {
+                params.rounds = left.min(per_dispatch);
+                gpu += ctx.launch_timed(&kernel, [1, 1, 1], &[], bytemuck::bytes_of(&params))?;
+                params.base += params.rounds;
+                left -= params.rounds;
+            }
+        }
+        ctx.barrier_all()?;
     }
-    ctx.barrier_all()?;
     // PE 0 sums every PE's counts.
     let mut wrong = 0u64;
     let mut stale = 0u64;

@@ -11,7 +11,8 @@
 // mode 1: weakened: a flag barrier of relaxed atomics without any fence (a
 //         relaxed atomic store per peer, polls with relaxed fetch_add(0)).
 // mode 2: no synchronization at all: a control that shows the check sees wrong
-//         values when they happen.
+//         values when they happen. The host strips the barrier call from this
+//         source for it, so that the launch is not synchronized either.
 //
 // A wrong value is counted in errors[0]; errors[1] counts the wrong values that
 // are the previous use of the buffer (stale); errors[2..4] is the first
