@@ -496,10 +496,14 @@ impl Roofline {
                     0
                 };
                 let args = WideCopyArgs {
-                    bvecs: bvecs as u32,
+                    first: 0,
+                    end: bvecs as u32,
+                    words: bvecs as u32 * 4,
                     s0: 0,
                     d0: 0,
                     per,
+                    lead: 0,
+                    stride: bvecs as u32,
                 };
                 go(&windows, bytemuck::bytes_of(&args))
             } else {

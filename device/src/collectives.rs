@@ -1323,16 +1323,24 @@ pub const WIDE_WINDOW_ALIGN: u64 = 256;
 /// PE on 4 PEs: 13.4 GB/s against 8.9 with the stride). There the chunk is
 /// each invocation's whole share (one chunk each), or for kernels that walk
 /// many windows a shorter one (`LLVMPIPE_CHUNK` in the host crate).
-fn wide_loop(first: &str, end: &str) -> String {
+///
+/// The chunks are laid from `FIRST`, and indices below `LOW` are skipped
+/// inside them (an object's vec4 0 that its edge stores write): the chunks
+/// of an object that starts inside its vec4 0 stay where an aligned one's
+/// are (on llvmpipe, a 2-PE alltoall of 4 MiB at offset 4 took 4.6 ms with
+/// chunks laid from vec4 1, 16 KiB + 16 bytes apart, against 2.5 ms aligned).
+fn wide_loop(first: &str, low: &str, end: &str) -> String {
     format!(
         "@compute @workgroup_size({HOST_WORKGROUP})
 fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {{
     let a = w;
     let c = max(a.per, 1u);
     let span = nw.x * {HOST_WORKGROUP}u * c;
-    for (var lo = {first} + g.x * c; lo < {end}; lo += span) {{
-        let hi = min(lo + c, {end});
-        for (var i = lo; i < hi; i++) {{
+    let low = {low};
+    let end = {end};
+    for (var lo = {first} + g.x * c; lo < end; lo += span) {{
+        let hi = min(lo + c, end);
+        for (var i = max(lo, low); i < hi; i++) {{
 "
     )
 }
@@ -1342,21 +1350,43 @@ const WIDE_LOOP_END: &str = "        }\n    }\n";
 
 /// The entry point and body of a wide kernel with [`WideArgs`] immediates:
 /// `body` computes the vec4 `r` for index `i`, stored whole into every dest
-/// of `dests` for each whole vec4 of the object in the share `first..end`.
-/// The object's edges are then computed by one invocation and stored word by
-/// word: vec4 0 where the object starts `lead` words into it (its lanes from
-/// `lead` on), and the last vec4 where the object's `words` (counted from
-/// vec4 0's start) end inside it (its lanes below `words % 4`); one vec4 with
-/// both bounds where they are the same. (A branch inside the loop made
-/// llvmpipe run every store of it masked, lane by lane, at every step.)
+/// of `dests` for each whole vec4 of the object in the share `first..end`
+/// (see [`wide_stores`]).
 fn wide_body_and_tail(s: &mut String, body: &str, dests: &[String]) {
+    let dests: Vec<String> = dests.iter().map(|d| format!("{d}[a.d0 + i]")).collect();
+    wide_stores(s, &[(body.to_string(), dests)]);
+}
+
+/// The entry point and body of a wide kernel whose immediates name `first`,
+/// `end`, `words`, `lead` and `per` as [`WideArgs`] does: for each
+/// `(body, dests)` of `stores`, `body` computes the vec4 `r` for index `i`,
+/// stored whole into every dest (a WGSL lvalue of index `i`, such as
+/// `d_0[a.d0 + i]`) for each whole vec4 of the object in the share
+/// `first..end`. The object's edges are then computed by one invocation and
+/// stored word by word: vec4 0 where the object starts `lead` words into it
+/// (its lanes from `lead` on), and the last vec4 where the object's `words`
+/// (counted from vec4 0's start) end inside it (its lanes below `words %
+/// 4`); one vec4 with both bounds where they are the same. (A branch inside
+/// the loop made llvmpipe run every store of it masked, lane by lane, at
+/// every step.) Several stores each go in their own block.
+fn wide_stores(s: &mut String, stores: &[(String, Vec<String>)]) {
+    let (open, close) = if stores.len() > 1 {
+        ("        {\n", "        }\n")
+    } else {
+        ("", "")
+    };
     s.push_str(&wide_loop(
-        "max(a.first, select(0u, 1u, a.lead != 0u))",
+        "a.first",
+        "select(0u, 1u, a.lead != 0u)",
         "min(a.end, a.words / 4u)",
     ));
-    s.push_str(body);
-    for d in dests {
-        let _ = writeln!(s, "        {d}[a.d0 + i] = r;");
+    for (body, dests) in stores {
+        s.push_str(open);
+        s.push_str(body);
+        for d in dests {
+            let _ = writeln!(s, "        {d} = r;");
+        }
+        s.push_str(close);
     }
     s.push_str(WIDE_LOOP_END);
     let edges = [
@@ -1378,14 +1408,18 @@ fn wide_body_and_tail(s: &mut String, body: &str, dests: &[String]) {
         let hi = select(4u, a.words % 4u, i == a.words / 4u);
         if g.x == 0u && {cond} && i >= a.first && i < a.end {{"
         );
-        s.push_str(body);
-        for d in dests {
-            for (l, lane) in ["x", "y", "z", "w"].iter().enumerate() {
-                let _ = writeln!(
-                    s,
-                    "            if lo <= {l}u && hi > {l}u {{ {d}[a.d0 + i].{lane} = r.{lane}; }}"
-                );
+        for (body, dests) in stores {
+            s.push_str(open);
+            s.push_str(body);
+            for d in dests {
+                for (l, lane) in ["x", "y", "z", "w"].iter().enumerate() {
+                    let _ = writeln!(
+                        s,
+                        "            if lo <= {l}u && hi > {l}u {{ {d}.{lane} = r.{lane}; }}"
+                    );
+                }
             }
+            s.push_str(close);
         }
         s.push_str("        }\n    }\n");
     }
@@ -1624,50 +1658,92 @@ fn wide_step(kind: &Kind, op: ReduceOp) -> Option<(String, String)> {
     Some((s, step))
 }
 
-/// The immediates of the wide copy kernel (`WideCopy` in its WGSL).
+/// The immediates of the wide copy kernels (`WideCopy` in their WGSL). Counts
+/// and indices are in vec4s ([`wide_copy_source`]) or 32-bit words
+/// ([`wide_copy_words_source`], whose blocks fill their words: `first` 0,
+/// `end` and `words` the block's words, `lead` 0).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct WideCopyArgs {
-    /// vec4s per block (32-bit words in [`wide_copy_words_source`]'s kernel,
-    /// as for every count and index here).
-    pub bvecs: u32,
+    /// First vec4 index of each block to copy (0: the whole block).
+    pub first: u32,
+    /// End (exclusive) of the vec4s to copy of each block.
+    pub end: u32,
+    /// 32-bit words from the start of each block's vec4 0 to its end:
+    /// `lead` plus the block's own.
+    pub words: u32,
     /// vec4 index of each block's source in its window.
     pub s0: u32,
-    /// vec4 index of the dest in its window.
+    /// vec4 index of the dest of block 0 in the dest window.
     pub d0: u32,
     /// vec4s of each chunk an invocation takes (chunks dealt round-robin:
     /// one chunk per invocation is a contiguous share), or 0 for the
     /// grid-wide stride (see `wide_loop`).
     pub per: u32,
+    /// Words of each block's vec4 0 before the block (0 to 3): blocks as far
+    /// off 16-byte alignment in their sources and dests (whole words) start
+    /// inside it, and those words are neither the block's nor written.
+    pub lead: u32,
+    /// vec4s from one block's dest to the next's: the block's size where
+    /// blocks are whole vec4s (blocks off whole vec4s go one per launch, or
+    /// word by word).
+    pub stride: u32,
 }
+
+/// The immediates of the wide copy kernels, in WGSL.
+const WIDE_COPY_ARGS_WGSL: &str = "struct WideCopy { first: u32, end: u32, words: u32, s0: u32, d0: u32, per: u32, lead: u32, stride: u32 }\nvar<immediate> w: WideCopy;\n";
 
 /// The wide path of the pull collectives (broadcast, fcollect, alltoall): `blocks`
 /// source windows (bindings 0..blocks, one per member pulled from) copied, block
 /// after block, into this PE's dest window (binding `blocks`), in vec4s. Blocks
-/// and addresses must be multiples of 16 bytes. `None` for more than
-/// [`WIDE_REDUCE_MAX_MEMBERS`] blocks.
+/// start `lead` words into the vec4 0 of their windows and end `words` words
+/// from it: blocks and objects equally off 16-byte alignment in whole words
+/// are copied whole, their edge vec4s word by word (`wide_stores`).
+/// `None` for more than [`WIDE_REDUCE_MAX_MEMBERS`] blocks.
 pub fn wide_copy_source(blocks: u32) -> Option<String> {
-    wide_copy_source_of(blocks, "vec4<u32>")
+    let mut s = wide_copy_bindings(blocks, "vec4<u32>")?;
+    let stores: Vec<(String, Vec<String>)> = (0..blocks)
+        .map(|j| {
+            (
+                format!("        let r = s_{j}[a.s0 + i];\n"),
+                vec![format!("d[a.d0 + {j}u * a.stride + i]")],
+            )
+        })
+        .collect();
+    wide_stores(&mut s, &stores);
+    Some(s)
 }
 
 /// [`wide_copy_source`] word by word: blocks, sizes and addresses in whole
 /// 32-bit words, the [`WideCopyArgs`] counting words. It takes the pulls whose
-/// blocks or objects are off whole vec4s (an fcollect of 8 bytes a member,
-/// objects 4 bytes past alignment), which would otherwise take the generic
-/// kernel: it walks the heaps through the library with a PE switch on every
-/// access (on llvmpipe, 130-170 ms against 5.6-8.2 ms for a 4 MiB fcollect
-/// at a 4-byte offset on 2 PEs).
+/// blocks are off whole vec4s or whose sources and dests are not as far off
+/// 16-byte alignment as each other (an fcollect of 8 bytes a member, an
+/// alltoall from offset 4 into offset 0), which would otherwise take the
+/// generic kernel: it walks the heaps through the library with a PE switch on
+/// every access (on llvmpipe, 130-170 ms against 5.6-8.2 ms for a 4 MiB
+/// fcollect at a 4-byte offset on 2 PEs).
 pub fn wide_copy_words_source(blocks: u32) -> Option<String> {
-    wide_copy_source_of(blocks, "u32")
+    let mut s = wide_copy_bindings(blocks, "u32")?;
+    // Every block's same span in one loop: each workgroup streams its span of
+    // every block.
+    s.push_str(&wide_loop("a.first", "0u", "a.end"));
+    for j in 0..blocks {
+        let _ = writeln!(
+            s,
+            "        d[a.d0 + {j}u * a.stride + i] = s_{j}[a.s0 + i];"
+        );
+    }
+    s.push_str(WIDE_LOOP_END);
+    s.push_str("}\n");
+    Some(s)
 }
 
-fn wide_copy_source_of(blocks: u32, unit: &str) -> Option<String> {
+/// The immediates and bindings of a wide copy of `blocks` blocks in `unit`s.
+fn wide_copy_bindings(blocks: u32, unit: &str) -> Option<String> {
     if blocks == 0 || blocks > WIDE_REDUCE_MAX_MEMBERS {
         return None;
     }
-    let mut s = String::from(
-        "struct WideCopy { bvecs: u32, s0: u32, d0: u32, per: u32 }\nvar<immediate> w: WideCopy;\n",
-    );
+    let mut s = String::from(WIDE_COPY_ARGS_WGSL);
     for j in 0..blocks {
         let _ = writeln!(
             s,
@@ -1678,14 +1754,6 @@ fn wide_copy_source_of(blocks: u32, unit: &str) -> Option<String> {
         s,
         "@group(1) @binding({blocks}) var<storage, read_write> d: array<{unit}>;"
     );
-    // Every block's same span in one loop: each workgroup streams its span of
-    // every block.
-    s.push_str(&wide_loop("0u", "a.bvecs"));
-    for j in 0..blocks {
-        let _ = writeln!(s, "        d[a.d0 + {j}u * a.bvecs + i] = s_{j}[a.s0 + i];");
-    }
-    s.push_str(WIDE_LOOP_END);
-    s.push_str("}\n");
     Some(s)
 }
 
@@ -1799,11 +1867,17 @@ mod wide_tests {
     fn wide_copy_kernels() {
         let s = wide_copy_source(3).unwrap();
         assert!(s.contains("@binding(3) var<storage, read_write> d:"));
-        assert!(s.contains("d[a.d0 + 2u * a.bvecs + i] = s_2[a.s0 + i];"));
+        assert!(s.contains("let r = s_2[a.s0 + i];"));
+        assert!(s.contains("d[a.d0 + 2u * a.stride + i] = r;"));
+        // Every block's edges, lane by lane.
+        assert!(s.contains("if lo <= 3u && hi > 3u { d[a.d0 + 2u * a.stride + i].w = r.w; }"));
         crate::compile_wgsl(&s, "copy").unwrap();
         assert!(wide_copy_source(0).is_none() && wide_copy_source(9).is_none());
-        assert_eq!(std::mem::size_of::<WideCopyArgs>(), 16);
-        assert!(s.contains("struct WideCopy { bvecs: u32, s0: u32, d0: u32, per: u32 }"));
+        // The immediates match WideCopyArgs.
+        assert_eq!(std::mem::size_of::<WideCopyArgs>(), 32);
+        assert!(s.contains(
+            "struct WideCopy { first: u32, end: u32, words: u32, s0: u32, d0: u32, per: u32, lead: u32, stride: u32 }"
+        ));
         // Word by word: the same loop over u32s.
         for blocks in 1..=WIDE_REDUCE_MAX_MEMBERS {
             let w = wide_copy_words_source(blocks).unwrap();
@@ -1812,6 +1886,8 @@ mod wide_tests {
             )));
             assert!(!w.contains("vec4"));
             crate::compile_wgsl(&w, "copy_words").unwrap_or_else(|e| panic!("{blocks}: {e}\n{w}"));
+            let v = wide_copy_source(blocks).unwrap();
+            crate::compile_wgsl(&v, "copy").unwrap_or_else(|e| panic!("{blocks}: {e}\n{v}"));
         }
         assert!(wide_copy_words_source(0).is_none() && wide_copy_words_source(9).is_none());
     }

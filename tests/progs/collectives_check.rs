@@ -484,7 +484,9 @@ fn main() -> anyhow::Result<()> {
             // Sources and dests off 16-byte alignment by the same amount, in
             // whole words: the wide kernels start the objects inside their
             // first vec4 (reductions; broadcast, fcollect and collect
-            // pushes; the guards check the words before and after them).
+            // pushes; alltoall and alltoalls pulls of blocks of whole vec4s
+            // at once, of blocks off them one at a time or word by word; the
+            // guards check the words before and after them).
             let root = tc.members.len() as u32 - 1;
             for (shift, sizes) in [(4usize, &[5usize, 100, 5000, 70_000][..]), (12, &[70_001])] {
                 h.shift = shift;
@@ -494,6 +496,8 @@ fn main() -> anyhow::Result<()> {
                     h.broadcast::<u32>(tc, n, root)?;
                     h.fcollect::<u32>(tc, n)?;
                     h.collect::<u32>(tc, n)?;
+                    h.alltoall::<u32>(tc, n)?;
+                    h.alltoalls::<u32>(tc, n, 1, 1)?;
                 }
             }
             // 8-byte elements 8 bytes off: wide from inside the first vec4.

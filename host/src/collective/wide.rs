@@ -167,10 +167,12 @@ pub(crate) struct CopyPlan {
 }
 
 /// The wide copy plan in units of `unit` bytes, or `None`: 16, vec4s
-/// (`wide_copy_source`); 4, words (`wide_copy_words_source`: blocks and
-/// addresses in whole 32-bit words, the args counting words). `align` is the
-/// device's storage offset alignment, `max_range` its largest binding, `heap`
-/// the heap size.
+/// (`wide_copy_source`: blocks, sources and dests in whole words, each
+/// source as far off 16-byte alignment as its dest, which is each block's
+/// where they are whole vec4s, or one block); 4, words
+/// (`wide_copy_words_source`: blocks and addresses in whole 32-bit words,
+/// the args counting words). `align` is the device's storage offset
+/// alignment, `max_range` its largest binding, `heap` the heap size.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn copy_plan(
     unit: u64,
@@ -185,48 +187,45 @@ pub(crate) fn copy_plan(
     if blocks == 0 || blocks > WIDE_REDUCE_MAX_MEMBERS || block == 0 {
         return None;
     }
-    if block % unit != 0 || src % unit != 0 || dst % unit != 0 {
+    if block % 4 != 0 || src % 4 != 0 || dst % 4 != 0 {
         return None;
     }
     let align = align.max(16);
-    let s = window(src, block, heap, align, max_range)?;
-    let d = window(
-        dst,
-        block.checked_mul(blocks as u64)?,
-        heap,
-        align,
-        max_range,
-    )?;
-    let bvecs = u32::try_from(block / unit).ok()?;
+    let (lead, src, dst) = match unit {
+        16 if src % 16 == dst % 16 && (block % 16 == 0 || blocks == 1) => {
+            ((src % 16) / 4, src - src % 16, dst - dst % 16)
+        }
+        4 => (0, src, dst),
+        _ => return None,
+    };
+    // Each block from the start of its vec4 0 (its word 0 for words) to the
+    // end of its last (reading the few bytes past its end is harmless;
+    // writing them is not, and the kernel does not).
+    let words = lead + block / 4;
+    let units = (words * 4).div_ceil(unit);
+    let stride = if unit == 16 && block % 16 != 0 {
+        units
+    } else {
+        block / unit
+    };
+    let s = window(src, units * unit, heap, align, max_range)?;
+    let d_bytes = ((blocks as u64 - 1) * stride + units).checked_mul(unit)?;
+    let d = window(dst, d_bytes, heap, align, max_range)?;
     u32::try_from(d.1 / unit).ok()?;
     Some(CopyPlan {
         src: s,
         dst: d,
         args: WideCopyArgs {
-            bvecs,
+            first: 0,
+            end: units as u32,
+            words: if unit == 16 { words } else { units } as u32,
             s0: ((src - s.0) / unit) as u32,
             d0: ((dst - d.0) / unit) as u32,
             per: 0,
+            lead: lead as u32,
+            stride: stride as u32,
         },
     })
-}
-
-/// The least middle for which [`Context::copy_wide_group`] splits equally
-/// misaligned blocks into word ends and a vec4 middle (smaller blocks take
-/// one word-by-word launch: fewer dispatches).
-const SPLIT_COPY_MIN: u64 = 64 << 10;
-
-/// `bytes` from byte offset `at` as a head up to the first 16-byte boundary,
-/// a middle of whole vec4s and a tail, `(head, mid, tail)`, where the ends
-/// are whole words and the middle at least [`SPLIT_COPY_MIN`]; `None`
-/// otherwise. The split of [`Context::copy_wide_group`]
-/// (unlike [`split`], the middle keeps no partial vec4: the copy kernel
-/// moves whole vec4s only).
-fn word_ends(at: u64, bytes: u64) -> Option<(u64, u64, u64)> {
-    let head = ((16 - at % 16) % 16).min(bytes);
-    let mid = (bytes - head) / 16 * 16;
-    let tail = bytes - head - mid;
-    (head % 4 == 0 && tail % 4 == 0 && mid >= SPLIT_COPY_MIN).then_some((head, mid, tail))
 }
 
 /// The largest piece of one object a wide push moves per launch: objects
@@ -297,9 +296,18 @@ pub(crate) fn push_plan(
     // its end is harmless; writing them is not, and the kernels do not).
     let w = |at| window(at, vecs * 16, heap, WIDE_WINDOW_ALIGN, max_range);
     let (s, d) = (w(src)?, w(dst)?);
-    let per = vecs.div_ceil(parts as u64);
-    let first = (part as u64 * per).min(vecs);
-    let end = (first + per).min(vecs);
+    // Shares of the whole vec4s below `words / 4` (the kernels' loop; vec4 0
+    // is whole when `lead` is 0), as an aligned object's would be, so that
+    // their chunks are laid alike (`loop_vecs`); the last share also takes
+    // the tail's vec4, where the object ends inside one.
+    let body = words as u64 / 4;
+    let per = body.div_ceil(parts as u64).max(1);
+    let first = (part as u64 * per).min(body);
+    let end = if part + 1 == parts {
+        vecs
+    } else {
+        (first + per).min(body)
+    };
     Some(WidePlan {
         src: s,
         dst: d,
@@ -313,6 +321,18 @@ pub(crate) fn push_plan(
             lead: lead as u32,
         },
     })
+}
+
+/// The vec4s that a wide kernel's loop walks in the range `first..end` of an
+/// object of `words` words from its vec4 0: those below `words / 4` (an
+/// edge vec4 past them, where the object ends inside it, is stored apart).
+/// What the chunks are cut from ([`Context::wide_groups`]): an object that
+/// starts inside its vec4 0 is then chunked as an aligned one of its size
+/// (on llvmpipe, a 2-PE alltoall of 4 MiB at offset 4 took 2.5 ms in
+/// chunks of 2048 vec4s, the aligned one's, and 3.9-5.6 ms in chunks of
+/// 2049: 262145 vec4s over 128 invocations).
+fn loop_vecs(first: u32, end: u32, words: u32) -> u64 {
+    end.min(words / 4).saturating_sub(first) as u64
 }
 
 /// The pieces `(offset, bytes)` of an object of `bytes` bytes, each at most
@@ -352,12 +372,12 @@ impl Context {
         dst: u64,
     ) -> Result<Option<Vec<Planned>>> {
         let mut plans = Vec::new();
-        let mut add = |p: Option<Vec<Planned>>| p.map(|p| plans.extend(p)).is_some();
+        let mut add = |p: Option<Planned>| p.map(|p| plans.push(p)).is_some();
         if block > WIDE_CHUNK_BYTES {
             for (j, &pe) in from.iter().enumerate() {
                 for (at, b) in chunks(block) {
                     let to_at = dst + j as u64 * block + at;
-                    if !add(self.copy_wide_group(to, &[pe], b, src + at, to_at)?) {
+                    if !add(self.copy_wide_launch(to, &[pe], b, src + at, to_at)?) {
                         return Ok(None);
                     }
                 }
@@ -370,55 +390,19 @@ impl Context {
             .clamp(1, WIDE_REDUCE_MAX_MEMBERS as u64) as usize;
         for (i, group) in from.chunks(fit).enumerate() {
             let at = (i * fit) as u64 * block;
-            if !add(self.copy_wide_group(to, group, block, src, dst + at)?) {
+            if !add(self.copy_wide_launch(to, group, block, src, dst + at)?) {
                 return Ok(None);
             }
         }
         Ok(Some(plans))
     }
 
-    /// The launches of one group of [`Context::copy_wide`]: one launch in
-    /// vec4s, or word by word ([`Context::copy_wide_launch`]); but where the
-    /// blocks and their places are equally off 16-byte alignment (a program
-    /// that offsets both objects) and large, each block's middle in vec4s
-    /// and its ends word by word (three launches a block: on llvmpipe a
-    /// word loop moves 4 MiB at a quarter of the vec4 loop's speed).
-    fn copy_wide_group(
-        &self,
-        to: u32,
-        from: &[u32],
-        block: u64,
-        src: u64,
-        dst: u64,
-    ) -> Result<Option<Vec<Planned>>> {
-        let aligned = block % 16 == 0 && src % 16 == 0 && dst % 16 == 0;
-        // Every block's place as misaligned as the sources: whole vec4 blocks, or one.
-        let alike = src % 16 == dst % 16 && (block % 16 == 0 || from.len() == 1);
-        if let Some((head, mid, tail)) = word_ends(src, block).filter(|_| !aligned && alike) {
-            let mut v = Vec::new();
-            for (j, &pe) in from.iter().enumerate() {
-                let d = dst + j as u64 * block;
-                for (at, len) in [(0, head), (head, mid), (head + mid, tail)] {
-                    if len == 0 {
-                        continue;
-                    }
-                    match self.copy_wide_launch(to, &[pe], len, src + at, d + at)? {
-                        Some(p) => v.push(p),
-                        None => return Ok(None),
-                    }
-                }
-            }
-            return Ok(Some(v));
-        }
-        Ok(self
-            .copy_wide_launch(to, from, block, src, dst)?
-            .map(|p| vec![p]))
-    }
-
     /// The launch of one group of at most [`WIDE_REDUCE_MAX_MEMBERS`] of
-    /// [`Context::copy_wide`]: in vec4s, else word by word (blocks or
-    /// addresses off whole vec4s); `None` when it cannot take the wide path
-    /// (not whole words, or past the heap or the binding limits).
+    /// [`Context::copy_wide`]: in vec4s (blocks and objects equally off
+    /// 16-byte alignment start inside their vec4 0, `WideCopyArgs::lead`),
+    /// else word by word (sources and dests off alignment unlike each other,
+    /// or several blocks off whole vec4s); `None` when it cannot take the
+    /// wide path (not whole words, or past the heap or the binding limits).
     fn copy_wide_launch(
         &self,
         to: u32,
@@ -458,7 +442,8 @@ impl Context {
         let w: Vec<HeapWindow> = windows(from.iter().copied(), p.src)
             .chain([heap_window(to, p.dst)])
             .collect();
-        let (groups, per) = self.wide_groups(p.args.bvecs as u64, w.len());
+        let a = p.args;
+        let (groups, per) = self.wide_groups(loop_vecs(a.first, a.end, a.words), w.len());
         Ok(Some(planned(k, groups, w, WideCopyArgs { per, ..p.args })))
     }
 
@@ -618,7 +603,8 @@ impl Context {
                     .expect("push_kernels built it");
                 let mut w = vec![source];
                 w.extend(windows(group.iter().copied(), dst));
-                let (groups, per) = self.wide_groups((args.end - args.first) as u64, w.len());
+                let vecs = loop_vecs(args.first, args.end, args.words);
+                let (groups, per) = self.wide_groups(vecs, w.len());
                 Ok(planned(k, groups, w, WideArgs { per, ..args }))
             })
             .collect()
@@ -731,8 +717,9 @@ impl Context {
             return Ok(Vec::new());
         }
         // Each launch's shape for the windows it walks.
+        let vecs = loop_vecs(p.args.first, p.args.end, p.args.words);
         let launch = |k: &Arc<DeviceKernel>, w: Vec<HeapWindow>| {
-            let (groups, per) = self.wide_groups(items, w.len());
+            let (groups, per) = self.wide_groups(vecs, w.len());
             planned(k.clone(), groups, w, WideArgs { per, ..p.args })
         };
         let steps = match w {
@@ -895,9 +882,29 @@ mod tests {
         let p = copy_plan(16, 3, 64, 512 + 32, 1024 + 16, 1 << 20, 64, 1 << 27).unwrap();
         assert_eq!(p.src, (512, 32 + 64));
         assert_eq!(p.dst, (1024, 16 + 192));
-        assert_eq!((p.args.bvecs, p.args.s0, p.args.d0), (4, 2, 1));
-        // Unaligned block or address, too many blocks, past the heap, too wide.
+        let a = p.args;
+        assert_eq!((a.first, a.end, a.words, a.lead), (0, 4, 16, 0));
+        assert_eq!((a.s0, a.d0, a.stride), (2, 1, 4));
+        // Blocks of whole vec4s equally off alignment in whole words: each
+        // starts a word into its vec4 0 and ends in the vec4 of the next one's
+        // start; the windows from the vec4s below.
+        let p = copy_plan(16, 3, 64, 512 + 36, 1024 + 4, 1 << 20, 64, 1 << 27).unwrap();
+        assert_eq!(p.src, (512, 32 + 80));
+        assert_eq!(p.dst, (1024, 208));
+        let a = p.args;
+        assert_eq!((a.first, a.end, a.words, a.lead), (0, 5, 17, 1));
+        assert_eq!((a.s0, a.d0, a.stride), (2, 0, 4));
+        // One block off whole vec4s: its edges in two vec4s.
+        let p = copy_plan(16, 1, 20, 512 + 4, 1024 + 4, 1 << 20, 64, 1 << 27).unwrap();
+        assert_eq!((p.src, p.dst), ((512, 32), (1024, 32)));
+        let a = p.args;
+        assert_eq!((a.end, a.words, a.lead, a.s0, a.d0), (2, 6, 1, 0, 0));
+        // Several blocks off whole vec4s, sources and dests off alignment
+        // unlike each other, not whole words, too many blocks, past the heap,
+        // too wide.
         assert!(copy_plan(16, 3, 24, 0, 0, 1 << 20, 64, 1 << 27).is_none());
+        assert!(copy_plan(16, 1, 24, 4, 8, 1 << 20, 64, 1 << 27).is_none());
+        assert!(copy_plan(16, 1, 22, 0, 0, 1 << 20, 64, 1 << 27).is_none());
         assert!(copy_plan(16, 3, 64, 8, 0, 1 << 20, 64, 1 << 27).is_none());
         assert!(copy_plan(
             16,
@@ -917,7 +924,9 @@ mod tests {
         let p = copy_plan(4, 3, 8, 512 + 36, 1024 + 4, 1 << 20, 64, 1 << 27).unwrap();
         assert_eq!(p.src, (512, 36 + 8));
         assert_eq!(p.dst, (1024, 4 + 24));
-        assert_eq!((p.args.bvecs, p.args.s0, p.args.d0), (2, 9, 1));
+        let a = p.args;
+        assert_eq!((a.first, a.end, a.words, a.lead), (0, 2, 2, 0));
+        assert_eq!((a.s0, a.d0, a.stride), (9, 1, 2));
         assert!(copy_plan(16, 3, 8, 512, 1024, 1 << 20, 64, 1 << 27).is_none());
         assert!(copy_plan(4, 3, 6, 0, 0, 1 << 20, 64, 1 << 27).is_none());
         assert!(copy_plan(4, 3, 8, 2, 0, 1 << 20, 64, 1 << 27).is_none());
@@ -937,8 +946,20 @@ mod tests {
             (0, 0, 1, 11, 0, 3)
         );
         // Shares by vec4 over the parts, vec4 0 (the head) in the first.
+        // The shares split the whole vec4s below words / 4 (2), the last also
+        // takes the tail's vec4.
         let q = push_plan(40, 260 + 1024, 516, 1, 2, 4096, 1 << 27).unwrap();
-        assert_eq!((q.args.first, q.args.end, q.args.s0), (2, 3, 0));
+        assert_eq!((q.args.first, q.args.end, q.args.s0), (1, 3, 0));
+        let z = push_plan(40, 260 + 1024, 516, 0, 2, 4096, 1 << 27).unwrap();
+        assert_eq!((z.args.first, z.args.end), (0, 1));
+        assert_eq!(loop_vecs(z.args.first, z.args.end, z.args.words), 1);
+        assert_eq!(loop_vecs(q.args.first, q.args.end, q.args.words), 1);
+        // An object inside one vec4: the last share holds it.
+        for part in 0..3 {
+            let t = push_plan(8, 4, 4, part, 3, 4096, 1 << 27).unwrap();
+            let want = if part == 2 { (0, 1) } else { (0, 0) };
+            assert_eq!((t.args.first, t.args.end), want, "part {part}");
+        }
         assert_eq!(q.src, (1280, 48));
         // Unequally off, or off whole words: no plan.
         assert!(push_plan(40, 260, 520, 0, 1, 4096, 1 << 27).is_none());
@@ -963,12 +984,13 @@ mod tests {
         assert_eq!(p.dst, (256, 48 + 48));
         assert_eq!(p.src, (512, 16 + 48));
         assert_eq!((p.args.d0, p.args.s0), (3, 1));
-        assert_eq!((p.args.first, p.args.end, p.args.words), (0, 2, 10));
+        // Shares of the whole vec4s (2), the last with the tail's vec4.
+        assert_eq!((p.args.first, p.args.end, p.args.words), (0, 1, 10));
         // 8-byte elements: words are twice the elements; 1-byte: a quarter.
         let p = plan(8, 2, 1, 0, 256, 10, 4096).unwrap();
         assert_eq!((p.args.first, p.args.end, p.args.words), (3, 5, 20));
         let p = plan(1, 3, 0, 0, 256, 100, 4096).unwrap();
-        assert_eq!((p.args.first, p.args.end, p.args.words), (0, 3, 25));
+        assert_eq!((p.args.first, p.args.end, p.args.words), (0, 2, 25));
         // Any number of members (beyond 8: the chained steps), none is none.
         assert!(plan(4, WIDE_REDUCE_MAX_MEMBERS + 1, 0, 0, 256, 10, 4096).is_some());
         assert!(plan(4, 0, 0, 0, 256, 10, 4096).is_none());
