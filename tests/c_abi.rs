@@ -29,8 +29,12 @@ fn out_dir() -> &'static Path {
     DIR.get_or_init(|| tempfile::tempdir().unwrap()).path()
 }
 
-/// Compiles `tests/c/<name>.c` with oshcc (strict warnings) once.
+/// Compiles `tests/c/<name>.c` with oshcc (strict warnings) once. Tests run
+/// in parallel threads: the lock keeps a second test from running a program
+/// the first is still linking.
 fn compile(name: &str) -> String {
+    static COMPILING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = COMPILING.lock().unwrap_or_else(|e| e.into_inner());
     let exe = out_dir().join(name);
     if !exe.exists() {
         let oshcc = bin_dir().join("oshcc");

@@ -851,21 +851,28 @@ mod tests {
         // SAFETY: `heap` outlives the session and holds 4096 words.
         let mut s = unsafe { Session::begin(&me, base, 4096) }.expect("session");
         stuck(&mut s, base);
+        // The setter's nap starts once `t0` is taken, so however late this
+        // thread runs, the store comes at least 3 ms after `t0`.
+        let go = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let setter = {
-            let addr = base as usize;
+            let (addr, go) = (base as usize, go.clone());
             std::thread::spawn(move || {
+                while !go.load(std::sync::atomic::Ordering::Acquire) {
+                    std::thread::yield_now();
+                }
                 std::thread::sleep(Duration::from_millis(3));
                 store(addr as *mut u32, FLAG, 1);
             })
         };
         let t0 = Instant::now();
+        go.store(true, std::sync::atomic::Ordering::Release);
         // The signal is delivered to this thread before tgkill returns; the
         // handler naps until the setter's store makes the condition hold.
         s.tick();
         let slept = t0.elapsed();
         setter.join().unwrap();
         assert_eq!(s.signals, 1);
-        assert!(slept >= Duration::from_millis(2), "slept {slept:?}");
+        assert!(slept >= Duration::from_millis(3), "slept {slept:?}");
         drop(s);
         drop(me);
         drop(heap);

@@ -56,7 +56,9 @@ fn signal_all(pes: &[Pe], sig: Signal) {
 
 /// How long to wait for the PE that the endpoint saw fail first to end, so that its
 /// own exit status can be reported, before naming it with the endpoint's words.
-const BLAME_WAIT: Duration = Duration::from_secs(1);
+/// A panicking PE closes its connection before its Vulkan teardown and exit,
+/// which can take over a second on a busy machine.
+const BLAME_WAIT: Duration = Duration::from_secs(5);
 
 /// Decides which PE caused the job to fail, once that can be told: the PE whose
 /// connection the endpoint saw drop first (a dying PE often takes longer to end

@@ -59,6 +59,8 @@ pub struct Run {
     pub stderr_raw: Vec<u8>,
     /// From the start to the exit.
     pub elapsed: Duration,
+    /// The wall clock at the exit (to compare with times the PEs print).
+    pub ended: std::time::SystemTime,
 }
 
 /// Whether a run may leave processes of the job behind (a test of a PE that
@@ -142,7 +144,7 @@ pub fn run_child(
         on_timeout();
         panic!("{cmd:?} did not finish within {timeout:?}");
     };
-    let elapsed = start.elapsed();
+    let (elapsed, ended) = (start.elapsed(), std::time::SystemTime::now());
     let (stdout_raw, stderr_raw) = (out.join().unwrap(), err.join().unwrap());
     Run {
         code: status.code(),
@@ -151,6 +153,7 @@ pub fn run_child(
         stdout_raw,
         stderr_raw,
         elapsed,
+        ended,
     }
 }
 

@@ -4,7 +4,10 @@
 //! barriers; PE `PE` misbehaves at iteration `ITER` as MODE says: `panic`, `exit3`
 //! (exits with code 3 without finalizing), `drop` (drops its context without
 //! finalizing, as `main` returning an error does, then exits with code 4), `sigkill` (kills itself with SIGKILL),
-//! `hang` (sleeps for 10 minutes: alive but never arriving) or `none`. Surviving PEs report the error they got and exit with code 2,
+//! `hang` (sleeps for 10 minutes: alive but never arriving) or `none`. Just
+//! before, it prints `PE <me>: fails at <ms>` (milliseconds since the Unix
+//! epoch), so that a test can time the job's end from the failure rather than
+//! from a start-up that a busy machine makes slow. Surviving PEs report the error they got and exit with code 2,
 //! after a line `PE <me>: out after <ms> ms` (how long the failing barrier took).
 //! With `PE_FAULT_IGNORE_TERM` set, PEs ignore SIGTERM (so the launcher's stop
 //! cannot end them: they must leave the failing barrier by themselves).
@@ -42,6 +45,12 @@ fn main() {
         return;
     }
     for i in 0..at + 1_000_000 {
+        if me == bad_pe && i == at && mode != "none" {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .expect("a clock after 1970");
+            eprintln!("PE {me}: fails at {}", now.as_millis());
+        }
         if me == bad_pe && i == at {
             match mode {
                 "panic" => panic!("PE {me} panics on purpose at iteration {i}"),

@@ -90,8 +90,10 @@ fn host_is_free(h: &mut Harness) -> anyhow::Result<(Duration, u32, Duration)> {
     warm.wait()?;
     ctx.barrier_all()?;
     let late = me == n - 1 && n > 1;
+    // Late by 2 s: the others must wait at least 1 s (a PE descheduled for a
+    // while between the barrier and its post still sees most of it).
     if late {
-        std::thread::sleep(Duration::from_millis(400));
+        std::thread::sleep(Duration::from_secs(2));
     }
     let t0 = Instant::now();
     let mut req = ctx.post(
@@ -114,13 +116,13 @@ fn host_is_free(h: &mut Harness) -> anyhow::Result<(Duration, u32, Duration)> {
         h.fail(format!("PE {me}: host-free allreduce wrong"));
     }
     h.calls += 1;
-    if !late && n > 1 && (not_done == 0 || waited < Duration::from_millis(300)) {
+    if !late && n > 1 && (not_done == 0 || waited < Duration::from_secs(1)) {
         h.wrong += 1;
         h.fail(format!(
             "PE {me}: the allreduce completed {waited:?} after its post, {not_done} tests said not done: it did not wait for the late PE"
         ));
     }
-    if posted > Duration::from_millis(200) {
+    if posted > Duration::from_secs(1) {
         h.wrong += 1;
         h.fail(format!("PE {me}: post took {posted:?}: it waited"));
     }
@@ -341,12 +343,13 @@ fn peer_dies() -> anyhow::Result<()> {
         std::process::exit(3);
     }
     let t0 = Instant::now();
+    // A post after the death may report it already.
     let r = ctx
         .post(
             Team::WORLD,
             Collective::sum_reduce(&x.as_slice(), &x.as_slice(), 16),
-        )?
-        .wait();
+        )
+        .and_then(|q| q.wait());
     match r {
         Err(Error::PeerFailed { pe, .. }) if pe == n - 1 => {
             println!(

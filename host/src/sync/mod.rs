@@ -517,7 +517,8 @@ mod tests {
                 yields: 1,
                 flags: false,
             },
-            Some(Duration::from_millis(100)),
+            // Long enough for the spawned thread to arrive on a busy machine.
+            Some(Duration::from_secs(2)),
         );
         let g = world(3, 0);
         let t0 = planes[0].ticket(&g);
