@@ -122,18 +122,71 @@ fn vks_copy_words(dpe: u32, d: u32, spe: u32, s: u32, n: u32, tid: u32, nth: u32
     }
 }
 
-// broadcastmem: this PE's `dest` gets `n` bytes of the root's `source` (pull).
-// The root copies too unless `skip_root` (the deprecated active-set form leaves
-// the root's dest alone).
+// Whether the members of `t` can push `n` bytes from `s` into `blocks`
+// consecutive places of `n` bytes from `d` on every member: every PE of the
+// job is a member (vks_push_all_vec4 stores into all of them) and reached
+// directly with the vec4 view (vks_push_all_ok), each place as far off 16-byte
+// alignment as the source, the objects inside the heaps. Alike on every member
+// (agreed arguments, symmetric offsets), so all push or all pull.
+fn vks_push_fits(t: VksTeam, d: u32, s: u32, n: u32, blocks: u32) -> bool {
+    let heap = VKS_HEAP_WORDS * 4u;
+    return vks_push_all_ok() && t.size == VKS_N_PES && n >= 64u
+        && (d & 15u) == (s & 15u) && (blocks == 1u || (n & 15u) == 0u)
+        && s <= heap && n <= heap - s && d <= heap && n <= (heap - d) / blocks;
+}
+
+// The whole vec4s of `n` bytes from `s` pushed from PE `spe` into every
+// member's place `d` (vks_push_fits), share `part` of `parts` of them; then
+// this PE's own place's ends (vks_pull_ends).
+fn vks_push_share(d: u32, spe: u32, s: u32, n: u32, part: u32, parts: u32, tid: u32, nth: u32) {
+    let head = (16u - (d & 15u)) & 15u;
+    let sh = vks_share((n - head) >> 4u, parts, part);
+    if sh.y > sh.x {
+        vks_push_all_vec4(spe, ((d + head) >> 4u) + sh.x, ((s + head) >> 4u) + sh.x, sh.y - sh.x, tid, nth);
+    }
+    vks_pull_ends(d, spe, s, n, tid, nth);
+}
+
+// The bytes of `n` from `s` on PE `spe` that a push leaves out of this PE's
+// place `d`: the head before its first 16-byte boundary and the tail past its
+// last whole vec4, word by word.
+fn vks_pull_ends(d: u32, spe: u32, s: u32, n: u32, tid: u32, nth: u32) {
+    let head = (16u - (d & 15u)) & 15u;
+    let done = head + ((n - head) & ~15u);
+    vks_copy_words(VKS_SELF, d, spe, s, head, tid, nth);
+    vks_copy_words(VKS_SELF, d + done, spe, s + done, n - done, tid, nth);
+}
+
+// broadcastmem: this PE's `dest` gets `n` bytes of the root's `source`: each
+// member pushes its share of the root's source into every member's dest where
+// vks_push_fits (the source read once: 3n bytes moved on 2 PEs where a pull
+// moves 4n), else each pulls. The root copies too unless `skip_root` (the
+// deprecated active-set form leaves the root's dest alone).
 fn vks_broadcast_move(t: VksTeam, d: u32, s: u32, n: u32, root: u32, skip_root: bool, tid: u32, nth: u32) {
+    if !skip_root && vks_push_fits(t, d, s, n, 1u) {
+        vks_push_share(d, vks_team_pe(t, root), s, n, t.me, t.size, tid, nth);
+        return;
+    }
     if skip_root && t.me == root {
         return;
     }
     vks_copy_bytes(VKS_SELF, d, vks_team_pe(t, root), s, n, tid, nth);
 }
 
-// fcollectmem: this PE's dest gets every member's `n` source bytes, in team order.
+// fcollectmem: this PE's dest gets every member's `n` source bytes, in team
+// order: each member pushes its own source into its place in every member's
+// dest where vks_push_fits (each source read once), else each pulls.
 fn vks_fcollect_move(t: VksTeam, d: u32, s: u32, n: u32, tid: u32, nth: u32) {
+    if vks_push_fits(t, d, s, n, t.size) {
+        // The own block whole; the other blocks' ends pulled.
+        vks_push_share(d + t.me * n, VKS_SELF, s, n, 0u, 1u, tid, nth);
+        for (var j = 0u; j < t.size; j++) {
+            if j != t.me {
+                vks_pull_ends(d + j * n, vks_team_pe(t, j), s, n, tid, nth);
+            }
+        }
+        return;
+    }
     for (var j = 0u; j < t.size; j++) {
         vks_copy_bytes(VKS_SELF, d + j * n, vks_team_pe(t, j), s, n, tid, nth);
     }
@@ -218,13 +271,26 @@ fn vks_share(items: u32, size: u32, me: u32) -> vec2<u32> {
 
 // collectmem with the counts published in each member's team entry (device
 // forms): member j's count is the `count` word of the same team slot on PE j.
-fn vks_collect_move_team(t: VksTeam, team: u32, d: u32, s: u32, tid: u32, nth: u32) {
+// With `push`, a block that vks_push_fits its place is pushed by its member
+// into every member's dest (each source read once), the others pulled; every
+// member reads the same counts, so all decide alike. (Without: each member
+// pulls, as where a member may find its own dest too small and skip the move
+// while the others would push into it.)
+fn vks_collect_move_team(t: VksTeam, team: u32, d: u32, s: u32, push: bool, tid: u32, nth: u32) {
     var off = 0u;
     let at = vks_team_base(team) + VKS_TEAM_COUNT;
     for (var j = 0u; j < t.size; j++) {
         let pe = vks_team_pe(t, j);
         let n = vks_relaxed_load(pe, at);
-        vks_copy_bytes(VKS_SELF, d + off, pe, s, n, tid, nth);
+        if push && vks_push_fits(t, d + off, s, n, 1u) {
+            if j == t.me {
+                vks_push_share(d + off, VKS_SELF, s, n, 0u, 1u, tid, nth);
+            } else {
+                vks_pull_ends(d + off, pe, s, n, tid, nth);
+            }
+        } else {
+            vks_copy_bytes(VKS_SELF, d + off, pe, s, n, tid, nth);
+        }
         off += n;
     }
 }

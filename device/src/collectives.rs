@@ -733,7 +733,7 @@ const MEM_COLLECTIVES: [MemCollective; 4] = [
         params: "dest: u32, source: u32, nelems: u32",
         pre: "if team < VKS_MAX_TEAMS { vks_relaxed_store(VKS_SELF, vks_team_base(team) + VKS_TEAM_COUNT, nelems); }",
         check: "true",
-        body: "vks_collect_move_team(t, team, dest, source, tid, nth);",
+        body: "vks_collect_move_team(t, team, dest, source, true, tid, nth);",
     },
     MemCollective {
         name: "fcollectmem",

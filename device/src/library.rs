@@ -538,6 +538,7 @@ pub fn library_source_for(cfg: &LibraryConfig, uses: Option<&str>) -> String {
     }
     own_volatile_load(&mut s, cfg);
     vec4_copy(&mut s, cfg, vec4);
+    vec4_push_all(&mut s, cfg, vec4);
     is_direct(&mut s, cfg);
     crate::proxy::ring_api(&mut s, cfg);
     for ty in TYPES {
@@ -870,6 +871,41 @@ fn vec4_copy(s: &mut String, cfg: &LibraryConfig, vec4: bool) {
         "dpe",
         &|p, dc, sc| format!("vks_v_{p}_{dc}[di + i] = vks_v_{me}_{sc}[si + i];"),
         Chunk::Dest,
+    );
+}
+
+/// The most PEs a job may have for [`vec4_push_all`]'s loop, which stores
+/// into every PE's heap (one store per PE in every case of its switch).
+pub const PUSH_ALL_MAX_PES: u32 = 8;
+
+/// `vks_push_all_ok()`: whether `vks_push_all_vec4` can run in this kernel
+/// (the vec4 view, every PE of the job reached directly, at most
+/// [`PUSH_ALL_MAX_PES`] of them): alike on every PE of the job, so the
+/// collectives may choose a push with it. `vks_push_all_vec4(spe, d4, s4,
+/// n4, tid, nth)`: copies `n4` vec4s from vec4 index `s4` of PE `spe` to vec4
+/// index `d4` of every PE of the job, each vec4 read once (a [`vec4_pieces`]
+/// loop whose body stores into every PE's heap): the device forms' pushes,
+/// which move a broadcast's or fcollect's least traffic (a pull reads the
+/// source once per member).
+fn vec4_push_all(s: &mut String, cfg: &LibraryConfig, vec4: bool) {
+    let ok =
+        vec4 && cfg.n_pes <= PUSH_ALL_MAX_PES && (0..cfg.n_pes).all(|p| cfg.direct.contains(p));
+    let _ = writeln!(s, "fn vks_push_all_ok() -> bool {{ return {ok}; }}");
+    let n = cfg.n_pes;
+    vec4_pieces(
+        s,
+        cfg,
+        ok,
+        "fn vks_push_all_vec4(spe: u32, d4: u32, s4: u32, n4: u32, tid: u32, nth: u32) -> bool",
+        "spe",
+        &|p, sc, dc| {
+            let mut b = format!("let r = vks_v_{p}_{sc}[si + i];");
+            for slot in 0..n {
+                let _ = write!(b, " vks_v_{slot}_{dc}[di + i] = r;");
+            }
+            b
+        },
+        Chunk::Source,
     );
 }
 

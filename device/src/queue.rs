@@ -282,7 +282,7 @@ fn collect_source(form: QueueForm) -> String {
                 total += vks_relaxed_load(vks_team_pe(t, j), at);
             }}
             if total <= a.x {{
-                vks_collect_move_team(t, a.team, a.dest, a.source, {tid}, {nth});
+                vks_collect_move_team(t, a.team, a.dest, a.source, false, {tid}, {nth});
             }} else if {li} {{
                 vks_raise(VKS_ERR_BAD_ARGUMENT, vks_my_pe(), a.dest);
             }}

@@ -290,6 +290,9 @@ fn device_forms(h: &mut Harness, cases: &[TeamCase], quick: bool) -> anyhow::Res
                     // bulk); the rest is the work_group form's code.
                     h.alltoalls::<u64>(tc, n, 1, 1)?;
                     h.reduce::<f64>(tc, ReduceOp::Max, n, false)?;
+                    // Broadcast, fcollect and collect push where the team is
+                    // every PE (their vec4s, then each dest's ends pulled).
+                    h.fcollect::<u32>(tc, n)?;
                     continue;
                 }
                 h.collect::<u8>(tc, n)?;
