@@ -415,12 +415,17 @@ fn combine(s: &mut String, kind: &Kind) {
     let _ = writeln!(s, "        default: {{ }}\n    }}");
     let _ = writeln!(s, "    return {};\n}}", to.replace('X', "r"));
     if kind.bytes < 4 {
-        // Lane by lane over a packed word, unrolled (no loop iterations spent).
+        // Lane by lane over a packed word, unrolled (no loop iterations spent);
+        // an integer sum lane-wise in one go (the op is a constant once the
+        // typed call is inlined, so the branch folds).
         let mask = (1u32 << bits) - 1;
         let _ = writeln!(
             s,
             "fn vks_lanes_{n}(op: u32, a: u32, b: u32) -> u32 {{\n    var r = 0u;"
         );
+        if !kind.float {
+            let _ = writeln!(s, "    if op == 5u {{ return {}; }}", swar_sum(bits));
+        }
         for l in (0..32).step_by(bits as usize) {
             let _ = writeln!(
                 s,
@@ -429,6 +434,14 @@ fn combine(s: &mut String, kind: &Kind) {
         }
         let _ = writeln!(s, "    return r;\n}}");
     }
+}
+
+/// The lane-wise wrapping sum of the words `a` and `b` in lanes of `bits` (8
+/// or 16) bits, with no carry across lanes (a WGSL expression): the lanes'
+/// low bits added with the top bits masked out, the top bits by xor.
+fn swar_sum(bits: u32) -> String {
+    let hi: u32 = if bits == 8 { 0x8080_8080 } else { 0x8000_8000 };
+    format!("((a & {lo}u) + (b & {lo}u)) ^ ((a ^ b) & {hi}u)", lo = !hi)
 }
 
 /// `vks_reduce_<kind>`: this PE's share of a reduction over team `t`, written to
@@ -1602,10 +1615,7 @@ fn wide_step(kind: &Kind, op: ReduceOp) -> Option<(String, String)> {
             // Sub-word lanes of each 32-bit word.
             let bits = bytes * 8;
             let mask = (1u32 << bits) - 1;
-            let sum_swar = |hi: u32| {
-                // Lane-wise wrapping add without carries across lanes.
-                format!("((a & {lo}u) + (b & {lo}u)) ^ ((a ^ b) & {hi}u)", lo = !hi)
-            };
+
             let body = match op {
                 _ if is_half(kind) => {
                     // Both lanes as a vec2<f32>, rounded back one by one
@@ -1627,8 +1637,7 @@ fn wide_step(kind: &Kind, op: ReduceOp) -> Option<(String, String)> {
                         combine("x", "y")
                     )
                 }
-                ReduceOp::Sum if bytes == 1 => format!("return {};", sum_swar(0x8080_8080)),
-                ReduceOp::Sum => format!("return {};", sum_swar(0x8000_8000)),
+                ReduceOp::Sum => format!("return {};", swar_sum(bits)),
                 _ => {
                     let lane = |v: &str, l: u32| {
                         if kind.signed {
