@@ -125,11 +125,14 @@ fn vks_copy_words(dpe: u32, d: u32, spe: u32, s: u32, n: u32, tid: u32, nth: u32
 // Whether the members of `t` can push `n` bytes from `s` into `blocks`
 // consecutive places of `n` bytes from `d` on every member: every PE of the
 // job is a member (vks_push_all_vec4 stores into all of them) and reached
-// directly with the vec4 view (vks_push_all_ok), each place as far off 16-byte
-// alignment as the source, the objects inside the heaps. Alike on every member
-// (agreed arguments, symmetric offsets), so all push or all pull.
+// directly with the vec4 view (vks_push_all_ok: every kernel that names a
+// broadcast, fcollect or collect has it, library::uses_vec4), each place as
+// far off 16-byte alignment as the source, the objects inside the heaps.
+// Alike on every member (job-wide facts, agreed arguments, symmetric
+// offsets), so all push or all pull.
 fn vks_push_fits(t: VksTeam, d: u32, s: u32, n: u32, blocks: u32) -> bool {
-    let heap = VKS_HEAP_WORDS * 4u;
+    // Bytes a u32 address reaches (a heap of 4 GiB or more has more words).
+    let heap = select(VKS_HEAP_WORDS * 4u, 0xfffffffcu, VKS_HEAP_WORDS >= 0x40000000u);
     return vks_push_all_ok() && t.size == VKS_N_PES && n >= 64u
         && (d & 15u) == (s & 15u) && (blocks == 1u || (n & 15u) == 0u)
         && s <= heap && n <= heap - s && d <= heap && n <= (heap - d) / blocks;
@@ -141,8 +144,10 @@ fn vks_push_fits(t: VksTeam, d: u32, s: u32, n: u32, blocks: u32) -> bool {
 fn vks_push_share(d: u32, spe: u32, s: u32, n: u32, part: u32, parts: u32, tid: u32, nth: u32) {
     let head = (16u - (d & 15u)) & 15u;
     let sh = vks_share((n - head) >> 4u, parts, part);
-    if sh.y > sh.x {
-        vks_push_all_vec4(spe, ((d + head) >> 4u) + sh.x, ((s + head) >> 4u) + sh.x, sh.y - sh.x, tid, nth);
+    // vks_push_fits checked what vks_push_all_vec4 refuses: a refusal here
+    // would leave holes in every dest, so it is raised, not ignored.
+    if sh.y > sh.x && !vks_push_all_vec4(spe, ((d + head) >> 4u) + sh.x, ((s + head) >> 4u) + sh.x, sh.y - sh.x, tid, nth) && tid == 0u {
+        vks_raise(VKS_ERR_BAD_ARGUMENT, spe, d);
     }
     vks_pull_ends(d, spe, s, n, tid, nth);
 }
@@ -157,13 +162,16 @@ fn vks_pull_ends(d: u32, spe: u32, s: u32, n: u32, tid: u32, nth: u32) {
     vks_copy_words(VKS_SELF, d + done, spe, s + done, n - done, tid, nth);
 }
 
-// broadcastmem: this PE's `dest` gets `n` bytes of the root's `source`: each
-// member pushes its share of the root's source into every member's dest where
-// vks_push_fits (the source read once: 3n bytes moved on 2 PEs where a pull
-// moves 4n), else each pulls. The root copies too unless `skip_root` (the
-// deprecated active-set form leaves the root's dest alone).
-fn vks_broadcast_move(t: VksTeam, d: u32, s: u32, n: u32, root: u32, skip_root: bool, tid: u32, nth: u32) {
-    if !skip_root && vks_push_fits(t, d, s, n, 1u) {
+// broadcastmem: this PE's `dest` gets `n` bytes of the root's `source`: with
+// `push` (the device forms: every member runs the same move between the same
+// syncs), each member pushes its share of the root's source into every
+// member's dest where vks_push_fits (the source read once: 3n bytes moved on 2
+// PEs where a pull moves 4n), else each pulls (the host's generic kernels,
+// which one process may run as each member in turn). The root copies too
+// unless `skip_root` (the deprecated active-set form leaves the root's dest
+// alone).
+fn vks_broadcast_move(t: VksTeam, d: u32, s: u32, n: u32, root: u32, skip_root: bool, push: bool, tid: u32, nth: u32) {
+    if push && !skip_root && vks_push_fits(t, d, s, n, 1u) {
         vks_push_share(d, vks_team_pe(t, root), s, n, t.me, t.size, tid, nth);
         return;
     }
@@ -174,10 +182,11 @@ fn vks_broadcast_move(t: VksTeam, d: u32, s: u32, n: u32, root: u32, skip_root: 
 }
 
 // fcollectmem: this PE's dest gets every member's `n` source bytes, in team
-// order: each member pushes its own source into its place in every member's
-// dest where vks_push_fits (each source read once), else each pulls.
-fn vks_fcollect_move(t: VksTeam, d: u32, s: u32, n: u32, tid: u32, nth: u32) {
-    if vks_push_fits(t, d, s, n, t.size) {
+// order: with `push` (as for broadcast), each member pushes its own source
+// into its place in every member's dest where vks_push_fits (each source read
+// once), else each pulls.
+fn vks_fcollect_move(t: VksTeam, d: u32, s: u32, n: u32, push: bool, tid: u32, nth: u32) {
+    if push && vks_push_fits(t, d, s, n, t.size) {
         // The own block whole; the other blocks' ends pulled.
         vks_push_share(d + t.me * n, VKS_SELF, s, n, 0u, 1u, tid, nth);
         for (var j = 0u; j < t.size; j++) {

@@ -211,9 +211,11 @@ fn a_panic_is_reported_within_seconds_on_4_pes() {
         "{}",
         r.stderr
     );
+    // The panicking PE's own exit (the launcher waits up to 5 s for it, to
+    // name it by its status) and the others' stop.
     let t = since_failure(&r);
     assert!(
-        t < Duration::from_secs(5),
+        t < Duration::from_secs(10),
         "the job ended {t:?} after the panic"
     );
 }

@@ -739,7 +739,7 @@ const MEM_COLLECTIVES: [MemCollective; 4] = [
         params: "dest: u32, source: u32, nelems: u32, root: u32",
         pre: "",
         check: "vks_root_ok(team, root)",
-        body: "vks_broadcast_move(t, dest, source, nelems, root, false, tid, nth);",
+        body: "vks_broadcast_move(t, dest, source, nelems, root, false, true, tid, nth);",
     },
     MemCollective {
         name: "collectmem",
@@ -753,7 +753,7 @@ const MEM_COLLECTIVES: [MemCollective; 4] = [
         params: "dest: u32, source: u32, nelems: u32",
         pre: "",
         check: "true",
-        body: "vks_fcollect_move(t, dest, source, nelems, tid, nth);",
+        body: "vks_fcollect_move(t, dest, source, nelems, true, tid, nth);",
     },
     MemCollective {
         name: "alltoallmem",
@@ -1253,11 +1253,11 @@ impl HostCollective {
     pub fn source(&self) -> String {
         let call = match self {
             HostCollective::Broadcast => {
-                "vks_broadcast_move(t, a.dest, a.source, a.n, root, skip_root == 1u, tid, nth);"
+                "vks_broadcast_move(t, a.dest, a.source, a.n, root, skip_root == 1u, false, tid, nth);"
                     .to_string()
             }
             HostCollective::Fcollect => {
-                "vks_fcollect_move(t, a.dest, a.source, a.n, tid, nth);".into()
+                "vks_fcollect_move(t, a.dest, a.source, a.n, false, tid, nth);".into()
             }
             HostCollective::Collect => {
                 "vks_collect_move(t, a.dest, a.source, counts_at, tid, nth);".into()

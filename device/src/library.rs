@@ -580,9 +580,25 @@ fn vks_slot(pe: u32) -> u32 {
 
 /// Whether a kernel whose source is `uses` (`None`: any kernel) gets the vec4
 /// view and the vec4 bulk moves: where it calls a work_group(s) form (every
-/// view is one more variable to compile, and the bulk loops are many).
+/// view is one more variable to compile, and the bulk loops are many), or any
+/// form of broadcast, fcollect or collect (`shmem_broadcastmem`,
+/// `shmem_int_fcollect`, ...): their device forms push where every kernel of
+/// the job that calls them can (`vks_push_fits`), and one PE may call the
+/// per-thread form where another calls a work_group form, so whether a
+/// kernel has the view must not depend on the form. (The host's generic
+/// kernels name `vks_broadcast_move(`, not these, and pull.)
 pub(crate) fn uses_vec4(uses: Option<&str>) -> bool {
-    uses.map_or(true, |u| u.contains("_work_group"))
+    uses.map_or(true, |u| {
+        [
+            "_work_group",
+            "broadcast(",
+            "broadcastmem",
+            "collect(",
+            "collectmem",
+        ]
+        .iter()
+        .any(|k| u.contains(k))
+    })
 }
 
 fn bindings(s: &mut String, cfg: &LibraryConfig, quad: bool, vec4: bool) {
@@ -1141,6 +1157,34 @@ fn shmem_{n}_wait_until(ivar: u32, cmp: u32, value: {t}) -> bool {{ return vks_w
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn every_form_of_a_pushing_collective_gets_the_vec4_view() {
+        // A PE may call the per-thread form where another calls a work_group
+        // form: all must push (they have the view) or all pull.
+        for call in [
+            "shmem_broadcastmem(SHMEM_TEAM_WORLD, 0u, 0u, 64u, 0u)",
+            "shmem_int_broadcast(t, d, s, n, 0u)",
+            "shmem_fcollectmem(t, d, s, n)",
+            "shmem_float_fcollect(t, d, s, n)",
+            "shmem_collectmem(t, d, s, n)",
+            "shmem_uint_collect(t, d, s, n)",
+            "shmemx_broadcastmem_work_group(t, d, s, n, 0u, li, 64u)",
+            "shmemx_fcollectmem_work_groups(t, d, s, n, li, 64u, g, ng)",
+        ] {
+            assert!(uses_vec4(Some(call)), "{call}");
+        }
+        // The host's generic kernels pull (one process may run them as each
+        // member in turn): no view.
+        for c in [
+            crate::collectives::HostCollective::Broadcast,
+            crate::collectives::HostCollective::Fcollect,
+            crate::collectives::HostCollective::Collect,
+        ] {
+            assert!(!uses_vec4(Some(&c.source())), "{c:?}");
+        }
+        assert!(!uses_vec4(Some("shmem_int_p(0u, 1, 0u)")));
+    }
     use super::*;
 
     fn cfg(n: u32, heap: u64, range: u64) -> LibraryConfig {

@@ -335,6 +335,17 @@ fn loop_vecs(first: u32, end: u32, words: u32) -> u64 {
     end.min(words / 4).saturating_sub(first) as u64
 }
 
+/// The items a wide copy kernel's loop walks per block: words of the word
+/// kernel (its whole `first..end`), or the vec4s below the vec4 kernel's
+/// tail edge ([`loop_vecs`]).
+fn copy_items(words_kernel: bool, a: &WideCopyArgs) -> u64 {
+    if words_kernel {
+        (a.end - a.first) as u64
+    } else {
+        loop_vecs(a.first, a.end, a.words)
+    }
+}
+
 /// The pieces `(offset, bytes)` of an object of `bytes` bytes, each at most
 /// [`WIDE_CHUNK_BYTES`].
 fn chunks(bytes: u64) -> impl Iterator<Item = (u64, u64)> {
@@ -442,8 +453,7 @@ impl Context {
         let w: Vec<HeapWindow> = windows(from.iter().copied(), p.src)
             .chain([heap_window(to, p.dst)])
             .collect();
-        let a = p.args;
-        let (groups, per) = self.wide_groups(loop_vecs(a.first, a.end, a.words), w.len());
+        let (groups, per) = self.wide_groups(copy_items(words, &p.args), w.len());
         Ok(Some(planned(k, groups, w, WideCopyArgs { per, ..p.args })))
     }
 
@@ -927,6 +937,11 @@ mod tests {
         let a = p.args;
         assert_eq!((a.first, a.end, a.words, a.lead), (0, 2, 2, 0));
         assert_eq!((a.s0, a.d0, a.stride), (9, 1, 2));
+        // Its loop walks every word; the vec4 kernel's the vec4s below its tail.
+        let big = copy_plan(4, 2, 1 << 20, 4, 0, 1 << 24, 64, 1 << 27).unwrap();
+        assert_eq!(copy_items(true, &big.args), 1 << 18);
+        let v = copy_plan(16, 1, (1 << 20) + 4, 4, 4, 1 << 24, 64, 1 << 27).unwrap();
+        assert_eq!(copy_items(false, &v.args), 1 << 16);
         assert!(copy_plan(16, 3, 8, 512, 1024, 1 << 20, 64, 1 << 27).is_none());
         assert!(copy_plan(4, 3, 6, 0, 0, 1 << 20, 64, 1 << 27).is_none());
         assert!(copy_plan(4, 3, 8, 2, 0, 1 << 20, 64, 1 << 27).is_none());
