@@ -101,9 +101,7 @@ fn vks_copy_bytes(dpe: u32, d: u32, spe: u32, s: u32, n: u32, tid: u32, nth: u32
         let head = (16u - (d & 15u)) & 15u;
         let mid = (n - head) & ~15u;
         if vks_copy_vec4((d + head) >> 4u, spe, (s + head) >> 4u, mid >> 4u, tid, nth) {
-            vks_copy_words(dpe, d, spe, s, head, tid, nth);
-            let done = head + mid;
-            vks_copy_words(dpe, d + done, spe, s + done, n - done, tid, nth);
+            vks_pull_ends(d, spe, s, n, tid, nth);
             return;
         }
     }
@@ -152,6 +150,17 @@ fn vks_push_share(d: u32, spe: u32, s: u32, n: u32, part: u32, parts: u32, tid: 
     vks_pull_ends(d, spe, s, n, tid, nth);
 }
 
+// Member `j`'s block (`n` bytes from `s` on its PE `pe`) into place `d` of
+// every member (vks_push_fits): pushed whole by member j, each member pulling
+// its own place's ends.
+fn vks_push_block(t: VksTeam, j: u32, d: u32, pe: u32, s: u32, n: u32, tid: u32, nth: u32) {
+    if j == t.me {
+        vks_push_share(d, VKS_SELF, s, n, 0u, 1u, tid, nth);
+    } else {
+        vks_pull_ends(d, pe, s, n, tid, nth);
+    }
+}
+
 // The bytes of `n` from `s` on PE `spe` that a push leaves out of this PE's
 // place `d`: the head before its first 16-byte boundary and the tail past its
 // last whole vec4, word by word.
@@ -187,12 +196,8 @@ fn vks_broadcast_move(t: VksTeam, d: u32, s: u32, n: u32, root: u32, skip_root: 
 // once), else each pulls.
 fn vks_fcollect_move(t: VksTeam, d: u32, s: u32, n: u32, push: bool, tid: u32, nth: u32) {
     if push && vks_push_fits(t, d, s, n, t.size) {
-        // The own block whole; the other blocks' ends pulled.
-        vks_push_share(d + t.me * n, VKS_SELF, s, n, 0u, 1u, tid, nth);
         for (var j = 0u; j < t.size; j++) {
-            if j != t.me {
-                vks_pull_ends(d + j * n, vks_team_pe(t, j), s, n, tid, nth);
-            }
+            vks_push_block(t, j, d + j * n, vks_team_pe(t, j), s, n, tid, nth);
         }
         return;
     }
@@ -292,11 +297,7 @@ fn vks_collect_move_team(t: VksTeam, team: u32, d: u32, s: u32, push: bool, tid:
         let pe = vks_team_pe(t, j);
         let n = vks_relaxed_load(pe, at);
         if push && vks_push_fits(t, d + off, s, n, 1u) {
-            if j == t.me {
-                vks_push_share(d + off, VKS_SELF, s, n, 0u, 1u, tid, nth);
-            } else {
-                vks_pull_ends(d + off, pe, s, n, tid, nth);
-            }
+            vks_push_block(t, j, d + off, pe, s, n, tid, nth);
         } else {
             vks_copy_bytes(VKS_SELF, d + off, pe, s, n, tid, nth);
         }

@@ -1615,7 +1615,6 @@ fn wide_step(kind: &Kind, op: ReduceOp) -> Option<(String, String)> {
             // Sub-word lanes of each 32-bit word.
             let bits = bytes * 8;
             let mask = (1u32 << bits) - 1;
-
             let body = match op {
                 _ if is_half(kind) => {
                     // Both lanes as a vec2<f32>, rounded back one by one

@@ -142,6 +142,12 @@ pub const CAPPED_POLLS_PER_ITERATION: u32 = 4;
 pub const CAPPED_DELAY_STEPS: u32 = 160;
 
 impl LibraryConfig {
+    /// Whether this PE reaches every PE of the job directly (alike on every
+    /// PE: direct reach is symmetric).
+    pub fn reaches_all(&self) -> bool {
+        (0..self.n_pes).all(|p| self.direct.contains(p))
+    }
+
     /// Polls per wait-loop iteration (see [`LibraryConfig::loop_cap`]).
     pub fn polls_per_iteration(&self) -> u32 {
         if self.loop_cap {
@@ -904,8 +910,7 @@ pub const PUSH_ALL_MAX_PES: u32 = 8;
 /// which move a broadcast's or fcollect's least traffic (a pull reads the
 /// source once per member).
 fn vec4_push_all(s: &mut String, cfg: &LibraryConfig, vec4: bool) {
-    let ok =
-        vec4 && cfg.n_pes <= PUSH_ALL_MAX_PES && (0..cfg.n_pes).all(|p| cfg.direct.contains(p));
+    let ok = vec4 && cfg.n_pes <= PUSH_ALL_MAX_PES && cfg.reaches_all();
     let _ = writeln!(s, "fn vks_push_all_ok() -> bool {{ return {ok}; }}");
     let n = cfg.n_pes;
     vec4_pieces(

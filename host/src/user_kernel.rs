@@ -232,8 +232,7 @@ impl Context {
     /// per job: the PE's number is read at run time from slot 0's control
     /// header).
     pub(crate) fn runs_as_any_pe(&self) -> bool {
-        let cfg = self.inner.library;
-        (0..cfg.n_pes).all(|p| cfg.direct.contains(p))
+        self.inner.library.reaches_all()
     }
 
     /// Set 0 as PE `pe`'s library binds it: slot `s` is the heap of PE

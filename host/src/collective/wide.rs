@@ -218,7 +218,8 @@ pub(crate) fn copy_plan(
         args: WideCopyArgs {
             first: 0,
             end: units as u32,
-            words: if unit == 16 { words } else { units } as u32,
+            // (The word kernel's lead is 0: its words are its units.)
+            words: words as u32,
             s0: ((src - s.0) / unit) as u32,
             d0: ((dst - d.0) / unit) as u32,
             per: 0,
