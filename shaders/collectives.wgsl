@@ -4,7 +4,8 @@
 // callers put the synchronisation around it: the host forms sync the team's PEs
 // through the bootstrap before and after a dispatch of many workgroups, the
 // per-thread and work_group forms (generated, see device/src/collectives.rs) call
-// vks_team_sync before and after.
+// vks_team_sync before and after (only after, where the move pushes only this
+// PE's own data: vks_pushes_only).
 //
 // Addresses here are BYTE addresses in the symmetric heap (u32: the first 4 GiB).
 // Data moves use the direct accessors (vks_d_*): a PE reached through the
@@ -81,9 +82,8 @@ fn vks_copy_word(dpe: u32, d: u32, spe: u32, s: u32, n: u32, w: u32) {
 
 // Copies `n` bytes from (spe, s) to (dpe, d), spread over the invocations.
 // A copy from a PE reached through the proxy into this PE is one bulk get,
-// made by invocation `tid` 0 (which returns when the bytes landed). Every
-// collective pulls (dpe is this PE), except reductions, which go through
-// PX_REDUCE on teams that span devices.
+// made by invocation `tid` 0 (which returns when the bytes landed). A copy
+// into another PE (a push) must reach it directly.
 fn vks_copy_bytes(dpe: u32, d: u32, spe: u32, s: u32, n: u32, tid: u32, nth: u32) {
     if n == 0u {
         return;
@@ -101,7 +101,7 @@ fn vks_copy_bytes(dpe: u32, d: u32, spe: u32, s: u32, n: u32, tid: u32, nth: u32
         let head = (16u - (d & 15u)) & 15u;
         let mid = (n - head) & ~15u;
         if vks_copy_vec4((d + head) >> 4u, spe, (s + head) >> 4u, mid >> 4u, tid, nth) {
-            vks_pull_ends(d, spe, s, n, tid, nth);
+            vks_copy_ends(VKS_SELF, d, spe, s, n, tid, nth);
             return;
         }
     }
@@ -138,7 +138,7 @@ fn vks_push_fits(t: VksTeam, d: u32, s: u32, n: u32, blocks: u32) -> bool {
 
 // The whole vec4s of `n` bytes from `s` pushed from PE `spe` into every
 // member's place `d` (vks_push_fits), share `part` of `parts` of them; then
-// this PE's own place's ends (vks_pull_ends).
+// this PE's own place's ends (vks_copy_ends).
 fn vks_push_share(d: u32, spe: u32, s: u32, n: u32, part: u32, parts: u32, tid: u32, nth: u32) {
     let head = (16u - (d & 15u)) & 15u;
     let sh = vks_share((n - head) >> 4u, parts, part);
@@ -147,7 +147,7 @@ fn vks_push_share(d: u32, spe: u32, s: u32, n: u32, part: u32, parts: u32, tid: 
     if sh.y > sh.x && !vks_push_all_vec4(spe, ((d + head) >> 4u) + sh.x, ((s + head) >> 4u) + sh.x, sh.y - sh.x, tid, nth) && tid == 0u {
         vks_raise(VKS_ERR_BAD_ARGUMENT, spe, d);
     }
-    vks_pull_ends(d, spe, s, n, tid, nth);
+    vks_copy_ends(VKS_SELF, d, spe, s, n, tid, nth);
 }
 
 // Member `j`'s block (`n` bytes from `s` on its PE `pe`) into place `d` of
@@ -157,18 +157,70 @@ fn vks_push_block(t: VksTeam, j: u32, d: u32, pe: u32, s: u32, n: u32, tid: u32,
     if j == t.me {
         vks_push_share(d, VKS_SELF, s, n, 0u, 1u, tid, nth);
     } else {
-        vks_pull_ends(d, pe, s, n, tid, nth);
+        vks_copy_ends(VKS_SELF, d, pe, s, n, tid, nth);
     }
 }
 
-// The bytes of `n` from `s` on PE `spe` that a push leaves out of this PE's
-// place `d`: the head before its first 16-byte boundary and the tail past its
-// last whole vec4, word by word.
-fn vks_pull_ends(d: u32, spe: u32, s: u32, n: u32, tid: u32, nth: u32) {
+// The bytes of a copy of `n` bytes from (spe, s) to (dpe, d) that a vec4 loop
+// leaves out: the head before d's first 16-byte boundary and the tail past
+// its last whole vec4, word by word (masked where shared).
+fn vks_copy_ends(dpe: u32, d: u32, spe: u32, s: u32, n: u32, tid: u32, nth: u32) {
     let head = (16u - (d & 15u)) & 15u;
     let done = head + ((n - head) & ~15u);
-    vks_copy_words(VKS_SELF, d, spe, s, head, tid, nth);
-    vks_copy_words(VKS_SELF, d + done, spe, s + done, n - done, tid, nth);
+    vks_copy_words(dpe, d, spe, s, head, tid, nth);
+    vks_copy_words(dpe, d + done, spe, s + done, n - done, tid, nth);
+}
+
+// ---- pushes of this PE's own data (the one-sync device forms) ----
+// A device form whose every member only reads its own source and writes
+// other members' dests needs no opening sync: OpenSHMEM (and ishmem, and
+// NVSHMEM's device collectives) leave the dests' readiness to the caller,
+// and the closing sync orders every push before any member returns. The
+// queue's collectives keep the opening sync (a stream promises more: a
+// member's next command may still read the dest a faster peer would
+// overwrite).
+
+// Whether the moves of the device forms of fcollect, alltoall and alltoalls
+// on (valid) team `team` push only this PE's own data: every member reached
+// directly (a job-wide fact, alike on every member).
+fn vks_pushes_only(team: u32) -> bool {
+    return !vks_team_spans(vks_team_of(team));
+}
+
+// `n` bytes from this PE's `s` into PE `dpe`'s `d` (reached directly): the
+// whole vec4s in one loop where both are equally placed in their 16 bytes
+// and the kernel has the vec4 view (vks_push_vec4), the rest word by word.
+fn vks_copy_out(dpe: u32, d: u32, s: u32, n: u32, tid: u32, nth: u32) {
+    if n == 0u {
+        return;
+    }
+    if (d & 15u) == (s & 15u) && n >= 64u {
+        let head = (16u - (d & 15u)) & 15u;
+        if vks_push_vec4(dpe, (d + head) >> 4u, (s + head) >> 4u, (n - head) >> 4u, tid, nth) {
+            vks_copy_ends(dpe, d, VKS_SELF, s, n, tid, nth);
+            return;
+        }
+    }
+    vks_copy_words(dpe, d, VKS_SELF, s, n, tid, nth);
+}
+
+// This PE's `n` bytes from `s` into place `d` of every member of `t` (each
+// reached directly), this PE's own place last and the others from the next
+// member on (so members start on different peers): the whole vec4s in one
+// loop over every PE's heap where vks_push_fits (each vec4 read once), else
+// member by member (vks_copy_out).
+fn vks_push_own(t: VksTeam, d: u32, s: u32, n: u32, tid: u32, nth: u32) {
+    let head = (16u - (d & 15u)) & 15u;
+    let all = vks_push_fits(t, d, s, n, 1u)
+        && vks_push_all_vec4(VKS_SELF, (d + head) >> 4u, (s + head) >> 4u, (n - head) >> 4u, tid, nth);
+    for (var k = 1u; k <= t.size; k++) {
+        let pe = vks_team_pe(t, (t.me + k) % t.size);
+        if all {
+            vks_copy_ends(pe, d, VKS_SELF, s, n, tid, nth);
+        } else {
+            vks_copy_out(pe, d, s, n, tid, nth);
+        }
+    }
 }
 
 // broadcastmem: this PE's `dest` gets `n` bytes of the root's `source`: with
@@ -191,14 +243,14 @@ fn vks_broadcast_move(t: VksTeam, d: u32, s: u32, n: u32, root: u32, skip_root: 
 }
 
 // fcollectmem: this PE's dest gets every member's `n` source bytes, in team
-// order: with `push` (as for broadcast), each member pushes its own source
-// into its place in every member's dest where vks_push_fits (each source read
-// once), else each pulls.
+// order: with `push` (the device forms) and every member reached directly,
+// each member pushes its own source into its place in every member's dest
+// (vks_push_own: nothing read but this PE's source, so the device forms
+// need no opening sync, vks_pushes_only), else each pulls (the host's
+// generic kernels, which one process may run as each member in turn).
 fn vks_fcollect_move(t: VksTeam, d: u32, s: u32, n: u32, push: bool, tid: u32, nth: u32) {
-    if push && vks_push_fits(t, d, s, n, t.size) {
-        for (var j = 0u; j < t.size; j++) {
-            vks_push_block(t, j, d + j * n, vks_team_pe(t, j), s, n, tid, nth);
-        }
+    if push && !vks_team_spans(t) {
+        vks_push_own(t, d + t.me * n, s, n, tid, nth);
         return;
     }
     for (var j = 0u; j < t.size; j++) {
@@ -218,8 +270,17 @@ fn vks_collect_move(t: VksTeam, d: u32, s: u32, counts: u32, tid: u32, nth: u32)
 }
 
 // alltoallmem: block j of this PE's dest gets block `me` of member j's source
-// (blocks of `n` bytes).
-fn vks_alltoall_move(t: VksTeam, d: u32, s: u32, n: u32, tid: u32, nth: u32) {
+// (blocks of `n` bytes). With `push` (the device forms) and every member
+// reached directly, each member pushes its blocks (from the next member on,
+// its own last), else each pulls.
+fn vks_alltoall_move(t: VksTeam, d: u32, s: u32, n: u32, push: bool, tid: u32, nth: u32) {
+    if push && !vks_team_spans(t) {
+        for (var k = 1u; k <= t.size; k++) {
+            let j = (t.me + k) % t.size;
+            vks_copy_out(vks_team_pe(t, j), d + t.me * n, s + j * n, n, tid, nth);
+        }
+        return;
+    }
     for (var j = 0u; j < t.size; j++) {
         vks_copy_bytes(VKS_SELF, d + j * n, vks_team_pe(t, j), s + t.me * n, n, tid, nth);
     }
@@ -227,27 +288,32 @@ fn vks_alltoall_move(t: VksTeam, d: u32, s: u32, n: u32, tid: u32, nth: u32) {
 
 // alltoalls: element k of block j (at dest + (j * nelems + k) * dst * es) gets
 // element k of member j's block `me` (at source + (me * nelems + k) * sst * es);
-// elements of `es` bytes, strides in elements.
-fn vks_alltoalls_move(t: VksTeam, d: u32, s: u32, nelems: u32, es: u32, dst: u32, sst: u32, tid: u32, nth: u32) {
+// elements of `es` bytes, strides in elements. With `push` and every member
+// reached directly, each member stores its elements into the others' dests
+// (as alltoall), else each pulls.
+fn vks_alltoalls_move(t: VksTeam, d: u32, s: u32, nelems: u32, es: u32, dst: u32, sst: u32, push: bool, tid: u32, nth: u32) {
     if dst == 1u && sst == 1u {
         // Unit strides: an alltoall of nelems * es bytes (its bulk copies).
-        vks_alltoall_move(t, d, s, nelems * es, tid, nth);
+        vks_alltoall_move(t, d, s, nelems * es, push, tid, nth);
         return;
     }
+    let out = push && !vks_team_spans(t);
     let total = t.size * nelems;
     for (var i = tid; i < total; i += nth) {
         let j = i / nelems;
         let k = i % nelems;
         let pe = vks_team_pe(t, j);
-        if !vks_is_direct(pe) {
+        if !out && !vks_is_direct(pe) {
             continue;
         }
-        let db = d + (j * nelems + k) * dst * es;
-        let sb = s + (t.me * nelems + k) * sst * es;
-        vks_copy_bytes(VKS_SELF, db, pe, sb, es, 0u, 1u);
+        // Pushed: element k of this PE's block j into block `me` of member
+        // j's dest; pulled: member j's block `me` into this PE's block j.
+        let db = d + (select(j, t.me, out) * nelems + k) * dst * es;
+        let sb = s + (select(t.me, j, out) * nelems + k) * sst * es;
+        vks_copy_bytes(select(VKS_SELF, pe, out), db, select(pe, VKS_SELF, out), sb, es, 0u, 1u);
     }
     // A member reached through the proxy: one strided get of its block.
-    if tid == 0u && nelems > 0u {
+    if tid == 0u && nelems > 0u && !out {
         for (var j = 0u; j < t.size; j++) {
             let pe = vks_team_pe(t, j);
             if !vks_is_direct(pe) {

@@ -724,13 +724,16 @@ fn ll_reduce(s: &mut String, kind: &Kind) {
 
 /// One device-initiated mem collective: (name, extra params after `team`, the
 /// move given team `team`, `t` = its VksTeam, and `tid`/`nth`, a check run before
-/// the move (all members run it alike), a statement run before the opening sync).
+/// the move (all members run it alike), a statement run before the opening sync,
+/// and whether its move only pushes this PE's own data where every member is
+/// reached directly, so that it may skip the opening sync: see [`both_forms`]).
 struct MemCollective {
     name: &'static str,
     params: &'static str,
     pre: &'static str,
     check: &'static str,
     body: &'static str,
+    early: bool,
 }
 
 const MEM_COLLECTIVES: [MemCollective; 4] = [
@@ -740,6 +743,7 @@ const MEM_COLLECTIVES: [MemCollective; 4] = [
         pre: "",
         check: "vks_root_ok(team, root)",
         body: "vks_broadcast_move(t, dest, source, nelems, root, false, true, tid, nth);",
+        early: false,
     },
     MemCollective {
         name: "collectmem",
@@ -747,6 +751,7 @@ const MEM_COLLECTIVES: [MemCollective; 4] = [
         pre: "if team < VKS_MAX_TEAMS { vks_relaxed_store(VKS_SELF, vks_team_base(team) + VKS_TEAM_COUNT, nelems); }",
         check: "true",
         body: "vks_collect_move_team(t, team, dest, source, true, tid, nth);",
+        early: false,
     },
     MemCollective {
         name: "fcollectmem",
@@ -754,13 +759,15 @@ const MEM_COLLECTIVES: [MemCollective; 4] = [
         pre: "",
         check: "true",
         body: "vks_fcollect_move(t, dest, source, nelems, true, tid, nth);",
+        early: true,
     },
     MemCollective {
         name: "alltoallmem",
         params: "dest: u32, source: u32, nelems: u32",
         pre: "",
         check: "true",
-        body: "vks_alltoall_move(t, dest, source, nelems, tid, nth);",
+        body: "vks_alltoall_move(t, dest, source, nelems, true, tid, nth);",
+        early: true,
     },
 ];
 
@@ -772,6 +779,7 @@ const UCC_MEM_COLLECTIVES: [MemCollective; 2] = [
         pre: "",
         check: "vks_root_ok(team, root)",
         body: "vks_gather_move(t, dest, source, nelems, root, tid, nth);",
+        early: false,
     },
     MemCollective {
         name: "scattermem",
@@ -779,6 +787,7 @@ const UCC_MEM_COLLECTIVES: [MemCollective; 2] = [
         pre: "",
         check: "vks_root_ok(team, root)",
         body: "vks_scatter_move(t, dest, source, nelems, root, tid, nth);",
+        early: false,
     },
 ];
 
@@ -795,6 +804,15 @@ struct OneSync {
 /// A per-thread function and its `_work_group` twin around `body` (which sees
 /// `team`, `t`, `tid`, `nth` and the parameters), and with `multi` the
 /// multi-workgroup `_work_groups` form too (`wg_name` + `s`).
+///
+/// With `early` (a move that, where every member is reached directly, only
+/// reads this PE's own source and writes members' dests: fcollect, alltoall,
+/// alltoalls), the move may come before the one closing sync, as ishmem's and
+/// NVSHMEM's device collectives do: OpenSHMEM leaves the dests' readiness to
+/// the caller. The functions then take a last parameter `entry_sync` (true
+/// keeps the opening sync: the queue's collectives, whose stream order
+/// promises more) under `vks_` names, and the public names call them with
+/// false (a `name` that is already `vks_` gets no wrappers).
 #[allow(clippy::too_many_arguments)]
 fn both_forms(
     s: &mut String,
@@ -806,13 +824,17 @@ fn both_forms(
     body: &str,
     one_sync: Option<&OneSync>,
     multi: bool,
+    early: bool,
 ) {
-    // One sync call site per function, in a two-phase loop (sync, move; sync):
-    // llvmpipe inlines every call, and each inlined wait costs compile time. A
-    // failed argument check skips the move but not the closing sync (every
-    // member passes the same arguments, so all skip alike) and returns -1.
-    // The one-sync form (small reductions) pushes before the first sync and
-    // leaves after its own combine.
+    // One sync call site per function, in a three-step loop (sync; move;
+    // sync), entered at the move where `early`: llvmpipe inlines every call,
+    // and each inlined wait costs compile time. A `loop` that breaks at its
+    // end: on llvmpipe a 4-byte alltoall_work_group (one sync) took 153-164 us
+    // so, 219-224 us as a `for` whose move step `continue`d. A failed argument check
+    // skips the move but not the closing sync (every member passes the same
+    // arguments, so all skip alike) and returns -1. The one-sync form (small
+    // reductions) pushes before the first sync and leaves after its own
+    // combine.
     let (decide, push, finish) = match one_sync {
         Some(o) => (
             format!("let ll = ok && vks_ll_ok(team, {});", o.bytes),
@@ -821,18 +843,37 @@ fn both_forms(
         ),
         None => Default::default(),
     };
+    let wrapped = early && !name.starts_with("vks_");
+    let internal = |n: &str| {
+        if wrapped {
+            n.replacen("shmemx_", "vks_", 1)
+                .replacen("shmem_", "vks_", 1)
+        } else {
+            n.to_string()
+        }
+    };
+    let (iname, iwg) = (internal(name), internal(wg_name));
+    let (entry, early) = if early {
+        (
+            ", entry_sync: bool",
+            "!entry_sync && vks_team_ok(team) && vks_pushes_only(team)",
+        )
+    } else {
+        ("", "false")
+    };
     let _ = write!(
         s,
-        "fn {name}(team: u32, {params}) -> i32 {{
+        "fn {iname}(team: u32, {params}{entry}) -> i32 {{
     {pre}
     var ok = vks_team_ok(team);
     var bad = false;
     {decide}
-    for (var phase = 0u; phase < 2u && ok; phase++) {{
-        {push}
-        ok = vks_team_sync(team);
-        if ok && phase == 0u {{
-            {finish}
+    var step = select(0u, 1u, {early});
+    loop {{
+        if step >= 3u || !ok {{
+            break;
+        }}
+        if step == 1u {{
             if {check} {{
                 let t = vks_team_of(team);
                 let tid = 0u;
@@ -841,18 +882,24 @@ fn both_forms(
             }} else {{
                 bad = true;
             }}
+        }} else {{
+            {push}
+            ok = vks_team_sync(team);
+            if ok && step == 0u {{
+                {finish}
+            }}
         }}
+        step++;
     }}
     return select(-1, 0, ok && !bad);
 }}
-fn {wg_name}(team: u32, {params}, local_index: u32, group_size: u32) -> i32 {{
+fn {iwg}(team: u32, {params}, local_index: u32, group_size: u32{entry}) -> i32 {{
     {pre}
     var r = 0;
     var bad = false;
-    for (var phase = 0u; phase < 2u && r == 0; phase++) {{
-        vks_fence_acq_rel();
-        r = shmemx_team_sync_work_group(team, local_index);
-        if r == 0 && phase == 0u {{
+    var step = select(0u, 1u, {early});
+    loop {{
+        if step == 1u {{
             if {check} {{
                 let t = vks_team_of(team);
                 let tid = local_index;
@@ -861,12 +908,33 @@ fn {wg_name}(team: u32, {params}, local_index: u32, group_size: u32) -> i32 {{
             }} else {{
                 bad = true;
             }}
+        }} else {{
+            vks_fence_acq_rel();
+            r = shmemx_team_sync_work_group(team, local_index);
+        }}
+        step++;
+        if step >= 3u || r != 0 {{
+            break;
         }}
     }}
     return select(r, -1, bad);
 }}
 "
     );
+    let args: Vec<&str> = params
+        .split(',')
+        .filter_map(|p| p.split(':').next())
+        .map(str::trim)
+        .collect();
+    let args = args.join(", ");
+    if wrapped {
+        let _ = write!(
+            s,
+            "fn {name}(team: u32, {params}) -> i32 {{ return {iname}(team, {args}, false); }}
+fn {wg_name}(team: u32, {params}, local_index: u32, group_size: u32) -> i32 {{ return {iwg}(team, {args}, local_index, group_size, false); }}
+"
+        );
+    }
     if !multi {
         return;
     }
@@ -878,16 +946,16 @@ fn {wg_name}(team: u32, {params}, local_index: u32, group_size: u32) -> i32 {{
     // group (vks_grid_ok).
     let _ = write!(
         s,
-        "fn {wg_name}s(team: u32, {params}, local_index: u32, group_size: u32, group: u32, groups: u32) -> i32 {{
+        "fn {iwg}s(team: u32, {params}, local_index: u32, group_size: u32, group: u32, groups: u32{entry}) -> i32 {{
     {pre}
     if !vks_grid_ok(group, groups, local_index) {{
         return -1;
     }}
     var r = 0;
     var bad = false;
-    for (var phase = 0u; phase < 2u && r == 0; phase++) {{
-        r = vks_grid_sync(team, local_index, groups);
-        if r == 0 && phase == 0u {{
+    var step = select(0u, 1u, {early});
+    loop {{
+        if step == 1u {{
             if {check} {{
                 let t = vks_team_of(team);
                 let tid = group * group_size + local_index;
@@ -896,12 +964,24 @@ fn {wg_name}(team: u32, {params}, local_index: u32, group_size: u32) -> i32 {{
             }} else {{
                 bad = true;
             }}
+        }} else {{
+            r = vks_grid_sync(team, local_index, groups);
+        }}
+        step++;
+        if step >= 3u || r != 0 {{
+            break;
         }}
     }}
     return select(r, -1, bad);
 }}
 "
     );
+    if wrapped {
+        let _ = writeln!(
+            s,
+            "fn {wg_name}s(team: u32, {params}, local_index: u32, group_size: u32, group: u32, groups: u32) -> i32 {{ return {iwg}s(team, {args}, local_index, group_size, group, groups, false); }}"
+        );
+    }
 }
 
 /// The device-initiated collectives: per-thread `shmem_*` and work_group
@@ -931,6 +1011,7 @@ pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
             c.body,
             None,
             multi,
+            c.early,
         );
     }
     both_forms(
@@ -940,9 +1021,10 @@ pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
         "dest: u32, source: u32, dst: u32, sst: u32, nelems: u32, es: u32",
         "",
         "vks_arg_ok(dst > 0u && sst > 0u)",
-        "vks_alltoalls_move(t, dest, source, nelems, es, dst, sst, tid, nth);",
+        "vks_alltoalls_move(t, dest, source, nelems, es, dst, sst, true, tid, nth);",
         None,
         multi,
+        true,
     );
     let wanted = |name: &str| uses.map_or(true, |u| u.contains(name));
     // The kinds whose scan driver is already in `s`.
@@ -997,19 +1079,19 @@ pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
         if wanted(&pt) {
             let _ = writeln!(
                 s,
-                "fn {pt}(team: u32, dest: u32, source: u32, dst: u32, sst: u32, nelems: u32) -> i32 {{ return vks_alltoalls(team, dest, source, dst, sst, nelems, {es}u); }}"
+                "fn {pt}(team: u32, dest: u32, source: u32, dst: u32, sst: u32, nelems: u32) -> i32 {{ return vks_alltoalls(team, dest, source, dst, sst, nelems, {es}u, false); }}"
             );
         }
         if wanted(&wg) {
             let _ = writeln!(
                 s,
-                "fn {wg}(team: u32, dest: u32, source: u32, dst: u32, sst: u32, nelems: u32, local_index: u32, group_size: u32) -> i32 {{ return vks_alltoalls_work_group(team, dest, source, dst, sst, nelems, {es}u, local_index, group_size); }}"
+                "fn {wg}(team: u32, dest: u32, source: u32, dst: u32, sst: u32, nelems: u32, local_index: u32, group_size: u32) -> i32 {{ return vks_alltoalls_work_group(team, dest, source, dst, sst, nelems, {es}u, local_index, group_size, false); }}"
             );
         }
         if wanted(&format!("{wg}s")) {
             let _ = writeln!(
                 s,
-                "fn {wg}s(team: u32, dest: u32, source: u32, dst: u32, sst: u32, nelems: u32, local_index: u32, group_size: u32, group: u32, groups: u32) -> i32 {{ return vks_alltoalls_work_groups(team, dest, source, dst, sst, nelems, {es}u, local_index, group_size, group, groups); }}"
+                "fn {wg}s(team: u32, dest: u32, source: u32, dst: u32, sst: u32, nelems: u32, local_index: u32, group_size: u32, group: u32, groups: u32) -> i32 {{ return vks_alltoalls_work_groups(team, dest, source, dst, sst, nelems, {es}u, local_index, group_size, group, groups, false); }}"
             );
         }
         // Scans (ishmem 1.5's sum_inscan / sum_exscan): not on a team that
@@ -1039,6 +1121,7 @@ pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
                 &body,
                 None,
                 multi,
+                false,
             );
         }
         for op in ReduceOp::ALL {
@@ -1071,6 +1154,7 @@ pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
                     &body,
                     None,
                     multi,
+                    false,
                 );
             }
             let (pt, wg) = (
@@ -1107,6 +1191,7 @@ pub fn device_api(cfg: &LibraryConfig, uses: Option<&str>) -> String {
                 &body,
                 Some(&one_sync),
                 multi,
+                false,
             );
         }
     }
@@ -1263,10 +1348,10 @@ impl HostCollective {
                 "vks_collect_move(t, a.dest, a.source, counts_at, tid, nth);".into()
             }
             HostCollective::Alltoall => {
-                "vks_alltoall_move(t, a.dest, a.source, a.n, tid, nth);".into()
+                "vks_alltoall_move(t, a.dest, a.source, a.n, false, tid, nth);".into()
             }
             HostCollective::Alltoalls => {
-                "vks_alltoalls_move(t, a.dest, a.source, a.n, elem_bytes, dst, sst, tid, nth);"
+                "vks_alltoalls_move(t, a.dest, a.source, a.n, elem_bytes, dst, sst, false, tid, nth);"
                     .into()
             }
             HostCollective::Reduce(k) => format!(

@@ -155,8 +155,11 @@ impl QueueCall {
             QueueCall::Sync => ("shmem_team_sync".to_string(), ""),
             QueueCall::Broadcast => ("shmem_broadcastmem".into(), ", a.dest, a.source, a.n, a.x"),
             QueueCall::Collect => ("shmem_collectmem".into(), ", a.dest, a.source, a.n"),
-            QueueCall::Fcollect => ("shmem_fcollectmem".into(), ", a.dest, a.source, a.n"),
-            QueueCall::Alltoall => ("shmem_alltoallmem".into(), ", a.dest, a.source, a.n"),
+            // The forms that may skip the opening sync, told to keep it: a
+            // member's next command on its queue may read the dest that a
+            // faster peer's next collective would overwrite.
+            QueueCall::Fcollect => ("vks_fcollectmem".into(), ", a.dest, a.source, a.n"),
+            QueueCall::Alltoall => ("vks_alltoallmem".into(), ", a.dest, a.source, a.n"),
             QueueCall::Alltoalls => (
                 "vks_alltoalls".into(),
                 ", a.dest, a.source, a.x, a.y, a.n, a.z",
@@ -180,6 +183,15 @@ impl QueueCall {
                 ", a.dest, a.source, a.n",
             ),
         };
+        // Their last parameter, after the work_group form's own.
+        let entry = if matches!(
+            self,
+            QueueCall::Fcollect | QueueCall::Alltoall | QueueCall::Alltoalls
+        ) {
+            ", true"
+        } else {
+            ""
+        };
         let args_decl = QueueArgs::wgsl();
         if *self == QueueCall::Collect {
             return Some(format!("{args_decl}{}", collect_source(form)));
@@ -199,7 +211,7 @@ fn main(@builtin(local_invocation_index) li: u32) {{
         if q.batch != 0u {{
             a = queue_batch_call(i);
         }}
-        {f}(a.team{args});
+        {f}(a.team{args}{entry});
     }}
 }}
 ",
@@ -209,7 +221,9 @@ fn main(@builtin(local_invocation_index) li: u32) {{
                 let wg = match self {
                     QueueCall::Barrier => "shmemx_team_barrier_work_group".to_string(),
                     QueueCall::Sync => "shmemx_team_sync_work_group".to_string(),
-                    QueueCall::Alltoalls => "vks_alltoalls_work_group".to_string(),
+                    QueueCall::Alltoalls | QueueCall::Fcollect | QueueCall::Alltoall => {
+                        format!("{f}_work_group")
+                    }
                     _ => format!("{}_work_group", f.replacen("shmem_", "shmemx_", 1)),
                 };
                 let size = match self {
@@ -220,7 +234,7 @@ fn main(@builtin(local_invocation_index) li: u32) {{
                     "{args_decl}@compute @workgroup_size({QUEUE_WORKGROUP})
 fn main(@builtin(local_invocation_index) li: u32) {{
     let a = q;
-    {wg}(a.team{args}, li{size});
+    {wg}(a.team{args}, li{size}{entry});
 }}
 "
                 )

@@ -291,8 +291,16 @@ fn device_forms(h: &mut Harness, cases: &[TeamCase], quick: bool) -> anyhow::Res
                     h.alltoalls::<u64>(tc, n, 1, 1)?;
                     h.reduce::<f64>(tc, ReduceOp::Max, n, false)?;
                     // Broadcast, fcollect and collect push where the team is
-                    // every PE (their vec4s, then each dest's ends pulled).
+                    // every PE (their vec4s, then the ends word by word);
+                    // fcollect and alltoall push on every all-direct team,
+                    // before their one sync. Blocks that end off a vec4
+                    // (n + 3): pushed tails, and every other block off
+                    // alignment (u64) or word by word (u32).
                     h.fcollect::<u32>(tc, n)?;
+                    if n > 8 {
+                        h.fcollect::<u32>(tc, n + 3)?;
+                        h.alltoalls::<u64>(tc, n + 3, 1, 1)?;
+                    }
                     continue;
                 }
                 h.collect::<u8>(tc, n)?;
