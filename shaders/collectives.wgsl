@@ -5,7 +5,8 @@
 // through the bootstrap before and after a dispatch of many workgroups, the
 // per-thread and work_group forms (generated, see device/src/collectives.rs) call
 // vks_team_sync before and after (only after, where the move pushes only this
-// PE's own data: vks_pushes_only).
+// PE's own data: vks_pushes_only), the multi-workgroup forms vks_grid_sync
+// before and after.
 //
 // Addresses here are BYTE addresses in the symmetric heap (u32: the first 4 GiB).
 // Data moves use the direct accessors (vks_d_*): a PE reached through the
@@ -126,8 +127,10 @@ fn vks_copy_words(dpe: u32, d: u32, spe: u32, s: u32, n: u32, tid: u32, nth: u32
 // directly with the vec4 view (vks_push_all_ok: every kernel that names a
 // broadcast, fcollect or collect has it, library::uses_vec4), each place as
 // far off 16-byte alignment as the source, the objects inside the heaps.
-// Alike on every member (job-wide facts, agreed arguments, symmetric
-// offsets), so all push or all pull.
+// Alike on every member given the same places (job-wide facts, agreed
+// arguments, symmetric offsets), so all push or all pull where that matters
+// (broadcast, collect; vks_push_own asks for its own place only, and pushes
+// either way).
 fn vks_push_fits(t: VksTeam, d: u32, s: u32, n: u32, blocks: u32) -> bool {
     // Bytes a u32 address reaches (a heap of 4 GiB or more has more words).
     let heap = select(VKS_HEAP_WORDS * 4u, 0xfffffffcu, VKS_HEAP_WORDS >= 0x40000000u);
@@ -247,7 +250,8 @@ fn vks_broadcast_move(t: VksTeam, d: u32, s: u32, n: u32, root: u32, skip_root: 
 // each member pushes its own source into its place in every member's dest
 // (vks_push_own: nothing read but this PE's source, so the device forms
 // need no opening sync, vks_pushes_only), else each pulls (the host's
-// generic kernels, which one process may run as each member in turn).
+// generic kernels, which one process may run as each member in turn, and
+// teams that span devices).
 fn vks_fcollect_move(t: VksTeam, d: u32, s: u32, n: u32, push: bool, tid: u32, nth: u32) {
     if push && !vks_team_spans(t) {
         vks_push_own(t, d + t.me * n, s, n, tid, nth);
@@ -454,7 +458,7 @@ fn vks_grid_ok(group: u32, groups: u32, li: u32) -> bool {
 // this PE's included, at the epoch it announces), so each group leaves once the
 // team sync is complete, and the throttle's hint is the same for all of them
 // (see host/src/throttle.rs). The team sync starts once every group of this PE
-// has arrived: its sources are ready, its dest free. One grid per PE at a time
+// has arrived: its sources are ready (every form opens with it), its dest free. One grid per PE at a time
 // (the count is a per-PE word of the control header). 0 or -1.
 fn vks_grid_sync(team: u32, li: u32, groups: u32) -> i32 {
     vks_fence_acq_rel();

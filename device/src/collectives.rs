@@ -807,9 +807,11 @@ struct OneSync {
 ///
 /// With `early` (a move that, where every member is reached directly, only
 /// reads this PE's own source and writes members' dests: fcollect, alltoall,
-/// alltoalls), the move may come before the one closing sync, as ishmem's and
-/// NVSHMEM's device collectives do: OpenSHMEM leaves the dests' readiness to
-/// the caller. The functions then take a last parameter `entry_sync` (true
+/// alltoalls), the per-thread and work_group forms move before the one
+/// closing sync (the work_group form after a workgroup barrier, which orders
+/// its invocations' writes of the source), as ishmem's and NVSHMEM's device
+/// collectives do: OpenSHMEM leaves the dests' readiness to the caller. The
+/// multi-workgroup form keeps both syncs (see below). The functions then take a last parameter `entry_sync` (true
 /// keeps the opening sync: the queue's collectives, whose stream order
 /// promises more) under `vks_` names, and the public names call them with
 /// false (a `name` that is already `vks_` gets no wrappers).
@@ -828,9 +830,10 @@ fn both_forms(
 ) {
     // One sync call site per function, in a three-step loop (sync; move;
     // sync), entered at the move where `early`: llvmpipe inlines every call,
-    // and each inlined wait costs compile time. A `loop` that breaks at its
-    // end: on llvmpipe a 4-byte alltoall_work_group (one sync) took 153-164 us
-    // so, 219-224 us as a `for` whose move step `continue`d. A failed argument check
+    // and each inlined wait costs compile time. A `loop` rather than a `for`
+    // whose move step `continue`s: on llvmpipe a 4-byte move and one sync
+    // took 148-154 us per call so, 195-221 us that way (benches/results/
+    // issue21-one-sync-device-lavapipe-2026-11-26-ninth). A failed argument check
     // skips the move but not the closing sync (every member passes the same
     // arguments, so all skip alike) and returns -1. The one-sync form (small
     // reductions) pushes before the first sync and leaves after its own
@@ -897,7 +900,15 @@ fn {iwg}(team: u32, {params}, local_index: u32, group_size: u32{entry}) -> i32 {
     {pre}
     var r = 0;
     var bad = false;
-    var step = select(0u, 1u, {early});
+    let early = {early};
+    if early {{
+        // What the opening sync's barrier did: every invocation's writes of
+        // the source before any invocation pushes them (ishmem's group
+        // barrier).
+        vks_fence_acq_rel();
+        storageBarrier();
+    }}
+    var step = select(0u, 1u, early);
     loop {{
         if step == 1u {{
             if {check} {{
@@ -940,7 +951,10 @@ fn {wg_name}(team: u32, {params}, local_index: u32, group_size: u32) -> i32 {{ r
     }
     // Every invocation of `groups` workgroups (numbered 0..groups) calls,
     // in uniform control flow, with the same arguments; the move is spread
-    // over all of them. The grid sync (vks_grid_sync) gathers them around
+    // over all of them. Always two syncs (`entry_sync` unused): an
+    // invocation pushes source bytes that other workgroups of the dispatch
+    // may have written just before, and only the opening grid sync orders
+    // those writes (WGSL has no grid barrier for the caller to use). The grid sync (vks_grid_sync) gathers them around
     // one team sync, made by the last workgroup to arrive. A group count
     // the device cannot run at once fails before any wait, alike in every
     // group (vks_grid_ok).
@@ -953,7 +967,7 @@ fn {wg_name}(team: u32, {params}, local_index: u32, group_size: u32) -> i32 {{ r
     }}
     var r = 0;
     var bad = false;
-    var step = select(0u, 1u, {early});
+    var step = 0u;
     loop {{
         if step == 1u {{
             if {check} {{
