@@ -95,18 +95,37 @@ fn vks_copy_bytes(dpe: u32, d: u32, spe: u32, s: u32, n: u32, tid: u32, nth: u32
         }
         return;
     }
-    // Source and dest equally placed in their 16 bytes: the middle as vec4s
-    // (where the kernel has the vec4 view, vks_copy_vec4), the head and tail
-    // word by word.
-    if (dpe == VKS_SELF || dpe == vks_my_pe()) && (d & 15u) == (s & 15u) && n >= 64u {
-        let head = (16u - (d & 15u)) & 15u;
-        let mid = (n - head) & ~15u;
-        if vks_copy_vec4((d + head) >> 4u, spe, (s + head) >> 4u, mid >> 4u, tid, nth) {
-            vks_copy_ends(VKS_SELF, d, spe, s, n, tid, nth);
-            return;
-        }
+    if (dpe == VKS_SELF || dpe == vks_my_pe()) && vks_copy_wide(VKS_SELF, d, spe, s, n, false, tid, nth) {
+        return;
     }
     vks_copy_words(dpe, d, spe, s, n, tid, nth);
+}
+
+// A copy of `n` bytes from (spe, s) to (dpe, d) between objects equally placed
+// in their 16 bytes: the middle as vec4s, a pull into this PE (vks_copy_vec4)
+// or, with `push`, a push of this PE's bytes (vks_push_vec4; spe is this PE),
+// the head and tail word by word. False, with nothing copied, where the
+// objects are placed otherwise, `n` is below 64 or the kernel lacks the vec4
+// view. `push` is a constant at every call site, so each inlined copy holds
+// one vec4 loop.
+fn vks_copy_wide(dpe: u32, d: u32, spe: u32, s: u32, n: u32, push: bool, tid: u32, nth: u32) -> bool {
+    if (d & 15u) != (s & 15u) || n < 64u {
+        return false;
+    }
+    let head = (16u - (d & 15u)) & 15u;
+    let d4 = (d + head) >> 4u;
+    let s4 = (s + head) >> 4u;
+    let n4 = (n - head) >> 4u;
+    var wide: bool;
+    if push {
+        wide = vks_push_vec4(dpe, d4, s4, n4, tid, nth);
+    } else {
+        wide = vks_copy_vec4(d4, spe, s4, n4, tid, nth);
+    }
+    if wide {
+        vks_copy_ends(dpe, d, spe, s, n, tid, nth);
+    }
+    return wide;
 }
 
 // vks_copy_bytes word by word (whole words plain, shared ones masked).
@@ -194,17 +213,9 @@ fn vks_pushes_only(team: u32) -> bool {
 // whole vec4s in one loop where both are equally placed in their 16 bytes
 // and the kernel has the vec4 view (vks_push_vec4), the rest word by word.
 fn vks_copy_out(dpe: u32, d: u32, s: u32, n: u32, tid: u32, nth: u32) {
-    if n == 0u {
-        return;
+    if !vks_copy_wide(dpe, d, VKS_SELF, s, n, true, tid, nth) {
+        vks_copy_words(dpe, d, VKS_SELF, s, n, tid, nth);
     }
-    if (d & 15u) == (s & 15u) && n >= 64u {
-        let head = (16u - (d & 15u)) & 15u;
-        if vks_push_vec4(dpe, (d + head) >> 4u, (s + head) >> 4u, (n - head) >> 4u, tid, nth) {
-            vks_copy_ends(dpe, d, VKS_SELF, s, n, tid, nth);
-            return;
-        }
-    }
-    vks_copy_words(dpe, d, VKS_SELF, s, n, tid, nth);
 }
 
 // This PE's `n` bytes from `s` into place `d` of every member of `t` (each

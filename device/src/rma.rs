@@ -70,7 +70,7 @@ fn vks_put_bytes(dest: u32, source: u32, n: u32, pe: u32, tid: u32, nth: u32) {
         return;
     }
     if vks_is_direct(pe) {
-        vks_copy_bytes(pe, dest, VKS_SELF, source, n, tid, nth);
+        vks_copy_out(pe, dest, source, n, tid, nth);
     } else if tid == 0u {
         vks_px_put(pe, dest, source, n);
     }
