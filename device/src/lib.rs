@@ -30,6 +30,7 @@ pub mod library;
 mod link;
 pub mod pass;
 mod proxy;
+mod prune;
 pub mod queue;
 pub mod rma;
 

@@ -1,7 +1,8 @@
 //! Links a user's WGSL kernel with the device library and describes the result.
 //!
 //! The user's source comes first and the library after it, so naga's line numbers
-//! are the user's own. Set 0 belongs to the library; the user's buffers live in
+//! are the user's own (a library line in an error counts in the library items
+//! the kernel reaches, which alone are parsed: `crate::prune`). Set 0 belongs to the library; the user's buffers live in
 //! set 1 (bindings 0..n, storage buffers) and their immediates (`var<immediate>`)
 //! are the kernel's push constants. Names starting with `vks_`/`VKS_` are reserved.
 
@@ -124,6 +125,17 @@ pub fn link_kernel(
     entry: Option<&str>,
     cfg: &LibraryConfig,
 ) -> Result<LinkedKernel, CompileError> {
+    link_with(user_source, name, entry, cfg, true)
+}
+
+/// [`link_kernel`], the library pruned to what the kernel reaches or whole.
+fn link_with(
+    user_source: &str,
+    name: &str,
+    entry: Option<&str>,
+    cfg: &LibraryConfig,
+    prune: bool,
+) -> Result<LinkedKernel, CompileError> {
     let library = library_source_for(cfg, Some(user_source));
     let reserved = declared_names(&library);
     for (decl, line, col) in declarations(user_source) {
@@ -145,7 +157,15 @@ pub fn link_kernel(
         }
     }
     let user_lines = user_source.lines().count() as u32;
-    let source = format!("{user_source}\n{library}");
+    // Only the library items the kernel's names reach go to naga (crate::prune).
+    let source = if prune {
+        format!(
+            "{user_source}\n{}",
+            crate::prune::prune(&library, user_source)
+        )
+    } else {
+        format!("{user_source}\n{library}")
+    };
     let (module, info) = crate::parse_validate(&source, name).map_err(|e| match e {
         CompileError::Parse { line, .. } | CompileError::Validate { line, .. }
             if line > user_lines =>
@@ -405,6 +425,170 @@ fn main(@builtin(local_invocation_index) li: u32) {
         assert!(k.report.volatiles >= 1, "{:?}", k.report);
         assert_eq!(k.report.fences, 1);
         assert!(k.report.unbounded_loops >= 3, "{:?}", k.report);
+    }
+
+    /// The pruned library links every kernel as the whole one did: the same
+    /// SPIR-V (naga's compaction kept only what the entry point reaches, and
+    /// the pruned text holds all of it, in the same order) and the same
+    /// description, for the example kernels, the host collectives' kernels
+    /// and the queue's, direct and through the proxy, on 1, 3 and 8 PEs.
+    #[test]
+    fn pruned_library_links_as_the_whole_one() {
+        use crate::collectives::{HostCollective, KINDS};
+        use crate::queue::{QueueCall, QueueForm};
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shaders/examples");
+        let mut sources: Vec<(String, String)> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| {
+                let p = e.unwrap().path();
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                (name, std::fs::read_to_string(&p).unwrap())
+            })
+            .collect();
+        sources.push(("user".into(), USER.replace("inp[li] > 0.0", "u32(inp[li])")));
+        let mut host = vec![HostCollective::Broadcast, HostCollective::Alltoalls];
+        host.extend(KINDS.iter().take(3).map(|k| HostCollective::Reduce(*k)));
+        for c in host {
+            sources.push((c.name(), c.source()));
+        }
+        let queue = [
+            QueueCall::Barrier,
+            QueueCall::Broadcast,
+            QueueCall::Collect,
+            QueueCall::Fcollect,
+            QueueCall::Alltoall,
+            QueueCall::Alltoalls,
+            QueueCall::Gather,
+            QueueCall::Scatter,
+            QueueCall::Reduce(KINDS[0], crate::collectives::ReduceOp::Max),
+            QueueCall::Scan(KINDS[1], false),
+        ];
+        for c in queue {
+            for form in [QueueForm::Thread, QueueForm::WorkGroup] {
+                if let Some(src) = c.source(form) {
+                    sources.push((c.name(form), src));
+                }
+            }
+        }
+        let mut proxied = LibraryConfig {
+            loop_cap: true,
+            proxy: true,
+            ..cfg()
+        };
+        proxied.direct = crate::PeSet::from_pes([0, 1]);
+        let shapes = [
+            LibraryConfig {
+                my_pe: 0,
+                n_pes: 1,
+                direct: crate::PeSet::all(1),
+                ..cfg()
+            },
+            cfg(),
+            proxied,
+            LibraryConfig {
+                my_pe: 5,
+                n_pes: 8,
+                heap_bytes: 64 << 20,
+                direct: crate::PeSet::all(8),
+                ..cfg()
+            },
+        ];
+        let mut linked = 0;
+        for c in &shapes {
+            for (name, src) in &sources {
+                let whole = link_with(src, name, None, c, false);
+                let pruned = link_with(src, name, None, c, true);
+                let (whole, pruned) = match (whole, pruned) {
+                    (Ok(w), Ok(p)) => (w, p),
+                    (Err(_), Err(_)) => continue,
+                    (w, p) => panic!("{name}: whole {w:?}, pruned {p:?}"),
+                };
+                assert!(
+                    normalized(&whole.spirv) == normalized(&pruned.spirv),
+                    "{name} for {c:?}: the SPIR-V differs"
+                );
+                let described =
+                    |k: &LinkedKernel| format!("{k:?}").replace(&format!("{:?}", k.spirv), "");
+                assert_eq!(described(&whole), described(&pruned), "{name}");
+                linked += 1;
+            }
+        }
+        assert!(linked > 60, "{linked} kernels linked");
+    }
+
+    /// What two modules of the same code share, as text with the ids left
+    /// out: the instructions outside functions as a sorted list (naga emits
+    /// a constant where a use first meets it, so their order differs) and
+    /// the functions' in order; debug names, decorations, and constants and
+    /// types that nothing uses (naga keeps some the pruned text never
+    /// declared) dropped.
+    fn normalized(words: &[u32]) -> (Vec<String>, Vec<String>) {
+        use rspirv::binary::Disassemble;
+        use rspirv::dr::Operand;
+        use rspirv::spirv::Op;
+        let mut m = rspirv::dr::load_words(words).unwrap();
+        m.debug_names.clear();
+        let droppable = |op: Op| {
+            matches!(
+                op,
+                Op::Constant
+                    | Op::ConstantComposite
+                    | Op::ConstantTrue
+                    | Op::ConstantFalse
+                    | Op::ConstantNull
+            ) || format!("{op:?}").starts_with("Type")
+        };
+        let ids = |i: &rspirv::dr::Instruction| {
+            let refs = i.operands.iter().filter_map(|o| match o {
+                Operand::IdRef(id) => Some(*id),
+                _ => None,
+            });
+            i.result_type.into_iter().chain(refs).collect::<Vec<_>>()
+        };
+        // Drop unused constants and types until none is left (a composite's
+        // parts go after it), and their decorations.
+        let annotations = std::mem::take(&mut m.annotations);
+        loop {
+            let mut used = HashSet::new();
+            m.all_inst_iter().for_each(|i| used.extend(ids(i)));
+            let before = m.types_global_values.len();
+            m.types_global_values.retain(|i| {
+                !droppable(i.class.opcode) || i.result_id.is_some_and(|id| used.contains(&id))
+            });
+            if m.types_global_values.len() == before {
+                break;
+            }
+        }
+        let defined: HashSet<_> = m.all_inst_iter().filter_map(|i| i.result_id).collect();
+        m.annotations = annotations
+            .into_iter()
+            .filter(|i| ids(i).first().is_some_and(|t| defined.contains(t)))
+            .collect();
+        let no_ids = |i: &rspirv::dr::Instruction| {
+            let s = i.disassemble();
+            let mut out = String::new();
+            let mut in_id = false;
+            for ch in s.chars() {
+                if ch == '%' {
+                    in_id = true;
+                    out.push('%');
+                } else if !(in_id && ch.is_ascii_digit()) {
+                    in_id = false;
+                    out.push(ch);
+                }
+            }
+            out
+        };
+        let functions: Vec<String> = m
+            .functions
+            .iter()
+            .flat_map(|f| f.all_inst_iter())
+            .map(no_ids)
+            .collect();
+        m.functions.clear();
+        let mut globals: Vec<String> = m.all_inst_iter().map(no_ids).collect();
+        globals.sort();
+        (globals, functions)
     }
 
     #[test]
