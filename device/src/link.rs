@@ -2,9 +2,10 @@
 //!
 //! The user's source comes first and the library after it, so naga's line numbers
 //! are the user's own (a library line in an error counts in the library items
-//! the kernel reaches, which alone are parsed: `crate::prune`). Set 0 belongs to the library; the user's buffers live in
-//! set 1 (bindings 0..n, storage buffers) and their immediates (`var<immediate>`)
-//! are the kernel's push constants. Names starting with `vks_`/`VKS_` are reserved.
+//! the kernel reaches, which alone are parsed: `crate::prune`). Set 0 belongs
+//! to the library; the user's buffers live in set 1 (bindings 0..n, storage
+//! buffers) and their immediates (`var<immediate>`) are the kernel's push
+//! constants. Names starting with `vks_`/`VKS_` are reserved.
 
 use std::collections::HashSet;
 
@@ -428,9 +429,9 @@ fn main(@builtin(local_invocation_index) li: u32) {
     }
 
     /// The pruned library links every kernel as the whole one did: the same
-    /// SPIR-V (naga's compaction kept only what the entry point reaches, and
-    /// the pruned text holds all of it, in the same order) and the same
-    /// description, for the example kernels, the host collectives' kernels
+    /// SPIR-V up to what [`normalized`] leaves out (naga's compaction kept
+    /// only what the entry point reaches, and the pruned text holds all of
+    /// it, in the same order) and the same description, for the example kernels, the host collectives' kernels
     /// and the queue's, direct and through the proxy, on 1, 3 and 8 PEs.
     #[test]
     fn pruned_library_links_as_the_whole_one() {
