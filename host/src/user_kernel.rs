@@ -21,6 +21,7 @@ use crate::heap::SymmetricHeap;
 use crate::kernels::builds::Builds;
 use crate::kernels::prebuild::{self, Prebuild};
 use crate::kernels::{link, DeviceKernel};
+use crate::vk::compile_turn::CompileTurn;
 use crate::vk::submit::{Dispatch, Window, MAX_BATCH};
 use crate::vk::Gpu;
 
@@ -188,8 +189,8 @@ impl Context {
         name: &str,
     ) -> Result<Arc<DeviceKernel>> {
         let linked = link(&self.inner.gpu, cfg, source, entry, name)?;
-        let k = DeviceKernel::build_in_turn(&self.inner.gpu, cfg, linked, name, |k| {
-            self.warm_up(k).map(|()| true)
+        let k = DeviceKernel::build_in_turn(&self.inner.gpu, cfg, linked, name, |k, turn| {
+            self.warm_up(k, turn).map(|()| true)
         })?;
         Ok(Arc::new(k))
     }
@@ -208,7 +209,11 @@ impl Context {
     /// spins in device code while a peer is still compiling (see the
     /// forward-progress rules in ARCHITECTURE.md). The user's bindings get the
     /// start of this PE's heap: nothing runs, but every descriptor must be valid.
-    fn warm_up(&self, kernel: &DeviceKernel) -> Result<()> {
+    /// `turn` is this kernel's compile turn (`crate::vk::compile_turn`): it
+    /// is watched while the warm-up waits, for the context's submitter (which
+    /// another thread of the program may hold through a collective that
+    /// waits for a peer) and then for the queue.
+    fn warm_up(&self, kernel: &DeviceKernel, turn: &mut CompileTurn) -> Result<()> {
         let library = self.library_windows()?;
         let own = Window {
             buffer: self.inner.heap.block(self.my_pe())?.buffer,
@@ -217,7 +222,20 @@ impl Context {
                 .heap_size()
                 .min(self.device_info().max_storage_buffer_range),
         };
-        kernel.warm_up_on(&mut lock(&self.inner.submit), &library, own)
+        let mut submit = loop {
+            match self.inner.submit.try_lock() {
+                Ok(s) => break s,
+                Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) if !turn.held() => {
+                    break lock(&self.inner.submit)
+                }
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    turn.watch_warm_up(false);
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+        };
+        kernel.warm_up_on(&mut submit, &library, own, turn)
     }
 
     /// Set 0 of every user kernel: the device library's windows on the heaps of

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use vkshmem_device::{LibraryConfig, LinkedKernel, UserBinding};
 
 use crate::error::{Error, Result};
+use crate::vk::compile_turn::CompileTurn;
 use crate::vk::kernel::Kernel;
 use crate::vk::submit::{Submitter, Window};
 use crate::vk::Gpu;
@@ -103,16 +104,18 @@ impl DeviceKernel {
     /// Builds the pipeline of `linked` and runs `warm_up` on it (which
     /// dispatches it over zero workgroups: llvmpipe compiles at a pipeline's
     /// first dispatch, other drivers at its creation; it returns whether it
-    /// dispatched) in this machine's turn
-    /// for that pipeline (`crate::vk::compile_turn`): the other PEs of the
-    /// job build the same pipeline now, and the first to get here compiles
-    /// it alone, the others then find it in the driver's cache.
+    /// dispatched) in this machine's turn for that pipeline
+    /// (`crate::vk::compile_turn`): the other PEs of the job build the same
+    /// pipeline now, and the first to get here compiles it alone, the others
+    /// then find it in the driver's cache. `warm_up` gets the turn, to call
+    /// [`CompileTurn::watch_warm_up`] while it waits for the queue (see
+    /// [`DeviceKernel::warm_up_on`]).
     pub(crate) fn build_in_turn(
         gpu: &Arc<Gpu>,
         cfg: &LibraryConfig,
         linked: LinkedKernel,
         name: &str,
-        warm_up: impl FnOnce(&DeviceKernel) -> Result<bool>,
+        warm_up: impl FnOnce(&DeviceKernel, &mut CompileTurn) -> Result<bool>,
     ) -> Result<DeviceKernel> {
         let sets = Self::set_sizes(cfg, &linked);
         let key = crate::vk::compile_turn::pipeline_key(
@@ -124,20 +127,15 @@ impl DeviceKernel {
         let mut turn = gpu
             .pipeline_cache
             .turn_file(key)
-            .map(|f| crate::vk::compile_turn::CompileTurn::take(&f));
+            .map_or_else(CompileTurn::none, |f| CompileTurn::take(&f));
         let k = DeviceKernel::build(gpu, sets, linked, name)?;
         // A driver that compiled at creation is done: the turn goes before
-        // the warm-up, which may queue behind this PE's other device work
-        // (a launch waiting on peers that may wait for this turn).
+        // the warm-up, which may queue behind this PE's other device work.
         if !gpu.info.is_llvmpipe() {
-            if let Some(t) = turn.take() {
-                t.done();
-            }
+            std::mem::replace(&mut turn, CompileTurn::none()).done();
         }
-        if warm_up(&k)? {
-            if let Some(t) = turn {
-                t.done();
-            }
+        if warm_up(&k, &mut turn)? {
+            turn.done();
         }
         tracing::debug!(
             kernel = name,
@@ -181,29 +179,38 @@ impl DeviceKernel {
     /// Dispatches the kernel over zero workgroups with `submit`, every binding
     /// on `window` (see `Context::warm_up`: nothing runs, but every descriptor
     /// must be valid).
-    pub(crate) fn warm_up_with(&self, submit: &mut Submitter, window: Window) -> Result<()> {
+    pub(crate) fn warm_up_with(
+        &self,
+        submit: &mut Submitter,
+        window: Window,
+        turn: &mut CompileTurn,
+    ) -> Result<()> {
         let library = vec![window; self.kernel.sets()[0] as usize];
-        self.warm_up_on(submit, &library, window)
+        self.warm_up_on(submit, &library, window, turn)
     }
 
     /// Dispatches the kernel over zero workgroups with `submit`, `library` in
-    /// set 0 and `user` on every user binding.
+    /// set 0 and `user` on every user binding, telling `turn` while it waits
+    /// whether the queue has reached the dispatch (a turn whose warm-up
+    /// waits behind this PE's other work lets the other builders go).
     pub(crate) fn warm_up_on(
         &self,
         submit: &mut Submitter,
         library: &[Window],
         user: Window,
+        turn: &mut CompileTurn,
     ) -> Result<()> {
         let user = vec![user; self.linked.user_bindings.len()];
         let immediates = vec![0u8; self.linked.immediate_bytes as usize];
-        submit.dispatch(
+        submit.dispatch_noting_start(
             &self.kernel,
             [0, 0, 0],
             &[library, &user],
             &immediates,
-            false,
-            &mut |_| None,
-        )?;
-        Ok(())
+            &mut |started, _| {
+                turn.watch_warm_up(started);
+                None
+            },
+        )
     }
 }

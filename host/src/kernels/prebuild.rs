@@ -576,11 +576,11 @@ fn run(builds: &Builds, gpu: &Arc<Gpu>, jobs: &[Job]) {
             if builds.cancelled() {
                 return Ok(None);
             }
-            let k = DeviceKernel::build_in_turn(gpu, &builds.cfg, linked, &job.name, |k| {
+            let k = DeviceKernel::build_in_turn(gpu, &builds.cfg, linked, &job.name, |k, turn| {
                 if builds.cancelled() {
                     return Ok(false);
                 }
-                k.warm_up_with(&mut submit, window).map(|()| true)
+                k.warm_up_with(&mut submit, window, turn).map(|()| true)
             })?;
             if builds.cancelled() {
                 return Ok(None);

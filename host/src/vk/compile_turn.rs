@@ -13,9 +13,19 @@
 //! lets go of the lock at once, so only a pipeline's first build on a machine
 //! is ever serialised, and a driver without a disk cache costs at most one
 //! compile's wait. The lock goes with its process (a PE that dies while
-//! compiling frees it), a wait for it gives up after [`MAX_WAIT`] (the
-//! build then goes ahead), and no cache directory (`VKSHMEM_PIPELINE_CACHE=0`)
+//! compiling frees it), and no cache directory (`VKSHMEM_PIPELINE_CACHE=0`)
 //! means no turns.
+//!
+//! A turn never waits on other PEs. On llvmpipe the compile happens at the
+//! pipeline's first dispatch, so the turn is held through a warm-up dispatch
+//! on this PE's queue, and that queue may still be running this PE's earlier
+//! work: a collective kernel waiting for a peer, which may itself be waiting
+//! for this turn. So the warm-up notes when the queue reaches it, and a turn
+//! whose warm-up has not been reached after [`QUEUE_PATIENCE`] is released
+//! unmarked ([`CompileTurn::watch_warm_up`]): the others go on and compile
+//! for themselves. A waiter therefore waits as long as the compile takes,
+//! however slow the machine; [`MAX_WAIT`] is only a net for a holder stopped
+//! from outside.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -24,11 +34,19 @@ use std::time::{Duration, Instant};
 
 use nix::fcntl::{Flock, FlockArg};
 
-/// The longest a builder waits for another's turn before it builds anyway.
-/// (A cold compile of the largest kernels took up to about 40 s on llvmpipe
-/// with 2 cores; a builder that gives up compiles too, which costs time, not
-/// results, while a long wait would keep a PE from hearing that a peer failed.)
-pub const MAX_WAIT: Duration = Duration::from_secs(60);
+/// The longest a builder waits for another's turn before it builds anyway: a
+/// net for a holder that stopped (a process stopped by a signal), not a
+/// bound on compiles. (It was 60 s, and on a slow 2-core VM cold compiles of
+/// the largest kernels took longer: an 8-PE job's waiters all gave up and
+/// compiled the same kernel at once, 7 LLVM compiles on 2 cores, about 10
+/// minutes for one test. The turn no longer waits on peers, see the module
+/// docs, so a long wait is a compile's.)
+pub const MAX_WAIT: Duration = Duration::from_secs(600);
+
+/// How long a turn held through a warm-up may wait for the queue to reach
+/// that warm-up (this PE's earlier work still running) before it lets the
+/// others go ([`CompileTurn::watch_warm_up`]).
+pub const QUEUE_PATIENCE: Duration = Duration::from_secs(2);
 
 /// The key of a pipeline: FNV-1a over what the driver compiles (the SPIR-V,
 /// the entry point, the descriptor set sizes and push-constant bytes), so that
@@ -57,6 +75,9 @@ pub fn turn_file(cache_file: &Path, key: u64) -> Option<PathBuf> {
 /// machine and lets the others go (so does dropping the turn, unmarked).
 pub struct CompileTurn {
     lock: Option<Flock<File>>,
+    /// When the warm-up began to wait for its queue, until the queue reached
+    /// it ([`CompileTurn::watch_warm_up`]).
+    warm_up_since: Option<Instant>,
 }
 
 impl CompileTurn {
@@ -64,7 +85,7 @@ impl CompileTurn {
     /// once when it was built before (or nothing can be locked), else once
     /// this builder holds the lock.
     pub fn take(file: &Path) -> CompileTurn {
-        let none = CompileTurn { lock: None };
+        let none = CompileTurn::none();
         if let Some(dir) = file.parent() {
             if let Err(e) = std::fs::create_dir_all(dir) {
                 tracing::debug!("compile turn: cannot create {dir:?}: {e}");
@@ -116,7 +137,51 @@ impl CompileTurn {
             // Built before: every builder may go at once (a cache hit).
             return none;
         }
-        CompileTurn { lock: Some(lock) }
+        CompileTurn {
+            lock: Some(lock),
+            warm_up_since: None,
+        }
+    }
+
+    /// No turn: where there is no cache directory, or the pipeline was built
+    /// before.
+    pub fn none() -> CompileTurn {
+        CompileTurn {
+            lock: None,
+            warm_up_since: None,
+        }
+    }
+
+    /// Whether this builder holds the turn (it builds first, alone).
+    pub fn held(&self) -> bool {
+        self.lock.is_some()
+    }
+
+    /// Called while the warm-up that compiles the pipeline waits, `started`
+    /// telling whether the queue has reached it. The first call starts the
+    /// clock; once [`QUEUE_PATIENCE`] has passed and the queue has still not
+    /// reached the warm-up, the turn is released unmarked: this PE's earlier
+    /// work is still running (perhaps waiting for a peer that waits for this
+    /// turn), so the other builders go on and compile for themselves. Once
+    /// started, the compile is under way and the turn is kept.
+    pub fn watch_warm_up(&mut self, started: bool) {
+        if self.lock.is_none() {
+            return;
+        }
+        if started {
+            if let Some(since) = self.warm_up_since.take() {
+                tracing::trace!(waited = ?since.elapsed(), "compile turn: the queue reached the warm-up");
+            }
+            return;
+        }
+        let since = *self.warm_up_since.get_or_insert_with(Instant::now);
+        if since.elapsed() >= QUEUE_PATIENCE {
+            tracing::debug!(
+                "compile turn: the warm-up waited {:?} for this PE's queue; letting the other builders go",
+                since.elapsed()
+            );
+            self.lock = None;
+        }
     }
 
     /// Marks the pipeline as built on this machine and ends the turn (call
@@ -190,5 +255,52 @@ mod tests {
         let t = Instant::now();
         assert!(CompileTurn::take(&file).lock.is_none());
         assert!(t.elapsed() < Duration::from_secs(5));
+    }
+
+    /// A turn whose warm-up the queue has not reached lets a waiting builder
+    /// go after `QUEUE_PATIENCE`, unmarked (the waiter then holds the turn
+    /// and compiles); a turn whose warm-up has started keeps the waiter
+    /// until it is done, however long that takes.
+    #[test]
+    fn a_warm_up_stuck_behind_the_queue_lets_the_others_go() {
+        use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+        let dir = tempfile::tempdir().unwrap();
+        for started in [false, true] {
+            let file = dir.path().join(format!("k-{started}"));
+            let mut turn = CompileTurn::take(&file);
+            assert!(turn.held());
+            let holder_done = Arc::new(AtomicBool::new(false));
+            let waiter = {
+                let (file, holder_done) = (file.clone(), holder_done.clone());
+                std::thread::spawn(move || {
+                    let t = Instant::now();
+                    let theirs = CompileTurn::take(&file);
+                    (t.elapsed(), theirs.held(), holder_done.load(SeqCst))
+                })
+            };
+            let t = Instant::now();
+            // The holder's warm-up waits: not reached, it lets go at the
+            // patience; reached, it goes on past it and keeps the turn.
+            while t.elapsed() < QUEUE_PATIENCE * 2 && (started || turn.held()) {
+                turn.watch_warm_up(started);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            assert_eq!(turn.held(), started);
+            if started {
+                holder_done.store(true, SeqCst);
+                turn.done();
+            }
+            let (waited, held, after_holder) = waiter.join().unwrap();
+            holder_done.store(true, SeqCst);
+            if started {
+                assert!(waited > QUEUE_PATIENCE, "{waited:?}");
+                assert!(!held && after_holder, "the waiter found it built");
+            } else {
+                // (The waiter's clock starts beside the holder's, not after it.)
+                assert!(waited >= QUEUE_PATIENCE / 2, "{waited:?}");
+                assert!(waited < MAX_WAIT / 10, "{waited:?}");
+                assert!(held && !after_holder, "the waiter compiles in its turn");
+            }
+        }
     }
 }

@@ -64,6 +64,9 @@ pub struct Submitter {
     descriptors: vk::DescriptorPool,
     /// Two timestamps around a dispatch; null when the queue has none.
     queries: vk::QueryPool,
+    /// Set by a submission's first command once the queue has finished what
+    /// was submitted before it ([`Submitter::dispatch_noting_start`]).
+    reached: vk::Event,
     /// How long a wait polls the fence before it blocks
     /// (`VKSHMEM_FENCE_SPIN_US`, see [`Submitter::set_fence_spin`]).
     spin: Duration,
@@ -90,6 +93,7 @@ impl Submitter {
             fence: vk::Fence::null(),
             descriptors: vk::DescriptorPool::null(),
             queries: vk::QueryPool::null(),
+            reached: vk::Event::null(),
             spin: Duration::ZERO,
             companion: None,
         };
@@ -121,6 +125,9 @@ impl Submitter {
         // SAFETY: valid device.
         s.descriptors =
             unsafe { d.create_descriptor_pool(&info, None) }.vk("vkCreateDescriptorPool")?;
+        // SAFETY: valid device.
+        s.reached =
+            unsafe { d.create_event(&vk::EventCreateInfo::default(), None) }.vk("vkCreateEvent")?;
         if gpu.info.timestamp_valid_bits > 0 {
             let info = vk::QueryPoolCreateInfo::default()
                 .query_type(vk::QueryType::TIMESTAMP)
@@ -264,6 +271,42 @@ impl Submitter {
         timed: bool,
         watch: &mut dyn FnMut(Duration) -> Option<Duration>,
     ) -> Result<Option<Duration>> {
+        self.dispatch_items(items, timed, false, &mut |_, el| watch(el))
+    }
+
+    /// Like [`Submitter::dispatch`] untimed, telling `watch` also whether the
+    /// queue has reached this submission: whether everything submitted to
+    /// the queue before it (this PE's other work) has finished. A kernel
+    /// built in a compile turn warms up so (`crate::vk::compile_turn`).
+    pub fn dispatch_noting_start(
+        &mut self,
+        kernel: &Kernel,
+        groups: [u32; 3],
+        sets: &[&[Window]],
+        push: &[u8],
+        watch: &mut dyn FnMut(bool, Duration) -> Option<Duration>,
+    ) -> Result<()> {
+        let one = Dispatch {
+            kernel,
+            groups,
+            sets,
+            push,
+            barrier: false,
+        };
+        self.dispatch_items(std::slice::from_ref(&one), false, true, watch)
+            .map(|_| ())
+    }
+
+    /// [`Submitter::dispatch_many`], with `note_start` for
+    /// [`Submitter::dispatch_noting_start`] (`watch`'s first argument: the
+    /// queue reached the submission; always false without `note_start`).
+    fn dispatch_items(
+        &mut self,
+        items: &[Dispatch<'_>],
+        timed: bool,
+        note_start: bool,
+        watch: &mut dyn FnMut(bool, Duration) -> Option<Duration>,
+    ) -> Result<Option<Duration>> {
         if items.is_empty() || items.len() > MAX_BATCH {
             return Err(Error::InvalidArgument(format!(
                 "{} dispatches in one submission: 1 to {MAX_BATCH}",
@@ -353,12 +396,33 @@ impl Submitter {
         } else {
             vk::QueryPool::null()
         };
+        let reached = if note_start {
+            // SAFETY: the previous submission completed, so no pending
+            // command refers to the event (and none waits on it: vkResetEvent's
+            // rules).
+            unsafe { d.reset_event(self.reached) }.vk("vkResetEvent")?;
+            self.reached
+        } else {
+            vk::Event::null()
+        };
+        let mut watch_reached = |elapsed| {
+            // SAFETY: the event belongs to this device; reading its status
+            // needs no synchronization with the queue that sets it.
+            let started = reached != vk::Event::null()
+                && matches!(unsafe { d.get_event_status(reached) }, Ok(true));
+            watch(started, elapsed)
+        };
         self.run_watched(
             |d, cmd| {
                 // SAFETY: recording state; each pipeline, layout and its sets are
                 // compatible; the query pool has two timestamp queries, reset
-                // before use.
+                // before use; the event was reset above and is set once, by
+                // this command buffer, after every command submitted before it
+                // (ALL_COMMANDS: its first synchronization scope).
                 unsafe {
+                    if reached != vk::Event::null() {
+                        d.cmd_set_event(cmd, reached, vk::PipelineStageFlags::ALL_COMMANDS);
+                    }
                     if queries != vk::QueryPool::null() {
                         d.cmd_reset_query_pool(cmd, queries, 0, 2);
                         d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, queries, 0);
@@ -411,7 +475,7 @@ impl Submitter {
                     }
                 }
             },
-            watch,
+            &mut watch_reached,
         )?;
         if queries == vk::QueryPool::null() {
             return Ok(None);
@@ -524,6 +588,7 @@ impl Drop for Submitter {
         // command buffer.
         unsafe {
             d.destroy_query_pool(self.queries, None);
+            d.destroy_event(self.reached, None);
             d.destroy_descriptor_pool(self.descriptors, None);
             d.destroy_fence(self.fence, None);
             d.destroy_command_pool(self.pool, None);
