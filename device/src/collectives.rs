@@ -119,21 +119,21 @@ pub const KINDS: [Kind; 12] = [
 ];
 
 /// Conversions between f32 and the half-precision kinds' bits (in the low 16
-/// bits of a u32), spelled out so that every driver rounds alike: f32 to
-/// half rounds to nearest even, overflows to infinity and keeps NaN a
+/// bits of a u32). f32 to half is spelled out so that every driver rounds
+/// alike: it rounds to nearest even, overflows to infinity and keeps NaN a
 /// (quiet) NaN (WGSL's `pack2x16float` leaves overflow and rounding to the
-/// implementation); half to f32 is exact (every half value is an f32 value,
-/// subnormals included). Without branches (each case computed, one
-/// selected): on llvmpipe, whose invocations run as SIMD lanes, a branch
-/// costs both its sides, and the branches' masks had made a 2-PE f16 sum of
-/// 4 MiB take 1900-2100 us. Few operations per case, since there the f16
-/// reductions are compute-bound (1950 us for that sum against ~1100 for
-/// bf16 with the previous spelling, 1500-1600 with this one):
-/// - half to f32: the exponent and mantissa bits moved into place and the
-///   exponent rebiased by one add (infinity and NaN by another constant);
-///   a subnormal `m` is `(1 + m/1024) * 2^-14 - 2^-14`, an exact
-///   subtraction of normal f32s, so no denormal f32 appears (only
-///   subnormals go through it: a NaN keeps its bits);
+/// implementation). Half to f32 is exact (every half value is a normal or
+/// zero f32, subnormal halves included), so the device's own
+/// `unpack2x16float` does it: one instruction where the CPU has one (x86's
+/// F16C under llvmpipe), both lanes of a word at once in the wide kernels.
+/// (It replaced a spelled-out form of about ten operations; the checks'
+/// half data are any finite bit patterns, subnormals included, so a driver
+/// that flushed subnormal halves would fail them.) Without branches (each
+/// case computed, one selected): on llvmpipe, whose invocations run as SIMD
+/// lanes, a branch costs both its sides, and the branches' masks had made a
+/// 2-PE f16 sum of 4 MiB take 1900-2100 us. Few operations per case, since
+/// there the f16 reductions are compute-bound (1950 us for that sum against
+/// ~1100 for bf16 with the previous spelling, 1500-1600 with this one):
 /// - f32 to half: the normal case rounds to nearest even in integers (the
 ///   `+ 0xfff + odd` step), with the magnitude clamped first so that
 ///   overflow and infinity round to infinity; subnormal halves are
@@ -142,18 +142,14 @@ pub const KINDS: [Kind; 12] = [
 ///   and becomes quiet.
 ///
 /// No result depends on the device's rounding mode, and an f32 subnormal a
-/// device flushes to zero rounds to a zero half anyway. Checked on the CPU,
-/// bit for bit, against the previous spelling (itself checked against
-/// `_Float16`) for all 2^32 f32 inputs and the 2^16 halves, with any bits
-/// above a half's 16 (the wide kernels pass a whole word for its low lane).
+/// device flushes to zero rounds to a zero half anyway. The f32-to-half
+/// spelling was checked on the CPU, bit for bit, against the previous one
+/// (itself checked against `_Float16`) for all 2^32 f32 inputs; half to f32
+/// reads only a word's low 16 bits (the wide kernels pass a whole word for
+/// its low lane).
 pub const HALF_SOURCE: &str = "
 fn vks_f16_value(h: u32) -> f32 {
-    let t = (h << 13u) & 0x0fffe000u;
-    let sub = t < 0x00800000u;
-    let off = select(select(0x38000000u, 0x38800000u, sub), 0x70000000u, t >= 0x0f800000u);
-    let v = bitcast<f32>(t + off);
-    let f = select(v, v - 6.1035156e-5, sub);
-    return bitcast<f32>(bitcast<u32>(f) | ((h << 16u) & 0x80000000u));
+    return unpack2x16float(h).x;
 }
 fn vks_f16_bits(x: f32) -> u32 {
     let u = bitcast<u32>(x);
@@ -1723,7 +1719,7 @@ fn wide_step(kind: &Kind, op: ReduceOp) -> Option<(String, String)> {
                     let n = kind.name;
                     let lanes = |v: &str| {
                         if n == "f16" {
-                            format!("vec2<f32>(wide_f16_value({v}), wide_f16_value({v} >> 16u))")
+                            format!("unpack2x16float({v})")
                         } else {
                             format!("bitcast<vec2<f32>>(vec2<u32>({v} << 16u, {v} & 0xffff0000u))")
                         }
