@@ -1,10 +1,12 @@
 //! `cargo xtask …`: the project's two commands and their set-up.
 //!
-//! - `cargo xtask test`: installs the system packages if missing, validates every
-//!   shipped kernel (`cargo xtask shaders`), builds every binary and example, runs
-//!   every test of the workspace.
+//! - `cargo xtask test`: installs the system packages if missing, builds every
+//!   binary and example, validates every shipped kernel (`cargo xtask shaders`),
+//!   runs every test of the workspace.
 //! - `cargo xtask shaders`: every shipped kernel and the generated device library
-//!   through naga and spirv-val.
+//!   through naga and spirv-val (the example `shaders_check` of vkshmem-device,
+//!   built with the test build's features: xtask itself does not depend on the
+//!   device crate, which it would build a second time).
 //! - `cargo xtask bench`: the same set-up, then `vkshmem-bench` on 4 PEs on the
 //!   default Vulkan device (every collective in every form, verified), printed
 //!   as a table row by row and written to `target/bench/vkshmem.{csv,json}` as
@@ -18,7 +20,6 @@
 //!   ends with a short one.
 
 mod deps;
-mod shaders;
 mod soak;
 
 use std::path::{Path, PathBuf};
@@ -126,7 +127,6 @@ fn output(mut cmd: Command) -> Result<String> {
 fn test(args: &[String]) -> Result<()> {
     deps::ensure()?;
     deps::ensure_mpi_build()?;
-    shaders::check(&root())?;
     // vkshmrun and vkshmem-bench are other packages' binaries to the root package's
     // tests (tests/launcher.rs finds them beside its executable): build them, and
     // the examples the tests run as PEs, before any test runs. `--lib` builds
@@ -142,6 +142,7 @@ fn test(args: &[String]) -> Result<()> {
         TEST_FEATURES,
     ]);
     run(build)?;
+    check_shaders()?;
     let mut t = cargo();
     t.args(["test", "--workspace", "--features", TEST_FEATURES]);
     if !args.is_empty() {
@@ -197,6 +198,13 @@ fn test(args: &[String]) -> Result<()> {
         loaded_device_barrier()?;
     }
     Ok(())
+}
+
+/// Runs the built `shaders_check` on the workspace (see the module docs).
+fn check_shaders() -> Result<()> {
+    let mut c = Command::new(root().join("target/debug/examples/shaders_check"));
+    c.arg(root());
+    run(c)
 }
 
 /// `vkshmrun -n 8 device_barrier 200` beside two busy threads: 600 device
@@ -512,7 +520,11 @@ fn main() -> Result<()> {
         Cmd::Test { args } => test(&args),
         Cmd::Shaders => {
             deps::ensure()?;
-            shaders::check(&root())
+            let mut build = cargo();
+            build.args(["build", "--workspace", "--features", TEST_FEATURES]);
+            build.args(["--example", "shaders_check"]);
+            run(build)?;
+            check_shaders()
         }
         Cmd::Bench(a) => bench(&a),
         Cmd::Soak(a) => soak::soak(&a),

@@ -1,19 +1,25 @@
-//! `cargo xtask shaders`: every shipped kernel through naga (parse + validate) and
-//! `spirv-val --target-env vulkan1.3`.
+//! `shaders_check ROOT`: every shipped kernel through naga (parse + validate)
+//! and `spirv-val --target-env vulkan1.3`; `cargo xtask shaders` and `cargo
+//! xtask test` build and run it (an example of this crate, so that it comes
+//! with the workspace build: as xtask's own dependency, naga and this crate
+//! were built a second time, with other features of their dependencies).
 //!
-//! - Plain kernels, `shaders/*.wgsl` but the device library's own parts
+//! - Plain kernels, `ROOT/shaders/*.wgsl` but the device library's own parts
 //!   (`vkshmem.wgsl`, `collectives.wgsl`): compiled alone.
-//! - User kernels, `shaders/examples/*.wgsl`: linked with the device library.
+//! - User kernels, `ROOT/shaders/examples/*.wgsl`: linked with the device
+//!   library.
 //! - The generated device library for every shape that changes the generated
 //!   code (PE count, one or two heap chunks, 64-bit types or not, GPU or
 //!   lavapipe workarounds): its whole text through naga (a link parses only
 //!   the items a kernel reaches), and linked with an empty kernel.
 
+use std::io::Write;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
-use anyhow::{bail, Context, Result};
 use vkshmem_device::{LibraryConfig, PeSet};
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 const EMPTY: &str = "@compute @workgroup_size(1) fn main() {}";
 
@@ -53,7 +59,7 @@ fn shapes() -> Vec<LibraryConfig> {
 
 fn wgsl_files(dir: &Path) -> Result<Vec<std::path::PathBuf>> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
-        .with_context(|| format!("reading {}", dir.display()))?
+        .map_err(|e| format!("reading {}: {e}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "wgsl"))
         .collect();
@@ -61,28 +67,38 @@ fn wgsl_files(dir: &Path) -> Result<Vec<std::path::PathBuf>> {
     Ok(files)
 }
 
-/// Writes `words` to a file and runs spirv-val on it.
-fn spirv_val(tmp: &Path, label: &str, words: &[u32]) -> Result<()> {
-    let path = tmp.join("kernel.spv");
+/// Runs spirv-val on `words` (through its standard input).
+fn spirv_val(label: &str, words: &[u32]) -> Result<()> {
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    std::fs::write(&path, bytes)?;
-    let out = Command::new("spirv-val")
-        .args(["--target-env", "vulkan1.3"])
-        .arg(&path)
-        .output()
-        .context("running spirv-val (Debian package spirv-tools)")?;
+    let mut child = Command::new("spirv-val")
+        .args(["--target-env", "vulkan1.3", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("running spirv-val (Debian package spirv-tools): {e}"))?;
+    child
+        .stdin
+        .take()
+        .ok_or("spirv-val's standard input")?
+        .write_all(&bytes)?;
+    let out = child.wait_with_output()?;
     if !out.status.success() {
-        bail!(
+        return Err(format!(
             "spirv-val rejects {label}:\n{}{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
-        );
+        )
+        .into());
     }
     Ok(())
 }
 
-pub fn check(root: &Path) -> Result<()> {
-    let tmp = tempfile::tempdir()?;
+fn main() -> Result<()> {
+    let root = std::env::args_os()
+        .nth(1)
+        .ok_or("usage: shaders_check ROOT (the workspace root)")?;
+    let root = Path::new(&root);
     let mut checked = 0;
     for path in wgsl_files(&root.join("shaders"))? {
         let name = path.file_name().unwrap_or_default().to_string_lossy();
@@ -91,17 +107,18 @@ pub fn check(root: &Path) -> Result<()> {
         }
         let src = std::fs::read_to_string(&path)?;
         let words = vkshmem_device::compile_wgsl(&src, &name)?;
-        spirv_val(tmp.path(), &name, &words)?;
+        spirv_val(&name, &words)?;
         checked += 1;
     }
     let shapes = shapes();
     for cfg in &shapes {
         let label = format!("the device library for {cfg:?}");
         let whole = format!("{EMPTY}\n{}", vkshmem_device::library::library_source(cfg));
-        vkshmem_device::compile_wgsl(&whole, "library.wgsl").with_context(|| label.clone())?;
+        vkshmem_device::compile_wgsl(&whole, "library.wgsl")
+            .map_err(|e| format!("{label}: {e}"))?;
         let k = vkshmem_device::link_kernel(EMPTY, "empty.wgsl", None, cfg)
-            .with_context(|| label.clone())?;
-        spirv_val(tmp.path(), &label, &k.spirv)?;
+            .map_err(|e| format!("{label}: {e}"))?;
+        spirv_val(&label, &k.spirv)?;
         checked += 1;
     }
     for path in wgsl_files(&root.join("shaders/examples"))? {
@@ -114,13 +131,13 @@ pub fn check(root: &Path) -> Result<()> {
         {
             let label = format!("{name} for {cfg:?}");
             let k = vkshmem_device::link_kernel(&src, &name, None, cfg)
-                .with_context(|| label.clone())?;
-            spirv_val(tmp.path(), &label, &k.spirv)?;
+                .map_err(|e| format!("{label}: {e}"))?;
+            spirv_val(&label, &k.spirv)?;
             checked += 1;
         }
     }
     println!(
-        "xtask shaders: ok, {checked} modules valid (naga + spirv-val --target-env vulkan1.3)"
+        "shaders_check: ok, {checked} modules valid (naga + spirv-val --target-env vulkan1.3)"
     );
     Ok(())
 }
