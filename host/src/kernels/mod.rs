@@ -18,7 +18,7 @@ use vkshmem_device::{LibraryConfig, LinkedKernel, UserBinding};
 use crate::error::{Error, Result};
 use crate::vk::compile_turn::CompileTurn;
 use crate::vk::kernel::Kernel;
-use crate::vk::submit::{Submitter, Window};
+use crate::vk::submit::{Dispatch, Submitter, Window};
 use crate::vk::Gpu;
 
 /// A compiled user kernel (a compute pipeline with the device library linked in).
@@ -202,15 +202,16 @@ impl DeviceKernel {
     ) -> Result<()> {
         let user = vec![user; self.linked.user_bindings.len()];
         let immediates = vec![0u8; self.linked.immediate_bytes as usize];
-        submit.dispatch_noting_start(
-            &self.kernel,
-            [0, 0, 0],
-            &[library, &user],
-            &immediates,
-            &mut |started, _| {
-                turn.watch_warm_up(started);
-                None
-            },
-        )
+        let item = Dispatch {
+            kernel: &self.kernel,
+            groups: [0, 0, 0],
+            sets: &[library, &user],
+            push: &immediates,
+            barrier: false,
+        };
+        submit.dispatch_noting_start(&item, &mut |started, _| {
+            turn.watch_warm_up(started);
+            None
+        })
     }
 }

@@ -274,26 +274,17 @@ impl Submitter {
         self.dispatch_items(items, timed, false, &mut |_, el| watch(el))
     }
 
-    /// Like [`Submitter::dispatch`] untimed, telling `watch` also whether the
-    /// queue has reached this submission: whether everything submitted to
-    /// the queue before it (this PE's other work) has finished. A kernel
-    /// built in a compile turn warms up so (`crate::vk::compile_turn`).
+    /// Submits `item` alone, untimed, like [`Submitter::dispatch`], telling
+    /// `watch` also whether the queue has reached this submission: whether
+    /// everything submitted to the queue before it (this PE's other work) has
+    /// finished. A kernel built in a compile turn warms up so
+    /// (`crate::vk::compile_turn`).
     pub fn dispatch_noting_start(
         &mut self,
-        kernel: &Kernel,
-        groups: [u32; 3],
-        sets: &[&[Window]],
-        push: &[u8],
+        item: &Dispatch<'_>,
         watch: &mut dyn FnMut(bool, Duration) -> Option<Duration>,
     ) -> Result<()> {
-        let one = Dispatch {
-            kernel,
-            groups,
-            sets,
-            push,
-            barrier: false,
-        };
-        self.dispatch_items(std::slice::from_ref(&one), false, true, watch)
+        self.dispatch_items(std::slice::from_ref(item), false, true, watch)
             .map(|_| ())
     }
 
