@@ -96,6 +96,18 @@ fn root() -> PathBuf {
 /// MPI jobs (`mpirun`) are tested too.
 pub const TEST_FEATURES: &str = "vkshmem/mpi,vkshmem-bench/mpi";
 
+/// `cargo build` of `targets` with the packages and features of `cargo xtask
+/// test`'s build (`--workspace`, [`TEST_FEATURES`]): the dev builds of `test`,
+/// `shaders` and `soak` all go through here, so that none unifies other
+/// features and rebuilds what another built (naga and the crates above it).
+/// (`bench` makes its own release build.)
+pub fn build_as_tested(targets: &[&str]) -> Result<()> {
+    let mut build = cargo();
+    build.args(["build", "--workspace", "--features", TEST_FEATURES]);
+    build.args(targets);
+    run(build)
+}
+
 fn cargo() -> Command {
     let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     c.current_dir(root());
@@ -131,17 +143,7 @@ fn test(args: &[String]) -> Result<()> {
     // tests (tests/launcher.rs finds them beside its executable): build them, and
     // the examples the tests run as PEs, before any test runs. `--lib` builds
     // libvkshmem_c.so, which oshcc links the C tests against (tests/c_abi.rs).
-    let mut build = cargo();
-    build.args([
-        "build",
-        "--workspace",
-        "--lib",
-        "--bins",
-        "--examples",
-        "--features",
-        TEST_FEATURES,
-    ]);
-    run(build)?;
+    build_as_tested(&["--lib", "--bins", "--examples"])?;
     check_shaders()?;
     let mut t = cargo();
     t.args(["test", "--workspace", "--features", TEST_FEATURES]);
@@ -520,10 +522,7 @@ fn main() -> Result<()> {
         Cmd::Test { args } => test(&args),
         Cmd::Shaders => {
             deps::ensure()?;
-            let mut build = cargo();
-            build.args(["build", "--workspace", "--features", TEST_FEATURES]);
-            build.args(["--example", "shaders_check"]);
-            run(build)?;
+            build_as_tested(&["--example", "shaders_check"])?;
             check_shaders()
         }
         Cmd::Bench(a) => bench(&a),

@@ -82,14 +82,10 @@ impl Drop for Busy {
 pub fn soak(a: &SoakArgs) -> Result<()> {
     crate::deps::ensure()?;
     crate::deps::ensure_mpi_build()?;
-    let mut build = crate::cargo();
-    // The packages and features of `cargo xtask test`'s build, which this
-    // soak follows: the same feature set across the workspace, so nothing
-    // rebuilds (`-p vkshmrun -p vkshmem` alone unified other features and
-    // rebuilt naga and the crates above it, 86 s on a 2-core VM).
-    build.args(["build", "--workspace", "--features", crate::TEST_FEATURES]);
-    build.args(["--bin", "vkshmrun", "--example", "soak"]);
-    crate::run(build)?;
+    // The test build's packages and features: nothing rebuilds (`-p vkshmrun
+    // -p vkshmem` alone unified other features and rebuilt naga and the
+    // crates above it, 86 s on a 2-core VM).
+    crate::build_as_tested(&["--bin", "vkshmrun", "--example", "soak"])?;
     let seed = a.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

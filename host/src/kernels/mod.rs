@@ -132,7 +132,7 @@ impl DeviceKernel {
         // A driver that compiled at creation is done: the turn goes before
         // the warm-up, which may queue behind this PE's other device work.
         if !gpu.info.is_llvmpipe() {
-            std::mem::replace(&mut turn, CompileTurn::none()).done();
+            turn.done();
         }
         if warm_up(&k, &mut turn)? {
             turn.done();

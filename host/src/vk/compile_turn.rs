@@ -186,10 +186,11 @@ impl CompileTurn {
 
     /// Marks the pipeline as built on this machine and ends the turn (call
     /// after a build that succeeded; a turn dropped without it lets the next
-    /// builder compile alone in its turn).
-    pub fn done(self) {
-        if let Some(l) = self.lock.as_ref() {
-            if let Err(e) = (&**l).write_all(b"1") {
+    /// builder compile alone in its turn). The turn is then none: a second
+    /// call does nothing.
+    pub fn done(&mut self) {
+        if let Some(l) = self.lock.take() {
+            if let Err(e) = (&*l).write_all(b"1") {
                 tracing::debug!("compile turn: cannot mark a pipeline built: {e}");
             }
         }
@@ -234,7 +235,7 @@ mod tests {
                 std::thread::spawn(move || {
                     use std::sync::atomic::Ordering::SeqCst;
                     start.wait();
-                    let turn = CompileTurn::take(&file);
+                    let mut turn = CompileTurn::take(&file);
                     let alone = turn.lock.is_some();
                     let now = inside.fetch_add(1, SeqCst) + 1;
                     if alone {
