@@ -4,7 +4,10 @@
 # stage's output prefixed with the time it was printed), tarred into
 # $OUT/results.tgz after each stage (so a call cut short still returns what
 # ran), with $OUT/summary.txt the short table.
-# Usage (device machine, repo root): bash .gpu/run.sh DEADLINE_SECONDS [torch]
+# Usage (device machine, repo root): bash .gpu/run.sh DEADLINE_SECONDS [torch|-] [ab|all|bimodal]
+# (ab: instead of the standard list, the wide copies' workgroup size and the
+# heap size A/B, interleaved; all: the standard list, then those; bimodal:
+# the 4-PE broadcast's two speeds).
 set -u
 T0=$(date +%s); DL=$((T0 + ${1:-420}))
 if [ -e /usr/local/nvidia ]; then
@@ -36,11 +39,52 @@ st() {
 }
 nvidia-smi > $R/nvidia-smi.txt 2>&1; head -12 $R/nvidia-smi.txt | tail -4 >> $SUM
 dmesg -c > /dev/null 2>&1
+# The GPU's clocks, power and throttle reasons every 250 ms (an H200 halved
+# its copy bandwidth for about a second of one run, 2026-11-27).
+nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active --format=csv -lms 250 > $R/clocks.csv 2>&1 &
+CLOCKS=$!
 run() { local n=$1 heap=$2; shift 2; VKSHMEM_SYMMETRIC_SIZE=$heap $B/vkshmrun -n $n --wait-timeout 30 $B/vkshmem-bench "$@"; }
 export -f run; export B
 C=broadcast,collect,fcollect,alltoall,alltoalls,reduce
 Q="--no-roofline --iters 10 --warmup 2"
 [ "${2:-}" = torch ] && st torch 30 python3 $B/torch_copy.py
+# Copy kernel shapes on one PE (GPU timestamps): the library's wide copy
+# against plain copies over workgroup sizes, counts and vec4s per step.
+[ "${3:-}" != bimodal ] && st copy-shapes 60 env VKSHMEM_SYMMETRIC_SIZE=3G $B/vkshmrun -n 1 $B/copy_shapes 64 256 1024
+# The wide copies' and pushes' workgroup (VKSHMEM_WIDE_WORKGROUP): 64, the
+# default before 2026-11-27, against auto (256 on a GPU), interleaved in two
+# rounds on 2 and 4 PEs, one on 8 (the reductions, at 64 in both arms since
+# then, are the control).
+ab() {
+  for r in 1 2; do
+    for wg in 64 auto; do
+      st wg$wg-2pe-r$r 30 env VKSHMEM_WIDE_WORKGROUP=$wg bash -c "run 2 6G --collective $C --min-bytes 4M --max-bytes 1G --step-factor 4 $Q --csv $R/wg$wg-2pe-r$r.csv"
+      st wg$wg-4pe-r$r 40 env VKSHMEM_WIDE_WORKGROUP=$wg bash -c "run 4 10G --collective $C --min-bytes 4M --max-bytes 1G --step-factor 4 $Q --csv $R/wg$wg-4pe-r$r.csv"
+    done
+  done
+  for wg in 64 auto; do
+    st wg$wg-8pe 60 env VKSHMEM_WIDE_WORKGROUP=$wg bash -c "run 8 10G --collective $C --min-bytes 4M --max-bytes 512M --step-factor 4 $Q --csv $R/wg$wg-8pe.csv"
+  done
+  # The heap's size (the GPU's page tables: 4 heaps of 10 GiB against 5),
+  # 4 PEs, the pushes that were slow there (broadcast 1.1 TB/s of traffic).
+  for h in 5G 10G; do
+    st heap$h-4pe 30 run 4 $h --collective broadcast,collect,fcollect --min-bytes 64M --max-bytes 1G --step-factor 4 $Q --csv $R/heap$h-4pe.csv
+  done
+}
+# The 4-PE broadcast and collect ran 2.5x slower in some jobs than in others
+# (1 GiB: 200-220 GB/s busbw against 475-595): the job's first rows timed
+# while the SM clock sat at 345 MHz after the idle set-up (twelfth session,
+# clocks.csv). A warm-up of 500 ms per row against none, alternating.
+bimodal() {
+  local j=0
+  for r in 1 2 3; do
+    for w in 0 500; do
+      j=$((j + 1))
+      st bi$j-warm$w 30 run 4 10G --collective broadcast,collect,fcollect --min-bytes 64M --max-bytes 1G --step-factor 4 --no-roofline --iters 5 --warmup 1 --warmup-ms $w --csv $R/bi$j-warm$w.csv
+    done
+  done
+}
+standard() {
 # busbw against size up to 1 GiB, every host collective (one submitter per
 # device, VKSHMEM_SUBMIT=auto, and the fence poll, VKSHMEM_FENCE_SPIN_US
 # unset: both on by default on NVIDIA). The copy roofline is torch's.
@@ -74,9 +118,20 @@ st red-types 30 bash -c 'for t in int8 int16 int64 double float16 bfloat16; do r
 # Device forms on one PE (nothing waits across processes): one workgroup
 # against every resident workgroup of one dispatch, 8 B to 64 MiB, checked.
 st dev-1pe 30 run 1 2G --collective barrier,broadcast,fcollect,alltoall,reduce --scope work_group,work_groups --min-bytes 8 --max-bytes 64M --step-factor 8 --check $Q --csv $R/dev-1pe.csv
+}
+case "${3:-}" in
+  ab) ab ;;
+  bimodal) bimodal ;;
+  all) standard; ab ;;
+  *) standard ;;
+esac
+kill $CLOCKS 2>/dev/null
 log "total $(( $(date +%s) - T0 ))s"
+grep -h '# best' $R/copy-shapes.txt | cut -c11- >> $SUM
+grep -h 'wide_copy_1' $R/copy-shapes.txt | cut -c11- >> $SUM
+awk -F', ' 'NR>1 {c[$6]++; sm[$2]++; mem[$3]++} END {for (k in c) print "throttle", k, c[k]; for (k in sm) print "sm_clock", k, sm[k]; for (k in mem) print "mem_clock", k, mem[k]}' $R/clocks.csv | sort | head -30 >> $SUM
 # busbw (GB/s) by size, one line per stage and collective.
-for f in $R/host-*.csv $R/roof-2pe.csv $R/dev-1pe.csv; do
+for f in $R/host-*.csv $R/wg*.csv $R/heap*.csv $R/bi*.csv $R/roof-2pe.csv $R/dev-1pe.csv; do
   [ -e $f ] || continue
   awk -F, -v t=$(basename $f .csv) 'NR>1 {k=t" "$1" "$2; if (!(k in s)) o[++n]=k; s[k]=s[k] sprintf(" %s:%.0f", ($7>=1073741824? $7/1073741824 "G" : ($7>=1048576? $7/1048576 "M" : $7)), (t=="dev-1pe"? $12 : $13))} END {for (i=1;i<=n;i++) print o[i] s[o[i]]}' $f
 done >> $SUM

@@ -1,7 +1,7 @@
 import torch, time
 d = torch.device("cuda")
 print(torch.cuda.get_device_name(0))
-for mb in (16, 256, 1024):
+for mb in (16, 64, 256, 1024):
     n = mb << 20
     a = torch.empty(n, dtype=torch.uint8, device=d); b = torch.empty_like(a)
     for _ in range(3): b.copy_(a)

@@ -20,7 +20,7 @@
 use std::time::Instant;
 
 use vkshmem::{Context, ReduceOp, SymBuffer};
-use vkshmem_device::collectives::{WideCopyArgs, HOST_WORKGROUP};
+use vkshmem_device::collectives::WideCopyArgs;
 
 /// The roofline's copy kernel: a plain vec4 copy between two user buffers, each
 /// invocation striding over the vec4s (the wide reduction's access pattern).
@@ -293,8 +293,11 @@ impl Roofline {
                             format!("roofline_share_{parts}_{wg}"),
                         ),
                         Shape::Wide { parts } => (
-                            vkshmem_device::collectives::wide_copy_source(parts)
-                                .expect("1 to 8 blocks"),
+                            vkshmem_device::collectives::wide_copy_source(
+                                parts,
+                                ctx.wide_workgroup(),
+                            )
+                            .expect("1 to 8 blocks"),
                             format!("roofline_wide_{parts}"),
                         ),
                     };
@@ -390,7 +393,8 @@ impl Roofline {
         };
         let mut best = 0.0f64;
         let cores = std::thread::available_parallelism().map_or(1, |c| c.get()) as u32;
-        let wg = HOST_WORKGROUP as u64;
+        // The wide kernels' workgroup (the library's own launch shape).
+        let wg = ctx.wide_workgroup() as u64;
         let mut trials = Vec::new();
         for (shape, kernel) in &self.kernels {
             let p = shape.parts() as u64;

@@ -95,6 +95,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use report::{Floors, Row, Stream};
 use vkshmem::{Context, DeviceKernel, ReduceOp, SymBuffer, SymSlice, Team, TeamConfig};
 
+/// The most calls `--warmup-ms` adds to a row's warm-up (a host call takes
+/// microseconds at least, so this caps the warm-up, not the time asked for).
+const WARMUP_MAX_CALLS: u64 = 100_000;
+
 const COLLECTIVES: [&str; 8] = [
     "barrier",
     "sync",
@@ -156,6 +160,16 @@ struct Args {
     /// Untimed calls per size first.
     #[arg(long, default_value_t = 3)]
     warmup: u32,
+    /// Host forms of the SHMEM collectives: after the `--warmup` calls, more
+    /// untimed calls until about
+    /// this many milliseconds of warm-up (the count agreed by every PE from
+    /// the slowest PE's warm-up calls). A GPU's driver lowers its clocks when
+    /// it idles for half a second, as it does while a job sets up, and a few
+    /// calls do not bring them back: on an H200 the SM clock sat at 345 of
+    /// 1980 MHz through a job's first rows, which ran 2.5x slower
+    /// (`benches/results/issue21-gpu-h200-2026-11-27-twelfth/`). 0: none.
+    #[arg(long, default_value_t = 0)]
+    warmup_ms: u32,
     /// Invocations of each workgroup that calls the work_group(s) forms. 0:
     /// 256 on a GPU, 64 on a CPU driver (llvmpipe runs a workgroup on one
     /// thread, 8 invocations per SIMD row, and every row runs the straight-line
@@ -255,11 +269,57 @@ struct Bench<'a> {
 }
 
 impl Bench<'_> {
-    /// Times `f` (warmup, then iters calls) on the host, in seconds per call.
-    fn time_host(&self, mut f: impl FnMut() -> vkshmem::Result<()>) -> anyhow::Result<Vec<f64>> {
-        for _ in 0..self.args.warmup {
+    /// Runs `f` `--warmup` times untimed, and returns the seconds they took
+    /// (`member`: whether this PE calls `f`; every PE of WORLD calls this).
+    /// Then, with `--warmup-ms`, as many more as make about that many
+    /// milliseconds at the slowest PE's pace: the count is agreed over WORLD
+    /// (a u32 reduction of each PE's nanoseconds per call), so every member
+    /// makes the same calls. Collective over WORLD.
+    fn warm_up(
+        &self,
+        member: bool,
+        mut f: impl FnMut() -> vkshmem::Result<()>,
+    ) -> anyhow::Result<()> {
+        let t = Instant::now();
+        if member {
+            for _ in 0..self.args.warmup {
+                f()?;
+            }
+        }
+        if self.args.warmup_ms == 0 {
+            return Ok(());
+        }
+        let calls = self.args.warmup.max(1);
+        if member && self.args.warmup == 0 {
             f()?;
         }
+        let per_call_ns = if member {
+            (t.elapsed().as_nanos() / calls as u128).clamp(1, u32::MAX as u128) as u32
+        } else {
+            0
+        };
+        let slowest = self.slowest_ns(per_call_ns)?.max(1);
+        let want_ns = u64::from(self.args.warmup_ms) * 1_000_000;
+        let more = (want_ns / u64::from(slowest)).saturating_sub(u64::from(calls));
+        if member {
+            for _ in 0..more.min(WARMUP_MAX_CALLS) {
+                f()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The largest of every PE's `mine` (collective over WORLD).
+    fn slowest_ns(&self, mine: u32) -> anyhow::Result<u32> {
+        self.times.write(&[mine])?;
+        let s = self.times.slice(0..1)?;
+        self.ctx.reduce(Team::WORLD, ReduceOp::Max, &s, &s, 1)?;
+        Ok(self.times.to_vec()?[0])
+    }
+
+    /// Times `iters` calls of `f` on the host, in seconds per call (after
+    /// [`Bench::warm_up`]).
+    fn time_host(&self, mut f: impl FnMut() -> vkshmem::Result<()>) -> anyhow::Result<Vec<f64>> {
         let mut v = Vec::with_capacity(self.args.iters as usize);
         for _ in 0..self.args.iters {
             let t = Instant::now();
@@ -515,6 +575,7 @@ impl Bench<'_> {
             };
             let samples = match form {
                 Form::Host => {
+                    self.warm_up(member, || call(1).map(|_| ()))?;
                     let mine = if member {
                         self.time_host(|| call(1).map(|_| ()))?
                     } else {

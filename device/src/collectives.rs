@@ -1296,8 +1296,28 @@ impl HostCall {
     }
 }
 
-/// Workgroup size of the host collectives' kernels.
+/// Workgroup size of the host collectives' generic kernels, and of the wide
+/// kernels on llvmpipe ([`WIDE_WORKGROUP_GPU`] elsewhere: the host chooses
+/// each wide kernel's by device, `Context::wide_workgroup`).
 pub const HOST_WORKGROUP: u32 = 64;
+
+/// Workgroup size of the wide copies and pushes on GPUs. They move one vec4
+/// per invocation per step, so a copy of 64 MiB (the launch of a large
+/// message's piece, [`WIDE_WINDOW_MAX_BYTES`] / 2) in workgroups of 64 is
+/// 65535 of them, and starting that many workgroups, not memory, bounded it:
+/// on an H200 (`examples/copy_shapes.rs`, GPU timestamps, two runs) 45.4-46.0
+/// us in workgroups of 64 against 36.1 in 256 (16384 workgroups; 128: 35.9,
+/// 512: 37.1-37.3) and torch's 34.4; at 1 GiB 527 us against 509.5 (torch
+/// 503.6). Host alltoalls of 1 GiB on 2 PEs: 310 -> 371-393 GB/s busbw.
+pub const WIDE_WORKGROUP_GPU: u32 = 256;
+
+/// Workgroup size of the wide reductions on every device. Each of their
+/// invocations reads every member's vec4, so starting workgroups costs less
+/// per byte, and at 256 on the H200 float16 and bfloat16 sums of 64 MiB on 2
+/// PEs took 188 and 175 us against 111 and 123 in workgroups of 64 (f32 sums
+/// of 1 GiB on 4 PEs 478-525 GB/s busbw against 551-577; the integer and
+/// f64 sums the same).
+pub const WIDE_REDUCE_WORKGROUP: u32 = HOST_WORKGROUP;
 
 /// The immediates of a host collective's kernel.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
@@ -1437,13 +1457,13 @@ pub const WIDE_WINDOW_ALIGN: u64 = 256;
 /// of an object that starts inside its vec4 0 stay where an aligned one's
 /// are (on llvmpipe, a 2-PE alltoall of 4 MiB at offset 4 took 4.6 ms with
 /// chunks laid from vec4 1, 16 KiB + 16 bytes apart, against 2.5 ms aligned).
-fn wide_loop(first: &str, low: &str, end: &str) -> String {
+fn wide_loop(first: &str, low: &str, end: &str, workgroup: u32) -> String {
     format!(
-        "@compute @workgroup_size({HOST_WORKGROUP})
+        "@compute @workgroup_size({workgroup})
 fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {{
     let a = w;
     let c = max(a.per, 1u);
-    let span = nw.x * {HOST_WORKGROUP}u * c;
+    let span = nw.x * {workgroup}u * c;
     let low = {low};
     let end = {end};
     for (var lo = {first} + g.x * c; lo < end; lo += span) {{
@@ -1460,9 +1480,9 @@ const WIDE_LOOP_END: &str = "        }\n    }\n";
 /// `body` computes the vec4 `r` for index `i`, stored whole into every dest
 /// of `dests` for each whole vec4 of the object in the share `first..end`
 /// (see [`wide_stores`]).
-fn wide_body_and_tail(s: &mut String, body: &str, dests: &[String]) {
+fn wide_body_and_tail(s: &mut String, body: &str, dests: &[String], workgroup: u32) {
     let dests: Vec<String> = dests.iter().map(|d| format!("{d}[a.d0 + i]")).collect();
-    wide_stores(s, &[(body.to_string(), dests)]);
+    wide_stores(s, &[(body.to_string(), dests)], workgroup);
 }
 
 /// The entry point and body of a wide kernel whose immediates name `first`,
@@ -1477,7 +1497,7 @@ fn wide_body_and_tail(s: &mut String, body: &str, dests: &[String]) {
 /// 4`); one vec4 with both bounds where they are the same. (A branch inside
 /// the loop made llvmpipe run every store of it masked, lane by lane, at
 /// every step.) Several stores each go in their own block.
-fn wide_stores(s: &mut String, stores: &[(String, Vec<String>)]) {
+fn wide_stores(s: &mut String, stores: &[(String, Vec<String>)], workgroup: u32) {
     let (open, close) = if stores.len() > 1 {
         ("        {\n", "        }\n")
     } else {
@@ -1487,6 +1507,7 @@ fn wide_stores(s: &mut String, stores: &[(String, Vec<String>)]) {
         "a.first",
         "select(0u, 1u, a.lead != 0u)",
         "min(a.end, a.words / 4u)",
+        workgroup,
     ));
     for (body, dests) in stores {
         s.push_str(open);
@@ -1571,8 +1592,13 @@ pub struct WideArgs {
 /// 16-byte alignment in its sources and dests, `WideArgs::lead`, or a count
 /// that is not a multiple of 4 words) are written word by word. `None` for other kinds or
 /// too many members.
-pub fn wide_reduce_source(kind: &Kind, op: ReduceOp, members: u32) -> Option<String> {
-    if members == 0 || members > WIDE_REDUCE_MAX_MEMBERS {
+pub fn wide_reduce_source(
+    kind: &Kind,
+    op: ReduceOp,
+    members: u32,
+    workgroup: u32,
+) -> Option<String> {
+    if members == 0 || members > WIDE_REDUCE_MAX_MEMBERS || workgroup == 0 {
         return None;
     }
     let (mut s, step) = wide_step(kind, op)?;
@@ -1586,7 +1612,7 @@ pub fn wide_reduce_source(kind: &Kind, op: ReduceOp, members: u32) -> Option<Str
     }
     let body = wide_combine("s_0[a.s0 + i]", 1..members, &step);
     let dests: Vec<String> = (0..members).map(|j| format!("d_{j}")).collect();
-    wide_body_and_tail(&mut s, &body, &dests);
+    wide_body_and_tail(&mut s, &body, &dests, workgroup);
     Some(s)
 }
 
@@ -1627,8 +1653,9 @@ pub fn wide_accumulate_source(
     op: ReduceOp,
     sources: u32,
     accumulate: bool,
+    workgroup: u32,
 ) -> Option<String> {
-    if sources == 0 || sources > WIDE_REDUCE_MAX_MEMBERS {
+    if sources == 0 || sources > WIDE_REDUCE_MAX_MEMBERS || workgroup == 0 {
         return None;
     }
     let (mut s, step) = wide_step(kind, op)?;
@@ -1642,7 +1669,7 @@ pub fn wide_accumulate_source(
     } else {
         wide_combine("s_0[a.s0 + i]", 1..sources, &step)
     };
-    wide_body_and_tail(&mut s, &body, &["d_0".to_string()]);
+    wide_body_and_tail(&mut s, &body, &["d_0".to_string()], workgroup);
     Some(s)
 }
 
@@ -1803,8 +1830,8 @@ const WIDE_COPY_ARGS_WGSL: &str = "struct WideCopy { first: u32, end: u32, words
 /// from it: blocks and objects equally off 16-byte alignment in whole words
 /// are copied whole, their edge vec4s word by word (`wide_stores`).
 /// `None` for more than [`WIDE_REDUCE_MAX_MEMBERS`] blocks.
-pub fn wide_copy_source(blocks: u32) -> Option<String> {
-    let mut s = wide_copy_bindings(blocks, "vec4<u32>")?;
+pub fn wide_copy_source(blocks: u32, workgroup: u32) -> Option<String> {
+    let mut s = wide_copy_bindings(blocks, "vec4<u32>", workgroup)?;
     let stores: Vec<(String, Vec<String>)> = (0..blocks)
         .map(|j| {
             (
@@ -1813,7 +1840,7 @@ pub fn wide_copy_source(blocks: u32) -> Option<String> {
             )
         })
         .collect();
-    wide_stores(&mut s, &stores);
+    wide_stores(&mut s, &stores, workgroup);
     Some(s)
 }
 
@@ -1825,11 +1852,11 @@ pub fn wide_copy_source(blocks: u32) -> Option<String> {
 /// generic kernel: it walks the heaps through the library with a PE switch on
 /// every access (on llvmpipe, 130-170 ms against 5.6-8.2 ms for a 4 MiB
 /// fcollect at a 4-byte offset on 2 PEs).
-pub fn wide_copy_words_source(blocks: u32) -> Option<String> {
-    let mut s = wide_copy_bindings(blocks, "u32")?;
+pub fn wide_copy_words_source(blocks: u32, workgroup: u32) -> Option<String> {
+    let mut s = wide_copy_bindings(blocks, "u32", workgroup)?;
     // Every block's same span in one loop: each workgroup streams its span of
     // every block.
-    s.push_str(&wide_loop("a.first", "0u", "a.end"));
+    s.push_str(&wide_loop("a.first", "0u", "a.end", workgroup));
     for j in 0..blocks {
         let _ = writeln!(
             s,
@@ -1841,9 +1868,10 @@ pub fn wide_copy_words_source(blocks: u32) -> Option<String> {
     Some(s)
 }
 
-/// The immediates and bindings of a wide copy of `blocks` blocks in `unit`s.
-fn wide_copy_bindings(blocks: u32, unit: &str) -> Option<String> {
-    if blocks == 0 || blocks > WIDE_REDUCE_MAX_MEMBERS {
+/// The immediates and bindings of a wide copy of `blocks` blocks in `unit`s
+/// (`None` for no blocks, too many, or no invocations per workgroup).
+fn wide_copy_bindings(blocks: u32, unit: &str, workgroup: u32) -> Option<String> {
+    if blocks == 0 || blocks > WIDE_REDUCE_MAX_MEMBERS || workgroup == 0 {
         return None;
     }
     let mut s = String::from(WIDE_COPY_ARGS_WGSL);
@@ -1870,8 +1898,8 @@ fn wide_copy_bindings(blocks: u32, unit: &str) -> Option<String> {
 /// the least traffic of a broadcast on a device its PEs share (a pull reads the
 /// source once per member). `None` for no dests or more than
 /// [`WIDE_REDUCE_MAX_MEMBERS`].
-pub fn wide_push_source(dests: u32) -> Option<String> {
-    if dests == 0 || dests > WIDE_REDUCE_MAX_MEMBERS {
+pub fn wide_push_source(dests: u32, workgroup: u32) -> Option<String> {
+    if dests == 0 || dests > WIDE_REDUCE_MAX_MEMBERS || workgroup == 0 {
         return None;
     }
     let mut s = format!(
@@ -1885,7 +1913,7 @@ pub fn wide_push_source(dests: u32) -> Option<String> {
         );
     }
     let dests: Vec<String> = (0..dests).map(|j| format!("d_{j}")).collect();
-    wide_body_and_tail(&mut s, "        let r = s[a.s0 + i];\n", &dests);
+    wide_body_and_tail(&mut s, "        let r = s[a.s0 + i];\n", &dests, workgroup);
     Some(s)
 }
 
@@ -1895,10 +1923,10 @@ mod wide_tests {
 
     #[test]
     fn wide_push_kernels() {
-        assert!(wide_push_source(0).is_none());
-        assert!(wide_push_source(WIDE_REDUCE_MAX_MEMBERS + 1).is_none());
+        assert!(wide_push_source(0, HOST_WORKGROUP).is_none());
+        assert!(wide_push_source(WIDE_REDUCE_MAX_MEMBERS + 1, HOST_WORKGROUP).is_none());
         for dests in 1..=WIDE_REDUCE_MAX_MEMBERS {
-            let src = wide_push_source(dests).unwrap();
+            let src = wide_push_source(dests, HOST_WORKGROUP).unwrap();
             assert!(src.contains(&format!(
                 "@binding({dests}) var<storage, read_write> d_{}",
                 dests - 1
@@ -1910,31 +1938,39 @@ mod wide_tests {
     #[test]
     fn wide_reduce_kernels_for_every_kind() {
         let f32k = kind("f32").unwrap();
-        let s = wide_reduce_source(&f32k, ReduceOp::Sum, 3).unwrap();
+        let s = wide_reduce_source(&f32k, ReduceOp::Sum, 3, HOST_WORKGROUP).unwrap();
         assert!(s.contains("@binding(5) var<storage, read_write> d_2"));
         assert!(s.contains("let x = s_2[a.s0 + i]; acc = bitcast<vec4<u32>>(bitcast<vec4<f32>>(acc) + bitcast<vec4<f32>>(x));"));
-        assert!(wide_reduce_source(&f32k, ReduceOp::Xor, 3).is_none());
-        assert!(wide_reduce_source(&kind("i32").unwrap(), ReduceOp::Max, 9).is_none());
-        let s = wide_reduce_source(&kind("u32").unwrap(), ReduceOp::Xor, 1).unwrap();
+        assert!(wide_reduce_source(&f32k, ReduceOp::Xor, 3, HOST_WORKGROUP).is_none());
+        assert!(
+            wide_reduce_source(&kind("i32").unwrap(), ReduceOp::Max, 9, HOST_WORKGROUP).is_none()
+        );
+        let s =
+            wide_reduce_source(&kind("u32").unwrap(), ReduceOp::Xor, 1, HOST_WORKGROUP).unwrap();
         assert!(!s.contains("let x"));
         // 8-byte kinds: two elements per vec4; sub-word kinds: lanes.
-        let s = wide_reduce_source(&kind("f64").unwrap(), ReduceOp::Max, 2).unwrap();
+        let s =
+            wide_reduce_source(&kind("f64").unwrap(), ReduceOp::Max, 2, HOST_WORKGROUP).unwrap();
         assert!(s.contains("fn comb2") && s.contains("bitcast<f64>"));
-        let s = wide_reduce_source(&kind("i8").unwrap(), ReduceOp::Sum, 2).unwrap();
+        let s = wide_reduce_source(&kind("i8").unwrap(), ReduceOp::Sum, 2, HOST_WORKGROUP).unwrap();
         assert!(s.contains("0x7f7f7f7f") || s.contains("2139062143u"));
-        let s = wide_reduce_source(&kind("i16").unwrap(), ReduceOp::Min, 2).unwrap();
+        let s =
+            wide_reduce_source(&kind("i16").unwrap(), ReduceOp::Min, 2, HOST_WORKGROUP).unwrap();
         assert!(s.contains("bitcast<i32>(a << 16u) >> 16u"));
-        let s = wide_reduce_source(&kind("u8").unwrap(), ReduceOp::And, 2).unwrap();
+        let s = wide_reduce_source(&kind("u8").unwrap(), ReduceOp::And, 2, HOST_WORKGROUP).unwrap();
         assert!(s.contains("acc = acc & x;") && !s.contains("comb1"));
         // Half-precision lanes go through f32, with no SWAR sum.
-        let s = wide_reduce_source(&kind("bf16").unwrap(), ReduceOp::Sum, 2).unwrap();
+        let s =
+            wide_reduce_source(&kind("bf16").unwrap(), ReduceOp::Sum, 2, HOST_WORKGROUP).unwrap();
         assert!(s.contains("let c = x + y;") && s.contains("wide_bf16_bits(c.y) << 16u"));
         assert!(!s.contains("vks_"));
-        assert!(wide_reduce_source(&kind("f16").unwrap(), ReduceOp::Xor, 2).is_none());
+        assert!(
+            wide_reduce_source(&kind("f16").unwrap(), ReduceOp::Xor, 2, HOST_WORKGROUP).is_none()
+        );
         // Every kind and op compiles (naga validates the WGSL).
         for k in KINDS.iter() {
             for op in ReduceOp::ALL {
-                if let Some(src) = wide_reduce_source(k, op, 3) {
+                if let Some(src) = wide_reduce_source(k, op, 3, HOST_WORKGROUP) {
                     crate::compile_wgsl(&src, "wide")
                         .unwrap_or_else(|e| panic!("{} {op:?}: {e}\n{src}", k.name));
                 }
@@ -1942,23 +1978,24 @@ mod wide_tests {
         }
         // The steps of a team too large for one launch: the first group
         // without the dest, the later ones from it; every kind compiles.
-        let s = wide_accumulate_source(&f32k, ReduceOp::Sum, 3, false).unwrap();
+        let s = wide_accumulate_source(&f32k, ReduceOp::Sum, 3, false, HOST_WORKGROUP).unwrap();
         assert!(s.contains("@binding(3) var<storage, read_write> d_0"));
         assert!(s.contains("var acc = s_0[a.s0 + i];") && !s.contains("d_1"));
         assert!(s.contains("d_0[a.d0 + i] = r;"));
-        let s = wide_accumulate_source(&f32k, ReduceOp::Sum, 8, true).unwrap();
+        let s = wide_accumulate_source(&f32k, ReduceOp::Sum, 8, true, HOST_WORKGROUP).unwrap();
         assert!(s.contains("var acc = d_0[a.d0 + i];"));
         assert!(s.contains("let x = s_0[a.s0 + i];") && s.contains("let x = s_7[a.s0 + i];"));
-        assert!(wide_accumulate_source(&f32k, ReduceOp::Sum, 9, true).is_none());
+        assert!(wide_accumulate_source(&f32k, ReduceOp::Sum, 9, true, HOST_WORKGROUP).is_none());
         for k in KINDS.iter() {
             for op in ReduceOp::ALL {
-                if let Some(src) = wide_accumulate_source(k, op, 2, true) {
+                if let Some(src) = wide_accumulate_source(k, op, 2, true, HOST_WORKGROUP) {
                     crate::compile_wgsl(&src, "wide_acc")
                         .unwrap_or_else(|e| panic!("{} {op:?}: {e}\n{src}", k.name));
                 }
             }
         }
-        let s = wide_reduce_source(&kind("bf16").unwrap(), ReduceOp::Sum, 2).unwrap();
+        let s =
+            wide_reduce_source(&kind("bf16").unwrap(), ReduceOp::Sum, 2, HOST_WORKGROUP).unwrap();
         // The immediates match WideArgs.
         assert_eq!(std::mem::size_of::<WideArgs>(), 28);
         assert!(s.contains(
@@ -1968,14 +2005,17 @@ mod wide_tests {
 
     #[test]
     fn wide_copy_kernels() {
-        let s = wide_copy_source(3).unwrap();
+        let s = wide_copy_source(3, HOST_WORKGROUP).unwrap();
         assert!(s.contains("@binding(3) var<storage, read_write> d:"));
         assert!(s.contains("let r = s_2[a.s0 + i];"));
         assert!(s.contains("d[a.d0 + 2u * a.stride + i] = r;"));
         // Every block's edges, lane by lane.
         assert!(s.contains("if lo <= 3u && hi > 3u { d[a.d0 + 2u * a.stride + i].w = r.w; }"));
         crate::compile_wgsl(&s, "copy").unwrap();
-        assert!(wide_copy_source(0).is_none() && wide_copy_source(9).is_none());
+        assert!(
+            wide_copy_source(0, HOST_WORKGROUP).is_none()
+                && wide_copy_source(9, HOST_WORKGROUP).is_none()
+        );
         // The immediates match WideCopyArgs.
         assert_eq!(std::mem::size_of::<WideCopyArgs>(), 32);
         assert!(s.contains(
@@ -1983,16 +2023,42 @@ mod wide_tests {
         ));
         // Word by word: the same loop over u32s.
         for blocks in 1..=WIDE_REDUCE_MAX_MEMBERS {
-            let w = wide_copy_words_source(blocks).unwrap();
+            let w = wide_copy_words_source(blocks, HOST_WORKGROUP).unwrap();
             assert!(w.contains(&format!(
                 "@binding({blocks}) var<storage, read_write> d: array<u32>;"
             )));
             assert!(!w.contains("vec4"));
             crate::compile_wgsl(&w, "copy_words").unwrap_or_else(|e| panic!("{blocks}: {e}\n{w}"));
-            let v = wide_copy_source(blocks).unwrap();
+            let v = wide_copy_source(blocks, HOST_WORKGROUP).unwrap();
             crate::compile_wgsl(&v, "copy").unwrap_or_else(|e| panic!("{blocks}: {e}\n{v}"));
         }
-        assert!(wide_copy_words_source(0).is_none() && wide_copy_words_source(9).is_none());
+        assert!(
+            wide_copy_words_source(0, HOST_WORKGROUP).is_none()
+                && wide_copy_words_source(9, HOST_WORKGROUP).is_none()
+        );
+    }
+
+    #[test]
+    fn wide_kernels_take_the_workgroup_size_they_are_given() {
+        let f32k = kind("f32").unwrap();
+        let sources = |wg| {
+            [
+                wide_copy_source(2, wg),
+                wide_copy_words_source(2, wg),
+                wide_push_source(2, wg),
+                wide_reduce_source(&f32k, ReduceOp::Sum, 2, wg),
+                wide_accumulate_source(&f32k, ReduceOp::Sum, 2, true, wg),
+            ]
+        };
+        for src in sources(WIDE_WORKGROUP_GPU) {
+            let src = src.unwrap();
+            // The declared size and the grid's stride agree.
+            assert!(src.contains(&format!("@workgroup_size({WIDE_WORKGROUP_GPU})")));
+            assert!(src.contains(&format!("let span = nw.x * {WIDE_WORKGROUP_GPU}u * c;")));
+            assert!(!src.contains("@workgroup_size(64)"));
+            crate::compile_wgsl(&src, "wide").unwrap_or_else(|e| panic!("{e}\n{src}"));
+        }
+        assert!(sources(0).iter().all(Option::is_none));
     }
 }
 

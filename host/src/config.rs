@@ -283,6 +283,30 @@ pub fn submit(get: impl Fn(&str) -> Option<String>) -> Result<Option<bool>> {
     }
 }
 
+/// Invocations per workgroup of the host collectives' wide copies and
+/// pushes (the vec4 loops that move large messages; the reductions keep
+/// `vkshmem_device::collectives::WIDE_REDUCE_WORKGROUP`): a power of two
+/// from 1 to 1024, within the device's limits, or `auto` (the default: 64 on
+/// llvmpipe, where each workgroup is a SIMD loop on one thread; 256
+/// elsewhere, where launching 65535 workgroups of 64 bounded a 64 MiB copy
+/// on an H200: `vkshmem_device::collectives::WIDE_WORKGROUP_GPU`).
+pub const ENV_WIDE_WORKGROUP: &str = "VKSHMEM_WIDE_WORKGROUP";
+
+/// `VKSHMEM_WIDE_WORKGROUP`: `None` for `auto` (or unset).
+pub fn wide_workgroup(get: impl Fn(&str) -> Option<String>) -> Result<Option<u32>> {
+    match get(ENV_WIDE_WORKGROUP).as_deref().map(str::trim) {
+        None | Some("") | Some("auto") => Ok(None),
+        Some(v) => match v.parse::<u32>() {
+            Ok(n) if n.is_power_of_two() && n <= 1024 => Ok(Some(n)),
+            _ => Err(Error::Config {
+                var: ENV_WIDE_WORKGROUP,
+                value: v.to_string(),
+                why: "expected auto or a power of two from 1 to 1024".into(),
+            }),
+        },
+    }
+}
+
 /// `off`: the host never maps the symmetric heap, even where its memory is
 /// host-visible, as on a GPU without a host-visible device-local heap; every
 /// host access then goes through copies on the device. For testing those paths
@@ -401,6 +425,19 @@ mod tests {
             e.contains("VKSHMEM_SUBMIT") && e.contains("auto, each or leader"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn wide_workgroup_values() {
+        let env = |v: &'static str| move |_: &str| Some(v.to_string());
+        assert_eq!(wide_workgroup(|_| None).unwrap(), None);
+        assert_eq!(wide_workgroup(env("auto")).unwrap(), None);
+        assert_eq!(wide_workgroup(env(" 256 ")).unwrap(), Some(256));
+        assert_eq!(wide_workgroup(env("1")).unwrap(), Some(1));
+        for bad in ["0", "96", "2048", "-64", "big"] {
+            let e = wide_workgroup(env(bad)).unwrap_err().to_string();
+            assert!(e.contains("VKSHMEM_WIDE_WORKGROUP"), "{bad}: {e}");
+        }
     }
 
     #[test]

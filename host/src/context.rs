@@ -86,6 +86,9 @@ pub(crate) struct Inner {
     /// Whether this PE lets the team's first member submit every member's
     /// part of a host collective (`VKSHMEM_SUBMIT`, `collective::part`).
     pub(crate) leader_submit: bool,
+    /// Invocations per workgroup of the wide copies and pushes
+    /// ([`Context::wide_workgroup`]).
+    pub(crate) wide_workgroup: u32,
     /// Set when a launch of a kernel that waits on peers failed in a job of
     /// several PEs: see [`Error::Broken`].
     pub(crate) broken: Mutex<Option<String>>,
@@ -155,6 +158,42 @@ const _: () = {
     const fn shared<T: Send + Sync>() {}
     shared::<Context>();
 };
+
+/// The wide copies' and pushes' workgroup size on the device `info`
+/// describes: `asked`
+/// (`VKSHMEM_WIDE_WORKGROUP`), an error where the device cannot run it; by
+/// default [`HOST_WORKGROUP`](vkshmem_device::collectives::HOST_WORKGROUP)
+/// on llvmpipe and
+/// [`WIDE_WORKGROUP_GPU`](vkshmem_device::collectives::WIDE_WORKGROUP_GPU)
+/// elsewhere, halved until the device runs it.
+fn wide_workgroup_for(info: &crate::vk::DeviceInfo, asked: Option<u32>) -> Result<u32> {
+    use vkshmem_device::collectives::{HOST_WORKGROUP, WIDE_WORKGROUP_GPU};
+    let limit = info
+        .max_workgroup_invocations
+        .min(info.max_workgroup_size[0]);
+    match asked {
+        Some(n) if n > limit => Err(Error::Config {
+            var: config::ENV_WIDE_WORKGROUP,
+            value: n.to_string(),
+            why: format!(
+                "{} runs at most {limit} invocations per workgroup",
+                info.name
+            ),
+        }),
+        Some(n) => Ok(n),
+        None => {
+            let mut n = if info.is_llvmpipe() {
+                HOST_WORKGROUP
+            } else {
+                WIDE_WORKGROUP_GPU
+            };
+            while n > limit.max(1) {
+                n /= 2;
+            }
+            Ok(n)
+        }
+    }
+}
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A poisoned mutex means a panic elsewhere in this PE; the guarded state is
@@ -233,6 +272,7 @@ impl Context {
         let policy = WaitPolicy::from_env(get, job.npes)?;
         let host_mapped_max = config::host_mapped_max(get)?;
         let submit = config::submit(get)?;
+        let wide_workgroup = config::wide_workgroup(get)?;
         let transport = crate::transport::Mode::from_env(get)?;
         let heap_mapping = config::heap_mapping(get)?;
         let mut boot = match &job.bootstrap {
@@ -266,6 +306,7 @@ impl Context {
             _ => config::HOST_MAPPED_MAX_HOST_MEMORY,
         });
         let leader_submit = submit.unwrap_or(gpu.info.time_sliced);
+        let wide_workgroup = wide_workgroup_for(&gpu.info, wide_workgroup)?;
         let granule = gpu
             .info
             .min_storage_offset_alignment
@@ -380,6 +421,7 @@ impl Context {
                 wait_timeout,
                 host_mapped_max,
                 leader_submit,
+                wide_workgroup,
                 broken: Mutex::new(None),
                 teams: Mutex::new(TeamTable::new(job.pe, world, shared, node)),
                 nodes,
@@ -907,6 +949,17 @@ impl Context {
     /// switch). A team takes it when every member asks for it.
     pub fn leader_submits(&self) -> bool {
         self.inner.leader_submit
+    }
+
+    /// Invocations per workgroup of the host collectives' wide copies and
+    /// pushes (the vec4 loops that move large messages; the reductions keep
+    /// [`vkshmem_device::collectives::WIDE_REDUCE_WORKGROUP`]):
+    /// `VKSHMEM_WIDE_WORKGROUP`, by
+    /// default 64 on llvmpipe and
+    /// [`vkshmem_device::collectives::WIDE_WORKGROUP_GPU`] elsewhere, within
+    /// the device's limits.
+    pub fn wide_workgroup(&self) -> u32 {
+        self.inner.wide_workgroup
     }
 
     /// Whether device code may wait for other PEs: false when two PEs of

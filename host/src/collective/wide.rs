@@ -25,7 +25,7 @@
 //! binding limit (every PE of a job is on one device).
 
 use vkshmem_device::collectives::{
-    self, Kind, ReduceOp, WideArgs, WideCopyArgs, HOST_WORKGROUP, WIDE_REDUCE_MAX_MEMBERS,
+    self, Kind, ReduceOp, WideArgs, WideCopyArgs, WIDE_REDUCE_MAX_MEMBERS, WIDE_REDUCE_WORKGROUP,
     WIDE_WINDOW_ALIGN, WIDE_WINDOW_MAX_BYTES,
 };
 
@@ -441,20 +441,23 @@ impl Context {
         if library + from.len() as u64 + 1 > info.max_storage_buffers_per_stage as u64 {
             return Ok(None);
         }
-        let (kind, source): (&str, fn(u32) -> Option<String>) = if words {
-            ("copy_words", collectives::wide_copy_words_source)
-        } else {
-            ("copy", collectives::wide_copy_source)
-        };
-        let Some(k) =
-            self.library_kernel(&format!("vkshmem_wide_{kind}_{blocks}"), || source(blocks))?
+        let kind = if words { "copy_words" } else { "copy" };
+        let Some(k) = self.library_kernel(&format!("vkshmem_wide_{kind}_{blocks}"), || {
+            let wg = self.wide_workgroup();
+            if words {
+                collectives::wide_copy_words_source(blocks, wg)
+            } else {
+                collectives::wide_copy_source(blocks, wg)
+            }
+        })?
         else {
             return Ok(None);
         };
         let w: Vec<HeapWindow> = windows(from.iter().copied(), p.src)
             .chain([heap_window(to, p.dst)])
             .collect();
-        let (groups, per) = self.wide_groups(copy_items(words, &p.args), w.len());
+        let (groups, per) =
+            self.wide_groups(copy_items(words, &p.args), w.len(), self.wide_workgroup());
         Ok(Some(planned(k, groups, w, WideCopyArgs { per, ..p.args })))
     }
 
@@ -466,16 +469,16 @@ impl Context {
     /// [`LLVMPIPE_SHARE_MAX`] loop iterations), cut into chunks of
     /// [`LLVMPIPE_CHUNK`] vec4s dealt round-robin where the kernel walks
     /// [`LLVMPIPE_CHUNK_STREAMS`] windows or more; elsewhere one vec4 per
-    /// invocation, as many workgroups as that takes up to the dispatch limit
-    /// (a GPU needs the parallelism). On llvmpipe the stride had been given
+    /// invocation, as many workgroups of [`Context::wide_workgroup`] as that
+    /// takes up to the dispatch limit (a GPU needs the parallelism). On llvmpipe the stride had been given
     /// 16 vec4 loads and stores per invocation (2.3x faster 4 MiB broadcasts
     /// on 2 PEs than one); the share took 4-PE fcollects and alltoalls of 4
     /// MiB from 11.5 and 16.1 ms to 6.3 and 9.3 ms.
-    fn wide_groups(&self, vecs: u64, streams: usize) -> (u32, u32) {
+    fn wide_groups(&self, vecs: u64, streams: usize, workgroup: u32) -> (u32, u32) {
+        let wg = workgroup as u64;
+        let max = (self.device_info().max_workgroups_x as u64).min(65535);
         if self.device_info().is_llvmpipe() {
-            let wg = HOST_WORKGROUP as u64;
             let threads = self.resident_workgroups().max(1) as u64;
-            let max = (self.device_info().max_workgroups_x as u64).min(65535);
             let groups = threads
                 .max(vecs.div_ceil(wg * LLVMPIPE_SHARE_MAX))
                 .min(vecs.div_ceil(wg).max(1))
@@ -488,7 +491,7 @@ impl Context {
             }
             return (groups as u32, per as u32);
         }
-        (self.host_groups(vecs, 1), 0)
+        (vecs.div_ceil(wg).clamp(1, max) as u32, 0)
     }
 
     /// Whether every block of `pushes` (the whole call's, every member's) can
@@ -547,7 +550,7 @@ impl Context {
 
     fn push_kernel(&self, dests: usize) -> Result<Option<Arc<DeviceKernel>>> {
         self.library_kernel(&format!("vkshmem_wide_push_{dests}"), || {
-            collectives::wide_push_source(dests as u32)
+            collectives::wide_push_source(dests as u32, self.wide_workgroup())
         })
     }
 
@@ -615,7 +618,7 @@ impl Context {
                 let mut w = vec![source];
                 w.extend(windows(group.iter().copied(), dst));
                 let vecs = loop_vecs(args.first, args.end, args.words);
-                let (groups, per) = self.wide_groups(vecs, w.len());
+                let (groups, per) = self.wide_groups(vecs, w.len(), self.wide_workgroup());
                 Ok(planned(k, groups, w, WideArgs { per, ..args }))
             })
             .collect()
@@ -672,7 +675,13 @@ impl Context {
                     if accumulate { "acc" } else { "first" }
                 );
                 let Some(k) = self.library_kernel(&name, || {
-                    collectives::wide_accumulate_source(kind, op, sources, accumulate)
+                    collectives::wide_accumulate_source(
+                        kind,
+                        op,
+                        sources,
+                        accumulate,
+                        WIDE_REDUCE_WORKGROUP,
+                    )
                 })?
                 else {
                     return Ok(None);
@@ -685,7 +694,9 @@ impl Context {
             return Ok(None);
         }
         let name = format!("vkshmem_wide_reduce_{}_{}_{size}", kind.name, op.name());
-        let k = self.library_kernel(&name, || collectives::wide_reduce_source(kind, op, size))?;
+        let k = self.library_kernel(&name, || {
+            collectives::wide_reduce_source(kind, op, size, WIDE_REDUCE_WORKGROUP)
+        })?;
         Ok(k.map(|k| (WideReduce::Direct(k), sp)))
     }
 
@@ -730,7 +741,7 @@ impl Context {
         // Each launch's shape for the windows it walks.
         let vecs = loop_vecs(p.args.first, p.args.end, p.args.words);
         let launch = |k: &Arc<DeviceKernel>, w: Vec<HeapWindow>| {
-            let (groups, per) = self.wide_groups(vecs, w.len());
+            let (groups, per) = self.wide_groups(vecs, w.len(), WIDE_REDUCE_WORKGROUP);
             planned(k.clone(), groups, w, WideArgs { per, ..p.args })
         };
         let steps = match w {

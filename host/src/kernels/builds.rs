@@ -19,6 +19,8 @@ pub(crate) type KernelKey = (String, Option<String>);
 pub(crate) struct Builds {
     /// The library configuration the kernels here were linked for.
     pub(crate) cfg: LibraryConfig,
+    /// The wide copies' and pushes' workgroup size (`Context::wide_workgroup`).
+    pub(crate) wide_workgroup: u32,
     slots: Mutex<HashMap<KernelKey, Slot>>,
     /// Signalled when a slot is filled or given up.
     changed: Condvar,
@@ -61,10 +63,12 @@ impl Drop for Claim<'_> {
 }
 
 impl Builds {
-    /// Nothing built yet, for kernels linked with `cfg`.
-    pub(crate) fn new(cfg: LibraryConfig) -> Builds {
+    /// Nothing built yet, for kernels linked with `cfg`, the wide copies and
+    /// pushes in workgroups of `wide_workgroup`.
+    pub(crate) fn new(cfg: LibraryConfig, wide_workgroup: u32) -> Builds {
         Builds {
             cfg,
+            wide_workgroup,
             slots: Mutex::new(HashMap::new()),
             changed: Condvar::new(),
             cancel: AtomicBool::new(false),

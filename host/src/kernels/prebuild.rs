@@ -117,27 +117,28 @@ fn host(c: HostCollective) -> Job {
     }
 }
 
-/// The wide copy of `blocks` blocks (named as `Context::copy_wide` names it).
-fn wide_copy(blocks: u32) -> Option<Job> {
+/// The wide copy of `blocks` blocks in workgroups of `wg` (named as
+/// `Context::copy_wide` names it).
+fn wide_copy(blocks: u32, wg: u32) -> Option<Job> {
     Some(Job {
-        source: collectives::wide_copy_source(blocks)?,
+        source: collectives::wide_copy_source(blocks, wg)?,
         name: format!("vkshmem_wide_copy_{blocks}"),
     })
 }
 
 /// The word-by-word wide copy of `blocks` blocks (named as
 /// `Context::copy_wide` names it).
-fn wide_copy_words(blocks: u32) -> Option<Job> {
+fn wide_copy_words(blocks: u32, wg: u32) -> Option<Job> {
     Some(Job {
-        source: collectives::wide_copy_words_source(blocks)?,
+        source: collectives::wide_copy_words_source(blocks, wg)?,
         name: format!("vkshmem_wide_copy_words_{blocks}"),
     })
 }
 
 /// The wide push to `dests` dests (named as `Context::push_kernel` names it).
-fn wide_push(dests: u32) -> Option<Job> {
+fn wide_push(dests: u32, wg: u32) -> Option<Job> {
     Some(Job {
-        source: collectives::wide_push_source(dests)?,
+        source: collectives::wide_push_source(dests, wg)?,
         name: format!("vkshmem_wide_push_{dests}"),
     })
 }
@@ -145,17 +146,24 @@ fn wide_push(dests: u32) -> Option<Job> {
 /// The wide reduction (named as `Context::wide_prepare` names it).
 fn wide_reduce(kind: &Kind, op: ReduceOp, size: u32) -> Option<Job> {
     Some(Job {
-        source: collectives::wide_reduce_source(kind, op, size)?,
+        source: collectives::wide_reduce_source(
+            kind,
+            op,
+            size,
+            collectives::WIDE_REDUCE_WORKGROUP,
+        )?,
         name: format!("vkshmem_wide_reduce_{}_{}_{size}", kind.name, op.name()),
     })
 }
 
-/// The kernels to build for a world team of `size` PEs with library `cfg`, the
+/// The kernels to build for a world team of `size` PEs with library `cfg`
+/// (the wide copies and pushes in workgroups of `wg`:
+/// `Context::wide_workgroup`), the
 /// likeliest first: the wide paths (what aligned broadcasts, fcollects,
 /// alltoalls and f32 sums take), then the generic movement kernels and the
 /// f32 and i32 reductions; with [`Mode::All`], then every other reduction kind
 /// and every wide reduction.
-pub(crate) fn jobs(mode: Mode, size: u32, cfg: &LibraryConfig) -> Vec<Job> {
+pub(crate) fn jobs(mode: Mode, size: u32, cfg: &LibraryConfig, wg: u32) -> Vec<Job> {
     let kind = |name| collectives::kind(name).expect("a kind of the table");
     let (f32k, i32k) = (kind("f32"), kind("i32"));
     let mut jobs: Vec<Job> = Vec::new();
@@ -164,13 +172,13 @@ pub(crate) fn jobs(mode: Mode, size: u32, cfg: &LibraryConfig) -> Vec<Job> {
     }
     // Broadcast and fcollect push to every member, in groups of 8.
     let group = size.min(WIDE_REDUCE_MAX_MEMBERS);
-    jobs.extend(wide_push(group));
+    jobs.extend(wide_push(group, wg));
     if group > 0 && size % group != 0 {
-        jobs.extend(wide_push(size % group));
+        jobs.extend(wide_push(size % group, wg));
     }
-    jobs.extend(wide_copy(1));
+    jobs.extend(wide_copy(1, wg));
     jobs.extend(wide_reduce(&f32k, ReduceOp::Sum, size));
-    jobs.extend(wide_copy(size));
+    jobs.extend(wide_copy(size, wg));
     jobs.push(host(HostCollective::Broadcast));
     jobs.push(host(HostCollective::Reduce(f32k)));
     jobs.push(host(HostCollective::Fcollect));
@@ -179,8 +187,8 @@ pub(crate) fn jobs(mode: Mode, size: u32, cfg: &LibraryConfig) -> Vec<Job> {
     jobs.push(host(HostCollective::Alltoalls));
     jobs.push(host(HostCollective::Reduce(i32k)));
     if mode == Mode::All {
-        jobs.extend(wide_copy_words(1));
-        jobs.extend(wide_copy_words(size));
+        jobs.extend(wide_copy_words(1, wg));
+        jobs.extend(wide_copy_words(size, wg));
         for k in KINDS.iter().filter(|k| collectives::kind_available(cfg, k)) {
             jobs.push(host(HostCollective::Reduce(*k)));
         }
@@ -202,9 +210,9 @@ pub(crate) fn jobs(mode: Mode, size: u32, cfg: &LibraryConfig) -> Vec<Job> {
 /// collectives' names are unique: `vkshmem_<collective>`, `vkshmem_reduce_<kind>`,
 /// `vkshmem_wide_copy_<blocks>`, `vkshmem_wide_copy_words_<blocks>`,
 /// `vkshmem_wide_push_<dests>`,
-/// `vkshmem_wide_reduce_<kind>_<op>_<members>`);
-/// `None` for any other name.
-pub(crate) fn job_named(name: &str, cfg: &LibraryConfig) -> Option<Job> {
+/// `vkshmem_wide_reduce_<kind>_<op>_<members>`), the wide copies and pushes
+/// in workgroups of `wg`; `None` for any other name.
+pub(crate) fn job_named(name: &str, cfg: &LibraryConfig, wg: u32) -> Option<Job> {
     let movement = [
         HostCollective::Broadcast,
         HostCollective::Fcollect,
@@ -225,13 +233,13 @@ pub(crate) fn job_named(name: &str, cfg: &LibraryConfig) -> Option<Job> {
             .filter(|n| (1..=WIDE_REDUCE_MAX_MEMBERS).contains(n))
     };
     if let Some(n) = name.strip_prefix("vkshmem_wide_copy_words_") {
-        return wide_copy_words(size(n)?);
+        return wide_copy_words(size(n)?, wg);
     }
     if let Some(n) = name.strip_prefix("vkshmem_wide_copy_") {
-        return wide_copy(size(n)?);
+        return wide_copy(size(n)?, wg);
     }
     if let Some(n) = name.strip_prefix("vkshmem_wide_push_") {
-        return wide_push(size(n)?);
+        return wide_push(size(n)?, wg);
     }
     let rest = name.strip_prefix("vkshmem_wide_reduce_")?;
     let mut parts = rest.splitn(3, '_');
@@ -335,7 +343,7 @@ impl Profile {
 /// Notes, for the profile, that the program used the kernel `name` built from
 /// `source` (kernels other than the host collectives' are not noted).
 pub(crate) fn note_use(builds: &Builds, source: &str, name: &str) {
-    if job_named(name, &builds.cfg).is_some_and(|j| j.source == source) {
+    if job_named(name, &builds.cfg, builds.wide_workgroup).is_some_and(|j| j.source == source) {
         builds.note(name);
     }
 }
@@ -437,15 +445,18 @@ impl Context {
         let mut todo = match (mode, profile.as_ref().and_then(|p| p.names.as_ref())) {
             (Mode::Typical, Some(_)) => Vec::new(),
             (Mode::Typical, None) if !spare || world_staged => Vec::new(),
-            (m, _) => jobs(m, self.n_pes(), &cfg),
+            (m, _) => jobs(m, self.n_pes(), &cfg, self.wide_workgroup()),
         };
         if let Some(names) = profile.as_ref().and_then(|p| p.names.as_ref()) {
             // The profile's kernels first (in the order of their first use).
-            let known: Vec<Job> = names.iter().filter_map(|n| job_named(n, &cfg)).collect();
+            let known: Vec<Job> = names
+                .iter()
+                .filter_map(|n| job_named(n, &cfg, self.wide_workgroup()))
+                .collect();
             todo.retain(|j| !known.contains(j));
             todo.splice(0..0, known);
         }
-        let builds = Arc::new(Builds::new(cfg));
+        let builds = Arc::new(Builds::new(cfg, self.wide_workgroup()));
         let ended = Arc::new(Ended::default());
         let queued = !todo.is_empty() && builder_runs();
         if !queued {
@@ -609,6 +620,9 @@ fn run(builds: &Builds, gpu: &Arc<Gpu>, jobs: &[Job]) {
 mod tests {
     use super::*;
 
+    /// The wide kernels' workgroup size in these tests (llvmpipe's).
+    const WG: u32 = collectives::HOST_WORKGROUP;
+
     fn cfg(npes: u32) -> LibraryConfig {
         LibraryConfig {
             my_pe: 0,
@@ -637,8 +651,8 @@ mod tests {
 
     #[test]
     fn jobs_are_named_and_keyed_as_the_collectives_make_them() {
-        assert!(jobs(Mode::Off, 4, &cfg(4)).is_empty());
-        let typical = jobs(Mode::Typical, 4, &cfg(4));
+        assert!(jobs(Mode::Off, 4, &cfg(4), WG).is_empty());
+        let typical = jobs(Mode::Typical, 4, &cfg(4), WG);
         let names: Vec<_> = typical.iter().map(|j| j.name.as_str()).collect();
         assert_eq!(
             names[..5],
@@ -656,7 +670,7 @@ mod tests {
             name: b.name()
         }));
         // One PE: the wide copy of one block is listed once.
-        let one = jobs(Mode::Typical, 1, &cfg(1));
+        let one = jobs(Mode::Typical, 1, &cfg(1), WG);
         assert_eq!(
             one.iter()
                 .filter(|j| j.name.starts_with("vkshmem_wide_copy"))
@@ -665,14 +679,14 @@ mod tests {
         );
         // Past the wide paths' limit of members: pushes to groups of 8 (and
         // the rest), the one-block copy.
-        let big = jobs(Mode::Typical, 16, &cfg(16));
+        let big = jobs(Mode::Typical, 16, &cfg(16), WG);
         let wide: Vec<_> = big.iter().filter(|j| j.name.contains("wide")).collect();
         assert_eq!(wide.len(), 2);
         assert_eq!(wide[0].name, "vkshmem_wide_push_8");
         assert_eq!(wide[1].name, "vkshmem_wide_copy_1");
-        let odd = jobs(Mode::Typical, 11, &cfg(11));
+        let odd = jobs(Mode::Typical, 11, &cfg(11), WG);
         assert!(odd.iter().any(|j| j.name == "vkshmem_wide_push_3"));
-        let all = jobs(Mode::All, 4, &cfg(4));
+        let all = jobs(Mode::All, 4, &cfg(4), WG);
         assert!(all.len() > typical.len());
         let mut sources: Vec<_> = all.iter().map(|j| &j.source).collect();
         sources.sort();
@@ -682,7 +696,7 @@ mod tests {
         let mut small = cfg(4);
         small.int64 = false;
         small.float64 = false;
-        assert!(jobs(Mode::All, 4, &small)
+        assert!(jobs(Mode::All, 4, &small, WG)
             .iter()
             .all(|j| !j.name.ends_with("64")));
     }
@@ -690,16 +704,21 @@ mod tests {
     #[test]
     fn every_host_kernel_is_found_by_its_name() {
         let c = cfg(4);
-        let all = jobs(Mode::All, 4, &c);
+        let all = jobs(Mode::All, 4, &c, WG);
         for j in &all {
-            assert_eq!(job_named(&j.name, &c).as_ref(), Some(j), "{}", j.name);
+            assert_eq!(job_named(&j.name, &c, WG).as_ref(), Some(j), "{}", j.name);
         }
         // Other team sizes, and names that are not host kernels.
-        let j = job_named("vkshmem_wide_reduce_i32_xor_7", &c).unwrap();
+        let j = job_named("vkshmem_wide_reduce_i32_xor_7", &c, WG).unwrap();
         assert_eq!(
             j.source,
-            collectives::wide_reduce_source(&collectives::kind("i32").unwrap(), ReduceOp::Xor, 7)
-                .unwrap()
+            collectives::wide_reduce_source(
+                &collectives::kind("i32").unwrap(),
+                ReduceOp::Xor,
+                7,
+                WG
+            )
+            .unwrap()
         );
         for name in [
             "vkshmem_wide_copy_0",
@@ -714,18 +733,18 @@ mod tests {
             "vkshmem_gather",
             "count_in",
         ] {
-            assert!(job_named(name, &c).is_none(), "{name}");
+            assert!(job_named(name, &c, WG).is_none(), "{name}");
         }
         let mut small = c;
         small.int64 = false;
-        assert!(job_named("vkshmem_reduce_u64", &small).is_none());
+        assert!(job_named("vkshmem_reduce_u64", &small, WG).is_none());
         // Wide reductions of 8-byte kinds only where the library has int64.
         assert_eq!(
-            job_named("vkshmem_wide_reduce_f64_sum_2", &c).is_some(),
+            job_named("vkshmem_wide_reduce_f64_sum_2", &c, WG).is_some(),
             c.int64
         );
-        assert!(job_named("vkshmem_wide_reduce_f64_sum_2", &small).is_none());
-        assert!(job_named("vkshmem_wide_reduce_i8_max_3", &small).is_some());
+        assert!(job_named("vkshmem_wide_reduce_f64_sum_2", &small, WG).is_none());
+        assert!(job_named("vkshmem_wide_reduce_i8_max_3", &small, WG).is_some());
     }
 
     #[test]

@@ -72,6 +72,8 @@ pub struct DeviceInfo {
     pub max_storage_buffers_per_stage: u32,
     /// `maxComputeWorkGroupInvocations`.
     pub max_workgroup_invocations: u32,
+    /// `maxComputeWorkGroupSize`: the most invocations of a workgroup in x, y and z.
+    pub max_workgroup_size: [u32; 3],
     /// `maxMemoryAllocationSize`: the largest allocation the device promises
     /// (some drivers allocate more, others fail below it when memory is short).
     pub max_memory_allocation_size: u64,
@@ -582,6 +584,7 @@ fn describe(
             .timestamp_valid_bits,
         max_storage_buffers_per_stage: p.limits.max_per_stage_descriptor_storage_buffers,
         max_workgroup_invocations: p.limits.max_compute_work_group_invocations,
+        max_workgroup_size: p.limits.max_compute_work_group_size,
         max_memory_allocation_size: m3.max_memory_allocation_size,
         resident_workgroups: 1,
         cross_process_waits: cross_process_waits(
