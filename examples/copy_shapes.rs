@@ -2,19 +2,23 @@
 //! wide copy (as the host collectives launch it) in workgroups of 64 to 512,
 //! against plain copies over workgroup sizes, workgroup counts, vec4s per
 //! invocation per step, and dispatches past 65535 workgroups
-//! (two-dimensional grids), each timed by the GPU's timestamps, the best of
-//! several launches, in two rounds (the second in reverse order). A tool for choosing the
-//! wide kernels' launch shape on a new device (and the bench roofline's), not
-//! a test, though each shape's copy is checked at the first size (the
-//! destination cleared before it and compared after).
+//! (two-dimensional grids); and the library's wide pushes (one source to 2 or
+//! 4 dests) and 2-member f32 sum, where their windows fit. Each is timed by
+//! the GPU's timestamps, the best of several launches, in two rounds (the
+//! second in reverse order), its GB/s counting every byte read and written.
+//! A tool for choosing the wide kernels' launch shape on a new device (and
+//! the bench roofline's), not a test, though each copy shape is checked at
+//! the first size (the destination cleared before it and compared after).
 //!
 //! `vkshmrun -n 1 target/release/examples/copy_shapes [MiB ...]` (default 64
 //! 256 1024; the heap needs twice the largest). Prints one line per shape and
 //! size: GB/s of bytes read plus written, and the GPU microseconds.
 
 use anyhow::{bail, Context as _, Result};
-use vkshmem::HeapWindow;
-use vkshmem_device::collectives::{wide_copy_source, WideCopyArgs};
+use vkshmem::{HeapWindow, ReduceOp};
+use vkshmem_device::collectives::{
+    wide_copy_source, wide_push_source, wide_reduce_source, WideArgs, WideCopyArgs,
+};
 
 /// Launches of each shape and size; the fastest counts.
 const LAUNCHES: usize = 5;
@@ -49,14 +53,41 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     )
 }
 
+/// What a shape's kernel does, which fixes its windows, immediates and
+/// traffic.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A plain copy (the immediate: the vec4 count).
+    Plain,
+    /// The library's wide copy of one block (`WideCopyArgs`).
+    WideCopy,
+    /// The library's wide push of one source to this many dests
+    /// (`WideArgs`): broadcast's and fcollect's kernel, one read to several
+    /// writes.
+    Push(u32),
+    /// The library's wide f32 sum over this many members (`WideArgs`; each
+    /// member's source read and each member's dest written).
+    Reduce(u32),
+}
+
+impl Kind {
+    /// Bytes read plus written for `bytes` of payload.
+    fn traffic(self, bytes: u64) -> u64 {
+        match self {
+            Kind::Plain | Kind::WideCopy => 2 * bytes,
+            Kind::Push(d) => (1 + d as u64) * bytes,
+            Kind::Reduce(m) => 2 * m as u64 * bytes,
+        }
+    }
+}
+
 /// One shape: a kernel and how many workgroups it is launched over.
 struct Shape {
     name: String,
     kernel: std::sync::Arc<vkshmem::DeviceKernel>,
     /// Workgroups for a copy of `n` vec4s.
     groups: Box<dyn Fn(u64) -> [u32; 3]>,
-    /// Whether the immediates are the library's `WideCopyArgs`.
-    wide: bool,
+    kind: Kind,
 }
 
 fn main() -> Result<()> {
@@ -122,7 +153,30 @@ fn main() -> Result<()> {
             name: format!("wide_copy_1 wg={wg}{mark}"),
             kernel: ctx.device_kernel(&src, &format!("wide_copy_1_{wg}"))?,
             groups: Box::new(move |n| [cap(n.div_ceil(w)), 1, 1]),
-            wide: true,
+            kind: Kind::WideCopy,
+        });
+    }
+    // The pushes and reductions as the host collectives launch them on a
+    // GPU: against the copy, what a mix of one read to several writes (or
+    // several reads) costs.
+    let f32k = vkshmem_device::collectives::kind("f32").expect("f32 is a kind");
+    for wg in [64u32, 256] {
+        let w = wg as u64;
+        for d in [2u32, 4] {
+            let src = wide_push_source(d, wg).expect("2 or 4 dests");
+            shapes.push(Shape {
+                name: format!("wide_push_{d} wg={wg}"),
+                kernel: ctx.device_kernel(&src, &format!("wide_push_{d}_{wg}"))?,
+                groups: Box::new(move |n| [cap(n.div_ceil(w)), 1, 1]),
+                kind: Kind::Push(d),
+            });
+        }
+        let src = wide_reduce_source(&f32k, ReduceOp::Sum, 2, wg).expect("f32 sum");
+        shapes.push(Shape {
+            name: format!("wide_reduce_f32_sum_2 wg={wg}"),
+            kernel: ctx.device_kernel(&src, &format!("wide_reduce_2_{wg}"))?,
+            groups: Box::new(move |n| [cap(n.div_ceil(w)), 1, 1]),
+            kind: Kind::Reduce(2),
         });
     }
     for wg in [64u32, 256, 1024] {
@@ -134,21 +188,21 @@ fn main() -> Result<()> {
                 name: format!("plain wg={wg} unroll={unroll} <=65535 groups"),
                 kernel: kernel.clone(),
                 groups: Box::new(move |n| [cap(n.div_ceil(w * u)), 1, 1]),
-                wide: false,
+                kind: Kind::Plain,
             });
             if unroll == 1 {
                 shapes.push(Shape {
                     name: format!("plain wg={wg} unroll=1 one step each (2D grid)"),
                     kernel: kernel.clone(),
                     groups: Box::new(move |n| grid(n, w, 1)),
-                    wide: false,
+                    kind: Kind::Plain,
                 });
                 let r = resident as u64 * 16;
                 shapes.push(Shape {
                     name: format!("plain wg={wg} unroll=1 resident*16"),
                     kernel,
                     groups: Box::new(move |n| [cap(r.min(n.div_ceil(w))), 1, 1]),
-                    wide: false,
+                    kind: Kind::Plain,
                 });
             }
         }
@@ -171,11 +225,15 @@ fn main() -> Result<()> {
     for (round, mib, at) in rounds {
         let bytes = mib << 20;
         let n = bytes / 16;
-        let win = |buf: &vkshmem::SymBuffer<u8>| HeapWindow {
-            bytes,
-            ..buf.window(0)
+        // Slot `i` (of `bytes` each) of a buffer, if it fits.
+        let win = |buf: &vkshmem::SymBuffer<u8>, i: u64| {
+            let w = buf.window(0);
+            ((i + 1) * bytes <= w.bytes).then(|| HeapWindow {
+                offset: w.offset + i * bytes,
+                bytes,
+                ..w
+            })
         };
-        let windows = [win(&a), win(&b)];
         let mut best_all = (0.0f64, String::new());
         let order: Vec<&Shape> = if round == 0 {
             shapes.iter().collect()
@@ -184,8 +242,32 @@ fn main() -> Result<()> {
         };
         for s in order {
             let groups = (s.groups)(n);
-            let imm: Vec<u8> = if s.wide {
-                bytemuck::bytes_of(&WideCopyArgs {
+            // Sources from `a`, dests from `b`, each its own slot.
+            let windows: Option<Vec<HeapWindow>> = match s.kind {
+                Kind::Plain | Kind::WideCopy => [win(&a, 0), win(&b, 0)].into_iter().collect(),
+                Kind::Push(d) => std::iter::once(win(&a, 0))
+                    .chain((0..d as u64).map(|i| win(&b, i)))
+                    .collect(),
+                Kind::Reduce(m) => (0..m as u64)
+                    .map(|i| win(&a, i))
+                    .chain((0..m as u64).map(|i| win(&b, i)))
+                    .collect(),
+            };
+            let Some(windows) = windows else {
+                continue;
+            };
+            let wide_args = WideArgs {
+                first: 0,
+                end: n as u32,
+                words: (n * 4) as u32,
+                s0: 0,
+                d0: 0,
+                per: 0,
+                lead: 0,
+            };
+            let imm: Vec<u8> = match s.kind {
+                Kind::Push(_) | Kind::Reduce(_) => bytemuck::bytes_of(&wide_args).to_vec(),
+                Kind::WideCopy => bytemuck::bytes_of(&WideCopyArgs {
                     first: 0,
                     end: n as u32,
                     words: (n * 4) as u32,
@@ -195,11 +277,10 @@ fn main() -> Result<()> {
                     lead: 0,
                     stride: n as u32,
                 })
-                .to_vec()
-            } else {
-                (n as u32).to_le_bytes().to_vec()
+                .to_vec(),
+                Kind::Plain => (n as u32).to_le_bytes().to_vec(),
             };
-            let check = at == 0 && round == 0;
+            let check = at == 0 && round == 0 && matches!(s.kind, Kind::Plain | Kind::WideCopy);
             if check {
                 b.write(&zeros)?;
             }
@@ -214,7 +295,7 @@ fn main() -> Result<()> {
                     bail!("{}: the copy of {mib} MiB differs from its source", s.name);
                 }
             }
-            let gbs = 2.0 * bytes as f64 / best / 1e9;
+            let gbs = s.kind.traffic(bytes) as f64 / best / 1e9;
             if gbs > best_all.0 {
                 best_all = (gbs, s.name.clone());
             }

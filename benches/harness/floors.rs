@@ -1,9 +1,10 @@
 //! The floors and the roofline every row is judged against, measured in the same
 //! run on the same device:
 //!
-//! - the copy roofline ([`Roofline`]): a plain vec4 copy kernel's bandwidth
-//!   (bytes read plus written per second) at each row's footprint, every PE
-//!   copying at once as they share the device;
+//! - the copy roofline ([`Roofline`]): the best bandwidth (bytes read plus
+//!   written per second) of the copy kernels and of the host collectives'
+//!   wide copies and pushes, at each row's footprint, every PE copying at
+//!   once as they share the device;
 //! - the empty submit: one empty command buffer submitted and waited for, the
 //!   least any host-initiated device operation costs;
 //! - one dispatch: the smallest compute dispatch (one workgroup storing one
@@ -20,7 +21,7 @@
 use std::time::Instant;
 
 use vkshmem::{Context, ReduceOp, SymBuffer};
-use vkshmem_device::collectives::WideCopyArgs;
+use vkshmem_device::collectives::{WideArgs, WideCopyArgs};
 
 /// The roofline's copy kernel: a plain vec4 copy between two user buffers, each
 /// invocation striding over the vec4s (the wide reduction's access pattern).
@@ -111,12 +112,33 @@ enum Shape {
     /// collectives launch it (a contiguous share per invocation where the
     /// library gives one: llvmpipe).
     Wide { parts: u32 },
+    /// The host collectives' own wide push (`wide_push_source`): one source
+    /// written to `dests` dests, as broadcast, collect and fcollect launch
+    /// it. Each vec4 loaded is stored `dests` times, so where a loop
+    /// iteration's work, not memory, bounds a copy (llvmpipe on a slow VM:
+    /// its copy at about 2 GB/s against host memcpy's 14.7), it moves more
+    /// bytes per second than any copy, and the rows of those collectives
+    /// read 108-127 % against copies alone (eleventh session).
+    Push { dests: u32 },
 }
 
 impl Shape {
+    /// The equal parts the trial's buffer is cut into: blocks of a copy, or
+    /// a push's dests (its source is as long as one).
     fn parts(self) -> u32 {
         match self {
             Shape::Stride { parts } | Shape::Share { parts, .. } | Shape::Wide { parts } => parts,
+            Shape::Push { dests } => dests,
+        }
+    }
+
+    /// Bytes read plus written per byte of the trial's buffer: a copy reads
+    /// and writes each once; a push to `dests` dests fills the buffer with
+    /// its dests and reads a source of one part.
+    fn traffic_per_byte(self) -> f64 {
+        match self {
+            Shape::Push { dests } => (1.0 + dests as f64) / dests as f64,
+            _ => 2.0,
         }
     }
 }
@@ -124,8 +146,9 @@ impl Shape {
 /// The shapes the roofline searches: the stride kernels in 1, 4 and 8 parts;
 /// the share kernels in 1, 2, 4 and 8 parts at 64 invocations (the host wide
 /// kernels' and the bench's device workgroups on llvmpipe) and in 1 at 32; the
-/// host wide copy itself in 1, 2, 4 and 8 blocks.
-const SHAPES: [Shape; 12] = [
+/// host wide copy itself in 1, 2, 4 and 8 blocks; the host wide push to 2, 4
+/// and 8 dests.
+const SHAPES: [Shape; 15] = [
     Shape::Wide { parts: 1 },
     Shape::Wide { parts: 2 },
     Shape::Wide { parts: 4 },
@@ -138,6 +161,9 @@ const SHAPES: [Shape; 12] = [
     Shape::Share { parts: 4, wg: 64 },
     Shape::Share { parts: 8, wg: 64 },
     Shape::Share { parts: 1, wg: 32 },
+    Shape::Push { dests: 2 },
+    Shape::Push { dests: 4 },
+    Shape::Push { dests: 8 },
 ];
 
 /// Loop iterations one invocation may run (lavapipe ends every loop of an
@@ -300,6 +326,14 @@ impl Roofline {
                             .expect("1 to 8 blocks"),
                             format!("roofline_wide_{parts}"),
                         ),
+                        Shape::Push { dests } => (
+                            vkshmem_device::collectives::wide_push_source(
+                                dests,
+                                ctx.wide_workgroup(),
+                            )
+                            .expect("2 to 8 dests"),
+                            format!("roofline_push_{dests}"),
+                        ),
                     };
                     ctx.device_kernel(&src, &name).map(|kernel| (shape, kernel))
                 })
@@ -422,6 +456,9 @@ impl Roofline {
                         .collect()
                 }
                 Shape::Wide { .. } => vec![q.div_ceil(wg).clamp(1, 65535) as u32],
+                // The library's own launch only (a trial per shape: the
+                // search stays short).
+                Shape::Push { dests } => vec![ctx.wide_launch(q, 1 + dests as usize).0],
                 // One, two, one per core and two per core, each invocation's
                 // share (every pass of it) within the loop budget.
                 Shape::Share { wg, .. } => [1u32, 2, cores, 2 * cores]
@@ -510,6 +547,29 @@ impl Roofline {
                     stride: bvecs as u32,
                 };
                 go(&windows, bytemuck::bytes_of(&args))
+            } else if let Shape::Push { dests } = shape {
+                // A source of one part of `a`, each dest a part of `b`.
+                let q = size / 16 / dests as u64;
+                let part = |buf: &SymBuffer<u8>, j: u64| {
+                    let mut w = buf.window(me);
+                    w.offset += j * q * 16;
+                    w.bytes = q * 16;
+                    w
+                };
+                let windows: Vec<vkshmem::HeapWindow> = std::iter::once(part(&self.a, 0))
+                    .chain((0..dests as u64).map(|j| part(&self.b, j)))
+                    .collect();
+                let (_, per) = ctx.wide_launch(q, 1 + dests as usize);
+                let args = WideArgs {
+                    first: 0,
+                    end: q as u32,
+                    words: q as u32 * 4,
+                    s0: 0,
+                    d0: 0,
+                    per,
+                    lead: 0,
+                };
+                go(&windows, bytemuck::bytes_of(&args))
             } else {
                 go(&[window(&self.a), window(&self.b)], &[])
             };
@@ -544,7 +604,7 @@ impl Roofline {
                 crate::over_world(ctx, &self.took, ReduceOp::Max, took)?
             };
             let one = span / (reps * TRIAL_LAUNCHES) as f64;
-            Ok(ctx.n_pes() as f64 * 2.0 * size_1 as f64 / one)
+            Ok(ctx.n_pes() as f64 * shape.traffic_per_byte() * size_1 as f64 / one)
         };
         let mut ranked = Vec::new();
         for (k, g, shape) in trials {

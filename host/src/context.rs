@@ -932,7 +932,6 @@ impl Context {
         Ok(bound)
     }
 
-    /// Checks a workgroup count against the device.
     /// Workgroups of one dispatch this device is known to run at once: the
     /// most a kernel calling a multi-workgroup device collective
     /// (`shmemx_*_work_groups`) may be launched over

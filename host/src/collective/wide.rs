@@ -461,6 +461,16 @@ impl Context {
         Ok(Some(planned(k, groups, w, WideCopyArgs { per, ..p.args })))
     }
 
+    /// The launch of the host collectives' wide copies and pushes over `vecs`
+    /// vec4s that read or write `windows` windows: the workgroups (of
+    /// [`Context::wide_workgroup`]) and the kernels' `per` immediate
+    /// (`WideArgs::per`, `WideCopyArgs::per`). For benchmarks that time the
+    /// library's own kernels as its collectives launch them (the bench's
+    /// roofline).
+    pub fn wide_launch(&self, vecs: u64, windows: usize) -> (u32, u32) {
+        self.wide_groups(vecs, windows, self.wide_workgroup())
+    }
+
     /// Workgroups for a wide kernel over `vecs` vec4s that reads or writes
     /// `streams` windows, and the kernel's `per` (vec4s of each chunk an
     /// invocation takes, or 0 for the grid-wide stride; see `wide_loop` in
