@@ -118,7 +118,8 @@ enum Shape {
     /// iteration's work, not memory, bounds a copy (llvmpipe on a slow VM:
     /// its copy at about 2 GB/s against host memcpy's 14.7), it moves more
     /// bytes per second than any copy, and the rows of those collectives
-    /// read 108-127 % against copies alone (eleventh session).
+    /// read 108-127 % against copies alone (eleventh session). Only pushes
+    /// to at most as many dests as the job has PEs are tried.
     Push { dests: u32 },
 }
 
@@ -306,6 +307,13 @@ impl Roofline {
             one_machine: ctx.team_n_pes(vkshmem::Team::NODE)? == ctx.n_pes(),
             kernels: SHAPES
                 .into_iter()
+                // Pushes to as many dests as this job's collectives push to
+                // at most (a push to 8 in a job of 4 PEs is no copy any of
+                // its collectives does).
+                .filter(|shape| match shape {
+                    Shape::Push { dests } => *dests <= n,
+                    _ => true,
+                })
                 .map(|shape| {
                     let (src, name) = match shape {
                         Shape::Stride { parts: 1 } => {
