@@ -531,12 +531,7 @@ impl Roofline {
                 // Each block of `a` its own window, into `b`.
                 let bvecs = size / 16 / parts as u64;
                 let mut windows: Vec<vkshmem::HeapWindow> = (0..parts as u64)
-                    .map(|j| {
-                        let mut w = self.a.window(me);
-                        w.offset += j * bvecs * 16;
-                        w.bytes = bvecs * 16;
-                        w
-                    })
+                    .map(|j| part_window(&self.a, me, j, bvecs))
                     .collect();
                 windows.push(window(&self.b));
                 let per = if self.capped {
@@ -558,15 +553,10 @@ impl Roofline {
             } else if let Shape::Push { dests } = shape {
                 // A source of one part of `a`, each dest a part of `b`.
                 let q = size / 16 / dests as u64;
-                let part = |buf: &SymBuffer<u8>, j: u64| {
-                    let mut w = buf.window(me);
-                    w.offset += j * q * 16;
-                    w.bytes = q * 16;
-                    w
-                };
-                let windows: Vec<vkshmem::HeapWindow> = std::iter::once(part(&self.a, 0))
-                    .chain((0..dests as u64).map(|j| part(&self.b, j)))
-                    .collect();
+                let windows: Vec<vkshmem::HeapWindow> =
+                    std::iter::once(part_window(&self.a, me, 0, q))
+                        .chain((0..dests as u64).map(|j| part_window(&self.b, me, j, q)))
+                        .collect();
                 let (_, per) = ctx.wide_launch(q, 1 + dests as usize);
                 let args = WideArgs {
                     first: 0,
@@ -641,6 +631,14 @@ impl Roofline {
         self.measured.borrow_mut().insert(size_1, best);
         Ok(best)
     }
+}
+
+/// Part `j` of `vecs` vec4s of PE `pe`'s copy of `buf`, as its own window.
+fn part_window(buf: &SymBuffer<u8>, pe: u32, j: u64, vecs: u64) -> vkshmem::HeapWindow {
+    let mut w = buf.window(pe);
+    w.offset += j * vecs * 16;
+    w.bytes = vecs * 16;
+    w
 }
 
 /// Launches of the copy per roofline trial, back to back.

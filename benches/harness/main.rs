@@ -269,8 +269,8 @@ struct Bench<'a> {
 }
 
 impl Bench<'_> {
-    /// Runs `f` `--warmup` times untimed, and returns the seconds they took
-    /// (`member`: whether this PE calls `f`; every PE of WORLD calls this).
+    /// Runs `f` `--warmup` times untimed (`member`: whether this PE calls
+    /// `f`; every PE of WORLD calls this).
     /// Then, with `--warmup-ms`, as many more as make about that many
     /// milliseconds at the slowest PE's pace: the count is agreed over WORLD
     /// (a u32 reduction of each PE's nanoseconds per call), so every member

@@ -577,10 +577,19 @@ impl Context {
     /// Workgroups of [`HOST_WORKGROUP`] for `items` work items, `per_invocation`
     /// each, within the device's limit (and 65535); kernels stride over the rest.
     pub(crate) fn host_groups(&self, items: u64, per_invocation: u64) -> u32 {
-        let max = (self.device_info().max_workgroups_x as u64).min(65535);
-        items
-            .div_ceil(HOST_WORKGROUP as u64 * per_invocation)
-            .clamp(1, max) as u32
+        self.groups_of(items, HOST_WORKGROUP as u64 * per_invocation)
+    }
+
+    /// Workgroups for `items` work items, `per_group` each, within the
+    /// device's limit (and 65535); kernels stride over the rest.
+    pub(crate) fn groups_of(&self, items: u64, per_group: u64) -> u32 {
+        items.div_ceil(per_group).clamp(1, self.max_groups()) as u32
+    }
+
+    /// The most workgroups a host kernel is launched over: the device's
+    /// limit, and 65535.
+    pub(crate) fn max_groups(&self) -> u64 {
+        (self.device_info().max_workgroups_x as u64).min(65535)
     }
 
     /// The kernel arguments' team and address part (the caller has checked

@@ -486,8 +486,8 @@ impl Context {
     /// MiB from 11.5 and 16.1 ms to 6.3 and 9.3 ms.
     fn wide_groups(&self, vecs: u64, streams: usize, workgroup: u32) -> (u32, u32) {
         let wg = workgroup as u64;
-        let max = (self.device_info().max_workgroups_x as u64).min(65535);
         if self.device_info().is_llvmpipe() {
+            let max = self.max_groups();
             let threads = self.resident_workgroups().max(1) as u64;
             let groups = threads
                 .max(vecs.div_ceil(wg * LLVMPIPE_SHARE_MAX))
@@ -501,7 +501,7 @@ impl Context {
             }
             return (groups as u32, per as u32);
         }
-        (vecs.div_ceil(wg).clamp(1, max) as u32, 0)
+        (self.groups_of(vecs, wg), 0)
     }
 
     /// Whether every block of `pushes` (the whole call's, every member's) can
