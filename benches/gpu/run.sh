@@ -7,7 +7,9 @@
 # Usage (device machine, repo root): bash .gpu/run.sh DEADLINE_SECONDS [torch|-] [ab|all|bimodal]
 # (ab: instead of the standard list, the wide copies' workgroup size and the
 # heap size A/B, interleaved; all: the standard list, then those; bimodal:
-# the 4-PE broadcast's two speeds).
+# the 4-PE broadcast's two speeds; old-new: .gpu/old/vkshmem-bench against
+# .gpu/vkshmem-bench; mixes: the GPU's own bandwidth per
+# read/write mix (mixes.cu) beside copy_shapes' library kernels, then bimodal).
 set -u
 T0=$(date +%s); DL=$((T0 + ${1:-420}))
 if [ -e /usr/local/nvidia ]; then
@@ -43,13 +45,17 @@ dmesg -c > /dev/null 2>&1
 # its copy bandwidth for about a second of one run, 2026-11-27).
 nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active --format=csv -lms 250 > $R/clocks.csv 2>&1 &
 CLOCKS=$!
-run() { local n=$1 heap=$2; shift 2; VKSHMEM_SYMMETRIC_SIZE=$heap $B/vkshmrun -n $n --wait-timeout 30 $B/vkshmem-bench "$@"; }
+run() { local n=$1 heap=$2; shift 2; VKSHMEM_SYMMETRIC_SIZE=$heap $B/vkshmrun -n $n --wait-timeout 30 ${BENCH:-$B/vkshmem-bench} "$@"; }
 export -f run; export B
 C=broadcast,collect,fcollect,alltoall,alltoalls,reduce
 Q="--no-roofline --iters 10 --warmup 2"
 [ "${2:-}" = torch ] && st torch 30 python3 $B/torch_copy.py
 # Copy kernel shapes on one PE (GPU timestamps): the library's wide copy
 # against plain copies over workgroup sizes, counts and vec4s per step.
+if [ "${3:-}" = mixes ]; then
+  st nvcc 60 nvcc -O3 -o /tmp/mixes $B/mixes.cu
+  st mixes 60 /tmp/mixes 256 1024
+fi
 [ "${3:-}" != bimodal ] && st copy-shapes 60 env VKSHMEM_SYMMETRIC_SIZE=3G $B/vkshmrun -n 1 $B/copy_shapes 64 256 1024
 # The wide copies' and pushes' workgroup (VKSHMEM_WIDE_WORKGROUP): 64, the
 # default before 2026-11-27, against auto (256 on a GPU), interleaved in two
@@ -83,6 +89,24 @@ bimodal() {
       st bi$j-warm$w 30 run 4 10G --collective broadcast,collect,fcollect --min-bytes 64M --max-bytes 1G --step-factor 4 --no-roofline --iters 5 --warmup 1 --warmup-ms $w --csv $R/bi$j-warm$w.csv
     done
   done
+}
+# Benches built before a change (.gpu/old/vkshmem-bench, and .gpu/mid/ where
+# present) against .gpu/vkshmem-bench, interleaved in two rounds on 2 and 4
+# PEs, one on 8 (the old one left out there when mid is present); then the
+# new one checked past one piece of the wide path (1.5 GiB broadcast and
+# reduce on 2 PEs) and at 256 MiB on 8.
+old_new() {
+  local vs="old new"; [ -e $B/mid/vkshmem-bench ] && vs="old mid new"
+  for r in 1 2; do
+    for v in $vs; do
+      b=$B/vkshmem-bench; [ $v != new ] && b=$B/$v/vkshmem-bench
+      st $v-2pe-r$r 30 env BENCH=$b bash -c "run 2 6G --collective $C --min-bytes 64M --max-bytes 1G --step-factor 4 $Q --warmup-ms 300 --csv $R/$v-2pe-r$r.csv"
+      st $v-4pe-r$r 40 env BENCH=$b bash -c "run 4 10G --collective $C --min-bytes 64M --max-bytes 1G --step-factor 4 $Q --warmup-ms 300 --csv $R/$v-4pe-r$r.csv"
+      [ $r = 1 ] && [ "$v $vs" != "old old mid new" ] && st $v-8pe 50 env BENCH=$b bash -c "run 8 10G --collective $C --min-bytes 64M --max-bytes 512M --step-factor 8 $Q --warmup-ms 300 --csv $R/$v-8pe.csv"
+    done
+  done
+  st check-big-2pe 60 run 2 12G --collective broadcast,reduce --check --min-bytes 1536M --max-bytes 1536M --iters 1 --warmup 1 --no-roofline --csv $R/check-big-2pe.csv
+  st check-big-8pe 60 run 8 10G --collective $C --check --min-bytes 256M --max-bytes 256M --iters 1 --warmup 1 --no-roofline --csv $R/check-big-8pe.csv
 }
 standard() {
 # busbw against size up to 1 GiB, every host collective (one submitter per
@@ -121,17 +145,19 @@ st dev-1pe 30 run 1 2G --collective barrier,broadcast,fcollect,alltoall,reduce -
 }
 case "${3:-}" in
   ab) ab ;;
-  bimodal) bimodal ;;
+  bimodal|mixes) bimodal ;;
+  old-new) old_new ;;
   all) standard; ab ;;
   *) standard ;;
 esac
 kill $CLOCKS 2>/dev/null
 log "total $(( $(date +%s) - T0 ))s"
+[ -e $R/mixes.txt ] && cut -c11- $R/mixes.txt >> $SUM
 grep -h '# best' $R/copy-shapes.txt | cut -c11- >> $SUM
-grep -h 'wide_copy_1' $R/copy-shapes.txt | cut -c11- >> $SUM
+grep -h -E 'wide_(copy_1|push|reduce)' $R/copy-shapes.txt | cut -c11- >> $SUM
 awk -F', ' 'NR>1 {c[$6]++; sm[$2]++; mem[$3]++} END {for (k in c) print "throttle", k, c[k]; for (k in sm) print "sm_clock", k, sm[k]; for (k in mem) print "mem_clock", k, mem[k]}' $R/clocks.csv | sort | head -30 >> $SUM
 # busbw (GB/s) by size, one line per stage and collective.
-for f in $R/host-*.csv $R/wg*.csv $R/heap*.csv $R/bi*.csv $R/roof-2pe.csv $R/dev-1pe.csv; do
+for f in $R/old-*.csv $R/mid-*.csv $R/new-*.csv $R/host-*.csv $R/wg*.csv $R/heap*.csv $R/bi*.csv $R/roof-2pe.csv $R/dev-1pe.csv; do
   [ -e $f ] || continue
   awk -F, -v t=$(basename $f .csv) 'NR>1 {k=t" "$1" "$2; if (!(k in s)) o[++n]=k; s[k]=s[k] sprintf(" %s:%.0f", ($7>=1073741824? $7/1073741824 "G" : ($7>=1048576? $7/1048576 "M" : $7)), (t=="dev-1pe"? $12 : $13))} END {for (i=1;i<=n;i++) print o[i] s[o[i]]}' $f
 done >> $SUM

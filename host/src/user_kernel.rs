@@ -22,7 +22,7 @@ use crate::kernels::builds::Builds;
 use crate::kernels::prebuild::{self, Prebuild};
 use crate::kernels::{link, DeviceKernel};
 use crate::vk::compile_turn::CompileTurn;
-use crate::vk::submit::{Dispatch, Window, MAX_BATCH};
+use crate::vk::submit::{batch_len, pool_descriptors, Dispatch, Window};
 use crate::vk::Gpu;
 
 /// How long a launch whose waits the driver cut short listens for news of a
@@ -360,7 +360,7 @@ impl Context {
     }
 
     /// Launches `items` in order in as few submissions as possible
-    /// ([`MAX_BATCH`] dispatches each), with no barrier between them except
+    /// ([`crate::vk::submit::MAX_BATCH`] dispatches each, within the descriptor pool), with no barrier between them except
     /// before the items that ask for one ([`Launch::barrier`]): for kernels
     /// that wait for nothing (the wide kernels of host collectives), which
     /// would otherwise pay one submission each (on NVIDIA, a context switch
@@ -399,7 +399,16 @@ impl Context {
                 .expect("every PE's windows made above");
             &w[..]
         };
-        for chunk in items.chunks(MAX_BATCH) {
+        let pool = pool_descriptors(self.device_info());
+        let mut rest = items;
+        while !rest.is_empty() {
+            let n = batch_len(
+                pool,
+                rest.iter()
+                    .map(|it| library_of(it).len() + it.buffers.len()),
+            );
+            let (chunk, after) = rest.split_at(n);
+            rest = after;
             let user = chunk
                 .iter()
                 .map(|it| self.bind_windows(it.buffers))

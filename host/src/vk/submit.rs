@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use ash::vk;
 
 use super::kernel::Kernel;
-use super::Gpu;
+use super::{DeviceInfo, Gpu};
 use crate::error::{Error, Result, VkContext};
 
 /// A storage-buffer window bound to a kernel binding.
@@ -27,13 +27,46 @@ const WAIT_SLICE: Duration = Duration::from_millis(20);
 /// Most descriptor sets one dispatch binds.
 const MAX_SETS: u32 = 4;
 
-/// Most dispatches one submission records ([`Submitter::dispatch_many`]).
-pub const MAX_BATCH: usize = 8;
+/// Most dispatches one submission records ([`Submitter::dispatch_many`]),
+/// within [`pool_descriptors`] descriptors in all. A host collective of 1
+/// GiB on 2 PEs is 32 wide launches (pieces of 64 MiB, one per member); in
+/// batches of 8 its 4 submissions, each waited for before the next, left
+/// the GPU idle between them: 2-PE broadcast 1044 us on an H200 where its
+/// kernels take about 785 (the push moves 3 GiB at 4.1 TB/s, `copy_shapes`).
+pub const MAX_BATCH: usize = 64;
 
 /// Descriptors the pool holds per dispatch of a batch: the device's
 /// per-stage limit, capped (NVIDIA's is in the millions; a kernel binds at
 /// most its PEs' heap views, a few hundred).
 const MAX_DESCRIPTORS: u32 = 1 << 16;
+
+/// Dispatches binding the per-stage maximum of descriptors that one
+/// submission's pool holds (batches of smaller dispatches hold more, up to
+/// [`MAX_BATCH`]).
+const POOL_DISPATCHES: u64 = 8;
+
+/// The storage-buffer descriptors one submission may bind in all (every
+/// set of every dispatch): the pool's size on `info`'s device.
+pub fn pool_descriptors(info: &DeviceInfo) -> u64 {
+    u64::from(info.max_storage_buffers_per_stage.clamp(1, MAX_DESCRIPTORS)) * POOL_DISPATCHES
+}
+
+/// How many of the dispatches whose descriptor counts `counts` yields, from
+/// the first, go in one submission: at most [`MAX_BATCH`] and `pool`
+/// descriptors in all, and at least one (a dispatch binds at most the
+/// per-stage limit, which the pool holds).
+pub fn batch_len(pool: u64, counts: impl IntoIterator<Item = usize>) -> usize {
+    let mut total = 0u64;
+    let mut n = 0;
+    for c in counts.into_iter().take(MAX_BATCH) {
+        total += c as u64;
+        if n > 0 && total > pool {
+            break;
+        }
+        n += 1;
+    }
+    n
+}
 
 /// One dispatch of a submission: `kernel` over `groups` workgroups with
 /// `sets[s]` bound to the bindings 0..n of descriptor set `s` and `push` as
@@ -113,12 +146,7 @@ impl Submitter {
             unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) }.vk("vkCreateFence")?;
         let sizes = [vk::DescriptorPoolSize::default()
             .ty(vk::DescriptorType::STORAGE_BUFFER)
-            .descriptor_count(
-                gpu.info
-                    .max_storage_buffers_per_stage
-                    .clamp(1, MAX_DESCRIPTORS)
-                    * MAX_BATCH as u32,
-            )];
+            .descriptor_count(pool_descriptors(&gpu.info) as u32)];
         let info = vk::DescriptorPoolCreateInfo::default()
             .max_sets(MAX_SETS * MAX_BATCH as u32)
             .pool_sizes(&sizes);
@@ -298,10 +326,13 @@ impl Submitter {
         note_start: bool,
         watch: &mut dyn FnMut(bool, Duration) -> Option<Duration>,
     ) -> Result<Option<Duration>> {
-        if items.is_empty() || items.len() > MAX_BATCH {
+        let counts = || items.iter().map(|it| it.sets.iter().map(|s| s.len()).sum());
+        if items.is_empty() || batch_len(pool_descriptors(&self.gpu.info), counts()) < items.len() {
             return Err(Error::InvalidArgument(format!(
-                "{} dispatches in one submission: 1 to {MAX_BATCH}",
-                items.len()
+                "{} dispatches binding {} descriptors in one submission: 1 to {MAX_BATCH}, at most {} descriptors",
+                items.len(),
+                counts().sum::<usize>(),
+                pool_descriptors(&self.gpu.info)
             )));
         }
         for it in items {
@@ -340,8 +371,8 @@ impl Submitter {
                 .descriptor_pool(self.descriptors)
                 .set_layouts(&it.kernel.set_layouts);
             // SAFETY: at most MAX_SETS sets per dispatch and MAX_BATCH
-            // dispatches, each with at most maxPerStageDescriptorStorageBuffers
-            // descriptors (checked when the kernel was built), the pool's size.
+            // dispatches binding at most pool_descriptors in all (checked
+            // above), the pool's size.
             handles.push(unsafe {
                 d.allocate_descriptor_sets(&info)
                     .vk("vkAllocateDescriptorSets")?
@@ -584,5 +615,23 @@ impl Drop for Submitter {
             d.destroy_fence(self.fence, None);
             d.destroy_command_pool(self.pool, None);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{batch_len, MAX_BATCH};
+
+    #[test]
+    fn batches_stop_at_the_dispatch_count_or_the_pool() {
+        assert_eq!(batch_len(1000, []), 0);
+        assert_eq!(batch_len(1000, [5; 3]), 3);
+        assert_eq!(batch_len(1000, vec![5; 200]), MAX_BATCH);
+        // The pool holds 10: dispatches of 4 go two at a time.
+        assert_eq!(batch_len(10, [4, 4, 4]), 2);
+        assert_eq!(batch_len(10, [4, 6, 1]), 2);
+        // A dispatch alone always goes (it binds at most the per-stage
+        // limit, which the pool holds).
+        assert_eq!(batch_len(10, [12, 1]), 1);
     }
 }
