@@ -1302,7 +1302,7 @@ impl HostCall {
 pub const HOST_WORKGROUP: u32 = 64;
 
 /// Workgroup size of the wide copies and pushes on GPUs. They move one vec4
-/// per invocation per step, so a copy of 64 MiB (the launch of a large
+/// per invocation per step, so a copy of 64 MiB (then the launch of a large
 /// message's piece, [`WIDE_WINDOW_MAX_BYTES`] / 2) in workgroups of 64 is
 /// 65535 of them, and starting that many workgroups, not memory, bounded it:
 /// on an H200 (`examples/copy_shapes.rs`, GPU timestamps, two runs) 45.4-46.0
@@ -1424,9 +1424,10 @@ const HOST_ARGS_FIELDS: [&str; 10] = [
 /// bindings per member, see [`wide_reduce_source`]).
 pub const WIDE_REDUCE_MAX_MEMBERS: u32 = 8;
 
-/// The bytes a wide-path window may span: Vulkan's least `maxStorageBufferRange`
-/// (2^27), so that every device takes the same path (every member must split the
-/// work the same way).
+/// The bytes a wide-path window spans at least: Vulkan's least
+/// `maxStorageBufferRange` (2^27). The host binds wider windows where the
+/// device allows (its largest power of two up to 2 GiB; every member of a
+/// call on the wide path shares the device, so all split the work alike).
 pub const WIDE_WINDOW_MAX_BYTES: u64 = 1 << 27;
 
 /// Window offsets of the wide path are multiples of this: Vulkan's largest

@@ -14,8 +14,8 @@ use crate::error::Result;
 /// and tails of objects off 16-byte alignment or whole words, objects not
 /// aligned alike, collect counts that are not whole vec4s, strided
 /// alltoalls, element kinds the device cannot reduce wide. Host collectives
-/// on the wide kernels bind any part of the heap (in pieces of 64 MiB where
-/// an object passes the device's largest binding).
+/// on the wide kernels bind any part of the heap (in pieces where an object
+/// passes the device's largest binding).
 pub const MAX_DEVICE_BYTE: u64 = (1 << 32) - 4;
 
 /// Where a symmetric object lies in Vulkan terms ([`SymBuffer::vk_buffer`]).

@@ -118,8 +118,10 @@ pub(crate) struct WidePlan {
 /// The wide plan of member `me` of `members` reducing `n` elements of `es` bytes
 /// from byte offset `source` into `dest`, in a heap of `heap` bytes; `None` when
 /// the call must take the generic path. The share split and windows are a
-/// push's ([`push_plan`]) with the members as the parts, at the worst-case
-/// window limit (every member must decide alike, whatever its device).
+/// push's ([`push_plan`]) with the members as the parts, windows at most
+/// `max_range` bytes (the device's [`window_max`]: every member of a call
+/// on the wide path is on the same device, so all decide alike).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn plan(
     es: u32,
     members: u32,
@@ -128,6 +130,7 @@ pub(crate) fn plan(
     source: u64,
     n: u64,
     heap: u64,
+    max_range: u64,
 ) -> Option<WidePlan> {
     // 8-byte elements pair the words of each half vec4: an object off
     // 16-byte alignment must start at a half (as its elements' alignment
@@ -136,15 +139,7 @@ pub(crate) fn plan(
         return None;
     }
     let bytes = n.checked_mul(es as u64)?;
-    push_plan(
-        bytes,
-        source,
-        dest,
-        me,
-        members,
-        heap,
-        WIDE_WINDOW_MAX_BYTES,
-    )
+    push_plan(bytes, source, dest, me, members, heap, max_range)
 }
 
 /// The window (start, length) that binds `bytes` at byte offset `at`: from the
@@ -229,10 +224,29 @@ pub(crate) fn copy_plan(
     })
 }
 
-/// The largest piece of one object a wide push moves per launch: objects
-/// past it go in pieces of this size (16-byte multiple), so that no window
-/// passes [`WIDE_WINDOW_MAX_BYTES`] and large messages need no fallback.
-pub(crate) const WIDE_CHUNK_BYTES: u64 = WIDE_WINDOW_MAX_BYTES / 2;
+/// The widest window the wide paths bind on a device whose
+/// `maxStorageBufferRange` is `range`: its largest power of two, at most 2
+/// GiB (the kernels count an object's words in 32 bits) and at least
+/// Vulkan's least range, [`WIDE_WINDOW_MAX_BYTES`]. Every member of a call
+/// on the wide path is on one device, so all cut alike.
+///
+/// A large message goes in pieces of half this ([`piece_bytes`]), one
+/// launch each per member: on an H200, pieces of 64 MiB (the least range's
+/// half) cost about 7 us each beyond their traffic even in one submission
+/// (2-PE broadcast of 1 GiB: 32 launches, 1012-1039 us where the push's
+/// traffic takes about 785).
+pub(crate) fn window_max(range: u64) -> u64 {
+    let r = range.clamp(WIDE_WINDOW_MAX_BYTES, 1 << 31);
+    1 << (63 - r.leading_zeros())
+}
+
+/// The largest piece of one object a wide kernel moves per launch on a
+/// device whose widest window is `window` ([`window_max`]): objects past it
+/// go in pieces of this size (16-byte multiple), so that no window passes
+/// `window` (its start aligned down) and large messages need no fallback.
+pub(crate) fn piece_bytes(window: u64) -> u64 {
+    window / 2
+}
 
 /// The longest contiguous share (vec4s, one loop iteration each) a wide
 /// kernel gives an invocation on llvmpipe, whose invocations may run 65535
@@ -272,7 +286,7 @@ const LLVMPIPE_CHUNK_STREAMS: usize = 8;
 /// off 16-byte alignment as each other or off whole words (an object that
 /// is starts inside its windows' vec4 0: `WideArgs::lead`), or a window
 /// past the heap or wider than `max_range` (callers cut
-/// larger objects into [`WIDE_CHUNK_BYTES`]). Depends only on its arguments,
+/// larger objects into [`piece_bytes`]). Depends only on its arguments,
 /// never on `part`'s validity, so members that compute it for the same object
 /// agree.
 pub(crate) fn push_plan(
@@ -348,11 +362,11 @@ fn copy_items(words_kernel: bool, a: &WideCopyArgs) -> u64 {
 }
 
 /// The pieces `(offset, bytes)` of an object of `bytes` bytes, each at most
-/// [`WIDE_CHUNK_BYTES`].
-fn chunks(bytes: u64) -> impl Iterator<Item = (u64, u64)> {
-    (0..bytes.div_ceil(WIDE_CHUNK_BYTES).max(1)).map(move |i| {
-        let at = i * WIDE_CHUNK_BYTES;
-        (at, WIDE_CHUNK_BYTES.min(bytes - at))
+/// `piece` ([`piece_bytes`]).
+fn chunks(bytes: u64, piece: u64) -> impl Iterator<Item = (u64, u64)> {
+    (0..bytes.div_ceil(piece).max(1)).map(move |i| {
+        let at = i * piece;
+        (at, piece.min(bytes - at))
     })
 }
 
@@ -367,12 +381,24 @@ pub(crate) struct Push {
 }
 
 impl Context {
+    /// The widest window of the wide paths on this PE's device
+    /// ([`window_max`]).
+    pub(crate) fn wide_window(&self) -> u64 {
+        window_max(self.device_info().max_storage_buffer_range)
+    }
+
+    /// The largest piece of an object per wide launch on this PE's device
+    /// ([`piece_bytes`]).
+    pub(crate) fn wide_piece(&self) -> u64 {
+        piece_bytes(self.wide_window())
+    }
+
     /// The launches that copy `block` bytes at byte offset `src` of each PE
     /// in `from` into consecutive blocks at `dst` of PE `to`, on the wide
     /// path; `None` when the call must take the generic path (which then
     /// writes the whole dest again). A launch takes a group of up to
     /// [`WIDE_REDUCE_MAX_MEMBERS`] blocks whose dest window fits the
-    /// device's largest binding; blocks past [`WIDE_CHUNK_BYTES`] go one at
+    /// device's largest binding; blocks past [`piece_bytes`] go one at
     /// a time, in pieces of that size (all launches take the wide path or
     /// none does).
     pub(crate) fn copy_wide(
@@ -385,9 +411,10 @@ impl Context {
     ) -> Result<Option<Vec<Planned>>> {
         let mut plans = Vec::new();
         let mut add = |p: Option<Planned>| p.map(|p| plans.push(p)).is_some();
-        if block > WIDE_CHUNK_BYTES {
+        let piece = self.wide_piece();
+        if block > piece {
             for (j, &pe) in from.iter().enumerate() {
-                for (at, b) in chunks(block) {
+                for (at, b) in chunks(block, piece) {
                     let to_at = dst + j as u64 * block + at;
                     if !add(self.copy_wide_launch(to, &[pe], b, src + at, to_at)?) {
                         return Ok(None);
@@ -518,7 +545,7 @@ impl Context {
         let heap = self.heap_size();
         let fits = pushes.iter().all(|p| {
             p.bytes == 0
-                || chunks(p.bytes).all(|(at, b)| {
+                || chunks(p.bytes, self.wide_piece()).all(|(at, b)| {
                     push_plan(
                         b,
                         p.src + at,
@@ -566,7 +593,7 @@ impl Context {
 
     /// The launches of share `part` of `parts` of the wide push `p` to the
     /// PEs `to` (after [`Context::push_possible`] said yes for the whole
-    /// call): one per piece of [`WIDE_CHUNK_BYTES`] and per group of
+    /// call): one per piece of [`piece_bytes`] and per group of
     /// [`WIDE_REDUCE_MAX_MEMBERS`] dests. They write disjoint bytes and read
     /// only the source: one step.
     pub(crate) fn push_wide(
@@ -578,7 +605,7 @@ impl Context {
     ) -> Result<Vec<Planned>> {
         let info = self.device_info();
         let mut launches = Vec::new();
-        for (at, bytes) in chunks(p.bytes).filter(|&(_, b)| b > 0) {
+        for (at, bytes) in chunks(p.bytes, self.wide_piece()).filter(|&(_, b)| b > 0) {
             let plan = push_plan(
                 bytes,
                 p.src + at,
@@ -659,11 +686,12 @@ impl Context {
         };
         // Whether a plan exists depends only on the object, not on the
         // member (`push_plan`): each member's own comes with its part, a
-        // plan per piece of WIDE_CHUNK_BYTES.
+        // plan per piece.
         let (d, s, heap) = (dest + sp.head, source + sp.head, self.heap_size());
-        if !chunks(sp.mid)
-            .all(|(at, b)| plan(kind.bytes, size, m.me, d + at, s + at, b / es, heap).is_some())
-        {
+        let range = self.wide_window();
+        if !chunks(sp.mid, piece_bytes(range)).all(|(at, b)| {
+            plan(kind.bytes, size, m.me, d + at, s + at, b / es, heap, range).is_some()
+        }) {
             return Ok(None);
         }
         let library = self.library_config()?.bindings().len() as u64;
@@ -713,8 +741,8 @@ impl Context {
     /// Member `me`'s part of a reduction of `bytes` (whole words, both
     /// objects 16-byte aligned or equally off it in whole words) of
     /// elements of `es` bytes at `source` into
-    /// `dest` on the wide path: one plan per piece of [`WIDE_CHUNK_BYTES`]
-    /// (no window past [`WIDE_WINDOW_MAX_BYTES`]), the pieces' steps side by
+    /// `dest` on the wide path: one plan per piece of [`piece_bytes`]
+    /// (no window past [`window_max`]), the pieces' steps side by
     /// side (they touch disjoint bytes).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn reduce_wide(
@@ -728,14 +756,16 @@ impl Context {
         bytes: u64,
     ) -> Result<Part> {
         let mut parts = Vec::new();
-        for (at, b) in chunks(bytes).filter(|&(_, b)| b > 0) {
+        let range = self.wide_window();
+        for (at, b) in chunks(bytes, piece_bytes(range)).filter(|&(_, b)| b > 0) {
             let (d, s) = (dest + at, source + at);
             let n = b / es as u64;
-            let p = plan(es, m.shape.size, me, d, s, n, self.heap_size()).ok_or_else(|| {
-                crate::error::Error::InvalidArgument(format!(
-                    "reduce: no wide plan for member {me} at {s} (wide_prepare found one)"
-                ))
-            })?;
+            let p =
+                plan(es, m.shape.size, me, d, s, n, self.heap_size(), range).ok_or_else(|| {
+                    crate::error::Error::InvalidArgument(format!(
+                        "reduce: no wide plan for member {me} at {s} (wide_prepare found one)"
+                    ))
+                })?;
             parts.push(self.reduce_piece(m, me, w, &p)?);
         }
         Ok(super::part::side_by_side(parts))
@@ -828,12 +858,66 @@ mod tests {
     use super::*;
 
     #[test]
+    fn windows_grow_with_the_device_range_up_to_2_gib() {
+        // lavapipe (2^27), NVIDIA (2^32 - 1), a range off a power of two.
+        assert_eq!(window_max(1 << 27), 1 << 27);
+        assert_eq!(window_max(u32::MAX as u64), 1 << 31);
+        assert_eq!(window_max((1 << 30) + (1 << 29)), 1 << 30);
+        assert_eq!(window_max(1 << 20), WIDE_WINDOW_MAX_BYTES);
+        for range in [1u64 << 27, 3 << 28, u32::MAX as u64] {
+            let w = window_max(range);
+            let piece = piece_bytes(w);
+            // A piece at any aligned-down start fits its window.
+            assert!(piece + WIDE_WINDOW_ALIGN <= w && w <= range.max(WIDE_WINDOW_MAX_BYTES));
+            let pieces: Vec<_> = chunks(3 * piece + 16, piece).collect();
+            assert_eq!(
+                pieces,
+                [
+                    (0, piece),
+                    (piece, piece),
+                    (2 * piece, piece),
+                    (3 * piece, 16)
+                ]
+            );
+            // A whole piece at the worst offset has a plan at this range.
+            let n = piece / 4;
+            assert!(
+                plan(4, 2, 1, 4096 + 12, 12, n, 1 << 33, w).is_some(),
+                "{range}"
+            );
+        }
+        // 1 GiB of f32 (the whole message): one piece on NVIDIA, not on lavapipe.
+        assert!(plan(
+            4,
+            2,
+            0,
+            0,
+            1 << 31,
+            1 << 28,
+            1 << 33,
+            window_max(u32::MAX as u64)
+        )
+        .is_some());
+        assert!(plan(4, 2, 0, 0, 1 << 31, 1 << 28, 1 << 33, window_max(1 << 27)).is_none());
+    }
+
+    #[test]
     fn shares_cover_every_vec4_once() {
         for members in 1..=WIDE_REDUCE_MAX_MEMBERS {
             for n in [1u64, 3, 4, 5, 17, 1000, 1 << 20] {
                 let mut next = 0;
                 for me in 0..members {
-                    let p = plan(4, members, me, 4096, 8192, n, 1 << 30).unwrap();
+                    let p = plan(
+                        4,
+                        members,
+                        me,
+                        4096,
+                        8192,
+                        n,
+                        1 << 30,
+                        WIDE_WINDOW_MAX_BYTES,
+                    )
+                    .unwrap();
                     assert!(p.args.first as u64 <= p.args.end as u64);
                     if p.args.first < p.args.end {
                         assert_eq!(p.args.first, next, "members {members} n {n}");
@@ -1002,8 +1086,14 @@ mod tests {
         assert!(push_plan(40, 260, 520, 0, 1, 4096, 1 << 27).is_none());
         assert!(push_plan(40, 258, 514, 0, 1, 4096, 1 << 27).is_none());
         // 8-byte elements start at a half vec4.
-        assert!(plan(8, 2, 0, 516, 260, 5, 4096).is_none());
-        assert_eq!(plan(8, 2, 0, 520, 264, 5, 4096).unwrap().args.lead, 2);
+        assert!(plan(8, 2, 0, 516, 260, 5, 4096, WIDE_WINDOW_MAX_BYTES).is_none());
+        assert_eq!(
+            plan(8, 2, 0, 520, 264, 5, 4096, WIDE_WINDOW_MAX_BYTES)
+                .unwrap()
+                .args
+                .lead,
+            2
+        );
         // A reduction's split: no head where the wide kernels start inside
         // vec4 0; a tail off whole words on the generic kernel.
         let sp = |head, mid, tail| Some(Split { head, mid, tail });
@@ -1017,26 +1107,36 @@ mod tests {
 
     #[test]
     fn windows_and_fallbacks() {
-        let p = plan(4, 2, 0, 256 + 48, 512 + 16, 10, 4096).unwrap();
+        let p = plan(4, 2, 0, 256 + 48, 512 + 16, 10, 4096, WIDE_WINDOW_MAX_BYTES).unwrap();
         assert_eq!(p.dst, (256, 48 + 48));
         assert_eq!(p.src, (512, 16 + 48));
         assert_eq!((p.args.d0, p.args.s0), (3, 1));
         // Shares of the whole vec4s (2), the last with the tail's vec4.
         assert_eq!((p.args.first, p.args.end, p.args.words), (0, 1, 10));
         // 8-byte elements: words are twice the elements; 1-byte: a quarter.
-        let p = plan(8, 2, 1, 0, 256, 10, 4096).unwrap();
+        let p = plan(8, 2, 1, 0, 256, 10, 4096, WIDE_WINDOW_MAX_BYTES).unwrap();
         assert_eq!((p.args.first, p.args.end, p.args.words), (3, 5, 20));
-        let p = plan(1, 3, 0, 0, 256, 100, 4096).unwrap();
+        let p = plan(1, 3, 0, 0, 256, 100, 4096, WIDE_WINDOW_MAX_BYTES).unwrap();
         assert_eq!((p.args.first, p.args.end, p.args.words), (0, 2, 25));
         // Any number of members (beyond 8: the chained steps), none is none.
-        assert!(plan(4, WIDE_REDUCE_MAX_MEMBERS + 1, 0, 0, 256, 10, 4096).is_some());
-        assert!(plan(4, 0, 0, 0, 256, 10, 4096).is_none());
+        assert!(plan(
+            4,
+            WIDE_REDUCE_MAX_MEMBERS + 1,
+            0,
+            0,
+            256,
+            10,
+            4096,
+            WIDE_WINDOW_MAX_BYTES
+        )
+        .is_some());
+        assert!(plan(4, 0, 0, 0, 256, 10, 4096, WIDE_WINDOW_MAX_BYTES).is_none());
         // Not whole words, an odd size, misaligned, past the heap, too large.
-        assert!(plan(2, 2, 0, 0, 256, 7, 4096).is_none());
-        assert!(plan(3, 2, 0, 0, 256, 8, 4096).is_none());
-        assert!(plan(4, 2, 0, 4, 256, 10, 4096).is_none());
-        assert!(plan(4, 2, 0, 4096 - 16, 0, 10, 4096).is_none());
-        assert!(plan(4, 2, 0, 0, 1 << 28, 1 << 26, 1 << 30).is_none());
-        assert!(plan(4, 2, 0, 0, 0, 0, 4096).is_none());
+        assert!(plan(2, 2, 0, 0, 256, 7, 4096, WIDE_WINDOW_MAX_BYTES).is_none());
+        assert!(plan(3, 2, 0, 0, 256, 8, 4096, WIDE_WINDOW_MAX_BYTES).is_none());
+        assert!(plan(4, 2, 0, 4, 256, 10, 4096, WIDE_WINDOW_MAX_BYTES).is_none());
+        assert!(plan(4, 2, 0, 4096 - 16, 0, 10, 4096, WIDE_WINDOW_MAX_BYTES).is_none());
+        assert!(plan(4, 2, 0, 0, 1 << 28, 1 << 26, 1 << 30, WIDE_WINDOW_MAX_BYTES).is_none());
+        assert!(plan(4, 2, 0, 0, 0, 0, 4096, WIDE_WINDOW_MAX_BYTES).is_none());
     }
 }
