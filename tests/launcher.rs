@@ -51,7 +51,11 @@ impl Drop for SpinningJob {
         let name = std::thread::current().name().unwrap_or("?").to_string();
         let line = format!("{:8.1} {name}\n", self.since.elapsed().as_secs_f64());
         use std::io::Write;
-        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
             let _ = f.write_all(line.as_bytes());
         }
     }

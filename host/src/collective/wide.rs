@@ -899,6 +899,18 @@ mod tests {
         )
         .is_some());
         assert!(plan(4, 2, 0, 0, 1 << 31, 1 << 28, 1 << 33, window_max(1 << 27)).is_none());
+        // Blocks up to a piece go grouped (`copy_wide`): two 1 GiB blocks on
+        // NVIDIA's range, 4 bytes off alignment, in one launch whose counts
+        // fit their u32s.
+        let g = 1u64 << 30;
+        let p = copy_plan(16, 2, g, 4, 4 * g + 4, 1 << 34, 256, u32::MAX as u64).unwrap();
+        let v = 1u32 << 26;
+        assert_eq!(
+            (p.args.words, p.args.end, p.args.stride),
+            (4 * v + 1, v + 1, v)
+        );
+        assert_eq!((p.src, p.dst), ((0, g + 16), (4 * g, 2 * g + 16)));
+        assert!(copy_plan(16, 2, g, 4, 4 * g + 4, 1 << 34, 256, 1 << 27).is_none());
     }
 
     #[test]
