@@ -368,6 +368,26 @@ impl Roofline {
     /// and where the row may have run on the host (`host_path`: a host call
     /// within [`Context::host_path_max`]) the host memcpy's too, whichever is
     /// faster. Collective over WORLD, as `at`.
+    /// What [`Roofline::of_row`] would return for `bytes` now, from the
+    /// measurements made so far (none made here; `None` where that size was
+    /// never measured): at the end of a run, each footprint's best over the
+    /// whole run, against which every row is judged again
+    /// (`report::Stream::rejudge`).
+    pub fn best_of_row(&self, bytes: u64, host_path: bool) -> Option<f64> {
+        let size = bytes.div_ceil(16).max(1).saturating_mul(16).min(self.cap);
+        let large = self.cap.min(16 << 20);
+        let key = if size < ROOFLINE_MIN_BYTES && size < large {
+            large
+        } else {
+            size
+        };
+        let kernel = self.measured.borrow().get(&key).copied()?;
+        if !host_path {
+            return Some(kernel);
+        }
+        Some(kernel.max(self.memcpy.borrow().get(&bytes.max(1)).copied()?))
+    }
+
     pub fn of_row(&self, ctx: &Context, bytes: u64, host_path: bool) -> anyhow::Result<f64> {
         let kernel = self.at(ctx, bytes)?;
         if !host_path {
