@@ -368,32 +368,47 @@ impl Roofline {
     /// and where the row may have run on the host (`host_path`: a host call
     /// within [`Context::host_path_max`]) the host memcpy's too, whichever is
     /// faster. Collective over WORLD, as `at`.
-    /// What [`Roofline::of_row`] would return for `bytes` now, from the
-    /// measurements made so far (none made here; `None` where that size was
-    /// never measured): at the end of a run, each footprint's best over the
-    /// whole run, against which every row is judged again
-    /// (`report::Stream::rejudge`).
-    pub fn best_of_row(&self, bytes: u64, host_path: bool) -> Option<f64> {
-        let size = bytes.div_ceil(16).max(1).saturating_mul(16).min(self.cap);
-        let large = self.cap.min(16 << 20);
-        let key = if size < ROOFLINE_MIN_BYTES && size < large {
-            large
-        } else {
-            size
-        };
-        let kernel = self.measured.borrow().get(&key).copied()?;
-        if !host_path {
-            return Some(kernel);
-        }
-        Some(kernel.max(self.memcpy.borrow().get(&bytes.max(1)).copied()?))
-    }
-
     pub fn of_row(&self, ctx: &Context, bytes: u64, host_path: bool) -> anyhow::Result<f64> {
         let kernel = self.at(ctx, bytes)?;
         if !host_path {
             return Ok(kernel);
         }
         Ok(kernel.max(self.memcpy_at(ctx, bytes)?))
+    }
+
+    /// What [`Roofline::of_row`] would return for `bytes` now, from the
+    /// measurements made so far (none made here; `None` where that size was
+    /// never measured): at the end of a run, each footprint's best over the
+    /// whole run, against which every row is judged again
+    /// (`report::Stream::rejudge`).
+    pub fn best_of_row(&self, bytes: u64, host_path: bool) -> Option<f64> {
+        let kernel = self.measured.borrow().get(&self.key(bytes)).copied()?;
+        if !host_path {
+            return Some(kernel);
+        }
+        Some(kernel.max(self.memcpy.borrow().get(&bytes.max(1)).copied()?))
+    }
+
+    /// The size whose measurement judges a copy of `bytes` per PE: whole
+    /// vec4s up to `cap`, and the large copy's (16 MiB or `cap`) for a copy
+    /// so small that it is mostly its launch ([`ROOFLINE_MIN_BYTES`]).
+    fn key(&self, bytes: u64) -> u64 {
+        let (size, large) = (self.rounded(bytes), self.large());
+        if size < ROOFLINE_MIN_BYTES && size < large {
+            large
+        } else {
+            size
+        }
+    }
+
+    /// `bytes` as the copy kernels move them: whole vec4s, at most `cap`.
+    fn rounded(&self, bytes: u64) -> u64 {
+        bytes.div_ceil(16).max(1).saturating_mul(16).min(self.cap)
+    }
+
+    /// The largest copy every size's roofline is at least (16 MiB, or `cap`).
+    fn large(&self) -> u64 {
+        self.cap.min(16 << 20)
     }
 
     /// Host memcpy between two buffers of this PE's, `bytes` at a time, on
@@ -428,11 +443,10 @@ impl Roofline {
     /// call, the best of every measurement of that size so far. Collective
     /// over WORLD: every PE must ask for the same sizes in the same order.
     pub fn at(&self, ctx: &Context, bytes: u64) -> anyhow::Result<f64> {
-        let size = bytes.div_ceil(16).max(1).saturating_mul(16).min(self.cap);
         // A copy that costs about one launch is no roofline: small rows take
         // the large copy's bandwidth.
-        let large = self.cap.min(16 << 20);
-        if size < ROOFLINE_MIN_BYTES && size < large {
+        let (size, large) = (self.rounded(bytes), self.large());
+        if self.key(bytes) != size {
             if let Some(&bps) = self.measured.borrow().get(&large) {
                 return Ok(bps);
             }

@@ -610,13 +610,8 @@ impl Bench<'_> {
             let least = least_traffic(coll, bytes, n as u64).filter(|&b| b > 0);
             // A host call this small may have run on the host (memcpy
             // through the heap's mapping): its roofline counts the memcpy.
-            // The library's measure is each member's source: an alltoall's
-            // is a block for every member.
-            let source_bytes = match coll {
-                "alltoall" | "alltoalls" => bytes.saturating_mul(n as u64),
-                _ => bytes,
-            };
-            let host_path = form == Form::Host && source_bytes <= ctx.host_path_max();
+            let host_path =
+                form == Form::Host && source_bytes(coll, bytes, n as u64) <= ctx.host_path_max();
             let mut roof_bps = match &self.roofline {
                 Some(roof) => least
                     .map(|b| roof.of_row(ctx, b / (2 * n as u64), host_path))
@@ -812,6 +807,16 @@ fn sweep(args: &Args, coll: &str, es: u64) -> Vec<u64> {
         vec![0]
     } else {
         metrics::sizes(args.min_bytes, args.max_bytes, args.step_factor, es)
+    }
+}
+
+/// A member's source in a call of `coll` with `bytes` per PE on `n` PEs,
+/// the library's measure of a host-path call: an alltoall's is a block for
+/// every member.
+fn source_bytes(coll: &str, bytes: u64, n: u64) -> u64 {
+    match coll {
+        "alltoall" | "alltoalls" => bytes.saturating_mul(n),
+        _ => bytes,
     }
 }
 
@@ -1193,11 +1198,8 @@ fn run() -> anyhow::Result<()> {
         let changed = out.rejudge(|r| {
             let n = r.npes as u64;
             let least = least_traffic(&r.collective, r.bytes, n).filter(|&b| b > 0)?;
-            let source_bytes = match r.collective.as_str() {
-                "alltoall" | "alltoalls" => r.bytes.saturating_mul(n),
-                _ => r.bytes,
-            };
-            let host_path = r.scope == "host" && source_bytes <= host_max;
+            let host_path =
+                r.scope == "host" && source_bytes(&r.collective, r.bytes, n) <= host_max;
             roof.best_of_row(least / (2 * n), host_path)
         })?;
         if changed > 0 {

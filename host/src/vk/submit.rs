@@ -327,12 +327,12 @@ impl Submitter {
         watch: &mut dyn FnMut(bool, Duration) -> Option<Duration>,
     ) -> Result<Option<Duration>> {
         let counts = || items.iter().map(|it| it.sets.iter().map(|s| s.len()).sum());
-        if items.is_empty() || batch_len(pool_descriptors(&self.gpu.info), counts()) < items.len() {
+        let pool = pool_descriptors(&self.gpu.info);
+        if items.is_empty() || batch_len(pool, counts()) < items.len() {
             return Err(Error::InvalidArgument(format!(
-                "{} dispatches binding {} descriptors in one submission: 1 to {MAX_BATCH}, at most {} descriptors",
+                "{} dispatches binding {} descriptors in one submission: 1 to {MAX_BATCH}, at most {pool} descriptors",
                 items.len(),
                 counts().sum::<usize>(),
-                pool_descriptors(&self.gpu.info)
             )));
         }
         for it in items {
