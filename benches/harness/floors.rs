@@ -639,11 +639,16 @@ impl Roofline {
             Ok(ctx.n_pes() as f64 * shape.traffic_per_byte() * size_1 as f64 / one)
         };
         let mut ranked = Vec::new();
+        let search = Instant::now();
         for (k, g, shape) in trials {
             let mut b = 0.0f64;
             for _ in 0..2 {
                 b = b.max(trial(k, g, shape)?);
             }
+            tracing::debug!(
+                "roofline {size_1} B/PE: {shape:?} x{g} groups {:.3} GB/s",
+                b / 1e9
+            );
             best = best.max(b);
             ranked.push((b, k, g, shape));
         }
@@ -657,6 +662,13 @@ impl Roofline {
                 best = best.max(trial(k, g, shape)?);
             }
         }
+        tracing::debug!(
+            "roofline {size_1} B/PE: best {:.3} GB/s (before {:.3}) after {} trials in {:.1} s",
+            best / 1e9,
+            before / 1e9,
+            ranked.len(),
+            search.elapsed().as_secs_f64()
+        );
         best = best.max(before);
         // Never below the large copy's (a smaller copy pays its launch).
         if size_1 != large {

@@ -248,6 +248,28 @@ pub(crate) fn piece_bytes(window: u64) -> u64 {
     window / 2
 }
 
+/// Blocks of `block` bytes that one launch of [`Context::copy_wide`] copies:
+/// as many as a dest window within `range` (less the offset `align`ment's
+/// slack) holds, up to [`WIDE_REDUCE_MAX_MEMBERS`]; one where the wide
+/// kernels give each invocation a contiguous share (`shares`: llvmpipe,
+/// [`Context::wide_launch`]). There a copy of `k` blocks walks `k` sources
+/// and its dest at every step, and is slower per byte the more blocks it
+/// takes (the bench's roofline trials at 16 MiB a PE on 8 PEs: one block
+/// 1.65-1.66 GB/s, two 1.62, eight 1.59; at 32 MiB 1.69-1.77, 1.68, 1.30-1.43),
+/// while a launch costs a dispatch (about 80 us on this VM against calls of
+/// tens of ms). One block per launch: 4 MiB alltoall, three interleaved
+/// rounds, 4 PEs 84-108 -> 68-85 ms; 8 PEs, two rounds, 325-340 -> 263-268
+/// ms; 2 PEs alike (19.8-22.3 against 18.8-22.1 ms). On a GPU a launch costs
+/// more than the copy of a block gains (7 us each on an H200), so the blocks
+/// go together.
+pub(crate) fn blocks_per_copy(block: u64, range: u64, align: u64, shares: bool) -> usize {
+    if shares {
+        return 1;
+    }
+    let slack = align.max(16);
+    (range.saturating_sub(slack) / block.max(1)).clamp(1, WIDE_REDUCE_MAX_MEMBERS as u64) as usize
+}
+
 /// The longest contiguous share (vec4s, one loop iteration each) a wide
 /// kernel gives an invocation on llvmpipe, whose invocations may run 65535
 /// loop iterations in all.
@@ -396,11 +418,11 @@ impl Context {
     /// The launches that copy `block` bytes at byte offset `src` of each PE
     /// in `from` into consecutive blocks at `dst` of PE `to`, on the wide
     /// path; `None` when the call must take the generic path (which then
-    /// writes the whole dest again). A launch takes a group of up to
-    /// [`WIDE_REDUCE_MAX_MEMBERS`] blocks whose dest window fits the
-    /// device's largest binding; blocks past [`piece_bytes`] go one at
-    /// a time, in pieces of that size (all launches take the wide path or
-    /// none does).
+    /// writes the whole dest again). A launch takes a group of blocks
+    /// ([`blocks_per_copy`]: up to [`WIDE_REDUCE_MAX_MEMBERS`] whose dest
+    /// window fits the device's largest binding, one on llvmpipe); blocks
+    /// past [`piece_bytes`] go one at a time, in pieces of that size (all
+    /// launches take the wide path or none does).
     pub(crate) fn copy_wide(
         &self,
         to: u32,
@@ -424,9 +446,12 @@ impl Context {
             return Ok(Some(plans));
         }
         let info = self.device_info();
-        let slack = info.min_storage_offset_alignment.max(16);
-        let fit = (info.max_storage_buffer_range.saturating_sub(slack) / block.max(1))
-            .clamp(1, WIDE_REDUCE_MAX_MEMBERS as u64) as usize;
+        let fit = blocks_per_copy(
+            block,
+            info.max_storage_buffer_range,
+            info.min_storage_offset_alignment,
+            info.is_llvmpipe(),
+        );
         for (i, group) in from.chunks(fit).enumerate() {
             let at = (i * fit) as u64 * block;
             if !add(self.copy_wide_launch(to, group, block, src, dst + at)?) {
@@ -856,6 +881,20 @@ fn chained_groups(size: u32) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn copies_group_blocks_where_a_launch_costs_more_than_a_stream() {
+        let max = WIDE_REDUCE_MAX_MEMBERS as usize;
+        // A GPU: up to 8 blocks whose dest window fits the binding.
+        assert_eq!(blocks_per_copy(4 << 20, u32::MAX as u64, 64, false), max);
+        assert_eq!(blocks_per_copy(1 << 30, u32::MAX as u64, 64, false), 3);
+        assert_eq!(blocks_per_copy(1 << 27, 1 << 27, 64, false), 1);
+        assert_eq!(blocks_per_copy(0, 1 << 27, 16, false), max);
+        // Contiguous shares (llvmpipe): one block a launch at any size.
+        for block in [0u64, 16, 4 << 20, 1 << 26] {
+            assert_eq!(blocks_per_copy(block, 1 << 27, 16, true), 1);
+        }
+    }
 
     #[test]
     fn windows_grow_with_the_device_range_up_to_2_gib() {
