@@ -2,8 +2,9 @@
 //! wide copy (as the host collectives launch it) in workgroups of 64 to 512,
 //! against plain copies over workgroup sizes, workgroup counts, vec4s per
 //! invocation per step, and dispatches past 65535 workgroups
-//! (two-dimensional grids); and the library's wide pushes (one source to 2 or
-//! 4 dests) and 2-member f32 sum, where their windows fit. Each is timed by
+//! (two-dimensional grids); and the library's wide pushes (one source to 2,
+//! 4 or 8 dests: broadcast, collect and fcollect on 8 PEs push to 8) and
+//! 2-member f32 sum, where their windows fit. Each is timed by
 //! the GPU's timestamps, the best of several launches, in two rounds (the
 //! second in reverse order), its GB/s counting every byte read and written.
 //! A tool for choosing the wide kernels' launch shape on a new device (and
@@ -162,8 +163,8 @@ fn main() -> Result<()> {
     let f32k = vkshmem_device::collectives::kind("f32").expect("f32 is a kind");
     for wg in [64u32, 256] {
         let w = wg as u64;
-        for d in [2u32, 4] {
-            let src = wide_push_source(d, wg).expect("2 or 4 dests");
+        for d in [2u32, 4, 8] {
+            let src = wide_push_source(d, wg).expect("2 to 8 dests");
             shapes.push(Shape {
                 name: format!("wide_push_{d} wg={wg}"),
                 kernel: ctx.device_kernel(&src, &format!("wide_push_{d}_{wg}"))?,

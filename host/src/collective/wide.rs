@@ -259,7 +259,7 @@ pub(crate) fn piece_bytes(window: u64) -> u64 {
 /// while a launch costs a dispatch (about 80 us on this VM against calls of
 /// tens of ms). One block per launch: 4 MiB alltoall, three interleaved
 /// rounds, 4 PEs 84-108 -> 68-85 ms; 8 PEs, two rounds, 325-340 -> 263-268
-/// ms; 2 PEs alike (19.8-22.3 against 18.8-22.1 ms). On a GPU a launch costs
+/// ms; 2 PEs alike (18.7-22.3 against 18.8-22.1 ms). On a GPU a launch costs
 /// more than the copy of a block gains (7 us each on an H200), so the blocks
 /// go together.
 pub(crate) fn blocks_per_copy(block: u64, range: u64, align: u64, shares: bool) -> usize {
