@@ -607,14 +607,11 @@ impl Bench<'_> {
             // Keeps the PEs outside the team in step.
             ctx.barrier_all()?;
             // The copy of the bytes the call must move, on every PE (collective).
-            let least = least_traffic(coll, bytes, n as u64).filter(|&b| b > 0);
-            // A host call this small may have run on the host (memcpy
-            // through the heap's mapping): its roofline counts the memcpy.
-            let host_path =
-                form == Form::Host && source_bytes(coll, bytes, n as u64) <= ctx.host_path_max();
+            let judged = RowCopy::of(coll, bytes, n, form == Form::Host, ctx.host_path_max());
+            let least = judged.map(|j| j.least);
             let mut roof_bps = match &self.roofline {
-                Some(roof) => least
-                    .map(|b| roof.of_row(ctx, b / (2 * n as u64), host_path))
+                Some(roof) => judged
+                    .map(|j| roof.of_row(ctx, j.per_pe, j.host_path))
                     .transpose()?,
                 None => None,
             };
@@ -624,14 +621,14 @@ impl Bench<'_> {
             // again, up to three times, while some PE's row is above it
             // (agreed over WORLD: the roofline is collective). A row that
             // stays above is reported as it is.
-            if let (Some(b), Some(mut r)) = (least, roof_bps) {
+            if let (Some(j), Some(mut r)) = (judged, roof_bps) {
                 for _ in 0..3 {
-                    let above = median_us > 0.0 && b as f64 / (median_us * 1e-6) > r;
+                    let above = median_us > 0.0 && j.least as f64 / (median_us * 1e-6) > r;
                     if over_world(ctx, &self.flag, ReduceOp::Max, u32::from(above))? == 0 {
                         break;
                     }
                     let roof = self.roofline.as_ref().expect("a roofline measured");
-                    r = roof.of_row(ctx, b / (2 * n as u64), host_path)?;
+                    r = roof.of_row(ctx, j.per_pe, j.host_path)?;
                 }
                 roof_bps = Some(r);
             }
@@ -810,13 +807,37 @@ fn sweep(args: &Args, coll: &str, es: u64) -> Vec<u64> {
     }
 }
 
-/// A member's source in a call of `coll` with `bytes` per PE on `n` PEs,
-/// the library's measure of a host-path call: an alltoall's is a block for
-/// every member.
-fn source_bytes(coll: &str, bytes: u64, n: u64) -> u64 {
-    match coll {
-        "alltoall" | "alltoalls" => bytes.saturating_mul(n),
-        _ => bytes,
+/// The copy a row is judged against, the same during the sweep and in the
+/// end-of-run rejudge (their measurements must share keys).
+#[derive(Clone, Copy)]
+struct RowCopy {
+    /// The call's least traffic ([`least_traffic`]), never 0.
+    least: u64,
+    /// Bytes each PE copies for it (read, and as many written).
+    per_pe: u64,
+    /// Whether the call may have run on the host (a host call within
+    /// `Context::host_path_max`, memcpy through the heap's mapping): its
+    /// roofline counts the memcpy.
+    host_path: bool,
+}
+
+impl RowCopy {
+    /// For a call of `coll` with `bytes` per PE on `n` PEs, a host call
+    /// where `host_call`; `None` where it moves nothing measurable.
+    fn of(coll: &str, bytes: u64, n: u32, host_call: bool, host_max: u64) -> Option<RowCopy> {
+        let n = u64::from(n);
+        let least = least_traffic(coll, bytes, n).filter(|&b| b > 0)?;
+        // The library's measure of a host-path call is each member's
+        // source: an alltoall's is a block for every member.
+        let source = match coll {
+            "alltoall" | "alltoalls" => bytes.saturating_mul(n),
+            _ => bytes,
+        };
+        Some(RowCopy {
+            least,
+            per_pe: least / (2 * n),
+            host_path: host_call && source <= host_max,
+        })
     }
 }
 
@@ -1196,11 +1217,8 @@ fn run() -> anyhow::Result<()> {
     if let (Some(roof), true) = (&bench.roofline, reporter) {
         let host_max = ctx.host_path_max();
         let changed = out.rejudge(|r| {
-            let n = r.npes as u64;
-            let least = least_traffic(&r.collective, r.bytes, n).filter(|&b| b > 0)?;
-            let host_path =
-                r.scope == "host" && source_bytes(&r.collective, r.bytes, n) <= host_max;
-            roof.best_of_row(least / (2 * n), host_path)
+            let j = RowCopy::of(&r.collective, r.bytes, r.npes, r.scope == "host", host_max)?;
+            roof.best_of_row(j.per_pe, j.host_path)
         })?;
         if changed > 0 {
             println!("# roofline_pct of {changed} rows judged again against their footprint's best copy over the whole run (the table above printed each against the best so far; the CSV, JSON and summary carry the final values)");
