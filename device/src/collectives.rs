@@ -833,7 +833,13 @@ fn both_forms(
     // skips the move but not the closing sync (every member passes the same
     // arguments, so all skip alike) and returns -1. The one-sync form (small
     // reductions) pushes before the first sync and leaves after its own
-    // combine.
+    // combine. The price of the loop on llvmpipe, which compiles a shader
+    // with barriers into coroutines: a move inside a loop that holds a
+    // barrier ran about 20 % slower than one outside (one PE, 4 MiB alltoall
+    // work_groups 6.8 against 5.6 ms), but with the grid syncs written out the
+    // kernel compiled in 2.8 s against 2.1 and the 2-PE forms, bound by one
+    // thread per PE there, were no faster (benches/results/
+    // issue21-device-forms-lavapipe-2026-11-27-fifteenth).
     let (decide, push, finish) = match one_sync {
         Some(o) => (
             format!("let ll = ok && vks_ll_ok(team, {});", o.bytes),
