@@ -2,7 +2,8 @@
 //! wide copy (as the host collectives launch it) in workgroups of 64 to 512,
 //! against plain copies over workgroup sizes, workgroup counts, vec4s per
 //! invocation per step, and dispatches past 65535 workgroups
-//! (two-dimensional grids); and the library's wide pushes (one source to 2,
+//! (two-dimensional grids), the plain copy's 16 bytes also as two 64-bit
+//! components; and the library's wide pushes (one source to 2,
 //! 4 or 8 dests: broadcast, collect and fcollect on 8 PEs push to 8) and
 //! 2-member f32 sum, where their windows fit. Each is timed by
 //! the GPU's timestamps, the best of several launches, in two rounds (the
@@ -24,12 +25,14 @@ use vkshmem_device::collectives::{
 /// Launches of each shape and size; the fastest counts.
 const LAUNCHES: usize = 5;
 
-/// A plain copy of `n` vec4s (the immediate), `wg` invocations per
-/// workgroup, each invocation moving `unroll` vec4s per step (all loads, then
-/// all stores, `span` apart so that a warp's accesses stay consecutive), over
-/// a grid-wide stride; the workgroup index is `x + y * nw.x` (grids past
-/// 65535 workgroups are two-dimensional).
-fn plain_copy(wg: u32, unroll: u32) -> String {
+/// A plain copy of `n` 16-byte elements (the immediate) of type `ty`
+/// (`vec4<u32>`, or `vec2<u64>`: llvmpipe moves 64-bit components 30-45 %
+/// faster, `benches/results/llvmpipe-u64-loads-2026-11-27-fifteenth`), `wg`
+/// invocations per workgroup, each invocation moving `unroll` elements per
+/// step (all loads, then all stores, `span` apart so that a warp's accesses
+/// stay consecutive), over a grid-wide stride; the workgroup index is `x + y *
+/// nw.x` (grids past 65535 workgroups are two-dimensional).
+fn plain_copy(wg: u32, unroll: u32, ty: &str) -> String {
     let loads: String = (0..unroll)
         .map(|u| format!("        let v{u} = src[min(i + {u}u * span, last)];\n"))
         .collect();
@@ -39,8 +42,8 @@ fn plain_copy(wg: u32, unroll: u32) -> String {
     format!(
         "struct A {{ n: u32 }}
 var<immediate> a: A;
-@group(1) @binding(0) var<storage, read_write> src: array<vec4<u32>>;
-@group(1) @binding(1) var<storage, read_write> dst: array<vec4<u32>>;
+@group(1) @binding(0) var<storage, read_write> src: array<{ty}>;
+@group(1) @binding(1) var<storage, read_write> dst: array<{ty}>;
 @compute @workgroup_size({wg})
 fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {{
     let n = a.n;
@@ -182,8 +185,10 @@ fn main() -> Result<()> {
     }
     for wg in [64u32, 256, 1024] {
         for unroll in [1u32, 2, 4] {
-            let kernel =
-                ctx.device_kernel(&plain_copy(wg, unroll), &format!("copy_{wg}_{unroll}"))?;
+            let kernel = ctx.device_kernel(
+                &plain_copy(wg, unroll, "vec4<u32>"),
+                &format!("copy_{wg}_{unroll}"),
+            )?;
             let (w, u) = (wg as u64, unroll as u64);
             shapes.push(Shape {
                 name: format!("plain wg={wg} unroll={unroll} <=65535 groups"),
@@ -206,6 +211,20 @@ fn main() -> Result<()> {
                     kind: Kind::Plain,
                 });
             }
+        }
+    }
+    // The same 16 bytes as two 64-bit components, where the device has them.
+    if ctx.library_config()?.int64 {
+        for wg in [64u32, 256] {
+            let kernel =
+                ctx.device_kernel(&plain_copy(wg, 1, "vec2<u64>"), &format!("copy64_{wg}"))?;
+            let w = wg as u64;
+            shapes.push(Shape {
+                name: format!("plain vec2<u64> wg={wg} <=65535 groups"),
+                kernel,
+                groups: Box::new(move |n| [cap(n.div_ceil(w)), 1, 1]),
+                kind: Kind::Plain,
+            });
         }
     }
     println!(
