@@ -425,25 +425,8 @@ impl Roofline {
     fn memcpy_at(&self, ctx: &Context, bytes: u64) -> anyhow::Result<f64> {
         let size = bytes.max(1);
         let before = self.memcpy.borrow().get(&size).copied().unwrap_or(0.0);
-        let src = vec![0x5au8; size as usize];
-        // The dest 2 KiB off the source modulo 4 KiB: between addresses
-        // whose low 12 bits agree (as the allocator may place two buffers)
-        // this VM's EPYC copies 24 KiB at 5 GB/s against 87 (4K aliasing),
-        // which no copy of a call is bound to.
-        let mut room = vec![0x33u8; size as usize + 4096];
-        let at = (src.as_ptr() as usize + 2048).wrapping_sub(room.as_ptr() as usize) % 4096;
-        let dst = &mut room[at..at + size as usize];
         ctx.barrier_all()?;
-        let mut best = f64::MAX;
-        let start = Instant::now();
-        let mut copies = 0u32;
-        while copies < 5 || start.elapsed() < MEMCPY_WINDOW {
-            let t = Instant::now();
-            dst.copy_from_slice(std::hint::black_box(&src));
-            std::hint::black_box(&mut *dst);
-            best = best.min(t.elapsed().as_secs_f64());
-            copies += 1;
-        }
+        let best = best_copy_secs(size as usize, MEMCPY_WINDOW);
         ctx.barrier_all()?;
         let slowest = crate::over_world(ctx, &self.took, ReduceOp::Max, best.max(1e-9))?;
         let bps = (ctx.n_pes() as f64 * 2.0 * size as f64 / slowest).max(before);
@@ -717,16 +700,31 @@ fn shared_clock() -> f64 {
 /// This PE's host memcpy bandwidth (bytes read plus written per second): the
 /// best of five copies of `bytes` between two buffers it owns (touched first).
 pub fn host_memcpy_bps(bytes: usize) -> f64 {
+    2.0 * bytes as f64 / best_copy_secs(bytes, std::time::Duration::ZERO)
+}
+
+/// The least seconds of `copy_from_slice` of `bytes` between two buffers of
+/// this process (both written first), over at least five copies and at least
+/// `window`. The dest lies 2 KiB off the source modulo 4 KiB: between
+/// addresses whose low 12 bits agree (as the allocator may place two
+/// buffers) this VM's EPYC copies 24 KiB at 5 GB/s against 87 (4K
+/// aliasing), which no copy of a call is bound to.
+fn best_copy_secs(bytes: usize, window: std::time::Duration) -> f64 {
     let src = vec![0x5au8; bytes];
-    let mut dst = vec![0u8; bytes];
+    let mut room = vec![0x33u8; bytes + 4096];
+    let at = (src.as_ptr() as usize + 2048).wrapping_sub(room.as_ptr() as usize) % 4096;
+    let dst = &mut room[at..at + bytes];
     let mut best = f64::MAX;
-    for _ in 0..5 {
+    let start = Instant::now();
+    let mut copies = 0u32;
+    while copies < 5 || start.elapsed() < window {
         let t = Instant::now();
         dst.copy_from_slice(std::hint::black_box(&src));
-        std::hint::black_box(&mut dst);
+        std::hint::black_box(&mut *dst);
         best = best.min(t.elapsed().as_secs_f64());
+        copies += 1;
     }
-    2.0 * bytes as f64 / best
+    best
 }
 
 /// One empty submit-and-wait on this PE's queue: the median over `iters`, in µs.
