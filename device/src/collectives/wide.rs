@@ -1,0 +1,655 @@
+//! The kernels of the host collectives' wide paths (`collective::wide` in the
+//! host crate): copies, pushes and reductions that bind the members' objects
+//! directly as storage windows and move 16 bytes per loop step, with no
+//! per-access PE switch or bounds check. Generated here from the reduction
+//! table ([`Kind`], [`ReduceOp`]); the host plans the windows and immediates
+//! ([`WideArgs`], [`WideCopyArgs`]).
+
+use std::fmt::Write as _;
+
+use super::{is_half, swar_sum, Kind, ReduceOp, HALF_SOURCE};
+
+/// The largest team whose host reductions take the wide path (two storage
+/// bindings per member, see [`wide_reduce_source`]).
+pub const WIDE_REDUCE_MAX_MEMBERS: u32 = 8;
+
+/// The bytes a wide-path window spans at least: Vulkan's least
+/// `maxStorageBufferRange` (2^27). The host binds wider windows where the
+/// device allows (its largest power of two up to 2 GiB; every member of a
+/// call on the wide path shares the device, so all split the work alike).
+pub const WIDE_WINDOW_MAX_BYTES: u64 = 1 << 27;
+
+/// Window offsets of the wide path are multiples of this: Vulkan's largest
+/// `minStorageBufferOffsetAlignment` (256), again the same on every device.
+pub const WIDE_WINDOW_ALIGN: u64 = 256;
+
+/// The entry point and loop of every wide kernel over the vec4 range
+/// `FIRST..END` (WGSL expressions of `a`, the immediates), with `i` the vec4
+/// index in the body that follows (the caller closes the loop and the
+/// function): a grid-wide stride, so that with one vec4 per invocation (what
+/// the host launches up to the dispatch limit) every step of a workgroup
+/// touches 64 consecutive vec4s. (A contiguous span per workgroup needs a
+/// division per invocation, which llvmpipe scalarises: the 2-PE wide copies
+/// and reductions ran 20-40 % slower with it.)
+///
+/// With `a.per` non-zero, each invocation takes chunks of `per` vec4s
+/// instead, dealt round-robin (invocation `g` takes the chunks `g`, `g +
+/// invocations`, ...; `per = 0` is chunks of one, the grid-wide stride):
+/// what the host launches on llvmpipe, over as many workgroups as the driver
+/// has threads, where a workgroup's SIMD rows run one after another and the
+/// grid-wide stride made each row sweep the whole object (a 16 MiB copy per
+/// PE on 4 PEs: 13.4 GB/s against 8.9 with the stride). There the chunk is
+/// each invocation's whole share (one chunk each), or for kernels that walk
+/// many windows a shorter one (`LLVMPIPE_CHUNK` in the host crate).
+///
+/// The chunks are laid from `FIRST`, and indices below `LOW` are skipped
+/// inside them (an object's vec4 0 that its edge stores write): the chunks
+/// of an object that starts inside its vec4 0 stay where an aligned one's
+/// are (on llvmpipe, a 2-PE alltoall of 4 MiB at offset 4 took 4.6 ms with
+/// chunks laid from vec4 1, 16 KiB + 16 bytes apart, against 2.5 ms aligned).
+fn wide_loop(first: &str, low: &str, end: &str, workgroup: u32) -> String {
+    format!(
+        "@compute @workgroup_size({workgroup})
+fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {{
+    let a = w;
+    let c = max(a.per, 1u);
+    let span = nw.x * {workgroup}u * c;
+    let low = {low};
+    let end = {end};
+    for (var lo = {first} + g.x * c; lo < end; lo += span) {{
+        let hi = min(lo + c, end);
+        for (var i = max(lo, low); i < hi; i++) {{
+"
+    )
+}
+
+/// Closes [`wide_loop`]'s loops (the caller then closes the function).
+const WIDE_LOOP_END: &str = "        }\n    }\n";
+
+/// The entry point and body of a wide kernel with [`WideArgs`] immediates:
+/// `body` computes the vec4 `r` for index `i`, stored whole into every dest
+/// of `dests` for each whole vec4 of the object in the share `first..end`
+/// (see [`wide_stores`]).
+fn wide_body_and_tail(s: &mut String, body: &str, dests: &[String], workgroup: u32) {
+    let dests: Vec<String> = dests.iter().map(|d| format!("{d}[a.d0 + i]")).collect();
+    wide_stores(s, &[(body.to_string(), dests)], workgroup);
+}
+
+/// The entry point and body of a wide kernel whose immediates name `first`,
+/// `end`, `words`, `lead` and `per` as [`WideArgs`] does: for each
+/// `(body, dests)` of `stores`, `body` computes the vec4 `r` for index `i`,
+/// stored whole into every dest (a WGSL lvalue of index `i`, such as
+/// `d_0[a.d0 + i]`) for each whole vec4 of the object in the share
+/// `first..end`. The object's edges are then computed by one invocation and
+/// stored word by word: vec4 0 where the object starts `lead` words into it
+/// (its lanes from `lead` on), and the last vec4 where the object's `words`
+/// (counted from vec4 0's start) end inside it (its lanes below `words %
+/// 4`); one vec4 with both bounds where they are the same. (A branch inside
+/// the loop made llvmpipe run every store of it masked, lane by lane, at
+/// every step.) Several stores each go in their own block.
+fn wide_stores(s: &mut String, stores: &[(String, Vec<String>)], workgroup: u32) {
+    let (open, close) = if stores.len() > 1 {
+        ("        {\n", "        }\n")
+    } else {
+        ("", "")
+    };
+    s.push_str(&wide_loop(
+        "a.first",
+        "select(0u, 1u, a.lead != 0u)",
+        "min(a.end, a.words / 4u)",
+        workgroup,
+    ));
+    for (body, dests) in stores {
+        s.push_str(open);
+        s.push_str(body);
+        for d in dests {
+            let _ = writeln!(s, "        {d} = r;");
+        }
+        s.push_str(close);
+    }
+    s.push_str(WIDE_LOOP_END);
+    let edges = [
+        // The head: the object starts inside vec4 0.
+        ("0u", "a.lead", "a.lead != 0u"),
+        // The tail, unless the head's vec4 is it too.
+        (
+            "a.words / 4u",
+            "0u",
+            "a.words % 4u != 0u && (a.lead == 0u || a.words / 4u != 0u)",
+        ),
+    ];
+    for (i, lo, cond) in edges {
+        let _ = writeln!(
+            s,
+            "    {{
+        let i = {i};
+        let lo = {lo};
+        let hi = select(4u, a.words % 4u, i == a.words / 4u);
+        if g.x == 0u && {cond} && i >= a.first && i < a.end {{"
+        );
+        for (body, dests) in stores {
+            s.push_str(open);
+            s.push_str(body);
+            for d in dests {
+                for (l, lane) in ["x", "y", "z", "w"].iter().enumerate() {
+                    let _ = writeln!(
+                        s,
+                        "            if lo <= {l}u && hi > {l}u {{ {d}.{lane} = r.{lane}; }}"
+                    );
+                }
+            }
+            s.push_str(close);
+        }
+        s.push_str("        }\n    }\n");
+    }
+    s.push_str("}\n");
+}
+
+/// The immediates of the wide reduction kernel (`WideArgs` in its WGSL).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct WideArgs {
+    /// First vec4 index of this PE's share.
+    pub first: u32,
+    /// End (exclusive) of this PE's share.
+    pub end: u32,
+    /// 32-bit words from the start of vec4 0 (of the source and dest
+    /// windows, from `s0` and `d0`) to the object's end: `lead` plus the
+    /// object's own (elements × bytes / 4).
+    pub words: u32,
+    /// vec4 index of the source in each source window.
+    pub s0: u32,
+    /// vec4 index of the dest in each dest window.
+    pub d0: u32,
+    /// vec4s of each chunk an invocation takes (chunks dealt round-robin:
+    /// one chunk per invocation is a contiguous share), or 0 for the
+    /// grid-wide stride (see `wide_loop`).
+    pub per: u32,
+    /// Words of vec4 0 before the object (0 to 3): an object as far off
+    /// 16-byte alignment in its source and dest (whole words; whole
+    /// elements for 8-byte kinds) starts inside it, and those words are
+    /// neither the object's nor written.
+    pub lead: u32,
+}
+
+/// The host reduction kernel's wide path for `kind` (1, 2, 4 or 8 bytes; the
+/// object a whole number of 32-bit words), `op` and a team of
+/// `members`: the members' sources are bindings 0..members and their dests
+/// bindings members..2*members, so each vec4 of this PE's share is read from
+/// every source and written to every dest with plain vector accesses (no
+/// per-access PE switch or bounds check: the host bound exactly the objects).
+/// The edge vec4s of an object that does not fill them (one as far off
+/// 16-byte alignment in its sources and dests, `WideArgs::lead`, or a count
+/// that is not a multiple of 4 words) are written word by word. `None` for other kinds or
+/// too many members.
+pub fn wide_reduce_source(
+    kind: &Kind,
+    op: ReduceOp,
+    members: u32,
+    workgroup: u32,
+) -> Option<String> {
+    if members == 0 || members > WIDE_REDUCE_MAX_MEMBERS || workgroup == 0 {
+        return None;
+    }
+    let (mut s, step) = wide_step(kind, op)?;
+    wide_sources(&mut s, members);
+    for j in 0..members {
+        let _ = writeln!(
+            s,
+            "@group(1) @binding({}) var<storage, read_write> d_{j}: array<vec4<u32>>;",
+            members + j
+        );
+    }
+    let body = wide_combine("s_0[a.s0 + i]", 1..members, &step);
+    let dests: Vec<String> = (0..members).map(|j| format!("d_{j}")).collect();
+    wide_body_and_tail(&mut s, &body, &dests, workgroup);
+    Some(s)
+}
+
+/// The immediates of the wide kernels with [`WideArgs`], in WGSL.
+const WIDE_ARGS_WGSL: &str = "struct WideArgs { first: u32, end: u32, words: u32, s0: u32, d0: u32, per: u32, lead: u32 }\nvar<immediate> w: WideArgs;\n";
+
+/// Bindings `0..n`: the sources `s_0..s_{n-1}` of a wide reduction.
+fn wide_sources(s: &mut String, n: u32) {
+    for j in 0..n {
+        let _ = writeln!(
+            s,
+            "@group(1) @binding({j}) var<storage, read_write> s_{j}: array<vec4<u32>>;"
+        );
+    }
+}
+
+/// The body of a wide reduction's loop: `r`, the running result from
+/// `first` (a WGSL expression of `i`) combined by `step` with the sources
+/// `s_j` for `j` in `sources`.
+fn wide_combine(first: &str, sources: std::ops::Range<u32>, step: &str) -> String {
+    let mut body = format!("        var acc = {first};\n");
+    for j in sources {
+        let _ = writeln!(body, "        {{ let x = s_{j}[a.s0 + i]; acc = {step}; }}");
+    }
+    body.push_str("        let r = acc;\n");
+    body
+}
+
+/// One step of a host reduction over more than [`WIDE_REDUCE_MAX_MEMBERS`]
+/// members (a team too large to bind every member at once): this PE's share of
+/// `sources` members' sources (bindings 0..sources) is combined into this PE's
+/// dest (binding `sources`), with the dest's running result first when
+/// `accumulate` (the later groups), without it for the first group. The caller
+/// then pushes the share to the other members' dests ([`wide_push_source`]).
+/// Immediates and tail as [`wide_reduce_source`]. `None` where that is.
+pub fn wide_accumulate_source(
+    kind: &Kind,
+    op: ReduceOp,
+    sources: u32,
+    accumulate: bool,
+    workgroup: u32,
+) -> Option<String> {
+    if sources == 0 || sources > WIDE_REDUCE_MAX_MEMBERS || workgroup == 0 {
+        return None;
+    }
+    let (mut s, step) = wide_step(kind, op)?;
+    wide_sources(&mut s, sources);
+    let _ = writeln!(
+        s,
+        "@group(1) @binding({sources}) var<storage, read_write> d_0: array<vec4<u32>>;"
+    );
+    let body = if accumulate {
+        wide_combine("d_0[a.d0 + i]", 0..sources, &step)
+    } else {
+        wide_combine("s_0[a.s0 + i]", 1..sources, &step)
+    };
+    wide_body_and_tail(&mut s, &body, &["d_0".to_string()], workgroup);
+    Some(s)
+}
+
+/// The prelude (immediates, helper functions) and the combining step (a WGSL
+/// expression of `acc` and `x`, the vec4<u32>s of the running result and of
+/// one member's source) of the wide reductions of `kind` with `op`; `None`
+/// for kinds without a wide path or operations the kind does not have.
+fn wide_step(kind: &Kind, op: ReduceOp) -> Option<(String, String)> {
+    if !matches!(kind.bytes, 1 | 2 | 4 | 8) {
+        return None;
+    }
+    if kind.float && matches!(op, ReduceOp::And | ReduceOp::Or | ReduceOp::Xor) {
+        return None;
+    }
+    // `A op B`, with A and B to fill in.
+    let tpl = match op {
+        ReduceOp::And => "A & B",
+        ReduceOp::Or => "A | B",
+        ReduceOp::Xor => "A ^ B",
+        ReduceOp::Max => "max(A, B)",
+        ReduceOp::Min => "min(A, B)",
+        ReduceOp::Sum => "A + B",
+        ReduceOp::Prod => "A * B",
+    };
+    let combine = |a: &str, b: &str| tpl.replace('A', a).replace('B', b);
+    let bitwise = matches!(op, ReduceOp::And | ReduceOp::Or | ReduceOp::Xor);
+    let mut s = String::from(WIDE_ARGS_WGSL);
+    // How one vec4 of raw words combines with another (`acc`, `x`: the
+    // vec4<u32> of the running result and of one member's source).
+    let step = match kind.bytes {
+        // Bitwise operations are lane-blind: whole words, any kind.
+        _ if bitwise => combine("acc", "x"),
+        4 => {
+            let v = match (kind.float, kind.signed) {
+                (true, _) => "vec4<f32>",
+                (false, true) => "vec4<i32>",
+                (false, false) => "vec4<u32>",
+            };
+            let c = combine(&format!("bitcast<{v}>(acc)"), &format!("bitcast<{v}>(x)"));
+            format!("bitcast<vec4<u32>>({c})")
+        }
+        8 => {
+            // Two elements per vec4, each in two words (low first).
+            let (from, to) = match (kind.float, kind.signed) {
+                (true, _) => ("bitcast<f64>(V)", "bitcast<u64>(R)"),
+                (false, true) => ("bitcast<i64>(V)", "bitcast<u64>(R)"),
+                (false, false) => ("V", "R"),
+            };
+            let c = combine("p", "q");
+            let _ = writeln!(
+                s,
+                "fn comb2(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {{
+    let p = {pa};
+    let q = {pb};
+    let r = {to_r};
+    return vec2<u32>(u32(r), u32(r >> 32u));
+}}",
+                pa = from.replace('V', "(u64(a.x) | (u64(a.y) << 32u))"),
+                pb = from.replace('V', "(u64(b.x) | (u64(b.y) << 32u))"),
+                to_r = to.replace('R', &format!("({c})")),
+            );
+            "vec4<u32>(comb2(acc.xy, x.xy), comb2(acc.zw, x.zw))".to_string()
+        }
+        bytes => {
+            // Sub-word lanes of each 32-bit word.
+            let bits = bytes * 8;
+            let mask = (1u32 << bits) - 1;
+            let body = match op {
+                _ if is_half(kind) => {
+                    // Both lanes as a vec2<f32>, rounded back one by one
+                    // (HALF_SOURCE, renamed: `vks_` names are the
+                    // library's, refused in kernels built beside it).
+                    s.push_str(&HALF_SOURCE.replace("vks_", "wide_"));
+                    let n = kind.name;
+                    let lanes = |v: &str| {
+                        if n == "f16" {
+                            format!("unpack2x16float({v})")
+                        } else {
+                            format!("bitcast<vec2<f32>>(vec2<u32>({v} << 16u, {v} & 0xffff0000u))")
+                        }
+                    };
+                    format!(
+                        "let x = {};\n    let y = {};\n    let c = {};\n    return wide_{n}_bits(c.x) | (wide_{n}_bits(c.y) << 16u);",
+                        lanes("a"),
+                        lanes("b"),
+                        combine("x", "y")
+                    )
+                }
+                ReduceOp::Sum => format!("return {};", swar_sum(bits)),
+                _ => {
+                    let lane = |v: &str, l: u32| {
+                        if kind.signed {
+                            format!(
+                                "(bitcast<i32>({v} << {}u) >> {}u)",
+                                32 - bits - l,
+                                32 - bits
+                            )
+                        } else {
+                            format!("(({v} >> {l}u) & {mask}u)")
+                        }
+                    };
+                    let mut b = String::from("var r = 0u;\n");
+                    for l in (0..32).step_by(bits as usize) {
+                        let c = combine(&lane("a", l), &lane("b", l));
+                        let _ = writeln!(b, "    r |= (bitcast<u32>({c}) & {mask}u) << {l}u;");
+                    }
+                    b.push_str("    return r;");
+                    b
+                }
+            };
+            let _ = writeln!(s, "fn comb1(a: u32, b: u32) -> u32 {{\n    {body}\n}}");
+            "vec4<u32>(comb1(acc.x, x.x), comb1(acc.y, x.y), comb1(acc.z, x.z), comb1(acc.w, x.w))"
+                .to_string()
+        }
+    };
+    Some((s, step))
+}
+
+/// The immediates of the wide copy kernels (`WideCopy` in their WGSL). Counts
+/// and indices are in vec4s ([`wide_copy_source`]) or 32-bit words
+/// ([`wide_copy_words_source`], whose blocks fill their words: `first` 0,
+/// `end` and `words` the block's words, `lead` 0).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct WideCopyArgs {
+    /// First vec4 index of each block to copy (0: the whole block).
+    pub first: u32,
+    /// End (exclusive) of the vec4s to copy of each block.
+    pub end: u32,
+    /// 32-bit words from the start of each block's vec4 0 to its end:
+    /// `lead` plus the block's own.
+    pub words: u32,
+    /// vec4 index of each block's source in its window.
+    pub s0: u32,
+    /// vec4 index of the dest of block 0 in the dest window.
+    pub d0: u32,
+    /// vec4s of each chunk an invocation takes (chunks dealt round-robin:
+    /// one chunk per invocation is a contiguous share), or 0 for the
+    /// grid-wide stride (see `wide_loop`).
+    pub per: u32,
+    /// Words of each block's vec4 0 before the block (0 to 3): blocks as far
+    /// off 16-byte alignment in their sources and dests (whole words) start
+    /// inside it, and those words are neither the block's nor written.
+    pub lead: u32,
+    /// vec4s from one block's dest to the next's: the block's size where
+    /// blocks are whole vec4s (blocks off whole vec4s go one per launch, or
+    /// word by word).
+    pub stride: u32,
+}
+
+/// The immediates of the wide copy kernels, in WGSL.
+const WIDE_COPY_ARGS_WGSL: &str = "struct WideCopy { first: u32, end: u32, words: u32, s0: u32, d0: u32, per: u32, lead: u32, stride: u32 }\nvar<immediate> w: WideCopy;\n";
+
+/// The wide path of the pull collectives (broadcast, fcollect, alltoall): `blocks`
+/// source windows (bindings 0..blocks, one per member pulled from) copied, block
+/// after block, into this PE's dest window (binding `blocks`), in vec4s. Blocks
+/// start `lead` words into the vec4 0 of their windows and end `words` words
+/// from it: blocks and objects equally off 16-byte alignment in whole words
+/// are copied whole, their edge vec4s word by word (`wide_stores`).
+/// `None` for more than [`WIDE_REDUCE_MAX_MEMBERS`] blocks.
+pub fn wide_copy_source(blocks: u32, workgroup: u32) -> Option<String> {
+    let mut s = wide_copy_bindings(blocks, "vec4<u32>", workgroup)?;
+    let stores: Vec<(String, Vec<String>)> = (0..blocks)
+        .map(|j| {
+            (
+                format!("        let r = s_{j}[a.s0 + i];\n"),
+                vec![format!("d[a.d0 + {j}u * a.stride + i]")],
+            )
+        })
+        .collect();
+    wide_stores(&mut s, &stores, workgroup);
+    Some(s)
+}
+
+/// [`wide_copy_source`] word by word: blocks, sizes and addresses in whole
+/// 32-bit words, the [`WideCopyArgs`] counting words. It takes the pulls whose
+/// blocks are off whole vec4s or whose sources and dests are not as far off
+/// 16-byte alignment as each other (an fcollect of 8 bytes a member, an
+/// alltoall from offset 4 into offset 0), which would otherwise take the
+/// generic kernel: it walks the heaps through the library with a PE switch on
+/// every access (on llvmpipe, 130-170 ms against 5.6-8.2 ms for a 4 MiB
+/// fcollect at a 4-byte offset on 2 PEs).
+pub fn wide_copy_words_source(blocks: u32, workgroup: u32) -> Option<String> {
+    let mut s = wide_copy_bindings(blocks, "u32", workgroup)?;
+    // Every block's same span in one loop: each workgroup streams its span of
+    // every block.
+    s.push_str(&wide_loop("a.first", "0u", "a.end", workgroup));
+    for j in 0..blocks {
+        let _ = writeln!(
+            s,
+            "        d[a.d0 + {j}u * a.stride + i] = s_{j}[a.s0 + i];"
+        );
+    }
+    s.push_str(WIDE_LOOP_END);
+    s.push_str("}\n");
+    Some(s)
+}
+
+/// The immediates and bindings of a wide copy of `blocks` blocks in `unit`s
+/// (`None` for no blocks, too many, or no invocations per workgroup).
+fn wide_copy_bindings(blocks: u32, unit: &str, workgroup: u32) -> Option<String> {
+    if blocks == 0 || blocks > WIDE_REDUCE_MAX_MEMBERS || workgroup == 0 {
+        return None;
+    }
+    let mut s = String::from(WIDE_COPY_ARGS_WGSL);
+    for j in 0..blocks {
+        let _ = writeln!(
+            s,
+            "@group(1) @binding({j}) var<storage, read_write> s_{j}: array<{unit}>;"
+        );
+    }
+    let _ = writeln!(
+        s,
+        "@group(1) @binding({blocks}) var<storage, read_write> d: array<{unit}>;"
+    );
+    Some(s)
+}
+
+/// The wide push (broadcast, fcollect, collect): one source window (binding 0)
+/// read once and written to `dests` dest windows (bindings 1..=dests), in vec4s.
+/// The kernel's immediates are a [`WideArgs`]: this PE's share `first..end` of
+/// the block's vec4s, the block's 32-bit `words` counted from vec4 0 and its
+/// `lead` (the edge vec4s of a block that does not fill them are written
+/// word by word), the source's vec4 index `s0` and the dest's `d0` (the same
+/// in every dest window: the dests are one symmetric object). Each byte is read once and written `dests` times,
+/// the least traffic of a broadcast on a device its PEs share (a pull reads the
+/// source once per member). `None` for no dests or more than
+/// [`WIDE_REDUCE_MAX_MEMBERS`].
+pub fn wide_push_source(dests: u32, workgroup: u32) -> Option<String> {
+    if dests == 0 || dests > WIDE_REDUCE_MAX_MEMBERS || workgroup == 0 {
+        return None;
+    }
+    let mut s = format!(
+        "{WIDE_ARGS_WGSL}@group(1) @binding(0) var<storage, read_write> s: array<vec4<u32>>;\n"
+    );
+    for j in 0..dests {
+        let _ = writeln!(
+            s,
+            "@group(1) @binding({}) var<storage, read_write> d_{j}: array<vec4<u32>>;",
+            j + 1
+        );
+    }
+    let dests: Vec<String> = (0..dests).map(|j| format!("d_{j}")).collect();
+    wide_body_and_tail(&mut s, "        let r = s[a.s0 + i];\n", &dests, workgroup);
+    Some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{kind, KINDS, HOST_WORKGROUP, WIDE_WORKGROUP_GPU};
+    use super::*;
+
+    #[test]
+    fn wide_push_kernels() {
+        assert!(wide_push_source(0, HOST_WORKGROUP).is_none());
+        assert!(wide_push_source(WIDE_REDUCE_MAX_MEMBERS + 1, HOST_WORKGROUP).is_none());
+        for dests in 1..=WIDE_REDUCE_MAX_MEMBERS {
+            let src = wide_push_source(dests, HOST_WORKGROUP).unwrap();
+            assert!(src.contains(&format!(
+                "@binding({dests}) var<storage, read_write> d_{}",
+                dests - 1
+            )));
+            crate::compile_wgsl(&src, "push").unwrap_or_else(|e| panic!("{dests}: {e}\n{src}"));
+        }
+    }
+
+    #[test]
+    fn wide_reduce_kernels_for_every_kind() {
+        let f32k = kind("f32").unwrap();
+        let s = wide_reduce_source(&f32k, ReduceOp::Sum, 3, HOST_WORKGROUP).unwrap();
+        assert!(s.contains("@binding(5) var<storage, read_write> d_2"));
+        assert!(s.contains("let x = s_2[a.s0 + i]; acc = bitcast<vec4<u32>>(bitcast<vec4<f32>>(acc) + bitcast<vec4<f32>>(x));"));
+        assert!(wide_reduce_source(&f32k, ReduceOp::Xor, 3, HOST_WORKGROUP).is_none());
+        assert!(
+            wide_reduce_source(&kind("i32").unwrap(), ReduceOp::Max, 9, HOST_WORKGROUP).is_none()
+        );
+        let s =
+            wide_reduce_source(&kind("u32").unwrap(), ReduceOp::Xor, 1, HOST_WORKGROUP).unwrap();
+        assert!(!s.contains("let x"));
+        // 8-byte kinds: two elements per vec4; sub-word kinds: lanes.
+        let s =
+            wide_reduce_source(&kind("f64").unwrap(), ReduceOp::Max, 2, HOST_WORKGROUP).unwrap();
+        assert!(s.contains("fn comb2") && s.contains("bitcast<f64>"));
+        let s = wide_reduce_source(&kind("i8").unwrap(), ReduceOp::Sum, 2, HOST_WORKGROUP).unwrap();
+        assert!(s.contains("0x7f7f7f7f") || s.contains("2139062143u"));
+        let s =
+            wide_reduce_source(&kind("i16").unwrap(), ReduceOp::Min, 2, HOST_WORKGROUP).unwrap();
+        assert!(s.contains("bitcast<i32>(a << 16u) >> 16u"));
+        let s = wide_reduce_source(&kind("u8").unwrap(), ReduceOp::And, 2, HOST_WORKGROUP).unwrap();
+        assert!(s.contains("acc = acc & x;") && !s.contains("comb1"));
+        // Half-precision lanes go through f32, with no SWAR sum.
+        let s =
+            wide_reduce_source(&kind("bf16").unwrap(), ReduceOp::Sum, 2, HOST_WORKGROUP).unwrap();
+        assert!(s.contains("let c = x + y;") && s.contains("wide_bf16_bits(c.y) << 16u"));
+        assert!(!s.contains("vks_"));
+        assert!(
+            wide_reduce_source(&kind("f16").unwrap(), ReduceOp::Xor, 2, HOST_WORKGROUP).is_none()
+        );
+        // Every kind and op compiles (naga validates the WGSL).
+        for k in KINDS.iter() {
+            for op in ReduceOp::ALL {
+                if let Some(src) = wide_reduce_source(k, op, 3, HOST_WORKGROUP) {
+                    crate::compile_wgsl(&src, "wide")
+                        .unwrap_or_else(|e| panic!("{} {op:?}: {e}\n{src}", k.name));
+                }
+            }
+        }
+        // The steps of a team too large for one launch: the first group
+        // without the dest, the later ones from it; every kind compiles.
+        let s = wide_accumulate_source(&f32k, ReduceOp::Sum, 3, false, HOST_WORKGROUP).unwrap();
+        assert!(s.contains("@binding(3) var<storage, read_write> d_0"));
+        assert!(s.contains("var acc = s_0[a.s0 + i];") && !s.contains("d_1"));
+        assert!(s.contains("d_0[a.d0 + i] = r;"));
+        let s = wide_accumulate_source(&f32k, ReduceOp::Sum, 8, true, HOST_WORKGROUP).unwrap();
+        assert!(s.contains("var acc = d_0[a.d0 + i];"));
+        assert!(s.contains("let x = s_0[a.s0 + i];") && s.contains("let x = s_7[a.s0 + i];"));
+        assert!(wide_accumulate_source(&f32k, ReduceOp::Sum, 9, true, HOST_WORKGROUP).is_none());
+        for k in KINDS.iter() {
+            for op in ReduceOp::ALL {
+                if let Some(src) = wide_accumulate_source(k, op, 2, true, HOST_WORKGROUP) {
+                    crate::compile_wgsl(&src, "wide_acc")
+                        .unwrap_or_else(|e| panic!("{} {op:?}: {e}\n{src}", k.name));
+                }
+            }
+        }
+        let s =
+            wide_reduce_source(&kind("bf16").unwrap(), ReduceOp::Sum, 2, HOST_WORKGROUP).unwrap();
+        // The immediates match WideArgs.
+        assert_eq!(std::mem::size_of::<WideArgs>(), 28);
+        assert!(s.contains(
+            "struct WideArgs { first: u32, end: u32, words: u32, s0: u32, d0: u32, per: u32, lead: u32 }"
+        ));
+    }
+
+    #[test]
+    fn wide_copy_kernels() {
+        let s = wide_copy_source(3, HOST_WORKGROUP).unwrap();
+        assert!(s.contains("@binding(3) var<storage, read_write> d:"));
+        assert!(s.contains("let r = s_2[a.s0 + i];"));
+        assert!(s.contains("d[a.d0 + 2u * a.stride + i] = r;"));
+        // Every block's edges, lane by lane.
+        assert!(s.contains("if lo <= 3u && hi > 3u { d[a.d0 + 2u * a.stride + i].w = r.w; }"));
+        crate::compile_wgsl(&s, "copy").unwrap();
+        assert!(
+            wide_copy_source(0, HOST_WORKGROUP).is_none()
+                && wide_copy_source(9, HOST_WORKGROUP).is_none()
+        );
+        // The immediates match WideCopyArgs.
+        assert_eq!(std::mem::size_of::<WideCopyArgs>(), 32);
+        assert!(s.contains(
+            "struct WideCopy { first: u32, end: u32, words: u32, s0: u32, d0: u32, per: u32, lead: u32, stride: u32 }"
+        ));
+        // Word by word: the same loop over u32s.
+        for blocks in 1..=WIDE_REDUCE_MAX_MEMBERS {
+            let w = wide_copy_words_source(blocks, HOST_WORKGROUP).unwrap();
+            assert!(w.contains(&format!(
+                "@binding({blocks}) var<storage, read_write> d: array<u32>;"
+            )));
+            assert!(!w.contains("vec4"));
+            crate::compile_wgsl(&w, "copy_words").unwrap_or_else(|e| panic!("{blocks}: {e}\n{w}"));
+            let v = wide_copy_source(blocks, HOST_WORKGROUP).unwrap();
+            crate::compile_wgsl(&v, "copy").unwrap_or_else(|e| panic!("{blocks}: {e}\n{v}"));
+        }
+        assert!(
+            wide_copy_words_source(0, HOST_WORKGROUP).is_none()
+                && wide_copy_words_source(9, HOST_WORKGROUP).is_none()
+        );
+    }
+
+    #[test]
+    fn wide_kernels_take_the_workgroup_size_they_are_given() {
+        let f32k = kind("f32").unwrap();
+        let sources = |wg| {
+            [
+                wide_copy_source(2, wg),
+                wide_copy_words_source(2, wg),
+                wide_push_source(2, wg),
+                wide_reduce_source(&f32k, ReduceOp::Sum, 2, wg),
+                wide_accumulate_source(&f32k, ReduceOp::Sum, 2, true, wg),
+            ]
+        };
+        for src in sources(WIDE_WORKGROUP_GPU) {
+            let src = src.unwrap();
+            // The declared size and the grid's stride agree.
+            assert!(src.contains(&format!("@workgroup_size({WIDE_WORKGROUP_GPU})")));
+            assert!(src.contains(&format!("let span = nw.x * {WIDE_WORKGROUP_GPU}u * c;")));
+            assert!(!src.contains("@workgroup_size(64)"));
+            crate::compile_wgsl(&src, "wide").unwrap_or_else(|e| panic!("{e}\n{src}"));
+        }
+        assert!(sources(0).iter().all(Option::is_none));
+    }
+}
+
