@@ -509,7 +509,7 @@ pub fn wide_push_source(dests: u32, workgroup: u32) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{kind, KINDS, HOST_WORKGROUP, WIDE_WORKGROUP_GPU};
+    use super::super::{kind, HOST_WORKGROUP, KINDS, WIDE_WORKGROUP_GPU};
     use super::*;
 
     #[test]
@@ -652,4 +652,3 @@ mod tests {
         assert!(sources(0).iter().all(Option::is_none));
     }
 }
-
