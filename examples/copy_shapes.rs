@@ -19,7 +19,7 @@
 use anyhow::{bail, Context as _, Result};
 use vkshmem::{HeapWindow, ReduceOp};
 use vkshmem_device::collectives::{
-    wide_copy_source, wide_push_source, wide_reduce_source, WideArgs, WideCopyArgs,
+    wide_copy_source, wide_push_source, wide_reduce_source, WideArgs, WideCopyArgs, WideUnit,
 };
 
 /// Launches of each shape and size; the fastest counts.
@@ -144,41 +144,53 @@ fn main() -> Result<()> {
     let mut shapes: Vec<Shape> = Vec::new();
     // The library's wide copy as the host collectives launch it on a GPU (one
     // vec4 per invocation, at most 65535 workgroups, striding over the rest),
-    // in workgroups of each size; the library's own choice is marked.
-    for wg in [64u32, 128, 256, 512] {
-        let src = wide_copy_source(1, wg).expect("1 block");
-        let mark = if wg == ctx.wide_workgroup() {
-            " (library)"
-        } else {
-            ""
-        };
-        let w = wg as u64;
-        shapes.push(Shape {
-            name: format!("wide_copy_1 wg={wg}{mark}"),
-            kernel: ctx.device_kernel(&src, &format!("wide_copy_1_{wg}"))?,
-            groups: Box::new(move |n| [cap(n.div_ceil(w)), 1, 1]),
-            kind: Kind::WideCopy,
-        });
+    // in workgroups of each size and in each unit the device has; the
+    // library's own choice is marked.
+    let mut units = vec![WideUnit::Vec4U32];
+    if ctx.library_config()?.int64 {
+        units.push(WideUnit::Vec2U64);
+    }
+    for &unit in &units {
+        for wg in [64u32, 128, 256, 512] {
+            let src = wide_copy_source(1, wg, unit).expect("1 block");
+            let mark = if wg == ctx.wide_workgroup() && unit == ctx.wide_unit() {
+                " (library)"
+            } else {
+                ""
+            };
+            let w = wg as u64;
+            let u = unit.wgsl();
+            shapes.push(Shape {
+                name: format!("wide_copy_1 {u} wg={wg}{mark}"),
+                kernel: ctx.device_kernel(&src, &format!("wide_copy_1_{wg}{}", unit.suffix()))?,
+                groups: Box::new(move |n| [cap(n.div_ceil(w)), 1, 1]),
+                kind: Kind::WideCopy,
+            });
+        }
     }
     // The pushes and reductions as the host collectives launch them on a
     // GPU: against the copy, what a mix of one read to several writes (or
     // several reads) costs.
     let f32k = vkshmem_device::collectives::kind("f32").expect("f32 is a kind");
-    for wg in [64u32, 256] {
+    for (wg, &unit) in [64u32, 256]
+        .into_iter()
+        .flat_map(|wg| units.iter().map(move |u| (wg, u)))
+    {
         let w = wg as u64;
+        let (u, sfx) = (unit.wgsl(), unit.suffix());
         for d in [2u32, 4, 8] {
-            let src = wide_push_source(d, wg).expect("2 to 8 dests");
+            let src = wide_push_source(d, wg, unit).expect("2 to 8 dests");
             shapes.push(Shape {
-                name: format!("wide_push_{d} wg={wg}"),
-                kernel: ctx.device_kernel(&src, &format!("wide_push_{d}_{wg}"))?,
+                name: format!("wide_push_{d} {u} wg={wg}"),
+                kernel: ctx.device_kernel(&src, &format!("wide_push_{d}_{wg}{sfx}"))?,
                 groups: Box::new(move |n| [cap(n.div_ceil(w)), 1, 1]),
                 kind: Kind::Push(d),
             });
         }
-        let src = wide_reduce_source(&f32k, ReduceOp::Sum, 2, wg).expect("f32 sum");
+        let src = wide_reduce_source(&f32k, ReduceOp::Sum, 2, wg, unit).expect("f32 sum");
         shapes.push(Shape {
-            name: format!("wide_reduce_f32_sum_2 wg={wg}"),
-            kernel: ctx.device_kernel(&src, &format!("wide_reduce_2_{wg}"))?,
+            name: format!("wide_reduce_f32_sum_2 {u} wg={wg}"),
+            kernel: ctx.device_kernel(&src, &format!("wide_reduce_2_{wg}{sfx}"))?,
             groups: Box::new(move |n| [cap(n.div_ceil(w)), 1, 1]),
             kind: Kind::Reduce(2),
         });

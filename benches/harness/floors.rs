@@ -21,27 +21,38 @@
 use std::time::Instant;
 
 use vkshmem::{Context, ReduceOp, SymBuffer};
-use vkshmem_device::collectives::{WideArgs, WideCopyArgs};
+use vkshmem_device::collectives::{WideArgs, WideCopyArgs, WideUnit};
+
+/// The roofline kernels' two buffers, of 16-byte `unit`s: the library's
+/// wide kernels' (`Context::wide_unit`), so that the roofline copies move
+/// memory as the collectives do (on llvmpipe `vec2<u64>` copies 30-45 %
+/// faster than `vec4<u32>`, and a roofline in the slower unit would put
+/// rows above 100).
+fn copy_bindings(unit: WideUnit) -> String {
+    let u = unit.wgsl();
+    format!(
+        "
+@group(1) @binding(0) var<storage, read_write> src: array<{u}>;
+@group(1) @binding(1) var<storage, read_write> dst: array<{u}>;
+"
+    )
+}
 
 /// The roofline's copy kernel: a plain vec4 copy between two user buffers, each
 /// invocation striding over the vec4s (the wide reduction's access pattern).
-const COPY_KERNEL: &str = "
-@group(1) @binding(0) var<storage, read_write> src: array<vec4<u32>>;
-@group(1) @binding(1) var<storage, read_write> dst: array<vec4<u32>>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
+fn copy_kernel(unit: WideUnit) -> String {
+    format!(
+        "{}@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {{
     let n = arrayLength(&src);
-    for (var i = g.x; i < n; i += nw.x * 64u) {
+    for (var i = g.x; i < n; i += nw.x * 64u) {{
         dst[i] = src[i];
-    }
+    }}
+}}
+",
+        copy_bindings(unit)
+    )
 }
-";
-
-/// The roofline kernels' two buffers.
-const COPY_BINDINGS: &str = "
-@group(1) @binding(0) var<storage, read_write> src: array<vec4<u32>>;
-@group(1) @binding(1) var<storage, read_write> dst: array<vec4<u32>>;
-";
 
 /// One vec4 of each of `k` parts of `q` vec4s at index `i`, copied.
 fn parts_body(k: u32) -> String {
@@ -54,10 +65,11 @@ fn parts_body(k: u32) -> String {
 /// of the buffer's `k` equal parts (the pattern of the wide pulls of `k`
 /// blocks, fcollect's and alltoall's, which move one vec4 per block per
 /// invocation), then strides over the grid.
-fn parts_copy_kernel(k: u32) -> String {
+fn parts_copy_kernel(k: u32, unit: WideUnit) -> String {
     let body = parts_body(k);
+    let bindings = copy_bindings(unit);
     format!(
-        "{COPY_BINDINGS}@compute @workgroup_size(64)
+        "{bindings}@compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {{
     let q = arrayLength(&src) / {k}u;
     for (var i = g.x; i < q; i += nw.x * 64u) {{
@@ -74,10 +86,11 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw
 /// invocation, one vec4 of each block per step) and of the device forms' vec4
 /// loops there (`library::vec4_pieces` in the device crate), which beat the
 /// interleaved kernels above with few workgroups.
-fn share_copy_kernel(k: u32, wg: u32) -> String {
+fn share_copy_kernel(k: u32, wg: u32, unit: WideUnit) -> String {
     let body = parts_body(k);
+    let bindings = copy_bindings(unit);
     format!(
-        "{COPY_BINDINGS}@compute @workgroup_size({wg})
+        "{bindings}@compute @workgroup_size({wg})
 fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {{
     let q = arrayLength(&src) / {k}u;
     let nth = nw.x * {wg}u;
@@ -103,7 +116,7 @@ const SHARE_REPS: u32 = 4;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Shape {
     /// Grid-wide stride, one vec4 of each of `parts` parts per step
-    /// ([`COPY_KERNEL`], [`parts_copy_kernel`]).
+    /// ([`copy_kernel`], [`parts_copy_kernel`]).
     Stride { parts: u32 },
     /// A contiguous share per invocation ([`share_copy_kernel`]).
     Share { parts: u32, wg: u32 },
@@ -315,21 +328,24 @@ impl Roofline {
                     _ => true,
                 })
                 .map(|shape| {
+                    let unit = ctx.wide_unit();
                     let (src, name) = match shape {
                         Shape::Stride { parts: 1 } => {
-                            (COPY_KERNEL.to_string(), "roofline_copy_1".to_string())
+                            (copy_kernel(unit), "roofline_copy_1".to_string())
                         }
-                        Shape::Stride { parts } => {
-                            (parts_copy_kernel(parts), format!("roofline_copy_{parts}"))
-                        }
+                        Shape::Stride { parts } => (
+                            parts_copy_kernel(parts, unit),
+                            format!("roofline_copy_{parts}"),
+                        ),
                         Shape::Share { parts, wg } => (
-                            share_copy_kernel(parts, wg),
+                            share_copy_kernel(parts, wg, unit),
                             format!("roofline_share_{parts}_{wg}"),
                         ),
                         Shape::Wide { parts } => (
                             vkshmem_device::collectives::wide_copy_source(
                                 parts,
                                 ctx.wide_workgroup(),
+                                unit,
                             )
                             .expect("1 to 8 blocks"),
                             format!("roofline_wide_{parts}"),
@@ -338,11 +354,13 @@ impl Roofline {
                             vkshmem_device::collectives::wide_push_source(
                                 dests,
                                 ctx.wide_workgroup(),
+                                unit,
                             )
                             .expect("2 to 8 dests"),
                             format!("roofline_push_{dests}"),
                         ),
                     };
+                    let name = format!("{name}{}", unit.suffix());
                     ctx.device_kernel(&src, &name).map(|kernel| (shape, kernel))
                 })
                 .collect::<Result<_, _>>()?,

@@ -307,6 +307,30 @@ pub fn wide_workgroup(get: impl Fn(&str) -> Option<String>) -> Result<Option<u32
     }
 }
 
+/// The element the host collectives' wide kernels move
+/// (`vkshmem_device::collectives::WideUnit`): `u32` (`vec4<u32>`), `u64`
+/// (`vec2<u64>`, where the device has `shaderInt64`), or `auto` (the
+/// default: `u64` on llvmpipe, which moves memory 30-45 % faster through
+/// 64-bit components, `u32` elsewhere until measured there).
+pub const ENV_WIDE_UNIT: &str = "VKSHMEM_WIDE_UNIT";
+
+/// `VKSHMEM_WIDE_UNIT`: `None` for `auto` (or unset).
+pub fn wide_unit(
+    get: impl Fn(&str) -> Option<String>,
+) -> Result<Option<vkshmem_device::collectives::WideUnit>> {
+    use vkshmem_device::collectives::WideUnit;
+    match get(ENV_WIDE_UNIT).as_deref().map(str::trim) {
+        None | Some("") | Some("auto") => Ok(None),
+        Some("u32") => Ok(Some(WideUnit::Vec4U32)),
+        Some("u64") => Ok(Some(WideUnit::Vec2U64)),
+        Some(v) => Err(Error::Config {
+            var: ENV_WIDE_UNIT,
+            value: v.to_string(),
+            why: "expected auto, u32 or u64".into(),
+        }),
+    }
+}
+
 /// `off`: the host never maps the symmetric heap, even where its memory is
 /// host-visible, as on a GPU without a host-visible device-local heap; every
 /// host access then goes through copies on the device. For testing those paths
@@ -437,6 +461,23 @@ mod tests {
         for bad in ["0", "96", "2048", "-64", "big"] {
             let e = wide_workgroup(env(bad)).unwrap_err().to_string();
             assert!(e.contains("VKSHMEM_WIDE_WORKGROUP"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn wide_unit_values() {
+        use vkshmem_device::collectives::WideUnit;
+        let env = |v: &'static str| move |_: &str| Some(v.to_string());
+        assert_eq!(wide_unit(|_| None).unwrap(), None);
+        assert_eq!(wide_unit(env("auto")).unwrap(), None);
+        assert_eq!(wide_unit(env(" u64 ")).unwrap(), Some(WideUnit::Vec2U64));
+        assert_eq!(wide_unit(env("u32")).unwrap(), Some(WideUnit::Vec4U32));
+        for bad in ["vec4", "64", "U64"] {
+            let e = wide_unit(env(bad)).unwrap_err().to_string();
+            assert!(
+                e.contains("VKSHMEM_WIDE_UNIT") && e.contains("auto, u32 or u64"),
+                "{bad}: {e}"
+            );
         }
     }
 

@@ -10,6 +10,7 @@ use std::sync::atomic::{fence, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use vkshmem_device::collectives::WideUnit;
 use vkshmem_device::layout;
 
 use crate::alloc::Allocator;
@@ -89,6 +90,8 @@ pub(crate) struct Inner {
     /// Invocations per workgroup of the wide copies and pushes
     /// ([`Context::wide_workgroup`]).
     pub(crate) wide_workgroup: u32,
+    /// The element of the wide kernels ([`Context::wide_unit`]).
+    pub(crate) wide_unit: WideUnit,
     /// Set when a launch of a kernel that waits on peers failed in a job of
     /// several PEs: see [`Error::Broken`].
     pub(crate) broken: Mutex<Option<String>>,
@@ -195,6 +198,28 @@ fn wide_workgroup_for(info: &crate::vk::DeviceInfo, asked: Option<u32>) -> Resul
     }
 }
 
+/// The wide kernels' element on a device with `info` and, where `int64`,
+/// `shaderInt64`: `asked` (`VKSHMEM_WIDE_UNIT`) or by default `vec2<u64>`
+/// on llvmpipe and `vec4<u32>` elsewhere ([`config::ENV_WIDE_UNIT`]). Each
+/// PE chooses alone: the unit changes neither the split of a call's work
+/// nor its windows.
+fn wide_unit_for(
+    info: &crate::vk::DeviceInfo,
+    int64: bool,
+    asked: Option<WideUnit>,
+) -> Result<WideUnit> {
+    match asked {
+        Some(WideUnit::Vec2U64) if !int64 => Err(Error::Config {
+            var: config::ENV_WIDE_UNIT,
+            value: "u64".into(),
+            why: format!("{} has no shaderInt64", info.name),
+        }),
+        Some(u) => Ok(u),
+        None if int64 && info.is_llvmpipe() => Ok(WideUnit::Vec2U64),
+        None => Ok(WideUnit::Vec4U32),
+    }
+}
+
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A poisoned mutex means a panic elsewhere in this PE; the guarded state is
     // still usable for tearing down.
@@ -273,6 +298,7 @@ impl Context {
         let host_mapped_max = config::host_mapped_max(get)?;
         let submit = config::submit(get)?;
         let wide_workgroup = config::wide_workgroup(get)?;
+        let wide_unit = config::wide_unit(get)?;
         let transport = crate::transport::Mode::from_env(get)?;
         let heap_mapping = config::heap_mapping(get)?;
         let mut boot = match &job.bootstrap {
@@ -307,6 +333,7 @@ impl Context {
         });
         let leader_submit = submit.unwrap_or(gpu.info.time_sliced);
         let wide_workgroup = wide_workgroup_for(&gpu.info, wide_workgroup)?;
+        let wide_unit = wide_unit_for(&gpu.info, gpu.caps.int64, wide_unit)?;
         let granule = gpu
             .info
             .min_storage_offset_alignment
@@ -422,6 +449,7 @@ impl Context {
                 host_mapped_max,
                 leader_submit,
                 wide_workgroup,
+                wide_unit,
                 broken: Mutex::new(None),
                 teams: Mutex::new(TeamTable::new(job.pe, world, shared, node)),
                 nodes,
@@ -959,6 +987,15 @@ impl Context {
     /// the device's limits.
     pub fn wide_workgroup(&self) -> u32 {
         self.inner.wide_workgroup
+    }
+
+    /// The element the host collectives' wide kernels move:
+    /// `VKSHMEM_WIDE_UNIT`, by default [`WideUnit::Vec2U64`] on llvmpipe
+    /// (where the device has `shaderInt64`) and [`WideUnit::Vec4U32`]
+    /// elsewhere. For benchmarks that build the library's wide kernels as
+    /// its collectives do (the bench's roofline).
+    pub fn wide_unit(&self) -> WideUnit {
+        self.inner.wide_unit
     }
 
     /// Whether device code may wait for other PEs: false when two PEs of

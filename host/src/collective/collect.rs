@@ -215,10 +215,11 @@ impl Context {
         };
         // The push (as fcollect's) needs the counts, known after the
         // agreement; its kernels are built before it where the call will not
-        // run on the host (see broadcast.rs).
+        // run on the host (see broadcast.rs); the kernels for edge vec4s, if
+        // the counts and the unit need them, by `push_possible` after it.
         let to: Vec<u32> = m.shape.members().collect();
         if local.is_ok() && !self.may_stage(&small) && !self.spans_devices(&m) {
-            if let Err(e) = self.push_kernels(to.len()) {
+            if let Err(e) = self.push_kernels(to.len(), false) {
                 local = Err(e);
             }
         }

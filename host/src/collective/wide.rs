@@ -23,10 +23,18 @@
 //! every member of a call must take the same path: the choice depends only on
 //! values the members agreed on, the heap size (symmetric) and the device's
 //! binding limit (every PE of a job is on one device).
+//!
+//! Every kernel moves 16-byte units, as `vec4<u32>` or, where the context's
+//! [`WideUnit`] says so (llvmpipe), as `vec2<u64>`. The `vec2<u64>` kernels
+//! walk the whole vec4s only; an object's edge vec4s (a start inside its
+//! vec4 0, an end inside its last) then go through the `vec4<u32>` kernel in
+//! one-workgroup launches beside the main one ([`edge_ranges`],
+//! [`WideKernel`]). The unit changes no share or window, so each PE may
+//! choose its own.
 
 use vkshmem_device::collectives::{
-    self, Kind, ReduceOp, WideArgs, WideCopyArgs, WIDE_REDUCE_MAX_MEMBERS, WIDE_REDUCE_WORKGROUP,
-    WIDE_WINDOW_ALIGN, WIDE_WINDOW_MAX_BYTES,
+    self, Kind, ReduceOp, WideArgs, WideCopyArgs, WideUnit, WIDE_REDUCE_MAX_MEMBERS,
+    WIDE_REDUCE_WORKGROUP, WIDE_WINDOW_ALIGN, WIDE_WINDOW_MAX_BYTES,
 };
 
 use std::sync::Arc;
@@ -102,6 +110,127 @@ fn planned<A: bytemuck::Pod>(
         windows,
         immediates: bytemuck::bytes_of(&args).to_vec(),
     }
+}
+
+/// A wide kernel in the context's [`WideUnit`] and, where that unit leaves
+/// the objects' edge vec4s to another launch, the `vec4<u32>` kernel that
+/// stores them.
+#[derive(Clone)]
+pub(crate) struct WideKernel {
+    main: Arc<DeviceKernel>,
+    /// Whether `main` stores the edges itself ([`WideUnit::stores_edges`]).
+    stores_edges: bool,
+    /// The kernel for the edges where `main` does not store them and the
+    /// objects it was built for have edges.
+    edges: Option<Arc<DeviceKernel>>,
+}
+
+/// The ranges `(first, end)` of the edge vec4s in the share `first..end` of
+/// an object whose `words` words are counted from the start of its vec4 0,
+/// where it starts `lead` words in (the immediates of [`WideArgs`] and
+/// [`WideCopyArgs`]): vec4 0 where `lead` is not 0, and vec4 `words / 4`
+/// where the object ends inside it (unless that is vec4 0 too). A
+/// `vec4<u32>` kernel launched over one of these ranges walks nothing in
+/// its loop (which skips vec4 0 where `lead` is set and stops below vec4
+/// `words / 4`) and stores just that edge, word by word.
+pub(crate) fn edge_ranges(first: u32, end: u32, words: u32, lead: u32) -> Vec<(u32, u32)> {
+    let mut ranges = Vec::new();
+    let last = words / 4;
+    if lead != 0 && first == 0 && end > 0 {
+        ranges.push((0, 1));
+    }
+    if words % 4 != 0 && (lead == 0 || last != 0) && first <= last && last < end {
+        ranges.push((last, last + 1));
+    }
+    ranges
+}
+
+/// Whether an object of `bytes` at byte offset `at` has an edge vec4 in any
+/// of its pieces (pieces are cut at 16-byte multiples from its start).
+fn has_edges(at: u64, bytes: u64) -> bool {
+    at % 16 != 0 || (at + bytes) % 16 != 0
+}
+
+/// The share-describing immediates of the wide kernels.
+trait Share: bytemuck::Pod {
+    /// `(first, end, words, lead)`.
+    fn range(&self) -> (u32, u32, u32, u32);
+    /// The same immediates over `first..end` with `per`.
+    fn over(self, first: u32, end: u32, per: u32) -> Self;
+}
+
+impl Share for WideArgs {
+    fn range(&self) -> (u32, u32, u32, u32) {
+        (self.first, self.end, self.words, self.lead)
+    }
+    fn over(self, first: u32, end: u32, per: u32) -> Self {
+        WideArgs {
+            first,
+            end,
+            per,
+            ..self
+        }
+    }
+}
+
+impl Share for WideCopyArgs {
+    fn range(&self) -> (u32, u32, u32, u32) {
+        (self.first, self.end, self.words, self.lead)
+    }
+    fn over(self, first: u32, end: u32, per: u32) -> Self {
+        WideCopyArgs {
+            first,
+            end,
+            per,
+            ..self
+        }
+    }
+}
+
+/// The launches of `k` over `windows` with immediates `args` (with `per`)
+/// in `groups` workgroups, where its loop walks `items` items: the main
+/// kernel (unless it walks nothing and stores no edges), then one
+/// one-workgroup launch of the edge kernel per edge range
+/// ([`edge_ranges`]) where the main kernel leaves the edges. They write
+/// disjoint bytes: one step.
+fn wide_launches<A: Share>(
+    k: &WideKernel,
+    (groups, per): (u32, u32),
+    windows: Vec<HeapWindow>,
+    args: A,
+    items: u64,
+) -> Result<Vec<Planned>> {
+    let (first, end, words, lead) = args.range();
+    if k.stores_edges {
+        return Ok(vec![planned(
+            k.main.clone(),
+            groups,
+            windows,
+            args.over(first, end, per),
+        )]);
+    }
+    let edges = edge_ranges(first, end, words, lead);
+    let mut launches = Vec::new();
+    if items > 0 {
+        let a = args.over(first, end, per);
+        launches.push(planned(k.main.clone(), groups, windows.clone(), a));
+    }
+    if !edges.is_empty() {
+        let Some(e) = &k.edges else {
+            return Err(crate::error::Error::InvalidArgument(format!(
+                "wide launch over {first}..{end} of {words} words from lead {lead}: its edges have no kernel"
+            )));
+        };
+        for (f, e_end) in edges {
+            launches.push(planned(
+                e.clone(),
+                1,
+                windows.clone(),
+                args.over(f, e_end, 0),
+            ));
+        }
+    }
+    Ok(launches)
 }
 
 /// One member's wide-path launch (a reduction's or a push's): the windows and
@@ -415,6 +544,38 @@ impl Context {
         piece_bytes(self.wide_window())
     }
 
+    /// The wide kernel `name` (the `vec4<u32>` kernel's name; the unit's
+    /// kernel takes [`WideUnit::suffix`]) in this PE's unit
+    /// ([`Context::wide_unit`]), from `source` for a unit, and where the
+    /// unit leaves the edges and `edges` (the objects have some) the
+    /// `vec4<u32>` kernel for them; `None` where `source` gives none.
+    fn wide_kernel(
+        &self,
+        name: &str,
+        edges: bool,
+        source: impl Fn(WideUnit) -> Option<String>,
+    ) -> Result<Option<WideKernel>> {
+        let unit = self.wide_unit();
+        let Some(main) =
+            self.library_kernel(&format!("{name}{}", unit.suffix()), || source(unit))?
+        else {
+            return Ok(None);
+        };
+        let edges = if edges && !unit.stores_edges() {
+            match self.library_kernel(name, || source(WideUnit::Vec4U32))? {
+                Some(k) => Some(k),
+                None => return Ok(None),
+            }
+        } else {
+            None
+        };
+        Ok(Some(WideKernel {
+            main,
+            stores_edges: unit.stores_edges(),
+            edges,
+        }))
+    }
+
     /// The launches that copy `block` bytes at byte offset `src` of each PE
     /// in `from` into consecutive blocks at `dst` of PE `to`, on the wide
     /// path; `None` when the call must take the generic path (which then
@@ -432,7 +593,7 @@ impl Context {
         dst: u64,
     ) -> Result<Option<Vec<Planned>>> {
         let mut plans = Vec::new();
-        let mut add = |p: Option<Planned>| p.map(|p| plans.push(p)).is_some();
+        let mut add = |p: Option<Vec<Planned>>| p.map(|p| plans.extend(p)).is_some();
         let piece = self.wide_piece();
         if block > piece {
             for (j, &pe) in from.iter().enumerate() {
@@ -467,6 +628,8 @@ impl Context {
     /// else word by word (sources and dests off alignment unlike each other,
     /// or several blocks off whole vec4s); `None` when it cannot take the
     /// wide path (not whole words, or past the heap or the binding limits).
+    /// In vec4s, the edge vec4s' launches follow where the unit leaves them
+    /// ([`wide_launches`]).
     fn copy_wide_launch(
         &self,
         to: u32,
@@ -474,7 +637,7 @@ impl Context {
         block: u64,
         src: u64,
         dst: u64,
-    ) -> Result<Option<Planned>> {
+    ) -> Result<Option<Vec<Planned>>> {
         let info = self.device_info();
         let blocks = from.len() as u32;
         let (heap, align, range) = (
@@ -493,24 +656,32 @@ impl Context {
         if library + from.len() as u64 + 1 > info.max_storage_buffers_per_stage as u64 {
             return Ok(None);
         }
-        let kind = if words { "copy_words" } else { "copy" };
-        let Some(k) = self.library_kernel(&format!("vkshmem_wide_{kind}_{blocks}"), || {
-            let wg = self.wide_workgroup();
-            if words {
+        let wg = self.wide_workgroup();
+        let k = if words {
+            let k = self.library_kernel(&format!("vkshmem_wide_copy_words_{blocks}"), || {
                 collectives::wide_copy_words_source(blocks, wg)
-            } else {
-                collectives::wide_copy_source(blocks, wg)
-            }
-        })?
-        else {
+            })?;
+            k.map(|main| WideKernel {
+                main,
+                stores_edges: true,
+                edges: None,
+            })
+        } else {
+            let a = p.args;
+            let edges = !edge_ranges(a.first, a.end, a.words, a.lead).is_empty();
+            self.wide_kernel(&format!("vkshmem_wide_copy_{blocks}"), edges, |unit| {
+                collectives::wide_copy_source(blocks, wg, unit)
+            })?
+        };
+        let Some(k) = k else {
             return Ok(None);
         };
         let w: Vec<HeapWindow> = windows(from.iter().copied(), p.src)
             .chain([heap_window(to, p.dst)])
             .collect();
-        let (groups, per) =
-            self.wide_groups(copy_items(words, &p.args), w.len(), self.wide_workgroup());
-        Ok(Some(planned(k, groups, w, WideCopyArgs { per, ..p.args })))
+        let items = copy_items(words, &p.args);
+        let groups = self.wide_groups(items, w.len(), wg);
+        wide_launches(&k, groups, w, p.args, items).map(Some)
     }
 
     /// The launch of the host collectives' wide copies and pushes over `vecs`
@@ -583,14 +754,18 @@ impl Context {
                     .is_some()
                 })
         });
-        Ok(fits && self.push_kernels(dests)?)
+        let edges = pushes
+            .iter()
+            .any(|p| p.bytes > 0 && has_edges(p.src, p.bytes));
+        Ok(fits && self.push_kernels(dests, edges)?)
     }
 
     /// Builds the wide push kernels for `dests` dest PEs (a launch per group
-    /// of [`WIDE_REDUCE_MAX_MEMBERS`]); `false` when the device cannot bind
+    /// of [`WIDE_REDUCE_MAX_MEMBERS`]), with the kernels for the edges where
+    /// the objects have `edges`; `false` when the device cannot bind
     /// that many windows beside the library's own bindings (the same answer on
     /// every PE of a device).
-    pub(crate) fn push_kernels(&self, dests: usize) -> Result<bool> {
+    pub(crate) fn push_kernels(&self, dests: usize, edges: bool) -> Result<bool> {
         let group = dests.min(WIDE_REDUCE_MAX_MEMBERS as usize);
         let library = self.library_config()?.bindings().len();
         if group == 0
@@ -603,16 +778,16 @@ impl Context {
             sizes.push(dests % group);
         }
         for d in sizes {
-            if self.push_kernel(d)?.is_none() {
+            if self.push_kernel(d, edges)?.is_none() {
                 return Ok(false);
             }
         }
         Ok(true)
     }
 
-    fn push_kernel(&self, dests: usize) -> Result<Option<Arc<DeviceKernel>>> {
-        self.library_kernel(&format!("vkshmem_wide_push_{dests}"), || {
-            collectives::wide_push_source(dests as u32, self.wide_workgroup())
+    fn push_kernel(&self, dests: usize, edges: bool) -> Result<Option<WideKernel>> {
+        self.wide_kernel(&format!("vkshmem_wide_push_{dests}"), edges, |unit| {
+            collectives::wide_push_source(dests as u32, self.wide_workgroup(), unit)
         })
     }
 
@@ -672,18 +847,22 @@ impl Context {
         dst: (u64, u64),
         args: WideArgs,
     ) -> Result<Vec<Planned>> {
-        to.chunks(WIDE_REDUCE_MAX_MEMBERS as usize)
-            .map(|group| {
-                let k = self
-                    .push_kernel(group.len())?
-                    .expect("push_kernels built it");
-                let mut w = vec![source];
-                w.extend(windows(group.iter().copied(), dst));
-                let vecs = loop_vecs(args.first, args.end, args.words);
-                let (groups, per) = self.wide_groups(vecs, w.len(), self.wide_workgroup());
-                Ok(planned(k, groups, w, WideArgs { per, ..args }))
-            })
-            .collect()
+        let edges = !edge_ranges(args.first, args.end, args.words, args.lead).is_empty();
+        let mut launches = Vec::new();
+        for group in to.chunks(WIDE_REDUCE_MAX_MEMBERS as usize) {
+            let k = self.push_kernel(group.len(), edges)?.ok_or_else(|| {
+                crate::error::Error::InvalidArgument(format!(
+                    "wide push to {} dests: no kernel (push_kernels built it)",
+                    group.len()
+                ))
+            })?;
+            let mut w = vec![source];
+            w.extend(windows(group.iter().copied(), dst));
+            let vecs = loop_vecs(args.first, args.end, args.words);
+            let groups = self.wide_groups(vecs, w.len(), self.wide_workgroup());
+            launches.extend(wide_launches(&k, groups, w, args, vecs)?);
+        }
+        Ok(launches)
     }
 
     /// The wide kernels and the split when the call qualifies (`None`:
@@ -721,11 +900,12 @@ impl Context {
         }
         let library = self.library_config()?.bindings().len() as u64;
         let most = self.device_info().max_storage_buffers_per_stage as u64;
+        let edges = has_edges(d, sp.mid);
         if size > WIDE_REDUCE_MAX_MEMBERS {
             // Groups of up to 8 sources and this PE's dest per step, then a
             // push to up to 8 dests per launch.
             let max = WIDE_REDUCE_MAX_MEMBERS as u64;
-            if library + max + 1 > most || !self.push_kernels(size as usize - 1)? {
+            if library + max + 1 > most || !self.push_kernels(size as usize - 1, edges)? {
                 return Ok(None);
             }
             let mut steps = Vec::new();
@@ -737,13 +917,14 @@ impl Context {
                     op.name(),
                     if accumulate { "acc" } else { "first" }
                 );
-                let Some(k) = self.library_kernel(&name, || {
+                let Some(k) = self.wide_kernel(&name, edges, |unit| {
                     collectives::wide_accumulate_source(
                         kind,
                         op,
                         sources,
                         accumulate,
                         WIDE_REDUCE_WORKGROUP,
+                        unit,
                     )
                 })?
                 else {
@@ -757,8 +938,8 @@ impl Context {
             return Ok(None);
         }
         let name = format!("vkshmem_wide_reduce_{}_{}_{size}", kind.name, op.name());
-        let k = self.library_kernel(&name, || {
-            collectives::wide_reduce_source(kind, op, size, WIDE_REDUCE_WORKGROUP)
+        let k = self.wide_kernel(&name, edges, |unit| {
+            collectives::wide_reduce_source(kind, op, size, WIDE_REDUCE_WORKGROUP, unit)
         })?;
         Ok(k.map(|k| (WideReduce::Direct(k), sp)))
     }
@@ -805,16 +986,16 @@ impl Context {
         }
         // Each launch's shape for the windows it walks.
         let vecs = loop_vecs(p.args.first, p.args.end, p.args.words);
-        let launch = |k: &Arc<DeviceKernel>, w: Vec<HeapWindow>| {
-            let (groups, per) = self.wide_groups(vecs, w.len(), WIDE_REDUCE_WORKGROUP);
-            planned(k.clone(), groups, w, WideArgs { per, ..p.args })
+        let launch = |k: &WideKernel, w: Vec<HeapWindow>| {
+            let groups = self.wide_groups(vecs, w.len(), WIDE_REDUCE_WORKGROUP);
+            wide_launches(k, groups, w, p.args, vecs)
         };
         let steps = match w {
             WideReduce::Direct(k) => {
                 let w: Vec<HeapWindow> = windows(m.shape.members(), p.src)
                     .chain(windows(m.shape.members(), p.dst))
                     .collect();
-                return Ok(vec![Step::Wide(vec![launch(k, w)])]);
+                return Ok(vec![Step::Wide(launch(k, w)?)]);
             }
             WideReduce::Chained(steps) => steps,
         };
@@ -831,7 +1012,7 @@ impl Context {
         {
             let mut w: Vec<HeapWindow> = windows(group.iter().copied(), p.src).collect();
             w.push(own);
-            part.push(Step::Wide(vec![launch(k, w)]));
+            part.push(Step::Wide(launch(k, w)?));
         }
         // Then the share from the member's dest into the others' (only this
         // member writes that share of any dest).
@@ -863,10 +1044,10 @@ fn windows(pes: impl IntoIterator<Item = u32>, at: (u64, u64)) -> impl Iterator<
 pub(crate) enum WideReduce {
     /// One launch binding every member's source and dest (up to
     /// [`WIDE_REDUCE_MAX_MEMBERS`] members).
-    Direct(Arc<DeviceKernel>),
+    Direct(WideKernel),
     /// More members: one step per group of [`chained_groups`] (the first
     /// without the dest's running result), then pushes of this PE's share.
-    Chained(Vec<Arc<DeviceKernel>>),
+    Chained(Vec<WideKernel>),
 }
 
 /// The source counts of the steps of a reduction over `size` members, more
@@ -978,6 +1159,51 @@ mod tests {
                 assert_eq!(next as u64, n.div_ceil(4));
             }
         }
+    }
+
+    #[test]
+    fn loops_and_edge_ranges_cover_every_vec4_once() {
+        // For every start offset in whole words, length and member count:
+        // the loop's vec4s (those a vec2<u64> kernel moves) and the edge
+        // ranges (which the vec4<u32> kernel stores) over every member's
+        // share touch each vec4 of the object exactly once, and no other.
+        for lead_bytes in [0u64, 4, 8, 12] {
+            for bytes in [4u64, 8, 12, 16, 20, 28, 32, 44, 64, 1000, 4096 + 4, 1 << 16] {
+                for parts in [1u32, 2, 3, 4, 7, 8] {
+                    let mut seen = std::collections::BTreeMap::new();
+                    for part in 0..parts {
+                        let src = 4096 + lead_bytes;
+                        let p = push_plan(bytes, src, src + 8192, part, parts, 1 << 20, 1 << 27)
+                            .unwrap();
+                        let a = p.args;
+                        let low = u32::from(a.lead != 0);
+                        for i in a.first.max(low)..a.end.min(a.words / 4) {
+                            *seen.entry(i).or_insert(0) += 1;
+                        }
+                        for (f, e) in edge_ranges(a.first, a.end, a.words, a.lead) {
+                            assert_eq!(e, f + 1);
+                            *seen.entry(f).or_insert(0) += 1;
+                        }
+                    }
+                    let vecs = (lead_bytes + bytes).div_ceil(16) as u32;
+                    let want: std::collections::BTreeMap<u32, i32> =
+                        (0..vecs).map(|i| (i, 1)).collect();
+                    assert_eq!(seen, want, "lead {lead_bytes} bytes {bytes} parts {parts}");
+                    assert_eq!(
+                        has_edges(4096 + lead_bytes, bytes),
+                        lead_bytes != 0 || bytes % 16 != 0
+                    );
+                }
+            }
+        }
+        // An aligned object of whole vec4s has none.
+        assert!(edge_ranges(0, 64, 256, 0).is_empty());
+        // Only the share that holds an edge gets it.
+        assert_eq!(edge_ranges(0, 10, 81, 1), vec![(0, 1)]);
+        assert_eq!(edge_ranges(10, 21, 81, 1), vec![(20, 21)]);
+        assert_eq!(edge_ranges(5, 10, 81, 1), vec![]);
+        // An object inside one vec4: the head's launch stores it whole.
+        assert_eq!(edge_ranges(0, 1, 3, 1), vec![(0, 1)]);
     }
 
     #[test]

@@ -48,7 +48,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use vkshmem_device::collectives::{
-    self, HostCollective, Kind, ReduceOp, KINDS, WIDE_REDUCE_MAX_MEMBERS,
+    self, HostCollective, Kind, ReduceOp, WideUnit, KINDS, WIDE_REDUCE_MAX_MEMBERS,
 };
 use vkshmem_device::LibraryConfig;
 
@@ -117,12 +117,12 @@ fn host(c: HostCollective) -> Job {
     }
 }
 
-/// The wide copy of `blocks` blocks in workgroups of `wg` (named as
-/// `Context::copy_wide` names it).
-fn wide_copy(blocks: u32, wg: u32) -> Option<Job> {
+/// The wide copy of `blocks` blocks in workgroups of `wg`, in `unit`s
+/// (named as `Context::copy_wide` names it).
+fn wide_copy(blocks: u32, wg: u32, unit: WideUnit) -> Option<Job> {
     Some(Job {
-        source: collectives::wide_copy_source(blocks, wg)?,
-        name: format!("vkshmem_wide_copy_{blocks}"),
+        source: collectives::wide_copy_source(blocks, wg, unit)?,
+        name: format!("vkshmem_wide_copy_{blocks}{}", unit.suffix()),
     })
 }
 
@@ -135,35 +135,49 @@ fn wide_copy_words(blocks: u32, wg: u32) -> Option<Job> {
     })
 }
 
-/// The wide push to `dests` dests (named as `Context::push_kernel` names it).
-fn wide_push(dests: u32, wg: u32) -> Option<Job> {
+/// The wide push to `dests` dests in `unit`s (named as `Context::push_kernel`
+/// names it).
+fn wide_push(dests: u32, wg: u32, unit: WideUnit) -> Option<Job> {
     Some(Job {
-        source: collectives::wide_push_source(dests, wg)?,
-        name: format!("vkshmem_wide_push_{dests}"),
+        source: collectives::wide_push_source(dests, wg, unit)?,
+        name: format!("vkshmem_wide_push_{dests}{}", unit.suffix()),
     })
 }
 
-/// The wide reduction (named as `Context::wide_prepare` names it).
-fn wide_reduce(kind: &Kind, op: ReduceOp, size: u32) -> Option<Job> {
+/// The wide reduction in `unit`s (named as `Context::wide_prepare` names it).
+fn wide_reduce(kind: &Kind, op: ReduceOp, size: u32, unit: WideUnit) -> Option<Job> {
     Some(Job {
         source: collectives::wide_reduce_source(
             kind,
             op,
             size,
             collectives::WIDE_REDUCE_WORKGROUP,
+            unit,
         )?,
-        name: format!("vkshmem_wide_reduce_{}_{}_{size}", kind.name, op.name()),
+        name: format!(
+            "vkshmem_wide_reduce_{}_{}_{size}{}",
+            kind.name,
+            op.name(),
+            unit.suffix()
+        ),
     })
 }
 
 /// The kernels to build for a world team of `size` PEs with library `cfg`
 /// (the wide copies and pushes in workgroups of `wg`:
-/// `Context::wide_workgroup`), the
+/// `Context::wide_workgroup`; the wide kernels in `unit`s:
+/// `Context::wide_unit`), the
 /// likeliest first: the wide paths (what aligned broadcasts, fcollects,
 /// alltoalls and f32 sums take), then the generic movement kernels and the
 /// f32 and i32 reductions; with [`Mode::All`], then every other reduction kind
 /// and every wide reduction.
-pub(crate) fn jobs(mode: Mode, size: u32, cfg: &LibraryConfig, wg: u32) -> Vec<Job> {
+pub(crate) fn jobs(
+    mode: Mode,
+    size: u32,
+    cfg: &LibraryConfig,
+    wg: u32,
+    unit: WideUnit,
+) -> Vec<Job> {
     let kind = |name| collectives::kind(name).expect("a kind of the table");
     let (f32k, i32k) = (kind("f32"), kind("i32"));
     let mut jobs: Vec<Job> = Vec::new();
@@ -172,13 +186,13 @@ pub(crate) fn jobs(mode: Mode, size: u32, cfg: &LibraryConfig, wg: u32) -> Vec<J
     }
     // Broadcast and fcollect push to every member, in groups of 8.
     let group = size.min(WIDE_REDUCE_MAX_MEMBERS);
-    jobs.extend(wide_push(group, wg));
+    jobs.extend(wide_push(group, wg, unit));
     if group > 0 && size % group != 0 {
-        jobs.extend(wide_push(size % group, wg));
+        jobs.extend(wide_push(size % group, wg, unit));
     }
-    jobs.extend(wide_copy(1, wg));
-    jobs.extend(wide_reduce(&f32k, ReduceOp::Sum, size));
-    jobs.extend(wide_copy(size, wg));
+    jobs.extend(wide_copy(1, wg, unit));
+    jobs.extend(wide_reduce(&f32k, ReduceOp::Sum, size, unit));
+    jobs.extend(wide_copy(size, wg, unit));
     jobs.push(host(HostCollective::Broadcast));
     jobs.push(host(HostCollective::Reduce(f32k)));
     jobs.push(host(HostCollective::Fcollect));
@@ -197,7 +211,7 @@ pub(crate) fn jobs(mode: Mode, size: u32, cfg: &LibraryConfig, wg: u32) -> Vec<J
             .filter(|k| collectives::wide_kind_available(cfg, k))
         {
             for op in ReduceOp::ALL {
-                jobs.extend(wide_reduce(k, op, size));
+                jobs.extend(wide_reduce(k, op, size, unit));
             }
         }
     }
@@ -210,8 +224,10 @@ pub(crate) fn jobs(mode: Mode, size: u32, cfg: &LibraryConfig, wg: u32) -> Vec<J
 /// collectives' names are unique: `vkshmem_<collective>`, `vkshmem_reduce_<kind>`,
 /// `vkshmem_wide_copy_<blocks>`, `vkshmem_wide_copy_words_<blocks>`,
 /// `vkshmem_wide_push_<dests>`,
-/// `vkshmem_wide_reduce_<kind>_<op>_<members>`), the wide copies and pushes
-/// in workgroups of `wg`; `None` for any other name.
+/// `vkshmem_wide_reduce_<kind>_<op>_<members>`; the wide copies, pushes and
+/// reductions in `vec2<u64>` units with `_u64` after that, where `cfg` has
+/// int64), the wide copies and pushes in workgroups of `wg`; `None` for any
+/// other name.
 pub(crate) fn job_named(name: &str, cfg: &LibraryConfig, wg: u32) -> Option<Job> {
     let movement = [
         HostCollective::Broadcast,
@@ -235,18 +251,29 @@ pub(crate) fn job_named(name: &str, cfg: &LibraryConfig, wg: u32) -> Option<Job>
     if let Some(n) = name.strip_prefix("vkshmem_wide_copy_words_") {
         return wide_copy_words(size(n)?, wg);
     }
+    // The unit, from the suffix after the wide kernel's own name.
+    let unit = |rest: &str| -> Option<(String, WideUnit)> {
+        let u64s = WideUnit::Vec2U64;
+        match rest.strip_suffix(u64s.suffix()) {
+            Some(r) if cfg.int64 => Some((r.to_string(), u64s)),
+            Some(_) => None,
+            None => Some((rest.to_string(), WideUnit::Vec4U32)),
+        }
+    };
     if let Some(n) = name.strip_prefix("vkshmem_wide_copy_") {
-        return wide_copy(size(n)?, wg);
+        let (n, u) = unit(n)?;
+        return wide_copy(size(&n)?, wg, u);
     }
     if let Some(n) = name.strip_prefix("vkshmem_wide_push_") {
-        return wide_push(size(n)?, wg);
+        let (n, u) = unit(n)?;
+        return wide_push(size(&n)?, wg, u);
     }
-    let rest = name.strip_prefix("vkshmem_wide_reduce_")?;
+    let (rest, u) = unit(name.strip_prefix("vkshmem_wide_reduce_")?)?;
     let mut parts = rest.splitn(3, '_');
     let (k, op, n) = (parts.next()?, parts.next()?, parts.next()?);
     let kind = collectives::kind(k).filter(|k| collectives::wide_kind_available(cfg, k))?;
     let op = ReduceOp::ALL.into_iter().find(|o| o.name() == op)?;
-    wide_reduce(&kind, op, size(n)?)
+    wide_reduce(&kind, op, size(n)?, u)
 }
 
 /// The host kernels a program used in earlier runs, in the order of first use.
@@ -445,12 +472,27 @@ impl Context {
         let mut todo = match (mode, profile.as_ref().and_then(|p| p.names.as_ref())) {
             (Mode::Typical, Some(_)) => Vec::new(),
             (Mode::Typical, None) if !spare || world_staged => Vec::new(),
-            (m, _) => jobs(m, self.n_pes(), &cfg, self.wide_workgroup()),
+            (m, _) => jobs(
+                m,
+                self.n_pes(),
+                &cfg,
+                self.wide_workgroup(),
+                self.wide_unit(),
+            ),
         };
         if let Some(names) = profile.as_ref().and_then(|p| p.names.as_ref()) {
-            // The profile's kernels first (in the order of their first use).
+            // The profile's kernels first (in the order of their first use),
+            // but no vec2<u64> kernels where this context moves vec4<u32>s
+            // (a run with another VKSHMEM_WIDE_UNIT used them; the
+            // vec4<u32> ones serve the edges of vec2<u64> calls too).
+            let unit = self.wide_unit();
             let known: Vec<Job> = names
                 .iter()
+                .filter(|n| {
+                    unit == WideUnit::Vec2U64
+                        || !(n.starts_with("vkshmem_wide_")
+                            && n.ends_with(WideUnit::Vec2U64.suffix()))
+                })
                 .filter_map(|n| job_named(n, &cfg, self.wide_workgroup()))
                 .collect();
             todo.retain(|j| !known.contains(j));
@@ -622,6 +664,7 @@ mod tests {
 
     /// The wide kernels' workgroup size in these tests (llvmpipe's).
     const WG: u32 = collectives::HOST_WORKGROUP;
+    const U32: WideUnit = WideUnit::Vec4U32;
 
     fn cfg(npes: u32) -> LibraryConfig {
         LibraryConfig {
@@ -651,8 +694,8 @@ mod tests {
 
     #[test]
     fn jobs_are_named_and_keyed_as_the_collectives_make_them() {
-        assert!(jobs(Mode::Off, 4, &cfg(4), WG).is_empty());
-        let typical = jobs(Mode::Typical, 4, &cfg(4), WG);
+        assert!(jobs(Mode::Off, 4, &cfg(4), WG, U32).is_empty());
+        let typical = jobs(Mode::Typical, 4, &cfg(4), WG, U32);
         let names: Vec<_> = typical.iter().map(|j| j.name.as_str()).collect();
         assert_eq!(
             names[..5],
@@ -670,7 +713,7 @@ mod tests {
             name: b.name()
         }));
         // One PE: the wide copy of one block is listed once.
-        let one = jobs(Mode::Typical, 1, &cfg(1), WG);
+        let one = jobs(Mode::Typical, 1, &cfg(1), WG, U32);
         assert_eq!(
             one.iter()
                 .filter(|j| j.name.starts_with("vkshmem_wide_copy"))
@@ -679,14 +722,14 @@ mod tests {
         );
         // Past the wide paths' limit of members: pushes to groups of 8 (and
         // the rest), the one-block copy.
-        let big = jobs(Mode::Typical, 16, &cfg(16), WG);
+        let big = jobs(Mode::Typical, 16, &cfg(16), WG, U32);
         let wide: Vec<_> = big.iter().filter(|j| j.name.contains("wide")).collect();
         assert_eq!(wide.len(), 2);
         assert_eq!(wide[0].name, "vkshmem_wide_push_8");
         assert_eq!(wide[1].name, "vkshmem_wide_copy_1");
-        let odd = jobs(Mode::Typical, 11, &cfg(11), WG);
+        let odd = jobs(Mode::Typical, 11, &cfg(11), WG, U32);
         assert!(odd.iter().any(|j| j.name == "vkshmem_wide_push_3"));
-        let all = jobs(Mode::All, 4, &cfg(4), WG);
+        let all = jobs(Mode::All, 4, &cfg(4), WG, U32);
         assert!(all.len() > typical.len());
         let mut sources: Vec<_> = all.iter().map(|j| &j.source).collect();
         sources.sort();
@@ -696,7 +739,7 @@ mod tests {
         let mut small = cfg(4);
         small.int64 = false;
         small.float64 = false;
-        assert!(jobs(Mode::All, 4, &small, WG)
+        assert!(jobs(Mode::All, 4, &small, WG, U32)
             .iter()
             .all(|j| !j.name.ends_with("64")));
     }
@@ -704,10 +747,27 @@ mod tests {
     #[test]
     fn every_host_kernel_is_found_by_its_name() {
         let c = cfg(4);
-        let all = jobs(Mode::All, 4, &c, WG);
+        let mut all = jobs(Mode::All, 4, &c, WG, U32);
+        let u64s = jobs(Mode::All, 4, &c, WG, WideUnit::Vec2U64);
+        // The vec2<u64> kernels are the wide ones, named apart.
+        let wide_u64: Vec<_> = u64s
+            .iter()
+            .filter(|j| j.name.contains("_wide_") && j.name.ends_with("_u64"))
+            .collect();
+        assert!(wide_u64
+            .iter()
+            .all(|j| j.source.contains("array<vec2<u64>>")));
+        assert_eq!(
+            wide_u64.len(),
+            all.iter()
+                .filter(|j| j.name.contains("_wide_") && !j.name.contains("words"))
+                .count()
+        );
+        all.extend(u64s);
         for j in &all {
             assert_eq!(job_named(&j.name, &c, WG).as_ref(), Some(j), "{}", j.name);
         }
+        assert!(job_named("vkshmem_wide_reduce_u64_sum_2_u64", &c, WG).is_some());
         // Other team sizes, and names that are not host kernels.
         let j = job_named("vkshmem_wide_reduce_i32_xor_7", &c, WG).unwrap();
         assert_eq!(
@@ -716,7 +776,8 @@ mod tests {
                 &collectives::kind("i32").unwrap(),
                 ReduceOp::Xor,
                 7,
-                WG
+                WG,
+                U32
             )
             .unwrap()
         );
@@ -744,6 +805,10 @@ mod tests {
             c.int64
         );
         assert!(job_named("vkshmem_wide_reduce_f64_sum_2", &small, WG).is_none());
+        // No vec2<u64> kernels without int64.
+        assert!(job_named("vkshmem_wide_copy_2_u64", &small, WG).is_none());
+        assert!(job_named("vkshmem_wide_reduce_i8_max_3_u64", &small, WG).is_none());
+        assert!(job_named("vkshmem_wide_copy_2_u64", &c, WG).is_some());
         assert!(job_named("vkshmem_wide_reduce_i8_max_3", &small, WG).is_some());
     }
 
