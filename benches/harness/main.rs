@@ -1245,10 +1245,11 @@ fn run() -> anyhow::Result<()> {
         dst,
         wrong,
         flag,
+        times,
         roofline,
         ..
     } = bench;
-    drop((src, dst, wrong, flag, roofline, flags));
+    drop((src, dst, wrong, flag, times, roofline, flags));
     if team != Team::WORLD && team != Team::INVALID {
         ctx.team_destroy(team)?;
     }

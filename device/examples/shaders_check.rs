@@ -41,6 +41,7 @@ fn shapes() -> Vec<LibraryConfig> {
                         loop_cap: !gpu,
                         direct: PeSet::all(n_pes),
                         proxy: false,
+                        vec4_u64: !gpu && wide,
                     });
                     if n_pes > 1 && heap_mib == 64 {
                         // Every peer on another device: reached through the proxy.

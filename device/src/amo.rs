@@ -214,6 +214,7 @@ mod tests {
             loop_cap: false,
             direct,
             proxy,
+            vec4_u64: false,
         }
     }
 

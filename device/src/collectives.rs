@@ -295,7 +295,28 @@ pub fn library_part(cfg: &LibraryConfig, uses: Option<&str>) -> String {
 /// `library::vec4_pieces`).
 fn vec4_accumulate(s: &mut String, cfg: &LibraryConfig, kind: &Kind, vec4: bool) {
     let n = kind.name;
-    if kind.bytes == 8 {
+    if vec4 && crate::library::vec4_unit(cfg) == "vec2<u64>" {
+        // The view's elements as loaded: two 64-bit lanes, or four words
+        // unpacked and packed again.
+        let body = if kind.bytes == 8 {
+            format!(
+                "return vec2<u64>(vks_combine_{n}(op, a.x, b.x), vks_combine_{n}(op, a.y, b.y));"
+            )
+        } else {
+            let c = word_combine(kind);
+            format!(
+                "let x = vks_unpack4(a);
+    let y = vks_unpack4(b);
+    return vks_pack2(vec4<u32>({c}(op, x.x, y.x), {c}(op, x.y, y.y), {c}(op, x.z, y.z), {c}(op, x.w, y.w)));"
+            )
+        };
+        let _ = writeln!(
+            s,
+            "fn vks_comb4_{n}(op: u32, a: vec2<u64>, b: vec2<u64>) -> vec2<u64> {{
+    {body}
+}}"
+        );
+    } else if kind.bytes == 8 {
         // Two 64-bit lanes.
         let _ = writeln!(
             s,
@@ -1463,6 +1484,7 @@ mod tests {
             loop_cap: true,
             direct: crate::PeSet::all(3),
             proxy: false,
+            vec4_u64: false,
         };
         let mut all = vec![
             HostCollective::Broadcast,

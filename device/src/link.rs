@@ -383,6 +383,7 @@ mod tests {
             loop_cap: false,
             direct: crate::PeSet::all(3),
             proxy: false,
+            vec4_u64: false,
         }
     }
 
@@ -486,6 +487,11 @@ fn main(@builtin(local_invocation_index) li: u32) {
             },
             cfg(),
             proxied,
+            // llvmpipe's vec4 view: vec2<u64> elements.
+            LibraryConfig {
+                vec4_u64: true,
+                ..cfg()
+            },
             LibraryConfig {
                 my_pe: 5,
                 n_pes: 8,

@@ -366,6 +366,7 @@ mod tests {
             loop_cap: true,
             direct: crate::PeSet::all(3),
             proxy: true,
+            vec4_u64: false,
         };
         // Every call in the thread form, a few in the work_group form (each
         // link generates and validates a whole library: seconds in debug).

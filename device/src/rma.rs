@@ -561,6 +561,7 @@ mod tests {
             loop_cap: false,
             direct,
             proxy,
+            vec4_u64: false,
         }
     }
 

@@ -440,7 +440,14 @@ impl Context {
                 );
             }
         }
-        let library = crate::user_kernel::library_config_for(&gpu, &heap, job.pe, job.npes, proxy);
+        let library = crate::user_kernel::library_config_for(
+            &gpu,
+            &heap,
+            job.pe,
+            job.npes,
+            proxy,
+            wide_unit == WideUnit::Vec2U64,
+        );
         let ctx = Context {
             inner: Arc::new(Inner {
                 pe: job.pe,

@@ -71,6 +71,7 @@ pub(crate) fn library_config_for(
     pe: u32,
     npes: u32,
     proxy: bool,
+    vec4_u64: bool,
 ) -> LibraryConfig {
     let llvmpipe = gpu.info.is_llvmpipe();
     LibraryConfig {
@@ -85,6 +86,7 @@ pub(crate) fn library_config_for(
         loop_cap: llvmpipe,
         direct: PeSet::from_pes((0..npes).filter(|&p| heap.reachable(p))),
         proxy,
+        vec4_u64: vec4_u64 && gpu.caps.int64,
     }
 }
 

@@ -679,6 +679,7 @@ mod tests {
             loop_cap: false,
             direct: vkshmem_device::PeSet::all(npes),
             proxy: false,
+            vec4_u64: false,
         }
     }
 

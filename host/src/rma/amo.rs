@@ -372,6 +372,7 @@ mod tests {
                 loop_cap: false,
                 direct: vkshmem_device::PeSet::all(2),
                 proxy: false,
+                vec4_u64: false,
             };
             let src = amo_kernel_source(wide);
             assert_eq!(src.contains("shmem_uint64_atomic"), wide);
