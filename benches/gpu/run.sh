@@ -9,7 +9,8 @@
 # heap size A/B, interleaved; all: the standard list, then those; bimodal:
 # the 4-PE broadcast's two speeds; old-new: .gpu/old/vkshmem-bench against
 # .gpu/vkshmem-bench; mixes: the GPU's own bandwidth per
-# read/write mix (mixes.cu) beside copy_shapes' library kernels, then bimodal).
+# read/write mix (mixes.cu) beside copy_shapes' library kernels, then bimodal;
+# unit: VKSHMEM_WIDE_UNIT u32 against u64).
 set -u
 T0=$(date +%s); DL=$((T0 + ${1:-420}))
 if [ -e /usr/local/nvidia ]; then
@@ -108,6 +109,20 @@ old_new() {
   st check-big-2pe 60 run 2 12G --collective broadcast,reduce --check --min-bytes 1536M --max-bytes 1536M --iters 1 --warmup 1 --no-roofline --csv $R/check-big-2pe.csv
   st check-big-8pe 60 run 8 10G --collective $C --check --min-bytes 256M --max-bytes 256M --iters 1 --warmup 1 --no-roofline --csv $R/check-big-8pe.csv
 }
+# The wide kernels' unit (VKSHMEM_WIDE_UNIT): vec4<u32> (the GPU default)
+# against vec2<u64> (llvmpipe's since the sixteenth session, 1.3-2x faster
+# there), the same bench interleaved in two rounds on 2 and 4 PEs, one on 8;
+# then the u64 kernels checked at a 4-byte offset (their edge launches).
+unit() {
+  for r in 1 2; do
+    for u in u32 u64; do
+      st unit$u-2pe-r$r 30 env VKSHMEM_WIDE_UNIT=$u bash -c "run 2 6G --collective $C --min-bytes 64M --max-bytes 1G --step-factor 4 $Q --warmup-ms 300 --csv $R/unit$u-2pe-r$r.csv"
+      st unit$u-4pe-r$r 40 env VKSHMEM_WIDE_UNIT=$u bash -c "run 4 10G --collective $C --min-bytes 64M --max-bytes 1G --step-factor 4 $Q --warmup-ms 300 --csv $R/unit$u-4pe-r$r.csv"
+      [ $r = 1 ] && st unit$u-8pe 50 env VKSHMEM_WIDE_UNIT=$u bash -c "run 8 10G --collective $C --min-bytes 64M --max-bytes 512M --step-factor 8 $Q --warmup-ms 300 --csv $R/unit$u-8pe.csv"
+    done
+  done
+  st unitu64-offset4-2pe 25 env VKSHMEM_WIDE_UNIT=u64 bash -c "run 2 2G --collective $C --offset 4 --check --min-bytes 4K --max-bytes 64M --step-factor 16 $Q --csv $R/unitu64-offset4-2pe.csv"
+}
 standard() {
 # busbw against size up to 1 GiB, every host collective (one submitter per
 # device, VKSHMEM_SUBMIT=auto, and the fence poll, VKSHMEM_FENCE_SPIN_US
@@ -147,6 +162,7 @@ case "${3:-}" in
   ab) ab ;;
   bimodal|mixes) bimodal ;;
   old-new) old_new ;;
+  unit) unit ;;
   all) standard; ab ;;
   *) standard ;;
 esac
@@ -157,7 +173,7 @@ grep -h '# best' $R/copy-shapes.txt | cut -c11- >> $SUM
 grep -h -E 'wide_(copy_1|push|reduce)' $R/copy-shapes.txt | cut -c11- >> $SUM
 awk -F', ' 'NR>1 {c[$6]++; sm[$2]++; mem[$3]++} END {for (k in c) print "throttle", k, c[k]; for (k in sm) print "sm_clock", k, sm[k]; for (k in mem) print "mem_clock", k, mem[k]}' $R/clocks.csv | sort | head -30 >> $SUM
 # busbw (GB/s) by size, one line per stage and collective.
-for f in $R/old-*.csv $R/mid-*.csv $R/new-*.csv $R/host-*.csv $R/wg*.csv $R/heap*.csv $R/bi*.csv $R/roof-2pe.csv $R/dev-1pe.csv; do
+for f in $R/unit*.csv $R/old-*.csv $R/mid-*.csv $R/new-*.csv $R/host-*.csv $R/wg*.csv $R/heap*.csv $R/bi*.csv $R/roof-2pe.csv $R/dev-1pe.csv; do
   [ -e $f ] || continue
   awk -F, -v t=$(basename $f .csv) 'NR>1 {k=t" "$1" "$2; if (!(k in s)) o[++n]=k; s[k]=s[k] sprintf(" %s:%.0f", ($7>=1073741824? $7/1073741824 "G" : ($7>=1048576? $7/1048576 "M" : $7)), (t=="dev-1pe"? $12 : $13))} END {for (i=1;i<=n;i++) print o[i] s[o[i]]}' $f
 done >> $SUM
