@@ -41,9 +41,10 @@ pub const PLAIN_VIEW_OFFSET: u32 = 1000;
 /// onto `b` by the SPIR-V pass, like the plain view).
 pub const QUAD_VIEW_OFFSET: u32 = 2000;
 
-/// The vec4 view of binding `b` (`array<vec4<u32>>`: the work_group forms'
-/// bulk copies, see [`vec4_copy`]) is declared at this plus `b` (moved onto
-/// `b` by the SPIR-V pass, like the plain view).
+/// The vec4 view of binding `b` (`array<vec4<u32>>`, or `array<vec2<u64>>`
+/// where [`LibraryConfig::vec4_u64`]: the work_group forms' bulk copies, see
+/// [`vec4_copy`]) is declared at this plus `b` (moved onto `b` by the SPIR-V
+/// pass, like the plain view).
 pub const VEC4_VIEW_OFFSET: u32 = 3000;
 
 /// Descriptor set of the library's bindings.
@@ -108,9 +109,11 @@ pub struct LibraryConfig {
     pub proxy: bool,
     /// The vec4 view of every heap binding ([`VEC4_VIEW_OFFSET`]) is
     /// `array<vec2<u64>>` instead of `array<vec4<u32>>` (needs `int64`): the
-    /// same 16-byte elements, which llvmpipe moves 30-45 % faster (the host's
-    /// `VKSHMEM_WIDE_UNIT`, as the host collectives' wide kernels). The
-    /// device forms' reductions unpack them into words (`vks_unpack4`).
+    /// same 16-byte elements, which llvmpipe moves 30-45 % faster (the
+    /// host sets it where `VKSHMEM_WIDE_UNIT=u64` is asked, not by default:
+    /// on llvmpipe the device kernels then took about 1.4x as long to
+    /// compile, for 1.2-2x faster device forms at 4 MiB). The device forms'
+    /// reductions unpack them into words (`vks_unpack4`).
     pub vec4_u64: bool,
 }
 

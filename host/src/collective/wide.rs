@@ -71,7 +71,9 @@ pub(crate) fn split(dest: u64, source: u64, bytes: u64) -> Option<Split> {
     let mut mid = (bytes - head) / 16 * 16;
     let mut tail = bytes - head - mid;
     if tail % 4 == 0 {
-        // Whole words: the wide kernels store a last partial vec4 word by word.
+        // Whole words: the wide kernels store a last partial vec4 word by word
+        // (the vec4<u32> kernel, in an edge launch of its own where the unit
+        // is vec2<u64>).
         mid += tail;
         tail = 0;
     }
@@ -188,8 +190,9 @@ impl Share for WideCopyArgs {
 }
 
 /// The launches of `k` over `windows` with immediates `args` (with `per`)
-/// in `groups` workgroups, where its loop walks `items` items: the main
-/// kernel (unless it walks nothing and stores no edges), then one
+/// in `groups` workgroups, where its loop walks `items` items
+/// ([`loop_vecs`], [`copy_items`]): the main kernel (unless `items` is 0
+/// and it stores no edges), then one
 /// one-workgroup launch of the edge kernel per edge range
 /// ([`edge_ranges`]) where the main kernel leaves the edges. They write
 /// disjoint bytes: one step.

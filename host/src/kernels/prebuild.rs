@@ -276,6 +276,50 @@ pub(crate) fn job_named(name: &str, cfg: &LibraryConfig, wg: u32) -> Option<Job>
     wide_reduce(&kind, op, size(n)?, u)
 }
 
+/// The kernel names of a profile as a context whose wide kernels move `unit`s
+/// calls them (in order, without repeats): a wide copy's, push's or
+/// reduction's name in the other unit stands for its twin in `unit` (a run
+/// with another `VKSHMEM_WIDE_UNIT` wrote it), except that under
+/// `vec2<u64>` a `vec4<u32>` name whose `vec2<u64>` twin is in the profile
+/// too stays beside it (the edge launches of `vec2<u64>` calls use it).
+fn names_in_unit(names: &[String], unit: WideUnit) -> Vec<String> {
+    let u64s = WideUnit::Vec2U64.suffix();
+    let has_twins = |n: &str| {
+        [
+            "vkshmem_wide_copy_",
+            "vkshmem_wide_push_",
+            "vkshmem_wide_reduce_",
+        ]
+        .iter()
+        .any(|p| n.starts_with(p))
+            && !n.starts_with("vkshmem_wide_copy_words_")
+    };
+    let mut out: Vec<String> = Vec::new();
+    let mut add = |n: String| {
+        if !out.contains(&n) {
+            out.push(n);
+        }
+    };
+    for n in names {
+        if !has_twins(n) {
+            add(n.clone());
+            continue;
+        }
+        match (unit, n.strip_suffix(u64s)) {
+            (WideUnit::Vec4U32, Some(twin)) => add(twin.to_string()),
+            (WideUnit::Vec2U64, None) => {
+                let twin = format!("{n}{u64s}");
+                if names.contains(&twin) {
+                    add(n.clone());
+                }
+                add(twin);
+            }
+            _ => add(n.clone()),
+        }
+    }
+    out
+}
+
 /// The host kernels a program used in earlier runs, in the order of first use.
 struct Profile {
     file: PathBuf,
@@ -482,17 +526,9 @@ impl Context {
         };
         if let Some(names) = profile.as_ref().and_then(|p| p.names.as_ref()) {
             // The profile's kernels first (in the order of their first use),
-            // but no vec2<u64> kernels where this context moves vec4<u32>s
-            // (a run with another VKSHMEM_WIDE_UNIT used them; the
-            // vec4<u32> ones serve the edges of vec2<u64> calls too).
-            let unit = self.wide_unit();
-            let known: Vec<Job> = names
+            // in this context's wide unit.
+            let known: Vec<Job> = names_in_unit(names, self.wide_unit())
                 .iter()
-                .filter(|n| {
-                    unit == WideUnit::Vec2U64
-                        || !(n.starts_with("vkshmem_wide_")
-                            && n.ends_with(WideUnit::Vec2U64.suffix()))
-                })
                 .filter_map(|n| job_named(n, &cfg, self.wide_workgroup()))
                 .collect();
             todo.retain(|j| !known.contains(j));
@@ -811,6 +847,47 @@ mod tests {
         assert!(job_named("vkshmem_wide_reduce_i8_max_3_u64", &small, WG).is_none());
         assert!(job_named("vkshmem_wide_copy_2_u64", &c, WG).is_some());
         assert!(job_named("vkshmem_wide_reduce_i8_max_3", &small, WG).is_some());
+    }
+
+    #[test]
+    fn profiles_are_read_in_the_context_s_unit() {
+        let names: Vec<String> = [
+            "vkshmem_broadcast",
+            "vkshmem_wide_push_2",
+            "vkshmem_wide_copy_words_2",
+            "vkshmem_wide_reduce_u64_sum_2",
+            "vkshmem_reduce_u64",
+            "vkshmem_wide_copy_1_u64",
+            "vkshmem_wide_copy_1",
+        ]
+        .map(String::from)
+        .to_vec();
+        // vec2<u64>: the vec4<u32> names stand for their twins, but the
+        // copy's stays (its twin was used too: an edge kernel).
+        assert_eq!(
+            names_in_unit(&names, WideUnit::Vec2U64),
+            [
+                "vkshmem_broadcast",
+                "vkshmem_wide_push_2_u64",
+                "vkshmem_wide_copy_words_2",
+                "vkshmem_wide_reduce_u64_sum_2_u64",
+                "vkshmem_reduce_u64",
+                "vkshmem_wide_copy_1_u64",
+                "vkshmem_wide_copy_1",
+            ]
+        );
+        // vec4<u32>: the vec2<u64> names stand for theirs.
+        assert_eq!(
+            names_in_unit(&names, U32),
+            [
+                "vkshmem_broadcast",
+                "vkshmem_wide_push_2",
+                "vkshmem_wide_copy_words_2",
+                "vkshmem_wide_reduce_u64_sum_2",
+                "vkshmem_reduce_u64",
+                "vkshmem_wide_copy_1",
+            ]
+        );
     }
 
     #[test]
