@@ -1084,7 +1084,8 @@ fn bench_rows(n: u32, args: &str, env: &[(&str, &str)]) -> (Run, Vec<String>) {
 }
 
 /// The conformance harness (tests/progs/collectives_check.rs): every host-initiated
-/// collective on every team shape against a host reference, then bad input.
+/// collective on every team shape against a host reference, then bad input;
+/// on 3 PEs in `vec4<u32>` units (`VKSHMEM_WIDE_UNIT=u32`, GPUs' default).
 #[test]
 fn collectives_conform_on_1_to_4_and_8_pes() {
     let _one = one_spinning_job();
@@ -1095,11 +1096,17 @@ fn collectives_conform_on_1_to_4_and_8_pes() {
         &[
             (1, None),
             (2, None),
-            (3, Some("--device-quick")),
             (4, Some("--device-quick")),
             (8, Some("--quick")),
         ],
         &[],
+    );
+    // 3 PEs in the unit GPUs move (llvmpipe's default is vec2<u64>): the
+    // host wide kernels' vec4<u32> loops and the device library's vec4<u32>
+    // view.
+    conformance(
+        &[(3, Some("--device-quick"))],
+        &[("VKSHMEM_WIDE_UNIT", "u32")],
     );
     // The example program (host allreduce, team broadcast, device reduction).
     let r = vkshmrun(

@@ -110,10 +110,10 @@ pub struct LibraryConfig {
     /// The vec4 view of every heap binding ([`VEC4_VIEW_OFFSET`]) is
     /// `array<vec2<u64>>` instead of `array<vec4<u32>>` (needs `int64`): the
     /// same 16-byte elements, which llvmpipe moves 30-45 % faster (the
-    /// host sets it where `VKSHMEM_WIDE_UNIT=u64` is asked, not by default:
-    /// on llvmpipe the device kernels then took about 1.4x as long to
-    /// compile, for 1.2-2x faster device forms at 4 MiB). The device forms'
-    /// reductions unpack them into words (`vks_unpack4`).
+    /// host sets it where its wide kernels move `vec2<u64>`,
+    /// `VKSHMEM_WIDE_UNIT`: by default on llvmpipe, where the device forms
+    /// then run 1.2-2x faster at 4 MiB). The device forms' reductions
+    /// unpack them into words (`vks_unpack4`) or combine 64-bit lanes.
     pub vec4_u64: bool,
 }
 

@@ -311,11 +311,9 @@ pub fn wide_workgroup(get: impl Fn(&str) -> Option<String>) -> Result<Option<u32
 /// (`vkshmem_device::collectives::WideUnit`): `u32` (`vec4<u32>`), `u64`
 /// (`vec2<u64>`, where the device has `shaderInt64`), or `auto` (the
 /// default: `u64` on llvmpipe, which moves memory 30-45 % faster through
-/// 64-bit components, `u32` elsewhere until measured there). An explicit
-/// `u64` also gives the device library's vec4 view (the device forms' bulk
-/// moves) `vec2<u64>` elements (`LibraryConfig::vec4_u64`), which `auto`
-/// leaves as `vec4<u32>`: on llvmpipe it made every such device kernel
-/// slower to compile.
+/// 64-bit components, `u32` elsewhere until measured there). The device
+/// library's vec4 view (the device forms' bulk moves) takes the same unit
+/// (`LibraryConfig::vec4_u64`).
 pub const ENV_WIDE_UNIT: &str = "VKSHMEM_WIDE_UNIT";
 
 /// `VKSHMEM_WIDE_UNIT`: `None` for `auto` (or unset).

@@ -446,12 +446,12 @@ impl Context {
             job.pe,
             job.npes,
             proxy,
-            // The device library's vec4 view in vec2<u64> only when asked:
-            // every device kernel that moves bulk data carries it, and on
-            // llvmpipe it made them slower to compile (the device
-            // conformance harness on one PE with a cold cache, 14.4-16.6 s
-            // against 21.4-22.1), for 1.2-2x faster device forms at 4 MiB.
-            wide_unit_asked == Some(WideUnit::Vec2U64),
+            // The device library's vec4 view in the host kernels' unit:
+            // vec2<u64> made the device forms 1.2-2x faster at 4 MiB on
+            // llvmpipe and compiled no slower (the device conformance
+            // harness on one PE with a cold cache, three interleaved runs
+            // each: 30.3-32.8 s against 31.9-34.9 in vec4<u32>).
+            wide_unit == WideUnit::Vec2U64,
         );
         let ctx = Context {
             inner: Arc::new(Inner {
