@@ -10,7 +10,8 @@
 # the 4-PE broadcast's two speeds; old-new: .gpu/old/vkshmem-bench against
 # .gpu/vkshmem-bench; mixes: the GPU's own bandwidth per
 # read/write mix (mixes.cu) beside copy_shapes' library kernels, then bimodal;
-# unit: VKSHMEM_WIDE_UNIT u32 against u64).
+# unit: VKSHMEM_WIDE_UNIT u32 against u64; several, comma-separated, run in
+# that order).
 set -u
 T0=$(date +%s); DL=$((T0 + ${1:-420}))
 if [ -e /usr/local/nvidia ]; then
@@ -123,6 +124,15 @@ unit() {
   done
   st unitu64-offset4-2pe 25 env VKSHMEM_WIDE_UNIT=u64 bash -c "run 2 2G --collective $C --offset 4 --check --min-bytes 4K --max-bytes 64M --step-factor 16 $Q --csv $R/unitu64-offset4-2pe.csv"
 }
+# The busbw sweep of standard() with --warmup-ms 300 (the SM clock back up
+# before each row's timing), two rounds.
+sweep() {
+  for r in 1 2; do
+    st sweep-2pe-r$r 50 run 2 6G --collective $C --min-bytes 1M --max-bytes 1G --step-factor 4 $Q --warmup-ms 300 --csv $R/sweep-2pe-r$r.csv
+    st sweep-4pe-r$r 50 run 4 10G --collective $C --min-bytes 1M --max-bytes 1G --step-factor 4 $Q --warmup-ms 300 --csv $R/sweep-4pe-r$r.csv
+    st sweep-8pe-r$r 60 run 8 10G --collective $C --min-bytes 1M --max-bytes 512M --step-factor 4 $Q --warmup-ms 300 --csv $R/sweep-8pe-r$r.csv
+  done
+}
 standard() {
 # busbw against size up to 1 GiB, every host collective (one submitter per
 # device, VKSHMEM_SUBMIT=auto, and the fence poll, VKSHMEM_FENCE_SPIN_US
@@ -158,14 +168,18 @@ st red-types 30 bash -c 'for t in int8 int16 int64 double float16 bfloat16; do r
 # against every resident workgroup of one dispatch, 8 B to 64 MiB, checked.
 st dev-1pe 30 run 1 2G --collective barrier,broadcast,fcollect,alltoall,reduce --scope work_group,work_groups --min-bytes 8 --max-bytes 64M --step-factor 8 --check $Q --csv $R/dev-1pe.csv
 }
-case "${3:-}" in
-  ab) ab ;;
-  bimodal|mixes) bimodal ;;
-  old-new) old_new ;;
-  unit) unit ;;
-  all) standard; ab ;;
-  *) standard ;;
-esac
+# Several lists run in the order given, comma-separated (standard,old-new,unit).
+for m in $(echo "${3:-standard}" | tr , ' '); do
+  case "$m" in
+    ab) ab ;;
+    bimodal|mixes) bimodal ;;
+    old-new) old_new ;;
+    unit) unit ;;
+    sweep) sweep ;;
+    all) standard; ab ;;
+    *) standard ;;
+  esac
+done
 kill $CLOCKS 2>/dev/null
 log "total $(( $(date +%s) - T0 ))s"
 [ -e $R/mixes.txt ] && cut -c11- $R/mixes.txt >> $SUM
@@ -173,7 +187,7 @@ grep -h '# best' $R/copy-shapes.txt | cut -c11- >> $SUM
 grep -h -E 'wide_(copy_1|push|reduce)' $R/copy-shapes.txt | cut -c11- >> $SUM
 awk -F', ' 'NR>1 {c[$6]++; sm[$2]++; mem[$3]++} END {for (k in c) print "throttle", k, c[k]; for (k in sm) print "sm_clock", k, sm[k]; for (k in mem) print "mem_clock", k, mem[k]}' $R/clocks.csv | sort | head -30 >> $SUM
 # busbw (GB/s) by size, one line per stage and collective.
-for f in $R/unit*.csv $R/old-*.csv $R/mid-*.csv $R/new-*.csv $R/host-*.csv $R/wg*.csv $R/heap*.csv $R/bi*.csv $R/roof-2pe.csv $R/dev-1pe.csv; do
+for f in $R/sweep*.csv $R/unit*.csv $R/old-*.csv $R/mid-*.csv $R/new-*.csv $R/host-*.csv $R/wg*.csv $R/heap*.csv $R/bi*.csv $R/roof-2pe.csv $R/dev-1pe.csv; do
   [ -e $f ] || continue
   awk -F, -v t=$(basename $f .csv) 'NR>1 {k=t" "$1" "$2; if (!(k in s)) o[++n]=k; s[k]=s[k] sprintf(" %s:%.0f", ($7>=1073741824? $7/1073741824 "G" : ($7>=1048576? $7/1048576 "M" : $7)), (t=="dev-1pe"? $12 : $13))} END {for (i=1;i<=n;i++) print o[i] s[o[i]]}' $f
 done >> $SUM
