@@ -83,9 +83,9 @@ pub use vkshmem_host::queue;
 pub use vkshmem_host::rma;
 pub use vkshmem_host::{
     ash, half, ActiveSet, BitwiseReduce, Collective, Context, DeviceCaps, DeviceInfo, DeviceKernel,
-    Error, HeapWindow, Kernel, Persistent, Queued, RawBuffer, Reduce, ReduceOp, Request, Result,
-    SymBuffer, SymSlice, Team, TeamConfig, TeamShape, Transport, UserBinding, UserDevice,
-    MAX_DEVICE_BYTE,
+    Error, HeapWindow, Kernel, Persistent, Phase, PhaseStat, Queued, RawBuffer, Reduce, ReduceOp,
+    Request, Result, SymBuffer, SymSlice, Team, TeamConfig, TeamShape, Transport, UserBinding,
+    UserDevice, MAX_DEVICE_BYTE,
 };
 
 /// Joins the job: see [`Context::init`].

@@ -133,6 +133,17 @@ sweep() {
     st sweep-8pe-r$r 60 run 8 10G --collective $C --min-bytes 1M --max-bytes 512M --step-factor 4 $Q --warmup-ms 300 --csv $R/sweep-8pe-r$r.csv
   done
 }
+# Where a host call's time goes (vkshmem-bench --phases: PE 0's medians of
+# the entry meeting, the run, each submission's recording, vkQueueSubmit,
+# fence wait and GPU time, the closing meeting, the call), 1 to 8 PEs, 16 B
+# to 256 MiB (64 MiB on 8); then 2 PEs with the fence poll off.
+phases() {
+  for n in 1 2 4; do
+    st phases-${n}pe 40 run $n 6G --collective broadcast,fcollect,alltoall,reduce --min-bytes 16 --max-bytes 256M --step-factor 16 --no-roofline --iters 20 --warmup 2 --warmup-ms 300 --phases
+  done
+  st phases-8pe 40 run 8 4G --collective broadcast,fcollect,alltoall,reduce --min-bytes 16 --max-bytes 64M --step-factor 16 --no-roofline --iters 20 --warmup 2 --warmup-ms 300 --phases
+  st phases-2pe-spin0 20 env VKSHMEM_FENCE_SPIN_US=0 bash -c "run 2 2G --collective broadcast,reduce --min-bytes 16 --max-bytes 1M --step-factor 16 --no-roofline --iters 20 --warmup 2 --warmup-ms 300 --phases"
+}
 standard() {
 # busbw against size up to 1 GiB, every host collective (one submitter per
 # device, VKSHMEM_SUBMIT=auto, and the fence poll, VKSHMEM_FENCE_SPIN_US
@@ -176,6 +187,7 @@ for m in $(echo "${3:-standard}" | tr , ' '); do
     old-new) old_new ;;
     unit) unit ;;
     sweep) sweep ;;
+    phases) phases ;;
     all) standard; ab ;;
     *) standard ;;
   esac
@@ -202,6 +214,9 @@ awk '$2=="reduce" && $3=="host" {print "red", $4, $7, $8 "us", $13 "GB/s", "wron
 for f in $R/spin*.txt; do
   awk -v t=$(basename $f .txt) '$3=="host" && ($7==8 || $7==65536 || $7==67108864) {printf "%s %s %s %s\n", t, $2, $7, $8}' $f
   grep -h '# floors' $f | sed 's/(read + write).*//' | cut -c11-
+done >> $SUM
+for f in $R/phases-*.txt; do
+  [ -e $f ] && grep -h '# phases' $f | cut -c11- | sed "s/^/$(basename $f .txt) /"
 done >> $SUM
 (cd /tmp && tar czf $OUT/results.tgz r); cp $SUM $OUT/
 cat $SUM

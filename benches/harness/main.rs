@@ -174,6 +174,14 @@ struct Args {
     /// (`benches/results/issue21-gpu-h200-2026-11-27-twelfth/`). 0: none.
     #[arg(long, default_value_t = 0)]
     warmup_ms: u32,
+    /// Host forms: time each row's calls phase by phase
+    /// (`Context::set_phase_times`) and print, after the row, PE 0's
+    /// medians: the entry meeting, the run, each submission's recording,
+    /// `vkQueueSubmit`, fence wait and GPU time, the closing meeting, the
+    /// whole call. Every submission then also takes GPU timestamps (a little
+    /// time of their own in the row).
+    #[arg(long)]
+    phases: bool,
     /// Invocations of each workgroup that calls the work_group(s) forms. 0:
     /// 256 on a GPU, 64 on a CPU driver (llvmpipe runs a workgroup on one
     /// thread, 8 invocations per SIMD row, and every row runs the straight-line
@@ -577,14 +585,23 @@ impl Bench<'_> {
             } else {
                 None
             };
+            let mut phases = Vec::new();
             let samples = match form {
                 Form::Host => {
                     self.warm_up(member, || call(1).map(|_| ()))?;
+                    if self.args.phases {
+                        ctx.take_phase_times();
+                        ctx.set_phase_times(true);
+                    }
                     let mine = if member {
                         self.time_host(|| call(1).map(|_| ()))?
                     } else {
                         vec![0.0; self.args.iters as usize]
                     };
+                    if self.args.phases {
+                        ctx.set_phase_times(false);
+                        phases = ctx.take_phase_times();
+                    }
                     let slowest = self.slowest_per_call(&mine)?;
                     if member {
                         slowest
@@ -669,6 +686,9 @@ impl Bench<'_> {
                 roofline_gbps: roof_bps.map(|b| b / 1e9),
                 wrong,
             })?;
+            if !phases.is_empty() {
+                out.println(&report::phases_line(coll, bytes, &phases));
+            }
             self.progress.inc(1);
             Ok(())
         };

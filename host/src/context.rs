@@ -19,6 +19,7 @@ use crate::config;
 use crate::error::{Error, Result};
 use crate::heap::SymmetricHeap;
 use crate::kernels::DeviceKernel;
+use crate::phases::{PhaseStat, PhaseTimes};
 use crate::symbuf::SymBuffer;
 use crate::sync::segment::Segment;
 use crate::sync::{Plane, WaitPolicy};
@@ -128,6 +129,9 @@ pub(crate) struct Inner {
     /// call finds its kernel without generating and hashing its source.
     pub(crate) library_kernels: Mutex<HashMap<String, Arc<DeviceKernel>>>,
     pub(crate) submit: Mutex<Submitter>,
+    /// Where host calls' phases are timed when asked (the submitter holds
+    /// the same; [`Context::set_phase_times`]).
+    pub(crate) phases: Arc<PhaseTimes>,
     staging: Mutex<Option<Staging>>,
     pub(crate) heap: SymmetricHeap,
     alloc: Mutex<Allocator>,
@@ -380,6 +384,8 @@ impl Context {
             ));
         }
         let mut submit = Submitter::new(&gpu)?;
+        let phases = Arc::new(PhaseTimes::new());
+        submit.set_phase_times(phases.clone());
         let world = TeamShape::world(job.npes);
         // SHARED: the PEs on this device (reachability is an equivalence, so every
         // member computes the same set).
@@ -474,6 +480,7 @@ impl Context {
                 host_amo: Mutex::new(None),
                 library_kernels: Mutex::new(HashMap::new()),
                 submit: Mutex::new(submit),
+                phases,
                 staging: Mutex::new(None),
                 staging_imports: Mutex::new(HashMap::new()),
                 heap,
@@ -532,6 +539,36 @@ impl Context {
             }
         }
         r
+    }
+
+    /// Starts (`true`) or stops timing where this PE's host collectives
+    /// spend their time, phase by phase ([`crate::phases`]: the entry
+    /// meeting, the run, each submission's recording, `vkQueueSubmit`, fence
+    /// wait and GPU time, the closing meeting, the whole call). Off by
+    /// default; while on, every submission also takes GPU timestamps.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use vkshmem_host::{Context, Team};
+    /// let ctx = Context::init()?;
+    /// let src = ctx.calloc::<f32>(1 << 20)?;
+    /// let dst = ctx.calloc::<f32>(1 << 20)?;
+    /// ctx.set_phase_times(true);
+    /// ctx.broadcast(Team::WORLD, &dst.as_slice(), &src.as_slice(), 1 << 20, 0)?;
+    /// for p in ctx.take_phase_times() {
+    ///     println!("{}: {} x, median {:.1} us", p.phase.name(), p.count, p.median_us);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn set_phase_times(&self, on: bool) {
+        self.inner.phases.set(on);
+    }
+
+    /// The phases timed since the last call (see
+    /// [`Context::set_phase_times`]), each with its count, median and mean;
+    /// clears them.
+    pub fn take_phase_times(&self) -> Vec<PhaseStat> {
+        self.inner.phases.take()
     }
 
     /// Whether this PE left the job's collectives after a failed launch

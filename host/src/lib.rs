@@ -22,6 +22,7 @@ pub mod context;
 pub mod heap;
 pub mod interop;
 pub(crate) mod kernels;
+pub mod phases;
 pub mod queue;
 pub(crate) mod rendezvous;
 pub mod rma;
@@ -40,6 +41,7 @@ pub use context::{Context, HeapWindow};
 /// The `half` crate whose `f16` and `bf16` the reductions take (see [`Reduce`]).
 pub use half;
 pub use kernels::DeviceKernel;
+pub use phases::{Phase, PhaseStat};
 pub use queue::{Collective, Persistent, Queued, Request};
 pub use symbuf::{RawBuffer, SymBuffer, SymSlice, MAX_DEVICE_BYTE};
 pub use team::{Team, TeamConfig, TeamShape};

@@ -82,6 +82,7 @@ use vkshmem_device::layout;
 use crate::collective::reduce::ReduceOp;
 use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::phases::Phase;
 use crate::symbuf::SymSlice;
 
 /// Work items (heap words) per invocation the host forms aim for: many
@@ -440,12 +441,31 @@ impl Context {
     pub(crate) fn run_collective(
         &self,
         m: &Members,
+        desc: Desc,
+        local: Result<()>,
+        same_nelems: bool,
+        small: Small,
+        plan: impl FnMut(u32, &[Desc]) -> Result<Part>,
+    ) -> Result<()> {
+        let called = self.inner.phases.start();
+        let r = self.run_collective_phases(m, desc, local, same_nelems, small, plan);
+        self.inner.phases.end(Phase::Call, called);
+        r
+    }
+
+    /// [`Context::run_collective`], its phases timed when asked
+    /// ([`crate::phases`]).
+    fn run_collective_phases(
+        &self,
+        m: &Members,
         mut desc: Desc,
         local: Result<()>,
         same_nelems: bool,
         small: Small,
         mut plan: impl FnMut(u32, &[Desc]) -> Result<Part>,
     ) -> Result<()> {
+        let phases = &self.inner.phases;
+        let meeting = phases.start();
         let name = Which::from_code(desc.which).map_or("collective", Which::name);
         let local = match &m.deferred {
             Some(why) => local.and(Err(Error::InvalidArgument(why.clone()))),
@@ -465,6 +485,7 @@ impl Context {
         let all = met.descs;
         local?;
         agree(m, name, &all, same_nelems)?;
+        let running = phases.end(Phase::Meet, meeting);
         if let Some(t) = &met.ticket {
             if all.iter().all(|d| d.staged == 1) {
                 // Complete on return, no closing sync (see host_path).
@@ -532,9 +553,11 @@ impl Context {
         );
         // Complete on every member even when this PE's part failed, so that no
         // member waits forever; then report this PE's failure, or a member's.
+        let closing = phases.end(Phase::Run, running);
         let done = self
             .close_members(m, name, moved.is_ok(), how)
             .map_err(|e| e.during(name));
+        phases.end(Phase::Close, closing);
         moved.and(done)
     }
 

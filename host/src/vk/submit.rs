@@ -6,8 +6,10 @@ use std::time::{Duration, Instant};
 use ash::vk;
 
 use super::kernel::Kernel;
+use super::memory::Staging;
 use super::{DeviceInfo, Gpu};
 use crate::error::{Error, Result, VkContext};
+use crate::phases::{Phase, PhaseTimes};
 
 /// A storage-buffer window bound to a kernel binding.
 #[derive(Debug, Clone, Copy)]
@@ -86,6 +88,25 @@ pub struct Dispatch<'a> {
     pub barrier: bool,
 }
 
+/// The most bytes a submission copies back to the host after its dispatches
+/// ([`Readback`]).
+pub const READBACK_MAX: u64 = 64;
+
+/// Bytes of a buffer (the heap) that a submission copies to the host after
+/// its dispatches, in the same submission
+/// ([`Submitter::dispatch_many_reading`]): the device error words of a heap
+/// the host does not map, read without a submission of their own (one more
+/// round trip through the driver, about 20 us a call on an H200).
+#[derive(Clone, Copy, Debug)]
+pub struct Readback {
+    /// The buffer read (with `TRANSFER_SRC` usage).
+    pub buffer: vk::Buffer,
+    /// Where, in bytes (a multiple of 4).
+    pub offset: u64,
+    /// How many bytes: a multiple of 4, at most [`READBACK_MAX`].
+    pub bytes: u64,
+}
+
 /// A command buffer, a fence, a descriptor pool and a timestamp query pool, reused
 /// submission after submission. Not shared between threads (the owner wraps it in
 /// a mutex).
@@ -107,6 +128,13 @@ pub struct Submitter {
     /// the background, `crate::kernels::prebuild`): ended first when the
     /// submitter drops, so before the context's heap and device go.
     companion: Option<Box<dyn std::any::Any + Send>>,
+    /// Where each submission's phases go when timed
+    /// ([`Submitter::set_phase_times`]).
+    phases: Arc<PhaseTimes>,
+    /// When the current submission's recording began (while timed).
+    recording_since: Option<Instant>,
+    /// Where [`Readback`]s land (made at the first one).
+    readback: Option<Staging>,
 }
 
 impl std::fmt::Debug for Submitter {
@@ -129,6 +157,9 @@ impl Submitter {
             reached: vk::Event::null(),
             spin: Duration::ZERO,
             companion: None,
+            phases: Arc::new(PhaseTimes::new()),
+            recording_since: None,
+            readback: None,
         };
         let info = vk::CommandPoolCreateInfo::default()
             .queue_family_index(gpu.queue_family)
@@ -193,6 +224,7 @@ impl Submitter {
         watch: &mut dyn FnMut(Duration) -> Option<Duration>,
     ) -> Result<()> {
         let d = &self.gpu.device;
+        let recording = self.recording_since.take().or_else(|| self.phases.start());
         let begin = vk::CommandBufferBeginInfo::default()
             .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
         // SAFETY: the previous submission of `cmd` completed (we waited on the
@@ -222,9 +254,12 @@ impl Submitter {
                 &[],
             );
             d.end_command_buffer(self.cmd).vk("vkEndCommandBuffer")?;
+            let submitting = self.phases.end(Phase::Record, recording);
             let q = self.gpu.queue.lock().unwrap_or_else(|p| p.into_inner());
             d.queue_submit(*q, &submit, self.fence)
                 .vk("vkQueueSubmit")?;
+            drop(q);
+            self.phases.end(Phase::Submit, submitting);
         }
         let start = Instant::now();
         let mut slice = watch(Duration::ZERO).unwrap_or(WAIT_SLICE);
@@ -259,6 +294,9 @@ impl Submitter {
                 }
             }
         }
+        if self.phases.on() {
+            self.phases.add(Phase::Wait, start.elapsed());
+        }
         // SAFETY: the fence is signaled and no longer in use by a queue.
         unsafe { d.reset_fences(&[self.fence]).vk("vkResetFences")? };
         Ok(())
@@ -288,6 +326,29 @@ impl Submitter {
         self.dispatch_many(std::slice::from_ref(&one), timed, watch)
     }
 
+    /// [`Submitter::dispatch`], then `read` as in
+    /// [`Submitter::dispatch_many_reading`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn dispatch_reading(
+        &mut self,
+        kernel: &Kernel,
+        groups: [u32; 3],
+        sets: &[&[Window]],
+        push: &[u8],
+        timed: bool,
+        read: Readback,
+        watch: &mut dyn FnMut(Duration) -> Option<Duration>,
+    ) -> Result<(Option<Duration>, Vec<u8>)> {
+        let one = Dispatch {
+            kernel,
+            groups,
+            sets,
+            push,
+            barrier: false,
+        };
+        self.dispatch_many_reading(std::slice::from_ref(&one), timed, read, watch)
+    }
+
     /// Records `items` (at most [`MAX_BATCH`]) in one command buffer, in order
     /// and with no barrier between them except before the items that ask for
     /// one ([`Dispatch::barrier`]; between two barriers, writes must not overlap
@@ -299,7 +360,22 @@ impl Submitter {
         timed: bool,
         watch: &mut dyn FnMut(Duration) -> Option<Duration>,
     ) -> Result<Option<Duration>> {
-        self.dispatch_items(items, timed, false, &mut |_, el| watch(el))
+        self.dispatch_items(items, timed, false, None, &mut |_, el| watch(el))
+            .map(|(t, _)| t)
+    }
+
+    /// [`Submitter::dispatch_many`], then `read`'s bytes copied to the host
+    /// in the same submission, after every dispatch (and visible to it:
+    /// a barrier from the shaders' writes to the copy): returned with the
+    /// time.
+    pub fn dispatch_many_reading(
+        &mut self,
+        items: &[Dispatch<'_>],
+        timed: bool,
+        read: Readback,
+        watch: &mut dyn FnMut(Duration) -> Option<Duration>,
+    ) -> Result<(Option<Duration>, Vec<u8>)> {
+        self.dispatch_items(items, timed, false, Some(read), &mut |_, el| watch(el))
     }
 
     /// Submits `item` alone, untimed, like [`Submitter::dispatch`], telling
@@ -312,7 +388,7 @@ impl Submitter {
         item: &Dispatch<'_>,
         watch: &mut dyn FnMut(bool, Duration) -> Option<Duration>,
     ) -> Result<()> {
-        self.dispatch_items(std::slice::from_ref(item), false, true, watch)
+        self.dispatch_items(std::slice::from_ref(item), false, true, None, watch)
             .map(|_| ())
     }
 
@@ -324,8 +400,21 @@ impl Submitter {
         items: &[Dispatch<'_>],
         timed: bool,
         note_start: bool,
+        read: Option<Readback>,
         watch: &mut dyn FnMut(bool, Duration) -> Option<Duration>,
-    ) -> Result<Option<Duration>> {
+    ) -> Result<(Option<Duration>, Vec<u8>)> {
+        if let Some(r) = read {
+            if r.bytes == 0 || r.bytes > READBACK_MAX || r.bytes % 4 != 0 || r.offset % 4 != 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "read back {} bytes at {}: 4 to {READBACK_MAX}, both multiples of 4",
+                    r.bytes, r.offset
+                )));
+            }
+            if self.readback.is_none() {
+                self.readback = Some(Staging::new(&self.gpu, READBACK_MAX)?);
+            }
+        }
+        let landing = read.zip(self.readback.as_ref().map(|st| st.buffer));
         let counts = || items.iter().map(|it| it.sets.iter().map(|s| s.len()).sum());
         let pool = pool_descriptors(&self.gpu.info);
         if items.is_empty() || batch_len(pool, counts()) < items.len() {
@@ -357,6 +446,10 @@ impl Submitter {
                 )));
             }
         }
+        self.recording_since = self.phases.start();
+        // Timed phases take the GPU's time of every submission.
+        let asked = timed;
+        let timed = timed || self.phases.on();
         let gpu = self.gpu.clone();
         let d = &gpu.device;
         // SAFETY: no set from the pool is in use (the previous submission
@@ -487,6 +580,28 @@ impl Submitter {
                         }
                         d.cmd_dispatch(cmd, it.groups[0], it.groups[1], it.groups[2]);
                     }
+                    if let Some((r, to)) = landing {
+                        // The dispatches' writes reach the copy; run_watched's
+                        // closing barrier makes the copy's host-visible.
+                        let b = vk::MemoryBarrier::default()
+                            .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+                            .dst_access_mask(vk::AccessFlags::TRANSFER_READ);
+                        d.cmd_pipeline_barrier(
+                            cmd,
+                            vk::PipelineStageFlags::COMPUTE_SHADER,
+                            vk::PipelineStageFlags::TRANSFER,
+                            vk::DependencyFlags::empty(),
+                            &[b],
+                            &[],
+                            &[],
+                        );
+                        let region = vk::BufferCopy {
+                            src_offset: r.offset,
+                            dst_offset: 0,
+                            size: r.bytes,
+                        };
+                        d.cmd_copy_buffer(cmd, r.buffer, to, &[region]);
+                    }
                     if queries != vk::QueryPool::null() {
                         d.cmd_write_timestamp(
                             cmd,
@@ -499,8 +614,22 @@ impl Submitter {
             },
             &mut watch_reached,
         )?;
+        let bytes = match (read, &self.readback) {
+            (Some(r), Some(st)) => {
+                let mut v = vec![0u8; r.bytes as usize];
+                // SAFETY: the submission that copied into the staging buffer
+                // completed (run_watched waited on its fence) and its closing
+                // barrier made the copy host-visible; the mapping holds
+                // READBACK_MAX >= r.bytes bytes.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(st.ptr().as_ptr(), v.as_mut_ptr(), v.len())
+                };
+                v
+            }
+            _ => Vec::new(),
+        };
         if queries == vk::QueryPool::null() {
-            return Ok(None);
+            return Ok((None, bytes));
         }
         let mut ticks = [0u64; 2];
         // SAFETY: both queries were written by the completed submission; WAIT and
@@ -519,9 +648,17 @@ impl Submitter {
             b => (1u64 << b) - 1,
         };
         let delta = ticks[1].wrapping_sub(ticks[0]) & mask;
-        Ok(Some(Duration::from_nanos(
-            (delta as f64 * self.gpu.info.timestamp_period_ns as f64) as u64,
-        )))
+        let gpu_time =
+            Duration::from_nanos((delta as f64 * self.gpu.info.timestamp_period_ns as f64) as u64);
+        self.phases.add(Phase::Gpu, gpu_time);
+        Ok((asked.then_some(gpu_time), bytes))
+    }
+
+    /// Times each submission's phases into `phases` while it is on
+    /// ([`crate::phases`]: recording, `vkQueueSubmit`, the fence's wait, and
+    /// the GPU's time from timestamps).
+    pub fn set_phase_times(&mut self, phases: Arc<PhaseTimes>) {
+        self.phases = phases;
     }
 
     /// Makes each wait poll its fence for `spin` before it blocks (zero: block
