@@ -22,7 +22,7 @@ use crate::kernels::builds::Builds;
 use crate::kernels::prebuild::{self, Prebuild};
 use crate::kernels::{link, DeviceKernel};
 use crate::vk::compile_turn::CompileTurn;
-use crate::vk::submit::{batch_len, pool_descriptors, Dispatch, Window};
+use crate::vk::submit::{batch_len, pool_descriptors, Dispatch, Readback, Window};
 use crate::vk::Gpu;
 
 /// How long a launch whose waits the driver cut short listens for news of a
@@ -435,21 +435,29 @@ impl Context {
             let started = std::time::Instant::now();
             let mut next_watch = Duration::ZERO;
             let mut submit = lock(&self.inner.submit);
-            let r = submit.dispatch_many(&dispatches, false, &mut |elapsed| {
+            let mut watch = |elapsed| {
                 // A failed peer is still news while the batch runs.
                 if elapsed >= next_watch {
                     self.watch(&mut seen, elapsed, None);
                     next_watch = elapsed + WATCH_EVERY;
                 }
                 None
-            });
+            };
+            let r = match self.error_readback()? {
+                Some(read) => submit
+                    .dispatch_many_reading(&dispatches, false, read, &mut watch)
+                    .map(|(_, header)| Some(header)),
+                None => submit
+                    .dispatch_many(&dispatches, false, &mut watch)
+                    .map(|_| None),
+            };
             drop(submit);
-            r?;
+            let header = r?;
             seen.ran = started.elapsed();
             // Launches run as other PEs raise their errors in those PEs'
             // control headers: every header read and cleared before the
             // first error returns, so no member meets a stale one later.
-            let mut first = self.check_device_errors(chunk[0].kernel, &seen, None);
+            let mut first = self.check_device_errors(chunk[0].kernel, &seen, None, header);
             let mut others: Vec<(u32, &DeviceKernel)> = Vec::new();
             for it in chunk {
                 if let Some(pe) = it.as_pe.filter(|&p| p != me) {
@@ -568,23 +576,34 @@ impl Context {
         }
         let started = std::time::Instant::now();
         let mut next_watch = Duration::ZERO;
+        let read = self.error_readback()?;
         let mut submit = lock(&self.inner.submit);
-        let took = submit.dispatch(
-            &kernel.kernel,
-            groups,
-            &[&library, &user],
-            immediates,
-            timed,
-            &mut |elapsed| {
-                // The bootstrap and the timeout at the usual pace, the
-                // throttle as often as it asks.
-                if elapsed >= next_watch {
-                    self.watch(&mut seen, elapsed, timeout);
-                    next_watch = elapsed + WATCH_EVERY;
-                }
-                throttle.as_mut().map(|t| t.tick())
-            },
-        );
+        let mut watch = |elapsed| {
+            // The bootstrap and the timeout at the usual pace, the
+            // throttle as often as it asks.
+            if elapsed >= next_watch {
+                self.watch(&mut seen, elapsed, timeout);
+                next_watch = elapsed + WATCH_EVERY;
+            }
+            throttle.as_mut().map(|t| t.tick())
+        };
+        let sets: [&[Window]; 2] = [&library, &user];
+        let took = match read {
+            Some(read) => submit
+                .dispatch_reading(
+                    &kernel.kernel,
+                    groups,
+                    &sets,
+                    immediates,
+                    timed,
+                    read,
+                    &mut watch,
+                )
+                .map(|(t, header)| (t, Some(header))),
+            None => submit
+                .dispatch(&kernel.kernel, groups, &sets, immediates, timed, &mut watch)
+                .map(|t| (t, None)),
+        };
         // Under the submit lock no other launch of this PE runs; a queued
         // collective's kernel may (the user's queue), and may hold a ticket
         // it has not posted yet: settle only when none is outstanding.
@@ -595,9 +614,9 @@ impl Context {
         drop(submit);
         seen.throttle_signals = throttle.as_ref().map_or(0, |t| t.signals);
         drop(throttle);
-        let took = took?;
+        let (took, header) = took?;
         seen.ran = started.elapsed();
-        self.check_device_errors(kernel, &seen, timeout)?;
+        self.check_device_errors(kernel, &seen, timeout, header)?;
         Ok(took)
     }
 
@@ -672,15 +691,37 @@ impl Context {
     }
 
     /// Reads and clears the device error words; turns them into an error.
+    /// Where a launch's submission copies this PE's device error words to
+    /// the host when the host does not map this PE's heap (else `None`: the
+    /// mapping reads them): the 16 bytes from `ControlHeader::error` that
+    /// [`Context::check_device_errors`] reads, so that no second submission
+    /// fetches them.
+    fn error_readback(&self) -> Result<Option<Readback>> {
+        let block = self.inner.heap.block(self.my_pe())?;
+        Ok(block.mapped().is_none().then(|| Readback {
+            buffer: block.buffer,
+            offset: std::mem::offset_of!(ControlHeader, error) as u64,
+            bytes: 16,
+        }))
+    }
+
+    /// Reads (or takes `header`, the 16 bytes from `ControlHeader::error`
+    /// that the launch's own submission copied back, see
+    /// [`Context::error_readback`]) this PE's device error words after a
+    /// launch of `kernel`: clears them and returns the error they report.
     fn check_device_errors(
         &self,
         kernel: &DeviceKernel,
         seen: &Watch,
         timeout: Option<Duration>,
+        header: Option<Vec<u8>>,
     ) -> Result<()> {
         let first = std::mem::offset_of!(ControlHeader, error) as u64;
         let mut raw = [0u8; 16];
-        self.read_bytes(self.my_pe(), first, &mut raw)?;
+        match header {
+            Some(h) if h.len() == raw.len() => raw.copy_from_slice(&h),
+            _ => self.read_bytes(self.my_pe(), first, &mut raw)?,
+        }
         let [bits, arg_pe, arg_addr, abort]: [u32; 4] = bytemuck::cast(raw);
         if bits == 0 && abort == 0 && !seen.abort_set {
             return Ok(());
