@@ -1322,6 +1322,51 @@ fn wide_copies_hold_beyond_8_members() {
     }
 }
 
+/// Where the host does not map the heap (`VKSHMEM_HEAP_MAPPING=off`, as on
+/// NVIDIA), a host collective on the kernels is one submission: its
+/// launches and the copy of the device error words that they leave
+/// (`Submitter::dispatch_many_reading`). On an H200 the error words had
+/// taken a second submission every call, about 20 us of a 47 us call
+/// (`benches/results/issue21-gpu-h200-2026-11-28-eighteenth/`). The bench's
+/// `--phases` counts them: every row's line has one recording, submit,
+/// wait and GPU time per call (no `xN` multiplier), one submitter for both
+/// PEs (NVIDIA's default), every collective checked from 16 B to 1 MiB.
+#[test]
+fn a_host_collective_is_one_submission_where_the_heap_is_not_mapped() {
+    let _one = one_spinning_job();
+    let (r, rows) = bench_rows(
+        2,
+        "--collective broadcast,collect,fcollect,alltoall,alltoalls,reduce --scope host --check --min-bytes 16 --max-bytes 1M --step-factor 256 --iters 5 --warmup 1 --phases",
+        &[("VKSHMEM_SUBMIT", "leader"), ("VKSHMEM_HEAP_MAPPING", "off")],
+    );
+    // 6 collectives at 16 B, 4 KiB and 1 MiB, checked.
+    assert_eq!(rows.len(), 6 * 3, "{rows:?}");
+    for row in &rows {
+        assert!(row.ends_with(",0"), "{row}");
+    }
+    let lines: Vec<&str> = r
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("# phases "))
+        .collect();
+    assert_eq!(lines.len(), rows.len(), "{}", r.stdout);
+    for l in lines {
+        let (_, phases) = l.split_once(": ").expect("a phases line names its row");
+        let phases = phases.split(" (").next().unwrap();
+        for want in [
+            "meet", "run", "record", "submit", "wait", "gpu", "close", "call",
+        ] {
+            let p = phases
+                .split(", ")
+                .find(|p| p.split(' ').next() == Some(want))
+                .unwrap_or_else(|| panic!("no {want} in {l}"));
+            let us: f64 = p.split(' ').nth(1).unwrap().parse().unwrap();
+            assert!(us >= 0.0, "{l}");
+            assert!(!p.contains(" x"), "{want} ran other than once a call: {l}");
+        }
+    }
+}
+
 #[test]
 fn bench_check_reports_no_wrong_elements() {
     let _one = one_spinning_job();
