@@ -588,20 +588,19 @@ impl Context {
             throttle.as_mut().map(|t| t.tick())
         };
         let sets: [&[Window]; 2] = [&library, &user];
+        let one = [Dispatch {
+            kernel: &kernel.kernel,
+            groups,
+            sets: &sets,
+            push: immediates,
+            barrier: false,
+        }];
         let took = match read {
             Some(read) => submit
-                .dispatch_reading(
-                    &kernel.kernel,
-                    groups,
-                    &sets,
-                    immediates,
-                    timed,
-                    read,
-                    &mut watch,
-                )
+                .dispatch_many_reading(&one, timed, read, &mut watch)
                 .map(|(t, header)| (t, Some(header))),
             None => submit
-                .dispatch(&kernel.kernel, groups, &sets, immediates, timed, &mut watch)
+                .dispatch_many(&one, timed, &mut watch)
                 .map(|t| (t, None)),
         };
         // Under the submit lock no other launch of this PE runs; a queued

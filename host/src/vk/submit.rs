@@ -22,6 +22,36 @@ pub struct Window {
     pub range: u64,
 }
 
+/// Records a global memory barrier in `cmd`: writes of `src` (stages,
+/// accesses) made available and visible to `dst`'s.
+///
+/// # Safety
+/// `cmd` is a command buffer of `d` in the recording state, not used by
+/// another thread (vkCmdPipelineBarrier's external synchronization), and the
+/// stages are ones its queue supports (compute, transfer, host).
+unsafe fn memory_barrier(
+    d: &ash::Device,
+    cmd: vk::CommandBuffer,
+    src: (vk::PipelineStageFlags, vk::AccessFlags),
+    dst: (vk::PipelineStageFlags, vk::AccessFlags),
+) {
+    let b = [vk::MemoryBarrier::default()
+        .src_access_mask(src.1)
+        .dst_access_mask(dst.1)];
+    // SAFETY: the caller's (see above).
+    unsafe {
+        d.cmd_pipeline_barrier(
+            cmd,
+            src.0,
+            dst.0,
+            vk::DependencyFlags::empty(),
+            &b,
+            &[],
+            &[],
+        )
+    };
+}
+
 /// How often a waiting submission wakes up to let its owner look around (for a
 /// failed peer, a timeout).
 const WAIT_SLICE: Duration = Duration::from_millis(20);
@@ -236,22 +266,19 @@ impl Submitter {
                 .vk("vkBeginCommandBuffer")?;
         }
         record(d, self.cmd);
-        let to_host = [vk::MemoryBarrier::default()
-            .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
-            .dst_access_mask(vk::AccessFlags::HOST_READ)];
         let cmds = [self.cmd];
         let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
         // SAFETY: recording state; the queue lock gives the external synchronization
         // vkQueueSubmit needs; the fence is unsignaled (reset after each wait).
         unsafe {
-            d.cmd_pipeline_barrier(
+            memory_barrier(
+                d,
                 self.cmd,
-                vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
-                vk::PipelineStageFlags::HOST,
-                vk::DependencyFlags::empty(),
-                &to_host,
-                &[],
-                &[],
+                (
+                    vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
+                    vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE,
+                ),
+                (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ),
             );
             d.end_command_buffer(self.cmd).vk("vkEndCommandBuffer")?;
             let submitting = self.phases.end(Phase::Record, recording);
@@ -324,29 +351,6 @@ impl Submitter {
             barrier: false,
         };
         self.dispatch_many(std::slice::from_ref(&one), timed, watch)
-    }
-
-    /// [`Submitter::dispatch`], then `read` as in
-    /// [`Submitter::dispatch_many_reading`].
-    #[allow(clippy::too_many_arguments)]
-    pub fn dispatch_reading(
-        &mut self,
-        kernel: &Kernel,
-        groups: [u32; 3],
-        sets: &[&[Window]],
-        push: &[u8],
-        timed: bool,
-        read: Readback,
-        watch: &mut dyn FnMut(Duration) -> Option<Duration>,
-    ) -> Result<(Option<Duration>, Vec<u8>)> {
-        let one = Dispatch {
-            kernel,
-            groups,
-            sets,
-            push,
-            barrier: false,
-        };
-        self.dispatch_many_reading(std::slice::from_ref(&one), timed, read, watch)
     }
 
     /// Records `items` (at most [`MAX_BATCH`]) in one command buffer, in order
@@ -544,19 +548,17 @@ impl Submitter {
                     }
                     for (it, hs) in items.iter().zip(&handles) {
                         if it.barrier {
-                            let b = vk::MemoryBarrier::default()
-                                .src_access_mask(vk::AccessFlags::SHADER_WRITE)
-                                .dst_access_mask(
-                                    vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
-                                );
-                            d.cmd_pipeline_barrier(
+                            memory_barrier(
+                                d,
                                 cmd,
-                                vk::PipelineStageFlags::COMPUTE_SHADER,
-                                vk::PipelineStageFlags::COMPUTE_SHADER,
-                                vk::DependencyFlags::empty(),
-                                &[b],
-                                &[],
-                                &[],
+                                (
+                                    vk::PipelineStageFlags::COMPUTE_SHADER,
+                                    vk::AccessFlags::SHADER_WRITE,
+                                ),
+                                (
+                                    vk::PipelineStageFlags::COMPUTE_SHADER,
+                                    vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
+                                ),
                             );
                         }
                         let k = it.kernel;
@@ -583,17 +585,17 @@ impl Submitter {
                     if let Some((r, to)) = landing {
                         // The dispatches' writes reach the copy; run_watched's
                         // closing barrier makes the copy's host-visible.
-                        let b = vk::MemoryBarrier::default()
-                            .src_access_mask(vk::AccessFlags::SHADER_WRITE)
-                            .dst_access_mask(vk::AccessFlags::TRANSFER_READ);
-                        d.cmd_pipeline_barrier(
+                        memory_barrier(
+                            d,
                             cmd,
-                            vk::PipelineStageFlags::COMPUTE_SHADER,
-                            vk::PipelineStageFlags::TRANSFER,
-                            vk::DependencyFlags::empty(),
-                            &[b],
-                            &[],
-                            &[],
+                            (
+                                vk::PipelineStageFlags::COMPUTE_SHADER,
+                                vk::AccessFlags::SHADER_WRITE,
+                            ),
+                            (
+                                vk::PipelineStageFlags::TRANSFER,
+                                vk::AccessFlags::TRANSFER_READ,
+                            ),
                         );
                         let region = vk::BufferCopy {
                             src_offset: r.offset,
