@@ -251,29 +251,52 @@ pub(crate) fn job_named(name: &str, cfg: &LibraryConfig, wg: u32) -> Option<Job>
     if let Some(n) = name.strip_prefix("vkshmem_wide_copy_words_") {
         return wide_copy_words(size(n)?, wg);
     }
-    // The unit, from the suffix after the wide kernel's own name.
-    let unit = |rest: &str| -> Option<(String, WideUnit)> {
-        let u64s = WideUnit::Vec2U64;
-        match rest.strip_suffix(u64s.suffix()) {
-            Some(r) if cfg.int64 => Some((r.to_string(), u64s)),
-            Some(_) => None,
-            None => Some((rest.to_string(), WideUnit::Vec4U32)),
+    let (family, rest, u) = wide_parts(name)?;
+    if u == WideUnit::Vec2U64 && !cfg.int64 {
+        return None;
+    }
+    match family {
+        Wide::Copy => wide_copy(size(rest)?, wg, u),
+        Wide::Push => wide_push(size(rest)?, wg, u),
+        Wide::Reduce => {
+            let mut parts = rest.splitn(3, '_');
+            let (k, op, n) = (parts.next()?, parts.next()?, parts.next()?);
+            let kind = collectives::kind(k).filter(|k| collectives::wide_kind_available(cfg, k))?;
+            let op = ReduceOp::ALL.into_iter().find(|o| o.name() == op)?;
+            wide_reduce(&kind, op, size(n)?, u)
         }
-    };
-    if let Some(n) = name.strip_prefix("vkshmem_wide_copy_") {
-        let (n, u) = unit(n)?;
-        return wide_copy(size(&n)?, wg, u);
     }
-    if let Some(n) = name.strip_prefix("vkshmem_wide_push_") {
-        let (n, u) = unit(n)?;
-        return wide_push(size(&n)?, wg, u);
+}
+
+/// The wide kernels whose names carry their unit ([`wide_parts`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wide {
+    Copy,
+    Push,
+    Reduce,
+}
+
+/// A wide copy's, push's or reduction's name taken apart: its family, the
+/// rest of the name (the blocks, dests, or kind, op and members) and its
+/// unit (`vec2<u64>` where the name ends with its suffix); `None` for any
+/// other name, the word copies (`vkshmem_wide_copy_words_`, always in
+/// words) included. The one place that knows which names carry a unit.
+fn wide_parts(name: &str) -> Option<(Wide, &str, WideUnit)> {
+    if name.starts_with("vkshmem_wide_copy_words_") {
+        return None;
     }
-    let (rest, u) = unit(name.strip_prefix("vkshmem_wide_reduce_")?)?;
-    let mut parts = rest.splitn(3, '_');
-    let (k, op, n) = (parts.next()?, parts.next()?, parts.next()?);
-    let kind = collectives::kind(k).filter(|k| collectives::wide_kind_available(cfg, k))?;
-    let op = ReduceOp::ALL.into_iter().find(|o| o.name() == op)?;
-    wide_reduce(&kind, op, size(n)?, u)
+    let (family, rest) = [
+        ("vkshmem_wide_copy_", Wide::Copy),
+        ("vkshmem_wide_push_", Wide::Push),
+        ("vkshmem_wide_reduce_", Wide::Reduce),
+    ]
+    .into_iter()
+    .find_map(|(p, f)| name.strip_prefix(p).map(|r| (f, r)))?;
+    let u64s = WideUnit::Vec2U64;
+    Some(match rest.strip_suffix(u64s.suffix()) {
+        Some(r) => (family, r, u64s),
+        None => (family, rest, WideUnit::Vec4U32),
+    })
 }
 
 /// The kernel names of a profile as a context whose wide kernels move `unit`s
@@ -284,16 +307,7 @@ pub(crate) fn job_named(name: &str, cfg: &LibraryConfig, wg: u32) -> Option<Job>
 /// too stays beside it (the edge launches of `vec2<u64>` calls use it).
 fn names_in_unit(names: &[String], unit: WideUnit) -> Vec<String> {
     let u64s = WideUnit::Vec2U64.suffix();
-    let has_twins = |n: &str| {
-        [
-            "vkshmem_wide_copy_",
-            "vkshmem_wide_push_",
-            "vkshmem_wide_reduce_",
-        ]
-        .iter()
-        .any(|p| n.starts_with(p))
-            && !n.starts_with("vkshmem_wide_copy_words_")
-    };
+    let has_twins = |n: &str| wide_parts(n).is_some();
     let mut out: Vec<String> = Vec::new();
     let mut add = |n: String| {
         if !out.contains(&n) {
