@@ -161,8 +161,6 @@ pub struct Submitter {
     /// Where each submission's phases go when timed
     /// ([`Submitter::set_phase_times`]).
     phases: Arc<PhaseTimes>,
-    /// When the current submission's recording began (while timed).
-    recording_since: Option<Instant>,
     /// Where [`Readback`]s land (made at the first one).
     readback: Option<Staging>,
 }
@@ -188,7 +186,6 @@ impl Submitter {
             spin: Duration::ZERO,
             companion: None,
             phases: Arc::new(PhaseTimes::new()),
-            recording_since: None,
             readback: None,
         };
         let info = vk::CommandPoolCreateInfo::default()
@@ -242,19 +239,22 @@ impl Submitter {
     /// Records with `record`, submits, and waits for completion. A final barrier
     /// makes shader and transfer writes visible to the host.
     fn run(&mut self, record: impl FnOnce(&ash::Device, vk::CommandBuffer)) -> Result<()> {
-        self.run_watched(record, &mut |_| None)
+        let recording = self.phases.start();
+        self.run_watched(record, recording, &mut |_| None)
     }
 
     /// Like `run`, calling `watch(elapsed)` while the work is not finished (it may,
     /// for example, set the abort word of a stuck kernel): after [`WAIT_SLICE`],
     /// then after whatever each call returns (`None`: `WAIT_SLICE`).
+    /// `recording`: when the submission's recording began, while phases are
+    /// timed ([`crate::phases`]).
     fn run_watched(
         &mut self,
         record: impl FnOnce(&ash::Device, vk::CommandBuffer),
+        recording: Option<Instant>,
         watch: &mut dyn FnMut(Duration) -> Option<Duration>,
     ) -> Result<()> {
         let d = &self.gpu.device;
-        let recording = self.recording_since.take().or_else(|| self.phases.start());
         let begin = vk::CommandBufferBeginInfo::default()
             .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
         // SAFETY: the previous submission of `cmd` completed (we waited on the
@@ -450,7 +450,7 @@ impl Submitter {
                 )));
             }
         }
-        self.recording_since = self.phases.start();
+        let recording = self.phases.start();
         // Timed phases take the GPU's time of every submission.
         let asked = timed;
         let timed = timed || self.phases.on();
@@ -614,6 +614,7 @@ impl Submitter {
                     }
                 }
             },
+            recording,
             &mut watch_reached,
         )?;
         let bytes = match (read, &self.readback) {
