@@ -443,16 +443,14 @@ impl Context {
                 }
                 None
             };
-            let r = match self.error_readback()? {
-                Some(read) => submit
-                    .dispatch_many_reading(&dispatches, false, read, &mut watch)
-                    .map(|(_, header)| Some(header)),
-                None => submit
-                    .dispatch_many(&dispatches, false, &mut watch)
-                    .map(|_| None),
-            };
+            let r = submit.dispatch_many_reading(
+                &dispatches,
+                false,
+                self.error_readback()?,
+                &mut watch,
+            );
             drop(submit);
-            let header = r?;
+            let (_, header) = r?;
             seen.ran = started.elapsed();
             // Launches run as other PEs raise their errors in those PEs'
             // control headers: every header read and cleared before the
@@ -595,14 +593,7 @@ impl Context {
             push: immediates,
             barrier: false,
         }];
-        let took = match read {
-            Some(read) => submit
-                .dispatch_many_reading(&one, timed, read, &mut watch)
-                .map(|(t, header)| (t, Some(header))),
-            None => submit
-                .dispatch_many(&one, timed, &mut watch)
-                .map(|t| (t, None)),
-        };
+        let took = submit.dispatch_many_reading(&one, timed, read, &mut watch);
         // Under the submit lock no other launch of this PE runs; a queued
         // collective's kernel may (the user's queue), and may hold a ticket
         // it has not posted yet: settle only when none is outstanding.

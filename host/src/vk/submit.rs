@@ -368,18 +368,18 @@ impl Submitter {
             .map(|(t, _)| t)
     }
 
-    /// [`Submitter::dispatch_many`], then `read`'s bytes copied to the host
-    /// in the same submission, after every dispatch (and visible to it:
-    /// a barrier from the shaders' writes to the copy): returned with the
-    /// time.
+    /// [`Submitter::dispatch_many`], then, where `read` is given, its bytes
+    /// copied to the host in the same submission, after every dispatch (and
+    /// visible to it: a barrier from the shaders' writes to the copy):
+    /// returned with the time (`None` without `read`).
     pub fn dispatch_many_reading(
         &mut self,
         items: &[Dispatch<'_>],
         timed: bool,
-        read: Readback,
+        read: Option<Readback>,
         watch: &mut dyn FnMut(Duration) -> Option<Duration>,
-    ) -> Result<(Option<Duration>, Vec<u8>)> {
-        self.dispatch_items(items, timed, false, Some(read), &mut |_, el| watch(el))
+    ) -> Result<(Option<Duration>, Option<Vec<u8>>)> {
+        self.dispatch_items(items, timed, false, read, &mut |_, el| watch(el))
     }
 
     /// Submits `item` alone, untimed, like [`Submitter::dispatch`], telling
@@ -406,7 +406,7 @@ impl Submitter {
         note_start: bool,
         read: Option<Readback>,
         watch: &mut dyn FnMut(bool, Duration) -> Option<Duration>,
-    ) -> Result<(Option<Duration>, Vec<u8>)> {
+    ) -> Result<(Option<Duration>, Option<Vec<u8>>)> {
         if let Some(r) = read {
             if r.bytes == 0 || r.bytes > READBACK_MAX || r.bytes % 4 != 0 || r.offset % 4 != 0 {
                 return Err(Error::InvalidArgument(format!(
@@ -627,9 +627,9 @@ impl Submitter {
                 unsafe {
                     std::ptr::copy_nonoverlapping(st.ptr().as_ptr(), v.as_mut_ptr(), v.len())
                 };
-                v
+                Some(v)
             }
-            _ => Vec::new(),
+            _ => None,
         };
         if queries == vk::QueryPool::null() {
             return Ok((None, bytes));
