@@ -1004,6 +1004,7 @@ fn wide_paths_cut_objects_past_the_largest_binding() {
         "--collective reduce,alltoall --in-place --min-bytes 72M --max-bytes 72M --scope host --check --iters 1 --warmup 0",
         &[
             ("VKSHMEM_SUBMIT", "leader"),
+            ("VKSHMEM_HOST_MAPPED_MAX", "0"),
             ("VKSHMEM_SYMMETRIC_SIZE", "1G"),
             ("RUST_LOG", "vkshmem_host::collective=trace"),
         ],
@@ -1086,27 +1087,25 @@ fn bench_rows(n: u32, args: &str, env: &[(&str, &str)]) -> (Run, Vec<String>) {
 /// The conformance harness (tests/progs/collectives_check.rs): every host-initiated
 /// collective on every team shape against a host reference, then bad input;
 /// on 3 PEs in `vec4<u32>` units (`VKSHMEM_WIDE_UNIT=u32`, GPUs' default).
+/// On 1, 2 and 8 PEs llvmpipe's default moves the host forms past the plane's
+/// data slot on the host, in staged rounds (`collective/host_path.rs`); on 3
+/// and 4 PEs on the kernels past it (`VKSHMEM_HOST_MAPPED_MAX=16K`, what a
+/// GPU whose heap is host memory takes).
 #[test]
 fn collectives_conform_on_1_to_4_and_8_pes() {
     let _one = one_spinning_job();
     let prog = program("collectives_check");
     // Device forms compile one kernel per call and form, seconds each on llvmpipe:
     // the full device subset on 1 and 2 PEs, two calls per form beyond.
-    conformance(
-        &[
-            (1, None),
-            (2, None),
-            (4, Some("--device-quick")),
-            (8, Some("--quick")),
-        ],
-        &[],
-    );
+    conformance(&[(1, None), (2, None), (8, Some("--quick"))], &[]);
+    let kernels = ("VKSHMEM_HOST_MAPPED_MAX", "16K");
+    conformance(&[(4, Some("--device-quick"))], &[kernels]);
     // 3 PEs in the unit GPUs move (llvmpipe's default is vec2<u64>): the
     // host wide kernels' vec4<u32> loops and the device library's vec4<u32>
     // view.
     conformance(
         &[(3, Some("--device-quick"))],
-        &[("VKSHMEM_WIDE_UNIT", "u32")],
+        &[("VKSHMEM_WIDE_UNIT", "u32"), kernels],
     );
     // The example program (host allreduce, team broadcast, device reduction).
     let r = vkshmrun(
@@ -1320,6 +1319,54 @@ fn wide_copies_hold_beyond_8_members() {
     for row in rows {
         assert!(row.contains(",10,") && row.ends_with(",0"), "{row}");
     }
+}
+
+/// On a CPU device (llvmpipe) a host collective too large for the sync
+/// plane's data slot moves on the host, in rounds through the staging
+/// buffers, with no submission (`collective/host_path.rs`): every collective
+/// on 3 PEs, checked, from 24 B to 3.7 MiB a member (several 1 MiB rounds),
+/// 16-bit elements 2 bytes off alignment, and none of its rows records or
+/// submits anything (`--phases`: only the meeting and the call). Then the
+/// same check across staged rounds on 4 PEs, where reductions take them too.
+#[test]
+fn host_collectives_move_on_the_host_on_a_cpu_device() {
+    let _one = one_spinning_job();
+    let (r, rows) = bench_rows(
+        3,
+        "--collective broadcast,collect,fcollect,alltoall,alltoalls,reduce --scope host --check --min-bytes 24 --max-bytes 4M --step-factor 11 --iters 2 --warmup 1 --type int16 --offset 2 --phases",
+        &[],
+    );
+    // 6 collectives at 24 B, 264 B, 2904 B, 31944 B, 351384 B, 3865224 B.
+    assert_eq!(rows.len(), 6 * 6, "{rows:?}");
+    for row in &rows {
+        assert!(row.ends_with(",0"), "{row}");
+    }
+    let lines: Vec<&str> = r
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("# phases "))
+        .collect();
+    assert_eq!(lines.len(), rows.len(), "{}", r.stdout);
+    for l in lines {
+        assert!(l.contains(": meet ") && l.contains(", call "), "{l}");
+        for kernel in ["record", "submit", "wait", "gpu"] {
+            assert!(!l.contains(kernel), "a submission ({kernel}): {l}");
+        }
+    }
+    let bench = bin_dir().join("vkshmem-bench");
+    let argv: Vec<&str> = ["-n", "4", bench.to_str().unwrap()]
+        .into_iter()
+        .chain(ROUNDS_CHECK)
+        .collect();
+    let r = run_vkshmrun_env(
+        &argv,
+        &[],
+        Duration::from_secs(300),
+        Leftovers::Forbidden,
+        |_| {},
+    );
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("wrong=0"), "{}", r.stdout);
 }
 
 /// Where the host does not map the heap (`VKSHMEM_HEAP_MAPPING=off`, as on

@@ -353,14 +353,24 @@ pub fn heap_mapping(get: impl Fn(&str) -> Option<String>) -> Result<bool> {
     }
 }
 
-/// Largest small collective (bytes per member) run on the host through the
-/// mapped heap and the sync plane, with no submission; `0` forces every
-/// collective through a kernel.
+/// Largest collective (bytes per member) run on the host through the mapped
+/// heap and the sync plane, with no submission: in one sync through the
+/// plane's data slot where it fits, else in rounds through the staging
+/// buffers (`collective::host_path`); `0` forces every collective through a
+/// kernel.
 pub const ENV_HOST_MAPPED_MAX: &str = "VKSHMEM_HOST_MAPPED_MAX";
 
-/// The default of [`ENV_HOST_MAPPED_MAX`] where the heap is host memory
-/// (lavapipe, integrated GPUs): every size the plane's data slot holds (the
-/// host path beat the kernel at every one, `benches/RESULTS.md`).
+/// The default of [`ENV_HOST_MAPPED_MAX`] on a CPU device (lavapipe): every
+/// size. Its kernels run on the same cores as the host's memcpy, and slower
+/// (on a 2-core VM the copy kernel moved 7-10 GB/s against 17-21 for one
+/// core's memcpy); the host path beat the kernels 2-15x from 16 KiB to 4 MiB
+/// on 2, 4 and 8 PEs (`benches/results/host-staged-lavapipe-2026-11-28-nineteenth`).
+pub const HOST_MAPPED_MAX_CPU: u64 = u64::MAX;
+
+/// The default of [`ENV_HOST_MAPPED_MAX`] where the heap is host memory that
+/// a GPU computes on (integrated GPUs): every size the plane's data slot
+/// holds (on lavapipe the host path beat the kernel at every one,
+/// `benches/RESULTS.md`; not measured on such a GPU).
 pub const HOST_MAPPED_MAX_HOST_MEMORY: u64 = 16 << 10;
 
 /// The default of [`ENV_HOST_MAPPED_MAX`] on a discrete GPU whose heap the host

@@ -333,6 +333,7 @@ impl Context {
         let gpu = Arc::new(open(job.pe)?);
         let host_mapped_max = host_mapped_max.unwrap_or(match gpu.info.kind {
             crate::vk::select::Kind::Discrete => config::HOST_MAPPED_MAX_BAR,
+            crate::vk::select::Kind::Cpu => config::HOST_MAPPED_MAX_CPU,
             _ => config::HOST_MAPPED_MAX_HOST_MEMORY,
         });
         let leader_submit = submit.unwrap_or(gpu.info.time_sliced);

@@ -127,7 +127,7 @@ impl Context {
             dst: dest.offset() + sp.head,
             bytes: sp.mid,
         };
-        let early = !self.may_stage(&small) && !self.spans_devices(&m);
+        let early = !self.may_stage(&small, m.shape.size) && !self.spans_devices(&m);
         let mut pushes = None;
         if local.is_ok() && early {
             match self.push_possible(&[push], to.len()) {

@@ -13,6 +13,16 @@
 //! Every member chooses for itself whether it can stage (`Desc::staged`); the
 //! host path runs only when all did, so the choice is the same on every
 //! member, with the thresholds of all of them taken into account.
+//!
+//! A call within the threshold but too large for the data slot (a heap in
+//! host memory that a CPU device computes on, where the threshold is every
+//! size by default) moves on the host too, in rounds through the node
+//! segment's staging buffers: the staged transport of teams that span
+//! devices (`staged.rs`), each member copying its part in and its dest out
+//! with memcpy, with no submission. Each member says whether it may
+//! (`Desc::hosted`); all must. On llvmpipe, whose compute threads are the
+//! same cores, this beat the kernels 2-15x from 16 KiB to 4 MiB on 2 and 8
+//! PEs (`benches/results/host-staged-lavapipe-2026-11-28-nineteenth`).
 
 use super::moves::{self, Plan};
 use super::reduce::{Reduce, ReduceOp};
@@ -21,6 +31,13 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::sync::layout::DATA_BYTES;
 use crate::sync::Ticket;
+
+/// Members beyond which a reduction too large for the data slot moves on
+/// the host only up to [`HOST_REDUCE_WIDE`] bytes (see `Context::may_host`).
+pub(crate) const HOST_REDUCE_MEMBERS: u32 = 4;
+
+/// See [`HOST_REDUCE_MEMBERS`].
+pub(crate) const HOST_REDUCE_WIDE: u64 = 256 << 10;
 
 /// What a member stages for the host path.
 #[derive(Clone, Copy)]
@@ -117,9 +134,31 @@ impl Context {
             .map(|b| unsafe { b.as_ptr().add(offset as usize) })
     }
 
-    /// Whether this PE would stage `s` (the members then agree on the path).
-    pub(crate) fn may_stage(&self, s: &Small) -> bool {
-        self.stage_source(s).is_some()
+    /// Whether this PE would move `s` on the host, in one sync or in rounds
+    /// (the members then agree on the path): where it may not, its kernels
+    /// are built before the agreement.
+    pub(crate) fn may_stage(&self, s: &Small, members: u32) -> bool {
+        self.stage_source(s).is_some() || self.may_host(s, members)
+    }
+
+    /// Whether this PE may move `s`, too large for the data slot, on the host
+    /// in rounds through the staging buffers (`staged.rs`): a plane, a heap
+    /// the host maps, and a call within `VKSHMEM_HOST_MAPPED_MAX` (by default
+    /// every size where the heap is host memory that a CPU device computes
+    /// on, see [`crate::config::HOST_MAPPED_MAX_CPU`]).
+    ///
+    /// A reduction's rounds combine every member's part on every member
+    /// (`members`² parts read per round), so on more than
+    /// [`HOST_REDUCE_MEMBERS`] members only up to [`HOST_REDUCE_WIDE`] bytes:
+    /// on 8 PEs on llvmpipe they lost to the kernels from 1 MiB (5.7 against
+    /// 2.4 ms), and won up to 256 KiB.
+    pub(crate) fn may_host(&self, s: &Small, members: u32) -> bool {
+        let wide_reduce =
+            s.reduce.is_some() && members > HOST_REDUCE_MEMBERS && s.size > HOST_REDUCE_WIDE;
+        self.inner.plane.is_some()
+            && s.size <= self.inner.host_mapped_max
+            && !wide_reduce
+            && self.own_mapped(s.src, s.bytes.max(1)).is_some()
     }
 
     /// This PE's contribution in the mapped heap when it may take the host

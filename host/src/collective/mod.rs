@@ -167,7 +167,11 @@ pub(crate) struct Desc {
     /// 1 when this member lets the team's first member submit every
     /// member's part (`VKSHMEM_SUBMIT`, see `part.rs`); taken when all do.
     leader: u32,
-    _pad: u32,
+    /// 1 when this member may move a call too large for the plane's data
+    /// slot on the host, in rounds through the staging buffers (see
+    /// `host_path`: a heap in host memory, within `VKSHMEM_HOST_MAPPED_MAX`);
+    /// taken when all may.
+    hosted: u32,
 }
 
 /// An element type as the members of a collective compare it: the primitive
@@ -237,7 +241,7 @@ impl Desc {
             sst: 1,
             cap: 0,
             leader: 0,
-            _pad: 0,
+            hosted: 0,
         }
     }
 }
@@ -478,6 +482,7 @@ impl Context {
                 let mut d = desc;
                 if let (Some(slot), true) = (slot, local.is_ok()) {
                     d.staged = u32::from(self.stage_small(&small, slot));
+                    d.hosted = u32::from(self.may_host(&small, m.shape.size));
                 }
                 d
             })
@@ -490,6 +495,11 @@ impl Context {
             if all.iter().all(|d| d.staged == 1) {
                 // Complete on return, no closing sync (see host_path).
                 return self.host_move(m, &all, t, &small);
+            }
+            if all.iter().all(|d| d.hosted == 1) && !self.spans_devices(m) {
+                // Too large for the data slot, on a heap in host memory: in
+                // rounds through the staging buffers (see host_path).
+                return self.staged_move(m, &all, name, small.reduce);
             }
         }
         if let (Some(h), Some(f), Some(Which::Reduce)) = (

@@ -195,7 +195,7 @@ impl Context {
         let mut wide = None;
         // Not on the staged transport (whose windows on peers' heaps do not
         // exist), which every member takes alike.
-        let early = !self.may_stage(&small) && !self.spans_devices(&m);
+        let early = !self.may_stage(&small, m.shape.size) && !self.spans_devices(&m);
         if local.is_ok() && early {
             match self.wide_prepare(&m, &kind, op, dest.offset(), source.offset(), n) {
                 Ok(w) => wide = w,
