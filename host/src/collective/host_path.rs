@@ -21,8 +21,8 @@
 //! devices (`staged.rs`), each member copying its part in and its dest out
 //! with memcpy, with no submission. Each member says whether it may
 //! (`Desc::hosted`); all must. On llvmpipe, whose compute threads are the
-//! same cores, this beat the kernels 2-15x from 16 KiB to 4 MiB on 2 and 8
-//! PEs (`benches/results/host-staged-lavapipe-2026-11-28-nineteenth`).
+//! same cores, this beat the kernels 1.2-22x from 64 KiB to 4 MiB on 2, 3, 4
+//! and 8 PEs (`benches/results/host-staged-lavapipe-2026-11-28-nineteenth`).
 
 use super::moves::{self, Plan};
 use super::reduce::{Reduce, ReduceOp};
