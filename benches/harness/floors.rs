@@ -429,27 +429,50 @@ impl Roofline {
         self.cap.min(16 << 20)
     }
 
-    /// Host memcpy between two buffers of this PE's, `bytes` at a time, on
-    /// every PE at once with no synchronisation inside the timing: the best
-    /// of many copies on each PE over at least [`MEMCPY_WINDOW`], the slowest
-    /// PE's best (bytes read plus written per second, all PEs together), and
-    /// the best of every measurement of that size so far (measured again at
-    /// each call, as [`Roofline::at`]). Between two fresh buffers whose
-    /// addresses agreed in their low 12 bits it read 9.1 GB/s at 24 KiB,
-    /// where a host-path call moves over 25, and a 2-PE collect of 16 KiB
-    /// read 282 % (fifteenth session,
-    /// `benches/results/issue21-busbw-vs-mpi-2pe-lavapipe-2026-11-27-fifteenth`).
-    /// Collective over WORLD.
+    /// Host memcpy between two buffers of each PE's, `bytes` at a time, on
+    /// every PE at once: in each of [`MEMCPY_TRIALS`] trials every PE copies
+    /// back to back for [`MEMCPY_WINDOW`] from a barrier, and the trial's
+    /// bandwidth is every PE's copies (bytes read plus written) over their
+    /// common span (on the clock the PEs of a machine share; across nodes
+    /// the slowest PE's own time), as [`Roofline::at`] times the kernels;
+    /// the best trial, and the best of every measurement of that size so far
+    /// (measured again at each call). Each PE's own best copy, summed over
+    /// the PEs as if they had all run at that rate at once, had read 390 GB/s
+    /// for 4 PEs on a 2-core VM whose one core copied 20 (nineteenth
+    /// session). Between two fresh buffers whose addresses agreed in their
+    /// low 12 bits it read 9.1 GB/s at 24 KiB, where a host-path call moves
+    /// over 25, and a 2-PE collect of 16 KiB read 282 % (fifteenth session,
+    /// `benches/results/issue21-busbw-vs-mpi-2pe-lavapipe-2026-11-27-fifteenth`):
+    /// hence [`CopyPair`]. Collective over WORLD.
     fn memcpy_at(&self, ctx: &Context, bytes: u64) -> anyhow::Result<f64> {
         let size = bytes.max(1);
-        let before = self.memcpy.borrow().get(&size).copied().unwrap_or(0.0);
-        ctx.barrier_all()?;
-        let best = best_copy_secs(size as usize, MEMCPY_WINDOW);
-        ctx.barrier_all()?;
-        let slowest = crate::over_world(ctx, &self.took, ReduceOp::Max, best.max(1e-9))?;
-        let bps = (ctx.n_pes() as f64 * 2.0 * size as f64 / slowest).max(before);
-        self.memcpy.borrow_mut().insert(size, bps);
-        Ok(bps)
+        let mut best = self.memcpy.borrow().get(&size).copied().unwrap_or(0.0);
+        let mut pair = CopyPair::new(size as usize);
+        pair.copy();
+        for _ in 0..MEMCPY_TRIALS {
+            ctx.barrier_all()?;
+            let (start, t) = (shared_clock(), Instant::now());
+            let mut copies = 0u64;
+            while copies == 0 || t.elapsed() < MEMCPY_WINDOW {
+                pair.copy();
+                copies += 1;
+            }
+            let (end, took) = (shared_clock(), t.elapsed().as_secs_f64());
+            let span = if self.one_machine {
+                // The latest end and the earliest start, in one reduction.
+                self.span.write(&[end, -start])?;
+                let s = self.span.as_slice();
+                ctx.reduce(vkshmem::Team::WORLD, ReduceOp::Max, &s, &s, 2)?;
+                let v = self.span.to_vec()?;
+                v[0] + v[1]
+            } else {
+                crate::over_world(ctx, &self.took, ReduceOp::Max, took)?
+            };
+            let all = crate::over_world(ctx, &self.took, ReduceOp::Sum, copies as f64)?;
+            best = best.max(all * 2.0 * size as f64 / span.max(1e-9));
+        }
+        self.memcpy.borrow_mut().insert(size, best);
+        Ok(best)
     }
 
     /// The copy kernel's bandwidth with `bytes` read and as many written on
@@ -701,9 +724,12 @@ fn part_window(buf: &SymBuffer<u8>, pe: u32, j: u64, vecs: u64) -> vkshmem::Heap
     w
 }
 
-/// The least time over which [`Roofline::memcpy_at`] copies on each PE: a few
-/// of the scheduler's time slices on a machine whose cores the PEs share.
+/// How long each PE copies in a trial of [`Roofline::memcpy_at`]: a few of
+/// the scheduler's time slices on a machine whose cores the PEs share.
 const MEMCPY_WINDOW: std::time::Duration = std::time::Duration::from_millis(25);
+
+/// Trials of [`Roofline::memcpy_at`] per call (its best kept).
+const MEMCPY_TRIALS: u32 = 3;
 
 /// Launches of the copy per roofline trial, back to back.
 const TRIAL_LAUNCHES: u32 = 4;
@@ -721,24 +747,44 @@ pub fn host_memcpy_bps(bytes: usize) -> f64 {
     2.0 * bytes as f64 / best_copy_secs(bytes, std::time::Duration::ZERO)
 }
 
-/// The least seconds of `copy_from_slice` of `bytes` between two buffers of
-/// this process (both written first), over at least five copies and at least
-/// `window`. The dest lies 2 KiB off the source modulo 4 KiB: between
+/// Two buffers of this process for host copies of `bytes` (both written
+/// first). The dest lies 2 KiB off the source modulo 4 KiB: between
 /// addresses whose low 12 bits agree (as the allocator may place two
 /// buffers) this VM's EPYC copies 24 KiB at 5 GB/s against 87 (4K
 /// aliasing), which no copy of a call is bound to.
+struct CopyPair {
+    src: Vec<u8>,
+    room: Vec<u8>,
+    at: usize,
+}
+
+impl CopyPair {
+    fn new(bytes: usize) -> CopyPair {
+        let src = vec![0x5au8; bytes];
+        let room = vec![0x33u8; bytes + 4096];
+        let at = (src.as_ptr() as usize + 2048).wrapping_sub(room.as_ptr() as usize) % 4096;
+        CopyPair { src, room, at }
+    }
+
+    /// One `copy_from_slice` of the source into the dest.
+    fn copy(&mut self) {
+        let n = self.src.len();
+        let dst = &mut self.room[self.at..self.at + n];
+        dst.copy_from_slice(std::hint::black_box(&self.src));
+        std::hint::black_box(&mut *dst);
+    }
+}
+
+/// The least seconds of a copy of `bytes` ([`CopyPair`]) over at least five
+/// copies and at least `window`.
 fn best_copy_secs(bytes: usize, window: std::time::Duration) -> f64 {
-    let src = vec![0x5au8; bytes];
-    let mut room = vec![0x33u8; bytes + 4096];
-    let at = (src.as_ptr() as usize + 2048).wrapping_sub(room.as_ptr() as usize) % 4096;
-    let dst = &mut room[at..at + bytes];
+    let mut pair = CopyPair::new(bytes);
     let mut best = f64::MAX;
     let start = Instant::now();
     let mut copies = 0u32;
     while copies < 5 || start.elapsed() < window {
         let t = Instant::now();
-        dst.copy_from_slice(std::hint::black_box(&src));
-        std::hint::black_box(&mut *dst);
+        pair.copy();
         best = best.min(t.elapsed().as_secs_f64());
         copies += 1;
     }
