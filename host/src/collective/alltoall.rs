@@ -138,6 +138,7 @@ impl Context {
             bytes: staged,
             size: staged,
             reduce: None,
+            rounds_max: u64::MAX,
         };
         self.run_collective(&m, desc, local, true, small, |me, _| {
             if dst == 1 && sst == 1 {

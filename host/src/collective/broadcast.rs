@@ -97,6 +97,7 @@ impl Context {
             },
             size: n.saturating_mul(es as u64),
             reduce: None,
+            rounds_max: u64::MAX,
         };
         // The push (each member writes its share of the root's source to
         // every member: the source read once) is decided from symmetric
@@ -127,7 +128,7 @@ impl Context {
             dst: dest.offset() + sp.head,
             bytes: sp.mid,
         };
-        let early = !self.may_stage(&small, m.shape.size) && !self.spans_devices(&m);
+        let early = !self.may_stage(&small) && !self.spans_devices(&m);
         let mut pushes = None;
         if local.is_ok() && early {
             match self.push_possible(&[push], to.len()) {

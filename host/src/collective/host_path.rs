@@ -32,12 +32,28 @@ use crate::error::{Error, Result};
 use crate::sync::layout::DATA_BYTES;
 use crate::sync::Ticket;
 
-/// Members beyond which a reduction too large for the data slot moves on
-/// the host only up to [`HOST_REDUCE_WIDE`] bytes (see `Context::may_host`).
-pub(crate) const HOST_REDUCE_MEMBERS: u32 = 4;
+/// Members beyond which a reduction moves in host rounds only up to
+/// [`HOST_REDUCE_WIDE`] bytes (see [`reduce_rounds_max`]).
+const HOST_REDUCE_MEMBERS: u32 = 4;
 
 /// See [`HOST_REDUCE_MEMBERS`].
-pub(crate) const HOST_REDUCE_WIDE: u64 = 256 << 10;
+const HOST_REDUCE_WIDE: u64 = 256 << 10;
+
+/// The largest reduction of elements `kind` (bytes per member) that
+/// `members` move on the host in rounds ([`Small::rounds_max`]). A round
+/// combines every member's part on every member (`members`² parts read per
+/// round): on 8 PEs on llvmpipe that lost to the kernels from 1 MiB (5.7
+/// against 2.4 ms) and won up to 256 KiB, so past [`HOST_REDUCE_MEMBERS`]
+/// members only up to [`HOST_REDUCE_WIDE`]. Never for `f16`, which the host
+/// converts element by element in software (4 MiB on 2 PEs: 10.6 ms
+/// against 2.8 on the kernels; `bf16`, a shift away from `f32`, won).
+pub(crate) fn reduce_rounds_max(kind: &str, members: u32) -> u64 {
+    match kind {
+        "f16" => 0,
+        _ if members > HOST_REDUCE_MEMBERS => HOST_REDUCE_WIDE,
+        _ => u64::MAX,
+    }
+}
 
 /// What a member stages for the host path.
 #[derive(Clone, Copy)]
@@ -50,6 +66,10 @@ pub(crate) struct Small {
     pub size: u64,
     /// Reductions: combines the members' slots into dest.
     pub reduce: Option<ReduceFn>,
+    /// The largest `size` this call may move on the host in rounds, too
+    /// large for the data slot (`u64::MAX` for the moves; reductions:
+    /// [`reduce_rounds_max`]).
+    pub rounds_max: u64,
 }
 
 /// `out = slot_0 op slot_1 op …` over `n` elements of one type.
@@ -137,27 +157,19 @@ impl Context {
     /// Whether this PE would move `s` on the host, in one sync or in rounds
     /// (the members then agree on the path): where it may not, its kernels
     /// are built before the agreement.
-    pub(crate) fn may_stage(&self, s: &Small, members: u32) -> bool {
-        self.stage_source(s).is_some() || self.may_host(s, members)
+    pub(crate) fn may_stage(&self, s: &Small) -> bool {
+        self.stage_source(s).is_some() || self.may_host(s)
     }
 
     /// Whether this PE may move `s`, too large for the data slot, on the host
     /// in rounds through the staging buffers (`staged.rs`): a plane, a heap
     /// the host maps, and a call within `VKSHMEM_HOST_MAPPED_MAX` (by default
     /// every size where the heap is host memory that a CPU device computes
-    /// on, see [`crate::config::HOST_MAPPED_MAX_CPU`]).
-    ///
-    /// A reduction's rounds combine every member's part on every member
-    /// (`members`² parts read per round), so on more than
-    /// [`HOST_REDUCE_MEMBERS`] members only up to [`HOST_REDUCE_WIDE`] bytes:
-    /// on 8 PEs on llvmpipe they lost to the kernels from 1 MiB (5.7 against
-    /// 2.4 ms), and won up to 256 KiB.
-    pub(crate) fn may_host(&self, s: &Small, members: u32) -> bool {
-        let wide_reduce =
-            s.reduce.is_some() && members > HOST_REDUCE_MEMBERS && s.size > HOST_REDUCE_WIDE;
+    /// on, see [`crate::config::HOST_MAPPED_MAX_CPU`]) and its own
+    /// [`Small::rounds_max`].
+    pub(crate) fn may_host(&self, s: &Small) -> bool {
         self.inner.plane.is_some()
-            && s.size <= self.inner.host_mapped_max
-            && !wide_reduce
+            && s.size <= self.inner.host_mapped_max.min(s.rounds_max)
             && self.own_mapped(s.src, s.bytes.max(1)).is_some()
     }
 
@@ -247,6 +259,21 @@ impl Context {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Reductions in host rounds: every size on up to 4 members, 256 KiB
+    /// beyond, never over f16 (its one-sync path is `stage_source`'s).
+    #[test]
+    fn reduce_rounds_by_kind_and_members() {
+        for kind in ["i8", "i32", "f32", "f64", "bf16"] {
+            assert_eq!(reduce_rounds_max(kind, 2), u64::MAX, "{kind}");
+            assert_eq!(reduce_rounds_max(kind, 4), u64::MAX, "{kind}");
+            assert_eq!(reduce_rounds_max(kind, 5), 256 << 10, "{kind}");
+            assert_eq!(reduce_rounds_max(kind, 8), 256 << 10, "{kind}");
+        }
+        for members in [1, 2, 8] {
+            assert_eq!(reduce_rounds_max("f16", members), 0);
+        }
+    }
 
     /// A small deterministic generator (xorshift), so the test needs no crate.
     fn pattern(seed: u64, n: usize) -> Vec<u64> {

@@ -482,7 +482,7 @@ impl Context {
                 let mut d = desc;
                 if let (Some(slot), true) = (slot, local.is_ok()) {
                     d.staged = u32::from(self.stage_small(&small, slot));
-                    d.hosted = u32::from(self.may_host(&small, m.shape.size));
+                    d.hosted = u32::from(self.may_host(&small));
                 }
                 d
             })
