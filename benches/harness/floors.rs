@@ -458,21 +458,28 @@ impl Roofline {
                 copies += 1;
             }
             let (end, took) = (shared_clock(), t.elapsed().as_secs_f64());
-            let span = if self.one_machine {
-                // The latest end and the earliest start, in one reduction.
-                self.span.write(&[end, -start])?;
-                let s = self.span.as_slice();
-                ctx.reduce(vkshmem::Team::WORLD, ReduceOp::Max, &s, &s, 2)?;
-                let v = self.span.to_vec()?;
-                v[0] + v[1]
-            } else {
-                crate::over_world(ctx, &self.took, ReduceOp::Max, took)?
-            };
+            let span = self.common_span(ctx, start, end, took)?;
             let all = crate::over_world(ctx, &self.took, ReduceOp::Sum, copies as f64)?;
             best = best.max(all * 2.0 * size as f64 / span.max(1e-9));
         }
         self.memcpy.borrow_mut().insert(size, best);
         Ok(best)
+    }
+
+    /// Seconds from the first PE's `start` to the last PE's `end` (on the
+    /// clock the PEs of a machine share), or across nodes the slowest PE's
+    /// own time (`took`): a trial of every PE at once. Collective over WORLD.
+    fn common_span(&self, ctx: &Context, start: f64, end: f64, took: f64) -> anyhow::Result<f64> {
+        if !self.one_machine {
+            return crate::over_world(ctx, &self.took, ReduceOp::Max, took);
+        }
+        // The latest end and the earliest start (as the latest of its
+        // negation), in one reduction.
+        self.span.write(&[end, -start])?;
+        let s = self.span.as_slice();
+        ctx.reduce(vkshmem::Team::WORLD, ReduceOp::Max, &s, &s, 2)?;
+        let v = self.span.to_vec()?;
+        Ok(v[0] + v[1])
     }
 
     /// The copy kernel's bandwidth with `bytes` read and as many written on
@@ -661,16 +668,8 @@ impl Roofline {
             let span = if device_timed {
                 // PE 0's copies (the others launched none).
                 crate::over_world(ctx, &self.took, ReduceOp::Max, gpu)?
-            } else if self.one_machine {
-                // The latest end and the earliest start (as the latest of
-                // its negation), in one reduction.
-                self.span.write(&[end, -start])?;
-                let s = self.span.as_slice();
-                ctx.reduce(vkshmem::Team::WORLD, ReduceOp::Max, &s, &s, 2)?;
-                let v = self.span.to_vec()?;
-                v[0] + v[1]
             } else {
-                crate::over_world(ctx, &self.took, ReduceOp::Max, took)?
+                self.common_span(ctx, start, end, took)?
             };
             let one = span / (reps * TRIAL_LAUNCHES) as f64;
             Ok(ctx.n_pes() as f64 * shape.traffic_per_byte() * size_1 as f64 / one)
@@ -744,7 +743,7 @@ fn shared_clock() -> f64 {
 /// This PE's host memcpy bandwidth (bytes read plus written per second): the
 /// best of five copies of `bytes` between two buffers it owns (touched first).
 pub fn host_memcpy_bps(bytes: usize) -> f64 {
-    2.0 * bytes as f64 / best_copy_secs(bytes, std::time::Duration::ZERO)
+    2.0 * bytes as f64 / best_copy_secs(bytes)
 }
 
 /// Two buffers of this process for host copies of `bytes` (both written
@@ -775,20 +774,16 @@ impl CopyPair {
     }
 }
 
-/// The least seconds of a copy of `bytes` ([`CopyPair`]) over at least five
-/// copies and at least `window`.
-fn best_copy_secs(bytes: usize, window: std::time::Duration) -> f64 {
+/// The least seconds of five copies of `bytes` ([`CopyPair`]).
+fn best_copy_secs(bytes: usize) -> f64 {
     let mut pair = CopyPair::new(bytes);
-    let mut best = f64::MAX;
-    let start = Instant::now();
-    let mut copies = 0u32;
-    while copies < 5 || start.elapsed() < window {
-        let t = Instant::now();
-        pair.copy();
-        best = best.min(t.elapsed().as_secs_f64());
-        copies += 1;
-    }
-    best
+    (0..5)
+        .map(|_| {
+            let t = Instant::now();
+            pair.copy();
+            t.elapsed().as_secs_f64()
+        })
+        .fold(f64::MAX, f64::min)
 }
 
 /// One empty submit-and-wait on this PE's queue: the median over `iters`, in µs.
