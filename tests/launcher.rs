@@ -635,12 +635,13 @@ fn user_kernels_on_1_to_4_pes() {
     }
 }
 
-/// The benchmark's host check of every collective on 3 PEs with `env`, at 1
-/// to 4 MiB: several 1 MiB staged rounds per member.
-fn staged_rounds_check(env: &[(&str, &str)]) {
+/// The benchmark's host check of every collective on `n` PEs with `env`, at
+/// 1 to 4 MiB: several 1 MiB staged rounds per member.
+fn staged_rounds_check(n: u32, env: &[(&str, &str)]) {
     let bench = bin_dir().join("vkshmem-bench");
     let bench = bench.to_str().unwrap();
-    let argv: Vec<&str> = ["-n", "3", bench].into_iter().chain(ROUNDS_CHECK).collect();
+    let n = n.to_string();
+    let argv: Vec<&str> = ["-n", &n, bench].into_iter().chain(ROUNDS_CHECK).collect();
     let r = run_vkshmrun_env(
         &argv,
         env,
@@ -899,7 +900,7 @@ fn collectives_conform_through_the_staged_transport() {
         (8, Some("--quick")),
     ];
     conformance(&runs, &staged);
-    staged_rounds_check(&staged);
+    staged_rounds_check(3, &staged);
 }
 
 /// A heap the host does not map (`VKSHMEM_HEAP_MAPPING=off`, what a GPU
@@ -919,7 +920,7 @@ fn collectives_conform_without_a_host_mapping() {
         ("VKSHMEM_TRANSPORT", "staged"),
     ];
     conformance(&[(3, Some("--host-only"))], &staged);
-    staged_rounds_check(&staged);
+    staged_rounds_check(3, &staged);
 }
 
 /// One submitter per device (`VKSHMEM_SUBMIT=leader`, the default on
@@ -1053,6 +1054,21 @@ fn misaligned_objects_of_whole_words_stay_wide() {
     }
     assert!(!r.stderr.contains("generic kernels run as each member"));
     assert!(!r.stderr.contains("each member submitted its own part"));
+}
+
+/// The `# phases` lines of a `bench_rows` run with `--phases --check`,
+/// after asserting that every row found nothing wrong and has its line.
+fn phase_lines<'a>(r: &'a Run, rows: &[String]) -> Vec<&'a str> {
+    for row in rows {
+        assert!(row.ends_with(",0"), "{row}");
+    }
+    let lines: Vec<&str> = r
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("# phases "))
+        .collect();
+    assert_eq!(lines.len(), rows.len(), "{}", r.stdout);
+    lines
 }
 
 /// Runs the bench on `n` PEs with `args` (split at spaces) and `env`, its
@@ -1338,35 +1354,13 @@ fn host_collectives_move_on_the_host_on_a_cpu_device() {
     );
     // 6 collectives at 24 B, 264 B, 2904 B, 31944 B, 351384 B, 3865224 B.
     assert_eq!(rows.len(), 6 * 6, "{rows:?}");
-    for row in &rows {
-        assert!(row.ends_with(",0"), "{row}");
-    }
-    let lines: Vec<&str> = r
-        .stdout
-        .lines()
-        .filter(|l| l.starts_with("# phases "))
-        .collect();
-    assert_eq!(lines.len(), rows.len(), "{}", r.stdout);
-    for l in lines {
+    for l in phase_lines(&r, &rows) {
         assert!(l.contains(": meet ") && l.contains(", call "), "{l}");
         for kernel in ["record", "submit", "wait", "gpu"] {
             assert!(!l.contains(kernel), "a submission ({kernel}): {l}");
         }
     }
-    let bench = bin_dir().join("vkshmem-bench");
-    let argv: Vec<&str> = ["-n", "4", bench.to_str().unwrap()]
-        .into_iter()
-        .chain(ROUNDS_CHECK)
-        .collect();
-    let r = run_vkshmrun_env(
-        &argv,
-        &[],
-        Duration::from_secs(300),
-        Leftovers::Forbidden,
-        |_| {},
-    );
-    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("wrong=0"), "{}", r.stdout);
+    staged_rounds_check(4, &[]);
 }
 
 /// Where the host does not map the heap (`VKSHMEM_HEAP_MAPPING=off`, as on
@@ -1388,16 +1382,7 @@ fn a_host_collective_is_one_submission_where_the_heap_is_not_mapped() {
     );
     // 6 collectives at 16 B, 4 KiB and 1 MiB, checked.
     assert_eq!(rows.len(), 6 * 3, "{rows:?}");
-    for row in &rows {
-        assert!(row.ends_with(",0"), "{row}");
-    }
-    let lines: Vec<&str> = r
-        .stdout
-        .lines()
-        .filter(|l| l.starts_with("# phases "))
-        .collect();
-    assert_eq!(lines.len(), rows.len(), "{}", r.stdout);
-    for l in lines {
+    for l in phase_lines(&r, &rows) {
         let (_, phases) = l.split_once(": ").expect("a phases line names its row");
         let phases = phases.split(" (").next().unwrap();
         for want in [
