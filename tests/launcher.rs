@@ -1338,15 +1338,31 @@ fn wide_copies_hold_beyond_8_members() {
 }
 
 /// On a CPU device (llvmpipe) a host collective too large for the sync
-/// plane's data slot moves on the host, in rounds through the staging
-/// buffers, with no submission (`collective/host_path.rs`): every collective
-/// on 3 PEs, checked, from 24 B to 3.7 MiB a member (several 1 MiB rounds),
-/// 16-bit elements 2 bytes off alignment, and none of its rows records or
-/// submits anything (`--phases`: only the meeting and the call). Then the
-/// same check across staged rounds on 4 PEs, where reductions take them too.
+/// plane's data slot moves on the host, straight from the members' mapped
+/// heaps, with no submission (`collective/direct.rs`): every collective on 3
+/// PEs, checked, from 24 B to 3.7 MiB a member, 16-bit elements 2 bytes off
+/// alignment. `--phases` shows the path: no row records or submits anything;
+/// within the data slot (16 KiB a member; the bench's sizes here are each
+/// member's part) a row is only the meeting and the call, past it the direct
+/// path's run and closing meeting once a call. Then 8 PEs, where reductions
+/// past 256 KiB had gone to the kernels (the rounds read every member's
+/// part on every member): in place, 1 and 4 MiB, direct too. Then every
+/// collective across 1-4 MiB on 4 PEs.
 #[test]
 fn host_collectives_move_on_the_host_on_a_cpu_device() {
     let _one = one_spinning_job();
+    let direct = |r: &Run, rows: &[String]| {
+        for l in phase_lines(r, rows) {
+            assert!(l.contains(": meet ") && l.contains(", call "), "{l}");
+            for kernel in ["record", "submit", "wait", "gpu"] {
+                assert!(!l.contains(kernel), "a submission ({kernel}): {l}");
+            }
+            assert!(!l.contains(" x"), "a phase more than once a call: {l}");
+            let bytes: u64 = l.split(' ').nth(3).unwrap().parse().unwrap();
+            let past_slot = l.contains(", run ") && l.contains(", close ");
+            assert_eq!(past_slot, bytes > 16 << 10, "{l}");
+        }
+    };
     let (r, rows) = bench_rows(
         3,
         "--collective broadcast,collect,fcollect,alltoall,alltoalls,reduce --scope host --check --min-bytes 24 --max-bytes 4M --step-factor 11 --iters 2 --warmup 1 --type int16 --offset 2 --phases",
@@ -1354,12 +1370,14 @@ fn host_collectives_move_on_the_host_on_a_cpu_device() {
     );
     // 6 collectives at 24 B, 264 B, 2904 B, 31944 B, 351384 B, 3865224 B.
     assert_eq!(rows.len(), 6 * 6, "{rows:?}");
-    for l in phase_lines(&r, &rows) {
-        assert!(l.contains(": meet ") && l.contains(", call "), "{l}");
-        for kernel in ["record", "submit", "wait", "gpu"] {
-            assert!(!l.contains(kernel), "a submission ({kernel}): {l}");
-        }
-    }
+    direct(&r, &rows);
+    let (r, rows) = bench_rows(
+        8,
+        "--collective reduce --scope host --check --min-bytes 1M --max-bytes 4M --iters 2 --warmup 1 --type int8 --op max --in-place --phases",
+        &[],
+    );
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    direct(&r, &rows);
     staged_rounds_check(4, &[]);
 }
 

@@ -133,13 +133,7 @@ impl Context {
         desc.sst = sst as u64;
         // The host path stages the source's whole strided span.
         let staged = sspan.unwrap_or(u64::MAX).saturating_mul(es as u64);
-        let small = Small {
-            src: source.offset(),
-            bytes: staged,
-            size: staged,
-            reduce: None,
-            rounds_max: u64::MAX,
-        };
+        let small = Small::copies(source.offset(), staged, staged);
         self.run_collective(&m, desc, local, true, small, |me, _| {
             if dst == 1 && sst == 1 {
                 // Unit strides: an alltoall, whose wide copy a member may take

@@ -88,17 +88,8 @@ impl Context {
         let mut desc = Desc::new::<T>(Which::Broadcast, dest.offset(), source.offset(), n);
         desc.root = root;
         desc.skip_root = u32::from(skip_root);
-        let small = Small {
-            src: source.offset(),
-            bytes: if m.me == root {
-                n.saturating_mul(es as u64)
-            } else {
-                0
-            },
-            size: n.saturating_mul(es as u64),
-            reduce: None,
-            rounds_max: u64::MAX,
-        };
+        let bytes = n.saturating_mul(es as u64);
+        let small = Small::copies(source.offset(), if m.me == root { bytes } else { 0 }, bytes);
         // The push (each member writes its share of the root's source to
         // every member: the source read once) is decided from symmetric
         // values; its kernels are built before the agreement where the call
@@ -128,7 +119,7 @@ impl Context {
             dst: dest.offset() + sp.head,
             bytes: sp.mid,
         };
-        let early = !self.may_stage(&small) && !self.spans_devices(&m);
+        let early = !self.may_stage(&m, &small) && !self.spans_devices(&m);
         let mut pushes = None;
         if local.is_ok() && early {
             match self.push_possible(&[push], to.len()) {

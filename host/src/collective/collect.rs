@@ -89,13 +89,8 @@ impl Context {
             Which::Fcollect => HostCall::Fcollect,
             _ => HostCall::Alltoall,
         };
-        let small = Small {
-            src: source.offset(),
-            bytes: n.saturating_mul(es as u64).saturating_mul(source_blocks),
-            size: n.saturating_mul(es as u64).saturating_mul(source_blocks),
-            reduce: None,
-            rounds_max: u64::MAX,
-        };
+        let bytes = n.saturating_mul(es as u64).saturating_mul(source_blocks);
+        let small = Small::copies(source.offset(), bytes, bytes);
         // fcollect pushes: each member writes its source to its place in
         // every member's dest (each source read once), decided and built as
         // broadcast's push is (see broadcast.rs).
@@ -116,7 +111,7 @@ impl Context {
         // Objects equally off 16-byte alignment in whole words push whole:
         // the push kernel starts them inside their first vec4 (see wide.rs).
         let fcollect = which == Which::Fcollect;
-        let early = fcollect && !self.may_stage(&small) && !self.spans_devices(&m);
+        let early = fcollect && !self.may_stage(&m, &small) && !self.spans_devices(&m);
         let mut push = None;
         if local.is_ok() && early {
             match self.push_possible(&pushes, to.len()) {
@@ -208,19 +203,14 @@ impl Context {
             });
         let mut desc = Desc::new::<T>(Which::Collect, dest.offset(), source.offset(), n);
         desc.cap = dest.len() as u64;
-        let small = Small {
-            src: source.offset(),
-            bytes: n.saturating_mul(es as u64),
-            size: n.saturating_mul(es as u64),
-            reduce: None,
-            rounds_max: u64::MAX,
-        };
+        let bytes = n.saturating_mul(es as u64);
+        let small = Small::copies(source.offset(), bytes, bytes);
         // The push (as fcollect's) needs the counts, known after the
         // agreement; its kernels are built before it where the call will not
         // run on the host (see broadcast.rs); the kernels for edge vec4s, if
         // the counts and the unit need them, by `push_possible` after it.
         let to: Vec<u32> = m.shape.members().collect();
-        if local.is_ok() && !self.may_stage(&small) && !self.spans_devices(&m) {
+        if local.is_ok() && !self.may_stage(&m, &small) && !self.spans_devices(&m) {
             if let Err(e) = self.push_kernels(to.len(), false) {
                 local = Err(e);
             }

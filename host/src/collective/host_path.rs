@@ -16,13 +16,17 @@
 //!
 //! A call within the threshold but too large for the data slot (a heap in
 //! host memory that a CPU device computes on, where the threshold is every
-//! size by default) moves on the host too, in rounds through the node
-//! segment's staging buffers: the staged transport of teams that span
-//! devices (`staged.rs`), each member copying its part in and its dest out
-//! with memcpy, with no submission. Each member says whether it may
-//! (`Desc::hosted`); all must. On llvmpipe, whose compute threads are the
-//! same cores, this beat the kernels 1.2-22x from 64 KiB to 4 MiB on 2, 3, 4
-//! and 8 PEs (`benches/results/host-staged-lavapipe-2026-11-28-nineteenth`).
+//! size by default) moves on the host too, with no submission: where every
+//! member maps every member's heap, straight from the members' sources into
+//! each member's dest (`direct.rs`: one copy, a reduction as a
+//! reduce-scatter and an allgather); else, or where a dest overlaps what
+//! peers read, in rounds through the node segment's staging buffers, the
+//! staged transport of teams that span devices (`staged.rs`: each member
+//! copies its part in and its dest out with memcpy). Each member says which
+//! it may (`Desc::hosted`); a way is taken when all may. On llvmpipe, whose
+//! compute threads are the same cores, the rounds beat the kernels 1.2-22x
+//! from 64 KiB to 4 MiB on 2, 3, 4 and 8 PEs
+//! (`benches/results/host-staged-lavapipe-2026-11-28-nineteenth`).
 
 use super::moves::{self, Plan};
 use super::reduce::{Reduce, ReduceOp};
@@ -55,6 +59,24 @@ pub(crate) fn reduce_rounds_max(kind: &str, members: u32) -> u64 {
     }
 }
 
+/// The largest reduction of elements `kind` (bytes per member) that moves on
+/// the host's direct path (`direct.rs`, [`Small::direct_max`]): every size
+/// but for `f16`, which the host converts element by element in software
+/// (see [`reduce_rounds_max`]).
+pub(crate) fn reduce_direct_max(kind: &str) -> u64 {
+    match kind {
+        "f16" => 0,
+        _ => u64::MAX,
+    }
+}
+
+/// A member may move the call on the host in rounds through the staging
+/// buffers (`staged.rs`): a bit of [`Desc`]'s `hosted`.
+pub(crate) const HOSTED_ROUNDS: u32 = 1;
+/// A member may move the call on the host's direct path (`direct.rs`): it
+/// maps every member's heap. A bit of [`Desc`]'s `hosted`.
+pub(crate) const HOSTED_DIRECT: u32 = 2;
+
 /// What a member stages for the host path.
 #[derive(Clone, Copy)]
 pub(crate) struct Small {
@@ -70,6 +92,37 @@ pub(crate) struct Small {
     /// large for the data slot (`u64::MAX` for the moves; reductions:
     /// [`reduce_rounds_max`]).
     pub rounds_max: u64,
+    /// The largest `size` this call may move on the host's direct path,
+    /// too large for the data slot (`u64::MAX` for the moves; reductions:
+    /// [`reduce_direct_max`]).
+    pub direct_max: u64,
+}
+
+impl Small {
+    /// A call that copies (no reduction): `bytes` of this member's heap at
+    /// `src`, a call of `size` bytes per member for the thresholds.
+    pub(crate) fn copies(src: u64, bytes: u64, size: u64) -> Small {
+        Small {
+            src,
+            bytes,
+            size,
+            reduce: None,
+            rounds_max: u64::MAX,
+            direct_max: u64::MAX,
+        }
+    }
+
+    /// A reduction of `bytes` of `T` at `src` among `members`.
+    pub(crate) fn reduction<T: Reduce>(src: u64, bytes: u64, members: u32) -> Small {
+        Small {
+            src,
+            bytes,
+            size: bytes,
+            reduce: Some(reduce_slots::<T>),
+            rounds_max: reduce_rounds_max(T::KIND, members),
+            direct_max: reduce_direct_max(T::KIND),
+        }
+    }
 }
 
 /// `out = slot_0 op slot_1 op …` over `n` elements of one type.
@@ -147,30 +200,60 @@ fn combine_blocks<T: Reduce>(n: usize, slots: &[*const u8], out: *mut u8, f: imp
 impl Context {
     /// This PE's own heap at `offset` as a host pointer, when mapped.
     pub(crate) fn own_mapped(&self, offset: u64, bytes: u64) -> Option<*mut u8> {
-        let block = self.check_range(self.my_pe(), offset, bytes).ok()?;
+        self.mapped_at(self.my_pe(), offset, bytes)
+    }
+
+    /// PE `pe`'s heap at `offset` as a host pointer, when this process maps
+    /// it and `bytes` from there lie inside it.
+    pub(crate) fn mapped_at(&self, pe: u32, offset: u64, bytes: u64) -> Option<*mut u8> {
+        let block = self.check_range(pe, offset, bytes).ok()?;
         // SAFETY: in bounds of the mapping (check_range).
         block
             .mapped()
             .map(|b| unsafe { b.as_ptr().add(offset as usize) })
     }
 
-    /// Whether this PE would move `s` on the host, in one sync or in rounds
-    /// (the members then agree on the path): where it may not, its kernels
-    /// are built before the agreement.
-    pub(crate) fn may_stage(&self, s: &Small) -> bool {
-        self.stage_source(s).is_some() || self.may_host(s)
+    /// Whether this PE would move `s` on the host, in one sync or past the
+    /// data slot (the members then agree on the path): where it may not, its
+    /// kernels are built before the agreement.
+    pub(crate) fn may_stage(&self, m: &Members, s: &Small) -> bool {
+        self.stage_source(s).is_some() || self.host_ways(m, s) != 0
     }
 
-    /// Whether this PE may move `s`, too large for the data slot, on the host
-    /// in rounds through the staging buffers (`staged.rs`): a plane, a heap
-    /// the host maps, and a call within `VKSHMEM_HOST_MAPPED_MAX` (by default
-    /// every size where the heap is host memory that a CPU device computes
-    /// on, see [`crate::config::HOST_MAPPED_MAX_CPU`]) and its own
-    /// [`Small::rounds_max`].
-    pub(crate) fn may_host(&self, s: &Small) -> bool {
-        self.inner.plane.is_some()
-            && s.size <= self.inner.host_mapped_max.min(s.rounds_max)
-            && self.own_mapped(s.src, s.bytes.max(1)).is_some()
+    /// How this PE may move `s`, too large for the data slot, on the host
+    /// ([`HOSTED_ROUNDS`], [`HOSTED_DIRECT`]; 0: not at all). Either needs a
+    /// plane, a heap the host maps, and a call within
+    /// `VKSHMEM_HOST_MAPPED_MAX` (by default every size where the heap is
+    /// host memory that a CPU device computes on, see
+    /// [`crate::config::HOST_MAPPED_MAX_CPU`]); rounds through the staging
+    /// buffers (`staged.rs`) within [`Small::rounds_max`]; the direct path
+    /// (`direct.rs`) within [`Small::direct_max`] and where this PE maps
+    /// every member's heap.
+    pub(crate) fn host_ways(&self, m: &Members, s: &Small) -> u32 {
+        let max = self.inner.host_mapped_max;
+        if self.inner.plane.is_none()
+            || s.size > max
+            || self.own_mapped(s.src, s.bytes.max(1)).is_none()
+        {
+            return 0;
+        }
+        let mut ways = 0;
+        if s.size <= s.rounds_max {
+            ways |= HOSTED_ROUNDS;
+        }
+        if s.size <= s.direct_max && m.shape.members().all(|pe| self.maps_heap_of(pe)) {
+            ways |= HOSTED_DIRECT;
+        }
+        ways
+    }
+
+    /// Whether this process maps PE `pe`'s heap (its own, or a peer's on the
+    /// same device in host-visible memory).
+    pub(crate) fn maps_heap_of(&self, pe: u32) -> bool {
+        self.inner
+            .heap
+            .block(pe)
+            .is_ok_and(|b| b.mapped().is_some())
     }
 
     /// This PE's contribution in the mapped heap when it may take the host

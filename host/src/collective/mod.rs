@@ -41,6 +41,7 @@ pub mod active;
 mod alltoall;
 mod broadcast;
 mod collect;
+mod direct;
 mod host_path;
 mod moves;
 mod part;
@@ -167,10 +168,11 @@ pub(crate) struct Desc {
     /// 1 when this member lets the team's first member submit every
     /// member's part (`VKSHMEM_SUBMIT`, see `part.rs`); taken when all do.
     leader: u32,
-    /// 1 when this member may move a call too large for the plane's data
-    /// slot on the host, in rounds through the staging buffers (see
-    /// `host_path`: a heap in host memory, within `VKSHMEM_HOST_MAPPED_MAX`);
-    /// taken when all may.
+    /// How this member may move a call too large for the plane's data slot
+    /// on the host (see `host_path`: a heap in host memory, within
+    /// `VKSHMEM_HOST_MAPPED_MAX`): bits `HOSTED_DIRECT` (straight from the
+    /// members' heaps, `direct.rs`) and `HOSTED_ROUNDS` (through the staging
+    /// buffers, `staged.rs`); a way is taken when all members may.
     hosted: u32,
 }
 
@@ -482,7 +484,7 @@ impl Context {
                 let mut d = desc;
                 if let (Some(slot), true) = (slot, local.is_ok()) {
                     d.staged = u32::from(self.stage_small(&small, slot));
-                    d.hosted = u32::from(self.may_host(&small));
+                    d.hosted = self.host_ways(m, &small);
                 }
                 d
             })
@@ -496,9 +498,18 @@ impl Context {
                 // Complete on return, no closing sync (see host_path).
                 return self.host_move(m, &all, t, &small);
             }
-            if all.iter().all(|d| d.hosted == 1) && !self.spans_devices(m) {
-                // Too large for the data slot, on a heap in host memory: in
-                // rounds through the staging buffers (see host_path).
+            // Too large for the data slot, on a heap in host memory (see
+            // host_path): straight from the members' heaps where every
+            // member maps them all and no dest overlaps what peers read ...
+            if all.iter().all(|d| d.hosted & host_path::HOSTED_DIRECT != 0)
+                && moves::direct_safe(m.shape.size, &all)?
+            {
+                return self.direct_move(m, &all, name, small.reduce);
+            }
+            // ... else in rounds through the staging buffers.
+            if all.iter().all(|d| d.hosted & host_path::HOSTED_ROUNDS != 0)
+                && !self.spans_devices(m)
+            {
                 return self.staged_move(m, &all, name, small.reduce);
             }
         }

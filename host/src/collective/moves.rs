@@ -111,9 +111,14 @@ pub(crate) enum Plan {
 /// # Errors
 /// A collect whose counts add up to more than some member's dest holds.
 pub(crate) fn plan(m: &Members, all: &[Desc]) -> Result<(Vec<u64>, Plan)> {
-    let d = &all[m.me as usize];
+    plan_of(m.shape.size, m.me, all)
+}
+
+/// [`plan`] for team member `me` of a team of `size`: what any member would
+/// plan for it (the descriptors are the same on every member).
+fn plan_of(size: u32, me: u32, all: &[Desc]) -> Result<(Vec<u64>, Plan)> {
+    let d = &all[me as usize];
     let es = d.es as u64;
-    let size = m.shape.size;
     let b = d.nelems * es;
     let uniform = |bytes: u64| vec![bytes; size as usize];
     let which = Which::from_code(d.which).expect("agreed descriptors name a collective");
@@ -121,7 +126,7 @@ pub(crate) fn plan(m: &Members, all: &[Desc]) -> Result<(Vec<u64>, Plan)> {
         Which::Broadcast => {
             let mut c = vec![0; size as usize];
             c[d.root as usize] = b;
-            let moves = if d.skip_root == 1 && m.me == d.root {
+            let moves = if d.skip_root == 1 && me == d.root {
                 vec![]
             } else {
                 vec![Move::one(d.root, 0, d.dest, b)]
@@ -140,7 +145,7 @@ pub(crate) fn plan(m: &Members, all: &[Desc]) -> Result<(Vec<u64>, Plan)> {
             uniform(size as u64 * b),
             Plan::Copies(
                 (0..size)
-                    .map(|i| Move::one(i, m.me as u64 * b, d.dest + i as u64 * b, b))
+                    .map(|i| Move::one(i, me as u64 * b, d.dest + i as u64 * b, b))
                     .collect(),
             ),
         ),
@@ -173,7 +178,7 @@ pub(crate) fn plan(m: &Members, all: &[Desc]) -> Result<(Vec<u64>, Plan)> {
                 .map(|j| {
                     Move {
                         member: j,
-                        at: m.me as u64 * n * sst * es,
+                        at: me as u64 * n * sst * es,
                         dest: d.dest + j as u64 * n * dst * es,
                         bytes: es,
                         count: n,
@@ -194,6 +199,61 @@ pub(crate) fn plan(m: &Members, all: &[Desc]) -> Result<(Vec<u64>, Plan)> {
             },
         ),
     })
+}
+
+/// Whether `mv`, a move of member `me` whose contribution starts at heap
+/// byte `source`, reads exactly the bytes it would write (a member's own
+/// block of an fcollect in place, a root's broadcast onto its source): a
+/// copy the host's direct path skips.
+pub(crate) fn onto_itself(mv: &Move, me: u32, source: u64) -> bool {
+    mv.member == me
+        && mv.dest == source + mv.at
+        && (mv.count <= 1 || mv.src_stride == mv.dst_stride)
+}
+
+/// Whether the members of a team of `size` may run the call whose agreed
+/// descriptors are `all` on the host's direct path (`direct.rs`): each reads
+/// the others' contributions straight from their heaps while writing its own
+/// dest, so no member may write bytes of its own contribution, which its
+/// peers may still be reading. Moves onto themselves ([`onto_itself`]) are
+/// skipped, so they write nothing; a reduction in place (dest = source) is
+/// safe too, as the direct path reduces it (each member writes only its own
+/// slice, which no other member reads before the meeting that follows).
+/// Anything else that overlaps takes the rounds through staging, which stage
+/// every part before any dest is written.
+///
+/// # Errors
+/// As [`plan`].
+pub(crate) fn direct_safe(size: u32, all: &[Desc]) -> Result<bool> {
+    let apart = |a: (u64, u64), b: (u64, u64)| a.0 >= a.1 || b.0 >= b.1 || a.1 <= b.0 || b.1 <= a.0;
+    for i in 0..size {
+        let (contrib, plan) = plan_of(size, i, all)?;
+        let source = all[i as usize].source;
+        let read = (source, source + contrib[i as usize]);
+        let ok = match plan {
+            Plan::Reduce { dest, bytes, .. } => dest == source || apart((dest, dest + bytes), read),
+            Plan::Copies(moves) => moves
+                .iter()
+                .filter(|mv| !onto_itself(mv, i, source))
+                .all(|mv| apart((mv.dest, mv.dest + mv.dest_span()), read)),
+        };
+        if !ok {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Member `i`'s slice of a reduction of `bytes` (elements of `es` bytes)
+/// among `size` members on the host's direct path, which combines it from
+/// every member: bytes `lo..hi`. In member order the slices cover every
+/// byte once; each starts on a whole element and, where `es` divides 64, on a
+/// cache line.
+pub(crate) fn reduce_slice(bytes: u64, es: u64, size: u32, i: u32) -> (u64, u64) {
+    let grain = if 64 % es.max(1) == 0 { 64 } else { es.max(1) };
+    let per = bytes.div_ceil(grain).div_ceil(u64::from(size.max(1))) * grain;
+    let lo = (u64::from(i) * per).min(bytes);
+    (lo, (lo + per).min(bytes))
 }
 
 /// How the staged transport cuts the members' contributions into rounds of
@@ -290,6 +350,7 @@ pub(crate) struct Window {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collective::Which;
 
     /// A cut's windows cover every byte of a contribution once, within the
     /// staging buffer and without two windows of a round overlapping there,
@@ -398,6 +459,114 @@ mod tests {
                 }
                 assert_eq!(got, want, "{mv:?} window {window}");
             }
+        }
+    }
+
+    /// The reduce-scatter's slices cover every byte once, in member order,
+    /// each on whole elements (and cache lines where the element size
+    /// divides 64), whatever the size and member count.
+    #[test]
+    fn reduce_slices_cover_every_byte_once() {
+        for es in [1u64, 2, 4, 8, 3] {
+            for elems in [0u64, 1, 5, 15, 16, 17, 100, 1023, 4096 + 7] {
+                let bytes = elems * es;
+                for size in 1..=9u32 {
+                    let mut next = 0;
+                    for i in 0..size {
+                        let (lo, hi) = reduce_slice(bytes, es, size, i);
+                        assert_eq!(lo, next, "es {es} bytes {bytes} size {size} member {i}");
+                        assert!(lo <= hi && hi <= bytes);
+                        assert_eq!(lo % es, 0);
+                        if 64 % es == 0 && hi < bytes {
+                            assert_eq!(hi % 64, 0);
+                        }
+                        next = hi;
+                    }
+                    assert_eq!(next, bytes, "es {es} bytes {bytes} size {size}");
+                }
+            }
+        }
+    }
+
+    /// Descriptors of `size` members of `which` over `n` 4-byte elements,
+    /// member `i`'s dest and source at `dest(i)` and `source(i)`.
+    fn descs(
+        which: Which,
+        size: u32,
+        n: u64,
+        dest: impl Fn(u64) -> u64,
+        source: impl Fn(u64) -> u64,
+    ) -> Vec<Desc> {
+        (0..u64::from(size))
+            .map(|i| {
+                let mut d = Desc::new::<u32>(which, dest(i), source(i), n);
+                d.cap = n * u64::from(size);
+                d
+            })
+            .collect()
+    }
+
+    /// The direct path takes calls whose dests miss what peers read, and
+    /// those in place where that is harmless (an fcollect's own block, a
+    /// root's broadcast onto its source, a reduction onto its source); it
+    /// leaves the rest (an alltoall in place, a dest across another
+    /// member's block of the source, a reduction half over its source) to
+    /// the rounds.
+    #[test]
+    fn direct_path_only_where_no_dest_meets_what_peers_read() {
+        let (n, b) = (100u64, 400u64);
+        for size in [1u32, 2, 3, 8] {
+            let s = u64::from(size);
+            let safe = |which, dest: &dyn Fn(u64) -> u64, source: &dyn Fn(u64) -> u64| {
+                direct_safe(size, &descs(which, size, n, dest, source)).unwrap()
+            };
+            for which in [
+                Which::Fcollect,
+                Which::Collect,
+                Which::Alltoall,
+                Which::Alltoalls,
+                Which::Broadcast,
+                Which::Reduce,
+            ] {
+                // Apart.
+                assert!(safe(which, &|_| 0, &|_| 1 << 20), "{which:?} apart, {size}");
+            }
+            // fcollect and collect in place: the source is the member's block.
+            for which in [Which::Fcollect, Which::Collect] {
+                assert!(
+                    safe(which, &|_| 0, &|i| i * b),
+                    "{which:?} in place, {size}"
+                );
+                // The source another member's block of dest: it is written
+                // while peers read it (unless alone).
+                assert_eq!(
+                    safe(which, &|_| 0, &|i| ((i + 1) % s) * b),
+                    size == 1,
+                    "{which:?} shifted, {size}"
+                );
+            }
+            // A broadcast onto the root's source: the root skips it; the
+            // others read nothing of their own.
+            assert!(
+                safe(Which::Broadcast, &|_| 0, &|_| 0),
+                "broadcast in place, {size}"
+            );
+            // An alltoall in place: every block but its own is written while
+            // its owner reads it.
+            assert_eq!(
+                safe(Which::Alltoall, &|_| 0, &|_| 0),
+                size == 1,
+                "alltoall in place, {size}"
+            );
+            // Reductions: in place yes, half over the source no.
+            assert!(
+                safe(Which::Reduce, &|_| 0, &|_| 0),
+                "reduce in place, {size}"
+            );
+            assert!(
+                !safe(Which::Reduce, &|_| 0, &|_| b / 2),
+                "reduce overlapping, {size}"
+            );
         }
     }
 }

@@ -10,7 +10,6 @@ use vkshmem_device::collectives::{self, HostCall, Kind};
 
 pub use vkshmem_device::collectives::ReduceOp;
 
-use super::host_path::{reduce_rounds_max, reduce_slots};
 use super::{generic_reach, Desc, Members, Small, Step, Which};
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -182,13 +181,11 @@ impl Context {
         let kind: Kind = collectives::kind(T::KIND).expect("every Reduce kind is in the table");
         let n = nreduce as u64;
         let mut local = self.check_reduce(&kind, op, dest, source, n);
-        let small = Small {
-            src: source.offset(),
-            bytes: n.saturating_mul(kind.bytes as u64),
-            size: n.saturating_mul(kind.bytes as u64),
-            reduce: Some(reduce_slots::<T>),
-            rounds_max: reduce_rounds_max(kind.name, m.shape.size),
-        };
+        let small = Small::reduction::<T>(
+            source.offset(),
+            n.saturating_mul(kind.bytes as u64),
+            m.shape.size,
+        );
         // The wide path's kernel is built before the agreement (see wide.rs), so
         // that a failure is every member's; a call this PE can run on the host
         // builds it only if the members end up on the kernel path (then after
@@ -196,7 +193,7 @@ impl Context {
         let mut wide = None;
         // Not on the staged transport (whose windows on peers' heaps do not
         // exist), which every member takes alike.
-        let early = !self.may_stage(&small) && !self.spans_devices(&m);
+        let early = !self.may_stage(&m, &small) && !self.spans_devices(&m);
         if local.is_ok() && early {
             match self.wide_prepare(&m, &kind, op, dest.offset(), source.offset(), n) {
                 Ok(w) => wide = w,

@@ -1,7 +1,9 @@
 //! Host collectives on teams that span devices: the staged transport
 //! ([`crate::transport`]); on one device too, where every member may move a
 //! call on the host and it is too large for the plane's data slot (a CPU
-//! device, see `host_path.rs`).
+//! device, see `host_path.rs`) but the direct path (`direct.rs`) may not
+//! take it (a dest that overlaps what peers read, or a member that does not
+//! map every member's heap).
 //!
 //! No member touches another member's heap. The data goes through the node
 //! segment's staging buffers (host memory every PE maps), in rounds of
