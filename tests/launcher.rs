@@ -1346,8 +1346,9 @@ fn wide_copies_hold_beyond_8_members() {
 /// member's part) a row is only the meeting and the call, past it the direct
 /// path's run and closing meeting once a call. Then 8 PEs, where reductions
 /// past 256 KiB had gone to the kernels (the rounds read every member's
-/// part on every member): in place, 1 and 4 MiB, direct too. Then every
-/// collective across 1-4 MiB on 4 PEs.
+/// part on every member), and f16 reductions at every size (the host had
+/// converted f16 in software): in place, 1 and 4 MiB, direct too. Then
+/// every collective across 1-4 MiB on 4 PEs.
 #[test]
 fn host_collectives_move_on_the_host_on_a_cpu_device() {
     let _one = one_spinning_job();
@@ -1374,6 +1375,13 @@ fn host_collectives_move_on_the_host_on_a_cpu_device() {
     let (r, rows) = bench_rows(
         8,
         "--collective reduce --scope host --check --min-bytes 1M --max-bytes 4M --iters 2 --warmup 1 --type int8 --op max --in-place --phases",
+        &[],
+    );
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    direct(&r, &rows);
+    let (r, rows) = bench_rows(
+        8,
+        "--collective reduce --scope host --check --min-bytes 64K --max-bytes 4M --step-factor 64 --iters 2 --warmup 1 --type float16 --op sum --in-place --offset 2 --phases",
         &[],
     );
     assert_eq!(rows.len(), 2, "{rows:?}");

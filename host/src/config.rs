@@ -364,7 +364,10 @@ pub const ENV_HOST_MAPPED_MAX: &str = "VKSHMEM_HOST_MAPPED_MAX";
 /// size. Its kernels run on the same cores as the host's memcpy, and slower
 /// (on a 2-core VM the copy kernel moved 7-10 GB/s against 17-21 for one
 /// core's memcpy); the host path beat the kernels 1.2-22x from 64 KiB to 4
-/// MiB on 2, 3, 4 and 8 PEs (`benches/results/host-staged-lavapipe-2026-11-28-nineteenth`).
+/// MiB on 2, 3, 4 and 8 PEs (`benches/results/host-staged-lavapipe-2026-11-28-nineteenth`),
+/// and straight from the members' heaps (`collective/direct.rs`) beat those
+/// rounds 1.3-9.8x but for gathers of 4 MiB a member on 8 PEs, 0.8x
+/// (`benches/results/host-direct-lavapipe-2026-11-28-twentieth`).
 pub const HOST_MAPPED_MAX_CPU: u64 = u64::MAX;
 
 /// The default of [`ENV_HOST_MAPPED_MAX`] where the heap is host memory that

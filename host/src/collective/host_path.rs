@@ -43,30 +43,18 @@ const HOST_REDUCE_MEMBERS: u32 = 4;
 /// See [`HOST_REDUCE_MEMBERS`].
 const HOST_REDUCE_WIDE: u64 = 256 << 10;
 
-/// The largest reduction of elements `kind` (bytes per member) that
-/// `members` move on the host in rounds ([`Small::rounds_max`]). A round
-/// combines every member's part on every member (`members`² parts read per
-/// round): on 8 PEs on llvmpipe that lost to the kernels from 1 MiB (5.7
-/// against 2.4 ms) and won up to 256 KiB, so past [`HOST_REDUCE_MEMBERS`]
-/// members only up to [`HOST_REDUCE_WIDE`]. Never for `f16`, which the host
-/// converts element by element in software (4 MiB on 2 PEs: 10.6 ms
-/// against 2.8 on the kernels; `bf16`, a shift away from `f32`, won).
-pub(crate) fn reduce_rounds_max(kind: &str, members: u32) -> u64 {
-    match kind {
-        "f16" => 0,
-        _ if members > HOST_REDUCE_MEMBERS => HOST_REDUCE_WIDE,
-        _ => u64::MAX,
-    }
-}
-
-/// The largest reduction of elements `kind` (bytes per member) that moves on
-/// the host's direct path (`direct.rs`, [`Small::direct_max`]): every size
-/// but for `f16`, which the host converts element by element in software
-/// (see [`reduce_rounds_max`]).
-pub(crate) fn reduce_direct_max(kind: &str) -> u64 {
-    match kind {
-        "f16" => 0,
-        _ => u64::MAX,
+/// The largest reduction (bytes per member) that `members` move on the
+/// host in rounds ([`Small::rounds_max`]; the direct path, which reads every
+/// part once, takes every size). A round combines every member's part on
+/// every member (`members`² parts read per round): on 8 PEs on llvmpipe
+/// that lost to the kernels from 1 MiB (5.7 against 2.4 ms) and won up to
+/// 256 KiB, so past [`HOST_REDUCE_MEMBERS`] members only up to
+/// [`HOST_REDUCE_WIDE`].
+pub(crate) fn reduce_rounds_max(members: u32) -> u64 {
+    if members > HOST_REDUCE_MEMBERS {
+        HOST_REDUCE_WIDE
+    } else {
+        u64::MAX
     }
 }
 
@@ -92,10 +80,6 @@ pub(crate) struct Small {
     /// large for the data slot (`u64::MAX` for the moves; reductions:
     /// [`reduce_rounds_max`]).
     pub rounds_max: u64,
-    /// The largest `size` this call may move on the host's direct path,
-    /// too large for the data slot (`u64::MAX` for the moves; reductions:
-    /// [`reduce_direct_max`]).
-    pub direct_max: u64,
 }
 
 impl Small {
@@ -108,7 +92,6 @@ impl Small {
             size,
             reduce: None,
             rounds_max: u64::MAX,
-            direct_max: u64::MAX,
         }
     }
 
@@ -119,8 +102,7 @@ impl Small {
             bytes,
             size: bytes,
             reduce: Some(reduce_slots::<T>),
-            rounds_max: reduce_rounds_max(T::KIND, members),
-            direct_max: reduce_direct_max(T::KIND),
+            rounds_max: reduce_rounds_max(members),
         }
     }
 }
@@ -135,8 +117,11 @@ pub(crate) type ReduceFn = fn(ReduceOp, usize, &[*const u8], *mut u8);
 /// The operation is chosen once per call (not per element), so each arm is a
 /// loop the compiler vectorises; the slots are combined a block at a time,
 /// the block's accumulator staying in L1, so memory sees one read of every
-/// slot and one write of `out`.
+/// slot and one write of `out`. `f16` goes through [`reduce_f16`].
 pub(crate) fn reduce_slots<T: Reduce>(op: ReduceOp, n: usize, slots: &[*const u8], out: *mut u8) {
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<half::f16>() {
+        return reduce_f16(op, n, slots, out);
+    }
     // Each arm passes a closure with the operation fixed, so that
     // `host_combine`'s match folds away in the monomorphised loop.
     macro_rules! per_op {
@@ -197,6 +182,164 @@ fn combine_blocks<T: Reduce>(n: usize, slots: &[*const u8], out: *mut u8, f: imp
     }
 }
 
+/// [`reduce_slots`] for `f16`: a block at a time through `f32`, converted
+/// with the CPU's F16C instructions (8 elements each, [`f16c`]) where it has
+/// them, else with `half`'s slice conversions. Every step is rounded to
+/// `f16`, as `f16`'s own operators (`Reduce::host_combine`) and the device's
+/// kernels round it, so the result is the same bit for bit. Element by
+/// element (`combine_blocks`), each conversion was a call in software: on 2
+/// PEs a 4 MiB reduction took 10.6 ms on the host against 2.8 on llvmpipe's
+/// kernels.
+fn reduce_f16(op: ReduceOp, n: usize, slots: &[*const u8], out: *mut u8) {
+    #[cfg(target_arch = "x86_64")]
+    if f16c::available() {
+        return reduce_f16_with(op, n, slots, out, f16c::widen, f16c::narrow);
+    }
+    reduce_f16_with(op, n, slots, out, soft_widen, soft_narrow)
+}
+
+/// `f16` to `f32` with `half`'s slice conversion.
+fn soft_widen(src: &[half::f16], dst: &mut [f32]) {
+    use half::slice::HalfFloatSliceExt;
+    src.convert_to_f32_slice(dst)
+}
+
+/// `f32` to `f16` (to nearest, ties to even) with `half`'s slice conversion.
+fn soft_narrow(src: &[f32], dst: &mut [half::f16]) {
+    use half::slice::HalfFloatSliceExt;
+    dst.convert_from_f32_slice(src)
+}
+
+/// [`reduce_f16`] with the conversions `widen` and `narrow` (same lengths).
+fn reduce_f16_with(
+    op: ReduceOp,
+    n: usize,
+    slots: &[*const u8],
+    out: *mut u8,
+    widen: fn(&[half::f16], &mut [f32]),
+    narrow: fn(&[f32], &mut [half::f16]),
+) {
+    use half::f16;
+    let Some((&first, rest)) = slots.split_first() else {
+        return;
+    };
+    for &s in slots {
+        assert_eq!(
+            s as usize % std::mem::align_of::<f16>(),
+            0,
+            "unaligned slot"
+        );
+    }
+    // SAFETY: as in `combine_blocks`: each slot holds n aligned elements
+    // that nobody writes while these shared slices live; any bits are an f16.
+    let first = unsafe { std::slice::from_raw_parts(first.cast::<f16>(), n) };
+    let rest: Vec<&[f16]> = rest
+        .iter()
+        // SAFETY: as for `first`.
+        .map(|&s| unsafe { std::slice::from_raw_parts(s.cast::<f16>(), n) })
+        .collect();
+    // `f16::max` and `min`'s rule (NaN yields the other; ties keep `a`).
+    let max = |a: f32, b: f32| if a.is_nan() || b > a { b } else { a };
+    let min = |a: f32, b: f32| if a.is_nan() || b < a { b } else { a };
+    let per_block = (COMBINE_BLOCK / 4).min(n);
+    let (mut acc, mut x) = (vec![0f32; per_block], vec![0f32; per_block]);
+    let mut rounded = vec![f16::ZERO; per_block];
+    let mut at = 0;
+    while at < n {
+        let len = per_block.min(n - at);
+        let (acc, x, rounded) = (&mut acc[..len], &mut x[..len], &mut rounded[..len]);
+        rounded.copy_from_slice(&first[at..at + len]);
+        for s in &rest {
+            widen(rounded, acc);
+            widen(&s[at..at + len], x);
+            let pairs = acc.iter_mut().zip(x.iter());
+            match op {
+                ReduceOp::Sum => pairs.for_each(|(a, b)| *a += b),
+                ReduceOp::Prod => pairs.for_each(|(a, b)| *a *= b),
+                ReduceOp::Max => pairs.for_each(|(a, b)| *a = max(*a, *b)),
+                ReduceOp::Min => pairs.for_each(|(a, b)| *a = min(*a, *b)),
+                ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => {
+                    unreachable!("checked: no bitwise reductions of floats")
+                }
+            }
+            narrow(acc, rounded);
+        }
+        // SAFETY: as in `combine_blocks`: `out` holds n * 2 writable bytes
+        // that nothing else touches during the call and no slot overlaps;
+        // a raw byte copy.
+        unsafe {
+            std::ptr::copy_nonoverlapping(rounded.as_ptr().cast::<u8>(), out.add(at * 2), len * 2)
+        };
+        at += len;
+    }
+}
+
+/// `f16` slices to `f32` and back with x86's F16C instructions, 8 elements
+/// at a time (`half` converts a slice through a call per 8 elements, which
+/// cost as much as the reduction).
+#[cfg(target_arch = "x86_64")]
+mod f16c {
+    use half::f16;
+    use std::arch::x86_64::{
+        __m128i, _mm256_cvtph_ps, _mm256_cvtps_ph, _mm256_loadu_ps, _mm256_storeu_ps,
+        _mm_loadu_si128, _mm_storeu_si128, _MM_FROUND_TO_NEAREST_INT,
+    };
+
+    /// Whether this CPU has the instructions (checked once, then cached by
+    /// the standard library).
+    pub fn available() -> bool {
+        is_x86_feature_detected!("f16c") && is_x86_feature_detected!("avx")
+    }
+
+    /// `dst = src` as `f32` (equal lengths). Call only where [`available`].
+    pub fn widen(src: &[f16], dst: &mut [f32]) {
+        assert!(available() && src.len() == dst.len());
+        // SAFETY: the CPU has AVX and F16C (asserted), which the function
+        // is compiled for.
+        unsafe { widen_f16c(src, dst) }
+    }
+
+    /// `dst = src` rounded to `f16`, to nearest with ties to even (equal
+    /// lengths). Call only where [`available`].
+    pub fn narrow(src: &[f32], dst: &mut [f16]) {
+        assert!(available() && src.len() == dst.len());
+        // SAFETY: as in `widen`.
+        unsafe { narrow_f16c(src, dst) }
+    }
+
+    #[target_feature(enable = "avx,f16c")]
+    unsafe fn widen_f16c(src: &[f16], dst: &mut [f32]) {
+        let whole = src.len() / 8 * 8;
+        for i in (0..whole).step_by(8) {
+            // SAFETY: i + 8 <= len on both sides; unaligned loads and
+            // stores; f16 is 2 bytes (8 make the 128 bits loaded).
+            unsafe {
+                let h = _mm_loadu_si128(src.as_ptr().add(i).cast::<__m128i>());
+                _mm256_storeu_ps(dst.as_mut_ptr().add(i), _mm256_cvtph_ps(h));
+            }
+        }
+        for i in whole..src.len() {
+            dst[i] = src[i].to_f32();
+        }
+    }
+
+    #[target_feature(enable = "avx,f16c")]
+    unsafe fn narrow_f16c(src: &[f32], dst: &mut [f16]) {
+        let whole = src.len() / 8 * 8;
+        for i in (0..whole).step_by(8) {
+            // SAFETY: as in `widen_f16c`.
+            unsafe {
+                let v = _mm256_loadu_ps(src.as_ptr().add(i));
+                let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v);
+                _mm_storeu_si128(dst.as_mut_ptr().add(i).cast::<__m128i>(), h);
+            }
+        }
+        for i in whole..src.len() {
+            dst[i] = f16::from_f32(src[i]);
+        }
+    }
+}
+
 impl Context {
     /// This PE's own heap at `offset` as a host pointer, when mapped.
     pub(crate) fn own_mapped(&self, offset: u64, bytes: u64) -> Option<*mut u8> {
@@ -227,8 +370,7 @@ impl Context {
     /// host memory that a CPU device computes on, see
     /// [`crate::config::HOST_MAPPED_MAX_CPU`]); rounds through the staging
     /// buffers (`staged.rs`) within [`Small::rounds_max`]; the direct path
-    /// (`direct.rs`) within [`Small::direct_max`] and where this PE maps
-    /// every member's heap.
+    /// (`direct.rs`) where this PE maps every member's heap.
     pub(crate) fn host_ways(&self, m: &Members, s: &Small) -> u32 {
         let max = self.inner.host_mapped_max;
         if self.inner.plane.is_none()
@@ -241,7 +383,7 @@ impl Context {
         if s.size <= s.rounds_max {
             ways |= HOSTED_ROUNDS;
         }
-        if s.size <= s.direct_max && m.shape.members().all(|pe| self.maps_heap_of(pe)) {
+        if m.shape.members().all(|pe| self.maps_heap_of(pe)) {
             ways |= HOSTED_DIRECT;
         }
         ways
@@ -344,17 +486,14 @@ mod tests {
     use super::*;
 
     /// Reductions in host rounds: every size on up to 4 members, 256 KiB
-    /// beyond, never over f16 (its one-sync path is `stage_source`'s).
+    /// beyond.
     #[test]
-    fn reduce_rounds_by_kind_and_members() {
-        for kind in ["i8", "i32", "f32", "f64", "bf16"] {
-            assert_eq!(reduce_rounds_max(kind, 2), u64::MAX, "{kind}");
-            assert_eq!(reduce_rounds_max(kind, 4), u64::MAX, "{kind}");
-            assert_eq!(reduce_rounds_max(kind, 5), 256 << 10, "{kind}");
-            assert_eq!(reduce_rounds_max(kind, 8), 256 << 10, "{kind}");
+    fn reduce_rounds_by_members() {
+        for members in [1, 2, 4] {
+            assert_eq!(reduce_rounds_max(members), u64::MAX, "{members}");
         }
-        for members in [1, 2, 8] {
-            assert_eq!(reduce_rounds_max("f16", members), 0);
+        for members in [5, 8, 64] {
+            assert_eq!(reduce_rounds_max(members), 256 << 10, "{members}");
         }
     }
 
@@ -425,5 +564,52 @@ mod tests {
         // Small integers as floats: sums and products stay exact.
         check::<f32>(&[Sum, Prod, Max, Min], |x| (x % 7) as f32 - 3.0);
         check::<f64>(&[Sum, Prod, Max, Min], |x| (x % 5) as f64 - 2.0);
+        // f16 through f32 (`reduce_f16`), rounded every step: fractions in
+        // [-4, 4] whose sums and products round (none overflows to a NaN,
+        // which would not compare equal).
+        check::<half::f16>(&[Sum, Prod, Max, Min], |x| {
+            half::f16::from_f32(((x % 2001) as f32 - 1000.0) / 250.0)
+        });
+    }
+
+    /// `reduce_f16`'s conversions, F16C's and `half`'s, agree with `half`'s
+    /// element conversions on every f16 and on f32s between them, ties and
+    /// overflow included.
+    #[test]
+    fn f16_conversions_match_half() {
+        let all: Vec<half::f16> = (0..=u16::MAX).map(half::f16::from_bits).collect();
+        type Widen = fn(&[half::f16], &mut [f32]);
+        type Narrow = fn(&[f32], &mut [half::f16]);
+        let mut convs: Vec<(&str, Widen, Narrow)> = vec![("half", soft_widen, soft_narrow)];
+        #[cfg(target_arch = "x86_64")]
+        if f16c::available() {
+            convs.push(("f16c", f16c::widen, f16c::narrow));
+        }
+        // Exact values, halfway points (ties), beyond the largest f16.
+        let mut wide: Vec<f32> = all.iter().map(|h| h.to_f32()).collect();
+        wide.extend(
+            all.windows(2)
+                .map(|w| (w[0].to_f32() + w[1].to_f32()) / 2.0),
+        );
+        wide.extend([65520.0, 65519.0, 1e6, -1e6, 1e-9, f32::INFINITY]);
+        for (name, widen, narrow) in convs {
+            let mut f = vec![0f32; all.len()];
+            widen(&all, &mut f);
+            for (h, x) in all.iter().zip(&f) {
+                assert!(
+                    h.to_f32().to_bits() == x.to_bits() || h.is_nan() && x.is_nan(),
+                    "{name} {h:?}"
+                );
+            }
+            let mut h = vec![half::f16::ZERO; wide.len()];
+            narrow(&wide, &mut h);
+            for (x, h) in wide.iter().zip(&h) {
+                let want = half::f16::from_f32(*x);
+                assert!(
+                    want.to_bits() == h.to_bits() || want.is_nan() && h.is_nan(),
+                    "{name} {x}"
+                );
+            }
+        }
     }
 }
