@@ -28,10 +28,21 @@
 
 use super::host_path::ReduceFn;
 use super::moves::{self, Plan};
+use super::reduce::ReduceOp;
 use super::{Desc, Members};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::phases::Phase;
+
+/// A reduction's agreed arguments: `dest = op` over the members' sources,
+/// `bytes` of elements of `es` bytes, combined by `f`.
+struct Reduction {
+    dest: u64,
+    bytes: u64,
+    op: ReduceOp,
+    es: u64,
+    f: ReduceFn,
+}
 
 /// How the members moved a direct call (carried by its meetings, see
 /// `Context::close_members`).
@@ -75,63 +86,18 @@ impl Context {
         let moved = match &plan {
             Plan::Copies(moves) => self.direct_copies(m, all, moves, &source, &own),
             Plan::Reduce { dest, bytes, op } => {
+                let f = reduce.expect("reductions pass their combiner");
                 let es = u64::from(all[m.me as usize].es);
-                let slice = |i: u32| moves::reduce_slice(*bytes, es, m.shape.size, i);
-                // Reduce-scatter: this member's slice of every source.
-                let (lo, hi) = slice(m.me);
-                let scattered = (|| {
-                    let out = own(dest + lo, hi - lo)?;
-                    let slots = (0..m.shape.size)
-                        // SAFETY (the `add`): lo < hi <= bytes, within each
-                        // member's contribution (`source` checked the whole of
-                        // it).
-                        .map(|i| source(i).map(|p| unsafe { p.add(lo as usize) }))
-                        .collect::<Result<Vec<_>>>()?;
-                    let f = reduce.expect("reductions pass their combiner");
-                    // Every member's source bytes lo..hi stay as they are
-                    // until the meeting below (a member in place writes only
-                    // its own slice, this one); `out` is this PE's dest,
-                    // which only this PE writes.
-                    f(*op, ((hi - lo) / es) as usize, &slots, out);
-                    Ok(())
-                })();
-                let verdict = self
-                    .close_members(m, name, scattered.is_ok(), DIRECT)
-                    .map_err(|e| e.during(name));
-                scattered.and(verdict)?;
-                // Allgather: the other members' slices from their dests,
-                // complete since the meeting; nobody writes them again before
-                // the closing meeting.
-                let to = own(*dest, *bytes);
-                to.and_then(|to| {
-                    for i in (0..m.shape.size).filter(|&i| i != m.me) {
-                        let (lo, hi) = slice(i);
-                        if lo == hi {
-                            continue;
-                        }
-                        let pe = m.shape.member(i);
-                        let from = self.mapped_at(pe, dest + lo, hi - lo).ok_or_else(|| {
-                            Error::InvalidArgument(format!(
-                                "{name}: PE {pe}'s dest is not mapped here"
-                            ))
-                        })?;
-                        // SAFETY: `from` is hi - lo bytes of PE `pe`'s mapped
-                        // heap (mapped_at checked the range), written by it
-                        // before the meeting above and not again before the
-                        // closing one; `to + lo` the same bytes of this PE's
-                        // dest (own checked all of it), a different
-                        // allocation's mapping (i != me), so they do not
-                        // overlap. Raw bytes, no references.
-                        unsafe {
-                            std::ptr::copy_nonoverlapping(
-                                from.cast_const(),
-                                to.add(lo as usize),
-                                (hi - lo) as usize,
-                            )
-                        };
-                    }
-                    Ok(())
-                })
+                let r = Reduction {
+                    dest: *dest,
+                    bytes: *bytes,
+                    op: *op,
+                    es,
+                    f,
+                };
+                // A failure before the middle meeting stops every member
+                // there (all saw it); one after it goes to the closing one.
+                self.direct_reduce(m, name, &r, &source, &own)?
             }
         };
         // Timed as the kernel path's run and closing meeting are (a
@@ -144,6 +110,68 @@ impl Context {
         phases.end(Phase::Close, closing);
         // A failure of this PE's own is the more precise error.
         moved.and(verdict)
+    }
+
+    /// A reduction on the direct path: this member's slice of every source
+    /// combined into its dest (reduce-scatter), a meeting, then the other
+    /// members' slices from their dests (allgather). The outer error: the
+    /// reduce-scatter failed on some member, and every member stops at the
+    /// meeting; the inner result: this member's allgather, for the closing
+    /// meeting.
+    fn direct_reduce(
+        &self,
+        m: &Members,
+        name: &str,
+        r: &Reduction,
+        source: &dyn Fn(u32) -> Result<*const u8>,
+        own: &dyn Fn(u64, u64) -> Result<*mut u8>,
+    ) -> Result<Result<()>> {
+        let slice = |i: u32| moves::reduce_slice(r.bytes, r.es, m.shape.size, i);
+        let (lo, hi) = slice(m.me);
+        let scattered = own(r.dest + lo, hi - lo).and_then(|out| {
+            let slots = (0..m.shape.size)
+                // SAFETY (the `add`): lo <= bytes, within each member's
+                // contribution (`source` checked the whole of it).
+                .map(|i| source(i).map(|p| unsafe { p.add(lo as usize) }))
+                .collect::<Result<Vec<_>>>()?;
+            // Every member's source bytes lo..hi stay as they are until the
+            // meeting below (a member in place writes only its own slice,
+            // this one); `out` is this PE's dest, which only this PE writes.
+            (r.f)(r.op, ((hi - lo) / r.es) as usize, &slots, out);
+            Ok(())
+        });
+        let verdict = self
+            .close_members(m, name, scattered.is_ok(), DIRECT)
+            .map_err(|e| e.during(name));
+        scattered.and(verdict)?;
+        // The other members' slices, complete since the meeting; nobody
+        // writes them again before the closing meeting.
+        Ok(own(r.dest, r.bytes).and_then(|to| {
+            for i in (0..m.shape.size).filter(|&i| i != m.me) {
+                let (lo, hi) = slice(i);
+                if lo == hi {
+                    continue;
+                }
+                let pe = m.shape.member(i);
+                let from = self.mapped_at(pe, r.dest + lo, hi - lo).ok_or_else(|| {
+                    Error::InvalidArgument(format!("{name}: PE {pe}'s dest is not mapped here"))
+                })?;
+                // SAFETY: `from` is hi - lo bytes of PE `pe`'s mapped heap
+                // (mapped_at checked the range), written by it before the
+                // meeting above and not again before the closing one; `to +
+                // lo` the same bytes of this PE's dest (own checked all of
+                // it), a different allocation's mapping (i != me), so they
+                // do not overlap. Raw bytes, no references.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        from.cast_const(),
+                        to.add(lo as usize),
+                        (hi - lo) as usize,
+                    )
+                };
+            }
+            Ok(())
+        }))
     }
 
     /// The copies of `moves` into this PE's dest, from the members' mapped

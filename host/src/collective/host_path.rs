@@ -570,6 +570,9 @@ mod tests {
         check::<half::f16>(&[Sum, Prod, Max, Min], |x| {
             half::f16::from_f32(((x % 2001) as f32 - 1000.0) / 250.0)
         });
+        check::<half::bf16>(&[Sum, Prod, Max, Min], |x| {
+            half::bf16::from_f32(((x % 2001) as f32 - 1000.0) / 250.0)
+        });
     }
 
     /// `reduce_f16`'s conversions, F16C's and `half`'s, agree with `half`'s
