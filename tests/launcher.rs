@@ -636,7 +636,8 @@ fn user_kernels_on_1_to_4_pes() {
 }
 
 /// The benchmark's host check of every collective on `n` PEs with `env`, at
-/// 1 to 4 MiB: several 1 MiB staged rounds per member.
+/// 1 to 4 MiB: several 1 MiB staged rounds per member on the staged
+/// transport; on one CPU device, the direct host path at those sizes.
 fn staged_rounds_check(n: u32, env: &[(&str, &str)]) {
     let bench = bin_dir().join("vkshmem-bench");
     let bench = bench.to_str().unwrap();
@@ -1104,7 +1105,9 @@ fn bench_rows(n: u32, args: &str, env: &[(&str, &str)]) -> (Run, Vec<String>) {
 /// collective on every team shape against a host reference, then bad input;
 /// on 3 PEs in `vec4<u32>` units (`VKSHMEM_WIDE_UNIT=u32`, GPUs' default).
 /// On 1, 2 and 8 PEs llvmpipe's default moves the host forms past the plane's
-/// data slot on the host, in staged rounds (`collective/host_path.rs`); on 3
+/// data slot on the host, straight from the members' mapped heaps
+/// (`collective/direct.rs`; the staged rounds where a dest overlaps what
+/// peers read); on 3
 /// and 4 PEs on the kernels past it (`VKSHMEM_HOST_MAPPED_MAX=16K`, what a
 /// GPU whose heap is host memory takes).
 #[test]

@@ -355,9 +355,9 @@ pub fn heap_mapping(get: impl Fn(&str) -> Option<String>) -> Result<bool> {
 
 /// Largest collective (bytes per member) run on the host through the mapped
 /// heap and the sync plane, with no submission: in one sync through the
-/// plane's data slot where it fits, else in rounds through the staging
-/// buffers (`collective::host_path`); `0` forces every collective through a
-/// kernel.
+/// plane's data slot where it fits, else straight from the members' mapped
+/// heaps or in rounds through the staging buffers (`collective::host_path`);
+/// `0` forces every collective through a kernel.
 pub const ENV_HOST_MAPPED_MAX: &str = "VKSHMEM_HOST_MAPPED_MAX";
 
 /// The default of [`ENV_HOST_MAPPED_MAX`] on a CPU device (lavapipe): every
