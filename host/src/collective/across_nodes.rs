@@ -17,7 +17,7 @@
 //! computes the same bits for a given job; the order differs from the flat
 //! one (floats may differ in the last bits from a reduction on one node).
 
-use super::host_path::ReduceFn;
+use super::combine::ReduceFn;
 use super::reduce::ReduceOp;
 use super::{Desc, ElemType, Members, Which};
 use crate::context::Context;

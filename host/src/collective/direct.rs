@@ -26,7 +26,7 @@
 //! which a member's dest overlaps its own source are run here only where
 //! that is harmless (`moves::direct_safe`); the rest take the rounds.
 
-use super::host_path::ReduceFn;
+use super::combine::ReduceFn;
 use super::moves::{self, Plan};
 use super::reduce::ReduceOp;
 use super::{Desc, Members};

@@ -41,6 +41,7 @@ pub mod active;
 mod alltoall;
 mod broadcast;
 mod collect;
+mod combine;
 mod direct;
 mod host_path;
 mod moves;
@@ -56,8 +57,8 @@ pub(crate) use part::{Part, Step};
 /// The host combiner of the device collectives' element kind `kind` (its
 /// index in `vkshmem_device::collectives::KINDS`): what the proxy uses for a
 /// device reduction's share on a team that spans devices.
-pub(crate) fn combine_for_kind(kind: u32) -> Option<host_path::ReduceFn> {
-    use host_path::reduce_slots;
+pub(crate) fn combine_for_kind(kind: u32) -> Option<combine::ReduceFn> {
+    use combine::reduce_slots;
     let name = vkshmem_device::collectives::KINDS.get(kind as usize)?.name;
     Some(match name {
         "i8" => reduce_slots::<i8>,

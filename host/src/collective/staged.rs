@@ -28,7 +28,7 @@
 //! it; see `copy_out_by_device`.) Teams have a set of buffers per team slot (and the active
 //! sets one more), so calls on different teams never share one.
 
-use super::host_path::ReduceFn;
+use super::combine::ReduceFn;
 use super::moves::{self, Cut, Plan, Window};
 use super::{Desc, Members};
 use std::sync::Arc;

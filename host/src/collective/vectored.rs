@@ -26,7 +26,7 @@
 
 use bytemuck::Pod;
 
-use super::host_path::reduce_slots;
+use super::combine::reduce_slots;
 use super::reduce::Reduce;
 use crate::context::Context;
 use crate::error::{Error, Result};

@@ -55,7 +55,7 @@ use crate::sync::segment::{futex_wait, futex_wake, Segment};
 use crate::sync::Plane;
 use crate::vk::memory::SharedMemory;
 
-/// Combines `n` elements of each slot into `out` (`collective::host_path::ReduceFn`).
+/// Combines `n` elements of each slot into `out` (`collective::combine::ReduceFn`).
 pub(crate) type Combine = fn(ReduceOp, usize, &[*const u8], *mut u8);
 
 /// The combiner for collectives kind `kind` (an index in `KINDS`).
