@@ -1375,6 +1375,15 @@ fn host_collectives_move_on_the_host_on_a_cpu_device() {
     // 6 collectives at 24 B, 264 B, 2904 B, 31944 B, 351384 B, 3865224 B.
     assert_eq!(rows.len(), 6 * 6, "{rows:?}");
     direct(&r, &rows);
+    // The same with streaming stores (`collective::copy`), which the
+    // default takes only past the cache: dests at 2 bytes past 64.
+    let (r, rows) = bench_rows(
+        3,
+        "--collective broadcast,collect,fcollect,alltoall,alltoalls,reduce --scope host --check --min-bytes 100K --max-bytes 1100K --step-factor 11 --iters 2 --warmup 1 --type int16 --offset 2 --phases",
+        &[("VKSHMEM_HOST_STREAM", "on")],
+    );
+    assert_eq!(rows.len(), 6 * 2, "{rows:?}");
+    direct(&r, &rows);
     let (r, rows) = bench_rows(
         8,
         "--collective reduce --scope host --check --min-bytes 1M --max-bytes 4M --iters 2 --warmup 1 --type int8 --op max --in-place --phases",

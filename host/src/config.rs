@@ -283,6 +283,27 @@ pub fn submit(get: impl Fn(&str) -> Option<String>) -> Result<Option<bool>> {
     }
 }
 
+/// Whether the host's direct path (a CPU device's large collectives) writes
+/// dests with streaming stores that bypass the cache: `auto` (the default:
+/// where the call's sources and dests take twice the last-level cache, see
+/// `collective::copy::streams`), `on` or `off`.
+pub const ENV_HOST_STREAM: &str = "VKSHMEM_HOST_STREAM";
+
+/// `VKSHMEM_HOST_STREAM`: `Some(true)` for `on`, `Some(false)` for `off`,
+/// `None` for `auto` (or unset).
+pub fn host_stream(get: impl Fn(&str) -> Option<String>) -> Result<Option<bool>> {
+    match get(ENV_HOST_STREAM).as_deref().map(str::trim) {
+        None | Some("") | Some("auto") => Ok(None),
+        Some("on") => Ok(Some(true)),
+        Some("off") => Ok(Some(false)),
+        Some(v) => Err(Error::Config {
+            var: ENV_HOST_STREAM,
+            value: v.to_string(),
+            why: "expected auto, on or off".into(),
+        }),
+    }
+}
+
 /// Invocations per workgroup of the host collectives' wide copies and
 /// pushes (the vec4 loops that move large messages; the reductions keep
 /// `vkshmem_device::collectives::WIDE_REDUCE_WORKGROUP`): a power of two
@@ -462,6 +483,20 @@ mod tests {
         let e = submit(env("all")).unwrap_err().to_string();
         assert!(
             e.contains("VKSHMEM_SUBMIT") && e.contains("auto, each or leader"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn host_stream_values() {
+        let env = |v: &'static str| move |_: &str| Some(v.to_string());
+        assert_eq!(host_stream(|_| None).unwrap(), None);
+        assert_eq!(host_stream(env("auto")).unwrap(), None);
+        assert_eq!(host_stream(env(" on")).unwrap(), Some(true));
+        assert_eq!(host_stream(env("off")).unwrap(), Some(false));
+        let e = host_stream(env("1")).unwrap_err().to_string();
+        assert!(
+            e.contains("VKSHMEM_HOST_STREAM") && e.contains("auto, on or off"),
             "{e}"
         );
     }

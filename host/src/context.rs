@@ -85,6 +85,9 @@ pub(crate) struct Inner {
     /// `VKSHMEM_HOST_MAPPED_MAX`: small collectives up to this many bytes per
     /// member run on the host (see `collective::host_path`).
     pub(crate) host_mapped_max: u64,
+    /// `VKSHMEM_HOST_STREAM`: streaming stores on the direct host path
+    /// (`None`: where the call overflows the cache; `collective::copy`).
+    pub(crate) host_stream: Option<bool>,
     /// Whether this PE lets the team's first member submit every member's
     /// part of a host collective (`VKSHMEM_SUBMIT`, `collective::part`).
     pub(crate) leader_submit: bool,
@@ -301,6 +304,7 @@ impl Context {
         let policy = WaitPolicy::from_env(get, job.npes)?;
         let host_mapped_max = config::host_mapped_max(get)?;
         let submit = config::submit(get)?;
+        let host_stream = config::host_stream(get)?;
         let wide_workgroup = config::wide_workgroup(get)?;
         let wide_unit_asked = config::wide_unit(get)?;
         let transport = crate::transport::Mode::from_env(get)?;
@@ -466,6 +470,7 @@ impl Context {
                 npes: job.npes,
                 wait_timeout,
                 host_mapped_max,
+                host_stream,
                 leader_submit,
                 wide_workgroup,
                 wide_unit,

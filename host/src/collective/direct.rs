@@ -27,6 +27,7 @@
 //! that is harmless (`moves::direct_safe`); the rest take the rounds.
 
 use super::combine::ReduceFn;
+use super::copy;
 use super::moves::{self, Plan};
 use super::reduce::ReduceOp;
 use super::{Desc, Members};
@@ -42,6 +43,8 @@ struct Reduction {
     op: ReduceOp,
     es: u64,
     f: ReduceFn,
+    /// Whether the allgather streams its stores (`copy::streams`).
+    stream: bool,
 }
 
 /// How the members moved a direct call (carried by its meetings, see
@@ -83,8 +86,20 @@ impl Context {
                 ))
             })
         };
+        // Streaming stores past the last-level cache (`copy.rs`): the
+        // members' contributions, and their dests (this member's size on
+        // each: the team's calls are symmetric but for a root's skip).
+        let dests = match &plan {
+            Plan::Copies(moves) => moves.iter().map(moves::Move::dest_span).sum(),
+            Plan::Reduce { bytes, .. } => *bytes,
+        };
+        let stream = copy::streams(
+            contrib.iter().sum(),
+            u64::from(m.shape.size).saturating_mul(dests),
+            self.inner.host_stream,
+        );
         let moved = match &plan {
-            Plan::Copies(moves) => self.direct_copies(m, all, moves, &source, &own),
+            Plan::Copies(moves) => self.direct_copies(m, all, moves, &source, &own, stream),
             Plan::Reduce { dest, bytes, op } => {
                 let f = reduce.expect("reductions pass their combiner");
                 let es = u64::from(all[m.me as usize].es);
@@ -94,6 +109,7 @@ impl Context {
                     op: *op,
                     es,
                     f,
+                    stream,
                 };
                 // A failure before the middle meeting stops every member
                 // there (all saw it); one after it goes to the closing one.
@@ -163,13 +179,15 @@ impl Context {
                 // it), a different allocation's mapping (i != me), so they
                 // do not overlap. Raw bytes, no references.
                 unsafe {
-                    std::ptr::copy_nonoverlapping(
+                    copy::copy(
                         from.cast_const(),
                         to.add(lo as usize),
                         (hi - lo) as usize,
+                        r.stream,
                     )
                 };
             }
+            copy::fence(r.stream);
             Ok(())
         }))
     }
@@ -183,6 +201,7 @@ impl Context {
         moves: &[moves::Move],
         source: &dyn Fn(u32) -> Result<*const u8>,
         own: &dyn Fn(u64, u64) -> Result<*mut u8>,
+        stream: bool,
     ) -> Result<()> {
         let mine = all[m.me as usize].source;
         for mv in moves
@@ -203,17 +222,19 @@ impl Context {
                 // bytes of this PE's dest span (own checked it), which only
                 // this PE writes. `direct_safe` let the call here only if no
                 // move but those onto themselves (skipped) writes bytes a
-                // member reads, so `copy` (a memmove) sees no race; raw
-                // bytes, no references.
+                // member reads, so the two do not overlap and nobody else
+                // writes them; raw bytes, no references.
                 unsafe {
-                    std::ptr::copy(
+                    copy::copy(
                         from.add(at as usize),
                         to.add((dest - mv.dest) as usize),
                         n as usize,
+                        stream,
                     )
                 };
             }
         }
+        copy::fence(stream);
         Ok(())
     }
 }

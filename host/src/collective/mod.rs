@@ -42,6 +42,7 @@ mod alltoall;
 mod broadcast;
 mod collect;
 mod combine;
+mod copy;
 mod direct;
 mod host_path;
 mod moves;

@@ -163,9 +163,12 @@ mod x86 {
 
     /// `v` rounded to the type (to nearest, ties to even) and widened back
     /// to `f32`: `bf16` where `BF`, else `f16`.
+    ///
+    /// # Safety
+    /// The CPU has AVX2 and F16C.
     #[inline]
     #[target_feature(enable = "avx2,f16c")]
-    fn round<const BF: bool>(v: __m256) -> __m256 {
+    unsafe fn round<const BF: bool>(v: __m256) -> __m256 {
         if !BF {
             return _mm256_cvtph_ps(_mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v));
         }

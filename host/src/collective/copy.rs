@@ -1,0 +1,219 @@
+//! The host path's large copies: `memmove`, or streaming (non-temporal)
+//! stores where the call's data is larger than the last-level cache.
+//!
+//! A plain store first reads the line it writes (write-allocate) and leaves
+//! it in the cache, evicting data the call reads next; when the members'
+//! sources and dests together overflow the cache, every dest line then costs
+//! a read from DRAM and a write back. Streaming stores write whole lines
+//! straight to memory, as glibc's `memcpy` does past its own threshold
+//! (which a single copy of a collective's block rarely reaches: the
+//! footprint that matters is the whole call's, on every member at once).
+
+use std::sync::OnceLock;
+
+/// Copies below this many bytes never stream (the alignment head and the
+/// fence cost more than they save).
+const STREAM_MIN: usize = 64 << 10;
+
+/// The last-level cache's size in bytes, from sysfs (`None` where unknown).
+fn llc_bytes() -> Option<u64> {
+    static LLC: OnceLock<Option<u64>> = OnceLock::new();
+    *LLC.get_or_init(|| {
+        let dir = std::path::Path::new("/sys/devices/system/cpu/cpu0/cache");
+        let mut best: Option<(u32, u64)> = None;
+        for e in std::fs::read_dir(dir).ok()?.flatten() {
+            let read = |f: &str| std::fs::read_to_string(e.path().join(f)).ok();
+            let (Some(level), Some(size)) = (read("level"), read("size")) else {
+                continue;
+            };
+            let Ok(level) = level.trim().parse::<u32>() else {
+                continue;
+            };
+            if let Some(bytes) = parse_size(size.trim()) {
+                if best.map_or(true, |(l, _)| level > l) {
+                    best = Some((level, bytes));
+                }
+            }
+        }
+        best.map(|(_, b)| b)
+    })
+}
+
+/// sysfs's cache size ("32768K", "2M").
+fn parse_size(s: &str) -> Option<u64> {
+    let (num, mul) = match s.as_bytes().last()? {
+        b'K' => (&s[..s.len() - 1], 1u64 << 10),
+        b'M' => (&s[..s.len() - 1], 1 << 20),
+        b'G' => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    num.parse::<u64>().ok()?.checked_mul(mul)
+}
+
+/// Whether a call whose members' sources take `sources` bytes and their
+/// dests `dests` (on every member together) should stream its dest writes:
+/// where the two take at least twice the last-level cache, so that dest
+/// lines kept in the cache would only evict sources still to be read.
+///
+/// On a 2-core VM with a 32 MiB L3 (lavapipe; 2, 4 and 8 PEs; 1 and 4 MiB;
+/// two interleaved runs in different periods of the VM's noise,
+/// `benches/results/host-stream-lavapipe-2026-11-28-twentyfirst/`),
+/// streaming won 1.1-1.9x from 64 MiB (alltoalls, 4- and 8-PE gathers,
+/// the 8-PE reduction of 4 MiB), with one loss (an 8-PE collect of 1 MiB:
+/// 0.68x in one run, 1.46x in the other); below, it lost 0.3-0.8x in both
+/// runs but for the 8-PE broadcast of 4 MiB (36 MiB: 0.66x, then 1.48x).
+/// `asked` is `VKSHMEM_HOST_STREAM`'s `on` or `off` (`None`: `auto`).
+pub(crate) fn streams(sources: u64, dests: u64, asked: Option<bool>) -> bool {
+    available()
+        && asked.unwrap_or_else(|| llc_bytes().is_some_and(|llc| overflows(sources, dests, llc)))
+}
+
+/// [`streams`]' rule for a cache of `llc` bytes (pure).
+fn overflows(sources: u64, dests: u64, llc: u64) -> bool {
+    sources.saturating_add(dests) >= llc.saturating_mul(2)
+}
+
+fn available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("avx")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Copies `n` bytes from `from` to `to`, with streaming stores where
+/// `stream` (and the CPU has them; then call [`fence`] before another PE
+/// may read `to`).
+///
+/// # Safety
+/// `from` holds `n` readable bytes and `to` `n` writable ones; nothing else
+/// writes either during the call; they do not overlap unless `stream` is
+/// false (then they may: a memmove).
+pub(crate) unsafe fn copy(from: *const u8, to: *mut u8, n: usize, stream: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if stream && n >= STREAM_MIN && available() {
+        // SAFETY: the caller's promises; AVX (checked).
+        return unsafe { x86::stream(from, to, n) };
+    }
+    // SAFETY: the caller's promises (a memmove).
+    unsafe { std::ptr::copy(from, to, n) }
+}
+
+/// Orders this thread's streaming stores before its later stores (the
+/// arrival at the meeting after which peers read them).
+pub(crate) fn fence(stream: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if stream && available() {
+        // SAFETY: SSE is part of x86-64's baseline.
+        unsafe { std::arch::x86_64::_mm_sfence() }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::{__m256i, _mm256_loadu_si256, _mm256_stream_si256};
+
+    /// [`super::copy`] with streaming stores: a plain head up to `to`'s
+    /// next 32-byte boundary, 128 bytes a step, a plain tail.
+    ///
+    /// # Safety
+    /// As [`super::copy`] with `stream`; the CPU has AVX.
+    #[target_feature(enable = "avx")]
+    pub(super) unsafe fn stream(from: *const u8, to: *mut u8, n: usize) {
+        let head = (to as usize).wrapping_neg() % 32;
+        let body = (n - head) / 128 * 128;
+        // SAFETY: head + body <= n, inside both (the caller's); `to + head`
+        // is 32-byte aligned as `_mm256_stream_si256` requires; unaligned
+        // loads; the ranges do not overlap (the caller's).
+        unsafe {
+            std::ptr::copy_nonoverlapping(from, to, head);
+            let (f, t) = (from.add(head), to.add(head));
+            let mut i = 0;
+            while i < body {
+                let s = f.add(i).cast::<__m256i>();
+                let d = t.add(i).cast::<__m256i>();
+                let (a, b) = (_mm256_loadu_si256(s), _mm256_loadu_si256(s.add(1)));
+                let (c, e) = (_mm256_loadu_si256(s.add(2)), _mm256_loadu_si256(s.add(3)));
+                _mm256_stream_si256(d, a);
+                _mm256_stream_si256(d.add(1), b);
+                _mm256_stream_si256(d.add(2), c);
+                _mm256_stream_si256(d.add(3), e);
+                i += 128;
+            }
+            let done = head + body;
+            std::ptr::copy_nonoverlapping(from.add(done), to.add(done), n - done);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The measured cases (`streams`' docs) on a 32 MiB cache.
+    #[test]
+    fn streams_from_twice_the_cache() {
+        let (mib, llc) = (1u64 << 20, 32u64 << 20);
+        let call = |sources: u64, dests: u64| overflows(sources * mib, dests * mib, llc);
+        // 8-PE alltoall of 1 MiB blocks, 8-PE collect of 1 MiB, 4-PE
+        // collect of 4 MiB, 8-PE reduction of 4 MiB.
+        assert!(call(64, 64));
+        assert!(call(8, 64));
+        assert!(call(16, 64));
+        assert!(call(32, 32));
+        // 8-PE broadcast of 4 MiB, 2-PE alltoall of 4 MiB blocks, just
+        // under twice the cache.
+        assert!(!call(4, 32));
+        assert!(!call(16, 16));
+        assert!(!call(16, 32 - 16 + 15));
+        // No overflow on absurd sizes.
+        assert!(overflows(u64::MAX, u64::MAX, u64::MAX));
+    }
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("32768K"), Some(32 << 20));
+        assert_eq!(parse_size("2M"), Some(2 << 20));
+        assert_eq!(parse_size("512"), Some(512));
+        assert_eq!(parse_size("x"), None);
+    }
+
+    /// Both ways copy every byte, at every alignment of either end and
+    /// lengths around the step and the threshold.
+    #[test]
+    fn copies_every_byte() {
+        let src: Vec<u8> = (0..(STREAM_MIN + 1024))
+            .map(|i| (i * 7 + 3) as u8)
+            .collect();
+        for n in [
+            0,
+            1,
+            31,
+            127,
+            128,
+            4095,
+            STREAM_MIN - 1,
+            STREAM_MIN,
+            STREAM_MIN + 161,
+        ] {
+            for (fa, ta) in [(0, 0), (1, 0), (0, 3), (5, 17), (32, 31)] {
+                for stream in [false, true] {
+                    let mut dst = vec![0u8; n + 64];
+                    // SAFETY: fa + n <= src.len(), ta + n <= dst.len(); two
+                    // vectors, no overlap.
+                    unsafe { copy(src.as_ptr().add(fa), dst.as_mut_ptr().add(ta), n, stream) };
+                    fence(stream);
+                    assert_eq!(
+                        &dst[ta..ta + n],
+                        &src[fa..fa + n],
+                        "n={n} {fa} {ta} {stream}"
+                    );
+                    assert!(dst[..ta].iter().chain(&dst[ta + n..]).all(|&b| b == 0));
+                }
+            }
+        }
+    }
+}
