@@ -12,19 +12,22 @@
 //! 1. the agreement (`run_collective`) is the entry sync: every member's
 //!    source is ready and every dest free;
 //! 2. each member copies its plan (`moves.rs`) from the members' mapped
-//!    heaps into its own dest; a reduction is a reduce-scatter and an
-//!    allgather: member `i` combines its slice (`moves::reduce_slice`) of
-//!    every member's source into the same slice of its own dest, the members
-//!    meet, then each copies the other slices from their owners' dests, so
-//!    every source byte is read once, not once per member;
-//! 3. a closing meeting: no member returns (and reuses its source) while a
-//!    peer may still read it. Each meeting carries every member's outcome, so
-//!    a member whose copy failed stops them all.
+//!    heaps into its own dest; a reduction is a reduce-scatter whose slice
+//!    owners push their results: member `i` combines its slice
+//!    (`moves::reduce_slice`) of every member's source, a chunk at a time,
+//!    into the same bytes of its own dest and copies each chunk on to the
+//!    same bytes of every other member's dest, so every source byte is read
+//!    once and every dest byte written once;
+//! 3. a closing meeting: no member returns (and reuses its source, or reads
+//!    its dest) while a peer may still read or write them. Each meeting
+//!    carries every member's outcome, so a member whose copy failed stops
+//!    them all.
 //!
-//! A member writes only its own dest, and its peers read only its source
-//! (and, after the reduce-scatter's meeting, its dest's slice). Calls in
-//! which a member's dest overlaps its own source are run here only where
-//! that is harmless (`moves::direct_safe`); the rest take the rounds.
+//! Copies: a member writes only its own dest, and its peers read only its
+//! source. Reductions: the bytes of slice `i` of every source and every dest
+//! are read and written by member `i` alone. Calls in which a member's dest
+//! overlaps its own source are run here only where that is harmless
+//! (`moves::direct_safe`); the rest take the rounds.
 
 use super::combine::ReduceFn;
 use super::copy;
@@ -43,13 +46,18 @@ struct Reduction {
     op: ReduceOp,
     es: u64,
     f: ReduceFn,
-    /// Whether the allgather streams its stores (`copy::streams`).
+    /// Whether the pushes stream their stores (`copy::streams`).
     stream: bool,
 }
 
 /// How the members moved a direct call (carried by its meetings, see
 /// `Context::close_members`).
 const DIRECT: u32 = 3;
+
+/// Bytes of a reduction's slice combined, then pushed to the peers' dests,
+/// at a time: well inside L2, so the pushes read the combined chunk from
+/// this core's cache.
+const PUSH_CHUNK: u64 = 64 << 10;
 
 impl Context {
     /// Runs an agreed call on the direct path (module docs). `reduce`
@@ -111,14 +119,12 @@ impl Context {
                     f,
                     stream,
                 };
-                // A failure before the middle meeting stops every member
-                // there (all saw it); one after it goes to the closing one.
-                self.direct_reduce(m, name, &r, &source, &own)?
+                self.direct_reduce(m, all, name, &r, &source, &own)
             }
         };
-        // Timed as the kernel path's run and closing meeting are (a
-        // reduction's run includes its middle meeting), so `--phases` tells
-        // this path from the rounds (neither) and the kernels (submissions).
+        // Timed as the kernel path's run and closing meeting are, so
+        // `--phases` tells this path from the rounds (neither) and the
+        // kernels (submissions).
         let closing = phases.end(Phase::Run, running);
         let verdict = self
             .close_members(m, name, moved.is_ok(), DIRECT)
@@ -128,68 +134,79 @@ impl Context {
         moved.and(verdict)
     }
 
-    /// A reduction on the direct path: this member's slice of every source
-    /// combined into its dest (reduce-scatter), a meeting, then the other
-    /// members' slices from their dests (allgather). The outer error: the
-    /// reduce-scatter failed on some member, and every member stops at the
-    /// meeting; the inner result: this member's allgather, for the closing
-    /// meeting.
+    /// A reduction on the direct path: this member combines its slice
+    /// (`moves::reduce_slice`) of every member's source into the same bytes
+    /// of its own dest, [`PUSH_CHUNK`] bytes at a time, and copies each
+    /// chunk on to every other member's dest while it is in this core's
+    /// cache. A reduce-scatter whose slice owners push their results: every
+    /// source byte read once and every dest byte written once, with no
+    /// meeting between (the closing meeting completes the call).
+    ///
+    /// Slice `lo..hi` of every member's source is read, and of every
+    /// member's dest written, by this member alone; in place (a dest that
+    /// is its member's source, `moves::direct_safe`) each chunk is read
+    /// before it is written.
     fn direct_reduce(
         &self,
         m: &Members,
+        all: &[Desc],
         name: &str,
         r: &Reduction,
         source: &dyn Fn(u32) -> Result<*const u8>,
         own: &dyn Fn(u64, u64) -> Result<*mut u8>,
-    ) -> Result<Result<()>> {
-        let slice = |i: u32| moves::reduce_slice(r.bytes, r.es, m.shape.size, i);
-        let (lo, hi) = slice(m.me);
-        let scattered = own(r.dest + lo, hi - lo).and_then(|out| {
-            let slots = (0..m.shape.size)
-                // SAFETY (the `add`): lo <= bytes, within each member's
-                // contribution (`source` checked the whole of it).
-                .map(|i| source(i).map(|p| unsafe { p.add(lo as usize) }))
-                .collect::<Result<Vec<_>>>()?;
-            // Every member's source bytes lo..hi stay as they are until the
-            // meeting below (a member in place writes only its own slice,
-            // this one); `out` is this PE's dest, which only this PE writes.
-            (r.f)(r.op, ((hi - lo) / r.es) as usize, &slots, out);
-            Ok(())
-        });
-        let verdict = self
-            .close_members(m, name, scattered.is_ok(), DIRECT)
-            .map_err(|e| e.during(name));
-        scattered.and(verdict)?;
-        // The other members' slices, complete since the meeting; nobody
-        // writes them again before the closing meeting.
-        Ok(own(r.dest, r.bytes).and_then(|to| {
-            for i in (0..m.shape.size).filter(|&i| i != m.me) {
-                let (lo, hi) = slice(i);
-                if lo == hi {
-                    continue;
-                }
-                let pe = m.shape.member(i);
-                let from = self.mapped_at(pe, r.dest + lo, hi - lo).ok_or_else(|| {
-                    Error::InvalidArgument(format!("{name}: PE {pe}'s dest is not mapped here"))
-                })?;
-                // SAFETY: `from` is hi - lo bytes of PE `pe`'s mapped heap
-                // (mapped_at checked the range), written by it before the
-                // meeting above and not again before the closing one; `to +
-                // lo` the same bytes of this PE's dest (own checked all of
-                // it), a different allocation's mapping (i != me), so they
-                // do not overlap. Raw bytes, no references.
-                unsafe {
-                    copy::copy(
-                        from.cast_const(),
-                        to.add(lo as usize),
-                        (hi - lo) as usize,
-                        r.stream,
-                    )
-                };
+    ) -> Result<()> {
+        let (lo, hi) = moves::reduce_slice(r.bytes, r.es, m.shape.size, m.me);
+        if lo == hi {
+            return Ok(());
+        }
+        let out = own(r.dest + lo, hi - lo)?;
+        let slots = (0..m.shape.size)
+            // SAFETY (the `add`): lo < bytes, within each member's
+            // contribution (`source` checked the whole of it).
+            .map(|i| source(i).map(|p| unsafe { p.add(lo as usize) }))
+            .collect::<Result<Vec<_>>>()?;
+        let peers = (0..m.shape.size)
+            .filter(|&j| j != m.me)
+            .map(|j| {
+                let pe = m.shape.member(j);
+                let at = all[j as usize].dest + lo;
+                self.mapped_at(pe, at, hi - lo).ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "{name}: PE {pe}'s dest ({} bytes at offset {at}) is not mapped here",
+                        hi - lo
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let step = (PUSH_CHUNK / r.es).max(1) * r.es;
+        let mut chunk = Vec::with_capacity(slots.len());
+        let mut at = 0;
+        while at < hi - lo {
+            let n = step.min(hi - lo - at);
+            chunk.clear();
+            // SAFETY: at + n <= hi - lo, inside every member's slice of its
+            // contribution (checked above).
+            chunk.extend(slots.iter().map(|&p| unsafe { p.add(at as usize) }));
+            // SAFETY (the `add`): inside this PE's dest slice (own checked
+            // it). The combine reads each slot's chunk, which nobody writes
+            // during the call but this member (in place: its own, after the
+            // read), and writes `out`'s, which no slot overlaps unless it is
+            // that slot (in place), as `combine::reduce_slots` allows.
+            let to = unsafe { out.add(at as usize) };
+            (r.f)(r.op, (n / r.es) as usize, &chunk, to);
+            for &p in &peers {
+                // SAFETY: `to` is n bytes of this PE's dest just written;
+                // `p + at` the same bytes of a peer's dest (mapped_at
+                // checked the slice), another allocation's mapping, which
+                // only this member writes and nobody reads before the
+                // closing meeting (in place, this member read them above as
+                // that peer's source). Raw bytes, no references.
+                unsafe { copy::copy(to, p.add(at as usize), n as usize, r.stream) };
             }
-            copy::fence(r.stream);
-            Ok(())
-        }))
+            at += n;
+        }
+        copy::fence(r.stream);
+        Ok(())
     }
 
     /// The copies of `moves` into this PE's dest, from the members' mapped

@@ -19,7 +19,7 @@
 //! size by default) moves on the host too, with no submission: where every
 //! member maps every member's heap, straight from the members' sources into
 //! each member's dest (`direct.rs`: one copy, a reduction as a
-//! reduce-scatter and an allgather); else, or where a dest overlaps what
+//! reduce-scatter whose slice owners push into every dest); else, or where a dest overlaps what
 //! peers read, in rounds through the node segment's staging buffers, the
 //! staged transport of teams that span devices (`staged.rs`: each member
 //! copies its part in and its dest out with memcpy). Each member says which
