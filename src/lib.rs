@@ -76,6 +76,10 @@ pub use vkshmem_device::layout::{
 pub use vkshmem_device::CompileError;
 /// The deprecated active-set collectives' constants (`SHMEM_*_SYNC_SIZE`, ...).
 pub use vkshmem_host::collective::active as active_set;
+/// `dst = src` as the host collectives' direct path copies, with streaming
+/// stores where asked: the bench's copy roofline (not a stable API).
+#[doc(hidden)]
+pub use vkshmem_host::collective::copy::copy_slice as host_copy;
 /// Queue-ordered, nonblocking and persistent collectives (see the module).
 pub use vkshmem_host::queue;
 /// One-sided communication from the host: put/get, atomics, signals and

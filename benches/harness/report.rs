@@ -71,7 +71,8 @@ pub struct Floors {
     /// Copy kernel bandwidth, bytes read plus written per second (`None`:
     /// not measured, `--no-roofline`).
     pub copy_bps: Option<f64>,
-    /// One PE's host memcpy of 32 MiB, bytes read plus written per second.
+    /// One PE's host memcpy of 32 MiB (plain or streaming stores, the
+    /// faster), bytes read plus written per second.
     pub host_memcpy_bps: f64,
     /// One empty submit-and-wait, µs (the reporter alone).
     pub empty_submit_us: f64,

@@ -102,6 +102,17 @@ pub(crate) unsafe fn copy(from: *const u8, to: *mut u8, n: usize, stream: bool) 
     unsafe { std::ptr::copy(from, to, n) }
 }
 
+/// `dst = src` (equal lengths) as the direct host path copies: with
+/// streaming stores where `stream` (and the CPU has them), fenced. For the
+/// bench's copy roofline, which must be as fast as any copy of a collective.
+pub fn copy_slice(src: &[u8], dst: &mut [u8], stream: bool) {
+    assert_eq!(src.len(), dst.len(), "copy_slice: lengths differ");
+    // SAFETY: `src` is readable and `dst` writable for their (equal)
+    // lengths; a shared and an exclusive borrow cannot overlap.
+    unsafe { copy(src.as_ptr(), dst.as_mut_ptr(), src.len(), stream) };
+    fence(stream);
+}
+
 /// Orders this thread's streaming stores before its later stores (the
 /// arrival at the meeting after which peers read them).
 pub(crate) fn fence(stream: bool) {

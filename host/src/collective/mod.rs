@@ -42,7 +42,8 @@ mod alltoall;
 mod broadcast;
 mod collect;
 mod combine;
-mod copy;
+#[doc(hidden)]
+pub mod copy;
 mod direct;
 mod host_path;
 mod moves;
