@@ -216,6 +216,12 @@ mod tests {
                             .collect();
                         agree(&got, &format!("skew={skew}"));
                     }
+                    // The baseline build too (the CPUs without AVX2, and
+                    // the half types' fallback), which `reduce_slots`
+                    // passes over here where the CPU has AVX2.
+                    let mut base = vec![T::zeroed(); n];
+                    reduce_any::<T>(op, n, &slots, base.as_mut_ptr().cast());
+                    agree(&base, "baseline");
                     // In place: the last member's dest is its source.
                     let mut own = data[members - 1].clone();
                     let mut slots = slots.clone();
