@@ -147,7 +147,7 @@ mod tests {
     use super::*;
 
     /// A small deterministic generator (xorshift), so the test needs no crate.
-    pub(super) fn pattern(seed: u64, n: usize) -> Vec<u64> {
+    fn pattern(seed: u64, n: usize) -> Vec<u64> {
         let mut x = seed | 1;
         (0..n)
             .map(|_| {

@@ -11,6 +11,8 @@
 
 use std::sync::OnceLock;
 
+use crate::config::parse_size;
+
 /// Copies below this many bytes never stream (the alignment head and the
 /// fence cost more than they save).
 const STREAM_MIN: usize = 64 << 10;
@@ -29,7 +31,8 @@ fn llc_bytes() -> Option<u64> {
             let Ok(level) = level.trim().parse::<u32>() else {
                 continue;
             };
-            if let Some(bytes) = parse_size(size.trim()) {
+            // sysfs writes "32768K", "2M".
+            if let Some(bytes) = parse_size(&size) {
                 if best.map_or(true, |(l, _)| level > l) {
                     best = Some((level, bytes));
                 }
@@ -37,17 +40,6 @@ fn llc_bytes() -> Option<u64> {
         }
         best.map(|(_, b)| b)
     })
-}
-
-/// sysfs's cache size ("32768K", "2M").
-fn parse_size(s: &str) -> Option<u64> {
-    let (num, mul) = match s.as_bytes().last()? {
-        b'K' => (&s[..s.len() - 1], 1u64 << 10),
-        b'M' => (&s[..s.len() - 1], 1 << 20),
-        b'G' => (&s[..s.len() - 1], 1 << 30),
-        _ => (s, 1),
-    };
-    num.parse::<u64>().ok()?.checked_mul(mul)
 }
 
 /// Whether a call whose members' sources take `sources` bytes and their

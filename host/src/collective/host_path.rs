@@ -23,9 +23,9 @@
 //! a dest overlaps what peers read, in rounds through the node segment's
 //! staging buffers, the staged transport of teams that span devices
 //! (`staged.rs`: each member copies its part in and its dest out with
-//! memcpy). Each member says which
-//! it may (`Desc::hosted`); a way is taken when all may. On llvmpipe, whose
-//! compute threads are the same cores, the rounds beat the kernels 1.2-22x
+//! memcpy). Each member says which it may (`Desc::hosted`); a way is taken
+//! when all may. On llvmpipe, whose compute threads are the same cores, the
+//! rounds beat the kernels 1.2-22x
 //! from 64 KiB to 4 MiB on 2, 3, 4 and 8 PEs
 //! (`benches/results/host-staged-lavapipe-2026-11-28-nineteenth`).
 

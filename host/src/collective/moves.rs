@@ -217,8 +217,9 @@ pub(crate) fn onto_itself(mv: &Move, me: u32, source: u64) -> bool {
 /// dest, so no member may write bytes of its own contribution, which its
 /// peers may still be reading. Moves onto themselves ([`onto_itself`]) are
 /// skipped, so they write nothing; a reduction in place (dest = source) is
-/// safe too, as the direct path reduces it (each member writes only its own
-/// slice, which no other member reads before the meeting that follows).
+/// safe too, as the direct path reduces it (slice `i` of every source and
+/// dest is read and written by member `i` alone, each chunk read before it
+/// is written).
 /// Anything else that overlaps takes the rounds through staging, which stage
 /// every part before any dest is written.
 ///
