@@ -36,7 +36,6 @@ use super::reduce::ReduceOp;
 use super::{Desc, Members};
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::phases::Phase;
 
 /// A reduction's agreed arguments: `dest = op` over the members' sources,
 /// `bytes` of elements of `es` bytes, combined by `f`.
@@ -70,8 +69,7 @@ impl Context {
         reduce: Option<ReduceFn>,
     ) -> Result<()> {
         let (contrib, plan) = moves::plan(m, all)?;
-        let phases = &self.inner.phases;
-        let running = phases.start();
+        let running = self.inner.phases.start();
         // Member `i`'s contribution in this process's mapping of its heap.
         let source = |i: u32| -> Result<*const u8> {
             let (pe, at, n) = (
@@ -125,13 +123,7 @@ impl Context {
         // Timed as the kernel path's run and closing meeting are, so
         // `--phases` tells this path from the rounds (neither) and the
         // kernels (submissions).
-        let closing = phases.end(Phase::Run, running);
-        let verdict = self
-            .close_members(m, name, moved.is_ok(), DIRECT)
-            .map_err(|e| e.during(name));
-        phases.end(Phase::Close, closing);
-        // A failure of this PE's own is the more precise error.
-        moved.and(verdict)
+        self.close_run(m, name, DIRECT, running, moved)
     }
 
     /// A reduction on the direct path: this member combines its slice

@@ -575,8 +575,23 @@ impl Context {
                 _ => "each member submitted its own part",
             }
         );
-        // Complete on every member even when this PE's part failed, so that no
-        // member waits forever; then report this PE's failure, or a member's.
+        self.close_run(m, name, how, running, moved)
+    }
+
+    /// The end of a call's run (`moved`, this PE's part, timed from
+    /// `running`) and its closing meeting (`how` the members moved it):
+    /// complete on every member even when this PE's part failed, so that no
+    /// member waits forever; then this PE's failure, the more precise error,
+    /// or a member's.
+    pub(crate) fn close_run(
+        &self,
+        m: &Members,
+        name: &str,
+        how: u32,
+        running: Option<std::time::Instant>,
+        moved: Result<()>,
+    ) -> Result<()> {
+        let phases = &self.inner.phases;
         let closing = phases.end(Phase::Run, running);
         let done = self
             .close_members(m, name, moved.is_ok(), how)
