@@ -12,9 +12,12 @@
 //! 1. the agreement (`run_collective`) is the entry sync: every member's
 //!    source is ready and every dest free;
 //! 2. each member copies its plan (`moves.rs`) from the members' mapped
-//!    heaps into its own dest; a reduction is a reduce-scatter whose slice
-//!    owners push their results: member `i` combines its slice
-//!    (`moves::reduce_slice`) of every member's source, a chunk at a time,
+//!    heaps into its own dest (a broadcast, an alltoall); in a collect or
+//!    fcollect each member pushes its own source into its block of every
+//!    member's dest instead (`moves::push`), a chunk at a time, so that
+//!    every source byte is read once; a reduction is a reduce-scatter whose
+//!    slice owners push their results: member `i` combines its slice
+//!    (`moves::push_slice`) of every member's source, a chunk at a time,
 //!    into the same bytes of its own dest and copies each chunk on to the
 //!    same bytes of every other member's dest, so every source byte is read
 //!    once and every dest byte written once;
@@ -23,9 +26,10 @@
 //!    carries every member's outcome, so a member whose copy failed stops
 //!    them all.
 //!
-//! Copies: a member writes only its own dest, and its peers read only its
-//! source. Reductions: the bytes of slice `i` of every source and every dest
-//! are read and written by member `i` alone. Calls in which a member's dest
+//! Pulled copies: a member writes only its own dest, and its peers read only
+//! its source. Pushed gathers: member `i` alone reads its source and writes
+//! block `i` of every dest. Reductions: the bytes of slice `i` of every
+//! source and every dest are read and written by member `i` alone. Calls in which a member's dest
 //! overlaps its own source are run here only where that is harmless
 //! (`moves::direct_safe`); the rest take the rounds.
 
@@ -104,9 +108,10 @@ impl Context {
             u64::from(m.shape.size).saturating_mul(dests),
             self.inner.host_stream,
         );
-        let moved = match &plan {
-            Plan::Copies(moves) => self.direct_copies(m, all, moves, &source, &own, stream),
-            Plan::Reduce { dest, bytes, op } => {
+        let moved = match (&plan, moves::push(m, all)?) {
+            (Plan::Copies(_), Some(p)) => self.direct_push(m, name, &p, &source, stream),
+            (Plan::Copies(moves), None) => self.direct_copies(m, all, moves, &source, &own, stream),
+            (Plan::Reduce { dest, bytes, op }, _) => {
                 let f = reduce.expect("reductions pass their combiner");
                 let es = u64::from(all[m.me as usize].es);
                 let r = Reduction {
@@ -127,7 +132,7 @@ impl Context {
     }
 
     /// A reduction on the direct path: this member combines its slice
-    /// (`moves::reduce_slice`) of every member's source into the same bytes
+    /// (`moves::push_slice`) of every member's source into the same bytes
     /// of its own dest, [`PUSH_CHUNK`] bytes at a time, and copies each
     /// chunk on to every other member's dest while it is in this core's
     /// cache. A reduce-scatter whose slice owners push their results: every
@@ -147,7 +152,7 @@ impl Context {
         source: &dyn Fn(u32) -> Result<*const u8>,
         own: &dyn Fn(u64, u64) -> Result<*mut u8>,
     ) -> Result<()> {
-        let (lo, hi) = moves::reduce_slice(r.bytes, r.es, m.shape.size, m.me);
+        let (lo, hi) = moves::push_slice(r.bytes, r.es, m.shape.size, m.me);
         if lo == hi {
             return Ok(());
         }
@@ -157,48 +162,94 @@ impl Context {
             // contribution (`source` checked the whole of it).
             .map(|i| source(i).map(|p| unsafe { p.add(lo as usize) }))
             .collect::<Result<Vec<_>>>()?;
-        let peers = (0..m.shape.size)
-            .filter(|&j| j != m.me)
-            .map(|j| {
-                let pe = m.shape.member(j);
-                let at = all[j as usize].dest + lo;
-                self.mapped_at(pe, at, hi - lo).ok_or_else(|| {
-                    Error::InvalidArgument(format!(
-                        "{name}: PE {pe}'s dest ({} bytes at offset {at}) is not mapped here",
-                        hi - lo
-                    ))
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let peers = self.dests_at(
+            m,
+            name,
+            (0..m.shape.size)
+                .filter(|&j| j != m.me)
+                .map(|j| (j, all[j as usize].dest + lo)),
+            hi - lo,
+        )?;
         let step = (PUSH_CHUNK / r.es).max(1) * r.es;
         let mut chunk = Vec::with_capacity(slots.len());
-        let mut at = 0;
-        while at < hi - lo {
-            let n = step.min(hi - lo - at);
-            chunk.clear();
-            // SAFETY: at + n <= hi - lo, inside every member's slice of its
-            // contribution (checked above).
-            chunk.extend(slots.iter().map(|&p| unsafe { p.add(at as usize) }));
-            // SAFETY (the `add`): inside this PE's dest slice (own checked
-            // it). The combine reads each slot's chunk, which nobody writes
-            // during the call but this member (in place: its own, after the
-            // read), and writes `out`'s, which no slot overlaps unless it is
-            // that slot (in place), as `combine::reduce_slots` allows.
-            let to = unsafe { out.add(at as usize) };
-            (r.f)(r.op, (n / r.es) as usize, &chunk, to);
-            for &p in &peers {
-                // SAFETY: `to` is n bytes of this PE's dest just written;
-                // `p + at` the same bytes of a peer's dest (mapped_at
-                // checked the slice), another allocation's mapping, which
-                // only this member writes and nobody reads before the
-                // closing meeting (in place, this member read them above as
-                // that peer's source). Raw bytes, no references.
-                unsafe { copy::copy(to, p.add(at as usize), n as usize, r.stream) };
-            }
-            at += n;
-        }
+        // SAFETY: `peers` are hi - lo bytes each of the peers' dests
+        // (mapped_at checked them), other allocations' mappings than `out`,
+        // which only this member writes and nobody reads before the closing
+        // meeting (in place, this member reads them as those peers' sources
+        // before it writes them: `chunk` below reads them first).
+        unsafe {
+            push_chunks(hi - lo, step, &peers, r.stream, |at, n| {
+                chunk.clear();
+                // SAFETY: at + n <= hi - lo, inside every member's slice of
+                // its contribution (checked above).
+                chunk.extend(slots.iter().map(|&p| p.add(at as usize)));
+                // SAFETY (the `add`): inside this PE's dest slice (own
+                // checked it). The combine reads each slot's chunk, which
+                // nobody writes during the call but this member (in place:
+                // its own, after the read), and writes `out`'s, which no slot
+                // overlaps unless it is that slot (in place), as
+                // `combine::reduce_slots` allows.
+                let to = out.add(at as usize);
+                (r.f)(r.op, (n / r.es) as usize, &chunk, to);
+                to
+            })
+        };
         copy::fence(r.stream);
         Ok(())
+    }
+
+    /// This member's [`moves::Push`] of a collect or fcollect: its own
+    /// source, read once, [`PUSH_CHUNK`] at a time, copied into its block of
+    /// every member's dest while in this core's cache, instead of every
+    /// member reading every source into its own dest.
+    fn direct_push(
+        &self,
+        m: &Members,
+        name: &str,
+        p: &moves::Push,
+        source: &dyn Fn(u32) -> Result<*const u8>,
+        stream: bool,
+    ) -> Result<()> {
+        if p.bytes == 0 || p.to.is_empty() {
+            return Ok(());
+        }
+        // SAFETY (the `add`): p.at + p.bytes lies inside the contribution
+        // (`push` cuts it from the contribution that `source` checked).
+        let from = unsafe { source(p.member)?.add(p.at as usize) };
+        let to = self.dests_at(m, name, p.to.iter().copied(), p.bytes)?;
+        // SAFETY: `from` is p.bytes of a contribution that nobody writes
+        // until the closing meeting; each of `to` is p.bytes of a dest
+        // (mapped_at checked them) that only this member writes and nobody
+        // reads before the closing meeting (`push` gives every dest byte to
+        // one member), and that `direct_safe` keeps apart from every
+        // contribution (moves onto themselves are not in `to`).
+        unsafe {
+            push_chunks(p.bytes, PUSH_CHUNK, &to, stream, |at, _| {
+                from.add(at as usize)
+            })
+        };
+        copy::fence(stream);
+        Ok(())
+    }
+
+    /// `bytes` of each `(member, heap offset)` of `at` (members' dests) in
+    /// this process's mappings of their heaps.
+    fn dests_at(
+        &self,
+        m: &Members,
+        name: &str,
+        at: impl Iterator<Item = (u32, u64)>,
+        bytes: u64,
+    ) -> Result<Vec<*mut u8>> {
+        at.map(|(j, at)| {
+            let pe = m.shape.member(j);
+            self.mapped_at(pe, at, bytes).ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "{name}: PE {pe}'s dest ({bytes} bytes at offset {at}) is not mapped here"
+                ))
+            })
+        })
+        .collect()
     }
 
     /// The copies of `moves` into this PE's dest, from the members' mapped
@@ -245,5 +296,33 @@ impl Context {
         }
         copy::fence(stream);
         Ok(())
+    }
+}
+
+/// Copies `len` bytes, `step` at a time, into every one of `to`: `chunk(at,
+/// n)` yields bytes `at..at + n` (reading or computing them, which brings
+/// them into this core's cache), then they are copied to byte `at` of each
+/// of `to`, streaming where `stream` (the caller fences).
+///
+/// # Safety
+/// Each of `to` is valid for `len` bytes of writes that nobody else reads
+/// or writes meanwhile; each pointer that `chunk` returns is valid for `n`
+/// bytes of reads that overlap none of `to`'s bytes `at..at + n`.
+unsafe fn push_chunks(
+    len: u64,
+    step: u64,
+    to: &[*mut u8],
+    stream: bool,
+    mut chunk: impl FnMut(u64, u64) -> *const u8,
+) {
+    let mut at = 0;
+    while at < len {
+        let n = step.min(len - at);
+        let from = chunk(at, n);
+        for &p in to {
+            // SAFETY: the function's contract, for bytes at..at + n.
+            unsafe { copy::copy(from, p.add(at as usize), n as usize, stream) };
+        }
+        at += n;
     }
 }

@@ -245,12 +245,76 @@ pub(crate) fn direct_safe(size: u32, all: &[Desc]) -> Result<bool> {
     Ok(true)
 }
 
-/// Member `i`'s slice of a reduction of `bytes` (elements of `es` bytes)
-/// among `size` members on the host's direct path, which combines it from
-/// every member: bytes `lo..hi`. In member order the slices cover every
-/// byte once; each starts on a whole element and, where `es` divides 64, on a
-/// cache line.
-pub(crate) fn reduce_slice(bytes: u64, es: u64, size: u32, i: u32) -> (u64, u64) {
+/// What one member pushes on the host's direct path (`direct.rs`) in a
+/// collect or fcollect: `bytes` from byte `at` of member `member`'s
+/// contribution, copied to every `(member, heap offset)` of `to` (their
+/// dests), so that the contribution is read once, not once per member as
+/// [`plan`]'s copies (every member pulling into its own dest) read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Push {
+    /// The member (team index) whose contribution is read.
+    pub member: u32,
+    /// Byte offset in the contribution.
+    pub at: u64,
+    /// Bytes.
+    pub bytes: u64,
+    /// Where they go: (team index, heap byte offset in its dest), moves onto
+    /// themselves left out ([`onto_itself`]).
+    pub to: Vec<(u32, u64)>,
+}
+
+/// This PE's [`Push`] for a call whose descriptors (agreed) are `all`:
+/// the same bytes, from the same contribution bytes, as every member's
+/// [`plan`] together (less the moves onto themselves). A collect's or
+/// fcollect's member pushes its own source. `None` for the other
+/// collectives: an alltoall's blocks are each read once already, a
+/// reduction pushes its slices itself (`direct.rs`), and a broadcast pulls.
+/// Pushing a broadcast (the root's source cut in [`push_slice`]s, member
+/// `i` pushing slice `i` to every dest) was measured on a 2-core VM at 1
+/// and 4 MiB, six interleaved rounds (twenty-second session,
+/// `benches/results/host-push-copies-lavapipe-2026-11-28-twentysecond/`):
+/// it won 1.2x on 4 PEs and lost 0.73-0.95x on 2 and 0.8x on 8.
+///
+/// # Errors
+/// As [`plan`].
+pub(crate) fn push(m: &Members, all: &[Desc]) -> Result<Option<Push>> {
+    push_of(m.shape.size, m.me, all)
+}
+
+/// [`push`] for team member `me` of a team of `size`.
+fn push_of(size: u32, me: u32, all: &[Desc]) -> Result<Option<Push>> {
+    let d = &all[me as usize];
+    let es = d.es as u64;
+    let b = d.nelems * es;
+    // Where this member's block starts in every dest.
+    let block = match Which::from_code(d.which).expect("agreed descriptors name a collective") {
+        Which::Fcollect => u64::from(me) * b,
+        Which::Collect => {
+            collect_total(all)?;
+            all[..me as usize].iter().map(|x| x.nelems * es).sum()
+        }
+        Which::Broadcast | Which::Alltoall | Which::Alltoalls | Which::Reduce => return Ok(None),
+    };
+    let to = (0..size)
+        .map(|j| (j, all[j as usize].dest + block))
+        // A member's own block onto its source (in place).
+        .filter(|&(j, to)| !(j == me && to == d.source))
+        .collect();
+    Ok(Some(Push {
+        member: me,
+        at: 0,
+        bytes: b,
+        to,
+    }))
+}
+
+/// Member `i`'s slice of a call of `bytes` (elements of `es` bytes) among
+/// `size` members that the host's direct path cuts into one slice per
+/// member (a reduction's, which member `i` combines from every member; a
+/// broadcast's, which member `i` pushes): bytes `lo..hi`. In member order
+/// the slices cover every byte once; each starts on a whole element and,
+/// where `es` divides 64, on a cache line.
+pub(crate) fn push_slice(bytes: u64, es: u64, size: u32, i: u32) -> (u64, u64) {
     let grain = if 64 % es.max(1) == 0 { 64 } else { es.max(1) };
     let per = bytes.div_ceil(grain).div_ceil(u64::from(size.max(1))) * grain;
     let lo = (u64::from(i) * per).min(bytes);
@@ -463,18 +527,18 @@ mod tests {
         }
     }
 
-    /// The reduce-scatter's slices cover every byte once, in member order,
+    /// The direct path's slices cover every byte once, in member order,
     /// each on whole elements (and cache lines where the element size
     /// divides 64), whatever the size and member count.
     #[test]
-    fn reduce_slices_cover_every_byte_once() {
+    fn push_slices_cover_every_byte_once() {
         for es in [1u64, 2, 4, 8, 3] {
             for elems in [0u64, 1, 5, 15, 16, 17, 100, 1023, 4096 + 7] {
                 let bytes = elems * es;
                 for size in 1..=9u32 {
                     let mut next = 0;
                     for i in 0..size {
-                        let (lo, hi) = reduce_slice(bytes, es, size, i);
+                        let (lo, hi) = push_slice(bytes, es, size, i);
                         assert_eq!(lo, next, "es {es} bytes {bytes} size {size} member {i}");
                         assert!(lo <= hi && hi <= bytes);
                         assert_eq!(lo % es, 0);
@@ -486,6 +550,87 @@ mod tests {
                     assert_eq!(next, bytes, "es {es} bytes {bytes} size {size}");
                 }
             }
+        }
+    }
+
+    /// Every member's [`push`] together moves the same contribution bytes to
+    /// the same dest bytes as every member's [`plan`] (less the moves onto
+    /// themselves, which the direct path skips), each dest byte once: for
+    /// fcollects and collects of uneven counts, in place and not, 1 to 9
+    /// members, 1- to 8-byte elements. The other collectives push nothing.
+    #[test]
+    fn pushes_move_what_the_copies_move() {
+        use std::collections::BTreeMap;
+        let mut seen = 0;
+        for size in 1..=9u32 {
+            for es in [1u32, 2, 4, 8] {
+                for elems in [0u64, 1, 7, 33, 100] {
+                    for which in [Which::Fcollect, Which::Collect] {
+                        for in_place in [false, true] {
+                            let s = u64::from(size);
+                            let count = |i: u64| match which {
+                                Which::Collect => elems + 3 * i,
+                                _ => elems,
+                            };
+                            let before = |i: u64| (0..i).map(count).sum::<u64>() * u64::from(es);
+                            let all: Vec<Desc> = (0..s)
+                                .map(|i| {
+                                    let mut d = Desc::new::<u32>(which, 4096, 1 << 20, count(i));
+                                    d.es = es;
+                                    d.cap = (0..s).map(count).sum();
+                                    if in_place {
+                                        // The source is the member's own block.
+                                        d.source = d.dest + before(i);
+                                    }
+                                    d
+                                })
+                                .collect();
+                            let mut pulled = BTreeMap::new();
+                            for j in 0..size {
+                                let (_, Plan::Copies(moves)) = plan_of(size, j, &all).unwrap()
+                                else {
+                                    panic!("copies")
+                                };
+                                let source = all[j as usize].source;
+                                for mv in moves.iter().filter(|mv| !onto_itself(mv, j, source)) {
+                                    for (a, dest, n) in mv.within(0, u64::MAX) {
+                                        for x in 0..n {
+                                            pulled.insert((j, dest + x), (mv.member, a + x));
+                                        }
+                                    }
+                                }
+                            }
+                            let mut pushed = BTreeMap::new();
+                            let mut writes = 0;
+                            for i in 0..size {
+                                let p = push_of(size, i, &all).unwrap().expect("a push");
+                                for &(j, to) in &p.to {
+                                    for x in 0..p.bytes {
+                                        pushed.insert((j, to + x), (p.member, p.at + x));
+                                        writes += 1;
+                                    }
+                                }
+                            }
+                            let case = format!(
+                                "{which:?} size {size} es {es} elems {elems} in place {in_place}"
+                            );
+                            assert_eq!(writes, pushed.len(), "a dest byte written twice: {case}");
+                            assert_eq!(pushed, pulled, "{case}");
+                            seen += pushed.len();
+                        }
+                    }
+                }
+            }
+        }
+        assert!(seen > 0);
+        for which in [
+            Which::Broadcast,
+            Which::Alltoall,
+            Which::Alltoalls,
+            Which::Reduce,
+        ] {
+            let all = descs(which, 3, 10, |_| 0, |_| 1 << 20);
+            assert_eq!(push_of(3, 1, &all).unwrap(), None, "{which:?}");
         }
     }
 
