@@ -29,9 +29,9 @@
 //! Pulled copies: a member writes only its own dest, and its peers read only
 //! its source. Pushed gathers: member `i` alone reads its source and writes
 //! block `i` of every dest. Reductions: the bytes of slice `i` of every
-//! source and every dest are read and written by member `i` alone. Calls in which a member's dest
-//! overlaps its own source are run here only where that is harmless
-//! (`moves::direct_safe`); the rest take the rounds.
+//! source and every dest are read and written by member `i` alone. Calls in
+//! which a member's dest overlaps its own source are run here only where
+//! that is harmless (`moves::direct_safe`); the rest take the rounds.
 
 use super::combine::ReduceFn;
 use super::copy;
@@ -305,9 +305,11 @@ impl Context {
 /// of `to`, streaming where `stream` (the caller fences).
 ///
 /// # Safety
-/// Each of `to` is valid for `len` bytes of writes that nobody else reads
-/// or writes meanwhile; each pointer that `chunk` returns is valid for `n`
-/// bytes of reads that overlap none of `to`'s bytes `at..at + n`.
+/// Each of `to` is valid for `len` bytes of writes that no other thread or
+/// process reads or writes meanwhile; each pointer that `chunk` returns is
+/// valid for `n` bytes of reads that overlap none of `to`'s bytes
+/// `at..at + n`. (`chunk` itself may read those bytes: it runs before they
+/// are written.)
 unsafe fn push_chunks(
     len: u64,
     step: u64,

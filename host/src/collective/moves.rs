@@ -308,12 +308,11 @@ fn push_of(size: u32, me: u32, all: &[Desc]) -> Result<Option<Push>> {
     }))
 }
 
-/// Member `i`'s slice of a call of `bytes` (elements of `es` bytes) among
-/// `size` members that the host's direct path cuts into one slice per
-/// member (a reduction's, which member `i` combines from every member; a
-/// broadcast's, which member `i` pushes): bytes `lo..hi`. In member order
-/// the slices cover every byte once; each starts on a whole element and,
-/// where `es` divides 64, on a cache line.
+/// Member `i`'s slice of a reduction of `bytes` (elements of `es` bytes)
+/// among `size` members on the host's direct path, which member `i`
+/// combines from every member and pushes into every dest: bytes `lo..hi`.
+/// In member order the slices cover every byte once; each starts on a whole
+/// element and, where `es` divides 64, on a cache line.
 pub(crate) fn push_slice(bytes: u64, es: u64, size: u32, i: u32) -> (u64, u64) {
     let grain = if 64 % es.max(1) == 0 { 64 } else { es.max(1) };
     let per = bytes.div_ceil(grain).div_ceil(u64::from(size.max(1))) * grain;
