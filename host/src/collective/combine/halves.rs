@@ -130,7 +130,9 @@ pub(crate) fn reduce(kind: Half, op: ReduceOp, n: usize, slots: &[*const u8], ou
 /// (`rustversion`: older compilers, within the crate's MSRV, build without).
 /// On this session's 2-core EPYC VM (Zen 4, which runs 512-bit operations
 /// in two halves) a 2-slot sum of 2 MiB ran at 31 GB/s in AVX2 registers:
-/// the rounding's integer steps, not memory, bound it.
+/// the rounding's integer steps, not memory, bound it. In 512-bit ones the
+/// host's bf16 reductions took 1.24-1.33x less time on 2 PEs and up to 1.6x
+/// on 8 (`benches/results/host-bf16-avx512-lavapipe-2026-11-28-twentysecond/`).
 #[rustversion::since(1.89)]
 fn wide16(op: ReduceOp, slots: &[*const u16], out: *mut u16, n: usize) -> usize {
     #[cfg(target_arch = "x86_64")]
