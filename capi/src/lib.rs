@@ -15,6 +15,10 @@
 //! - [`coll`]: barriers and collectives on teams and active sets;
 //! - [`team`]: teams and contexts.
 
+// The module docs above map this crate's private modules for its maintainers
+// (`cargo doc --document-private-items`); C programs read `shmem.h`.
+#![allow(rustdoc::private_intra_doc_links)]
+
 pub(crate) mod addr;
 pub(crate) mod amo;
 pub(crate) mod coll;
@@ -28,7 +32,7 @@ pub(crate) mod setup;
 /// (`$OUT_DIR/api.rs`), so the header and the library cannot drift. Pure
 /// data: no code of the library runs here.
 ///
-/// An [`Api`] is one C prototype, or a family of them when it has `types`:
+/// An [`Api`](spec::Api) is one C prototype, or a family of them when it has `types`:
 /// `{N}` in the prototype is the type's TYPENAME and `TYPE` its C type. In
 /// the body (a Rust expression: the function's result), `{R}` is the Rust
 /// type, `{F}` the function's name as a string literal, and the C

@@ -43,7 +43,7 @@ pub const QUAD_VIEW_OFFSET: u32 = 2000;
 
 /// The vec4 view of binding `b` (`array<vec4<u32>>`, or `array<vec2<u64>>`
 /// where [`LibraryConfig::vec4_u64`]: the work_group forms' bulk copies, see
-/// [`vec4_copy`]) is declared at this plus `b` (moved onto `b` by the SPIR-V
+/// `vec4_copy`) is declared at this plus `b` (moved onto `b` by the SPIR-V
 /// pass, like the plain view).
 pub const VEC4_VIEW_OFFSET: u32 = 3000;
 
@@ -148,7 +148,7 @@ impl PeSet {
 }
 
 /// Polls per wait iteration where the driver caps loops, each followed by
-/// [`CAPPED_DELAY_STEPS`] dependent square roots (see [`capped_polls`]): an
+/// [`CAPPED_DELAY_STEPS`] dependent square roots (see `capped_polls`): an
 /// iteration takes about 2 us on llvmpipe (Mesa 22.3, this repository's
 /// 2-core CI machine), so one invocation may wait about 130 ms of CPU time in
 /// all per dispatch before the cap, and longer once the host's wait throttle
@@ -156,7 +156,7 @@ impl PeSet {
 /// measured). Polls are the costly part to compile (llvmpipe expands each
 /// atomic per SIMD lane), square roots are cheap.
 pub const CAPPED_POLLS_PER_ITERATION: u32 = 4;
-/// Square roots after each capped poll (see [`capped_polls`]): about 0.5 us.
+/// Square roots after each capped poll (see `capped_polls`): about 0.5 us.
 pub const CAPPED_DELAY_STEPS: u32 = 160;
 
 impl LibraryConfig {
@@ -926,7 +926,7 @@ fn vec4_copy(s: &mut String, cfg: &LibraryConfig, vec4: bool) {
     );
 }
 
-/// The most PEs a job may have for [`vec4_push_all`]'s loop, which stores
+/// The most PEs a job may have for `vec4_push_all`'s loop, which stores
 /// into every PE's heap (one store per PE in every case of its switch).
 pub const PUSH_ALL_MAX_PES: u32 = 8;
 
