@@ -271,14 +271,26 @@ pub const ENV_SUBMIT: &str = "VKSHMEM_SUBMIT";
 /// `VKSHMEM_SUBMIT`: `Some(true)` for `leader`, `Some(false)` for `each`,
 /// `None` for `auto` (or unset).
 pub fn submit(get: impl Fn(&str) -> Option<String>) -> Result<Option<bool>> {
-    match get(ENV_SUBMIT).as_deref().map(str::trim) {
+    auto_or(get, ENV_SUBMIT, ("each", false), ("leader", true))
+}
+
+/// A setting of `auto` (or unset, or empty: `None`) or one of two words,
+/// `a` and `b`, each naming its value; anything else an error that lists
+/// the three.
+fn auto_or(
+    get: impl Fn(&str) -> Option<String>,
+    var: &'static str,
+    a: (&str, bool),
+    b: (&str, bool),
+) -> Result<Option<bool>> {
+    match get(var).as_deref().map(str::trim) {
         None | Some("") | Some("auto") => Ok(None),
-        Some("each") => Ok(Some(false)),
-        Some("leader") => Ok(Some(true)),
+        Some(v) if v == a.0 => Ok(Some(a.1)),
+        Some(v) if v == b.0 => Ok(Some(b.1)),
         Some(v) => Err(Error::Config {
-            var: ENV_SUBMIT,
+            var,
             value: v.to_string(),
-            why: "expected auto, each or leader".into(),
+            why: format!("expected auto, {} or {}", a.0, b.0),
         }),
     }
 }
@@ -292,16 +304,7 @@ pub const ENV_HOST_STREAM: &str = "VKSHMEM_HOST_STREAM";
 /// `VKSHMEM_HOST_STREAM`: `Some(true)` for `on`, `Some(false)` for `off`,
 /// `None` for `auto` (or unset).
 pub fn host_stream(get: impl Fn(&str) -> Option<String>) -> Result<Option<bool>> {
-    match get(ENV_HOST_STREAM).as_deref().map(str::trim) {
-        None | Some("") | Some("auto") => Ok(None),
-        Some("on") => Ok(Some(true)),
-        Some("off") => Ok(Some(false)),
-        Some(v) => Err(Error::Config {
-            var: ENV_HOST_STREAM,
-            value: v.to_string(),
-            why: "expected auto, on or off".into(),
-        }),
-    }
+    auto_or(get, ENV_HOST_STREAM, ("on", true), ("off", false))
 }
 
 /// Invocations per workgroup of the host collectives' wide copies and
