@@ -158,6 +158,35 @@ mod x86 {
     use crate::collective::reduce::ReduceOp;
     use std::arch::x86_64::*;
 
+    /// The fold of [`reduce8`] and `avx512::reduce16`, `$step` elements at
+    /// a time (the register's lanes) for `i < $whole` (a multiple of
+    /// `$step`): `$first`'s elements widened into the accumulator `$x`,
+    /// each of `$mid`'s folded in as `$y` by `$e` and rounded to the type,
+    /// `$last`'s folded in and the result rounded by `$narrow` as it is
+    /// stored to `$out`. Expands to an `unsafe` loop: the caller's function
+    /// holds the safety contract (every slot and `$out` hold `$whole` u16s,
+    /// `$out` a slot's or overlapping none) and enables the features that
+    /// `$widen`, `$round` and `$narrow` need.
+    macro_rules! fold_each {
+        ($step:expr, $whole:expr, $first:expr, $mid:expr, $last:expr, $out:expr,
+         $widen:expr, $round:expr, $narrow:expr, $x:ident, $y:ident => $e:expr) => {
+            for i in (0..$whole).step_by($step) {
+                // SAFETY: i + $step <= $whole, inside every slot and `$out`
+                // (the caller's); `$out` is written after every slot's
+                // elements are read.
+                unsafe {
+                    let mut $x = $widen($first.add(i));
+                    for &s in $mid {
+                        let $y = $widen(s.add(i));
+                        $x = $round($e);
+                    }
+                    let $y = $widen($last.add(i));
+                    $narrow($e, $out.add(i));
+                }
+            }
+        };
+    }
+
     /// 8 elements at `p` as `f32`s: `bf16` where `BF`, else `f16`.
     #[inline]
     #[target_feature(enable = "avx2,f16c")]
@@ -246,20 +275,11 @@ mod x86 {
         };
         macro_rules! each {
             ($x:ident, $y:ident => $e:expr) => {
-                for i in (0..whole).step_by(8) {
-                    // SAFETY: i + 8 <= whole, inside every slot and `out`
-                    // (the caller's); `out` is written after every slot's
-                    // elements are read.
-                    unsafe {
-                        let mut $x = widen::<BF>(first.add(i));
-                        for &s in mid {
-                            let $y = widen::<BF>(s.add(i));
-                            $x = round::<BF>($e);
-                        }
-                        let $y = widen::<BF>(last.add(i));
-                        narrow::<BF>($e, out.add(i));
-                    }
-                }
+                fold_each!(
+                    8, whole, first, mid, last, out,
+                    widen::<BF>, round::<BF>, narrow::<BF>,
+                    $x, $y => $e
+                )
             };
         }
         match op {
@@ -351,20 +371,11 @@ mod x86 {
             };
             macro_rules! each {
                 ($x:ident, $y:ident => $e:expr) => {
-                    for i in (0..whole).step_by(16) {
-                        // SAFETY: i + 16 <= whole, inside every slot and
-                        // `out` (the caller's); `out` is written after
-                        // every slot's elements are read.
-                        unsafe {
-                            let mut $x = widen(first.add(i));
-                            for &s in mid {
-                                let $y = widen(s.add(i));
-                                $x = round($e);
-                            }
-                            let $y = widen(last.add(i));
-                            narrow($e, out.add(i));
-                        }
-                    }
+                    fold_each!(
+                        16, whole, first, mid, last, out,
+                        widen, round, narrow,
+                        $x, $y => $e
+                    )
                 };
             }
             match op {
