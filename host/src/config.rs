@@ -572,6 +572,10 @@ mod tests {
         assert_eq!(parse_size("2GiB"), Some(2 << 30));
         assert_eq!(parse_size("1.5G"), Some(3 << 29));
         assert_eq!(parse_size(" 8MB "), Some(8 << 20));
+        // sysfs cache sizes (`collective::copy` reads the last level's).
+        assert_eq!(parse_size("32768K"), Some(32 << 20));
+        assert_eq!(parse_size("2M"), Some(2 << 20));
+        assert_eq!(parse_size("512"), Some(512));
         for bad in ["", "G", "x", "-1", "1.5", "12Q", "99999999999T"] {
             assert_eq!(parse_size(bad), None, "{bad:?}");
         }

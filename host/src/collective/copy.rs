@@ -176,14 +176,6 @@ mod tests {
         assert!(overflows(u64::MAX, u64::MAX, u64::MAX));
     }
 
-    #[test]
-    fn sizes_parse() {
-        assert_eq!(parse_size("32768K"), Some(32 << 20));
-        assert_eq!(parse_size("2M"), Some(2 << 20));
-        assert_eq!(parse_size("512"), Some(512));
-        assert_eq!(parse_size("x"), None);
-    }
-
     /// Both ways copy every byte, at every alignment of either end and
     /// lengths around the step and the threshold.
     #[test]
