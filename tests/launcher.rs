@@ -1384,6 +1384,15 @@ fn host_collectives_move_on_the_host_on_a_cpu_device() {
     );
     assert_eq!(rows.len(), 6 * 2, "{rows:?}");
     direct(&r, &rows);
+    // Streaming in place: a reduction's chunks combined in L1 (the
+    // direct path streams out of place from the dest instead).
+    let (r, rows) = bench_rows(
+        3,
+        "--collective reduce --scope host --check --min-bytes 100K --max-bytes 1100K --step-factor 11 --iters 2 --warmup 1 --type int16 --in-place --phases",
+        &[("VKSHMEM_HOST_STREAM", "on")],
+    );
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    direct(&r, &rows);
     let (r, rows) = bench_rows(
         8,
         "--collective reduce --scope host --check --min-bytes 1M --max-bytes 4M --iters 2 --warmup 1 --type int8 --op max --in-place --phases",

@@ -29,7 +29,7 @@
 //! from 64 KiB to 4 MiB on 2, 3, 4 and 8 PEs
 //! (`benches/results/host-staged-lavapipe-2026-11-28-nineteenth`).
 
-use super::combine::{reduce_slots, ReduceFn};
+use super::combine::{chunks_in_l1, reduce_slots, ReduceFn};
 use super::moves::{self, Plan};
 use super::reduce::Reduce;
 use super::{Desc, Members};
@@ -78,6 +78,9 @@ pub(crate) struct Small {
     pub size: u64,
     /// Reductions: combines the members' slots into dest.
     pub reduce: Option<ReduceFn>,
+    /// Reductions: whether the direct path combines the type in L1 chunks
+    /// ([`super::combine::chunks_in_l1`]).
+    pub in_l1: bool,
     /// The largest `size` this call may move on the host in rounds, too
     /// large for the data slot (`u64::MAX` for the moves; reductions:
     /// [`reduce_rounds_max`]).
@@ -93,6 +96,7 @@ impl Small {
             bytes,
             size,
             reduce: None,
+            in_l1: false,
             rounds_max: u64::MAX,
         }
     }
@@ -104,6 +108,7 @@ impl Small {
             bytes,
             size: bytes,
             reduce: Some(reduce_slots::<T>),
+            in_l1: chunks_in_l1::<T>(),
             rounds_max: reduce_rounds_max(members),
         }
     }

@@ -507,7 +507,7 @@ impl Context {
             if all.iter().all(|d| d.hosted & host_path::HOSTED_DIRECT != 0)
                 && moves::direct_safe(m.shape.size, &all)?
             {
-                return self.direct_move(m, &all, name, small.reduce);
+                return self.direct_move(m, &all, name, small.reduce, small.in_l1);
             }
             // ... else in rounds through the staging buffers.
             if all.iter().all(|d| d.hosted & host_path::HOSTED_ROUNDS != 0)
