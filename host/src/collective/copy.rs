@@ -95,7 +95,8 @@ pub(crate) unsafe fn copy(from: *const u8, to: *mut u8, n: usize, stream: bool) 
 }
 
 /// Copies `n` bytes out of this core's L1 cache (`from`: a small buffer
-/// just written, such as a reduction's combined chunk) to `to`: with
+/// just written, such as a reduction's combined chunk, or just read by an
+/// earlier copy, such as a gather's pushed chunk) to `to`: with
 /// streaming stores where `stream`, else with `rep movsb` where the CPU
 /// moves strings fast (ERMS), else as [`copy`].
 ///

@@ -60,10 +60,18 @@ struct Reduction {
 /// `Context::close_members`).
 const DIRECT: u32 = 3;
 
-/// Bytes of a gather's source pushed to the dests at a time: well inside
-/// L2, so that every push after the first reads the chunk from this core's
-/// cache.
+/// Bytes of a gather's source pushed to the dests at a time where the
+/// pushes stream (and of a streaming reduction's slice out of place): well
+/// inside L2, so that every push after the first reads the chunk from this
+/// core's cache. 8 KiB there lost 0.45-0.6x on 8 PEs (twenty-third session).
 const PUSH_CHUNK: u64 = 64 << 10;
+
+/// [`PUSH_CHUNK`] where the pushes do not stream: inside L1, whence every
+/// push after the first moves it (`copy::copy_from_l1`). Against 64 KiB
+/// (2-core VM, four interleaved rounds, twenty-third session): collect and
+/// fcollect 1.12-1.40x on 2 PEs at 1-4 MiB, 1.0-1.6x on 4 PEs at 1-2 MiB,
+/// 1.3-1.5x on 8 PEs at 128-512 KiB.
+const PUSH_L1_CHUNK: u64 = 8 << 10;
 
 /// Bytes of a reduction's slice combined at a time: into a buffer that
 /// stays in L1 ([`L1Chunk`]), whence `copy::copy_from_l1` moves it to every
@@ -241,9 +249,10 @@ impl Context {
     }
 
     /// This member's [`moves::Push`] of a collect or fcollect: its own
-    /// source, read once, [`PUSH_CHUNK`] at a time, copied into its block of
-    /// every member's dest while in this core's cache, instead of every
-    /// member reading every source into its own dest.
+    /// source, read once, [`PUSH_L1_CHUNK`] at a time (streaming,
+    /// [`PUSH_CHUNK`]), copied into its block of every member's dest while
+    /// in this core's cache, instead of every member reading every source
+    /// into its own dest.
     fn direct_push(
         &self,
         m: &Members,
@@ -259,6 +268,11 @@ impl Context {
         // (`push` cuts it from the contribution that `source` checked).
         let from = unsafe { source(p.member)?.add(p.at as usize) };
         let to = self.dests_at(m, name, p.to.iter().copied(), p.bytes)?;
+        let (step, l1) = if stream {
+            (PUSH_CHUNK, false)
+        } else {
+            (PUSH_L1_CHUNK, true)
+        };
         // SAFETY: `from` is p.bytes of a contribution that nobody writes
         // until the closing meeting; each of `to` is p.bytes of a dest
         // (mapped_at checked them) that only this member writes and nobody
@@ -266,7 +280,7 @@ impl Context {
         // one member), and that `direct_safe` keeps apart from every
         // contribution (moves onto themselves are not in `to`).
         unsafe {
-            push_chunks(p.bytes, PUSH_CHUNK, &to, stream, false, |at, _| {
+            push_chunks(p.bytes, step, &to, stream, l1, |at, _| {
                 from.add(at as usize)
             })
         };
