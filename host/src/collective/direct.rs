@@ -12,9 +12,10 @@
 //! 1. the agreement (`run_collective`) is the entry sync: every member's
 //!    source is ready and every dest free;
 //! 2. each member copies its plan (`moves.rs`) from the members' mapped
-//!    heaps into its own dest (a broadcast, an alltoall); in a collect or
-//!    fcollect each member pushes its own source into its block of every
-//!    member's dest instead (`moves::push`), a chunk at a time, so that
+//!    heaps into its own dest (an alltoall); in a collect or fcollect each
+//!    member pushes its own source into its block of every member's dest
+//!    instead (`moves::push`), and in a broadcast its slice of the root's
+//!    source into the same bytes of every dest, a chunk at a time, so that
 //!    every source byte is read once; a reduction is a reduce-scatter whose
 //!    slice owners push their results: member `i` combines its slice
 //!    (`moves::push_slice`) of every member's source a small chunk at a
@@ -29,7 +30,8 @@
 //!
 //! Pulled copies: a member writes only its own dest, and its peers read only
 //! its source. Pushed gathers: member `i` alone reads its source and writes
-//! block `i` of every dest. Reductions: the bytes of slice `i` of every
+//! block `i` of every dest; pushed broadcasts: member `i` alone reads slice
+//! `i` of the root's source and writes it into every dest. Reductions: the bytes of slice `i` of every
 //! source and every dest are read and written by member `i` alone. Calls in
 //! which a member's dest overlaps its own source are run here only where
 //! that is harmless (`moves::direct_safe`); the rest take the rounds.
@@ -248,11 +250,11 @@ impl Context {
         Ok(())
     }
 
-    /// This member's [`moves::Push`] of a collect or fcollect: its own
-    /// source, read once, [`PUSH_L1_CHUNK`] at a time (streaming,
-    /// [`PUSH_CHUNK`]), copied into its block of every member's dest while
-    /// in this core's cache, instead of every member reading every source
-    /// into its own dest.
+    /// This member's [`moves::Push`] of a collect, fcollect or broadcast:
+    /// its own source (a broadcast: its slice of the root's), read once,
+    /// [`PUSH_L1_CHUNK`] at a time (streaming, [`PUSH_CHUNK`]), copied into
+    /// the same bytes of every member's dest while in this core's cache,
+    /// instead of every member reading every source into its own dest.
     fn direct_push(
         &self,
         m: &Members,

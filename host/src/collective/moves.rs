@@ -266,14 +266,17 @@ pub(crate) struct Push {
 /// This PE's [`Push`] for a call whose descriptors (agreed) are `all`:
 /// the same bytes, from the same contribution bytes, as every member's
 /// [`plan`] together (less the moves onto themselves). A collect's or
-/// fcollect's member pushes its own source. `None` for the other
-/// collectives: an alltoall's blocks are each read once already, a
-/// reduction pushes its slices itself (`direct.rs`), and a broadcast pulls.
-/// Pushing a broadcast (the root's source cut in [`push_slice`]s, member
-/// `i` pushing slice `i` to every dest) was measured on a 2-core VM at 1
-/// and 4 MiB, six interleaved rounds (twenty-second session,
-/// `benches/results/host-push-copies-lavapipe-2026-11-28-twentysecond/`):
-/// it won 1.2x on 4 PEs and lost 0.73-0.95x on 2 and 0.8x on 8.
+/// fcollect's member pushes its own source; a broadcast's member `i` slice
+/// `i` of the root's source ([`push_slice`]), so that the root's source is
+/// read once, not once per member. `None` for the other collectives: an
+/// alltoall's blocks are each read once already, and a reduction pushes
+/// its slices itself (`direct.rs`).
+///
+/// The broadcast's push lost 0.73-0.95x on 2 PEs and 0.8x on 8 while the
+/// pushes went 64 KiB at a time (twenty-second session); 8 KiB at a time
+/// from L1 (`direct.rs`), it won 1.06-1.49x on 2 and 4 PEs at 1-4 MiB and
+/// 1.01-1.31x on 8 (four interleaved rounds, twenty-third session,
+/// `benches/results/host-push-broadcast-lavapipe-2026-11-28-twentythird/`).
 ///
 /// # Errors
 /// As [`plan`].
@@ -293,7 +296,25 @@ fn push_of(size: u32, me: u32, all: &[Desc]) -> Result<Option<Push>> {
             collect_total(all)?;
             all[..me as usize].iter().map(|x| x.nelems * es).sum()
         }
-        Which::Broadcast | Which::Alltoall | Which::Alltoalls | Which::Reduce => return Ok(None),
+        Which::Broadcast => {
+            // Member `me` pushes slice `me` of the root's source to the
+            // same bytes of every dest but the root's where it skips
+            // itself or is in place.
+            let root = d.root;
+            let r = &all[root as usize];
+            let (lo, hi) = push_slice(b, es, size, me);
+            let to = (0..size)
+                .filter(|&j| !(j == root && (r.skip_root == 1 || r.dest == r.source)))
+                .map(|j| (j, all[j as usize].dest + lo))
+                .collect();
+            return Ok(Some(Push {
+                member: root,
+                at: lo,
+                bytes: hi - lo,
+                to,
+            }));
+        }
+        Which::Alltoall | Which::Alltoalls | Which::Reduce => return Ok(None),
     };
     let to = (0..size)
         .map(|j| (j, all[j as usize].dest + block))
@@ -555,8 +576,9 @@ mod tests {
     /// Every member's [`push`] together moves the same contribution bytes to
     /// the same dest bytes as every member's [`plan`] (less the moves onto
     /// themselves, which the direct path skips), each dest byte once: for
-    /// fcollects and collects of uneven counts, in place and not, 1 to 9
-    /// members, 1- to 8-byte elements. The other collectives push nothing.
+    /// fcollects and collects of uneven counts and broadcasts (a root that
+    /// skips itself, in place and not), in place and not, 1 to 9 members,
+    /// 1- to 8-byte elements. The other collectives push nothing.
     #[test]
     fn pushes_move_what_the_copies_move() {
         use std::collections::BTreeMap;
@@ -564,20 +586,31 @@ mod tests {
         for size in 1..=9u32 {
             for es in [1u32, 2, 4, 8] {
                 for elems in [0u64, 1, 7, 33, 100] {
-                    for which in [Which::Fcollect, Which::Collect] {
+                    for which in [Which::Fcollect, Which::Collect, Which::Broadcast] {
                         for in_place in [false, true] {
                             let s = u64::from(size);
                             let count = |i: u64| match which {
                                 Which::Collect => elems + 3 * i,
                                 _ => elems,
                             };
+                            // A broadcast's root, which skips itself in
+                            // some cases (in place it is its own move).
+                            let root = (elems as u32 + es) % size;
+                            let skip = !in_place && elems % 2 == 1;
                             let before = |i: u64| (0..i).map(count).sum::<u64>() * u64::from(es);
                             let all: Vec<Desc> = (0..s)
                                 .map(|i| {
                                     let mut d = Desc::new::<u32>(which, 4096, 1 << 20, count(i));
                                     d.es = es;
                                     d.cap = (0..s).map(count).sum();
-                                    if in_place {
+                                    if which == Which::Broadcast {
+                                        d.root = root;
+                                        d.skip_root = u32::from(skip);
+                                        d.cap = elems;
+                                        if in_place {
+                                            d.source = d.dest;
+                                        }
+                                    } else if in_place {
                                         // The source is the member's own block.
                                         d.source = d.dest + before(i);
                                     }
@@ -622,12 +655,7 @@ mod tests {
             }
         }
         assert!(seen > 0);
-        for which in [
-            Which::Broadcast,
-            Which::Alltoall,
-            Which::Alltoalls,
-            Which::Reduce,
-        ] {
+        for which in [Which::Alltoall, Which::Alltoalls, Which::Reduce] {
             let all = descs(which, 3, 10, |_| 0, |_| 1 << 20);
             assert_eq!(push_of(3, 1, &all).unwrap(), None, "{which:?}");
         }
