@@ -31,10 +31,11 @@
 //! Pulled copies: a member writes only its own dest, and its peers read only
 //! its source. Pushed gathers: member `i` alone reads its source and writes
 //! block `i` of every dest; pushed broadcasts: member `i` alone reads slice
-//! `i` of the root's source and writes it into every dest. Reductions: the bytes of slice `i` of every
-//! source and every dest are read and written by member `i` alone. Calls in
-//! which a member's dest overlaps its own source are run here only where
-//! that is harmless (`moves::direct_safe`); the rest take the rounds.
+//! `i` of the root's source and writes it into every dest. Reductions: the
+//! bytes of slice `i` of every source and every dest are read and written
+//! by member `i` alone. Calls in which a member's dest overlaps its own
+//! source are run here only where that is harmless (`moves::direct_safe`);
+//! the rest take the rounds.
 
 use super::combine::ReduceFn;
 use super::copy;
@@ -65,7 +66,8 @@ const DIRECT: u32 = 3;
 /// Bytes of a gather's source pushed to the dests at a time where the
 /// pushes stream (and of a streaming reduction's slice out of place): well
 /// inside L2, so that every push after the first reads the chunk from this
-/// core's cache. 8 KiB there lost 0.45-0.6x on 8 PEs (twenty-third session).
+/// core's cache. 4 and 16 KiB there lost 0.44-0.59x on 8 PEs at 1-4 MiB
+/// (twenty-third session).
 const PUSH_CHUNK: u64 = 64 << 10;
 
 /// [`PUSH_CHUNK`] where the pushes do not stream: inside L1, whence every
@@ -361,8 +363,8 @@ impl Context {
 /// n)` yields bytes `at..at + n` (reading or computing them, which brings
 /// them into this core's cache), then they are copied to byte `at` of each
 /// of `to`, streaming where `stream` (the caller fences), and where
-/// `from_l1` (the chunk is a small buffer just written) by
-/// `copy::copy_from_l1`.
+/// `from_l1` (the chunk is small enough to stay in this core's L1 once
+/// written or first read) by `copy::copy_from_l1`.
 ///
 /// # Safety
 /// Each of `to` is valid for `len` bytes of writes that no other thread or

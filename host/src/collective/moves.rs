@@ -576,8 +576,8 @@ mod tests {
     /// Every member's [`push`] together moves the same contribution bytes to
     /// the same dest bytes as every member's [`plan`] (less the moves onto
     /// themselves, which the direct path skips), each dest byte once: for
-    /// fcollects and collects of uneven counts and broadcasts (a root that
-    /// skips itself, in place and not), in place and not, 1 to 9 members,
+    /// fcollects, collects of uneven counts and broadcasts (roots that skip
+    /// themselves and roots that do not), in place and not, 1 to 9 members,
     /// 1- to 8-byte elements. The other collectives push nothing.
     #[test]
     fn pushes_move_what_the_copies_move() {
