@@ -464,12 +464,25 @@ impl Roofline {
     /// evicted each other's data, a loss the PEs of a collective, asleep in
     /// its meetings while others copy, need not take. On 8 PEs on 2 cores an
     /// 8-PE alltoall of 4 MiB read 110 % of the all-at-once bar (twentieth
-    /// session). Collective over WORLD.
+    /// session).
+    ///
+    /// A group's copiers stand in for the whole job, as the copy kernel's
+    /// trial has every PE copy at once ([`Roofline::at`]): each cycles
+    /// through [`Roofline::pairs`] pairs, its own and those of the PEs that
+    /// rest in its window, so that a trial keeps every PE's source and dest
+    /// live, as a call of the collective does. With only the copiers' pairs
+    /// live, an 8-PE bar at 4 MiB per PE ran from the 32 MiB L3 (16 MiB
+    /// live) where an 8-PE reduction of 4 MiB, 64 MiB live, cannot
+    /// (twenty-fourth session). Collective over WORLD.
     fn memcpy_at(&self, ctx: &Context, bytes: u64) -> anyhow::Result<f64> {
         let size = bytes.max(1);
         let mut best = self.memcpy.borrow().get(&size).copied().unwrap_or(0.0);
-        let mut pair = CopyPair::new(size as usize);
-        pair.copy(false);
+        let mut pairs: Vec<CopyPair> = (0..self.pairs(ctx, size))
+            .map(|_| CopyPair::new(size as usize))
+            .collect();
+        for pair in &mut pairs {
+            pair.copy(false);
+        }
         let groups = ctx.n_pes().div_ceil(self.copiers);
         let mine = ctx.my_pe() / self.copiers;
         for trial in 0..MEMCPY_TRIALS {
@@ -484,7 +497,8 @@ impl Roofline {
                 if group == mine {
                     let from = Instant::now();
                     while copies == 0 || from.elapsed() < MEMCPY_WINDOW {
-                        pair.copy(stream);
+                        let k = copies as usize % pairs.len();
+                        pairs[k].copy(stream);
                         copies += 1;
                     }
                 }
@@ -499,6 +513,17 @@ impl Roofline {
         }
         self.memcpy.borrow_mut().insert(size, best);
         Ok(best)
+    }
+
+    /// Pairs each copier of [`Roofline::memcpy_at`] cycles through for
+    /// copies of `size` bytes: one per PE of the job for each copier (the
+    /// PEs over [`Roofline::copiers`], rounded up), but no more than
+    /// [`MEMCPY_LIVE_MAX`] of them together, past which the live set is far
+    /// beyond any cache already; at least one.
+    fn pairs(&self, ctx: &Context, size: u64) -> usize {
+        let per_copier = ctx.n_pes().div_ceil(self.copiers.max(1)) as u64;
+        let most = MEMCPY_LIVE_MAX / size.saturating_mul(2).max(1);
+        per_copier.min(most).max(1) as usize
     }
 
     /// Seconds from the first PE's `start` to the last PE's `end` (on the
@@ -757,6 +782,10 @@ fn part_window(buf: &SymBuffer<u8>, pe: u32, j: u64, vecs: u64) -> vkshmem::Heap
     w.bytes = vecs * 16;
     w
 }
+
+/// Bytes of a copier's pairs in [`Roofline::memcpy_at`] at most
+/// ([`Roofline::pairs`]): eight times a 32 MiB last-level cache.
+const MEMCPY_LIVE_MAX: u64 = 256 << 20;
 
 /// How long each PE copies in a trial of [`Roofline::memcpy_at`]: a few of
 /// the scheduler's time slices on a machine whose cores the PEs share.
