@@ -103,7 +103,7 @@ pub(crate) fn reduce(kind: Half, op: ReduceOp, n: usize, slots: &[*const u8], ou
     // compiled; every slot holds n aligned u16s that nobody writes during
     // the call but this function, and `out` n writable ones (unaligned
     // stores), a slot's own or overlapping none; `done <= whole` (a
-    // multiple of 16 at most n), so the offsets stay inside them.
+    // multiple of 16 or 32, at most n), so the offsets stay inside them.
     unsafe {
         let slots: Vec<*const u16> = slots.iter().map(|s| s.add(done)).collect();
         let out = out.cast::<u16>().add(done);
@@ -125,8 +125,9 @@ pub(crate) fn reduce(kind: Half, op: ReduceOp, n: usize, slots: &[*const u8], ou
 }
 
 /// The first elements of a bf16 reduction ([`reduce`]'s arguments) in
-/// AVX-512 registers, 16 at a time, where the CPU has AVX-512F: how many
-/// (a multiple of 16; 0 elsewhere). Rust has AVX-512's intrinsics from 1.89
+/// AVX-512 registers, 16 at a time where the CPU has AVX-512F and 32 where
+/// it has AVX-512BW too (`avx512::reduce32`): how many (a multiple of 16;
+/// 0 elsewhere). Rust has AVX-512's intrinsics from 1.89
 /// (`rustversion`: older compilers, within the crate's MSRV, build without).
 /// On this session's 2-core EPYC VM (Zen 4, which runs 512-bit operations
 /// in two halves) a 2-slot sum of 2 MiB ran at 31 GB/s in AVX2 registers:
@@ -135,6 +136,15 @@ pub(crate) fn reduce(kind: Half, op: ReduceOp, n: usize, slots: &[*const u8], ou
 /// on 8 (`benches/results/host-bf16-avx512-lavapipe-2026-11-28-twentysecond/`).
 #[rustversion::since(1.89)]
 fn wide16(op: ReduceOp, slots: &[*const u16], out: *mut u16, n: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") {
+        let whole = n / 32 * 32;
+        // SAFETY: AVX-512F and BW (detected), for which
+        // `x86::avx512::reduce32` is compiled; the slots and `out` as
+        // `reduce`'s (whole <= n).
+        unsafe { x86::avx512::reduce32(op, slots, out, whole) };
+        return whole;
+    }
     #[cfg(target_arch = "x86_64")]
     if is_x86_feature_detected!("avx512f") {
         let whole = n / 16 * 16;
@@ -383,6 +393,113 @@ mod x86 {
                 ReduceOp::Prod => each!(x, y => _mm512_mul_ps(x, y)),
                 // `half`'s max and min: the new value where it is greater
                 // (less) or the accumulator is NaN.
+                ReduceOp::Max => each!(x, y => {
+                    let take = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(y, x)
+                        | _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
+                    _mm512_mask_blend_ps(take, x, y)
+                }),
+                ReduceOp::Min => each!(x, y => {
+                    let take = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(y, x)
+                        | _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
+                    _mm512_mask_blend_ps(take, x, y)
+                }),
+                ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => {
+                    unreachable!("checked: no bitwise reductions of floats")
+                }
+            }
+        }
+
+        /// 32 `bf16`s at `p` as two vectors of `f32`s (the top halves),
+        /// interleaved with zeros within each 128-bit lane: the first holds
+        /// each lane's low four elements, the second its high four, the
+        /// order [`narrow2`] packs back. One load and two shuffles within
+        /// lanes, where [`widen`]'s zero-extension crosses lanes.
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512bw")]
+        unsafe fn widen2(p: *const u16) -> (__m512, __m512) {
+            // SAFETY: the caller's: 32 readable u16s at `p` (unaligned).
+            let h = unsafe { _mm512_loadu_si512(p.cast()) };
+            let z = _mm512_setzero_si512();
+            (
+                _mm512_castsi512_ps(_mm512_unpacklo_epi16(z, h)),
+                _mm512_castsi512_ps(_mm512_unpackhi_epi16(z, h)),
+            )
+        }
+
+        /// [`widen2`]'s two vectors rounded to `bf16` and stored in the
+        /// original order: 32 at `p`.
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512bw")]
+        unsafe fn narrow2(lo: __m512, hi: __m512, p: *mut u16) {
+            let lo = _mm512_srli_epi32::<16>(rounded(lo));
+            let hi = _mm512_srli_epi32::<16>(rounded(hi));
+            // Every lane is at most 0xffff: the pack within each 128-bit
+            // lane (lo's four, then hi's four) undoes `widen2`'s unpacks.
+            let h = _mm512_packus_epi32(lo, hi);
+            // SAFETY: the caller's: 32 writable u16s at `p` (unaligned).
+            unsafe { _mm512_storeu_si512(p.cast(), h) }
+        }
+
+        /// [`reduce16`], 32 elements at a time (`whole` a multiple of 32)
+        /// through [`widen2`] and [`narrow2`], where the CPU has AVX-512BW:
+        /// fewer instructions per element, for a fold that the integer
+        /// rounding, not memory, bounds.
+        ///
+        /// # Safety
+        /// The CPU has AVX-512F and AVX-512BW; every slot holds `whole` u16s
+        /// and `out` as many writable ones, which are a slot's or overlap
+        /// none.
+        #[target_feature(enable = "avx512f,avx512bw")]
+        pub(in crate::collective::combine) unsafe fn reduce32(
+            op: ReduceOp,
+            slots: &[*const u16],
+            out: *mut u16,
+            whole: usize,
+        ) {
+            let (&first, rest) = slots.split_first().expect("at least one slot");
+            let Some((&last, mid)) = rest.split_last() else {
+                // SAFETY: the caller's (a memmove).
+                return unsafe { std::ptr::copy(first, out, whole) };
+            };
+            // `$e` over both halves of 32 elements: the accumulator `$x`
+            // and the slot's `$y`.
+            macro_rules! each {
+                ($x:ident, $y:ident => $e:expr) => {
+                    for i in (0..whole).step_by(32) {
+                        // SAFETY: i + 32 <= whole, inside every slot and
+                        // `out` (the caller's); `out` is written after
+                        // every slot's elements are read.
+                        unsafe {
+                            let (mut al, mut ah) = widen2(first.add(i));
+                            for &s in mid {
+                                let (bl, bh) = widen2(s.add(i));
+                                al = round({
+                                    let ($x, $y) = (al, bl);
+                                    $e
+                                });
+                                ah = round({
+                                    let ($x, $y) = (ah, bh);
+                                    $e
+                                });
+                            }
+                            let (bl, bh) = widen2(last.add(i));
+                            let lo = {
+                                let ($x, $y) = (al, bl);
+                                $e
+                            };
+                            let hi = {
+                                let ($x, $y) = (ah, bh);
+                                $e
+                            };
+                            narrow2(lo, hi, out.add(i));
+                        }
+                    }
+                };
+            }
+            match op {
+                ReduceOp::Sum => each!(x, y => _mm512_add_ps(x, y)),
+                ReduceOp::Prod => each!(x, y => _mm512_mul_ps(x, y)),
+                // As `reduce16`'s.
                 ReduceOp::Max => each!(x, y => {
                     let take = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(y, x)
                         | _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
