@@ -4,8 +4,9 @@
 //! the device's kernels compute it. `f16` converts with F16C; `bf16` is the
 //! top half of an `f32`, widened by a shift and rounded to nearest, ties to
 //! even, with integer arithmetic (not AVX-512 BF16's `vcvtneps2bf16`, which
-//! flushes subnormals to zero). Where the CPU has AVX-512F, `bf16` goes 16
-//! elements at a time in 512-bit registers, the same steps (`wide16`).
+//! flushes subnormals to zero). Where the CPU has AVX-512F, both go 16
+//! elements at a time in 512-bit registers, the same steps, and `bf16` 32
+//! at a time where it has AVX-512BW too (`wide16`).
 //!
 //! Element by element, each conversion was a call in software: on this
 //! session's 2-core EPYC VM a 2-slot reduction of 2 MiB ran at 20 GB/s
@@ -90,13 +91,9 @@ pub(crate) fn reduce(kind: Half, op: ReduceOp, n: usize, slots: &[*const u8], ou
         return;
     }
     let slots: Vec<*const u16> = slots.iter().map(|s| s.cast::<u16>()).collect();
-    // bf16 16 elements at a time in AVX-512 registers where the CPU has
+    // 16 or 32 elements at a time in AVX-512 registers where the CPU has
     // them (and the compiler, `wide16`), the rest 8 at a time.
-    let done = if kind == Half::Bf16 {
-        wide16(op, &slots, out.cast::<u16>(), n)
-    } else {
-        0
-    };
+    let done = wide16(kind, op, &slots, out.cast::<u16>(), n);
     let whole = n / 8 * 8;
     #[cfg(target_arch = "x86_64")]
     // SAFETY: AVX2 and F16C (asserted), for which `x86::reduce8` is
@@ -124,10 +121,13 @@ pub(crate) fn reduce(kind: Half, op: ReduceOp, n: usize, slots: &[*const u8], ou
     }
 }
 
-/// The first elements of a bf16 reduction ([`reduce`]'s arguments) in
-/// AVX-512 registers, 16 at a time where the CPU has AVX-512F and 32 where
-/// it has AVX-512BW too (`avx512::reduce32`): how many (a multiple of 16;
-/// 0 elsewhere). Rust has AVX-512's intrinsics from 1.89
+/// The first elements of a reduction ([`reduce`]'s arguments) in AVX-512
+/// registers, 16 at a time where the CPU has AVX-512F, and `bf16` 32 at a
+/// time where it has AVX-512BW too (`avx512::reduce32`): how many (a
+/// multiple of 16; 0 elsewhere). `f16` converts with AVX-512F's 16-lane
+/// forms of F16C's instructions, the same rounding: a 2-slot sum of 1M
+/// elements ran 1.28x faster so in a C model (twenty-fourth session,
+/// `benches/results/host-halves-avx512-lavapipe-2026-11-28-twentyfourth/`). Rust has AVX-512's intrinsics from 1.89
 /// (`rustversion`: older compilers, within the crate's MSRV, build without).
 /// On this session's 2-core EPYC VM (Zen 4, which runs 512-bit operations
 /// in two halves) a 2-slot sum of 2 MiB ran at 31 GB/s in AVX2 registers:
@@ -135,9 +135,12 @@ pub(crate) fn reduce(kind: Half, op: ReduceOp, n: usize, slots: &[*const u8], ou
 /// host's bf16 reductions took 1.24-1.33x less time on 2 PEs and up to 1.6x
 /// on 8 (`benches/results/host-bf16-avx512-lavapipe-2026-11-28-twentysecond/`).
 #[rustversion::since(1.89)]
-fn wide16(op: ReduceOp, slots: &[*const u16], out: *mut u16, n: usize) -> usize {
+fn wide16(kind: Half, op: ReduceOp, slots: &[*const u16], out: *mut u16, n: usize) -> usize {
     #[cfg(target_arch = "x86_64")]
-    if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") {
+    if kind == Half::Bf16
+        && is_x86_feature_detected!("avx512f")
+        && is_x86_feature_detected!("avx512bw")
+    {
         let whole = n / 32 * 32;
         // SAFETY: AVX-512F and BW (detected), for which
         // `x86::avx512::reduce32` is compiled; the slots and `out` as
@@ -150,16 +153,21 @@ fn wide16(op: ReduceOp, slots: &[*const u16], out: *mut u16, n: usize) -> usize 
         let whole = n / 16 * 16;
         // SAFETY: AVX-512F (detected), for which `x86::avx512::reduce16`
         // is compiled; the slots and `out` as `reduce`'s (whole <= n).
-        unsafe { x86::avx512::reduce16(op, slots, out, whole) };
+        unsafe {
+            match kind {
+                Half::F16 => x86::avx512::reduce16::<false>(op, slots, out, whole),
+                Half::Bf16 => x86::avx512::reduce16::<true>(op, slots, out, whole),
+            }
+        };
         return whole;
     }
-    let _ = (op, slots, out, n);
+    let _ = (kind, op, slots, out, n);
     0
 }
 
 /// [`wide16`] where the compiler lacks AVX-512's intrinsics: nothing.
 #[rustversion::before(1.89)]
-fn wide16(_: ReduceOp, _: &[*const u16], _: *mut u16, _: usize) -> usize {
+fn wide16(_: Half, _: ReduceOp, _: &[*const u16], _: *mut u16, _: usize) -> usize {
     0
 }
 
@@ -315,8 +323,8 @@ mod x86 {
         }
     }
 
-    /// `bf16` reductions 16 elements at a time: [`reduce8`]'s, for `bf16`,
-    /// in AVX-512 registers (Rust 1.89 or later).
+    /// `f16` and `bf16` reductions 16 (`bf16` with AVX-512BW: 32) elements
+    /// at a time: [`reduce8`]'s, in AVX-512 registers (Rust 1.89 or later).
     #[rustversion::since(1.89)]
     pub(super) mod avx512 {
         use crate::collective::reduce::ReduceOp;
@@ -361,14 +369,53 @@ mod x86 {
             _mm512_castsi512_ps(_mm512_and_si512(rounded(v), _mm512_set1_epi32(-65536)))
         }
 
-        /// [`super::reduce8`] for `bf16`, 16 elements at a time (`whole` a
-        /// multiple of 16).
+        /// 16 elements at `p` as `f32`s: `bf16` where `BF` ([`widen`]),
+        /// else `f16` (AVX-512F's `vcvtph2ps`).
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn widen_any<const BF: bool>(p: *const u16) -> __m512 {
+            if BF {
+                // SAFETY: the caller's.
+                return unsafe { widen(p) };
+            }
+            // SAFETY: the caller's: 16 readable u16s at `p` (unaligned).
+            let h = unsafe { _mm256_loadu_si256(p.cast::<__m256i>()) };
+            _mm512_cvtph_ps(h)
+        }
+
+        /// `v` rounded to the type (to nearest, ties to even) and widened
+        /// back: `bf16` where `BF` ([`round`]), else `f16`.
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        fn round_any<const BF: bool>(v: __m512) -> __m512 {
+            if BF {
+                return round(v);
+            }
+            _mm512_cvtph_ps(_mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v))
+        }
+
+        /// `v` rounded to the type and stored: 16 at `p`, `bf16` where `BF`
+        /// ([`narrow`]), else `f16`.
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn narrow_any<const BF: bool>(v: __m512, p: *mut u16) {
+            if BF {
+                // SAFETY: the caller's.
+                return unsafe { narrow(v, p) };
+            }
+            let h = _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v);
+            // SAFETY: the caller's: 16 writable u16s at `p` (unaligned).
+            unsafe { _mm256_storeu_si256(p.cast::<__m256i>(), h) }
+        }
+
+        /// [`super::reduce8`] 16 elements at a time (`whole` a multiple of
+        /// 16): `bf16` where `BF`, else `f16`.
         ///
         /// # Safety
         /// The CPU has AVX-512F; every slot holds `whole` u16s and `out` as
         /// many writable ones, which are a slot's or overlap none.
         #[target_feature(enable = "avx512f")]
-        pub(in crate::collective::combine) unsafe fn reduce16(
+        pub(in crate::collective::combine) unsafe fn reduce16<const BF: bool>(
             op: ReduceOp,
             slots: &[*const u16],
             out: *mut u16,
@@ -383,7 +430,7 @@ mod x86 {
                 ($x:ident, $y:ident => $e:expr) => {
                     fold_each!(
                         16, whole, first, mid, last, out,
-                        widen, round, narrow,
+                        widen_any::<BF>, round_any::<BF>, narrow_any::<BF>,
                         $x, $y => $e
                     )
                 };
