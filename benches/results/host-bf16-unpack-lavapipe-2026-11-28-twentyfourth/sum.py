@@ -1,5 +1,5 @@
-"""Median over rounds of each (PEs, bytes) row's median_us, old (show) against new (bf), with the
-rounds the new build won."""
+"""Median over rounds of each (PEs, bytes) row's median_us, old against new, with the rounds the
+new build won. Usage: sum.py DIR [OLD NEW] (the CSVs' name prefixes; show and bf by default)."""
 import csv, glob, statistics, sys, os
 d = sys.argv[1]
 def load(v):
@@ -9,7 +9,7 @@ def load(v):
         for row in csv.DictReader(open(f)):
             r.setdefault((int(row["npes"]), int(row["bytes"])), {})[rnd] = (float(row["median_us"]), int(row["wrong"]))
     return r
-o, n = load("show"), load("bf")
+o, n = (load(v) for v in (sys.argv[2:4] if len(sys.argv) > 3 else ("show", "bf")))
 for k in sorted(o):
     mo = statistics.median(v[0] for v in o[k].values()); mn = statistics.median(v[0] for v in n[k].values())
     won = sum(1 for r in n[k] if r in o[k] and n[k][r][0] < o[k][r][0])

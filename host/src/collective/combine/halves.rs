@@ -330,6 +330,32 @@ mod x86 {
         use crate::collective::reduce::ReduceOp;
         use std::arch::x86_64::*;
 
+        /// The fold's `match` over `op` in 512-bit registers, for
+        /// [`reduce16`] and [`reduce32`]: `$each!(x, y => step)` is the
+        /// caller's loop. `max` and `min` are `half`'s: the new value where
+        /// it is greater (less) or the accumulator is NaN.
+        macro_rules! per_op512 {
+            ($op:expr, $each:ident) => {
+                match $op {
+                    ReduceOp::Sum => $each!(x, y => _mm512_add_ps(x, y)),
+                    ReduceOp::Prod => $each!(x, y => _mm512_mul_ps(x, y)),
+                    ReduceOp::Max => $each!(x, y => {
+                        let take = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(y, x)
+                            | _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
+                        _mm512_mask_blend_ps(take, x, y)
+                    }),
+                    ReduceOp::Min => $each!(x, y => {
+                        let take = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(y, x)
+                            | _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
+                        _mm512_mask_blend_ps(take, x, y)
+                    }),
+                    ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => {
+                        unreachable!("checked: no bitwise reductions of floats")
+                    }
+                }
+            };
+        }
+
         /// 16 `bf16`s at `p` as `f32`s (the top halves).
         #[inline]
         #[target_feature(enable = "avx512f")]
@@ -435,25 +461,7 @@ mod x86 {
                     )
                 };
             }
-            match op {
-                ReduceOp::Sum => each!(x, y => _mm512_add_ps(x, y)),
-                ReduceOp::Prod => each!(x, y => _mm512_mul_ps(x, y)),
-                // `half`'s max and min: the new value where it is greater
-                // (less) or the accumulator is NaN.
-                ReduceOp::Max => each!(x, y => {
-                    let take = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(y, x)
-                        | _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
-                    _mm512_mask_blend_ps(take, x, y)
-                }),
-                ReduceOp::Min => each!(x, y => {
-                    let take = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(y, x)
-                        | _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
-                    _mm512_mask_blend_ps(take, x, y)
-                }),
-                ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => {
-                    unreachable!("checked: no bitwise reductions of floats")
-                }
-            }
+            per_op512!(op, each);
         }
 
         /// 32 `bf16`s at `p` as two vectors of `f32`s (the top halves),
@@ -543,24 +551,7 @@ mod x86 {
                     }
                 };
             }
-            match op {
-                ReduceOp::Sum => each!(x, y => _mm512_add_ps(x, y)),
-                ReduceOp::Prod => each!(x, y => _mm512_mul_ps(x, y)),
-                // As `reduce16`'s.
-                ReduceOp::Max => each!(x, y => {
-                    let take = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(y, x)
-                        | _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
-                    _mm512_mask_blend_ps(take, x, y)
-                }),
-                ReduceOp::Min => each!(x, y => {
-                    let take = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(y, x)
-                        | _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
-                    _mm512_mask_blend_ps(take, x, y)
-                }),
-                ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => {
-                    unreachable!("checked: no bitwise reductions of floats")
-                }
-            }
+            per_op512!(op, each);
         }
 
         /// Only [`narrow`] over a slice (length a multiple of 16), for the
