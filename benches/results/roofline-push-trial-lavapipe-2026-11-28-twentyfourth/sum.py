@@ -8,7 +8,7 @@ def load(v):
             k = (int(row["npes"]), row["collective"])
             r.setdefault(k, {})[rnd] = (float(row["median_us"]), float(row["roofline_pct"] or 0), float(row["roofline_GBps"] or 0), int(row["wrong"]))
     return r
-o, n = load("old"), load("new")
+o, n = load(sys.argv[2] if len(sys.argv) > 3 else "old"), load(sys.argv[3] if len(sys.argv) > 3 else "new")
 print("row: median us old/new | roofline_pct old/new (median over rounds) | bar GB/s old/new | wrong")
 for k in sorted(o):
     f = lambda s, i: statistics.median(v[i] for v in s[k].values())
