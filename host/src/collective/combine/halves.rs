@@ -124,16 +124,22 @@ pub(crate) fn reduce(kind: Half, op: ReduceOp, n: usize, slots: &[*const u8], ou
 /// The first elements of a reduction ([`reduce`]'s arguments) in AVX-512
 /// registers, 16 at a time where the CPU has AVX-512F, and `bf16` 32 at a
 /// time where it has AVX-512BW too (`avx512::reduce32`): how many (a
-/// multiple of 16; 0 elsewhere). `f16` converts with AVX-512F's 16-lane
-/// forms of F16C's instructions, the same rounding: a 2-slot sum of 1M
-/// elements ran 1.28x faster so in a C model (twenty-fourth session,
-/// `benches/results/host-halves-avx512-lavapipe-2026-11-28-twentyfourth/`). Rust has AVX-512's intrinsics from 1.89
+/// multiple of 16; 0 elsewhere). Rust has AVX-512's intrinsics from 1.89
 /// (`rustversion`: older compilers, within the crate's MSRV, build without).
-/// On this session's 2-core EPYC VM (Zen 4, which runs 512-bit operations
-/// in two halves) a 2-slot sum of 2 MiB ran at 31 GB/s in AVX2 registers:
-/// the rounding's integer steps, not memory, bound it. In 512-bit ones the
-/// host's bf16 reductions took 1.24-1.33x less time on 2 PEs and up to 1.6x
-/// on 8 (`benches/results/host-bf16-avx512-lavapipe-2026-11-28-twentysecond/`).
+///
+/// `f16` converts with AVX-512F's 16-lane forms of F16C's instructions, the
+/// same rounding: a 2-slot sum of 1M elements ran 1.28x faster so in a C
+/// model, the host's f16 reductions 1.04-1.32x (twenty-fourth session,
+/// `benches/results/host-halves-avx512-lavapipe-2026-11-28-twentyfourth/`).
+///
+/// `bf16`: on the twenty-second session's 2-core EPYC VM (Zen 4, which
+/// runs 512-bit operations in two halves) a 2-slot sum of 2 MiB ran at
+/// 31 GB/s in AVX2 registers: the rounding's integer steps, not memory,
+/// bound it. In 512-bit ones the host's bf16 reductions took 1.24-1.33x
+/// less time on 2 PEs and up to 1.6x on 8
+/// (`benches/results/host-bf16-avx512-lavapipe-2026-11-28-twentysecond/`),
+/// and 32 at a time with AVX-512BW 1.14-1.23x less again
+/// (`benches/results/host-bf16-unpack-lavapipe-2026-11-28-twentyfourth/`).
 #[rustversion::since(1.89)]
 fn wide16(kind: Half, op: ReduceOp, slots: &[*const u16], out: *mut u16, n: usize) -> usize {
     #[cfg(target_arch = "x86_64")]
