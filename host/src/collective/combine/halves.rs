@@ -275,6 +275,16 @@ mod x86 {
         _mm256_castsi256_ps(_mm256_and_si256(r, _mm256_set1_epi32(-65536)))
     }
 
+    /// The slots as the folds take them: the first (widened into the
+    /// accumulator), the middle ones (folded in and rounded) and the last
+    /// (folded in as the result is stored); `None` for a single slot (a
+    /// copy). Panics without one.
+    fn ends(slots: &[*const u16]) -> Option<(*const u16, &[*const u16], *const u16)> {
+        let (&first, rest) = slots.split_first().expect("at least one slot");
+        let (&last, mid) = rest.split_last()?;
+        Some((first, mid, last))
+    }
+
     /// `out[i] = slot_0[i] op slot_1[i] op …` for `i < whole` (a multiple
     /// of 8), each step rounded to the type (`bf16` where `BF`, else
     /// `f16`). `op`'s `f32` step is `half`'s: `max` and `min` take the new
@@ -290,12 +300,11 @@ mod x86 {
         out: *mut u16,
         whole: usize,
     ) {
-        let (&first, rest) = slots.split_first().expect("at least one slot");
         // The last step is rounded by `narrow` as it stores.
-        let Some((&last, mid)) = rest.split_last() else {
+        let Some((first, mid, last)) = ends(slots) else {
             // SAFETY: the caller's: `whole` u16s in the slot and `out`, the
             // same or apart (a memmove).
-            return unsafe { std::ptr::copy(first, out, whole) };
+            return unsafe { std::ptr::copy(slots[0], out, whole) };
         };
         macro_rules! each {
             ($x:ident, $y:ident => $e:expr) => {
@@ -453,10 +462,9 @@ mod x86 {
             out: *mut u16,
             whole: usize,
         ) {
-            let (&first, rest) = slots.split_first().expect("at least one slot");
-            let Some((&last, mid)) = rest.split_last() else {
+            let Some((first, mid, last)) = super::ends(slots) else {
                 // SAFETY: the caller's (a memmove).
-                return unsafe { std::ptr::copy(first, out, whole) };
+                return unsafe { std::ptr::copy(slots[0], out, whole) };
             };
             macro_rules! each {
                 ($x:ident, $y:ident => $e:expr) => {
@@ -517,10 +525,9 @@ mod x86 {
             out: *mut u16,
             whole: usize,
         ) {
-            let (&first, rest) = slots.split_first().expect("at least one slot");
-            let Some((&last, mid)) = rest.split_last() else {
+            let Some((first, mid, last)) = super::ends(slots) else {
                 // SAFETY: the caller's (a memmove).
-                return unsafe { std::ptr::copy(first, out, whole) };
+                return unsafe { std::ptr::copy(slots[0], out, whole) };
             };
             // `$e` over both halves of 32 elements: the accumulator `$x`
             // and the slot's `$y`.
