@@ -159,10 +159,11 @@ impl Shape {
 
 /// The shapes the roofline searches: the stride kernels in 1, 4 and 8 parts;
 /// the share kernels in 1, 2, 4 and 8 parts at 64 invocations (the host wide
-/// kernels' and the bench's device workgroups on llvmpipe) and in 1 at 32; the
+/// kernels' and the bench's largest device workgroups on llvmpipe) and in 1 at
+/// 32 and 16 (its smaller ones, `device::cpu_workgroup_size`); the
 /// host wide copy itself in 1, 2, 4 and 8 blocks; the host wide push to 2, 4
 /// and 8 dests.
-const SHAPES: [Shape; 15] = [
+const SHAPES: [Shape; 16] = [
     Shape::Wide { parts: 1 },
     Shape::Wide { parts: 2 },
     Shape::Wide { parts: 4 },
@@ -175,6 +176,7 @@ const SHAPES: [Shape; 15] = [
     Shape::Share { parts: 4, wg: 64 },
     Shape::Share { parts: 8, wg: 64 },
     Shape::Share { parts: 1, wg: 32 },
+    Shape::Share { parts: 1, wg: 16 },
     Shape::Push { dests: 2 },
     Shape::Push { dests: 4 },
     Shape::Push { dests: 8 },

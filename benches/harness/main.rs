@@ -183,11 +183,12 @@ struct Args {
     #[arg(long)]
     phases: bool,
     /// Invocations of each workgroup that calls the work_group(s) forms. 0:
-    /// 256 on a GPU, 64 on a CPU driver (llvmpipe runs a workgroup on one
-    /// thread, 8 invocations per SIMD row, and every row runs the straight-line
-    /// code of the library's waits, masked rows included: at 64 bytes on 2
-    /// PEs, a work_group broadcast took 625 us with 256 invocations and 171 us
-    /// with 64).
+    /// 256 on a GPU; on a CPU driver the smallest of 16, 32 and 64 whose loop
+    /// budget the sweep's largest row fits (`device::cpu_workgroup_size`:
+    /// llvmpipe runs a workgroup on one thread, 8 invocations per SIMD row,
+    /// and every row runs the straight-line code of the library's waits,
+    /// masked rows included: at 64 bytes on 2 PEs, a work_group broadcast
+    /// took 625 us with 256 invocations, 171 us with 64 and 72 with 16).
     #[arg(long, default_value_t = 0)]
     workgroup_size: u32,
     /// Workgroups of the work_groups scope's dispatches (at most
@@ -1046,13 +1047,6 @@ fn run() -> anyhow::Result<()> {
         }
     }
     let ctx = vkshmem::init()?;
-    if args.workgroup_size == 0 {
-        args.workgroup_size = if ctx.device_info().is_llvmpipe() {
-            64
-        } else {
-            256
-        };
-    }
     // Kernels still being built in the background would share the CPU with
     // the timed calls.
     ctx.wait_background_builds();
@@ -1074,6 +1068,13 @@ fn run() -> anyhow::Result<()> {
     let f = flags.as_slice();
     ctx.broadcast(Team::WORLD, &f, &f, 1, 0)?;
     let oversubscribed = flags.to_vec()?[0] != 0;
+    if args.workgroup_size == 0 {
+        args.workgroup_size = if capped {
+            device::cpu_workgroup_size(&colls, args.max_bytes, members.len() as u64, oversubscribed)
+        } else {
+            256
+        };
+    }
     // A team that spans devices: device-scope rows go through the proxy, and
     // the atomic barrier floor (device atomics on the peers' heaps) is left
     // out (the same answer on every PE: some member is elsewhere exactly when

@@ -8,7 +8,7 @@ def load(v):
     for f in sorted(glob.glob(os.path.join(d, f"{pre}{v}-*.csv"))):
         for row in csv.DictReader(open(f)):
             k = (int(row["npes"]), row["collective"], row["scope"])
-            r.setdefault(k, []).append((float(row["median_us"]), float(row["roofline_pct"] or 0), int(row["wrong"])))
+            r.setdefault(k, []).append((float(row["median_us"]), float(row["roofline_pct"] or 0), int(row["wrong"] or 0)))
     return r
 o, n = load("old"), load("new")
 print("row: median us old/new (speedup) | roofline_pct old/new | wrong")
