@@ -155,7 +155,8 @@ const CPU_WORKGROUP_SIZES: [u32; 3] = [16, 32, 64];
 /// The work_group(s) forms' workgroup size on a CPU driver (llvmpipe): the
 /// smallest of [`CPU_WORKGROUP_SIZES`] with which one call of each of
 /// `colls` at `max_bytes` on a team of `n` fits the driver's loop budget
-/// ([`calls_per_dispatch`]), else the largest. llvmpipe runs a workgroup's
+/// ([`calls_per_dispatch`], its waits long with `long_waits`: PEs sharing
+/// cores, or a proxy's round trips), else the largest. llvmpipe runs a workgroup's
 /// SIMD rows of 8 one after another on one thread, every row through the
 /// library's straight-line code (its waits, its branches, masked rows
 /// included), so each row costs a call a fixed time while the data moves no
@@ -164,11 +165,11 @@ const CPU_WORKGROUP_SIZES: [u32; 3] = [16, 32, 64];
 /// 200-420 with 64; at 4 MiB 16 was 0.9-1.15x the time of 64 (twenty-fifth
 /// session). Below 16 the loop budget cuts the largest rows off (collect
 /// of 4 MiB on 2 PEs with 8).
-pub fn cpu_workgroup_size(colls: &[&str], max_bytes: u64, n: u64, oversubscribed: bool) -> u32 {
+pub fn cpu_workgroup_size(colls: &[&str], max_bytes: u64, n: u64, long_waits: bool) -> u32 {
     let fits = |wg: u32| {
         colls.iter().all(|c| {
             let data = data_iters(c, max_bytes, n, wg as u64, true);
-            calls_per_dispatch(true, oversubscribed, data, 1).is_some()
+            calls_per_dispatch(true, long_waits, data, 1).is_some()
         })
     };
     CPU_WORKGROUP_SIZES

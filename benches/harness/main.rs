@@ -1068,13 +1068,6 @@ fn run() -> anyhow::Result<()> {
     let f = flags.as_slice();
     ctx.broadcast(Team::WORLD, &f, &f, 1, 0)?;
     let oversubscribed = flags.to_vec()?[0] != 0;
-    if args.workgroup_size == 0 {
-        args.workgroup_size = if capped {
-            device::cpu_workgroup_size(&colls, args.max_bytes, members.len() as u64, oversubscribed)
-        } else {
-            256
-        };
-    }
     // A team that spans devices: device-scope rows go through the proxy, and
     // the atomic barrier floor (device atomics on the peers' heaps) is left
     // out (the same answer on every PE: some member is elsewhere exactly when
@@ -1083,6 +1076,17 @@ fn run() -> anyhow::Result<()> {
         ctx.transport(p)
             .map_or(true, |t| t != vkshmem::Transport::Direct)
     });
+    // Calls whose waits are long (PEs sharing cores, a proxy's round trips)
+    // have less of the loop budget for their data, as `calls_per_dispatch`
+    // counts it at each row.
+    if args.workgroup_size == 0 {
+        args.workgroup_size = if capped {
+            let long_waits = oversubscribed || spans_devices;
+            device::cpu_workgroup_size(&colls, args.max_bytes, members.len() as u64, long_waits)
+        } else {
+            256
+        };
+    }
 
     // Copies up to what the largest row must move per PE (read plus write).
     let most = colls
