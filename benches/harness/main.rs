@@ -183,8 +183,9 @@ struct Args {
     #[arg(long)]
     phases: bool,
     /// Invocations of each workgroup that calls the work_group(s) forms. 0:
-    /// 256 on a GPU; on a CPU driver the smallest of 16, 32 and 64 whose loop
-    /// budget the sweep's largest row fits (`device::cpu_workgroup_size`:
+    /// 256 on a GPU; on a CPU driver, for each collective, the smallest of 16,
+    /// 32 and 64 whose loop budget its largest row fits
+    /// (`device::cpu_workgroup_size`:
     /// llvmpipe runs a workgroup on one thread, 8 invocations per SIMD row,
     /// and every row runs the straight-line code of the library's waits,
     /// masked rows included: at 64 bytes on 2 PEs, a work_group broadcast
@@ -371,6 +372,21 @@ impl Bench<'_> {
             .collect())
     }
 
+    /// Invocations of the workgroups that call `coll`'s work_group(s) forms:
+    /// `--workgroup-size`, else 256 on a GPU, or on a CPU driver the fewest
+    /// with which the sweep's largest call of `coll` fits the loop budget
+    /// (`device::cpu_workgroup_size`; its waits long where PEs share cores or
+    /// go through a proxy, as `device::calls_per_dispatch` counts them at each
+    /// row). Alike on every PE (agreed arguments and flags).
+    fn workgroup_size(&self, coll: &str) -> u32 {
+        if self.args.workgroup_size != 0 {
+            return self.args.workgroup_size;
+        }
+        let long_waits = self.oversubscribed || self.spans_devices;
+        let n = self.members.len() as u64;
+        device::cpu_workgroup_size(&[coll], self.args.max_bytes, n, long_waits)
+    }
+
     /// The device kernel of `coll` in `scope` (compiled once, then cached).
     fn kernel<T: Elem>(
         &self,
@@ -378,7 +394,7 @@ impl Bench<'_> {
         op: ReduceOp,
         scope: Scope,
     ) -> anyhow::Result<Arc<DeviceKernel>> {
-        let wg = self.args.workgroup_size;
+        let wg = self.workgroup_size(coll);
         let key = format!("{coll}_{}_{}_{}_{wg}", T::NAME, op.name(), scope.name());
         if let Some(k) = self.kernels.borrow().get(&key) {
             return Ok(k.clone());
@@ -463,8 +479,8 @@ impl Bench<'_> {
             _ => 1,
         };
         let nth = match scope {
-            Some(Scope::WorkGroup) => self.args.workgroup_size as u64,
-            Some(Scope::WorkGroups) => self.args.workgroup_size as u64 * groups as u64,
+            Some(Scope::WorkGroup) => self.workgroup_size(coll) as u64,
+            Some(Scope::WorkGroups) => self.workgroup_size(coll) as u64 * groups as u64,
             _ => 1,
         };
         // One size: measured, its row pushed; an error names the size.
@@ -1076,16 +1092,8 @@ fn run() -> anyhow::Result<()> {
         ctx.transport(p)
             .map_or(true, |t| t != vkshmem::Transport::Direct)
     });
-    // Calls whose waits are long (PEs sharing cores, a proxy's round trips)
-    // have less of the loop budget for their data, as `calls_per_dispatch`
-    // counts it at each row.
-    if args.workgroup_size == 0 {
-        args.workgroup_size = if capped {
-            let long_waits = oversubscribed || spans_devices;
-            device::cpu_workgroup_size(&colls, args.max_bytes, members.len() as u64, long_waits)
-        } else {
-            256
-        };
+    if args.workgroup_size == 0 && !capped {
+        args.workgroup_size = 256;
     }
 
     // Copies up to what the largest row must move per PE (read plus write).
