@@ -384,7 +384,7 @@ impl Bench<'_> {
         }
         let long_waits = self.oversubscribed || self.spans_devices;
         let n = self.members.len() as u64;
-        device::cpu_workgroup_size(&[coll], self.args.max_bytes, n, long_waits)
+        device::cpu_workgroup_size(coll, self.args.max_bytes, n, long_waits)
     }
 
     /// The device kernel of `coll` in `scope` (compiled once, then cached).
