@@ -10,7 +10,9 @@
 //! One storage-buffer binding per (PE reached directly, chunk) in descriptor set
 //! 0: PE `p`'s heap is cut into chunks of at most `maxStorageBufferRange` bytes
 //! (lavapipe: 128 MiB); bindings are numbered from 0 in (slot, chunk) order,
-//! where PE `p`'s slot is `(p - my_pe) mod n_pes` (this PE's heap is slot 0),
+//! where PE `p`'s slot is `(p - my_pe) mod k` (this PE's heap is slot 0; `k`
+//! is the job's PEs, or the node's where this PE reaches exactly its node's
+//! aligned block of PEs, `LibraryConfig::slot_span`),
 //! and the accessors' `switch` cases are `slot * chunks + c`, on
 //! `vks_slot(pe)`. Every binding is declared twice, as
 //! `array<atomic<u32>>` (`vks_a_S_C`) and `array<u32>` (`vks_w_S_C`); WGSL (naga)
@@ -183,9 +185,12 @@ pub struct HeapBinding {
     pub binding: u32,
     /// Whose heap.
     pub pe: u32,
-    /// Its place in this PE's view, `(pe - my_pe) mod n_pes` (0: this PE's
+    /// Its place in this PE's view, `(pe - my_pe) mod k` over the PEs the
+    /// slots count over ([`LibraryConfig::slot_span`]: the job, or this PE's
+    /// node where it reaches exactly its node's block of PEs; 0: this PE's
     /// own heap): the number in the binding's names in the generated code,
-    /// which therefore reads alike on every PE of a job (one compile per job).
+    /// which therefore reads alike on every PE of a job, or of every node of
+    /// one size (one compile per machine).
     pub slot: u32,
     /// Byte offset of the window in the heap.
     pub offset: u64,
@@ -219,16 +224,47 @@ impl LibraryConfig {
         (self.heap_bytes / 4).min(u32::MAX as u64) as u32
     }
 
-    /// PE `pe`'s place in this PE's view (see [`HeapBinding::slot`]).
-    pub fn slot_of(&self, pe: u32) -> u32 {
+    /// The PEs this PE's slots count over ([`HeapBinding::slot`]): where the
+    /// PEs it reaches directly are a block `[me - me % k, me - me % k + k)`
+    /// of the job (its node, on a node of `k` PEs), `k`; else every PE of
+    /// the job (`n_pes`). Both read the same from every PE of such a block,
+    /// and `vks_slot` computes the block's first PE from `vks_my_pe()`, so
+    /// PEs on equal nodes share one library text (one compile per machine,
+    /// where counting over the job gave each PE of a node its own).
+    pub fn slot_span(&self) -> u32 {
         let n = self.n_pes.max(1);
-        (pe % n + n - self.my_pe % n) % n
+        let k = (0..n).filter(|&p| self.direct.contains(p)).count() as u32;
+        if k == 0 || k >= n {
+            return n;
+        }
+        let first = self.my_pe - self.my_pe % k;
+        let block = first + k <= n && (first..first + k).all(|p| self.direct.contains(p));
+        if block {
+            k
+        } else {
+            n
+        }
+    }
+
+    /// PE `pe`'s place in this PE's view (see [`HeapBinding::slot`]), or
+    /// `n_pes` for a PE outside the span its slots count over
+    /// ([`LibraryConfig::slot_span`]): the same as `vks_slot` in device code.
+    pub fn slot_of(&self, pe: u32) -> u32 {
+        let k = self.slot_span();
+        let first = self.my_pe - self.my_pe % k;
+        let (r, m) = (pe.wrapping_sub(first), self.my_pe - first);
+        if r >= k {
+            self.n_pes
+        } else {
+            (r + k - m) % k
+        }
     }
 
     /// The library's bindings, in binding order: every chunk of every PE this
     /// PE reaches directly, numbered from 0, in slot order (this PE's own
-    /// heap first, then the next PEs, wrapping), so that PEs whose direct
-    /// sets look alike from where each stands share one library source.
+    /// heap first, then the next PEs of its slot span, wrapping), so that PEs
+    /// whose direct sets look alike from where each stands share one library
+    /// source.
     pub fn bindings(&self) -> Vec<HeapBinding> {
         let (cb, chunks) = (self.chunk_bytes(), self.chunks());
         let mut v = Vec::new();
@@ -236,8 +272,10 @@ impl LibraryConfig {
             self.direct.contains(self.my_pe),
             "a PE always reaches its own heap (slot 0 holds vks_my_pe's word)"
         );
-        for slot in 0..self.n_pes {
-            let pe = (self.my_pe + slot) % self.n_pes;
+        let k = self.slot_span();
+        let first = self.my_pe - self.my_pe % k;
+        for slot in 0..k {
+            let pe = first + (self.my_pe - first + slot) % k;
             if !self.direct.contains(pe) {
                 continue;
             }
@@ -519,6 +557,7 @@ pub fn library_source_for(cfg: &LibraryConfig, uses: Option<&str>) -> String {
     // each kernel once per job (`vkshmem_host::vk::compile_turn`).
     s.push_str(MY_PE_SOURCE);
     let _ = writeln!(s, "const VKS_N_PES: u32 = {}u;", cfg.n_pes);
+    let _ = writeln!(s, "const VKS_SLOT_SPAN: u32 = {}u;", cfg.slot_span());
     let _ = writeln!(s, "const VKS_HEAP_WORDS: u32 = {}u;", cfg.heap_words());
     let _ = writeln!(
         s,
@@ -587,7 +626,8 @@ pub fn library_source_for(cfg: &LibraryConfig, uses: Option<&str>) -> String {
 /// `vks_user_pe(pe)` (a PE argument of the public API: VKS_SELF from a user
 /// is a bad PE, raised with its own value, and handed on as another bad one),
 /// `vks_pe_number(pe)` (the PE a library argument names) and `vks_slot(pe)`
-/// (PE `pe`'s place in this PE's view, `VKS_N_PES` for a PE outside the job).
+/// (PE `pe`'s place in this PE's view, `VKS_N_PES` for a PE outside the
+/// slot span, `LibraryConfig::slot_of`).
 const MY_PE_SOURCE: &str = "fn vks_my_pe() -> u32 { return vks_w_0_0[VKS_CTRL_MY_PE]; }
 const VKS_SELF: u32 = 0xffffffffu;
 fn vks_pe_number(pe: u32) -> u32 { return select(pe, vks_my_pe(), pe == VKS_SELF); }
@@ -596,8 +636,9 @@ fn vks_user_pe(pe: u32) -> u32 {
     return pe;
 }
 fn vks_slot(pe: u32) -> u32 {
-    let me = vks_my_pe();
-    let s = select(select(pe + VKS_N_PES - me, pe - me, pe >= me), VKS_N_PES, pe >= VKS_N_PES);
+    let m = vks_my_pe() % VKS_SLOT_SPAN;
+    let r = pe - (vks_my_pe() - m);
+    let s = select(select(r + VKS_SLOT_SPAN - m, r - m, r >= m), VKS_N_PES, r >= VKS_SLOT_SPAN);
     return select(s, 0u, pe == VKS_SELF);
 }
 ";
@@ -1313,9 +1354,38 @@ mod tests {
                 );
             }
         }
-        let pairs = |me: u32| library_source(&on(4, me, &[me & !1, me | 1]));
-        assert!(pairs(0) == pairs(2) && pairs(1) == pairs(3));
-        assert!(pairs(0) != pairs(1));
+        // Nodes of 2: every PE of an equal node shares one text; a node of
+        // one PE (the last of 3 or 5) has its own.
+        let pairs = |n: u32, me: u32| {
+            let direct: Vec<u32> = [me & !1, me | 1].into_iter().filter(|&p| p < n).collect();
+            on(n, me, &direct)
+        };
+        for n in [3u32, 4, 5, 8] {
+            let whole = n & !1;
+            let first = library_source(&pairs(n, 0));
+            for me in 1..whole {
+                assert!(library_source(&pairs(n, me)) == first, "{n} PEs: PE {me}");
+            }
+            if whole < n {
+                assert!(library_source(&pairs(n, n - 1)) != first);
+            }
+        }
+        // Slots count within the node: PE 1 sees PE 0 at slot 1, PE 2 (not
+        // reached) outside the span.
+        let c = pairs(3, 1);
+        assert_eq!(c.slot_span(), 2);
+        assert_eq!((c.slot_of(1), c.slot_of(0), c.slot_of(2)), (0, 1, 3));
+        assert_eq!(
+            c.bindings()
+                .iter()
+                .map(|b| (b.pe, b.slot))
+                .collect::<Vec<_>>(),
+            [(1, 0), (1, 0), (0, 1), (0, 1)]
+        );
+        // A direct set that is no aligned block counts over the job.
+        let c = on(4, 1, &[1, 2]);
+        assert_eq!(c.slot_span(), 4);
+        assert_eq!((c.slot_of(1), c.slot_of(2), c.slot_of(0)), (0, 1, 3));
     }
 
     #[test]
