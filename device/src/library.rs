@@ -556,8 +556,16 @@ pub fn library_source_for(cfg: &LibraryConfig, uses: Option<&str>) -> String {
     // every PE of a job whose direct sets look alike, and the driver compiles
     // each kernel once per job (`vkshmem_host::vk::compile_turn`).
     s.push_str(MY_PE_SOURCE);
+    // Slots over the job: the text every single-node job has always had
+    // (so their kernels stay in the drivers' caches); over the node, the
+    // node's first PE from this PE's number.
+    if cfg.slot_span() == cfg.n_pes {
+        s.push_str(SLOT_OVER_JOB);
+    } else {
+        let _ = writeln!(s, "const VKS_SLOT_SPAN: u32 = {}u;", cfg.slot_span());
+        s.push_str(SLOT_OVER_NODE);
+    }
     let _ = writeln!(s, "const VKS_N_PES: u32 = {}u;", cfg.n_pes);
-    let _ = writeln!(s, "const VKS_SLOT_SPAN: u32 = {}u;", cfg.slot_span());
     let _ = writeln!(s, "const VKS_HEAP_WORDS: u32 = {}u;", cfg.heap_words());
     let _ = writeln!(
         s,
@@ -635,9 +643,23 @@ fn vks_user_pe(pe: u32) -> u32 {
     if pe == VKS_SELF { vks_raise(VKS_ERR_BAD_PE, pe, 0u); return VKS_SELF - 1u; }
     return pe;
 }
-fn vks_slot(pe: u32) -> u32 {
-    let m = vks_my_pe() % VKS_SLOT_SPAN;
-    let r = pe - (vks_my_pe() - m);
+";
+
+/// `vks_slot(pe)` where the slots count over the job ([`LibraryConfig::slot_span`]
+/// is `n_pes`).
+const SLOT_OVER_JOB: &str = "fn vks_slot(pe: u32) -> u32 {
+    let me = vks_my_pe();
+    let s = select(select(pe + VKS_N_PES - me, pe - me, pe >= me), VKS_N_PES, pe >= VKS_N_PES);
+    return select(s, 0u, pe == VKS_SELF);
+}
+";
+
+/// `vks_slot(pe)` where the slots count over this PE's node, the aligned
+/// block of `VKS_SLOT_SPAN` PEs around it.
+const SLOT_OVER_NODE: &str = "fn vks_slot(pe: u32) -> u32 {
+    let me = vks_my_pe();
+    let m = me % VKS_SLOT_SPAN;
+    let r = pe - (me - m);
     let s = select(select(r + VKS_SLOT_SPAN - m, r - m, r >= m), VKS_N_PES, r >= VKS_SLOT_SPAN);
     return select(s, 0u, pe == VKS_SELF);
 }
@@ -1346,7 +1368,7 @@ mod tests {
         for n in [1u32, 2, 3, 5, 8] {
             let all: Vec<u32> = (0..n).collect();
             let first = library_source(&on(n, 0, &all));
-            assert!(!first.contains("VKS_MY_PE"));
+            assert!(!first.contains("VKS_MY_PE") && !first.contains("VKS_SLOT_SPAN"));
             for me in 1..n {
                 assert!(
                     library_source(&on(n, me, &all)) == first,
@@ -1363,6 +1385,7 @@ mod tests {
         for n in [3u32, 4, 5, 8] {
             let whole = n & !1;
             let first = library_source(&pairs(n, 0));
+            assert!(first.contains("const VKS_SLOT_SPAN: u32 = 2u;"));
             for me in 1..whole {
                 assert!(library_source(&pairs(n, me)) == first, "{n} PEs: PE {me}");
             }
