@@ -232,26 +232,28 @@ impl LibraryConfig {
     /// PEs on equal nodes share one library text (one compile per machine,
     /// where counting over the job gave each PE of a node its own).
     pub fn slot_span(&self) -> u32 {
+        self.slot_block().1
+    }
+
+    /// The first PE and the number of the PEs the slots count over
+    /// ([`LibraryConfig::slot_span`]): `(0, n_pes)` over the job.
+    fn slot_block(&self) -> (u32, u32) {
         let n = self.n_pes.max(1);
         let k = (0..n).filter(|&p| self.direct.contains(p)).count() as u32;
-        if k == 0 || k >= n {
-            return n;
+        if k > 0 && k < n {
+            let first = self.my_pe - self.my_pe % k;
+            if first + k <= n && (first..first + k).all(|p| self.direct.contains(p)) {
+                return (first, k);
+            }
         }
-        let first = self.my_pe - self.my_pe % k;
-        let block = first + k <= n && (first..first + k).all(|p| self.direct.contains(p));
-        if block {
-            k
-        } else {
-            n
-        }
+        (0, n)
     }
 
     /// PE `pe`'s place in this PE's view (see [`HeapBinding::slot`]), or
     /// `n_pes` for a PE outside the span its slots count over
     /// ([`LibraryConfig::slot_span`]): the same as `vks_slot` in device code.
     pub fn slot_of(&self, pe: u32) -> u32 {
-        let k = self.slot_span();
-        let first = self.my_pe - self.my_pe % k;
+        let (first, k) = self.slot_block();
         let (r, m) = (pe.wrapping_sub(first), self.my_pe - first);
         if r >= k {
             self.n_pes
@@ -272,8 +274,7 @@ impl LibraryConfig {
             self.direct.contains(self.my_pe),
             "a PE always reaches its own heap (slot 0 holds vks_my_pe's word)"
         );
-        let k = self.slot_span();
-        let first = self.my_pe - self.my_pe % k;
+        let (first, k) = self.slot_block();
         for slot in 0..k {
             let pe = first + (self.my_pe - first + slot) % k;
             if !self.direct.contains(pe) {
@@ -559,10 +560,11 @@ pub fn library_source_for(cfg: &LibraryConfig, uses: Option<&str>) -> String {
     // Slots over the job: the text every single-node job has always had
     // (so their kernels stay in the drivers' caches); over the node, the
     // node's first PE from this PE's number.
-    if cfg.slot_span() == cfg.n_pes {
+    let span = cfg.slot_span();
+    if span == cfg.n_pes {
         s.push_str(SLOT_OVER_JOB);
     } else {
-        let _ = writeln!(s, "const VKS_SLOT_SPAN: u32 = {}u;", cfg.slot_span());
+        let _ = writeln!(s, "const VKS_SLOT_SPAN: u32 = {span}u;");
         s.push_str(SLOT_OVER_NODE);
     }
     let _ = writeln!(s, "const VKS_N_PES: u32 = {}u;", cfg.n_pes);
