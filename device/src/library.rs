@@ -901,15 +901,6 @@ fn accessor(
         name.replacen("vks_", "vks_d_", 1)
     };
     let chunks = cfg.chunks();
-    let (slot, index) = if chunks == 1 {
-        ("vks_slot(pe)".to_string(), "a".to_string())
-    } else {
-        let shift = cfg.chunk_word_shift();
-        (
-            format!("vks_slot(pe) * {chunks}u + (a >> {shift}u)"),
-            format!("a & {}u", (1u64 << shift) - 1),
-        )
-    };
     let arrow = ret.map(|r| format!(" -> {r}")).unwrap_or_default();
     let fallback = ret.map_or("return;".to_string(), |r| format!("return {r}();"));
     let _ = writeln!(s, "fn {name}(pe: u32, a: u32{params}){arrow} {{");
@@ -931,19 +922,54 @@ fn accessor(
     } else {
         "i"
     };
+    // Two levels: the PE's slot, then the chunk of `a`. `vks_slot(VKS_SELF)`
+    // folds to 0, so an access to this PE's own heap (most of the library's)
+    // compiles to its chunk switch alone, without the other PEs' cases or
+    // the proxy's path (one switch over (slot, chunk) pairs kept them all
+    // in every such access of a heap in several chunks: the selector was
+    // not a constant). `a` is below VKS_HEAP_WORDS here, so the last chunk
+    // is the chunk switch's default.
+    let (index, chunk) = if chunks == 1 {
+        ("a".to_string(), String::new())
+    } else {
+        let shift = cfg.chunk_word_shift();
+        (
+            format!("a & {}u", (1u64 << shift) - 1),
+            format!("a >> {shift}u"),
+        )
+    };
     let _ = writeln!(s, "    let i = {index};");
-    let _ = writeln!(s, "    switch {slot} {{");
-    // Cases by (slot, chunk); a PE without bindings (not reached directly)
-    // falls to the default.
-    for b in cfg.bindings() {
-        let c = (b.offset / cfg.chunk_bytes()) as u32;
-        let v = format!("vks_{view}_{}_{c}[{element}]", b.slot);
-        let _ = writeln!(
-            s,
-            "        case {}u: {{ {} }}",
-            b.slot * chunks + c,
-            body.replace("{v}", &v)
-        );
+    let _ = writeln!(s, "    switch vks_slot(pe) {{");
+    // A case per slot with bindings; a PE without them (not reached
+    // directly) falls to the default.
+    let bindings = cfg.bindings();
+    for slot_bindings in bindings.chunk_by(|x, y| x.slot == y.slot) {
+        let slot = slot_bindings[0].slot;
+        let chunk_of = |b: &HeapBinding| (b.offset / cfg.chunk_bytes()) as u32;
+        let access = |b: &HeapBinding| {
+            body.replace(
+                "{v}",
+                &format!("vks_{view}_{}_{}[{element}]", b.slot, chunk_of(b)),
+            )
+        };
+        if chunks == 1 {
+            let _ = writeln!(
+                s,
+                "        case {slot}u: {{ {} }}",
+                access(&slot_bindings[0])
+            );
+            continue;
+        }
+        let _ = writeln!(s, "        case {slot}u: {{\n            switch {chunk} {{");
+        for (k, b) in slot_bindings.iter().enumerate() {
+            let label = if k + 1 == slot_bindings.len() {
+                "default".to_string()
+            } else {
+                format!("case {}u", chunk_of(b))
+            };
+            let _ = writeln!(s, "                {label}: {{ {} }}", access(b));
+        }
+        let _ = writeln!(s, "            }}\n        }}");
     }
     if cfg.proxy && with_proxy {
         let _ = writeln!(s, "        default: {{ {proxied} }}");
@@ -1319,9 +1345,32 @@ mod tests {
             [(0, 0, 0), (1, 0, 128 << 20), (2, 2, 0), (3, 2, 128 << 20)]
         );
         let src = library_source(&c);
-        assert!(src.contains("case 5u: {"), "PE 2 chunk 1 keeps its case");
+        // Slot, then chunk (the last chunk the default): PE 2 is slot 2, PE 1
+        // (slot 1) falls to the default.
+        let load = src
+            .split("fn vks_plain_load(pe: u32, a: u32) -> u32 {\n")
+            .nth(1)
+            .and_then(|f| f.split("\n}\n").next())
+            .expect("vks_plain_load");
+        let body = "    let i = a & 33554431u;
+    switch vks_slot(pe) {
+        case 0u: {
+            switch a >> 25u {
+                case 0u: { return vks_w_0_0[i]; }
+                default: { return vks_w_0_1[i]; }
+            }
+        }
+        case 2u: {
+            switch a >> 25u {
+                case 0u: { return vks_w_2_0[i]; }
+                default: { return vks_w_2_1[i]; }
+            }
+        }
+        default: { vks_raise(VKS_ERR_UNREACHABLE, pe, a); }
+    }
+    return u32();";
+        assert!(load.ends_with(body), "{load}");
         assert!(!src.contains("vks_a_1_0"), "PE 1 is bound");
-        assert!(src.contains("default: { vks_raise(VKS_ERR_UNREACHABLE, pe, a); }"));
         // With a proxy the same access becomes a ring request; the direct-only
         // accessors (vks_d_*) keep raising.
         c.proxy = true;

@@ -124,6 +124,7 @@ impl DeviceKernel {
             &sets,
             linked.immediate_bytes,
         );
+        let started = std::time::Instant::now();
         let mut turn = gpu
             .pipeline_cache
             .turn_file(key)
@@ -140,6 +141,7 @@ impl DeviceKernel {
         tracing::debug!(
             kernel = name,
             key = format_args!("{key:016x}"),
+            ms = started.elapsed().as_millis(),
             "built in turn"
         );
         Ok(k)
