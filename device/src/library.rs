@@ -586,7 +586,7 @@ pub fn library_source_for(cfg: &LibraryConfig, uses: Option<&str>) -> String {
     let quad = cfg.int64_atomics && uses.map_or(true, crate::amo::uses_64bit_atomics);
     let vec4 = uses_vec4(uses);
     bindings(&mut s, cfg, quad, vec4);
-    raise(&mut s);
+    raise(&mut s, cfg);
     wait_announce(&mut s, cfg);
     poll_many(&mut s, cfg);
     if cfg.loop_cap {
@@ -755,6 +755,7 @@ fn vks_loop_check() {
         if i >= two { break; }
     }
     if i < 2u { vks_raise(VKS_ERR_LOOPS_CUT, vks_my_pe(), 0u); }
+    vks_flush_errors();
 }
 ";
 
@@ -873,19 +874,51 @@ fn vks_wait_end() {{
     );
 }
 
-/// `vks_raise` writes the error words of this PE's control region directly (the
-/// accessors call it, so it cannot call them: WGSL has no recursion).
-fn raise(s: &mut String) {
+/// `vks_raise(bits, pe, addr)`: device error `bits` for this PE's control
+/// region (the first error names `pe` and `addr`). It writes the error words
+/// directly (the accessors call it, so it cannot call them: WGSL has no
+/// recursion), except where the driver caps loops (llvmpipe): there it notes
+/// the error in this invocation's private `vks_err`, and `vks_loop_check`,
+/// which the SPIR-V pass calls before every return of every entry point,
+/// writes it once. llvmpipe expands every atomic into a branch per lane, and
+/// the three atomics of a raise inlined at every check made kernels with
+/// many calls compile about twice as slowly. The host reads the error words
+/// once the kernel is done, so an error written at the invocation's end is
+/// seen the same; an invocation that never returns has its loops cut by the
+/// driver, and then returns.
+fn raise(s: &mut String, cfg: &LibraryConfig) {
     let me = "vks_a_0_0";
-    let _ = write!(
+    let write = |bits: &str, pe: &str, addr: &str| {
+        format!(
+            "if atomicOr(&{me}[VKS_CTRL_ERROR], {bits}) == 0u {{
+        atomicStore(&{me}[VKS_CTRL_ERROR_PE], {pe});
+        atomicStore(&{me}[VKS_CTRL_ERROR_ADDR], {addr});
+    }}"
+        )
+    };
+    if !cfg.loop_cap {
+        let _ = writeln!(
+            s,
+            "fn vks_raise(bits: u32, pe: u32, addr: u32) {{\n    {}\n}}",
+            write("bits", "pe", "addr")
+        );
+        return;
+    }
+    let _ = writeln!(
         s,
-        "fn vks_raise(bits: u32, pe: u32, addr: u32) {{
-    if atomicOr(&{me}[VKS_CTRL_ERROR], bits) == 0u {{
-        atomicStore(&{me}[VKS_CTRL_ERROR_PE], pe);
-        atomicStore(&{me}[VKS_CTRL_ERROR_ADDR], addr);
-    }}
+        "// This invocation's first error (bits, pe, addr), for vks_flush_errors.
+var<private> vks_err: vec3<u32>;
+fn vks_raise(bits: u32, pe: u32, addr: u32) {{
+    vks_err = select(vks_err, vec3<u32>(0u, pe, addr), vks_err.x == 0u);
+    vks_err.x |= bits;
 }}
-"
+fn vks_flush_errors() {{
+    if vks_err.x != 0u {{
+        {}
+        vks_err = vec3<u32>();
+    }}
+}}",
+        write("vks_err.x", "vks_err.y", "vks_err.z")
     );
 }
 
@@ -904,24 +937,30 @@ fn accessor(
     let arrow = ret.map(|r| format!(" -> {r}")).unwrap_or_default();
     let fallback = ret.map_or("return;".to_string(), |r| format!("return {r}();"));
     let _ = writeln!(s, "fn {name}(pe: u32, a: u32{params}){arrow} {{");
-    let _ = writeln!(
-        s,
-        "    if pe >= VKS_N_PES && pe != VKS_SELF {{ vks_raise(VKS_ERR_BAD_PE, pe, a); {fallback} }}"
-    );
-    let _ = writeln!(
-        s,
-        "    if a >= VKS_HEAP_WORDS {{ vks_raise(VKS_ERR_BAD_ADDRESS, vks_pe_number(pe), a); {fallback} }}"
-    );
-    // The 64-bit view: elements of two words, at an even word address.
-    let element = if *view == 'q' {
-        let _ = writeln!(
-            s,
-            "    if (a & 1u) != 0u {{ vks_raise(VKS_ERR_BAD_ADDRESS, vks_pe_number(pe), a); {fallback} }}"
-        );
-        "i >> 1u"
+    // Every check in one test and one `vks_raise`: a PE out of the job
+    // (named as given), an address out of the heap or, in the 64-bit view,
+    // odd (named with the PE's number), a PE not reached directly where no
+    // proxy carries the access (as given). Each raise is three atomics,
+    // which llvmpipe expands per lane into branches; a raise per check
+    // made kernels that call many accessors compile 2x slower. `&` and `|`
+    // on bools do not branch.
+    let (odd, element) = if *view == 'q' {
+        (" | (a & 1u) != 0u", "i >> 1u")
     } else {
-        "i"
+        ("", "i")
     };
+    let unreachable = if cfg.proxy && with_proxy {
+        "0u"
+    } else {
+        "select(0u, VKS_ERR_UNREACHABLE, !vks_is_direct(pe))"
+    };
+    let _ = writeln!(
+        s,
+        "    let bad_pe = pe >= VKS_N_PES & pe != VKS_SELF;
+    let bad_addr = a >= VKS_HEAP_WORDS{odd};
+    let err = select(select({unreachable}, VKS_ERR_BAD_ADDRESS, bad_addr), VKS_ERR_BAD_PE, bad_pe);
+    if err != 0u {{ vks_raise(err, select(pe, vks_pe_number(pe), err == VKS_ERR_BAD_ADDRESS), a); {fallback} }}"
+    );
     // Two levels: the PE's slot, then the chunk of `a`. `vks_slot(VKS_SELF)`
     // folds to 0, so an access to this PE's own heap (most of the library's)
     // compiles to its chunk switch alone, without the other PEs' cases or
@@ -974,10 +1013,8 @@ fn accessor(
     if cfg.proxy && with_proxy {
         let _ = writeln!(s, "        default: {{ {proxied} }}");
     } else {
-        let _ = writeln!(
-            s,
-            "        default: {{ vks_raise(VKS_ERR_UNREACHABLE, pe, a); }}"
-        );
+        // Raised above.
+        let _ = writeln!(s, "        default: {{}}");
     }
     let _ = writeln!(s, "    }}");
     if let Some(r) = ret {
@@ -1345,14 +1382,18 @@ mod tests {
             [(0, 0, 0), (1, 0, 128 << 20), (2, 2, 0), (3, 2, 128 << 20)]
         );
         let src = library_source(&c);
-        // Slot, then chunk (the last chunk the default): PE 2 is slot 2, PE 1
-        // (slot 1) falls to the default.
+        // One check and one raise, then slot, then chunk (the last chunk
+        // the default): PE 2 is slot 2, PE 1 (slot 1) is not reached.
         let load = src
             .split("fn vks_plain_load(pe: u32, a: u32) -> u32 {\n")
             .nth(1)
             .and_then(|f| f.split("\n}\n").next())
             .expect("vks_plain_load");
-        let body = "    let i = a & 33554431u;
+        let body = "    let bad_pe = pe >= VKS_N_PES & pe != VKS_SELF;
+    let bad_addr = a >= VKS_HEAP_WORDS;
+    let err = select(select(select(0u, VKS_ERR_UNREACHABLE, !vks_is_direct(pe)), VKS_ERR_BAD_ADDRESS, bad_addr), VKS_ERR_BAD_PE, bad_pe);
+    if err != 0u { vks_raise(err, select(pe, vks_pe_number(pe), err == VKS_ERR_BAD_ADDRESS), a); return u32(); }
+    let i = a & 33554431u;
     switch vks_slot(pe) {
         case 0u: {
             switch a >> 25u {
@@ -1366,7 +1407,7 @@ mod tests {
                 default: { return vks_w_2_1[i]; }
             }
         }
-        default: { vks_raise(VKS_ERR_UNREACHABLE, pe, a); }
+        default: {}
     }
     return u32();";
         assert!(load.ends_with(body), "{load}");
@@ -1485,6 +1526,32 @@ mod tests {
         // Fits in one binding.
         let c = cfg(4, 1 << 20, u32::MAX as u64);
         assert_eq!((c.chunk_bytes(), c.chunks()), (1 << 20, 1));
+    }
+
+    /// Where the driver caps loops, a raise is noted in the invocation's
+    /// private `vks_err` (no atomics at each check) and written once by
+    /// `vks_loop_check`, which runs before every return of every entry
+    /// point; elsewhere it writes the error words at once.
+    #[test]
+    fn raises_are_written_once_per_invocation_where_loops_are_capped() {
+        let body = |src: &str, f: &str| {
+            src.split(&format!("fn {f}("))
+                .nth(1)
+                .and_then(|b| b.split("\n}\n").next())
+                .unwrap_or_else(|| panic!("{f}"))
+                .to_string()
+        };
+        let mut c = cfg(2, 1 << 20, 128 << 20);
+        c.loop_cap = true;
+        let src = library_source(&c);
+        assert!(!body(&src, "vks_raise").contains("atomic"));
+        assert!(body(&src, "vks_flush_errors")
+            .contains("atomicOr(&vks_a_0_0[VKS_CTRL_ERROR], vks_err.x)"));
+        assert!(body(&src, "vks_loop_check").ends_with("vks_flush_errors();"));
+        c.loop_cap = false;
+        let src = library_source(&c);
+        assert!(body(&src, "vks_raise").contains("atomicOr(&vks_a_0_0[VKS_CTRL_ERROR], bits)"));
+        assert!(!src.contains("vks_flush_errors") && !src.contains("fn vks_loop_check("));
     }
 
     #[test]
