@@ -943,9 +943,9 @@ fn accessor(
     // proxy carries the access (as given). Each raise is three atomics,
     // which llvmpipe expands per lane into branches; a raise per check
     // made kernels that call many accessors compile 2x slower. `&` and `|`
-    // on bools do not branch.
+    // on bools do not branch (WGSL wants their comparisons in parentheses).
     let (odd, element) = if *view == 'q' {
-        (" | (a & 1u) != 0u", "i >> 1u")
+        (" | ((a & 1u) != 0u)", "i >> 1u")
     } else {
         ("", "i")
     };
@@ -956,8 +956,8 @@ fn accessor(
     };
     let _ = writeln!(
         s,
-        "    let bad_pe = pe >= VKS_N_PES & pe != VKS_SELF;
-    let bad_addr = a >= VKS_HEAP_WORDS{odd};
+        "    let bad_pe = (pe >= VKS_N_PES) & (pe != VKS_SELF);
+    let bad_addr = (a >= VKS_HEAP_WORDS){odd};
     let err = select(select({unreachable}, VKS_ERR_BAD_ADDRESS, bad_addr), VKS_ERR_BAD_PE, bad_pe);
     if err != 0u {{ vks_raise(err, select(pe, vks_pe_number(pe), err == VKS_ERR_BAD_ADDRESS), a); {fallback} }}"
     );
@@ -1389,8 +1389,8 @@ mod tests {
             .nth(1)
             .and_then(|f| f.split("\n}\n").next())
             .expect("vks_plain_load");
-        let body = "    let bad_pe = pe >= VKS_N_PES & pe != VKS_SELF;
-    let bad_addr = a >= VKS_HEAP_WORDS;
+        let body = "    let bad_pe = (pe >= VKS_N_PES) & (pe != VKS_SELF);
+    let bad_addr = (a >= VKS_HEAP_WORDS);
     let err = select(select(select(0u, VKS_ERR_UNREACHABLE, !vks_is_direct(pe)), VKS_ERR_BAD_ADDRESS, bad_addr), VKS_ERR_BAD_PE, bad_pe);
     if err != 0u { vks_raise(err, select(pe, vks_pe_number(pe), err == VKS_ERR_BAD_ADDRESS), a); return u32(); }
     let i = a & 33554431u;
