@@ -1,0 +1,10 @@
+struct P { mode: u32, src: u32, dst: u32, off: u32, len: u32, pe: u32, sig: u32, words: u32, out: u32 }
+var<immediate> p: P;
+
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_index) li: u32) {
+    switch p.mode {
+        case 2u: { if li == 0u { shmem_getmem_nbi(p.dst + p.off, p.src + p.off, p.len, p.pe); } }
+        default: {}
+    }
+}

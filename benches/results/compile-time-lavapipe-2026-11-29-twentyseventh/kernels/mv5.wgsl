@@ -1,0 +1,11 @@
+struct P { mode: u32, src: u32, dst: u32, off: u32, len: u32, pe: u32, sig: u32, words: u32, out: u32 }
+var<immediate> p: P;
+
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_index) li: u32) {
+    switch p.mode {
+        case 5u: { if li == 0u { shmem_int_iget(p.dst, p.src, 3u, 2u, p.len, p.pe); } }
+        // The signal set to p.off after p.len bytes.
+        default: {}
+    }
+}
