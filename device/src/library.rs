@@ -13,8 +13,8 @@
 //! where PE `p`'s slot is `(p - my_pe) mod k` (this PE's heap is slot 0; `k`
 //! is the job's PEs, or the node's where this PE reaches exactly its node's
 //! aligned block of PEs, `LibraryConfig::slot_span`),
-//! and the accessors' `switch` cases are `slot * chunks + c`, on
-//! `vks_slot(pe)`. Every binding is declared twice, as
+//! and each accessor `switch`es on `vks_slot(pe)`, then on the chunk of
+//! the address (so `VKS_SELF`, slot 0, folds to its own chunks). Every binding is declared twice, as
 //! `array<atomic<u32>>` (`vks_a_S_C`) and `array<u32>` (`vks_w_S_C`); WGSL (naga)
 //! refuses two variables on one binding, so the plain view is declared at binding
 //! `PLAIN_VIEW_OFFSET + b` and the SPIR-V pass moves it onto `b` (Vulkan allows
