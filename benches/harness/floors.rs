@@ -79,13 +79,15 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw
     )
 }
 
-/// The roofline's copy with a contiguous share per invocation, in `k` equal
-/// parts, workgroups of `wg`: invocation `i` of the grid copies vec4s
-/// `[i * per, (i + 1) * per)` of each part, the pattern of the host wide
-/// kernels on llvmpipe (one workgroup per driver thread, a share per
-/// invocation, one vec4 of each block per step) and of the device forms' vec4
-/// loops there (`library::vec4_pieces` in the device crate), which beat the
-/// interleaved kernels above with few workgroups.
+/// The roofline's copy with a contiguous share per SIMD row, in `k` equal
+/// parts, workgroups of `wg`: the row of invocations `8 r .. 8 r + 8` of the
+/// grid copies vec4s `[r * per, (r + 1) * per)` of each part (`per` a
+/// multiple of 8), its lanes interleaved in it (lane `l` on the vec4s `l`,
+/// `l + 8`, ...). The pattern of the device forms' vec4 loops on llvmpipe
+/// (`library::vec4_pieces` in the device crate) and of the host wide kernels
+/// there (`wide_loop`: one workgroup per driver thread, a share per row, one
+/// vec4 of each block per step), which beat the interleaved kernels above
+/// with few workgroups (llvmpipe runs a workgroup's rows one after another).
 fn share_copy_kernel(k: u32, wg: u32, unit: WideUnit) -> String {
     let body = parts_body(k);
     let bindings = copy_bindings(unit);
@@ -93,12 +95,12 @@ fn share_copy_kernel(k: u32, wg: u32, unit: WideUnit) -> String {
         "{bindings}@compute @workgroup_size({wg})
 fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {{
     let q = arrayLength(&src) / {k}u;
-    let nth = nw.x * {wg}u;
-    let per = (q + nth - 1u) / nth;
-    let lo = min(g.x * per, q);
+    let rows = (nw.x * {wg}u) >> 3u;
+    let per = (((q + rows - 1u) / rows) + 7u) & ~7u;
+    let lo = min((g.x >> 3u) * per, q);
     let hi = min(lo + per, q);
     for (var r = 0u; r < {SHARE_REPS}u; r++) {{
-        for (var i = lo; i < hi; i++) {{
+        for (var i = lo + (g.x & 7u); i < hi; i += 8u) {{
     {body}        }}
     }}
 }}

@@ -75,15 +75,23 @@ impl WideUnit {
 /// division per invocation, which llvmpipe scalarises: the 2-PE wide copies
 /// and reductions ran 20-40 % slower with it.)
 ///
-/// With `a.per` non-zero, each invocation takes chunks of `per` vec4s
-/// instead, dealt round-robin (invocation `g` takes the chunks `g`, `g +
-/// invocations`, ...; `per = 0` is chunks of one, the grid-wide stride):
-/// what the host launches on llvmpipe, over as many workgroups as the driver
-/// has threads, where a workgroup's SIMD rows run one after another and the
-/// grid-wide stride made each row sweep the whole object (a 16 MiB copy per
-/// PE on 4 PEs: 13.4 GB/s against 8.9 with the stride). There the chunk is
-/// each invocation's whole share (one chunk each), or for kernels that walk
-/// many windows a shorter one (`LLVMPIPE_CHUNK` in the host crate).
+/// With `a.per` non-zero, each invocation takes `per` vec4s of every chunk
+/// its SIMD row takes instead: a row of [`ROW_LANES`] invocations (fewer in
+/// workgroups smaller than that) takes chunks of `lanes * per` vec4s, dealt
+/// round-robin over the rows (row `r` takes the chunks `r`, `r + rows`,
+/// ...), its lanes interleaved inside each (lane `l` on the vec4s `l`, `l +
+/// lanes`, ...); `per = 0` is one vec4 per invocation, the grid-wide
+/// stride. That is what the host launches on llvmpipe, over as many
+/// workgroups as the driver has threads: a workgroup's SIMD rows run one
+/// after another, and the grid-wide stride made each row sweep the whole
+/// object (a 16 MiB copy per PE on 4 PEs: 13.4 GB/s against 8.9 with the
+/// stride). There the chunk is the row's whole share (one chunk each), or
+/// for kernels that walk many windows a shorter one (`LLVMPIPE_CHUNK` in
+/// the host crate). llvmpipe loads and stores each lane's element apart,
+/// so a contiguous share per invocation walked 8 places of every window at
+/// once per row, where a share per row walks one (the bench's roofline
+/// trials on 2 PEs, best of four runs: the wide copy of 1-8 blocks
+/// 8.4-13.1 -> 12.7-15.6 GB/s, the push to 2 dests 7.2-7.4 -> 13.8-14.3).
 ///
 /// The chunks are laid from `FIRST`, and indices below `LOW` are skipped
 /// inside them (an object's vec4 0 that its edge stores write): the chunks
@@ -91,6 +99,9 @@ impl WideUnit {
 /// are (on llvmpipe, a 2-PE alltoall of 4 MiB at offset 4 took 4.6 ms with
 /// chunks laid from vec4 1, 16 KiB + 16 bytes apart, against 2.5 ms aligned).
 fn wide_loop(first: &str, low: &str, end: &str, workgroup: u32) -> String {
+    // A power of two that divides the workgroup, so that rows never straddle
+    // a grid of any size.
+    let lanes = ROW_LANES.min(1 << workgroup.trailing_zeros());
     format!(
         "@compute @workgroup_size({workgroup})
 fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {{
@@ -99,12 +110,18 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw
     let span = nw.x * {workgroup}u * c;
     let low = {low};
     let end = {end};
-    for (var lo = {first} + g.x * c; lo < end; lo += span) {{
-        let hi = min(lo + c, end);
-        for (var i = max(lo, low); i < hi; i++) {{
-"
+    let lane = g.x & {m}u;
+    for (var lo = {first} + (g.x - lane) * c; lo < end; lo += span) {{
+        let hi = min(lo + {lanes}u * c, end);
+        let s0 = lo + lane;
+        for (var i = s0 + ((max(low, s0) - s0 + {m}u) & ~{m}u); i < hi; i += {lanes}u) {{
+",
+        m = lanes - 1
     )
 }
+
+/// Invocations of a SIMD row on llvmpipe (8 of 32 bits on 256-bit vectors).
+pub const ROW_LANES: u32 = 8;
 
 /// Closes [`wide_loop`]'s loops (the caller then closes the function).
 const WIDE_LOOP_END: &str = "        }\n    }\n";
