@@ -89,6 +89,11 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw
 /// vec4 of each block per step), which beat the interleaved kernels above
 /// with few workgroups (llvmpipe runs a workgroup's rows one after another).
 fn share_copy_kernel(k: u32, wg: u32, unit: WideUnit) -> String {
+    // Whole rows of 8 in every workgroup (`rows` below is never 0).
+    assert!(
+        wg % 8 == 0,
+        "share copies take workgroups of whole rows, not {wg}"
+    );
     let body = parts_body(k);
     let bindings = copy_bindings(unit);
     format!(

@@ -702,10 +702,10 @@ impl Context {
     /// invocation takes, or 0 for the grid-wide stride; see `wide_loop` in
     /// the device crate). On llvmpipe, a contiguous share of `per` vec4s per
     /// invocation, taken together by each SIMD row of 8 with its lanes
-    /// interleaved, over one workgroup per driver thread (more where a share would pass
-    /// [`LLVMPIPE_SHARE_MAX`] loop iterations), cut into chunks of
-    /// [`LLVMPIPE_CHUNK`] vec4s per invocation dealt round-robin where the kernel walks
-    /// [`LLVMPIPE_CHUNK_STREAMS`] windows or more; elsewhere one vec4 per
+    /// interleaved, over one workgroup per driver thread (more where a share
+    /// would pass [`LLVMPIPE_SHARE_MAX`] loop iterations), cut into chunks
+    /// of [`LLVMPIPE_CHUNK`] vec4s per invocation dealt round-robin where the
+    /// kernel walks [`LLVMPIPE_CHUNK_STREAMS`] windows or more; elsewhere one vec4 per
     /// invocation, as many workgroups of [`Context::wide_workgroup`] as that
     /// takes up to the dispatch limit (a GPU needs the parallelism). On llvmpipe the stride had been given
     /// 16 vec4 loads and stores per invocation (2.3x faster 4 MiB broadcasts
