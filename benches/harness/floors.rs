@@ -22,6 +22,7 @@ use std::time::Instant;
 
 use vkshmem::{Context, ReduceOp, SymBuffer};
 use vkshmem_device::collectives::{WideArgs, WideCopyArgs, WideUnit};
+use vkshmem_device::library::ROW_LANES;
 
 /// The roofline kernels' two buffers, of 16-byte `unit`s: the library's
 /// wide kernels' (`Context::wide_unit`), so that the roofline copies move
@@ -89,10 +90,11 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw
 /// vec4 of each block per step), which beat the interleaved kernels above
 /// with few workgroups (llvmpipe runs a workgroup's rows one after another).
 fn share_copy_kernel(k: u32, wg: u32, unit: WideUnit) -> String {
-    // Whole rows of 8 in every workgroup (`rows` below is never 0).
+    // Whole rows in every workgroup (`rows` below is never 0).
+    let (l, m, sh) = (ROW_LANES, ROW_LANES - 1, ROW_LANES.trailing_zeros());
     assert!(
-        wg % 8 == 0,
-        "share copies take workgroups of whole rows, not {wg}"
+        wg % l == 0,
+        "share copies take workgroups of whole rows of {l}, not {wg}"
     );
     let body = parts_body(k);
     let bindings = copy_bindings(unit);
@@ -100,12 +102,12 @@ fn share_copy_kernel(k: u32, wg: u32, unit: WideUnit) -> String {
         "{bindings}@compute @workgroup_size({wg})
 fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {{
     let q = arrayLength(&src) / {k}u;
-    let rows = (nw.x * {wg}u) >> 3u;
-    let per = (((q + rows - 1u) / rows) + 7u) & ~7u;
-    let lo = min((g.x >> 3u) * per, q);
+    let rows = (nw.x * {wg}u) >> {sh}u;
+    let per = (((q + rows - 1u) / rows) + {m}u) & ~{m}u;
+    let lo = min((g.x >> {sh}u) * per, q);
     let hi = min(lo + per, q);
     for (var r = 0u; r < {SHARE_REPS}u; r++) {{
-        for (var i = lo + (g.x & 7u); i < hi; i += 8u) {{
+        for (var i = lo + (g.x & {m}u); i < hi; i += {l}u) {{
     {body}        }}
     }}
 }}

@@ -49,6 +49,12 @@ pub const QUAD_VIEW_OFFSET: u32 = 2000;
 /// pass, like the plain view).
 pub const VEC4_VIEW_OFFSET: u32 = 3000;
 
+/// Invocations of a SIMD row on llvmpipe (8 of 32 bits on 256-bit vectors),
+/// which runs a workgroup's rows one after another: the device forms' vec4
+/// loops (`vec4_pieces`), the host wide kernels and the bench roofline's
+/// share copy give each row one contiguous share, its lanes interleaved.
+pub const ROW_LANES: u32 = 8;
+
 /// Descriptor set of the library's bindings.
 pub const LIBRARY_SET: u32 = 0;
 
@@ -1148,14 +1154,16 @@ pub(crate) fn vec4_pieces(
     let (from, to, first, step) = if cfg.loop_cap {
         // Rows of 8 (the grid's last may be narrower); `per` a multiple of
         // 8, so that every row's share starts on a row boundary of vec4s.
-        s.push_str(
-            "    let rows = (nth + 7u) >> 3u;
-    let width = min(8u, nth - (tid & ~7u));
-    let lane = tid & 7u;
-    let per = (((n4 + rows - 1u) / rows) + 7u) & ~7u;
-    let lo = min((tid >> 3u) * per, n4);
+        let (l, m, sh) = (ROW_LANES, ROW_LANES - 1, ROW_LANES.trailing_zeros());
+        let _ = write!(
+            s,
+            "    let rows = (nth + {m}u) >> {sh}u;
+    let width = min({l}u, nth - (tid & ~{m}u));
+    let lane = tid & {m}u;
+    let per = (((n4 + rows - 1u) / rows) + {m}u) & ~{m}u;
+    let lo = min((tid >> {sh}u) * per, n4);
     let hi = min(lo + per, n4);
-",
+"
         );
         (
             "lo",

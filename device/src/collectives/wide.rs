@@ -8,6 +8,7 @@
 use std::fmt::Write as _;
 
 use super::{is_half, swar_sum, Kind, ReduceOp, HALF_SOURCE};
+use crate::library::ROW_LANES;
 
 /// The largest team whose host reductions take the wide path (two storage
 /// bindings per member, see [`wide_reduce_source`]).
@@ -119,9 +120,6 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw
         m = lanes - 1
     )
 }
-
-/// Invocations of a SIMD row on llvmpipe (8 of 32 bits on 256-bit vectors).
-pub const ROW_LANES: u32 = 8;
 
 /// Closes [`wide_loop`]'s loops (the caller then closes the function).
 const WIDE_LOOP_END: &str = "        }\n    }\n";
