@@ -39,6 +39,11 @@ struct Args {
     /// Rounds per dispatch (default: all; on lavapipe 20, or 2 with more PEs than cores).
     #[arg(long)]
     per_dispatch: Option<u32>,
+    /// Invocations of the workgroup (1 to 256). On lavapipe 8 or fewer make one
+    /// SIMD row, which the library links without barriers
+    /// (`LibraryConfig::row_lanes`): the ordering is then the CPU's alone.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=256))]
+    workgroup_size: u32,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
@@ -102,14 +107,22 @@ fn main() -> Result<()> {
     // where its mode skips it: a kernel that can wait on peers is launched after
     // a sync of all PEs (`Context::launch`), which would start every PE's
     // dispatch together and, in turns, pair one PE's launch with another's turn.
+    let (size, wg) = ("@workgroup_size(64)", "const WG: u32 = 64u;");
+    if !KERNEL.contains(size) || !KERNEL.contains(wg) {
+        bail!("litmus.wgsl no longer says {size} and {wg}");
+    }
+    let w = args.workgroup_size;
+    let kernel_src = KERNEL
+        .replace(size, &format!("@workgroup_size({w})"))
+        .replace(wg, &format!("const WG: u32 = {w}u;"));
     let source = match args.sync {
-        Sync::Barrier | Sync::Weak => KERNEL.to_string(),
+        Sync::Barrier | Sync::Weak => kernel_src,
         Sync::None | Sync::Turns => {
             let call = "shmemx_barrier_all_work_group(li);";
-            if !KERNEL.contains(call) {
+            if !kernel_src.contains(call) {
                 bail!("litmus.wgsl no longer calls {call}");
             }
-            KERNEL.replace(call, "")
+            kernel_src.replace(call, "")
         }
     };
     let kernel = ctx
@@ -161,9 +174,10 @@ fn main() -> Result<()> {
             .map(|(pe, r, w)| format!(" first_wrong=pe{pe}:round{r}:word{w}"))
             .unwrap_or_default();
         println!(
-            "litmus: stale={wrong} rounds={} npes={n} words={} mode={} previous_round={stale} per_dispatch={per_dispatch} us_per_round={:.2}{first} device={:?}",
+            "litmus: stale={wrong} rounds={} npes={n} words={} workgroup_size={} mode={} previous_round={stale} per_dispatch={per_dispatch} us_per_round={:.2}{first} device={:?}",
             args.rounds,
             args.words,
+            args.workgroup_size,
             format!("{:?}", args.sync).to_lowercase(),
             gpu.as_secs_f64() * 1e6 / f64::from(args.rounds),
             ctx.device_info().name

@@ -1744,7 +1744,8 @@ fn litmus(n: &str, args: &[&str]) -> (u64, String) {
     (stale, line)
 }
 
-/// Message passing over the device barrier: no stale or torn word on 2 and 4 PEs.
+/// Message passing over the device barrier: no stale or torn word on 2 and 4
+/// PEs, in workgroups of 64 and 8.
 /// The control: the same check without synchronization, the PEs taking turns
 /// (PE 0 first), must count every word PE 0 reads (nobody wrote them yet) and
 /// every word of all but the last two rounds on the others (they read their
@@ -1754,10 +1755,16 @@ fn litmus(n: &str, args: &[&str]) -> (u64, String) {
 #[test]
 fn litmus_message_passing() {
     let _one = one_spinning_job();
+    // Workgroups of 64 and of 8: on lavapipe one SIMD row, linked without
+    // barriers or fences (`LibraryConfig::row_lanes`), so that the CPU's
+    // own ordering carries the messages.
     for (n, rounds) in [("2", "1000"), ("4", "100")] {
-        let (stale, line) = litmus(n, &[rounds]);
-        assert_eq!(stale, 0, "{line}");
-        assert!(line.contains(&format!("rounds={rounds}")), "{line}");
+        for wg in ["64", "8"] {
+            let (stale, line) = litmus(n, &[rounds, "--workgroup-size", wg]);
+            assert_eq!(stale, 0, "{line}");
+            assert!(line.contains(&format!("rounds={rounds}")), "{line}");
+            assert!(line.contains(&format!("workgroup_size={wg} ")), "{line}");
+        }
     }
     for (n, rounds) in [(2u64, 50u64), (3, 20)] {
         let (stale, line) = litmus(

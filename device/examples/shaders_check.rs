@@ -39,6 +39,7 @@ fn shapes() -> Vec<LibraryConfig> {
                         int64_atomics: wide,
                         divergent_fences: gpu,
                         loop_cap: !gpu,
+                        row_lanes: 0,
                         direct: PeSet::all(n_pes),
                         proxy: false,
                         vec4_u64: !gpu && wide,

@@ -212,6 +212,7 @@ mod tests {
             int64_atomics,
             divergent_fences: true,
             loop_cap: false,
+            row_lanes: 0,
             direct,
             proxy,
             vec4_u64: false,

@@ -1482,6 +1482,7 @@ mod tests {
             int64_atomics: true,
             divergent_fences: true,
             loop_cap: true,
+            row_lanes: 0,
             direct: crate::PeSet::all(3),
             proxy: false,
             vec4_u64: false,

@@ -107,6 +107,17 @@ pub struct LibraryConfig {
     /// been cut too). Without it, a wait polls once per iteration, which keeps the
     /// wake-up latency at one load.
     pub loop_cap: bool,
+    /// Mesa's llvmpipe: the invocations of one SIMD row, which it runs in
+    /// lockstep on one thread (its subgroup size, 8 with AVX2); 0 elsewhere.
+    /// A kernel whose workgroup is one row (`x <= row_lanes`, `y = z = 1`)
+    /// is linked without its control and memory barriers (the SPIR-V pass,
+    /// see `pass::run`): llvmpipe compiles a kernel with any barrier into
+    /// coroutines, in which a copy loop ran at half the speed (one thread,
+    /// 2 MiB: 4.1 against 7.9 GB/s), and one row needs none (its lanes
+    /// execute each instruction together, in program order; the ordering
+    /// across workgroups and PEs is the host CPU's, as for the per-thread
+    /// code without fences, [`LibraryConfig::divergent_fences`]).
+    pub row_lanes: u32,
     /// The PEs whose heaps this PE's device reaches directly (the library
     /// binds those only); device code that touches another PE's heap raises
     /// `ERR_UNREACHABLE`, unless [`LibraryConfig::proxy`].
@@ -1094,6 +1105,13 @@ fn vec4_push_all(s: &mut String, cfg: &LibraryConfig, vec4: bool) {
     );
 }
 
+/// vec4s a lane of [`vec4_pieces`] moves per loop iteration where the driver
+/// caps loop iterations (llvmpipe: 65535 per invocation), so that a
+/// workgroup of one SIMD row (8 invocations, linked without barriers, see
+/// [`LibraryConfig::row_lanes`]) moves 4 MiB per block in a call: 32768
+/// vec4s per lane of one row, 8192 iterations.
+pub const UNROLL: u32 = 4;
+
 /// Which side's chunk a binding of [`vec4_pieces`]'s cases stands for (the
 /// other side is this PE's own heap, every chunk of it).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -1196,11 +1214,26 @@ pub(crate) fn vec4_pieces(
         for own in 0..chunks {
             // The selector above: (slot, its chunk, this PE's chunk).
             let case = (b.slot * chunks + c) * chunks + own;
-            let _ = writeln!(
-                s,
-                "            case {case}u: {{ for (var i = first; i < k; i += {step}) {{ {} }} }}",
-                body(b.slot, c, own)
-            );
+            let body = body(b.slot, c, own);
+            if cfg.loop_cap {
+                // UNROLL vec4s of the lane per iteration, then the rest one
+                // by one: the driver caps loop iterations, not work, so a
+                // lane moves UNROLL times more per call within the cap (the
+                // same vec4s, in the same order).
+                let steps: String = (1..UNROLL)
+                    .map(|j| format!(" {{ let i = i + {j}u * {step}; {body} }}"))
+                    .collect();
+                let _ = writeln!(
+                    s,
+                    "            case {case}u: {{ var i = first; loop {{ if i + {m}u * {step} >= k {{ break; }} {{ {body} }}{steps} i += {UNROLL}u * {step}; }} for (; i < k; i += {step}) {{ {body} }} }}",
+                    m = UNROLL - 1,
+                );
+            } else {
+                let _ = writeln!(
+                    s,
+                    "            case {case}u: {{ for (var i = first; i < k; i += {step}) {{ {body} }} }}"
+                );
+            }
         }
     }
     s.push_str(
@@ -1387,6 +1420,7 @@ mod tests {
             int64_atomics: true,
             divergent_fences: true,
             loop_cap: false,
+            row_lanes: 0,
             direct: PeSet::all(n),
             proxy: false,
             vec4_u64: false,

@@ -300,7 +300,10 @@ fn link_with(
     .validate(&module)
     .map_err(|e| link_error(name, 0, 0, format!("after removing unused code: {e}")))?;
     let words = crate::write_spirv(&module, &info, name)?;
-    let (spirv, report) = pass::run(&words).map_err(|message| CompileError::Backend {
+    // One SIMD row of llvmpipe: linked without barriers (LibraryConfig::row_lanes).
+    let [x, y, z] = workgroup_size;
+    let one_row = cfg.row_lanes > 0 && x <= cfg.row_lanes && y == 1 && z == 1;
+    let (spirv, report) = pass::run(&words, one_row).map_err(|message| CompileError::Backend {
         name: name.to_string(),
         message,
     })?;
@@ -381,6 +384,7 @@ mod tests {
             int64_atomics: true,
             divergent_fences: true,
             loop_cap: false,
+            row_lanes: 0,
             direct: crate::PeSet::all(3),
             proxy: false,
             vec4_u64: false,
@@ -474,6 +478,7 @@ fn main(@builtin(local_invocation_index) li: u32) {
         }
         let mut proxied = LibraryConfig {
             loop_cap: true,
+            row_lanes: 0,
             proxy: true,
             ..cfg()
         };
@@ -662,6 +667,58 @@ fn main(@builtin(local_invocation_index) li: u32) {
     }
 
     #[test]
+    fn one_row_kernels_lose_their_barriers() {
+        // llvmpipe (row_lanes 8): a workgroup of one SIMD row is linked
+        // without control or memory barriers, the user's and the library's;
+        // two rows (x over 8, or y over 1) and other drivers keep them all.
+        let src = |size: &str| {
+            format!(
+                "@group(1) @binding(0) var<storage, read_write> o: array<u32>;
+@compute @workgroup_size({size}) fn main(@builtin(local_invocation_index) li: u32) {{
+    o[li] = 1u;
+    workgroupBarrier();
+    shmemx_barrier_all_work_group(li);
+    storageBarrier();
+}}"
+            )
+        };
+        let lp = LibraryConfig {
+            loop_cap: true,
+            row_lanes: 8,
+            divergent_fences: false,
+            ..cfg()
+        };
+        let barriers = |k: &LinkedKernel| {
+            rspirv::dr::load_words(&k.spirv)
+                .unwrap()
+                .all_inst_iter()
+                .filter(|i| {
+                    matches!(
+                        i.class.opcode,
+                        rspirv::spirv::Op::ControlBarrier | rspirv::spirv::Op::MemoryBarrier
+                    )
+                })
+                .count()
+        };
+        for size in ["8", "5", "1"] {
+            let k = link_kernel(&src(size), "k", None, &lp).unwrap();
+            assert_eq!(barriers(&k), 0, "{size}: {:?}", k.report);
+            assert!(k.report.barriers_removed >= 3, "{size}: {:?}", k.report);
+            assert_eq!((k.report.fences, k.report.acquires), (0, 0), "{size}");
+        }
+        for (size, c) in [
+            ("16", lp),
+            ("4, 2", lp),
+            ("8", LibraryConfig { row_lanes: 0, ..lp }),
+        ] {
+            let k = link_kernel(&src(size), "k", None, &c).unwrap();
+            assert!(barriers(&k) >= 3, "{size}: {:?}", k.report);
+            assert_eq!(k.report.barriers_removed, 0, "{size}");
+            assert!(k.report.fences > 0, "{size}: {:?}", k.report);
+        }
+    }
+
+    #[test]
     fn loop_cap_shape() {
         // Where the driver caps loops: many branch-free polls per wait iteration,
         // and a loop-cap check before the entry point's return.
@@ -669,6 +726,7 @@ fn main(@builtin(local_invocation_index) li: u32) {
 @compute @workgroup_size(1) fn main() { if o[0] == 0u { return; } shmem_barrier_all(); }";
         let capped = LibraryConfig {
             loop_cap: true,
+            row_lanes: 0,
             divergent_fences: false,
             ..cfg()
         };

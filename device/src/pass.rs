@@ -25,7 +25,13 @@
 //!    the two library views of one heap alias each other;
 //! 7. where the library defines `vks_loop_check` (drivers that cap loop
 //!    iterations), calls it before every `OpReturn` of each entry point, so a
-//!    kernel whose loops the driver cut short reports it.
+//!    kernel whose loops the driver cut short reports it;
+//! 8. with `one_row` (llvmpipe, a workgroup of one SIMD row: see
+//!    `LibraryConfig::row_lanes`), removes every `OpControlBarrier` and
+//!    `OpMemoryBarrier`, the user's included, and leaves `vks_fence_acq_rel`
+//!    empty (step 3 skipped): llvmpipe compiles a kernel with any barrier
+//!    into coroutines, whose loops ran at half the speed, and the lanes of
+//!    one row execute every instruction together, in program order.
 //!
 //! Release stores are not atomics with Release semantics but a fence followed by a
 //! relaxed store (`vks_store_release` in the WGSL), which the memory model makes
@@ -66,10 +72,13 @@ pub struct PassReport {
     pub aliased_views: usize,
     /// Loop-cap checks inserted before entry-point returns.
     pub loop_checks: usize,
+    /// Barriers removed from a one-row kernel (step 8).
+    pub barriers_removed: usize,
 }
 
 /// Runs the pass over `words`; returns the new module and what it did.
-pub fn run(words: &[u32]) -> Result<(Vec<u32>, PassReport), String> {
+/// `one_row`: the kernel's workgroup is one SIMD row of llvmpipe (step 8).
+pub fn run(words: &[u32], one_row: bool) -> Result<(Vec<u32>, PassReport), String> {
     let mut m = rspirv::dr::load_words(words).map_err(|e| format!("reading SPIR-V: {e}"))?;
     let mut report = PassReport::default();
     let names: HashMap<Word, String> = m
@@ -105,7 +114,7 @@ pub fn run(words: &[u32]) -> Result<(Vec<u32>, PassReport), String> {
         if !name.starts_with("vks_") {
             continue;
         }
-        if name.starts_with("vks_acquire_") {
+        if name.starts_with("vks_acquire_") && !one_row {
             for inst in f.blocks.iter_mut().flat_map(|b| b.instructions.iter_mut()) {
                 if set_atomic_semantics(inst, device, acquire) {
                     report.acquires += 1;
@@ -130,7 +139,7 @@ pub fn run(words: &[u32]) -> Result<(Vec<u32>, PassReport), String> {
                 }
             }
         }
-        if name == "vks_fence_acq_rel" {
+        if name == "vks_fence_acq_rel" && !one_row {
             let block = f.blocks.last_mut().ok_or("vks_fence_acq_rel has no body")?;
             let at = block.instructions.len().saturating_sub(1);
             block.instructions.insert(
@@ -153,6 +162,14 @@ pub fn run(words: &[u32]) -> Result<(Vec<u32>, PassReport), String> {
         // (two exits, like every user loop) is capped.
         if name != "vks_loop_check" {
             report.unbounded_loops += unbound_loops(f, &loop_bounds, never);
+        }
+    }
+    if one_row {
+        for b in m.functions.iter_mut().flat_map(|f| f.blocks.iter_mut()) {
+            let before = b.instructions.len();
+            b.instructions
+                .retain(|i| !matches!(i.class.opcode, Op::ControlBarrier | Op::MemoryBarrier));
+            report.barriers_removed += before - b.instructions.len();
         }
     }
     report.aliased_views = decorate_buffers(&mut m, &names);

@@ -364,6 +364,7 @@ mod tests {
             int64_atomics: true,
             divergent_fences: true,
             loop_cap: true,
+            row_lanes: 0,
             direct: crate::PeSet::all(3),
             proxy: true,
             vec4_u64: false,

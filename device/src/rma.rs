@@ -559,6 +559,7 @@ mod tests {
             int64_atomics: true,
             divergent_fences: true,
             loop_cap: false,
+            row_lanes: 0,
             direct,
             proxy,
             vec4_u64: false,

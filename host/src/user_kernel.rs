@@ -84,6 +84,7 @@ pub(crate) fn library_config_for(
         int64_atomics: gpu.caps.int64_atomics && gpu.caps.int64,
         divergent_fences: !llvmpipe,
         loop_cap: llvmpipe,
+        row_lanes: if llvmpipe { gpu.info.subgroup_size } else { 0 },
         direct: PeSet::from_pes((0..npes).filter(|&p| heap.reachable(p))),
         proxy,
         vec4_u64: vec4_u64 && gpu.caps.int64,

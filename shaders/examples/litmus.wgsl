@@ -66,6 +66,9 @@ fn weak_barrier(li: u32, e: u32) {
     workgroupBarrier();
 }
 
+// The workgroup's invocations (examples/litmus.rs sets both to --workgroup-size).
+const WG: u32 = 64u;
+
 @compute @workgroup_size(64)
 fn main(@builtin(local_invocation_index) li: u32) {
     let me = u32(shmem_my_pe());
@@ -77,7 +80,7 @@ fn main(@builtin(local_invocation_index) li: u32) {
     for (var k = 0u; k < p.rounds; k++) {
         let r = p.base + k;
         let buf = p.data + (r & 1u) * p.words;
-        for (var w = li; w < p.words; w += 64u) {
+        for (var w = li; w < p.words; w += WG) {
             shmem_uint32_p(buf + w, expect(r, me, w), next);
         }
         if p.mode == 0u {
@@ -85,7 +88,7 @@ fn main(@builtin(local_invocation_index) li: u32) {
         } else if p.mode == 1u {
             weak_barrier(li, r);
         }
-        for (var w = li; w < p.words; w += 64u) {
+        for (var w = li; w < p.words; w += WG) {
             let v = shmem_uint32_g(buf + w, me);
             if v != expect(r, prev, w) {
                 wrong += 1u;

@@ -255,6 +255,16 @@ fn device_forms(h: &mut Harness, cases: &[TeamCase], quick: bool) -> anyhow::Res
     };
     for &form in forms {
         h.form = form;
+        // On lavapipe the multi-workgroup form in workgroups of one SIMD row
+        // (the bench's choice there), linked without barriers
+        // (`LibraryConfig::row_lanes`); the work_group form in 64, several
+        // rows with barriers. The soak draws both sizes for both forms.
+        let row = ctx.device_info().subgroup_size;
+        h.group = if form == Form::WorkGroups && llvmpipe && row > 0 {
+            row
+        } else {
+            64
+        };
         let sizes: &[usize] = match (form, quick) {
             (Form::Thread, true) => &[1, 7],
             (Form::Thread, false) => &[0, 1, 7, 100],
@@ -401,7 +411,7 @@ fn straddle_chunks(h: &mut Harness, world: &TeamCase) -> anyhow::Result<()> {
 fn device_misuse() -> anyhow::Result<()> {
     let ctx = vkshmem::init()?;
     let buf = ctx.malloc::<u8>(64)?;
-    let k = ctx.device_kernel(&device_kernel_source(0, Form::Thread), "misuse")?;
+    let k = ctx.device_kernel(&device_kernel_source(0, Form::Thread, 64), "misuse")?;
     let args = DeviceArgs {
         which: 0,
         form: 0,

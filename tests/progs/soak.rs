@@ -318,17 +318,28 @@ fn main() -> anyhow::Result<()> {
     let mut h = Harness::new(&ctx, max * 8 * 3 + 64)?;
     let cases = teams(&ctx)?;
     let mut rng = StdRng::seed_from_u64(args.seed);
-    // The device pool: distinct (kernel, form) pairs.
-    let mut pool: Vec<(u32, Form)> = Vec::new();
+    // The device pool: distinct (kernel, form, workgroup size) triples. On
+    // lavapipe the work_group(s) forms take one SIMD row (linked without
+    // barriers, `LibraryConfig::row_lanes`) or 64 invocations (with them).
+    let row = ctx.device_info().subgroup_size;
+    let sizes: &[u32] = if llvmpipe && row > 0 {
+        &[row, 64]
+    } else {
+        &[64]
+    };
+    let mut pool: Vec<(u32, Form, u32)> = Vec::new();
     let want = args
         .device_kernels
         .unwrap_or((args.seconds / 40.0).ceil().max(1.0) as usize)
         .min(3 * DEVICE_KERNELS as usize);
     while pool.len() < want {
-        let k = (
-            rng.random_range(0..DEVICE_KERNELS),
-            pick(&mut rng, &[Form::Thread, Form::WorkGroup, Form::WorkGroups]),
-        );
+        let form = pick(&mut rng, &[Form::Thread, Form::WorkGroup, Form::WorkGroups]);
+        let group = if form == Form::Thread {
+            64
+        } else {
+            pick(&mut rng, sizes)
+        };
+        let k = (rng.random_range(0..DEVICE_KERNELS), form, group);
         if !pool.contains(&k) {
             pool.push(k);
         }
@@ -366,7 +377,8 @@ fn main() -> anyhow::Result<()> {
         let members = tc.members.len();
         let device = !pool.is_empty() && rng.random_bool(0.25);
         let (form, mut call) = if device {
-            let (which, form) = pick(&mut rng, &pool);
+            let (which, form, group) = pick(&mut rng, &pool);
+            h.group = group;
             (form, device_call(&mut rng, which, members, max))
         } else {
             let call = host_call(&mut rng, members, max);
@@ -385,15 +397,16 @@ fn main() -> anyhow::Result<()> {
         h.form = form;
         h.phantom = !tc.members.contains(&me);
         h.salt = i.wrapping_mul(8);
+        // The work_group(s) forms with their workgroup size.
         let label = format!(
             "{}/{}",
             call.name(),
             match form {
-                Form::Host => "host",
-                Form::Thread => "thread",
-                Form::WorkGroup => "work_group",
-                Form::WorkGroups => "work_groups",
-                Form::Queue => "queue",
+                Form::Host => "host".to_string(),
+                Form::Thread => "thread".to_string(),
+                Form::WorkGroup => format!("work_group{}", h.group),
+                Form::WorkGroups => format!("work_groups{}", h.group),
+                Form::Queue => "queue".to_string(),
             }
         );
         *counts.entry(label).or_default() += 1;

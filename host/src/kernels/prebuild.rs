@@ -727,6 +727,7 @@ mod tests {
             int64_atomics: true,
             divergent_fences: true,
             loop_cap: false,
+            row_lanes: 0,
             direct: vkshmem_device::PeSet::all(npes),
             proxy: false,
             vec4_u64: false,

@@ -370,6 +370,7 @@ mod tests {
                 int64_atomics: wide,
                 divergent_fences: true,
                 loop_cap: false,
+                row_lanes: 0,
                 direct: vkshmem_device::PeSet::all(2),
                 proxy: false,
                 vec4_u64: false,

@@ -77,6 +77,11 @@ pub struct DeviceInfo {
     /// `maxMemoryAllocationSize`: the largest allocation the device promises
     /// (some drivers allocate more, others fail below it when memory is short).
     pub max_memory_allocation_size: u64,
+    /// `subgroupSize` (Vulkan 1.1; 0 where the device says nothing). On
+    /// llvmpipe, the invocations of one SIMD row: its native vector width in
+    /// 32-bit lanes (8 with AVX2), the invocations it runs in lockstep on one
+    /// thread.
+    pub subgroup_size: u32,
     /// Workgroups of one dispatch this device is known to run at once, so
     /// that they may wait for each other (the multi-workgroup device
     /// collectives, `shmemx_*_work_groups`): llvmpipe's compute threads
@@ -544,6 +549,7 @@ fn describe(
     // VUID-VkPhysicalDeviceProperties2-pNext-pNext: each chained struct's
     // extension is supported by the device (checked above).
     let mut driver = vk::PhysicalDeviceDriverProperties::default();
+    let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
     // SAFETY: valid physical device of `instance`.
     let api = unsafe { instance.get_physical_device_properties(physical) }.api_version;
     let mut props2 = vk::PhysicalDeviceProperties2::default()
@@ -552,6 +558,10 @@ fn describe(
     // VkPhysicalDeviceDriverProperties is core in Vulkan 1.2.
     if api >= vk::API_VERSION_1_2 {
         props2 = props2.push_next(&mut driver);
+    }
+    // VkPhysicalDeviceSubgroupProperties is core in Vulkan 1.1.
+    if api >= vk::API_VERSION_1_1 {
+        props2 = props2.push_next(&mut subgroup);
     }
     if has_host_import {
         props2 = props2.push_next(&mut host_props);
@@ -586,6 +596,7 @@ fn describe(
         max_workgroup_invocations: p.limits.max_compute_work_group_invocations,
         max_workgroup_size: p.limits.max_compute_work_group_size,
         max_memory_allocation_size: m3.max_memory_allocation_size,
+        subgroup_size: subgroup.subgroup_size,
         resident_workgroups: 1,
         cross_process_waits: cross_process_waits(
             driver.driver_id,

@@ -153,7 +153,9 @@ pub const DEVICE_REDUCTIONS: [(&str, &str, ReduceOp); 10] = [
 /// of a waiting kernel starts with a sync of every PE). One kernel per call:
 /// llvmpipe inlines everything, and a kernel with every call in it took minutes
 /// to compile there.
-pub fn device_kernel_source(only: u32, form: Form) -> String {
+/// `group_size`: the work_group(s) forms' workgroup size (the per-thread form
+/// keeps 64).
+pub fn device_kernel_source(only: u32, form: Form, group_size: u32) -> String {
     let mut calls = vec![
         ("shmem_broadcastmem", "a.dest, a.source, a.n, a.root"),
         ("shmem_collectmem", "a.dest, a.source, a.n"),
@@ -193,18 +195,19 @@ pub fn device_kernel_source(only: u32, form: Form) -> String {
             ));
         } else if form == Form::WorkGroups {
             group.push_str(&format!(
-                "            case {i}u: {{ r = {wg}s(a.team, {args}, li, 64u, wid.x, nw.x); }}\n"
+                "            case {i}u: {{ r = {wg}s(a.team, {args}, li, {group_size}u, wid.x, nw.x); }}\n"
             ));
         } else {
             group.push_str(&format!(
-                "            case {i}u: {{ r = {wg}(a.team, {args}, li, 64u); }}\n"
+                "            case {i}u: {{ r = {wg}(a.team, {args}, li, {group_size}u); }}\n"
             ));
         }
     }
+    let size = if form == Form::Thread { 64 } else { group_size };
     format!(
         "struct P {{ which: u32, form: u32, team: u32, dest: u32, source: u32, n: u32, root: u32, dst: u32, sst: u32 }}
 var<immediate> p: P;
-@compute @workgroup_size(64)
+@compute @workgroup_size({size})
 fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {{
     let a = p;
     var r = 0;
@@ -245,7 +248,11 @@ pub struct Harness {
     /// This PE is not in the team of the current calls: device forms still launch
     /// (with nothing to do) and nothing is checked.
     pub phantom: bool,
-    pub kernels: std::collections::HashMap<(u32, u32), std::sync::Arc<vkshmem::DeviceKernel>>,
+    /// Invocations of the work_group(s) forms' workgroup (64 unless set):
+    /// on lavapipe, one SIMD row (`DeviceInfo::subgroup_size`, 8) is linked
+    /// without barriers (`LibraryConfig::row_lanes`), more rows with them.
+    pub group: u32,
+    pub kernels: std::collections::HashMap<(u32, u32, u32), std::sync::Arc<vkshmem::DeviceKernel>>,
     pub src: SymBuffer<u8>,
     pub dst: SymBuffer<u8>,
     pub cap: usize,
@@ -290,6 +297,7 @@ impl Harness {
             ctx: ctx.clone(),
             form: Form::Host,
             phantom: false,
+            group: 64,
             kernels: Default::default(),
             src: ctx.malloc::<u8>(cap)?,
             dst: ctx.malloc::<u8>(cap + 2 * GUARD)?,
@@ -394,10 +402,15 @@ impl Harness {
             dst,
             sst,
         };
-        let key = (which, self.form as u32);
+        let group = if self.form == Form::Thread {
+            64
+        } else {
+            self.group
+        };
+        let key = (which, self.form as u32, group);
         if !self.kernels.contains_key(&key) {
-            let name = format!("collectives_check_{which}_{:?}", self.form);
-            let k = ctx.device_kernel(&device_kernel_source(which, self.form), &name)?;
+            let name = format!("collectives_check_{which}_{:?}_{group}", self.form);
+            let k = ctx.device_kernel(&device_kernel_source(which, self.form, group), &name)?;
             self.kernels.insert(key, k);
         }
         let groups = if self.form == Form::WorkGroups {
