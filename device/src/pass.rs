@@ -28,10 +28,12 @@
 //!    kernel whose loops the driver cut short reports it;
 //! 8. with `one_row` (llvmpipe, a workgroup of one SIMD row: see
 //!    `LibraryConfig::row_lanes`), removes every `OpControlBarrier` and
-//!    `OpMemoryBarrier`, the user's included, and leaves `vks_fence_acq_rel`
-//!    empty (step 3 skipped): llvmpipe compiles a kernel with any barrier
-//!    into coroutines, whose loops ran at half the speed, and the lanes of
-//!    one row execute every instruction together, in program order.
+//!    `OpMemoryBarrier`, the user's included, leaves `vks_fence_acq_rel`
+//!    empty (step 3 skipped) and the `vks_acquire_*` atomics relaxed (step
+//!    1 skipped: SPIR-V-to-NIR turns an acquire into a barrier): llvmpipe
+//!    compiles a kernel with any barrier into coroutines, whose loops ran at
+//!    half the speed, and the lanes of one row execute every instruction
+//!    together, in program order.
 //!
 //! Release stores are not atomics with Release semantics but a fence followed by a
 //! relaxed store (`vks_store_release` in the WGSL), which the memory model makes
