@@ -168,9 +168,10 @@ const CPU_WORKGROUP_SIZES: [u32; 4] = [8, 16, 32, 64];
 /// fcollect, alltoall and reduce took 0.53-0.57 of the time with 8
 /// invocations that they took with 16 (twenty-ninth session). Above 8 the
 /// loop budget cuts the largest rows off (a collect of 4 MiB on 8 PEs).
-pub fn cpu_workgroup_size(coll: &str, max_bytes: u64, n: u64, long_waits: bool) -> u32 {
+/// `row`: the driver's SIMD row ([`vec4_unroll`]).
+pub fn cpu_workgroup_size(coll: &str, max_bytes: u64, n: u64, long_waits: bool, row: u32) -> u32 {
     let fits = |wg: u32| {
-        let data = data_iters(coll, max_bytes, n, wg as u64, true);
+        let data = data_iters(coll, max_bytes, n, wg as u64, true, vec4_unroll(wg, row));
         calls_per_dispatch(true, long_waits, data, 1).is_some()
     };
     CPU_WORKGROUP_SIZES
@@ -187,13 +188,12 @@ pub fn cpu_workgroup_size(coll: &str, max_bytes: u64, n: u64, long_waits: bool) 
 /// reductions, which read every member's element once per item, plus a loop
 /// over the members. Vec4 loops (`vec4`: the work_group forms of the bulk
 /// collectives, whose kernels get the library's vec4 view): one iteration per
-/// [`UNROLL`](vkshmem_device::library::UNROLL) vec4s copied or combined (a
-/// reduction combines its share of every member, then pushes it to the
-/// others: twice the object, budgeted three times), plus, per copy, the
-/// unrolled loop's rest, the word loops of its unaligned head and tail and one pass
+/// `unroll` vec4s copied or combined ([`vec4_unroll`]; a reduction combines
+/// its share of every member, then pushes it to the others: twice the
+/// object, budgeted three times), plus, per copy, the word loops of its unaligned head and tail and one pass
 /// of each (PE, chunk, chunk) case of the copy's switch, which llvmpipe runs
 /// masked (budgeted at 8 per member).
-pub fn data_iters(coll: &str, bytes: u64, n: u64, nth: u64, vec4: bool) -> u64 {
+pub fn data_iters(coll: &str, bytes: u64, n: u64, nth: u64, vec4: bool, unroll: u64) -> u64 {
     if vec4 && has_vec4_path(coll) {
         let units = bytes.div_ceil(16) + 1;
         let (touched, copies) = match coll {
@@ -201,10 +201,7 @@ pub fn data_iters(coll: &str, bytes: u64, n: u64, nth: u64, vec4: bool) -> u64 {
             "collect" | "fcollect" | "alltoall" | "alltoalls" => (n * units, n),
             _ => (3 * units, 2 * n),
         };
-        // UNROLL vec4s per lane and iteration on a capped driver, and up to
-        // UNROLL - 1 more iterations per copy for the rest.
-        let u = vkshmem_device::library::UNROLL as u64;
-        return touched.div_ceil(nth * u) + copies * (8 + 8 * n + u) + 4 * n;
+        return touched.div_ceil(nth * unroll.max(1)) + copies * (8 + 8 * n) + 4 * n;
     }
     let words = bytes.div_ceil(4) + 1;
     let touched = match coll {
@@ -215,6 +212,19 @@ pub fn data_iters(coll: &str, bytes: u64, n: u64, nth: u64, vec4: bool) -> u64 {
         _ => (n + 2) * words,
     };
     touched.div_ceil(nth) + 4 * n
+}
+
+/// vec4s per lane and loop iteration of the library's vec4 loops in a
+/// workgroup of `wg` invocations, on a driver whose SIMD row is `row`
+/// invocations where it caps loops (0 elsewhere): a workgroup of one row
+/// unrolls them (`vkshmem_device::library::UNROLL`, see
+/// `LibraryConfig::row_lanes`).
+pub fn vec4_unroll(wg: u32, row: u32) -> u64 {
+    if row > 0 && wg <= row {
+        vkshmem_device::library::UNROLL as u64
+    } else {
+        1
+    }
 }
 
 /// Whether the library moves `coll`'s data in vec4s in a work_group form
@@ -252,21 +262,24 @@ mod tests {
     #[test]
     fn cpu_workgroup_size_is_the_smallest_that_fits() {
         // Small rows: one SIMD row.
-        assert_eq!(cpu_workgroup_size("broadcast", 1 << 20, 2, false), 8);
-        assert_eq!(cpu_workgroup_size("reduce", 1 << 20, 2, false), 8);
-        // A 4 MiB alltoall on 2 PEs: 2 blocks of 262144 vec4s, 16384
-        // iterations per invocation of 8 (4 vec4s each).
-        assert_eq!(cpu_workgroup_size("alltoall", 4 << 20, 2, false), 8);
-        // A 4 MiB collect on 8 PEs moves 32 MiB into each dest: 65536
-        // iterations per invocation of 8, past the budget; 32768 with 16.
-        assert_eq!(cpu_workgroup_size("collect", 4 << 20, 8, false), 16);
+        assert_eq!(cpu_workgroup_size("broadcast", 1 << 20, 2, false, 8), 8);
+        assert_eq!(cpu_workgroup_size("reduce", 1 << 20, 2, false, 8), 8);
+        // A 4 MiB alltoall on 2 PEs: 2 blocks of 262144 vec4s, 32768
+        // iterations per invocation of one row of 8 (2 vec4s each).
+        assert_eq!(cpu_workgroup_size("alltoall", 4 << 20, 2, false, 8), 8);
+        // Without the row's unrolled loops (a driver row of 4), 16.
+        assert_eq!(cpu_workgroup_size("alltoall", 4 << 20, 2, false, 4), 16);
+        // A 4 MiB collect on 4 PEs moves 16 MiB into each dest: 65536
+        // iterations per invocation of 8 (2 vec4s each) or 16 (one), past
+        // the budget; 32768 with 32.
+        assert_eq!(cpu_workgroup_size("collect", 4 << 20, 4, false, 8), 32);
         // Each collective by its own need: a broadcast of the same size
         // moves one object, and fits with 8.
-        assert_eq!(cpu_workgroup_size("broadcast", 4 << 20, 8, false), 8);
+        assert_eq!(cpu_workgroup_size("broadcast", 4 << 20, 8, false, 8), 8);
         // Nothing fits: the largest (the rows are skipped and listed).
-        assert_eq!(cpu_workgroup_size("collect", 1 << 30, 8, true), 64);
+        assert_eq!(cpu_workgroup_size("collect", 1 << 30, 8, true, 8), 64);
         // Collectives without a vec4 path count their word loops.
-        assert_eq!(cpu_workgroup_size("barrier", 4 << 20, 2, false), 8);
+        assert_eq!(cpu_workgroup_size("barrier", 4 << 20, 2, false, 8), 8);
     }
 
     #[test]
@@ -275,16 +288,20 @@ mod tests {
         assert_eq!(calls_per_dispatch(true, false, 0, 100), Some(10));
         assert_eq!(calls_per_dispatch(true, true, 0, 100), Some(1));
         assert_eq!(calls_per_dispatch(true, true, 30_000, 100), None);
-        assert!(data_iters("reduce", 1 << 20, 2, 1, false) > 1 << 18);
-        assert_eq!(data_iters("barrier", 0, 4, 256, false), 16);
-        // Vec4 loops: a 4 MiB broadcast over 256 invocations is 1024 vec4s
-        // each, 256 iterations of 4.
-        let b = data_iters("broadcast", 4 << 20, 2, 256, true);
-        assert!((257..300).contains(&b), "{b}");
-        assert!(data_iters("reduce", 4 << 20, 2, 256, true) >= 768);
+        assert!(data_iters("reduce", 1 << 20, 2, 1, false, 1) > 1 << 18);
+        assert_eq!(data_iters("barrier", 0, 4, 256, false, 1), 16);
+        // Vec4 loops: a 4 MiB broadcast over 256 invocations is 1024 vec4s each.
+        let b = data_iters("broadcast", 4 << 20, 2, 256, true, 1);
+        assert!((1025..1100).contains(&b), "{b}");
+        assert!(data_iters("reduce", 4 << 20, 2, 256, true, 1) >= 2048);
+        // One row of 8, 2 vec4s per iteration: 16384 iterations.
+        assert_eq!(vec4_unroll(8, 8), 2);
+        let b = data_iters("broadcast", 4 << 20, 2, 8, true, vec4_unroll(8, 8));
+        assert!((16385..16500).contains(&b), "{b}");
+        assert_eq!((vec4_unroll(16, 8), vec4_unroll(8, 0)), (1, 1));
         assert_eq!(
-            data_iters("barrier", 0, 4, 256, true),
-            data_iters("barrier", 0, 4, 256, false)
+            data_iters("barrier", 0, 4, 256, true, 1),
+            data_iters("barrier", 0, 4, 256, false, 1)
         );
     }
 }

@@ -266,6 +266,11 @@ struct Bench<'a> {
     me: Option<usize>,
     /// The driver caps loop iterations (lavapipe).
     capped: bool,
+    /// Invocations of one SIMD row where the driver caps loops (lavapipe's
+    /// subgroup size; 0 elsewhere): a workgroup of at most this many is
+    /// linked without barriers and its vec4 loops unroll
+    /// (`LibraryConfig::row_lanes`).
+    row: u32,
     /// More PEs than CPU cores.
     oversubscribed: bool,
     /// Workgroups of the work_groups scope's dispatches (`--groups`).
@@ -384,7 +389,7 @@ impl Bench<'_> {
         }
         let long_waits = self.oversubscribed || self.spans_devices;
         let n = self.members.len() as u64;
-        device::cpu_workgroup_size(coll, self.args.max_bytes, n, long_waits)
+        device::cpu_workgroup_size(coll, self.args.max_bytes, n, long_waits, self.row)
     }
 
     /// The device kernel of `coll` in `scope` (compiled once, then cached).
@@ -519,7 +524,8 @@ impl Bench<'_> {
                     // A team that spans devices: each wait lasts a proxy
                     // round trip, budgeted as long waits.
                     let vec4 = matches!(scope, Some(Scope::WorkGroup | Scope::WorkGroups));
-                    let data = device::data_iters(coll, bytes, n as u64, nth, vec4);
+                    let unroll = device::vec4_unroll(self.workgroup_size(coll), self.row);
+                    let data = device::data_iters(coll, bytes, n as u64, nth, vec4, unroll);
                     match device::calls_per_dispatch(
                         self.capped,
                         self.oversubscribed || self.spans_devices,
@@ -1231,6 +1237,11 @@ fn run() -> anyhow::Result<()> {
         members,
         me,
         capped,
+        row: if capped {
+            ctx.device_info().subgroup_size
+        } else {
+            0
+        },
         oversubscribed,
         kernels: RefCell::default(),
         skipped: RefCell::default(),

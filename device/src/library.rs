@@ -116,7 +116,10 @@ pub struct LibraryConfig {
     /// 2 MiB: 4.1 against 7.9 GB/s), and one row needs none (its lanes
     /// execute each instruction together, in program order; the ordering
     /// across workgroups and PEs is the host CPU's, as for the per-thread
-    /// code without fences, [`LibraryConfig::divergent_fences`]).
+    /// code without fences, [`LibraryConfig::divergent_fences`]). The vec4
+    /// loops of such a kernel move [`UNROLL`] vec4s per iteration where
+    /// loops are capped (the link generates its library so; for kernels of
+    /// several rows it passes 0 here).
     pub row_lanes: u32,
     /// The PEs whose heaps this PE's device reaches directly (the library
     /// binds those only); device code that touches another PE's heap raises
@@ -1105,12 +1108,15 @@ fn vec4_push_all(s: &mut String, cfg: &LibraryConfig, vec4: bool) {
     );
 }
 
-/// vec4s a lane of [`vec4_pieces`] moves per loop iteration where the driver
-/// caps loop iterations (llvmpipe: 65535 per invocation), so that a
-/// workgroup of one SIMD row (8 invocations, linked without barriers, see
-/// [`LibraryConfig::row_lanes`]) moves 4 MiB per block in a call: 32768
-/// vec4s per lane of one row, 8192 iterations.
-pub const UNROLL: u32 = 4;
+/// vec4s a lane of [`vec4_pieces`] moves per loop iteration in a kernel of
+/// one SIMD row ([`LibraryConfig::row_lanes`]) where the driver caps loop
+/// iterations (llvmpipe: 65535 per invocation), so that its row of 8
+/// invocations moves two 4 MiB blocks in a call (a 2-PE
+/// alltoall: 65536 vec4s per lane of one row, 32768 iterations). Each vec4
+/// more per iteration is another copy of every vec4 loop's body for
+/// llvmpipe to compile: 4 made a reduction kernel compile in 2.3-2.8 s
+/// where it took 1.0 s with 1.
+pub const UNROLL: u32 = 2;
 
 /// Which side's chunk a binding of [`vec4_pieces`]'s cases stands for (the
 /// other side is this PE's own heap, every chunk of it).
@@ -1215,18 +1221,19 @@ pub(crate) fn vec4_pieces(
             // The selector above: (slot, its chunk, this PE's chunk).
             let case = (b.slot * chunks + c) * chunks + own;
             let body = body(b.slot, c, own);
-            if cfg.loop_cap {
-                // UNROLL vec4s of the lane per iteration, then the rest one
-                // by one: the driver caps loop iterations, not work, so a
-                // lane moves UNROLL times more per call within the cap (the
-                // same vec4s, in the same order).
-                let steps: String = (1..UNROLL)
-                    .map(|j| format!(" {{ let i = i + {j}u * {step}; {body} }}"))
+            if cfg.loop_cap && cfg.row_lanes > 0 {
+                // UNROLL vec4s of the lane per iteration, each past the first
+                // where it is below `k`: the driver caps loop iterations,
+                // not work, so a lane moves UNROLL times more per call
+                // within the cap (the same vec4s, in the same order). Each
+                // body costs llvmpipe compile time (every case of every vec4
+                // loop of a kernel).
+                let more: String = (1..UNROLL)
+                    .map(|j| format!(" {{ let i = i0 + {j}u * {step}; if i < k {{ {body} }} }}"))
                     .collect();
                 let _ = writeln!(
                     s,
-                    "            case {case}u: {{ var i = first; loop {{ if i + {m}u * {step} >= k {{ break; }} {{ {body} }}{steps} i += {UNROLL}u * {step}; }} for (; i < k; i += {step}) {{ {body} }} }}",
-                    m = UNROLL - 1,
+                    "            case {case}u: {{ for (var i0 = first; i0 < k; i0 += {UNROLL}u * {step}) {{ {{ let i = i0; {body} }}{more} }} }}",
                 );
             } else {
                 let _ = writeln!(

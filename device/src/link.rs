@@ -137,7 +137,18 @@ fn link_with(
     cfg: &LibraryConfig,
     prune: bool,
 ) -> Result<LinkedKernel, CompileError> {
-    let library = library_source_for(cfg, Some(user_source));
+    // The library's vec4 loops unroll for a kernel of one SIMD row only
+    // (LibraryConfig::row_lanes): its row moves what several rows share
+    // elsewhere, and each unrolled body costs llvmpipe compile time.
+    let lib_cfg = LibraryConfig {
+        row_lanes: if one_row_sizes(user_source, cfg.row_lanes) {
+            cfg.row_lanes
+        } else {
+            0
+        },
+        ..*cfg
+    };
+    let library = library_source_for(&lib_cfg, Some(user_source));
     let reserved = declared_names(&library);
     for (decl, line, col) in declarations(user_source) {
         if decl.starts_with("vks_") || decl.starts_with("VKS_") {
@@ -323,6 +334,36 @@ fn link_with(
         waits_on_proxy,
         waits_on_groups,
         report,
+    })
+}
+
+/// Whether every `@workgroup_size(x, y, z)` of `source` is one SIMD row of
+/// `row_lanes` (`x <= row_lanes`, `y = z = 1`, integer literals), and there
+/// is one: read from the text, before the library is generated for the
+/// kernel. Anything else (a size that names a constant) says no, which
+/// costs the kernel the unrolled loops only (the pass decides on the barriers
+/// from the entry point's parsed size).
+fn one_row_sizes(source: &str, row_lanes: u32) -> bool {
+    const ATTR: &str = "@workgroup_size(";
+    if row_lanes == 0 || !source.contains(ATTR) {
+        return false;
+    }
+    source.split(ATTR).skip(1).all(|rest| {
+        let Some((args, _)) = rest.split_once(')') else {
+            return false;
+        };
+        let dims: Option<Vec<u32>> = args
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(|a| a.trim_end_matches(['u', 'i']).parse().ok())
+            .collect();
+        match dims.as_deref() {
+            Some([x]) => *x <= row_lanes,
+            Some([x, y]) => *x <= row_lanes && *y == 1,
+            Some([x, y, z]) => *x <= row_lanes && *y == 1 && *z == 1,
+            _ => false,
+        }
     })
 }
 
@@ -716,6 +757,29 @@ fn main(@builtin(local_invocation_index) li: u32) {
             assert_eq!(k.report.barriers_removed, 0, "{size}");
             assert!(k.report.fences > 0, "{size}: {:?}", k.report);
         }
+    }
+
+    #[test]
+    fn one_row_sizes_read_from_the_text() {
+        let k = |size: &str| format!("@compute @workgroup_size({size}) fn main() {{}}");
+        for (size, yes) in [
+            ("8", true),
+            ("8u, 1", true),
+            ("5, 1, 1", true),
+            ("1i", true),
+            ("16", false),
+            ("4, 2", false),
+            ("8, 1, 2", false),
+            ("WG", false),
+            ("", false),
+        ] {
+            assert_eq!(one_row_sizes(&k(size), 8), yes, "{size}");
+        }
+        assert!(!one_row_sizes(&k("8"), 0));
+        assert!(!one_row_sizes("fn f() {}", 8));
+        // Two entry points: both must be one row.
+        assert!(!one_row_sizes(&format!("{}\n{}", k("8"), k("64")), 8));
+        assert!(one_row_sizes(&format!("{}\n{}", k("8"), k("4")), 8));
     }
 
     #[test]
