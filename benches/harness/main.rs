@@ -16,7 +16,8 @@
 //!   by the calls it made. Each call includes its two team syncs; the dispatch
 //!   also includes the kernel's start and the wait for the peers' dispatches to
 //!   start (every launch of a waiting kernel follows a host sync of every PE).
-//!   Median, minimum and maximum over the dispatches. On drivers that cap loop
+//!   A dispatch's time is the slowest PE's (as a host call's). Median, minimum
+//!   and maximum over the dispatches. On drivers that cap loop
 //!   iterations (lavapipe) a dispatch makes few calls, and sizes one call cannot
 //!   fit are skipped and listed at the end.
 //! - `bytes` is one PE's source (of a broadcast, collect, fcollect or
