@@ -1108,10 +1108,10 @@ fn vec4_push_all(s: &mut String, cfg: &LibraryConfig, vec4: bool) {
     );
 }
 
-/// vec4s a lane of [`vec4_pieces`] moves per loop iteration in a kernel of
-/// one SIMD row ([`LibraryConfig::row_lanes`]) where the driver caps loop
-/// iterations (llvmpipe: 65535 per invocation), so that its row of 8
-/// invocations moves two 4 MiB blocks in a call (a 2-PE
+/// vec4s a lane of the library's vec4 loops (`vec4_pieces`) moves per loop
+/// iteration in a kernel of one SIMD row ([`LibraryConfig::row_lanes`])
+/// where the driver caps loop iterations (llvmpipe: 65535 per invocation),
+/// so that its row of 8 invocations moves two 4 MiB blocks in a call (a 2-PE
 /// alltoall: 65536 vec4s per lane of one row, 32768 iterations). Each vec4
 /// more per iteration is another copy of every vec4 loop's body for
 /// llvmpipe to compile: 4 made a reduction kernel compile in 2.3-2.8 s
