@@ -182,6 +182,12 @@ pub const CAPPED_POLLS_PER_ITERATION: u32 = 4;
 pub const CAPPED_DELAY_STEPS: u32 = 160;
 
 impl LibraryConfig {
+    /// Whether a workgroup of `size` invocations is one SIMD row of
+    /// [`LibraryConfig::row_lanes`] ([`is_one_row`]).
+    pub fn is_one_row(&self, size: [u32; 3]) -> bool {
+        is_one_row(self.row_lanes, size)
+    }
+
     /// Whether this PE reaches every PE of the job directly (alike on every
     /// PE: direct reach is symmetric).
     pub fn reaches_all(&self) -> bool {
@@ -1117,6 +1123,13 @@ fn vec4_push_all(s: &mut String, cfg: &LibraryConfig, vec4: bool) {
 /// llvmpipe to compile: 4 made a reduction kernel compile in 2.3-2.8 s
 /// where it took 1.0 s with 1.
 pub const UNROLL: u32 = 2;
+
+/// Whether a workgroup of `[x, y, z]` invocations is one SIMD row of
+/// `row_lanes` invocations (never where `row_lanes` is 0): the kernels the
+/// link builds without barriers (`LibraryConfig::row_lanes`).
+pub fn is_one_row(row_lanes: u32, [x, y, z]: [u32; 3]) -> bool {
+    row_lanes > 0 && x <= row_lanes && y == 1 && z == 1
+}
 
 /// Which side's chunk a binding of [`vec4_pieces`]'s cases stands for (the
 /// other side is this PE's own heap, every chunk of it).

@@ -312,8 +312,7 @@ fn link_with(
     .map_err(|e| link_error(name, 0, 0, format!("after removing unused code: {e}")))?;
     let words = crate::write_spirv(&module, &info, name)?;
     // One SIMD row of llvmpipe: linked without barriers (LibraryConfig::row_lanes).
-    let [x, y, z] = workgroup_size;
-    let one_row = cfg.row_lanes > 0 && x <= cfg.row_lanes && y == 1 && z == 1;
+    let one_row = cfg.is_one_row(workgroup_size);
     let (spirv, report) = pass::run(&words, one_row).map_err(|message| CompileError::Backend {
         name: name.to_string(),
         message,
@@ -358,10 +357,11 @@ fn one_row_sizes(source: &str, row_lanes: u32) -> bool {
             .filter(|a| !a.is_empty())
             .map(|a| a.trim_end_matches(['u', 'i']).parse().ok())
             .collect();
+        let one_row = |size| crate::library::is_one_row(row_lanes, size);
         match dims.as_deref() {
-            Some([x]) => *x <= row_lanes,
-            Some([x, y]) => *x <= row_lanes && *y == 1,
-            Some([x, y, z]) => *x <= row_lanes && *y == 1 && *z == 1,
+            Some(&[x]) => one_row([x, 1, 1]),
+            Some(&[x, y]) => one_row([x, y, 1]),
+            Some(&[x, y, z]) => one_row([x, y, z]),
             _ => false,
         }
     })
