@@ -220,7 +220,7 @@ pub fn data_iters(coll: &str, bytes: u64, n: u64, nth: u64, vec4: bool, unroll: 
 /// unrolls them (`vkshmem_device::library::UNROLL`, see
 /// `LibraryConfig::row_lanes`).
 pub fn vec4_unroll(wg: u32, row: u32) -> u64 {
-    if row > 0 && wg <= row {
+    if vkshmem_device::library::is_one_row(row, [wg, 1, 1]) {
         vkshmem_device::library::UNROLL as u64
     } else {
         1
