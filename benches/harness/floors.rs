@@ -270,7 +270,8 @@ pub struct Roofline {
     a: SymBuffer<u8>,
     b: SymBuffer<u8>,
     took: SymBuffer<f64>,
-    /// A trial's latest end and negated earliest start over the PEs.
+    /// A trial's latest end and negated earliest start over the PEs, for
+    /// each group of copiers ([`Roofline::groups_span`]): two per PE.
     span: SymBuffer<f64>,
     /// Whether every PE is on this machine (one node): they share
     /// CLOCK_MONOTONIC, and a trial is timed over their span.
@@ -332,7 +333,7 @@ impl Roofline {
             b: ctx.malloc::<u8>((cap * gang) as usize)?,
             took,
             gang,
-            span: ctx.calloc(2)?,
+            span: ctx.calloc(2 * n as usize)?,
             one_machine,
             copiers: if one_machine {
                 std::thread::available_parallelism().map_or(n, |c| (c.get() as u32).min(n))
@@ -454,8 +455,9 @@ impl Roofline {
     /// every PE at once: in each of [`MEMCPY_TRIALS`] trials every PE copies
     /// back to back for [`MEMCPY_WINDOW`] from a barrier, and the trial's
     /// bandwidth is every PE's copies (bytes read plus written) over their
-    /// common span (on the clock the PEs of a machine share; across nodes
-    /// the slowest PE's own time), as [`Roofline::at`] times the kernels;
+    /// common span (on the clock the PEs of a machine share, summed over
+    /// the groups below, [`Roofline::groups_span`]; across nodes the
+    /// slowest PE's own time), as [`Roofline::at`] times the kernels;
     /// the best trial, and the best of every measurement of that size so far
     /// (measured again at each call). Each PE's own best copy, summed over
     /// the PEs as if they had all run at that rate at once, had read 390 GB/s
@@ -502,23 +504,25 @@ impl Roofline {
             // (an 8-PE alltoall of 4 MiB read 152 %, twenty-first session).
             let stream = trial % 2 == 1;
             ctx.barrier_all()?;
-            let (start, t) = (shared_clock(), Instant::now());
+            let t = Instant::now();
             let mut copies = 0u64;
+            let mut window = (0.0, 0.0);
             for group in 0..groups {
                 if group == mine {
-                    let from = Instant::now();
+                    let (start, from) = (shared_clock(), Instant::now());
                     while copies == 0 || from.elapsed() < MEMCPY_WINDOW {
                         let k = copies as usize % pairs.len();
                         pairs[k].copy(stream);
                         copies += 1;
                     }
+                    window = (start, shared_clock());
                 }
                 if groups > 1 {
                     ctx.barrier_all()?;
                 }
             }
-            let (end, took) = (shared_clock(), t.elapsed().as_secs_f64());
-            let span = self.common_span(ctx, start, end, took)?;
+            let took = t.elapsed().as_secs_f64();
+            let span = self.groups_span(ctx, groups, mine, window, took)?;
             let all = crate::over_world(ctx, &self.took, ReduceOp::Sum, copies as f64)?;
             best = best.max(all * 2.0 * size as f64 / span.max(1e-9));
         }
@@ -535,6 +539,43 @@ impl Roofline {
         let per_copier = ctx.n_pes().div_ceil(self.copiers.max(1)) as u64;
         let most = MEMCPY_LIVE_MAX / size.saturating_mul(2).max(1);
         per_copier.min(most).max(1) as usize
+    }
+
+    /// Seconds the groups of [`Roofline::memcpy_at`]'s trial copied: for
+    /// each group, from its first copier's start to its last copier's end
+    /// (this PE's `window`, in group `mine`, on the clock the PEs of a
+    /// machine share), summed over the `groups`; across nodes the slowest
+    /// PE's own time (`took`). The barriers between the groups are no copy:
+    /// on 8 PEs on 2 cores (4 groups of 25 ms) the trial's whole span read
+    /// 102-115 ms (thirtieth session), 2-15 % of it in barriers. 8-PE
+    /// collects and fcollects of 4 MiB still read above 100 % in some
+    /// rounds (`benches/results/host-reduce-offset-lavapipe-2026-11-29-thirtieth/`).
+    /// Collective over WORLD.
+    fn groups_span(
+        &self,
+        ctx: &Context,
+        groups: u32,
+        mine: u32,
+        window: (f64, f64),
+        took: f64,
+    ) -> anyhow::Result<f64> {
+        if !self.one_machine {
+            return crate::over_world(ctx, &self.took, ReduceOp::Max, took);
+        }
+        // Each group's latest end and the negation of its earliest start
+        // (the latest of the negations), in one reduction: a PE writes its
+        // own group's pair, and the least f64 for the others'.
+        let mut v = vec![f64::MIN; 2 * groups as usize];
+        v[2 * mine as usize] = window.1;
+        v[2 * mine as usize + 1] = -window.0;
+        self.span.write(&v)?;
+        let s = self.span.slice(0..v.len())?;
+        ctx.reduce(vkshmem::Team::WORLD, ReduceOp::Max, &s, &s, v.len())?;
+        let v = self.span.to_vec()?;
+        Ok(v[..2 * groups as usize]
+            .chunks_exact(2)
+            .map(|g| g[0] + g[1])
+            .sum())
     }
 
     /// Seconds from the first PE's `start` to the last PE's `end` (on the
