@@ -541,7 +541,8 @@ impl Roofline {
         per_copier.min(most).max(1) as usize
     }
 
-    /// Seconds the groups of [`Roofline::memcpy_at`]'s trial copied: for
+    /// Seconds the groups of a trial copied ([`Roofline::memcpy_at`]'s, and
+    /// [`Roofline::at`]'s, whose PEs are one group): for
     /// each group, from its first copier's start to its last copier's end
     /// (this PE's `window`, in group `mine`, on the clock the PEs of a
     /// machine share), summed over the `groups`; across nodes the slowest
@@ -576,22 +577,6 @@ impl Roofline {
             .chunks_exact(2)
             .map(|g| g[0] + g[1])
             .sum())
-    }
-
-    /// Seconds from the first PE's `start` to the last PE's `end` (on the
-    /// clock the PEs of a machine share), or across nodes the slowest PE's
-    /// own time (`took`): a trial of every PE at once. Collective over WORLD.
-    fn common_span(&self, ctx: &Context, start: f64, end: f64, took: f64) -> anyhow::Result<f64> {
-        if !self.one_machine {
-            return crate::over_world(ctx, &self.took, ReduceOp::Max, took);
-        }
-        // The latest end and the earliest start (as the latest of its
-        // negation), in one reduction.
-        self.span.write(&[end, -start])?;
-        let s = self.span.as_slice();
-        ctx.reduce(vkshmem::Team::WORLD, ReduceOp::Max, &s, &s, 2)?;
-        let v = self.span.to_vec()?;
-        Ok(v[0] + v[1])
     }
 
     /// The copy kernel's bandwidth with `bytes` read and as many written on
@@ -781,7 +766,8 @@ impl Roofline {
                 // PE 0's copies (the others launched none).
                 crate::over_world(ctx, &self.took, ReduceOp::Max, gpu)?
             } else {
-                self.common_span(ctx, start, end, took)?
+                // Every PE at once: one group.
+                self.groups_span(ctx, 1, 0, (start, end), took)?
             };
             let one = span / (reps * TRIAL_LAUNCHES) as f64;
             Ok(ctx.n_pes() as f64 * shape.traffic_per_byte() * size_1 as f64 / one)

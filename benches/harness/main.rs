@@ -1250,11 +1250,7 @@ fn run() -> anyhow::Result<()> {
         members,
         me,
         capped,
-        row: if capped {
-            ctx.device_info().subgroup_size
-        } else {
-            0
-        },
+        row: ctx.library_config()?.row_lanes,
         oversubscribed,
         kernels: RefCell::default(),
         skipped: RefCell::default(),
