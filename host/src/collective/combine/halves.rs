@@ -512,9 +512,13 @@ mod x86 {
             // four of `lo` then its four of `hi` (indices 32 and up: `hi`'s),
             // undo `widen2`'s unpacks in one permute (where shifts and a
             // pack took three).
+            // One row per 128-bit lane, the highest first (`set`'s order).
+            #[rustfmt::skip]
             let take = _mm512_set_epi16(
-                63, 61, 59, 57, 31, 29, 27, 25, 55, 53, 51, 49, 23, 21, 19, 17, 47, 45, 43, 41,
-                15, 13, 11, 9, 39, 37, 35, 33, 7, 5, 3, 1,
+                63, 61, 59, 57, 31, 29, 27, 25,
+                55, 53, 51, 49, 23, 21, 19, 17,
+                47, 45, 43, 41, 15, 13, 11, 9,
+                39, 37, 35, 33, 7, 5, 3, 1,
             );
             let h = _mm512_permutex2var_epi16(rounded(lo), take, rounded(hi));
             // SAFETY: the caller's: 32 writable u16s at `p` (unaligned).
