@@ -511,8 +511,8 @@ mod x86 {
             // The rounded lanes' high halves (odd u16s), each 128-bit lane's
             // four of `lo` then its four of `hi` (indices 32 and up: `hi`'s),
             // undo `widen2`'s unpacks in one permute (where shifts and a
-            // pack took three).
-            // One row per 128-bit lane, the highest first (`set`'s order).
+            // pack took three). One row of indices per 128-bit lane, the
+            // highest lane first (`set`'s order).
             #[rustfmt::skip]
             let take = _mm512_set_epi16(
                 63, 61, 59, 57, 31, 29, 27, 25,
