@@ -96,17 +96,32 @@ pub(crate) fn reduce(kind: Half, op: ReduceOp, n: usize, slots: &[*const u8], ou
     let done = wide16(kind, op, &slots, out.cast::<u16>(), n);
     let whole = n / 8 * 8;
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: AVX2 and F16C (asserted), for which `x86::reduce8` is
-    // compiled; every slot holds n aligned u16s that nobody writes during
-    // the call but this function, and `out` n writable ones (unaligned
-    // stores), a slot's own or overlapping none; `done <= whole` (a
-    // multiple of 16 or 32, at most n), so the offsets stay inside them.
+    // SAFETY: AVX2 and F16C (asserted), for which `x86::reduce8` and
+    // `x86::reduce16_bf16` are compiled; every slot holds n aligned u16s
+    // that nobody writes during the call but this function, and `out` n
+    // writable ones (unaligned stores), a slot's own or overlapping none;
+    // `done <= sixteens <= whole <= n` (`done` a multiple of 16 or 32,
+    // `sixteens` what `reduce16_bf16` covers past it), so the offsets stay
+    // inside them.
     unsafe {
-        let slots: Vec<*const u16> = slots.iter().map(|s| s.add(done)).collect();
-        let out = out.cast::<u16>().add(done);
+        let at = |from: usize| -> (Vec<*const u16>, *mut u16) {
+            let s = slots.iter().map(|s| s.add(from)).collect();
+            (s, out.cast::<u16>().add(from))
+        };
+        // bf16 16 at a time in AVX2 registers where AVX-512 left them.
+        let sixteens = if kind == Half::Bf16 {
+            done + (whole - done) / 16 * 16
+        } else {
+            done
+        };
+        if sixteens > done {
+            let (slots, out) = at(done);
+            x86::reduce16_bf16(op, &slots, out, sixteens - done);
+        }
+        let (slots, out) = at(sixteens);
         match kind {
-            Half::F16 => x86::reduce8::<false>(op, &slots, out, whole - done),
-            Half::Bf16 => x86::reduce8::<true>(op, &slots, out, whole - done),
+            Half::F16 => x86::reduce8::<false>(op, &slots, out, whole - sixteens),
+            Half::Bf16 => x86::reduce8::<true>(op, &slots, out, whole - sixteens),
         }
     };
     for i in whole..n {
@@ -182,6 +197,36 @@ mod x86 {
     use crate::collective::reduce::ReduceOp;
     use std::arch::x86_64::*;
 
+    /// The fold's `match` over `op` in 256-bit registers, for [`reduce8`]
+    /// and [`reduce16_bf16`]: `$each!(x, y => step)` is the caller's loop.
+    /// `max` and `min` are `half`'s: the new value where it is greater
+    /// (less) or the accumulator is NaN.
+    macro_rules! per_op256 {
+        ($op:expr, $each:ident) => {
+            match $op {
+                ReduceOp::Sum => $each!(x, y => _mm256_add_ps(x, y)),
+                ReduceOp::Prod => $each!(x, y => _mm256_mul_ps(x, y)),
+                ReduceOp::Max => $each!(x, y => {
+                    let take = _mm256_or_ps(
+                        _mm256_cmp_ps::<_CMP_GT_OQ>(y, x),
+                        _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x),
+                    );
+                    _mm256_blendv_ps(x, y, take)
+                }),
+                ReduceOp::Min => $each!(x, y => {
+                    let take = _mm256_or_ps(
+                        _mm256_cmp_ps::<_CMP_LT_OQ>(y, x),
+                        _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x),
+                    );
+                    _mm256_blendv_ps(x, y, take)
+                }),
+                ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => {
+                    unreachable!("checked: no bitwise reductions of floats")
+                }
+            }
+        };
+    }
+
     /// The fold of [`reduce8`] and `avx512::reduce16`, `$step` elements at
     /// a time (the register's lanes) for `i < $whole` (a multiple of
     /// `$step`): `$first`'s elements widened into the accumulator `$x`,
@@ -233,21 +278,9 @@ mod x86 {
         let h = if !BF {
             _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v)
         } else {
-            {
-                // `half`'s rule: a NaN keeps its top bits and is made quiet;
-                // else add 0x7fff plus the kept part's lowest bit and drop
-                // the low 16 bits (ties to even; overflow reaches infinity).
-                let x = _mm256_castps_si256(v);
-                let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(x), _mm256_set1_epi32(1));
-                let bias = _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb);
-                let rounded = _mm256_srli_epi32::<16>(_mm256_add_epi32(x, bias));
-                let quiet = _mm256_or_si256(_mm256_srli_epi32::<16>(x), _mm256_set1_epi32(0x40));
-                let abs = _mm256_and_si256(x, _mm256_set1_epi32(0x7fff_ffff));
-                let nan = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7f80_0000));
-                let r = _mm256_blendv_epi8(rounded, quiet, nan);
-                // Every lane is at most 0xffff: pack the 8 u32s to u16s.
-                _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256::<1>(r))
-            }
+            let r = _mm256_srli_epi32::<16>(rounded(v));
+            // Every lane is at most 0xffff: pack the 8 u32s to u16s.
+            _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256::<1>(r))
         };
         // SAFETY: the caller's: 8 writable u16s at `p` (unaligned store).
         unsafe { _mm_storeu_si128(p.cast::<__m128i>(), h) }
@@ -264,15 +297,22 @@ mod x86 {
         if !BF {
             return _mm256_cvtph_ps(_mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v));
         }
-        // As `narrow`, keeping the top 16 bits in place.
+        _mm256_castsi256_ps(_mm256_and_si256(rounded(v), _mm256_set1_epi32(-65536)))
+    }
+
+    /// `v` rounded as `half` rounds an `f32` to `bf16`, in the top halves
+    /// of the lanes (the low halves not cleared): a NaN keeps its top bits
+    /// and is made quiet; else add 0x7fff plus the kept part's lowest bit
+    /// (ties to even; overflow reaches infinity).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn rounded(v: __m256) -> __m256i {
         let x = _mm256_castps_si256(v);
         let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(x), _mm256_set1_epi32(1));
         let bias = _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb);
-        let rounded = _mm256_add_epi32(x, bias);
         let quiet = _mm256_or_si256(x, _mm256_set1_epi32(0x0040_0000));
         let nan = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_UNORD_Q>(v, v));
-        let r = _mm256_blendv_epi8(rounded, quiet, nan);
-        _mm256_castsi256_ps(_mm256_and_si256(r, _mm256_set1_epi32(-65536)))
+        _mm256_blendv_epi8(_mm256_add_epi32(x, bias), quiet, nan)
     }
 
     /// The slots as the folds take them: the first (widened into the
@@ -315,27 +355,96 @@ mod x86 {
                 )
             };
         }
-        match op {
-            ReduceOp::Sum => each!(x, y => _mm256_add_ps(x, y)),
-            ReduceOp::Prod => each!(x, y => _mm256_mul_ps(x, y)),
-            ReduceOp::Max => each!(x, y => {
-                let take = _mm256_or_ps(
-                    _mm256_cmp_ps::<_CMP_GT_OQ>(y, x),
-                    _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x),
-                );
-                _mm256_blendv_ps(x, y, take)
-            }),
-            ReduceOp::Min => each!(x, y => {
-                let take = _mm256_or_ps(
-                    _mm256_cmp_ps::<_CMP_LT_OQ>(y, x),
-                    _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x),
-                );
-                _mm256_blendv_ps(x, y, take)
-            }),
-            ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => {
-                unreachable!("checked: no bitwise reductions of floats")
-            }
+        per_op256!(op, each);
+    }
+
+    /// 16 `bf16`s at `p` as two vectors of `f32`s (the top halves),
+    /// interleaved with zeros within each 128-bit lane: the first holds
+    /// each lane's low four elements, the second its high four, the order
+    /// [`narrow2`] packs back. One load and two shuffles within lanes,
+    /// where [`widen`]'s zero-extension crosses lanes.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn widen2(p: *const u16) -> (__m256, __m256) {
+        // SAFETY: the caller's: 16 readable u16s at `p` (unaligned).
+        let h = unsafe { _mm256_loadu_si256(p.cast::<__m256i>()) };
+        let z = _mm256_setzero_si256();
+        (
+            _mm256_castsi256_ps(_mm256_unpacklo_epi16(z, h)),
+            _mm256_castsi256_ps(_mm256_unpackhi_epi16(z, h)),
+        )
+    }
+
+    /// [`widen2`]'s two vectors rounded to `bf16` ([`rounded`]) and stored
+    /// in the original order: 16 at `p`. The pack within each 128-bit lane
+    /// (`lo`'s four, then `hi`'s four) undoes `widen2`'s unpacks.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn narrow2(lo: __m256, hi: __m256, p: *mut u16) {
+        let lo = _mm256_srli_epi32::<16>(rounded(lo));
+        let hi = _mm256_srli_epi32::<16>(rounded(hi));
+        // Every lane is at most 0xffff.
+        let h = _mm256_packus_epi32(lo, hi);
+        // SAFETY: the caller's: 16 writable u16s at `p` (unaligned).
+        unsafe { _mm256_storeu_si256(p.cast::<__m256i>(), h) }
+    }
+
+    /// [`reduce8`] for `bf16`, 16 elements at a time (`whole` a multiple of
+    /// 16) through [`widen2`] and [`narrow2`]: no shuffle across lanes. A
+    /// 2-slot sum of 1M elements took 141-167 us against 203-255 eight at
+    /// a time (thirty-first session,
+    /// `benches/results/host-bf16-masks-lavapipe-2026-11-29-thirtyfirst/avx2.rs`).
+    ///
+    /// # Safety
+    /// The CPU has AVX2 and F16C; every slot holds `whole` u16s and `out`
+    /// as many writable ones, which are a slot's or overlap none.
+    #[target_feature(enable = "avx2,f16c")]
+    pub(super) unsafe fn reduce16_bf16(
+        op: ReduceOp,
+        slots: &[*const u16],
+        out: *mut u16,
+        whole: usize,
+    ) {
+        let Some((first, mid, last)) = ends(slots) else {
+            // SAFETY: the caller's (a memmove).
+            return unsafe { std::ptr::copy(slots[0], out, whole) };
+        };
+        // `$e` over both halves of 16 elements: the accumulator `$x` and
+        // the slot's `$y`.
+        macro_rules! each {
+            ($x:ident, $y:ident => $e:expr) => {
+                for i in (0..whole).step_by(16) {
+                    // SAFETY: i + 16 <= whole, inside every slot and `out`
+                    // (the caller's); `out` is written after every slot's
+                    // elements are read.
+                    unsafe {
+                        let (mut al, mut ah) = widen2(first.add(i));
+                        for &s in mid {
+                            let (bl, bh) = widen2(s.add(i));
+                            al = round::<true>({
+                                let ($x, $y) = (al, bl);
+                                $e
+                            });
+                            ah = round::<true>({
+                                let ($x, $y) = (ah, bh);
+                                $e
+                            });
+                        }
+                        let (bl, bh) = widen2(last.add(i));
+                        let lo = {
+                            let ($x, $y) = (al, bl);
+                            $e
+                        };
+                        let hi = {
+                            let ($x, $y) = (ah, bh);
+                            $e
+                        };
+                        narrow2(lo, hi, out.add(i));
+                    }
+                }
+            };
         }
+        per_op256!(op, each);
     }
 
     /// `f16` and `bf16` reductions 16 (`bf16` with AVX-512BW: 32) elements
@@ -674,6 +783,83 @@ mod x86 {
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
     use super::*;
+
+    /// bf16 folds 8 at a time (`x86::reduce8`) and 16 at a time in AVX2
+    /// registers (`x86::reduce16_bf16`, which `reduce` runs only past what
+    /// AVX-512 covers) against `half`'s element by element, over 1 to 5
+    /// slots, every op, in place too; values that round, overflow,
+    /// infinities, NaNs, zeros of both signs and subnormals.
+    #[test]
+    fn avx2_bf16_folds_match_half() {
+        if !available() {
+            eprintln!("no AVX2 and F16C here: nothing to check");
+            return;
+        }
+        let n = 16 * 67;
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut value = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let v = match x % 89 {
+                0 => f32::INFINITY,
+                1 => f32::NEG_INFINITY,
+                2 => f32::NAN,
+                3 => -0.0,
+                4 => 1e-39 * (x % 7) as f32,
+                5 => 3e38,
+                _ => ((x >> 8) % 40_001) as f32 / 37.0 - 540.0,
+            };
+            half::bf16::from_f32(v).to_bits()
+        };
+        use ReduceOp::*;
+        for members in 1..=5usize {
+            let data: Vec<Vec<u16>> = (0..members)
+                .map(|_| (0..n).map(|_| value()).collect())
+                .collect();
+            for op in [Sum, Prod, Max, Min] {
+                let want: Vec<u16> = (0..n)
+                    .map(|i| {
+                        (1..members).fold(data[0][i], |a, m| Half::Bf16.combine(op, a, data[m][i]))
+                    })
+                    .collect();
+                let nan = |b: u16| half::bf16::from_bits(b).is_nan();
+                let agree = |got: &[u16], how: &str| {
+                    for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                        assert!(
+                            g == w || nan(g) && nan(w),
+                            "{op:?} members={members} {how}: [{i}] {g:#06x} != {w:#06x}"
+                        );
+                    }
+                };
+                for in_place in [false, true] {
+                    for sixteen in [false, true] {
+                        let mut own = data[members - 1].clone();
+                        let mut slots: Vec<*const u16> = data.iter().map(|d| d.as_ptr()).collect();
+                        let mut out = vec![0u16; n];
+                        let dest = if in_place {
+                            slots[members - 1] = own.as_ptr();
+                            own.as_mut_ptr()
+                        } else {
+                            out.as_mut_ptr()
+                        };
+                        // SAFETY: AVX2 and F16C (checked); every slot and
+                        // the dest hold n u16s, the dest a slot's own (in
+                        // place) or apart from all of them.
+                        unsafe {
+                            if sixteen {
+                                x86::reduce16_bf16(op, &slots, dest, n);
+                            } else {
+                                x86::reduce8::<true>(op, &slots, dest, n);
+                            }
+                        }
+                        let how = format!("in_place={in_place} sixteen={sixteen}");
+                        agree(if in_place { &own } else { &out }, &how);
+                    }
+                }
+            }
+        }
+    }
 
     /// The vector conversions agree with `half`'s element conversions on
     /// every f16 and bf16 bit pattern, and narrowing on the f32s between
