@@ -256,6 +256,47 @@ mod x86 {
         };
     }
 
+    /// [`fold_each`] for `bf16` in two vectors a step (`reduce16_bf16`,
+    /// `avx512::reduce32`): `$step` elements at a time, `$widen2` loading
+    /// them as two vectors of `f32`s (`lo`, `hi`), `$e` applied to each
+    /// half with the accumulator `$x` and the slot's `$y`, `$round`ed
+    /// between slots, and `$narrow2` storing both halves rounded. The same
+    /// safety contract, held by the caller's function.
+    macro_rules! fold_pairs {
+        ($step:expr, $whole:expr, $first:expr, $mid:expr, $last:expr, $out:expr,
+         $widen2:expr, $round:expr, $narrow2:expr, $x:ident, $y:ident => $e:expr) => {
+            for i in (0..$whole).step_by($step) {
+                // SAFETY: i + $step <= $whole, inside every slot and `$out`
+                // (the caller's); `$out` is written after every slot's
+                // elements are read.
+                unsafe {
+                    let (mut al, mut ah) = $widen2($first.add(i));
+                    for &s in $mid {
+                        let (bl, bh) = $widen2(s.add(i));
+                        al = $round({
+                            let ($x, $y) = (al, bl);
+                            $e
+                        });
+                        ah = $round({
+                            let ($x, $y) = (ah, bh);
+                            $e
+                        });
+                    }
+                    let (bl, bh) = $widen2($last.add(i));
+                    let lo = {
+                        let ($x, $y) = (al, bl);
+                        $e
+                    };
+                    let hi = {
+                        let ($x, $y) = (ah, bh);
+                        $e
+                    };
+                    $narrow2(lo, hi, $out.add(i));
+                }
+            }
+        };
+    }
+
     /// 8 elements at `p` as `f32`s: `bf16` where `BF`, else `f16`.
     #[inline]
     #[target_feature(enable = "avx2,f16c")]
@@ -413,35 +454,11 @@ mod x86 {
         // the slot's `$y`.
         macro_rules! each {
             ($x:ident, $y:ident => $e:expr) => {
-                for i in (0..whole).step_by(16) {
-                    // SAFETY: i + 16 <= whole, inside every slot and `out`
-                    // (the caller's); `out` is written after every slot's
-                    // elements are read.
-                    unsafe {
-                        let (mut al, mut ah) = widen2(first.add(i));
-                        for &s in mid {
-                            let (bl, bh) = widen2(s.add(i));
-                            al = round::<true>({
-                                let ($x, $y) = (al, bl);
-                                $e
-                            });
-                            ah = round::<true>({
-                                let ($x, $y) = (ah, bh);
-                                $e
-                            });
-                        }
-                        let (bl, bh) = widen2(last.add(i));
-                        let lo = {
-                            let ($x, $y) = (al, bl);
-                            $e
-                        };
-                        let hi = {
-                            let ($x, $y) = (ah, bh);
-                            $e
-                        };
-                        narrow2(lo, hi, out.add(i));
-                    }
-                }
+                fold_pairs!(
+                    16, whole, first, mid, last, out,
+                    widen2, round::<true>, narrow2,
+                    $x, $y => $e
+                )
             };
         }
         per_op256!(op, each);
@@ -658,35 +675,11 @@ mod x86 {
             // and the slot's `$y`.
             macro_rules! each {
                 ($x:ident, $y:ident => $e:expr) => {
-                    for i in (0..whole).step_by(32) {
-                        // SAFETY: i + 32 <= whole, inside every slot and
-                        // `out` (the caller's); `out` is written after
-                        // every slot's elements are read.
-                        unsafe {
-                            let (mut al, mut ah) = widen2(first.add(i));
-                            for &s in mid {
-                                let (bl, bh) = widen2(s.add(i));
-                                al = round({
-                                    let ($x, $y) = (al, bl);
-                                    $e
-                                });
-                                ah = round({
-                                    let ($x, $y) = (ah, bh);
-                                    $e
-                                });
-                            }
-                            let (bl, bh) = widen2(last.add(i));
-                            let lo = {
-                                let ($x, $y) = (al, bl);
-                                $e
-                            };
-                            let hi = {
-                                let ($x, $y) = (ah, bh);
-                                $e
-                            };
-                            narrow2(lo, hi, out.add(i));
-                        }
-                    }
+                    fold_pairs!(
+                        32, whole, first, mid, last, out,
+                        widen2, round, narrow2,
+                        $x, $y => $e
+                    )
                 };
             }
             per_op512!(op, each);
