@@ -92,7 +92,8 @@ pub(crate) fn reduce(kind: Half, op: ReduceOp, n: usize, slots: &[*const u8], ou
     }
     let slots: Vec<*const u16> = slots.iter().map(|s| s.cast::<u16>()).collect();
     // 16 or 32 elements at a time in AVX-512 registers where the CPU has
-    // them (and the compiler, `wide16`), the rest 8 at a time.
+    // them (and the compiler, `wide16`), the rest in AVX2 registers (bf16
+    // 16 at a time, then 8) and the last few one by one.
     let done = wide16(kind, op, &slots, out.cast::<u16>(), n);
     let whole = n / 8 * 8;
     #[cfg(target_arch = "x86_64")]
