@@ -192,7 +192,7 @@ mod tests {
     use super::*;
 
     /// A small deterministic generator (xorshift), so the test needs no crate.
-    fn pattern(seed: u64, n: usize) -> Vec<u64> {
+    pub(super) fn pattern(seed: u64, n: usize) -> Vec<u64> {
         let mut x = seed | 1;
         (0..n)
             .map(|_| {

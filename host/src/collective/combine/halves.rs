@@ -790,11 +790,7 @@ mod tests {
             return;
         }
         let n = 16 * 67;
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut value = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+        let value = |x: u64| {
             let v = match x % 89 {
                 0 => f32::INFINITY,
                 1 => f32::NEG_INFINITY,
@@ -809,7 +805,13 @@ mod tests {
         use ReduceOp::*;
         for members in 1..=5usize {
             let data: Vec<Vec<u16>> = (0..members)
-                .map(|_| (0..n).map(|_| value()).collect())
+                .map(|m| {
+                    let seed = 0x9e37_79b9 + members as u64 * 8 + m as u64;
+                    super::super::tests::pattern(seed, n)
+                        .into_iter()
+                        .map(value)
+                        .collect()
+                })
                 .collect();
             for op in [Sum, Prod, Max, Min] {
                 let want: Vec<u16> = (0..n)
