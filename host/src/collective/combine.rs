@@ -44,7 +44,10 @@ pub(crate) fn reduce_slots<T: Reduce>(op: ReduceOp, n: usize, slots: &[*const u8
 /// a time into a buffer in L1 and moves each chunk to the dests from there
 /// (`copy::copy_from_l1`): every type but f16 and bf16, whose combine in
 /// AVX registers ([`halves`]) stores into the dest as fast: 0.87-0.96x that
-/// way on 2 PEs at 4 MiB (twenty-third session).
+/// way on 2 PEs at 4 MiB (twenty-third session), and with the faster bf16
+/// rounding still 0.57-0.99x in 13 of 16 cases on 2 and 4 PEs, 1.01-1.11x in
+/// the other three (thirty-first session,
+/// `benches/results/host-bf16-masks-lavapipe-2026-11-29-thirtyfirst/`).
 pub(crate) fn chunks_in_l1<T: Reduce>() -> bool {
     halves::Half::of::<T>().is_none()
 }
