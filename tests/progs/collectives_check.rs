@@ -501,6 +501,10 @@ fn main() -> anyhow::Result<()> {
                 h.reduce::<i64>(tc, ReduceOp::Max, n, true)?;
                 h.reduce::<f16>(tc, ReduceOp::Sum, n, true)?;
                 h.reduce::<bf16>(tc, ReduceOp::Prod, n, false)?;
+                // Max and min compare the half types' bits as integers
+                // (`combine::half_order`), past the data slot in L1 chunks.
+                h.reduce::<bf16>(tc, ReduceOp::Max, n, true)?;
+                h.reduce::<f16>(tc, ReduceOp::Min, n, false)?;
             }
             // Sources and dests off 16-byte alignment by the same amount, in
             // whole words: the wide kernels start the objects inside their

@@ -8,8 +8,10 @@
 //! Pure memory work, no Vulkan. The slots are combined a block at a time
 //! (the block's accumulator staying in L1), so memory sees one read of every
 //! slot and one write of `out`. The half-precision types go through `f32`
-//! in AVX2 registers where the CPU has it ([`halves`]).
+//! in AVX2 registers where the CPU has it ([`halves`]), but for max and min,
+//! which compare their bits as integers ([`half_order`]).
 
+mod half_order;
 mod halves;
 
 use super::reduce::{Reduce, ReduceOp};
@@ -25,9 +27,13 @@ pub(crate) type ReduceFn = fn(ReduceOp, usize, &[*const u8], *mut u8);
 ///
 /// The operation is chosen once per call (not per element), so each arm is a
 /// loop the compiler vectorises. `f16` and `bf16` go through
-/// [`halves::reduce`] where the CPU has AVX2 and F16C.
+/// [`half_order::reduce`] for max and min, and [`halves::reduce`] for sum
+/// and product where the CPU has AVX2 and F16C.
 pub(crate) fn reduce_slots<T: Reduce>(op: ReduceOp, n: usize, slots: &[*const u8], out: *mut u8) {
     if let Some(kind) = halves::Half::of::<T>() {
+        if matches!(op, ReduceOp::Max | ReduceOp::Min) {
+            return half_order::reduce(kind, op, n, slots, out);
+        }
         if halves::available() {
             return halves::reduce(kind, op, n, slots, out);
         }
@@ -42,14 +48,21 @@ pub(crate) fn reduce_slots<T: Reduce>(op: ReduceOp, n: usize, slots: &[*const u8
 
 /// Whether the direct host path (`direct.rs`) combines `T` a small chunk at
 /// a time into a buffer in L1 and moves each chunk to the dests from there
-/// (`copy::copy_from_l1`): every type but f16 and bf16, whose combine in
-/// AVX registers ([`halves`]) stores into the dest as fast: 0.87-0.96x that
-/// way on 2 PEs at 4 MiB (twenty-third session), and with the faster bf16
-/// rounding still 0.57-0.99x in 13 of 16 cases on 2 and 4 PEs, 1.01-1.11x in
-/// the other three (thirty-first session,
+/// (`copy::copy_from_l1`): every type and operation but the sums and
+/// products of f16 and bf16, whose combine through `f32` in AVX registers
+/// ([`halves`]) stores into the dest as fast: 0.87-0.96x that way on 2 PEs
+/// at 4 MiB (twenty-third session), and with the faster bf16 rounding still
+/// 0.57-0.99x in 13 of 16 cases on 2 and 4 PEs, 1.01-1.11x in the other
+/// three (thirty-first session,
 /// `benches/results/host-bf16-masks-lavapipe-2026-11-29-thirtyfirst/`).
-pub(crate) fn chunks_in_l1<T: Reduce>() -> bool {
-    halves::Half::of::<T>().is_none()
+/// Their max and min compare bits as integers ([`half_order`]), as fast as
+/// an int16 max, and do take the chunks: a 2-PE max or min of 4 MiB took
+/// 149-167 us (medians) in chunks against 173-263 into the dest, and
+/// 170-252 through `f32` before, three interleaved rounds
+/// (thirty-second session,
+/// `benches/results/host-half-order-lavapipe-2026-11-29-thirtysecond/`).
+pub(crate) fn chunks_in_l1<T: Reduce>(op: ReduceOp) -> bool {
+    halves::Half::of::<T>().is_none() || matches!(op, ReduceOp::Max | ReduceOp::Min)
 }
 
 /// [`reduce_slots`] with the operation fixed per arm: each arm passes a

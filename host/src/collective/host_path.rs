@@ -31,7 +31,7 @@
 
 use super::combine::{chunks_in_l1, reduce_slots, ReduceFn};
 use super::moves::{self, Plan};
-use super::reduce::Reduce;
+use super::reduce::{Reduce, ReduceOp};
 use super::{Desc, Members};
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -102,13 +102,13 @@ impl Small {
     }
 
     /// A reduction of `bytes` of `T` at `src` among `members`.
-    pub(crate) fn reduction<T: Reduce>(src: u64, bytes: u64, members: u32) -> Small {
+    pub(crate) fn reduction<T: Reduce>(src: u64, bytes: u64, members: u32, op: ReduceOp) -> Small {
         Small {
             src,
             bytes,
             size: bytes,
             reduce: Some(reduce_slots::<T>),
-            in_l1: chunks_in_l1::<T>(),
+            in_l1: chunks_in_l1::<T>(op),
             rounds_max: reduce_rounds_max(members),
         }
     }

@@ -185,6 +185,7 @@ impl Context {
             source.offset(),
             n.saturating_mul(kind.bytes as u64),
             m.shape.size,
+            op,
         );
         // The wide path's kernel is built before the agreement (see wide.rs), so
         // that a failure is every member's; a call this PE can run on the host

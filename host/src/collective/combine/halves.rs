@@ -37,6 +37,15 @@ impl Half {
         }
     }
 
+    /// The largest magnitude (the bits below the sign) that is not NaN:
+    /// the infinity's, all exponent bits set and no mantissa.
+    pub(crate) const fn nan_above(self) -> u16 {
+        match self {
+            Half::F16 => 0x7c00,
+            Half::Bf16 => 0x7f80,
+        }
+    }
+
     /// One element, widened, combined with `op` and rounded back by `half`:
     /// the tails shorter than a vector.
     fn combine(self, op: ReduceOp, a: u16, b: u16) -> u16 {
