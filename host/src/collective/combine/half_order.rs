@@ -14,7 +14,7 @@
 //! (thirty-second session). On the bits the compiler vectorises the fold
 //! (`combine_blocks`) as it does the integers' (a 2-slot max of 1M bf16:
 //! 82-86 us in a model, the int16 max 64-70), and the 2-PE max and min of
-//! 4 MiB took 149-167 us in both types
+//! 4 MiB took 151-167 us in both types (175-209 before)
 //! (`benches/results/host-half-order-lavapipe-2026-11-29-thirtysecond/`).
 
 use super::halves::Half;
