@@ -328,9 +328,15 @@ impl Roofline {
             .max(16)
             / 16
             * 16;
+        let (a, b) = (
+            ctx.malloc::<u8>((cap * gang) as usize)?,
+            ctx.malloc::<u8>((cap * gang) as usize)?,
+        );
+        touch(ctx, &a)?;
+        touch(ctx, &b)?;
         Ok(Roofline {
-            a: ctx.malloc::<u8>((cap * gang) as usize)?,
-            b: ctx.malloc::<u8>((cap * gang) as usize)?,
+            a,
+            b,
             took,
             gang,
             span: ctx.calloc(2 * n as usize)?,
@@ -835,6 +841,32 @@ const MEMCPY_TRIALS: u32 = 4;
 
 /// Launches of the copy per roofline trial, back to back.
 const TRIAL_LAUNCHES: u32 = 4;
+
+/// Writes the whole of this PE's part of `buf` (a byte pattern, 16 MiB at a
+/// time) where the device is a CPU (llvmpipe), so that the trials and rows
+/// read memory that holds data. There the heap is host memory that the
+/// kernel backs on first touch, and a collective that reads pages nobody
+/// has written moves far faster than one that reads data: a 4-PE fcollect
+/// of 4 MiB from never-written sources took 666-1392 us (99-208 % of the
+/// roofline), from written ones 1315-2592 us (58-82 %), on the 2-core VM
+/// (thirty-second session,
+/// `benches/results/host-half-order-lavapipe-2026-11-29-thirtysecond/touch/`).
+/// A GPU's memory holds whatever it holds from its allocation on: nothing
+/// to do there (and its writes would go through staging copies).
+pub fn touch(ctx: &Context, buf: &SymBuffer<u8>) -> anyhow::Result<()> {
+    if !ctx.device_info().is_llvmpipe() {
+        return Ok(());
+    }
+    let chunk = vec![0x5au8; (16usize << 20).min(buf.len())];
+    let me = ctx.my_pe();
+    let mut at = 0;
+    while at < buf.len() {
+        let n = chunk.len().min(buf.len() - at);
+        buf.write_at(me, at, &chunk[..n])?;
+        at += n;
+    }
+    Ok(())
+}
 
 /// Seconds on CLOCK_MONOTONIC, which every process of a machine shares.
 fn shared_clock() -> f64 {

@@ -33,6 +33,9 @@
 //!   time. The least movement sums every PE's inputs read once and outputs
 //!   written once, as all PEs of a job share one device on lavapipe (on several
 //!   GPUs both sums run over devices that do not share memory).
+//! - Data: on a CPU device (llvmpipe) the sources and dests are written once
+//!   before the sweep (`floors::touch`): rows on heap pages nobody had
+//!   written read up to twice the roofline.
 //! - `wrong` (with `--check`): one more call per size on pattern data; the number
 //!   of destination elements, summed over the team, that differ from a host
 //!   reference.
@@ -1256,6 +1259,11 @@ fn run() -> anyhow::Result<()> {
         skipped: RefCell::default(),
         progress,
     };
+    // Every row reads sources that hold data, as a user's call does
+    // (`floors::touch`); the check's pattern data (`--check`) overwrites
+    // what it uses.
+    floors::touch(&ctx, &bench.src)?;
+    floors::touch(&ctx, &bench.dst)?;
     let mut out = Stream::new(
         bench.progress.clone(),
         reporter,
