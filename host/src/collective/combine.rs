@@ -58,8 +58,8 @@ pub(crate) fn reduce_slots<T: Reduce>(op: ReduceOp, n: usize, slots: &[*const u8
 /// Their max and min compare bits as integers ([`half_order`]), as fast as
 /// an int16 max, and do take the chunks: a 2-PE max or min of 4 MiB took
 /// 151-167 us in chunks against 176-227 into the dest, and 175-209 through
-/// `f32` before (each row's median of three interleaved rounds)
-/// (thirty-second session,
+/// `f32` before (each row's median of three interleaved rounds,
+/// thirty-second session,
 /// `benches/results/host-half-order-lavapipe-2026-11-29-thirtysecond/`).
 pub(crate) fn chunks_in_l1<T: Reduce>(op: ReduceOp) -> bool {
     halves::Half::of::<T>().is_none() || matches!(op, ReduceOp::Max | ReduceOp::Min)
