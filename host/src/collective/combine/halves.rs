@@ -75,7 +75,8 @@ pub(crate) fn available() -> bool {
     }
 }
 
-/// `out = slot_0 op slot_1 op …` over `n` elements of `kind`, each step
+/// `out = slot_0 op slot_1 op …` over `n` elements of `kind`, `op` a sum or
+/// a product (max and min compare bits: `super::half_order`), each step
 /// rounded to the type (`super::reduce_slots`' contract). Call only where
 /// [`available`].
 ///
@@ -86,8 +87,8 @@ pub(crate) fn available() -> bool {
 pub(crate) fn reduce(kind: Half, op: ReduceOp, n: usize, slots: &[*const u8], out: *mut u8) {
     assert!(available(), "halves::reduce without AVX2 and F16C");
     assert!(
-        !matches!(op, ReduceOp::And | ReduceOp::Or | ReduceOp::Xor),
-        "checked: no bitwise reductions of floats"
+        matches!(op, ReduceOp::Sum | ReduceOp::Prod),
+        "halves::reduce takes sums and products (max and min: half_order)"
     );
     let Some((&first, rest)) = slots.split_first() else {
         return;
@@ -209,30 +210,13 @@ mod x86 {
 
     /// The fold's `match` over `op` in 256-bit registers, for [`reduce8`]
     /// and [`reduce16_bf16`]: `$each!(x, y => step)` is the caller's loop.
-    /// `max` and `min` are `half`'s: the new value where it is greater
-    /// (less) or the accumulator is NaN.
+    /// Sums and products only (`reduce` asserts it).
     macro_rules! per_op256 {
         ($op:expr, $each:ident) => {
             match $op {
                 ReduceOp::Sum => $each!(x, y => _mm256_add_ps(x, y)),
                 ReduceOp::Prod => $each!(x, y => _mm256_mul_ps(x, y)),
-                ReduceOp::Max => $each!(x, y => {
-                    let take = _mm256_or_ps(
-                        _mm256_cmp_ps::<_CMP_GT_OQ>(y, x),
-                        _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x),
-                    );
-                    _mm256_blendv_ps(x, y, take)
-                }),
-                ReduceOp::Min => $each!(x, y => {
-                    let take = _mm256_or_ps(
-                        _mm256_cmp_ps::<_CMP_LT_OQ>(y, x),
-                        _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x),
-                    );
-                    _mm256_blendv_ps(x, y, take)
-                }),
-                ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => {
-                    unreachable!("checked: no bitwise reductions of floats")
-                }
+                _ => unreachable!("checked: sums and products only"),
             }
         };
     }
@@ -378,8 +362,7 @@ mod x86 {
 
     /// `out[i] = slot_0[i] op slot_1[i] op …` for `i < whole` (a multiple
     /// of 8), each step rounded to the type (`bf16` where `BF`, else
-    /// `f16`). `op`'s `f32` step is `half`'s: `max` and `min` take the new
-    /// value where it is greater (less) or the accumulator is NaN.
+    /// `f16`), `op` a sum or a product.
     ///
     /// # Safety
     /// The CPU has AVX2 and F16C; every slot holds `whole` u16s and `out`
@@ -483,26 +466,14 @@ mod x86 {
 
         /// The fold's `match` over `op` in 512-bit registers, for
         /// [`reduce16`] and [`reduce32`]: `$each!(x, y => step)` is the
-        /// caller's loop. `max` and `min` are `half`'s: the new value where
-        /// it is greater (less) or the accumulator is NaN.
+        /// caller's loop. Sums and products only (`super::super::reduce`
+        /// asserts it).
         macro_rules! per_op512 {
             ($op:expr, $each:ident) => {
                 match $op {
                     ReduceOp::Sum => $each!(x, y => _mm512_add_ps(x, y)),
                     ReduceOp::Prod => $each!(x, y => _mm512_mul_ps(x, y)),
-                    ReduceOp::Max => $each!(x, y => {
-                        let take = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(y, x)
-                            | _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
-                        _mm512_mask_blend_ps(take, x, y)
-                    }),
-                    ReduceOp::Min => $each!(x, y => {
-                        let take = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(y, x)
-                            | _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
-                        _mm512_mask_blend_ps(take, x, y)
-                    }),
-                    ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => {
-                        unreachable!("checked: no bitwise reductions of floats")
-                    }
+                    _ => unreachable!("checked: sums and products only"),
                 }
             };
         }
@@ -822,7 +793,7 @@ mod tests {
                         .collect()
                 })
                 .collect();
-            for op in [Sum, Prod, Max, Min] {
+            for op in [Sum, Prod] {
                 let want: Vec<u16> = (0..n)
                     .map(|i| {
                         (1..members).fold(data[0][i], |a, m| Half::Bf16.combine(op, a, data[m][i]))
