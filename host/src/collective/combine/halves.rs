@@ -166,6 +166,11 @@ pub(crate) fn reduce(kind: Half, op: ReduceOp, n: usize, slots: &[*const u8], ou
 /// (`benches/results/host-bf16-avx512-lavapipe-2026-11-28-twentysecond/`),
 /// and 32 at a time with AVX-512BW 1.14-1.23x less again
 /// (`benches/results/host-bf16-unpack-lavapipe-2026-11-28-twentyfourth/`).
+/// Where the CPU has AVX512-BF16 too, the stored step rounds in one
+/// instruction (`avx512::reduce32_native`): a 2-PE bf16 sum of 4 MiB took
+/// 139.2 us against 159.2, a product 148.1 against 156.5 (medians of three
+/// interleaved rounds, thirty-third session,
+/// `benches/results/host-bf16-native-lavapipe-2026-11-29-thirtythird/`).
 #[rustversion::since(1.89)]
 fn wide16(kind: Half, op: ReduceOp, slots: &[*const u16], out: *mut u16, n: usize) -> usize {
     #[cfg(target_arch = "x86_64")]
@@ -174,10 +179,17 @@ fn wide16(kind: Half, op: ReduceOp, slots: &[*const u16], out: *mut u16, n: usiz
         && is_x86_feature_detected!("avx512bw")
     {
         let whole = n / 32 * 32;
-        // SAFETY: AVX-512F and BW (detected), for which
-        // `x86::avx512::reduce32` is compiled; the slots and `out` as
-        // `reduce`'s (whole <= n).
-        unsafe { x86::avx512::reduce32(op, slots, out, whole) };
+        if x86::avx512::native_bf16() {
+            // SAFETY: AVX-512F, BW, BF16 and DQ (detected), for which
+            // `x86::avx512::reduce32_native` is compiled; the slots and
+            // `out` as `reduce`'s (whole <= n).
+            unsafe { x86::avx512::reduce32_native(op, slots, out, whole) };
+        } else {
+            // SAFETY: AVX-512F and BW (detected), for which
+            // `x86::avx512::reduce32` is compiled; the slots and `out` as
+            // `reduce`'s (whole <= n).
+            unsafe { x86::avx512::reduce32(op, slots, out, whole) };
+        }
         return whole;
     }
     #[cfg(target_arch = "x86_64")]
@@ -632,6 +644,32 @@ mod x86 {
             unsafe { _mm512_storeu_si512(p.cast(), h) }
         }
 
+        /// [`reduce32`]'s body, `$narrow2` storing each 32 results: one
+        /// fold for the two functions, which differ in the features they are
+        /// compiled for. Expands to `unsafe` code: the caller's function
+        /// holds `reduce32`'s safety contract.
+        macro_rules! reduce32_with {
+            ($op:expr, $slots:expr, $out:expr, $whole:expr, $narrow2:ident) => {{
+                let (op, slots, out, whole) = ($op, $slots, $out, $whole);
+                let Some((first, mid, last)) = super::ends(slots) else {
+                    // SAFETY: the caller's (a memmove).
+                    return unsafe { std::ptr::copy(slots[0], out, whole) };
+                };
+                // `$e` over both halves of 32 elements: the accumulator `$x`
+                // and the slot's `$y`.
+                macro_rules! each {
+                                ($x:ident, $y:ident => $e:expr) => {
+                                    fold_pairs!(
+                                        32, whole, first, mid, last, out,
+                                        widen2, round, $narrow2,
+                                        $x, $y => $e
+                                    )
+                                };
+                            }
+                per_op512!(op, each);
+            }};
+        }
+
         /// [`reduce16`], 32 elements at a time (`whole` a multiple of 32)
         /// through [`widen2`] and [`narrow2`], where the CPU has AVX-512BW:
         /// fewer instructions per element, for a fold that the integer
@@ -648,22 +686,74 @@ mod x86 {
             out: *mut u16,
             whole: usize,
         ) {
-            let Some((first, mid, last)) = super::ends(slots) else {
-                // SAFETY: the caller's (a memmove).
-                return unsafe { std::ptr::copy(slots[0], out, whole) };
-            };
-            // `$e` over both halves of 32 elements: the accumulator `$x`
-            // and the slot's `$y`.
-            macro_rules! each {
-                ($x:ident, $y:ident => $e:expr) => {
-                    fold_pairs!(
-                        32, whole, first, mid, last, out,
-                        widen2, round, narrow2,
-                        $x, $y => $e
-                    )
-                };
+            reduce32_with!(op, slots, out, whole, narrow2)
+        }
+
+        /// Whether the CPU has what [`reduce32_native`] needs: AVX-512F,
+        /// BW, BF16 and DQ (Cooper Lake, Sapphire Rapids and later, Zen 4
+        /// and later).
+        pub(in crate::collective::combine) fn native_bf16() -> bool {
+            is_x86_feature_detected!("avx512f")
+                && is_x86_feature_detected!("avx512bw")
+                && is_x86_feature_detected!("avx512bf16")
+                && is_x86_feature_detected!("avx512dq")
+        }
+
+        /// [`reduce32`] storing through [`narrow2_native`]: the last
+        /// step's rounding in one instruction where the CPU has AVX512-BF16
+        /// (the middle slots' stays [`round`]: the instruction and a widening
+        /// back ran no faster there). A 2-slot sum of 1M elements took
+        /// 67.6-68.2 us against 83.8-85.2, where an int16 add took 68.9-69.8,
+        /// and a 4-slot one of 512K 126.1-126.3 against 142.6-142.7, on the
+        /// 2-core Zen 4 VM (thirty-third session,
+        /// `benches/results/host-bf16-native-lavapipe-2026-11-29-thirtythird/`).
+        ///
+        /// # Safety
+        /// [`native_bf16`]; and `reduce32`'s.
+        #[target_feature(enable = "avx512f,avx512bw,avx512bf16,avx512dq")]
+        pub(in crate::collective::combine) unsafe fn reduce32_native(
+            op: ReduceOp,
+            slots: &[*const u16],
+            out: *mut u16,
+            whole: usize,
+        ) {
+            reduce32_with!(op, slots, out, whole, narrow2_native)
+        }
+
+        /// [`narrow2`] through AVX512-BF16's `vcvtne2ps2bf16`, which rounds
+        /// as `half` does (to nearest, ties to even; a NaN keeps its top
+        /// bits, made quiet) but takes subnormal inputs as zeros: 32 lanes
+        /// holding any subnormal (`vfpclassps`) take [`narrow2`] instead.
+        /// The instruction packs `lo`'s 16 then `hi`'s; one permute puts
+        /// them back in [`widen2`]'s order.
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512bw,avx512bf16,avx512dq")]
+        unsafe fn narrow2_native(lo: __m512, hi: __m512, p: *mut u16) {
+            const SUBNORMAL: i32 = 0x20;
+            let tiny =
+                _mm512_fpclass_ps_mask::<SUBNORMAL>(lo) | _mm512_fpclass_ps_mask::<SUBNORMAL>(hi);
+            if tiny != 0 {
+                // SAFETY: the caller's.
+                return unsafe { narrow2(lo, hi, p) };
             }
-            per_op512!(op, each);
+            // SAFETY: both are 64 bytes of plain vector lanes, for which
+            // every bit pattern is a value.
+            let packed =
+                unsafe { std::mem::transmute::<__m512bh, __m512i>(_mm512_cvtne2ps_pbh(hi, lo)) };
+            // Packed element `k` of lane `l`'s run: `lo`'s four of lane `l`
+            // are elements 4l..4l+4 of the pack, `hi`'s 16 + 4l..; the
+            // output's 128-bit lane `l` takes `lo`'s four then `hi`'s. One
+            // row per output lane, the highest first (`set`'s order).
+            #[rustfmt::skip]
+            let take = _mm512_set_epi16(
+                31, 30, 29, 28, 15, 14, 13, 12,
+                27, 26, 25, 24, 11, 10, 9, 8,
+                23, 22, 21, 20, 7, 6, 5, 4,
+                19, 18, 17, 16, 3, 2, 1, 0,
+            );
+            let h = _mm512_permutexvar_epi16(take, packed);
+            // SAFETY: the caller's: 32 writable u16s at `p` (unaligned).
+            unsafe { _mm512_storeu_si512(p.cast(), h) }
         }
 
         /// Only [`narrow`] over a slice (length a multiple of 16), for the
@@ -687,15 +777,20 @@ mod x86 {
             Some(())
         }
 
-        /// Only [`narrow2`] over a slice (length a multiple of 32), each 32
-        /// laid out in two vectors as [`widen2`] lays them out, for the
-        /// conversion tests; `None` without AVX-512F and BW.
+        /// Only [`narrow2`] (where `native`, [`narrow2_native`]) over a
+        /// slice (length a multiple of 32), each 32 laid out in two vectors
+        /// as [`widen2`] lays them out, for the conversion tests; `None`
+        /// where the CPU lacks what it needs.
         #[cfg(test)]
         pub(in crate::collective::combine) fn narrow2_all(
             from: &[f32],
             back: &mut [u16],
+            native: bool,
         ) -> Option<()> {
-            if !is_x86_feature_detected!("avx512f") || !is_x86_feature_detected!("avx512bw") {
+            if !is_x86_feature_detected!("avx512f")
+                || !is_x86_feature_detected!("avx512bw")
+                || native && !native_bf16()
+            {
                 return None;
             }
             assert!(from.len() % 32 == 0 && back.len() == from.len());
@@ -707,10 +802,15 @@ mod x86 {
                     lo[4 * l..4 * l + 4].copy_from_slice(&f[8 * l..8 * l + 4]);
                     hi[4 * l..4 * l + 4].copy_from_slice(&f[8 * l + 4..8 * l + 8]);
                 }
-                // SAFETY: AVX-512F and BW (detected); 32 u16s in `b`.
+                // SAFETY: AVX-512F and BW, and where `native` BF16 and DQ
+                // (detected); 32 u16s in `b`.
                 unsafe {
                     let (lo, hi) = (_mm512_loadu_ps(lo.as_ptr()), _mm512_loadu_ps(hi.as_ptr()));
-                    narrow2(lo, hi, b.as_mut_ptr());
+                    if native {
+                        narrow2_native(lo, hi, b.as_mut_ptr());
+                    } else {
+                        narrow2(lo, hi, b.as_mut_ptr());
+                    }
                 }
             }
             Some(())
@@ -758,18 +858,29 @@ mod x86 {
 mod tests {
     use super::*;
 
-    /// bf16 folds 8 at a time (`x86::reduce8`) and 16 at a time in AVX2
+    /// A bf16 fold over `whole` elements: `x86::reduce8`'s signature.
+    type Fold = unsafe fn(ReduceOp, &[*const u16], *mut u16, usize);
+
+    /// bf16 folds 8 at a time (`x86::reduce8`), 16 at a time in AVX2
     /// registers (`x86::reduce16_bf16`, which `reduce` runs only past what
-    /// AVX-512 covers) against `half`'s element by element, over 1 to 5
-    /// slots, every op, in place too; values that round, overflow,
-    /// infinities, NaNs, zeros of both signs and subnormals.
+    /// AVX-512 covers) and 32 at a time in AVX-512 registers (both
+    /// narrowings, [`avx512_folds`]) against `half`'s element by element,
+    /// over 1 to 5 slots, sums and products, in place too; values that
+    /// round, overflow, infinities, NaNs, zeros of both signs and
+    /// subnormals (in about a third of the 32-element runs, which the
+    /// native narrowing hands to the integer one).
     #[test]
-    fn avx2_bf16_folds_match_half() {
+    fn bf16_folds_match_half() {
         if !available() {
             eprintln!("no AVX2 and F16C here: nothing to check");
             return;
         }
-        let n = 16 * 67;
+        let mut folds: Vec<(&str, Fold)> = vec![
+            ("eight", x86::reduce8::<true>),
+            ("sixteen", x86::reduce16_bf16),
+        ];
+        folds.extend(avx512_folds());
+        let n = 32 * 67;
         let value = |x: u64| {
             let v = match x % 89 {
                 0 => f32::INFINITY,
@@ -809,7 +920,7 @@ mod tests {
                     }
                 };
                 for in_place in [false, true] {
-                    for sixteen in [false, true] {
+                    for &(name, fold) in &folds {
                         let mut own = data[members - 1].clone();
                         let mut slots: Vec<*const u16> = data.iter().map(|d| d.as_ptr()).collect();
                         let mut out = vec![0u16; n];
@@ -819,17 +930,13 @@ mod tests {
                         } else {
                             out.as_mut_ptr()
                         };
-                        // SAFETY: AVX2 and F16C (checked); every slot and
-                        // the dest hold n u16s, the dest a slot's own (in
-                        // place) or apart from all of them.
-                        unsafe {
-                            if sixteen {
-                                x86::reduce16_bf16(op, &slots, dest, n);
-                            } else {
-                                x86::reduce8::<true>(op, &slots, dest, n);
-                            }
-                        }
-                        let how = format!("in_place={in_place} sixteen={sixteen}");
+                        // SAFETY: the CPU has what `fold` needs (AVX2 and
+                        // F16C checked, `avx512_folds` its own); every slot
+                        // and the dest hold n u16s (a multiple of 32), the
+                        // dest a slot's own (in place) or apart from all of
+                        // them.
+                        unsafe { fold(op, &slots, dest, n) };
+                        let how = format!("in_place={in_place} {name}");
                         agree(if in_place { &own } else { &out }, &how);
                     }
                 }
@@ -907,19 +1014,41 @@ mod tests {
         }
     }
 
-    /// AVX-512's bf16 narrowings over `fs` (16 lanes, and 32 from two
-    /// vectors), where the compiler and the CPU have them.
+    /// AVX-512's bf16 folds 32 at a time that this CPU can run: with the
+    /// integer narrowing (AVX-512F and BW) and with AVX512-BF16's.
+    #[rustversion::since(1.89)]
+    fn avx512_folds() -> Vec<(&'static str, Fold)> {
+        let mut folds: Vec<(&str, Fold)> = Vec::new();
+        if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") {
+            folds.push(("avx512", x86::avx512::reduce32));
+        }
+        if x86::avx512::native_bf16() {
+            folds.push(("avx512_native", x86::avx512::reduce32_native));
+        }
+        folds
+    }
+
+    #[rustversion::before(1.89)]
+    fn avx512_folds() -> Vec<(&'static str, Fold)> {
+        Vec::new()
+    }
+
+    /// AVX-512's bf16 narrowings over `fs` (16 lanes, 32 from two vectors,
+    /// and 32 through AVX512-BF16's instruction), where the compiler and the
+    /// CPU have them.
     #[rustversion::since(1.89)]
     fn wide_narrow(fs: &[f32]) -> Vec<Vec<u16>> {
         let mut back = vec![0u16; fs.len()];
-        let mut both = Vec::new();
+        let mut all = Vec::new();
         if x86::avx512::narrow_all(fs, &mut back).is_some() {
-            both.push(back.clone());
+            all.push(back.clone());
         }
-        if x86::avx512::narrow2_all(fs, &mut back).is_some() {
-            both.push(back);
+        for native in [false, true] {
+            if x86::avx512::narrow2_all(fs, &mut back, native).is_some() {
+                all.push(back.clone());
+            }
         }
-        both
+        all
     }
 
     #[rustversion::before(1.89)]
