@@ -740,10 +740,10 @@ mod x86 {
             // every bit pattern is a value.
             let packed =
                 unsafe { std::mem::transmute::<__m512bh, __m512i>(_mm512_cvtne2ps_pbh(hi, lo)) };
-            // Packed element `k` of lane `l`'s run: `lo`'s four of lane `l`
-            // are elements 4l..4l+4 of the pack, `hi`'s 16 + 4l..; the
-            // output's 128-bit lane `l` takes `lo`'s four then `hi`'s. One
-            // row per output lane, the highest first (`set`'s order).
+            // The pack holds `lo`'s 16 lanes, then `hi`'s. The output's
+            // 128-bit lane `l` takes `lo`'s four of that lane (elements
+            // 4l..4l+4 of the pack), then `hi`'s (16+4l..16+4l+4). One row
+            // per output lane, the highest first (`set`'s order).
             #[rustfmt::skip]
             let take = _mm512_set_epi16(
                 31, 30, 29, 28, 15, 14, 13, 12,
