@@ -118,7 +118,8 @@ fn one_team(ctx: &Context, team: Option<Team>, tn: u32, seed: u64, salt: u64) ->
     let big = ctx.malloc::<u32>(span.max(1))?;
     let part = ctx.malloc::<u32>(largest)?;
     let a_src = ctx.malloc::<u32>(most_sent.max(1))?;
-    let a_dst = ctx.malloc::<u32>(most_received.max(1))?;
+    // Room for a gap after each block received.
+    let a_dst = ctx.malloc::<u32>(most_received + t)?;
     let rs_src = ctx.malloc::<i32>(total.max(1))?;
     let rs_dst = ctx.malloc::<i32>(largest)?;
     let f_src = ctx.malloc::<f64>(per * t)?;
@@ -199,12 +200,42 @@ fn one_team(ctx: &Context, team: Option<Team>, tn: u32, seed: u64, salt: u64) ->
     let want: Vec<u32> = (0..t).flat_map(|i| src_of(i as u32, counts[i])).collect();
     ensure!(dest.to_vec()?[..total] == want[..], "allgatherv");
 
+    // allgatherv with gaps: every gap keeps the poison.
+    dest.write(&vec![POISON; dest.len()])?;
+    ctx.allgatherv(
+        team,
+        &dest.as_slice(),
+        &source.as_slice(),
+        &counts,
+        Some(&displs),
+    )?;
+    calls += 1;
+    let mut want = vec![POISON; dest.len()];
+    for i in 0..t {
+        want[displs[i]..displs[i] + counts[i]].copy_from_slice(&src_of(i as u32, counts[i]));
+    }
+    ensure!(dest.to_vec()? == want, "allgatherv with gaps");
+
+    // allgatherv in place: each member's source is its own part of the dest
+    // (MPI_IN_PLACE), so the others read the very dest it fills.
+    let mut mine_in_dest = vec![POISON; dest.len()];
+    let part_at = displs[me as usize]..displs[me as usize] + counts[me as usize];
+    mine_in_dest[part_at.clone()].copy_from_slice(&src_of(me, counts[me as usize]));
+    dest.write(&mine_in_dest)?;
+    let own_part = dest.slice(part_at)?;
+    ctx.allgatherv(team, &dest.as_slice(), &own_part, &counts, Some(&displs))?;
+    calls += 1;
+    ensure!(dest.to_vec()? == want, "allgatherv in place");
+
     // alltoallv: member i sends (i + j + salt) % 4 elements to member j, from
     // its source packed by destination, received packed by sender.
+    // Received with a gap of one element after each block, which keeps
+    // the poison.
     let sc: Vec<usize> = (0..t).map(|j| k(me as usize, j)).collect();
     let sd = packed(&sc);
     let rc: Vec<usize> = (0..t).map(|i| k(i, me as usize)).collect();
-    let rd = packed(&rc);
+    let rd: Vec<usize> = packed(&rc).iter().enumerate().map(|(i, d)| d + i).collect();
+    a_dst.write(&vec![POISON; a_dst.len()])?;
     a_src.write(&src_of(2000 + me, a_src.len()))?;
     ctx.alltoallv(
         team,
@@ -217,16 +248,15 @@ fn one_team(ctx: &Context, team: Option<Team>, tn: u32, seed: u64, salt: u64) ->
     )?;
     calls += 1;
     let got = a_dst.to_vec()?;
+    let mut want = vec![POISON; a_dst.len()];
     for i in 0..t {
         let their_sc: Vec<usize> = (0..t).map(|j| k(i, j)).collect();
         let their_sd = packed(&their_sc);
         let theirs = src_of(2000 + i as u32, most_sent.max(1));
         let from = &theirs[their_sd[me as usize]..their_sd[me as usize] + rc[i]];
-        ensure!(
-            got[rd[i]..rd[i] + rc[i]] == *from,
-            "alltoallv block from member {i}"
-        );
+        want[rd[i]..rd[i] + rc[i]].copy_from_slice(from);
     }
+    ensure!(got == want, "alltoallv (blocks and gaps)");
 
     // reduce_scatterv (sum of i32, wrapping) and in place; reduce_scatter
     // (max of f64); rooted reduce (xor of u64); allreduce (min of i16).

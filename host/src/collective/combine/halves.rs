@@ -658,14 +658,14 @@ mod x86 {
                 // `$e` over both halves of 32 elements: the accumulator `$x`
                 // and the slot's `$y`.
                 macro_rules! each {
-                                ($x:ident, $y:ident => $e:expr) => {
-                                    fold_pairs!(
-                                        32, whole, first, mid, last, out,
-                                        widen2, round, $narrow2,
-                                        $x, $y => $e
-                                    )
-                                };
-                            }
+                                                        ($x:ident, $y:ident => $e:expr) => {
+                                                            fold_pairs!(
+                                                                32, whole, first, mid, last, out,
+                                                                widen2, round, $narrow2,
+                                                                $x, $y => $e
+                                                            )
+                                                        };
+                                                    }
                 per_op512!(op, each);
             }};
         }
