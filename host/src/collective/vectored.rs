@@ -29,8 +29,11 @@
 //! ([`reduce_slots`] over the mapped parts: the reductions and scans),
 //! before the sync: no host buffer, no second copy. Elsewhere (a dest over
 //! the member's own exposed bytes, a peer behind the proxy, an unmapped
-//! heap) the steps stay as above. A 4-PE alltoallv of 4 MiB took 12.0 ms
-//! through the buffer against an alltoall's 1.8-3.5 (thirty-third session).
+//! heap) the steps stay as above. On the 2-core VM a 4-PE alltoallv of
+//! 4 MiB took 13.7-14.6 ms through the buffer and 2.8-2.9 straight (an
+//! alltoall: 1.8-3.5), an allgatherv 10.0-10.4 against 1.6-1.7
+//! (thirty-third session,
+//! `benches/results/host-ucc-direct-lavapipe-2026-11-29-thirtythird/`).
 //!
 //! Fast paths on the device (kernels, the plane's data slots) are for
 //! later: this is the reference that they will be checked against.
