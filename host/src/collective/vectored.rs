@@ -6,8 +6,10 @@
 //!
 //! # How
 //! Every call is the same three steps, on every transport:
-//! 1. **Agree.** Each member shares its arguments with the team (the
-//!    bootstrap's allgather over the team: the socket, or MPI across nodes):
+//! 1. **Agree.** Each member shares its arguments with the team (a meeting
+//!    of the members, [`Context::meet`]: on the sync plane for a team on one
+//!    node, its own words in its data slot; else the bootstrap's allgather,
+//!    the socket or MPI across nodes):
 //!    the ones every member must pass alike (root, counts, operation) and
 //!    its own (where its source and dest are, and, for alltoallv, its send
 //!    and receive layouts), plus whether its own checks passed. Every member
@@ -17,7 +19,7 @@
 //!    ([`Context::get`]'s path: the host mapping, copies, or the proxy) into
 //!    host memory, and combines it for the reductions (the host combiner of
 //!    the small-collective path, in team order).
-//! 3. **Close.** A team sync (no member's source changes before everyone
+//! 3. **Close.** A meeting (no member's source changes before everyone
 //!    has read it); then each member writes its own dest. Writing after the
 //!    sync makes every in-place use safe (dest overlapping source).
 //!
@@ -35,8 +37,12 @@
 //! (thirty-third session,
 //! `benches/results/host-ucc-direct-lavapipe-2026-11-29-thirtythird/`).
 //!
-//! Fast paths on the device (kernels, the plane's data slots) are for
-//! later: this is the reference that they will be checked against.
+//! With the meetings on the plane, a 2-PE call of 1 KiB took 0.8-1.8 us
+//! where the socket's two allgathers took 55-112 (thirty-third session, the
+//! same folder's `agree.txt`).
+//!
+//! Fast paths on the device (kernels) are for later: this is the reference
+//! that they will be checked against.
 
 use bytemuck::Pod;
 
@@ -47,6 +53,7 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::rendezvous::Members;
 use crate::symbuf::SymSlice;
+use crate::sync::layout::DATA_BYTES;
 use crate::team::Team;
 use vkshmem_device::collectives::ReduceOp;
 
@@ -88,6 +95,9 @@ struct Fold {
     exposed: (u64, u64),
 }
 
+/// The first word of step 3's meeting ([`Context::close_ucc`]): "UCCCLOSE".
+const UCC_CLOSE: u64 = 0x4553_4f4c_4343_4355;
+
 /// What every member shared in step 1.
 struct Shared {
     /// Per member: its own words (offsets, layouts).
@@ -124,7 +134,12 @@ fn fingerprint(words: &[u64]) -> u64 {
 impl Context {
     /// Step 1: shares `common` (alike on every member) and `own`, with this
     /// member's verdict on its own arguments; every member gets the same
-    /// answer.
+    /// answer. A meeting of the members ([`Context::meet`]: on the sync
+    /// plane for a team on one node, else through the bootstrap socket or
+    /// MPI) carries each member's fingerprints, verdict and the length of
+    /// its `own` (the same on every member for a call); `own` itself rides
+    /// in the member's data slot on the plane, or where it does not fit
+    /// (or the meeting went through the socket) in an allgather of its own.
     fn agree_ucc(
         &self,
         m: &Members,
@@ -133,48 +148,85 @@ impl Context {
         own: Vec<u64>,
         local: Result<()>,
     ) -> Result<Shared> {
-        let mut words = vec![fingerprint(&[fingerprint_str(what)]), fingerprint(common)];
-        words.push(u64::from(local.is_err()));
-        words.extend(own);
-        let blobs = self
-            .gather_shape(m.shape, bytemuck::cast_slice(&words))
-            .map_err(|e| e.during(what))?;
-        let all: Vec<Vec<u64>> = blobs
-            .iter()
-            .map(|b| {
-                (b.len() % 8 == 0 && b.len() >= 24)
-                    .then(|| {
-                        b.chunks_exact(8)
-                            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
-                            .collect::<Vec<u64>>()
-                    })
-                    .ok_or_else(|| {
-                        Error::Bootstrap(format!("{what}: a member sent malformed arguments"))
-                    })
+        let mine = [
+            fingerprint(&[fingerprint_str(what)]),
+            fingerprint(common),
+            u64::from(local.is_err()),
+            own.len() as u64,
+        ];
+        let own_bytes: &[u8] = bytemuck::cast_slice(&own);
+        let staged = own_bytes.len() <= DATA_BYTES;
+        let met = self
+            .meet(m, &mut |slot| {
+                if let (Some(slot), true) = (slot, staged) {
+                    // SAFETY: `slot` is this PE's data slot for the coming
+                    // meeting (DATA_BYTES bytes, which nobody reads before
+                    // this PE arrives), `own` fits it (`staged`), and the two
+                    // are apart (`own` is this process's heap memory).
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(own_bytes.as_ptr(), slot, own_bytes.len())
+                    };
+                }
+                mine
             })
-            .collect::<Result<_>>()?;
+            .map_err(|e| e.during(what))?;
         local?;
-        for (i, w) in all.iter().enumerate() {
+        for (i, w) in met.descs.iter().enumerate() {
             let pe = m.shape.member(i as u32);
-            if w[0] != words[0] {
+            if w[0] != mine[0] {
                 return Err(Error::InvalidArgument(format!(
                     "collectives out of step on the team: this PE is in {what}, member {i} (PE {pe}) in another call"
                 )));
             }
             if w[2] != 0 {
                 return Err(Error::InvalidArgument(format!(
-                    "{what}: member {i} (PE {pe}) passed invalid arguments (its own error says which)"
+                    "{what}: member {i} (PE {pe}) passed invalid arguments (its own error says why)"
                 )));
             }
-            if w[1] != words[1] {
+            if w[1] != mine[1] || w[3] != mine[3] {
                 return Err(Error::InvalidArgument(format!(
                     "{what}: member {i} (PE {pe}) passed another root, operation or counts; every member must pass the same"
                 )));
             }
         }
-        Ok(Shared {
-            own: all.into_iter().map(|w| w[3..].to_vec()).collect(),
-        })
+        let n = m.shape.size;
+        let own = match (&met.ticket, &self.inner.plane) {
+            (Some(t), Some(plane)) if staged => (0..n)
+                .map(|i| {
+                    let mut w = vec![0u64; own.len()];
+                    // SAFETY: member i's data slot for this meeting holds
+                    // its `own` (as long as this one, checked above), and
+                    // stays as it is until this PE's next meeting on the
+                    // team (double-buffered by parity: the member rewrites
+                    // it two meetings on, after this PE's closing one).
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            plane.data(t, i),
+                            w.as_mut_ptr().cast::<u8>(),
+                            own_bytes.len(),
+                        )
+                    };
+                    w
+                })
+                .collect(),
+            _ => self
+                .gather_shape(m.shape, own_bytes)
+                .map_err(|e| e.during(what))?
+                .iter()
+                .map(|b| {
+                    (b.len() == own_bytes.len())
+                        .then(|| {
+                            b.chunks_exact(8)
+                                .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+                                .collect::<Vec<u64>>()
+                        })
+                        .ok_or_else(|| {
+                            Error::Bootstrap(format!("{what}: a member sent malformed arguments"))
+                        })
+                })
+                .collect::<Result<_>>()?,
+        };
+        Ok(Shared { own })
     }
 
     /// Steps 2 and 3 for data moves: `pull.reads` straight into `dest`
@@ -264,15 +316,22 @@ impl Context {
         self.mapped_at(pe, offset, bytes).map(<*mut u8>::cast_const)
     }
 
-    /// Step 3's sync, which also tells every member whether every member's
-    /// reads succeeded (a read can fail on one member only: a peer it cannot
-    /// reach, a failed copy), so that none waits for one that left.
+    /// Step 3's sync (a meeting of the members), which also tells every
+    /// member whether every member's reads succeeded (a read can fail on one
+    /// member only: a peer it cannot reach, a failed copy), so that none
+    /// waits for one that left.
     fn close_ucc(&self, m: &Members, what: &str, reads: Result<()>) -> Result<()> {
-        let flags = self
-            .gather_shape(m.shape, &[u8::from(reads.is_err())])
+        let met = self
+            .meet(m, &mut |_| [UCC_CLOSE, u64::from(reads.is_err())])
             .map_err(|e| e.during(what))?;
         reads.map_err(|e| e.during(what))?;
-        if let Some(i) = flags.iter().position(|f| f.first() != Some(&0)) {
+        if let Some(i) = met.descs.iter().position(|d| d[0] != UCC_CLOSE) {
+            let pe = m.shape.member(i as u32);
+            return Err(Error::InvalidArgument(format!(
+                "collectives out of step on the team: this PE is closing {what}, member {i} (PE {pe}) is in another call"
+            )));
+        }
+        if let Some(i) = met.descs.iter().position(|d| d[1] != 0) {
             let pe = m.shape.member(i as u32);
             return Err(Error::Unreachable {
                 pe,
