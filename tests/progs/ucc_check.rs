@@ -138,6 +138,15 @@ fn one_team(ctx: &Context, team: Option<Team>, tn: u32, seed: u64, salt: u64) ->
     let mine = src_of(me, total);
     source.write(&mine[..total.max(1).min(mine.len())])?;
     const POISON: u32 = 0xdead_beef;
+    // The dest after a gather of every member's part at `displs`: poison in
+    // the gaps.
+    let gathered = {
+        let mut want = vec![POISON; dest.len()];
+        for i in 0..t {
+            want[displs[i]..displs[i] + counts[i]].copy_from_slice(&src_of(i as u32, counts[i]));
+        }
+        want
+    };
     let mut calls = 0;
 
     // gatherv with gaps: the root's gaps keep the poison.
@@ -152,12 +161,7 @@ fn one_team(ctx: &Context, team: Option<Team>, tn: u32, seed: u64, salt: u64) ->
     )?;
     calls += 1;
     if me == root {
-        let got = dest.to_vec()?;
-        let mut want = vec![POISON; dest.len()];
-        for i in 0..t {
-            want[displs[i]..displs[i] + counts[i]].copy_from_slice(&src_of(i as u32, counts[i]));
-        }
-        ensure!(got == want, "gatherv at root {root}");
+        ensure!(dest.to_vec()? == gathered, "gatherv at root {root}");
     }
 
     // gather, packed, 5 each.
@@ -210,11 +214,7 @@ fn one_team(ctx: &Context, team: Option<Team>, tn: u32, seed: u64, salt: u64) ->
         Some(&displs),
     )?;
     calls += 1;
-    let mut want = vec![POISON; dest.len()];
-    for i in 0..t {
-        want[displs[i]..displs[i] + counts[i]].copy_from_slice(&src_of(i as u32, counts[i]));
-    }
-    ensure!(dest.to_vec()? == want, "allgatherv with gaps");
+    ensure!(dest.to_vec()? == gathered, "allgatherv with gaps");
 
     // allgatherv in place: each member's source is its own part of the dest
     // (MPI_IN_PLACE), so the others read the very dest it fills.
@@ -225,7 +225,7 @@ fn one_team(ctx: &Context, team: Option<Team>, tn: u32, seed: u64, salt: u64) ->
     let own_part = dest.slice(part_at)?;
     ctx.allgatherv(team, &dest.as_slice(), &own_part, &counts, Some(&displs))?;
     calls += 1;
-    ensure!(dest.to_vec()? == want, "allgatherv in place");
+    ensure!(dest.to_vec()? == gathered, "allgatherv in place");
 
     // alltoallv: member i sends (i + j + salt) % 4 elements to member j, from
     // its source packed by destination, received packed by sender.
