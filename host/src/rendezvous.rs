@@ -166,14 +166,7 @@ impl Context {
         if let Some(why) = lock(&self.inner.broken).clone() {
             return Err(Error::Broken(why));
         }
-        let plane = match (&self.inner.plane, m.slot) {
-            (Some(p), Some(slot)) if m.shape.size > 1 && self.node_part(m).is_none() => {
-                Some((p, slot))
-            }
-            // A team that spans nodes meets over MPI (`gather_shape`).
-            _ => None,
-        };
-        let Some((plane, slot)) = plane else {
+        let Some((plane, slot)) = self.plane_for(m) else {
             let mine = desc(None);
             let descs = self
                 .gather_shape(m.shape, bytemuck::bytes_of(&mine))?
@@ -213,6 +206,20 @@ impl Context {
             descs,
             ticket: Some(t),
         })
+    }
+
+    /// The plane and team slot that [`Context::meet`] meets `m` on: a team
+    /// of more than one member on one node of a job with a plane. `None`:
+    /// `m` meets through [`Context::gather_shape`] (an active set, a team
+    /// that spans nodes: over MPI, a 1-member team, no plane). The same on
+    /// every member.
+    pub(crate) fn plane_for(&self, m: &Members) -> Option<(&crate::sync::Plane, u32)> {
+        match (&self.inner.plane, m.slot) {
+            (Some(p), Some(slot)) if m.shape.size > 1 && self.node_part(m).is_none() => {
+                Some((p.as_ref(), slot))
+            }
+            _ => None,
+        }
     }
 
     /// A plain sync of the members of `m` (host `team_sync`, `barrier_all`, a

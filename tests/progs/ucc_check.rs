@@ -381,6 +381,23 @@ fn one_team(ctx: &Context, team: Option<Team>, tn: u32, seed: u64, salt: u64) ->
         .map(|e| (0..me).fold(0.0, |a, m| a + dv(m)[e]))
         .collect();
     ensure!(d_dst.to_vec()? == want, "sum_exscan f64");
+    // And the other way round: f64 inclusive out of place (straight into
+    // the dest where the heap is mapped), i32 exclusive in place (through
+    // host memory; the first member gets zeros).
+    d_dst.write(&vec![-1.0; scan_n])?;
+    ctx.sum_inscan(team, &d_dst.as_slice(), &d_src.as_slice(), scan_n)?;
+    calls += 1;
+    let want: Vec<f64> = (0..scan_n)
+        .map(|e| (0..=me).fold(0.0, |a, m| a + dv(m)[e]))
+        .collect();
+    ensure!(d_dst.to_vec()? == want, "sum_inscan f64 out of place");
+    i_scan.write(&iv(me))?;
+    ctx.sum_exscan(team, &is, &is, scan_n)?;
+    calls += 1;
+    let want: Vec<i32> = (0..scan_n)
+        .map(|e| (0..me).fold(0i32, |a, m| a.wrapping_add(iv(m)[e])))
+        .collect();
+    ensure!(i_scan.to_vec()? == want, "sum_exscan i32 in place");
 
     ctx.fanin(team, root)?;
     ctx.fanout(team, root)?;

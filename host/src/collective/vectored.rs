@@ -37,6 +37,10 @@
 //! (thirty-third session,
 //! `benches/results/host-ucc-direct-lavapipe-2026-11-29-thirtythird/`).
 //!
+//! A call that fails at its closing meeting (another member's read
+//! failed) may have written this member's dest already on that path: the
+//! dest's contents are then undefined, as after any failed collective.
+//!
 //! With the meetings on the plane, a 2-PE call of 1 KiB took 0.8-1.8 us
 //! where the socket's two allgathers took 55-112 (thirty-third session, the
 //! same folder's `agree.txt`).
@@ -137,9 +141,10 @@ impl Context {
     /// answer. A meeting of the members ([`Context::meet`]: on the sync
     /// plane for a team on one node, else through the bootstrap socket or
     /// MPI) carries each member's fingerprints, verdict and the length of
-    /// its `own` (the same on every member for a call); `own` itself rides
-    /// in the member's data slot on the plane, or where it does not fit
-    /// (or the meeting went through the socket) in an allgather of its own.
+    /// its `own` (the same on every member for a call), with `own` itself
+    /// in the member's data slot; where the members do not meet on the
+    /// plane ([`Context::plane_for`]) or `own` does not fit a slot, the
+    /// descriptor and `own` go together in one allgather.
     fn agree_ucc(
         &self,
         m: &Members,
@@ -155,23 +160,57 @@ impl Context {
             own.len() as u64,
         ];
         let own_bytes: &[u8] = bytemuck::cast_slice(&own);
-        let staged = own_bytes.len() <= DATA_BYTES;
-        let met = self
-            .meet(m, &mut |slot| {
-                if let (Some(slot), true) = (slot, staged) {
-                    // SAFETY: `slot` is this PE's data slot for the coming
-                    // meeting (DATA_BYTES bytes, which nobody reads before
-                    // this PE arrives), `own` fits it (`staged`), and the two
-                    // are apart (`own` is this process's heap memory).
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(own_bytes.as_ptr(), slot, own_bytes.len())
-                    };
+        // On the plane where `own` fits a data slot; else one allgather of
+        // the descriptor and `own` together. The same choice on every
+        // member: `plane_for` is, and `own`'s length is the same for a call.
+        let (descs, gathered, ticket) = match self.plane_for(m) {
+            Some(_) if own_bytes.len() <= DATA_BYTES => {
+                let met = self
+                    .meet(m, &mut |slot| {
+                        if let Some(slot) = slot {
+                            // SAFETY: `slot` is this PE's data slot for the
+                            // coming meeting (DATA_BYTES bytes, which nobody
+                            // reads before this PE arrives); `own` fits it
+                            // (checked above) and is a local `Vec`, apart
+                            // from the plane's segment.
+                            unsafe {
+                                std::ptr::copy_nonoverlapping(
+                                    own_bytes.as_ptr(),
+                                    slot,
+                                    own_bytes.len(),
+                                )
+                            };
+                        }
+                        mine
+                    })
+                    .map_err(|e| e.during(what))?;
+                (met.descs, None, met.ticket)
+            }
+            _ => {
+                let words: Vec<u64> = mine.iter().copied().chain(own.iter().copied()).collect();
+                let blobs = self
+                    .gather_shape(m.shape, bytemuck::cast_slice(&words))
+                    .map_err(|e| e.during(what))?;
+                let mut descs = Vec::with_capacity(blobs.len());
+                let mut owns = Vec::with_capacity(blobs.len());
+                for b in &blobs {
+                    if b.len() % 8 != 0 || b.len() < 32 {
+                        return Err(Error::Bootstrap(format!(
+                            "{what}: a member sent malformed arguments"
+                        )));
+                    }
+                    let w: Vec<u64> = b
+                        .chunks_exact(8)
+                        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+                        .collect();
+                    descs.push([w[0], w[1], w[2], w[3]]);
+                    owns.push(w[4..].to_vec());
                 }
-                mine
-            })
-            .map_err(|e| e.during(what))?;
+                (descs, Some(owns), None)
+            }
+        };
         local?;
-        for (i, w) in met.descs.iter().enumerate() {
+        for (i, w) in descs.iter().enumerate() {
             let pe = m.shape.member(i as u32);
             if w[0] != mine[0] {
                 return Err(Error::InvalidArgument(format!(
@@ -189,9 +228,9 @@ impl Context {
                 )));
             }
         }
-        let n = m.shape.size;
-        let own = match (&met.ticket, &self.inner.plane) {
-            (Some(t), Some(plane)) if staged => (0..n)
+        let own = match (gathered, &ticket, self.plane_for(m)) {
+            (Some(owns), _, _) => owns,
+            (None, Some(t), Some((plane, _))) => (0..m.shape.size)
                 .map(|i| {
                     let mut w = vec![0u64; own.len()];
                     // SAFETY: member i's data slot for this meeting holds
@@ -209,22 +248,13 @@ impl Context {
                     w
                 })
                 .collect(),
-            _ => self
-                .gather_shape(m.shape, own_bytes)
-                .map_err(|e| e.during(what))?
-                .iter()
-                .map(|b| {
-                    (b.len() == own_bytes.len())
-                        .then(|| {
-                            b.chunks_exact(8)
-                                .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
-                                .collect::<Vec<u64>>()
-                        })
-                        .ok_or_else(|| {
-                            Error::Bootstrap(format!("{what}: a member sent malformed arguments"))
-                        })
-                })
-                .collect::<Result<_>>()?,
+            // `meet` went through the plane (`plane_for`), which returns a
+            // ticket: not reached.
+            _ => {
+                return Err(Error::Bootstrap(format!(
+                    "{what}: a meeting on the sync plane returned no ticket"
+                )))
+            }
         };
         Ok(Shared { own })
     }
