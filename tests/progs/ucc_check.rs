@@ -162,15 +162,26 @@ fn one_team(ctx: &Context, team: Option<Team>, tn: u32, seed: u64, salt: u64) ->
     calls += 1;
     if me == root {
         ensure!(dest.to_vec()? == gathered, "gatherv at root {root}");
+    } else {
+        ensure!(
+            dest.to_vec()?.iter().all(|&v| v == POISON),
+            "gatherv wrote a non-root's dest"
+        );
     }
 
-    // gather, packed, 5 each.
-    dest.write(&vec![POISON; dest.len()])?;
+    // gather, packed, 5 each (a non-root's dest keeps the poison).
+    g.write(&vec![POISON; g.len()])?;
     ctx.gather(team, root, &g.as_slice(), &source.as_slice(), 5)?;
     calls += 1;
+    let got = g.to_vec()?;
     if me == root {
         let want: Vec<u32> = (0..t).flat_map(|i| src_of(i as u32, 5)).collect();
-        ensure!(g.to_vec()? == want, "gather");
+        ensure!(got == want, "gather");
+    } else {
+        ensure!(
+            got.iter().all(|&v| v == POISON),
+            "gather wrote a non-root's dest"
+        );
     }
 
     // scatterv from the root's source (its own values, in parts with gaps).
