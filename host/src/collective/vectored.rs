@@ -163,8 +163,8 @@ impl Context {
         // On the plane where `own` fits a data slot; else one allgather of
         // the descriptor and `own` together. The same choice on every
         // member: `plane_for` is, and `own`'s length is the same for a call.
-        let (descs, gathered, ticket) = match self.plane_for(m) {
-            Some(_) if own_bytes.len() <= DATA_BYTES => {
+        let (descs, owns) = match self.plane_for(m) {
+            Some((plane, _)) if own_bytes.len() <= DATA_BYTES => {
                 let met = self
                     .meet(m, &mut |slot| {
                         if let Some(slot) = slot {
@@ -184,7 +184,33 @@ impl Context {
                         mine
                     })
                     .map_err(|e| e.during(what))?;
-                (met.descs, None, met.ticket)
+                let t = met.ticket.as_ref().ok_or_else(|| {
+                    Error::Bootstrap(format!("{what}: a meeting on the sync plane had no ticket"))
+                })?;
+                // Each member's slot, as many bytes as this member's `own`
+                // (whether the lengths agree is checked below, before any
+                // of it is used).
+                let owns = (0..m.shape.size)
+                    .map(|i| {
+                        let mut w = vec![0u64; own.len()];
+                        // SAFETY: member i's data slot for this meeting is
+                        // DATA_BYTES bytes (own_bytes.len() is no more),
+                        // filled before it arrived and left as it is until
+                        // this PE's next meeting on the team
+                        // (double-buffered by parity: the member rewrites it
+                        // two meetings on, after this PE's closing one);
+                        // `w` is a local `Vec` of that length.
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(
+                                plane.data(t, i),
+                                w.as_mut_ptr().cast::<u8>(),
+                                own_bytes.len(),
+                            )
+                        };
+                        w
+                    })
+                    .collect();
+                (met.descs, owns)
             }
             _ => {
                 let words: Vec<u64> = mine.iter().copied().chain(own.iter().copied()).collect();
@@ -206,7 +232,7 @@ impl Context {
                     descs.push([w[0], w[1], w[2], w[3]]);
                     owns.push(w[4..].to_vec());
                 }
-                (descs, Some(owns), None)
+                (descs, owns)
             }
         };
         local?;
@@ -228,35 +254,7 @@ impl Context {
                 )));
             }
         }
-        let own = match (gathered, &ticket, self.plane_for(m)) {
-            (Some(owns), _, _) => owns,
-            (None, Some(t), Some((plane, _))) => (0..m.shape.size)
-                .map(|i| {
-                    let mut w = vec![0u64; own.len()];
-                    // SAFETY: member i's data slot for this meeting holds
-                    // its `own` (as long as this one, checked above), and
-                    // stays as it is until this PE's next meeting on the
-                    // team (double-buffered by parity: the member rewrites
-                    // it two meetings on, after this PE's closing one).
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            plane.data(t, i),
-                            w.as_mut_ptr().cast::<u8>(),
-                            own_bytes.len(),
-                        )
-                    };
-                    w
-                })
-                .collect(),
-            // `meet` went through the plane (`plane_for`), which returns a
-            // ticket: not reached.
-            _ => {
-                return Err(Error::Bootstrap(format!(
-                    "{what}: a meeting on the sync plane returned no ticket"
-                )))
-            }
-        };
-        Ok(Shared { own })
+        Ok(Shared { own: owns })
     }
 
     /// Steps 2 and 3 for data moves: `pull.reads` straight into `dest`
@@ -881,6 +879,14 @@ impl Context {
         count: usize,
     ) -> Result<()> {
         let bytes = count as u64 * std::mem::size_of::<T>() as u64;
+        let direct = self.direct_dest(fold.dest, bytes, fold.exposed);
+        if let (true, Some(out)) = (fold.members.is_empty(), direct) {
+            // SAFETY: `out` is this member's dest, `bytes` mapped bytes
+            // that only it writes during the call and nobody reads
+            // (`direct_dest`); zeros are a value of every `Reduce` type.
+            unsafe { std::ptr::write_bytes(out, 0, bytes as usize) };
+            return self.close_ucc(m, what, Ok(()));
+        }
         let slots = fold
             .members
             .clone()
@@ -891,14 +897,6 @@ impl Context {
             })
             .collect::<Option<Vec<_>>>()
             .filter(|s| count > 0 && !s.is_empty());
-        let direct = self.direct_dest(fold.dest, bytes, fold.exposed);
-        if let (true, Some(out)) = (fold.members.is_empty(), direct) {
-            // SAFETY: `out` is this member's dest, `bytes` mapped bytes
-            // that only it writes during the call and nobody reads
-            // (`direct_dest`); zeros are a value of every `Reduce` type.
-            unsafe { std::ptr::write_bytes(out, 0, bytes as usize) };
-            return self.close_ucc(m, what, Ok(()));
-        }
         let mut acc = vec![T::zeroed(); count];
         let read = match (&slots, direct) {
             (Some(slots), Some(out)) => {
