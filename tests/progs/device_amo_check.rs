@@ -21,7 +21,11 @@
 //! Needs `shaderBufferInt64Atomics` for the 64-bit part (lavapipe and the
 //! usual GPUs have it); prints `device_amo_check: ok` on PE 0.
 
-use anyhow::{bail, ensure, Context as _, Result};
+#[macro_use]
+#[path = "common/fail_fast.rs"]
+mod fail_fast;
+
+use anyhow::{Context as _, Result};
 use vkshmem::{Context, Error, Team};
 
 /// Workgroups of the concurrent kernel (64 invocations each).
@@ -168,6 +172,7 @@ impl Rng {
 
 fn main() -> Result<()> {
     let ctx = vkshmem::init()?;
+    fail_fast::on_pe(ctx.my_pe());
     let r = check(&ctx);
     if let Err(e) = &r {
         eprintln!("device_amo_check: PE {}: {e:#}", ctx.my_pe());

@@ -7,7 +7,11 @@
 //! message-passing litmus across processes is `examples/halo.rs`. Prints
 //! `device_rma_check: ok` on PE 0.
 
-use anyhow::{bail, ensure, Result};
+#[macro_use]
+#[path = "common/fail_fast.rs"]
+mod fail_fast;
+
+use anyhow::Result;
 use vkshmem::{Context, Error};
 
 /// Bytes of the source and dest areas.
@@ -94,6 +98,7 @@ fn random_bytes(seed: &mut u64, len: usize) -> Vec<u8> {
 
 fn main() -> Result<()> {
     let ctx = vkshmem::init()?;
+    fail_fast::on_pe(ctx.my_pe());
     let r = check(&ctx);
     if let Err(e) = &r {
         eprintln!("device_rma_check: PE {}: {e:#}", ctx.my_pe());

@@ -8,7 +8,11 @@
 //! not map (`VKSHMEM_HOST_MAPPED_MAX=0`) the atomics go through a kernel:
 //! the same checks hold.
 
-use anyhow::{bail, ensure, Context as _, Result};
+#[macro_use]
+#[path = "common/fail_fast.rs"]
+mod fail_fast;
+
+use anyhow::{Context as _, Result};
 use vkshmem::rma::{Cmp, SignalOp};
 use vkshmem::{Context, Error, SymSlice};
 
@@ -28,6 +32,7 @@ fn pattern(seed: u64, pe: u32, i: usize, round: u64) -> u32 {
 
 fn main() -> Result<()> {
     let ctx = vkshmem::init()?;
+    fail_fast::on_pe(ctx.my_pe());
     let r = check(&ctx);
     if let Err(e) = &r {
         eprintln!("rma_check: PE {}: {e:#}", ctx.my_pe());

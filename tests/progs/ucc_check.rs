@@ -6,7 +6,11 @@
 //! member with a typed error and leave the team usable. Run through vkshmrun
 //! or mpirun by tests/launcher.rs, any PE count. Prints `ucc_check: ok`.
 
-use anyhow::{ensure, Result};
+#[macro_use]
+#[path = "common/fail_fast.rs"]
+mod fail_fast;
+
+use anyhow::Result;
 use vkshmem::{Context, Error, ReduceOp, Team};
 
 fn value(seed: u64, pe: u32, i: usize, salt: u64) -> u32 {
@@ -20,6 +24,7 @@ fn value(seed: u64, pe: u32, i: usize, salt: u64) -> u32 {
 
 fn main() -> Result<()> {
     let ctx = vkshmem::init()?;
+    fail_fast::on_pe(ctx.my_pe());
     let r = check(&ctx);
     if let Err(e) = &r {
         eprintln!("ucc_check: PE {}: {e:#}", ctx.my_pe());
@@ -57,10 +62,12 @@ fn check(ctx: &Context) -> Result<()> {
     for (round, &(team, tn, name)) in teams.iter().enumerate() {
         for salt in 0..3u64 {
             let salt = salt + 10 * round as u64;
+            fail_fast::scope(format!("team {name}, salt {salt}"));
             calls += one_team(ctx, team, tn, seed, salt)
                 .map_err(|e| anyhow::anyhow!("team {name}, salt {salt}: {e:#}"))?;
         }
     }
+    fail_fast::scope("bad input".into());
     bad_input(ctx)?;
     if let Some(t) = evens {
         ctx.team_destroy(t)?;
@@ -131,6 +138,8 @@ fn one_team(ctx: &Context, team: Option<Team>, tn: u32, seed: u64, salt: u64) ->
     let i_scan = ctx.malloc::<i32>(scan_n)?;
     let d_src = ctx.malloc::<f64>(scan_n)?;
     let d_dst = ctx.malloc::<f64>(scan_n)?;
+    // A member's source and dest side by side in one allocation.
+    let touch = ctx.malloc::<u32>(largest + span.max(1))?;
     let Some(team) = team else {
         return Ok(0);
     };
@@ -238,6 +247,100 @@ fn one_team(ctx: &Context, team: Option<Team>, tn: u32, seed: u64, salt: u64) ->
     calls += 1;
     ensure!(dest.to_vec()? == gathered, "allgatherv in place");
 
+    // gatherv in place at the root: its source is its own part of its dest
+    // (MPI_IN_PLACE), read by nobody else but in the bytes it gathers into.
+    let mut root_dest = vec![POISON; dest.len()];
+    if me == root {
+        root_dest[displs[me as usize]..displs[me as usize] + counts[me as usize]]
+            .copy_from_slice(&src_of(me, counts[me as usize]));
+    }
+    dest.write(&root_dest)?;
+    let root_part =
+        dest.slice(displs[root as usize]..displs[root as usize] + counts[root as usize])?;
+    let gv_source = if me == root {
+        root_part
+    } else {
+        source.as_slice()
+    };
+    ctx.gatherv(
+        team,
+        root,
+        &dest.as_slice(),
+        &gv_source,
+        &counts,
+        Some(&displs),
+    )?;
+    calls += 1;
+    if me == root {
+        ensure!(
+            dest.to_vec()? == gathered,
+            "gatherv in place at root {root}"
+        );
+    } else {
+        ensure!(
+            dest.to_vec()? == root_dest,
+            "gatherv in place wrote a non-root's dest"
+        );
+    }
+
+    // scatterv in place at the root: its dest is its own part of the source
+    // every member reads; the source stays as it was.
+    big.write(&src_of(1100 + me, span.max(1)))?;
+    part.write(&vec![POISON; part.len()])?;
+    let root_part =
+        big.slice(displs[root as usize]..displs[root as usize] + counts[root as usize])?;
+    let sv_dest = if me == root {
+        root_part
+    } else {
+        part.as_slice()
+    };
+    ctx.scatterv(
+        team,
+        root,
+        &sv_dest,
+        &big.as_slice(),
+        &counts,
+        Some(&displs),
+    )?;
+    calls += 1;
+    let want_root = src_of(1100 + root, span.max(1));
+    if me == root {
+        ensure!(
+            big.to_vec()? == want_root,
+            "scatterv in place changed the root's source"
+        );
+    } else {
+        let got = part.to_vec()?;
+        let c = counts[me as usize];
+        ensure!(
+            got[..c] == want_root[displs[me as usize]..displs[me as usize] + c]
+                && got[c..].iter().all(|&v| v == POISON),
+            "scatterv (root in place) part"
+        );
+    }
+
+    // allgatherv into a dest that touches the member's source: right after
+    // it, then right before it (apart, so straight into the dest where the
+    // heap is mapped; nothing written a byte past the dest).
+    let c = counts[me as usize];
+    let mine_part = src_of(me, c);
+    for (src_at, dst_at) in [(0, c), (span, 0)] {
+        let mut before = vec![POISON; touch.len()];
+        before[src_at..src_at + c].copy_from_slice(&mine_part);
+        touch.write(&before)?;
+        let src_part = touch.slice(src_at..src_at + c)?;
+        let d = touch.slice(dst_at..dst_at + span)?;
+        ctx.allgatherv(team, &d, &src_part, &counts, Some(&displs))?;
+        calls += 1;
+        let mut want = vec![POISON; touch.len()];
+        want[dst_at..dst_at + span].copy_from_slice(&gathered[..span]);
+        want[src_at..src_at + c].copy_from_slice(&mine_part);
+        ensure!(
+            touch.to_vec()? == want,
+            "allgatherv with the dest touching the source (source at {src_at}, dest at {dst_at})"
+        );
+    }
+
     // alltoallv: member i sends (i + j + salt) % 4 elements to member j, from
     // its source packed by destination, received packed by sender.
     // Received with a gap of one element after each block, which keeps
@@ -268,6 +371,23 @@ fn one_team(ctx: &Context, team: Option<Team>, tn: u32, seed: u64, salt: u64) ->
         want[rd[i]..rd[i] + rc[i]].copy_from_slice(from);
     }
     ensure!(got == want, "alltoallv (blocks and gaps)");
+
+    // alltoallv in place: dest and source the same buffer with the same
+    // layout (k is symmetric, so what member i sends to j fills the block
+    // j's sends to i came from).
+    ensure!(sc == rc, "k is symmetric");
+    a_src.write(&src_of(2500 + me, a_src.len()))?;
+    let a = a_src.as_slice();
+    ctx.alltoallv(team, &a, &a, &sc, &sd, &sc, &sd)?;
+    calls += 1;
+    let mut want = src_of(2500 + me, a_src.len());
+    for j in 0..t {
+        let their_sd = packed(&(0..t).map(|x| k(j, x)).collect::<Vec<_>>());
+        let theirs = src_of(2500 + j as u32, most_sent.max(1));
+        want[sd[j]..sd[j] + sc[j]]
+            .copy_from_slice(&theirs[their_sd[me as usize]..their_sd[me as usize] + sc[j]]);
+    }
+    ensure!(a_src.to_vec()? == want, "alltoallv in place");
 
     // reduce_scatterv (sum of i32, wrapping) and in place; reduce_scatter
     // (max of f64); rooted reduce (xor of u64); allreduce (min of i16).

@@ -13,7 +13,11 @@
 //!
 //! Prints `user_kernel_check: ok pe=P` on every PE when all held.
 
-use anyhow::{bail, ensure, Result};
+#[macro_use]
+#[path = "common/fail_fast.rs"]
+mod fail_fast;
+
+use anyhow::Result;
 use vkshmem::Error;
 
 const ADD_AND_READ: &str = "struct P { sym: u32, len: u32, peer: u32 }
@@ -75,6 +79,7 @@ fn random_words(seed: u64, len: usize) -> Vec<u32> {
 
 fn main() -> Result<()> {
     let ctx = vkshmem::init()?;
+    fail_fast::on_pe(ctx.my_pe());
     let (me, n) = (ctx.my_pe(), ctx.n_pes());
     let peer = (me + 1) % n;
 

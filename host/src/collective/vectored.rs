@@ -328,9 +328,7 @@ impl Context {
     /// member's heap that any member reads during the call). `None` for an
     /// empty dest.
     fn direct_dest(&self, dest: u64, bytes: u64, exposed: (u64, u64)) -> Option<*mut u8> {
-        let (at, len) = exposed;
-        let apart = len == 0 || dest.saturating_add(bytes) <= at || at.saturating_add(len) <= dest;
-        (bytes > 0 && apart && self.proxied(self.my_pe()).is_none())
+        (bytes > 0 && apart((dest, bytes), exposed) && self.proxied(self.my_pe()).is_none())
             .then(|| self.own_mapped(dest, bytes))
             .flatten()
     }
@@ -1066,6 +1064,12 @@ impl Context {
     }
 }
 
+/// Whether two byte ranges of a heap (offset and length) share no byte: an
+/// empty range is apart from any, and ranges that touch are apart.
+fn apart(a: (u64, u64), b: (u64, u64)) -> bool {
+    a.1 == 0 || b.1 == 0 || a.0.saturating_add(a.1) <= b.0 || b.0.saturating_add(b.1) <= a.0
+}
+
 fn check_root(what: &str, root: u32, n: u32) -> Result<()> {
     if root >= n {
         return Err(Error::InvalidArgument(format!(
@@ -1094,5 +1098,27 @@ mod tests {
         assert_eq!(extent(&[0, 0], &[7, 9]), Some(0));
         assert_eq!(extent(&[1], &[usize::MAX]), None);
         assert_ne!(fingerprint(&[1, 2]), fingerprint(&[2, 1]));
+    }
+
+    /// The direct path's test of a dest against the exposed bytes: touching
+    /// on either side is apart, one shared byte is not, and nothing wraps.
+    #[test]
+    fn apart_ranges() {
+        let exposed = (100, 50);
+        for (dest, want) in [
+            ((0, 100), true),   // ends where the exposed bytes start
+            ((150, 10), true),  // starts where they end
+            ((0, 101), false),  // one byte into them
+            ((149, 10), false), // their last byte
+            ((120, 5), false),  // inside
+            ((50, 200), false), // around
+            ((100, 0), true),   // empty
+            ((u64::MAX - 4, 4), true),
+        ] {
+            assert_eq!(apart(dest, exposed), want, "{dest:?}");
+            assert_eq!(apart(exposed, dest), want, "{dest:?} swapped");
+        }
+        assert!(apart((0, 10), (5, 0)), "nothing exposed");
+        assert!(!apart((u64::MAX - 10, 20), (u64::MAX - 1, 1)), "saturating");
     }
 }

@@ -1,0 +1,69 @@
+//! A failed check ends its PE at once (exit code 1, after saying why on
+//! stderr), where `anyhow::ensure!` would return the error: on the way out
+//! the program's symmetric buffers drop, and each free is a collective call
+//! that the other PEs, gone on to their next collective, never join. The
+//! job then hung until the test's limit (thirty-fourth session: a broken
+//! UCC path made ucc_check wait 300 s on both PEs of 2, one in a free's
+//! socket agreement and one on the sync plane). vkshmrun, and mpirun, stop
+//! the other PEs when one exits with an error.
+//!
+//! The including program declares the module with `#[macro_use]` and calls
+//! [`on_pe`] once it knows its PE.
+
+// Each program that includes this module uses a part of it.
+#![allow(dead_code)]
+
+use std::sync::{Mutex, OnceLock};
+
+static PE: OnceLock<u32> = OnceLock::new();
+static SCOPE: Mutex<String> = Mutex::new(String::new());
+
+/// Names this process's PE in the failure message.
+pub fn on_pe(pe: u32) {
+    let _ = PE.set(pe);
+}
+
+/// Names what the checks that follow are about (a team, a round), for the
+/// failure message.
+pub fn scope(what: String) {
+    *SCOPE.lock().unwrap_or_else(|e| e.into_inner()) = what;
+}
+
+/// Says why this PE failed and ends it.
+pub fn fail(why: std::fmt::Arguments) -> ! {
+    let prog = std::env::args()
+        .next()
+        .and_then(|p| {
+            std::path::Path::new(&p)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+        })
+        .unwrap_or_default();
+    let pe = PE.get().map(|pe| format!(" PE {pe}:")).unwrap_or_default();
+    let scope = SCOPE.lock().map(|s| s.clone()).unwrap_or_default();
+    let scope = if scope.is_empty() {
+        scope
+    } else {
+        format!(" {scope}:")
+    };
+    eprintln!("{prog}:{pe}{scope} check failed: {why}");
+    std::process::exit(1)
+}
+
+/// `anyhow::ensure!`'s form, but a failure ends the PE ([`fail`]).
+#[allow(unused_macros)]
+macro_rules! ensure {
+    ($cond:expr, $($why:tt)+) => {
+        if !$cond {
+            $crate::fail_fast::fail(format_args!($($why)+))
+        }
+    };
+}
+
+/// `anyhow::bail!`'s form, but the failure ends the PE ([`fail`]).
+#[allow(unused_macros)]
+macro_rules! bail {
+    ($($why:tt)+) => {
+        $crate::fail_fast::fail(format_args!($($why)+))
+    };
+}
