@@ -745,13 +745,15 @@ fn host_rma_and_atomics_hold_on_every_transport() {
 /// UCC's collectives beyond SHMEM (`ucc_check`): on WORLD and a strided
 /// team, uneven counts with zeros, roots other than 0, in place, bad input on
 /// every member; on 1, 2, 3, 4 and 8 PEs, through the staged transport on 3,
-/// on a heap the host does not map on 3, and across nodes under mpirun.
+/// on a heap the host does not map on 3 and with the data moves in kernels
+/// on 2 (both: the device's copies), and across nodes under mpirun.
 #[test]
 fn ucc_collectives_conform_on_every_transport() {
     let _one = one_spinning_job();
     let pairs = [("VKSHMEM_TRANSPORT", "staged:2")];
     let unmapped = [("VKSHMEM_HEAP_MAPPING", "off")];
-    let runs: [CheckRun; 7] = [
+    let kernels = [("VKSHMEM_HOST_MAPPED_MAX", "0")];
+    let runs: [CheckRun; 8] = [
         (1, &[], &[]),
         (2, &[], &[]),
         (3, &[], &[]),
@@ -759,6 +761,7 @@ fn ucc_collectives_conform_on_every_transport() {
         (8, &[], &[]),
         (3, &pairs, &[]),
         (3, &unmapped, &[]),
+        (2, &kernels, &[]),
     ];
     checks_pass("ucc_check", &runs, &[3]);
 }

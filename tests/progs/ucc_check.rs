@@ -138,6 +138,10 @@ fn one_team(ctx: &Context, team: Option<Team>, tn: u32, seed: u64, salt: u64) ->
     let i_scan = ctx.malloc::<i32>(scan_n)?;
     let d_src = ctx.malloc::<f64>(scan_n)?;
     let d_dst = ctx.malloc::<f64>(scan_n)?;
+    // Bytes at odd counts and offsets (no whole 32-bit words: not the
+    // device's wide copies).
+    let b_src = ctx.malloc::<u8>(3 * t + 1)?;
+    let b_dst = ctx.malloc::<u8>(4 * t * t + 1)?;
     // A member's source and dest side by side in one allocation.
     let touch = ctx.malloc::<u32>(largest + span.max(1))?;
     let Some(team) = team else {
@@ -340,6 +344,30 @@ fn one_team(ctx: &Context, team: Option<Team>, tn: u32, seed: u64, salt: u64) ->
             "allgatherv with the dest touching the source (source at {src_at}, dest at {dst_at})"
         );
     }
+
+    // allgatherv of bytes: member i gives 2 * i + 1 bytes, placed at odd
+    // offsets with gaps.
+    let bc: Vec<usize> = (0..t).map(|i| 2 * i + 1).collect();
+    let bd: Vec<usize> = bc
+        .iter()
+        .enumerate()
+        .map(|(i, _)| 1 + i * (2 * t + 1))
+        .collect();
+    let bytes_of = |m: u32| -> Vec<u8> {
+        src_of(7000 + m, 3 * t + 1)
+            .iter()
+            .map(|&v| v as u8)
+            .collect()
+    };
+    b_src.write(&bytes_of(me))?;
+    b_dst.write(&vec![0xa5; b_dst.len()])?;
+    ctx.allgatherv(team, &b_dst.as_slice(), &b_src.as_slice(), &bc, Some(&bd))?;
+    calls += 1;
+    let mut want = vec![0xa5u8; b_dst.len()];
+    for i in 0..t {
+        want[bd[i]..bd[i] + bc[i]].copy_from_slice(&bytes_of(i as u32)[..bc[i]]);
+    }
+    ensure!(b_dst.to_vec()? == want, "allgatherv of bytes");
 
     // alltoallv: member i sends (i + j + salt) % 4 elements to member j, from
     // its source packed by destination, received packed by sender.

@@ -29,9 +29,21 @@
 //! 2 reads straight from the others' mappings into the dest (the data
 //! moves) or folds every member's part in one pass into it
 //! ([`reduce_slots`] over the mapped parts: the reductions and scans),
-//! before the sync: no host buffer, no second copy. Elsewhere (a dest over
-//! the member's own exposed bytes, a peer behind the proxy, an unmapped
-//! heap) the steps stay as above. On the 2-core VM a 4-PE alltoallv of
+//! before the sync: no host buffer, no second copy. That path is taken up
+//! to `VKSHMEM_HOST_MAPPED_MAX` bytes per member (every size on lavapipe,
+//! 256 bytes where a GPU's heap is mapped through the PCIe BAR, whose host
+//! reads are uncached), as for the SHMEM collectives.
+//!
+//! **On the device.** Past that, or where the host does not map the heap,
+//! a data move whose dest lies apart from its exposed bytes runs as the
+//! device's wide copy kernels ([`Context::copy_wide`]), from the members'
+//! heaps straight into the dest, in one submission of the member's own
+//! before the sync ([`Context::pull_launches`]), where every heap it reads
+//! is on its device and the reads are in whole 32-bit words. The
+//! reductions and scans still fold on the host (through the mappings, or
+//! part by part through the device's copies): device kernels for them are
+//! later. Elsewhere (a dest over the member's own exposed bytes, a peer
+//! behind the proxy, bytes off whole words) the steps stay as above. On the 2-core VM a 4-PE alltoallv of
 //! 4 MiB took 13.7-14.6 ms through the buffer and 2.8-2.9 straight (an
 //! alltoall: 1.8-3.5), an allgatherv 10.0-10.4 against 1.6-1.7
 //! (thirty-third session,
@@ -45,13 +57,12 @@
 //! where the socket's two allgathers took 55-112 (thirty-third session, the
 //! same folder's `agree.txt`).
 //!
-//! Fast paths on the device (kernels) are for later: this is the reference
-//! that they will be checked against.
 
 use bytemuck::Pod;
 
 use super::combine::reduce_slots;
 use super::copy;
+use super::part::{Part, Step};
 use super::reduce::Reduce;
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -59,6 +70,7 @@ use crate::rendezvous::Members;
 use crate::symbuf::SymSlice;
 use crate::sync::layout::DATA_BYTES;
 use crate::team::Team;
+use crate::transport::Transport;
 use vkshmem_device::collectives::ReduceOp;
 
 /// One read of a pull: `bytes` at byte `src` of member `from`'s heap into
@@ -270,7 +282,11 @@ impl Context {
     ) -> Result<()> {
         let bytes = pull.bytes;
         let live = || pull.reads.iter().filter(|r| r.bytes > 0);
-        if let Some(out) = self.direct_dest(dest.offset(), bytes, pull.exposed) {
+        let on_host = bytes <= self.inner.host_mapped_max;
+        if let Some(out) = on_host
+            .then(|| self.direct_dest(dest.offset(), bytes, pull.exposed))
+            .flatten()
+        {
             let from = live()
                 .map(|r| self.mapped_source(m.shape.member(r.from), r.src, r.bytes))
                 .collect::<Option<Vec<_>>>();
@@ -297,6 +313,14 @@ impl Context {
                 return self.close_ucc(m, what, Ok(()));
             }
         }
+        match self.pull_launches(m, pull, dest.offset()) {
+            Ok(None) => {}
+            Ok(Some(part)) => {
+                let moved = self.run_part(part);
+                return self.close_ucc(m, what, moved);
+            }
+            Err(e) => return self.close_ucc(m, what, Err(e)),
+        }
         let mut got = vec![0u8; bytes as usize];
         let keep = Read {
             from: m.me,
@@ -320,6 +344,34 @@ impl Context {
             self.write_bytes(self.my_pe(), dest.offset(), &got)?;
         }
         Ok(())
+    }
+
+    /// Step 2 on the device: `pull.reads` as wide copy kernels from the
+    /// members' heaps into this member's dest at heap offset `dest`, all in
+    /// one submission of its own ([`Context::run_part`]), where every heap
+    /// it reads is on its device (bound as a window: [`Transport::Direct`])
+    /// and the dest lies apart from `pull.exposed` (it is written before the
+    /// closing sync). `None` where that does not hold, or where a read is
+    /// not in whole 32-bit words or passes the binding limits
+    /// ([`Context::copy_wide`]): the caller takes the buffered steps. Each
+    /// member chooses alone (it writes only its own dest).
+    fn pull_launches(&self, m: &Members, pull: &Pull, dest: u64) -> Result<Option<Part>> {
+        let on_device = |pe: u32| self.inner.heap.transport(pe) == Some(Transport::Direct);
+        if pull.bytes == 0 || !apart((dest, pull.bytes), pull.exposed) || !on_device(self.my_pe()) {
+            return Ok(None);
+        }
+        let mut launches = Vec::new();
+        for r in pull.reads.iter().filter(|r| r.bytes > 0) {
+            let pe = m.shape.member(r.from);
+            if !on_device(pe) {
+                return Ok(None);
+            }
+            match self.copy_wide(self.my_pe(), &[pe], r.bytes, r.src, dest + r.dst)? {
+                Some(l) => launches.extend(l),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(vec![Step::Wide(launches)]))
     }
 
     /// This member's dest (`bytes` at heap offset `dest`) as a host pointer,
