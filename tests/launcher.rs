@@ -745,8 +745,10 @@ fn host_rma_and_atomics_hold_on_every_transport() {
 /// UCC's collectives beyond SHMEM (`ucc_check`): on WORLD and a strided
 /// team, uneven counts with zeros, roots other than 0, in place, bad input on
 /// every member; on 1, 2, 3, 4 and 8 PEs, through the staged transport on 3,
-/// on a heap the host does not map on 3 and with the data moves in kernels
-/// on 2 (both: the device's copies), and across nodes under mpirun.
+/// on a heap the host does not map on 3 and with the host's mappings off
+/// for calls past 0 bytes on 9 (both: the device's copies and folds, 9 for
+/// a fold over more members than one launch binds), and across nodes under
+/// mpirun.
 #[test]
 fn ucc_collectives_conform_on_every_transport() {
     let _one = one_spinning_job();
@@ -761,7 +763,7 @@ fn ucc_collectives_conform_on_every_transport() {
         (8, &[], &[]),
         (3, &pairs, &[]),
         (3, &unmapped, &[]),
-        (2, &kernels, &[]),
+        (9, &kernels, &[]),
     ];
     checks_pass("ucc_check", &runs, &[3]);
 }

@@ -39,11 +39,13 @@
 //! device's wide copy kernels ([`Context::copy_wide`]), from the members'
 //! heaps straight into the dest, in one submission of the member's own
 //! before the sync ([`Context::pull_launches`]), where every heap it reads
-//! is on its device and the reads are in whole 32-bit words. The
-//! reductions and scans still fold on the host (through the mappings, or
-//! part by part through the device's copies): device kernels for them are
-//! later. Elsewhere (a dest over the member's own exposed bytes, a peer
-//! behind the proxy, bytes off whole words) the steps stay as above. On the 2-core VM a 4-PE alltoallv of
+//! is on its device and the reads are in whole 32-bit words; the
+//! reductions and scans fold there too, with the wide accumulate kernels
+//! (up to 8 sources a launch, chained past that: [`Context::fold_wide`]),
+//! where the sources are as far off 16-byte alignment as the dest and
+//! the kind has wide kernels. Elsewhere (a dest over the member's own
+//! exposed bytes, a peer behind the proxy, bytes off whole words) the
+//! steps stay as above. On the 2-core VM a 4-PE alltoallv of
 //! 4 MiB took 13.7-14.6 ms through the buffer and 2.8-2.9 straight (an
 //! alltoall: 1.8-3.5), an allgatherv 10.0-10.4 against 1.6-1.7
 //! (thirty-third session,
@@ -356,14 +358,14 @@ impl Context {
     /// ([`Context::copy_wide`]): the caller takes the buffered steps. Each
     /// member chooses alone (it writes only its own dest).
     fn pull_launches(&self, m: &Members, pull: &Pull, dest: u64) -> Result<Option<Part>> {
-        let on_device = |pe: u32| self.inner.heap.transport(pe) == Some(Transport::Direct);
-        if pull.bytes == 0 || !apart((dest, pull.bytes), pull.exposed) || !on_device(self.my_pe()) {
+        if pull.bytes == 0 || !apart((dest, pull.bytes), pull.exposed) || !self.bound(self.my_pe())
+        {
             return Ok(None);
         }
         let mut launches = Vec::new();
         for r in pull.reads.iter().filter(|r| r.bytes > 0) {
             let pe = m.shape.member(r.from);
-            if !on_device(pe) {
+            if !self.bound(pe) {
                 return Ok(None);
             }
             match self.copy_wide(self.my_pe(), &[pe], r.bytes, r.src, dest + r.dst)? {
@@ -372,6 +374,48 @@ impl Context {
             }
         }
         Ok(Some(vec![Step::Wide(launches)]))
+    }
+
+    /// Step 2 of a fold on the device: `bytes` at byte `fold.at` of the
+    /// sources of `fold.members` folded in team order into this member's
+    /// dest by the wide accumulate kernels ([`Context::fold_wide`]), in one
+    /// submission of its own, where every heap is on its device and the
+    /// dest lies apart from `fold.exposed`; `None` where that does not hold
+    /// or the kernels cannot take the objects (the caller folds on the
+    /// host). Each member chooses alone.
+    fn fold_launches<T: Reduce>(
+        &self,
+        m: &Members,
+        sh: &Shared,
+        fold: &Fold,
+        bytes: u64,
+    ) -> Result<Option<Part>> {
+        let pes: Vec<u32> = fold
+            .members
+            .clone()
+            .map(|i| m.shape.member(i as u32))
+            .collect();
+        if pes.is_empty()
+            || !apart((fold.dest, bytes), fold.exposed)
+            || !self.bound(self.my_pe())
+            || !pes.iter().all(|&pe| self.bound(pe))
+        {
+            return Ok(None);
+        }
+        let sources: Vec<u64> = fold
+            .members
+            .clone()
+            .map(|i| sh.own[i][0].wrapping_add(fold.at))
+            .collect();
+        let kind =
+            vkshmem_device::collectives::kind(T::KIND).expect("every Reduce kind is in the table");
+        self.fold_wide(&kind, fold.op, &pes, &sources, fold.dest, bytes)
+    }
+
+    /// Whether PE `pe`'s heap is on this PE's device, bound by kernels as a
+    /// window ([`Transport::Direct`]).
+    fn bound(&self, pe: u32) -> bool {
+        self.inner.heap.transport(pe) == Some(Transport::Direct)
     }
 
     /// This member's dest (`bytes` at heap offset `dest`) as a host pointer,
@@ -929,7 +973,12 @@ impl Context {
         count: usize,
     ) -> Result<()> {
         let bytes = count as u64 * std::mem::size_of::<T>() as u64;
-        let direct = self.direct_dest(fold.dest, bytes, fold.exposed);
+        // Through the mappings up to VKSHMEM_HOST_MAPPED_MAX (as the data
+        // moves, `pull_into`), else on the device where it can.
+        let on_host = bytes <= self.inner.host_mapped_max;
+        let direct = on_host
+            .then(|| self.direct_dest(fold.dest, bytes, fold.exposed))
+            .flatten();
         if let (true, Some(out)) = (fold.members.is_empty(), direct) {
             // SAFETY: `out` is this member's dest, `bytes` mapped bytes
             // that only it writes during the call and nobody reads
@@ -946,24 +995,34 @@ impl Context {
                     .filter(|p| p.align_offset(std::mem::align_of::<T>()) == 0)
             })
             .collect::<Option<Vec<_>>>()
-            .filter(|s| count > 0 && !s.is_empty());
-        let mut acc = vec![T::zeroed(); count];
-        let read = match (&slots, direct) {
-            (Some(slots), Some(out)) => {
-                // The sources are mapped and aligned (above), nobody
-                // writes them before the closing sync, and `out` (this
-                // member's dest, `count` elements) overlaps none of them
-                // (`direct_dest`: apart from every byte read from this
-                // member's heap, and the others' heaps are apart from it).
-                reduce_slots::<T>(fold.op, count, slots, out);
-                return self.close_ucc(m, what, Ok(()));
+            .filter(|s| on_host && count > 0 && !s.is_empty());
+        if let (Some(slots), Some(out)) = (&slots, direct) {
+            // The sources are mapped and aligned (above), nobody writes
+            // them before the closing sync, and `out` (this member's dest,
+            // `count` elements) overlaps none of them (`direct_dest`: apart
+            // from every byte read from this member's heap, and the others'
+            // heaps are apart from it).
+            reduce_slots::<T>(fold.op, count, slots, out);
+            return self.close_ucc(m, what, Ok(()));
+        }
+        if count > 0 {
+            match self.fold_launches::<T>(m, sh, fold, bytes) {
+                Ok(None) => {}
+                Ok(Some(part)) => {
+                    let folded = self.run_part(part);
+                    return self.close_ucc(m, what, folded);
+                }
+                Err(e) => return self.close_ucc(m, what, Err(e)),
             }
+        }
+        let mut acc = vec![T::zeroed(); count];
+        let read = match &slots {
             // One pass from the mappings into `acc`, apart from them.
-            (Some(slots), None) => {
+            Some(slots) => {
                 reduce_slots::<T>(fold.op, count, slots, acc.as_mut_ptr().cast());
                 Ok(())
             }
-            (None, _) => self.fold_members(m, sh, fold.at, fold.op, fold.members.clone(), &mut acc),
+            None => self.fold_members(m, sh, fold.at, fold.op, fold.members.clone(), &mut acc),
         };
         self.close_ucc(m, what, read)?;
         if count > 0 {

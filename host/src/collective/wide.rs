@@ -1034,6 +1034,124 @@ impl Context {
     }
 }
 
+impl Context {
+    /// The launches that fold `bytes` (whole 32-bit words) of elements of
+    /// `kind` at byte offset `sources[i]` of PE `pes[i]`'s heap, in that
+    /// order, with `op` into this PE's heap at byte offset `dest`: groups
+    /// of up to [`WIDE_REDUCE_MAX_MEMBERS`] sources per step
+    /// (`wide_accumulate_source`, the later groups onto the dest's running
+    /// result), pieces of [`piece_bytes`] side by side. For UCC's folds
+    /// (`vectored.rs`), whose sources sit at each member's own offset.
+    /// `None` where the call must fold on the host: the kind has no wide
+    /// kernel on this device, the bytes are not whole words, a source is
+    /// not as far off 16-byte alignment as the dest or not as far off the
+    /// device's storage-offset alignment as the first source (one `s0`
+    /// serves every source window), or a window passes the heap or the
+    /// binding limits. Every PE of `pes` must be bound directly
+    /// (`Transport::Direct`: the caller checks).
+    pub(crate) fn fold_wide(
+        &self,
+        kind: &Kind,
+        op: ReduceOp,
+        pes: &[u32],
+        sources: &[u64],
+        dest: u64,
+        bytes: u64,
+    ) -> Result<Option<Part>> {
+        let es = kind.bytes as u64;
+        let info = self.device_info();
+        let align = info.min_storage_offset_alignment.max(16);
+        let aligned = |a: u64| a % 16 == dest % 16 && a % align == sources[0] % align;
+        if pes.is_empty()
+            || pes.len() != sources.len()
+            || bytes == 0
+            || bytes % 4 != 0
+            || dest % 4 != 0
+            || (es == 8 && dest % 8 != 0)
+            || !sources.iter().all(|&s| aligned(s))
+            || !collectives::wide_kind_available(&self.library_config()?, kind)
+        {
+            return Ok(None);
+        }
+        let max = WIDE_REDUCE_MAX_MEMBERS as usize;
+        let library = self.library_config()?.bindings().len() as u64;
+        if library + pes.len().min(max) as u64 + 1 > info.max_storage_buffers_per_stage as u64 {
+            return Ok(None);
+        }
+        let edges = has_edges(dest, bytes);
+        let mut kernels = Vec::new();
+        for (g, group) in pes.chunks(max).enumerate() {
+            let (sources, accumulate) = (group.len() as u32, g > 0);
+            let name = format!(
+                "vkshmem_wide_acc_{}_{}_{sources}_{}",
+                kind.name,
+                op.name(),
+                if accumulate { "acc" } else { "first" }
+            );
+            let Some(k) = self.wide_kernel(&name, edges, |unit| {
+                collectives::wide_accumulate_source(
+                    kind,
+                    op,
+                    sources,
+                    accumulate,
+                    WIDE_REDUCE_WORKGROUP,
+                    unit,
+                )
+            })?
+            else {
+                return Ok(None);
+            };
+            kernels.push(k);
+        }
+        let (heap, range) = (self.heap_size(), self.wide_window());
+        let me = self.my_pe();
+        let mut parts = Vec::new();
+        for (at, b) in chunks(bytes, piece_bytes(range)) {
+            let d = dest + at;
+            let lead = (d % 16) / 4;
+            let words = lead + b / 4;
+            let units = words.div_ceil(4);
+            // Each object from the start of its vec4 0 to the end of its
+            // last (the kernels read no further than the object's words).
+            let bind = |a: u64| window(a - a % 16, units * 16, heap, align, range);
+            let Some(dw) = bind(d) else {
+                return Ok(None);
+            };
+            let Some(sw) = sources
+                .iter()
+                .map(|&s| bind(s + at))
+                .collect::<Option<Vec<_>>>()
+            else {
+                return Ok(None);
+            };
+            let s0 = ((sources[0] + at) / 16 * 16 - sw[0].0) / 16;
+            let args = WideArgs {
+                first: 0,
+                end: u32::try_from(units).ok().unwrap_or(u32::MAX),
+                words: u32::try_from(words).ok().unwrap_or(u32::MAX),
+                s0: s0 as u32,
+                d0: ((d / 16 * 16 - dw.0) / 16) as u32,
+                per: 0,
+                lead: lead as u32,
+            };
+            let vecs = loop_vecs(args.first, args.end, args.words);
+            let mut part = Vec::new();
+            for ((k, group), wins) in kernels.iter().zip(pes.chunks(max)).zip(sw.chunks(max)) {
+                let w: Vec<HeapWindow> = group
+                    .iter()
+                    .zip(wins)
+                    .map(|(&pe, &win)| heap_window(pe, win))
+                    .chain([heap_window(me, dw)])
+                    .collect();
+                let groups = self.wide_groups(vecs, w.len(), WIDE_REDUCE_WORKGROUP);
+                part.push(Step::Wide(wide_launches(k, groups, w, args, vecs)?));
+            }
+            parts.push(part);
+        }
+        Ok(Some(super::part::side_by_side(parts)))
+    }
+}
+
 /// The window `(offset, bytes)` of PE `pe`.
 fn heap_window(pe: u32, (offset, bytes): (u64, u64)) -> HeapWindow {
     HeapWindow { pe, offset, bytes }
