@@ -134,6 +134,9 @@ fn one_team(ctx: &Context, team: Option<Team>, tn: u32, seed: u64, salt: u64) ->
     let u_src = ctx.malloc::<u64>(500)?;
     let u_dst = ctx.malloc::<u64>(500)?;
     let h_src = ctx.malloc::<i16>(64)?;
+    let h_dst = ctx.malloc::<i16>(64)?;
+    let c_src = ctx.malloc::<i8>(67)?;
+    let c_dst = ctx.malloc::<i8>(67)?;
     let scan_n = 700 + salt as usize;
     let i_scan = ctx.malloc::<i32>(scan_n)?;
     let d_src = ctx.malloc::<f64>(scan_n)?;
@@ -514,6 +517,29 @@ fn one_team(ctx: &Context, team: Option<Team>, tn: u32, seed: u64, salt: u64) ->
         .map(|e| (0..tn).map(|m| hv(m)[e]).min().unwrap())
         .collect();
     ensure!(h_src.to_vec()? == want, "allreduce min in place");
+    // Out of place: i16 sums of whole words (the device's fold where the
+    // host does not map), i8 sums of 67 bytes (not whole words: the host's).
+    h_src.write(&hv(me))?;
+    ctx.allreduce(team, ReduceOp::Sum, &h_dst.as_slice(), &hs, 64)?;
+    calls += 1;
+    let want: Vec<i16> = (0..64)
+        .map(|e| (0..tn).fold(0i16, |a, m| a.wrapping_add(hv(m)[e])))
+        .collect();
+    ensure!(h_dst.to_vec()? == want, "allreduce sum i16");
+    let cv = |m: u32| -> Vec<i8> { src_of(6500 + m, 67).iter().map(|&v| v as i8).collect() };
+    c_src.write(&cv(me))?;
+    ctx.allreduce(
+        team,
+        ReduceOp::Sum,
+        &c_dst.as_slice(),
+        &c_src.as_slice(),
+        67,
+    )?;
+    calls += 1;
+    let want: Vec<i8> = (0..67)
+        .map(|e| (0..tn).fold(0i8, |a, m| a.wrapping_add(cv(m)[e])))
+        .collect();
+    ensure!(c_dst.to_vec()? == want, "allreduce sum i8 of 67");
 
     // Prefix sums: i32 inclusive in place (wrapping), f64 exclusive (the
     // first member gets zeros).
