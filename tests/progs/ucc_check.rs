@@ -137,6 +137,7 @@ fn one_team(ctx: &Context, team: Option<Team>, tn: u32, seed: u64, salt: u64) ->
     let h_dst = ctx.malloc::<i16>(64)?;
     let c_src = ctx.malloc::<i8>(67)?;
     let c_dst = ctx.malloc::<i8>(67)?;
+    let o_src = ctx.malloc::<i32>(total.max(1) + 64)?;
     let scan_n = 700 + salt as usize;
     let i_scan = ctx.malloc::<i32>(scan_n)?;
     let d_src = ctx.malloc::<f64>(scan_n)?;
@@ -446,6 +447,7 @@ fn one_team(ctx: &Context, team: Option<Team>, tn: u32, seed: u64, salt: u64) ->
         rs_dst.to_vec()?[..counts[me as usize]] == want[..],
         "reduce_scatterv sum"
     );
+    let want_rs = want.clone();
     // In place: dest is the start of the source.
     let rs_in = rs_src.slice(0..counts[me as usize])?;
     ctx.reduce_scatterv(team, ReduceOp::Sum, &rs_in, &rs_src.as_slice(), &counts)?;
@@ -517,29 +519,61 @@ fn one_team(ctx: &Context, team: Option<Team>, tn: u32, seed: u64, salt: u64) ->
         .map(|e| (0..tn).map(|m| hv(m)[e]).min().unwrap())
         .collect();
     ensure!(h_src.to_vec()? == want, "allreduce min in place");
-    // Out of place: i16 sums of whole words (the device's fold where the
-    // host does not map), i8 sums of 67 bytes (not whole words: the host's).
+    // Rooted reduce out of place: i16 sums of whole words (the device's
+    // fold where the host does not map), i8 sums of 67 bytes (not whole
+    // words: the host's); a non-root's dest keeps the poison.
     h_src.write(&hv(me))?;
-    ctx.allreduce(team, ReduceOp::Sum, &h_dst.as_slice(), &hs, 64)?;
+    h_dst.write(&[-7; 64])?;
+    ctx.reduce_to_root(team, root, ReduceOp::Sum, &h_dst.as_slice(), &hs, 64)?;
     calls += 1;
-    let want: Vec<i16> = (0..64)
-        .map(|e| (0..tn).fold(0i16, |a, m| a.wrapping_add(hv(m)[e])))
-        .collect();
-    ensure!(h_dst.to_vec()? == want, "allreduce sum i16");
+    let want: Vec<i16> = if me == root {
+        (0..64)
+            .map(|e| (0..tn).fold(0i16, |a, m| a.wrapping_add(hv(m)[e])))
+            .collect()
+    } else {
+        vec![-7; 64]
+    };
+    ensure!(h_dst.to_vec()? == want, "rooted reduce sum i16");
     let cv = |m: u32| -> Vec<i8> { src_of(6500 + m, 67).iter().map(|&v| v as i8).collect() };
     c_src.write(&cv(me))?;
-    ctx.allreduce(
+    c_dst.write(&[-7; 67])?;
+    ctx.reduce_to_root(
         team,
+        root,
         ReduceOp::Sum,
         &c_dst.as_slice(),
         &c_src.as_slice(),
         67,
     )?;
     calls += 1;
-    let want: Vec<i8> = (0..67)
-        .map(|e| (0..tn).fold(0i8, |a, m| a.wrapping_add(cv(m)[e])))
-        .collect();
-    ensure!(c_dst.to_vec()? == want, "allreduce sum i8 of 67");
+    let want: Vec<i8> = if me == root {
+        (0..67)
+            .map(|e| (0..tn).fold(0i8, |a, m| a.wrapping_add(cv(m)[e])))
+            .collect()
+    } else {
+        vec![-7; 67]
+    };
+    ensure!(c_dst.to_vec()? == want, "rooted reduce sum i8 of 67");
+
+    // reduce_scatterv from sources at each member's own offset: 256 bytes
+    // further on odd members (a multiple of every device's storage-offset
+    // alignment: the device's fold binds each source at its own offset),
+    // then 4 bytes further (sources off the dest's 16-byte phase: the
+    // host's fold).
+    for (shift, name) in [(64, "256 bytes"), (1, "4 bytes")] {
+        let at = if me % 2 == 1 { shift } else { 0 };
+        let mut v = vec![0i32; o_src.len()];
+        v[at..at + total.max(1)].copy_from_slice(&vals(me));
+        o_src.write(&v)?;
+        rs_dst.write(&vec![0; rs_dst.len()])?;
+        let src = o_src.slice(at..at + total.max(1))?;
+        ctx.reduce_scatterv(team, ReduceOp::Sum, &rs_dst.as_slice(), &src, &counts)?;
+        calls += 1;
+        ensure!(
+            rs_dst.to_vec()?[..counts[me as usize]] == want_rs[..],
+            "reduce_scatterv from sources {name} apart"
+        );
+    }
 
     // Prefix sums: i32 inclusive in place (wrapping), f64 exclusive (the
     // first member gets zeros).

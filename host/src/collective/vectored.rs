@@ -37,7 +37,7 @@
 //! **On the device.** Past that, or where the host does not map the heap,
 //! a data move whose dest lies apart from its exposed bytes runs as the
 //! device's wide copy kernels ([`Context::copy_wide`]), from the members'
-//! heaps straight into the dest, in one submission of the member's own
+//! heaps straight into the dest, in one batch of the member's own launches
 //! before the sync ([`Context::pull_launches`]), where every heap it reads
 //! is on its device and the reads are in whole 32-bit words; the
 //! reductions and scans fold there too, with the wide accumulate kernels
@@ -350,7 +350,7 @@ impl Context {
 
     /// Step 2 on the device: `pull.reads` as wide copy kernels from the
     /// members' heaps into this member's dest at heap offset `dest`, all in
-    /// one submission of its own ([`Context::run_part`]), where every heap
+    /// one batch of its own launches ([`Context::run_part`]), where every heap
     /// it reads is on its device (bound as a window: [`Transport::Direct`])
     /// and the dest lies apart from `pull.exposed` (it is written before the
     /// closing sync). `None` where that does not hold, or where a read is
@@ -378,8 +378,8 @@ impl Context {
 
     /// Step 2 of a fold on the device: `bytes` at byte `fold.at` of the
     /// sources of `fold.members` folded in team order into this member's
-    /// dest by the wide accumulate kernels ([`Context::fold_wide`]), in one
-    /// submission of its own, where every heap is on its device and the
+    /// dest by the wide accumulate kernels ([`Context::fold_wide`]), in the
+    /// member's own batch of launches, where every heap is on its device and the
     /// dest lies apart from `fold.exposed`; `None` where that does not hold
     /// or the kernels cannot take the objects (the caller folds on the
     /// host). Each member chooses alone.

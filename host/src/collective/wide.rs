@@ -1125,10 +1125,13 @@ impl Context {
                 return Ok(None);
             };
             let s0 = ((sources[0] + at) / 16 * 16 - sw[0].0) / 16;
+            let (Ok(end), Ok(words)) = (u32::try_from(units), u32::try_from(words)) else {
+                return Ok(None);
+            };
             let args = WideArgs {
                 first: 0,
-                end: u32::try_from(units).ok().unwrap_or(u32::MAX),
-                words: u32::try_from(words).ok().unwrap_or(u32::MAX),
+                end,
+                words,
                 s0: s0 as u32,
                 d0: ((d / 16 * 16 - dw.0) / 16) as u32,
                 per: 0,
