@@ -10,8 +10,8 @@
 # the 4-PE broadcast's two speeds; old-new: .gpu/old/vkshmem-bench against
 # .gpu/vkshmem-bench; mixes: the GPU's own bandwidth per
 # read/write mix (mixes.cu) beside copy_shapes' library kernels, then bimodal;
-# unit: VKSHMEM_WIDE_UNIT u32 against u64; several, comma-separated, run in
-# that order).
+# unit: VKSHMEM_WIDE_UNIT u32 against u64; ucc: UCC's collectives checked
+# and timed; several, comma-separated, run in that order).
 set -u
 T0=$(date +%s); DL=$((T0 + ${1:-420}))
 if [ -e /usr/local/nvidia ]; then
@@ -144,6 +144,17 @@ phases() {
   st phases-8pe 40 run 8 4G --collective broadcast,fcollect,alltoall,reduce --min-bytes 16 --max-bytes 64M --step-factor 16 --no-roofline --iters 20 --warmup 2 --warmup-ms 300 --phases
   st phases-2pe-spin0 20 env VKSHMEM_FENCE_SPIN_US=0 bash -c "run 2 2G --collective broadcast,reduce --min-bytes 16 --max-bytes 1M --step-factor 16 --no-roofline --iters 20 --warmup 2 --warmup-ms 300 --phases"
 }
+# UCC's collectives (gather(v) to the prefix sums): on the device past
+# VKSHMEM_HOST_MAPPED_MAX since the thirty-fourth session (before, through
+# host memory). Checked on 2 and 4 PEs from 8 B to 16 MiB, then timed to
+# 256 MiB beside the SHMEM alltoall and fcollect of the same sizes.
+U=gather,scatter,allgatherv,alltoallv,reduce_scatter,reduce_to_root,inscan,exscan
+ucc() {
+  st ucc-check-2pe 30 run 2 2G --collective $U --check --min-bytes 8 --max-bytes 16M --step-factor 8 $Q --csv $R/ucc-check-2pe.csv
+  st ucc-check-4pe 40 run 4 2G --collective $U --check --min-bytes 8 --max-bytes 16M --step-factor 8 $Q --csv $R/ucc-check-4pe.csv
+  st ucc-2pe 40 run 2 6G --collective $U,alltoall,fcollect --min-bytes 1M --max-bytes 256M --step-factor 4 $Q --warmup-ms 300 --csv $R/ucc-2pe.csv
+  st ucc-4pe 50 run 4 10G --collective $U,alltoall,fcollect --min-bytes 1M --max-bytes 256M --step-factor 4 $Q --warmup-ms 300 --csv $R/ucc-4pe.csv
+}
 standard() {
 # busbw against size up to 1 GiB, every host collective (one submitter per
 # device, VKSHMEM_SUBMIT=auto, and the fence poll, VKSHMEM_FENCE_SPIN_US
@@ -188,6 +199,7 @@ for m in $(echo "${3:-standard}" | tr , ' '); do
     unit) unit ;;
     sweep) sweep ;;
     phases) phases ;;
+    ucc) ucc ;;
     all) standard; ab ;;
     *) standard ;;
   esac
@@ -203,10 +215,15 @@ for f in $R/sweep*.csv $R/unit*.csv $R/old-*.csv $R/mid-*.csv $R/new-*.csv $R/ho
   [ -e $f ] || continue
   awk -F, -v t=$(basename $f .csv) 'NR>1 {k=t" "$1" "$2; if (!(k in s)) o[++n]=k; s[k]=s[k] sprintf(" %s:%.0f", ($7>=1073741824? $7/1073741824 "G" : ($7>=1048576? $7/1048576 "M" : $7)), (t=="dev-1pe"? $12 : $13))} END {for (i=1;i<=n;i++) print o[i] s[o[i]]}' $f
 done >> $SUM
+# UCC's rows: median time (us) by size.
+for f in $R/ucc-2pe.csv $R/ucc-4pe.csv; do
+  [ -e $f ] || continue
+  awk -F, -v t=$(basename $f .csv) 'NR>1 {k=t" "$1; if (!(k in s)) o[++n]=k; s[k]=s[k] sprintf(" %s:%.0fus", ($7>=1048576? $7/1048576 "M" : $7), $9)} END {for (i=1;i<=n;i++) print o[i] s[o[i]]}' $f
+done >> $SUM
 for f in $R/roof-2pe.csv; do
   [ -e $f ] && awk -F, 'NR>1 {printf "roof %s %s %.0f%% of %.0f GB/s\n", $1, $7, $14, $15}' $f
 done >> $SUM
-for f in $R/check-*.csv $R/offset4-2pe.csv $R/small-*.csv $R/int8-offset1-2pe.csv; do
+for f in $R/check-*.csv $R/ucc-check-*.csv $R/offset4-2pe.csv $R/small-*.csv $R/int8-offset1-2pe.csv; do
   [ -e $f ] && awk -F, -v t=$(basename $f .csv) 'NR>1 {w+=$16; r++; if ($7==8 || $7==4096 || $7>=16777216) printf "%s %s %s %.0fus\n", t, $1, $7, $9} END {print t, "rows", r, "wrong", w}' $f
 done >> $SUM
 grep -h -i -E '^ *[0-9.]+ (# skipped|.*error|.*panic|.*timed out)' $R/*.txt | cut -c11- | sort | uniq -c | head -20 >> $SUM
