@@ -939,8 +939,8 @@ fn collectives_conform_without_a_host_mapping() {
 /// reference; calls of both kinds must have run (wide only, and with generic
 /// kernels run as the members), and none by each member alone, as the trace
 /// says. Then reductions beyond 8 members in place (chained steps: phases
-/// with barriers between them) on 10 PEs, and the default (each its own on
-/// lavapipe) seen in the trace.
+/// with barriers between them) and UCC's allgatherv in place on 10 PEs, and
+/// the default (each its own on lavapipe) seen in the trace.
 #[test]
 fn collectives_conform_with_one_submitter_per_device() {
     let _one = one_spinning_job();
@@ -978,15 +978,17 @@ fn collectives_conform_with_one_submitter_per_device() {
     for mode in ["leader", "auto"] {
         let (r, rows) = bench_rows(
             10,
-            "--collective reduce,fcollect --scope host --check --min-bytes 16 --max-bytes 1M --step-factor 64 --iters 1 --warmup 0 --type int16 --op max --in-place",
+            "--collective reduce,fcollect,allgatherv --scope host --check --min-bytes 16 --max-bytes 1M --step-factor 64 --iters 1 --warmup 0 --type int16 --op max --in-place",
             &[
                 ("VKSHMEM_SUBMIT", mode),
                 ("VKSHMEM_HOST_MAPPED_MAX", "0"),
                 ("RUST_LOG", "vkshmem_host::collective=trace"),
             ],
         );
-        // 2 collectives at 16 B, 1 KiB, 64 KiB.
-        assert_eq!(rows.len(), 2 * 3, "{rows:?}");
+        // 3 collectives at 16 B, 1 KiB, 64 KiB (allgatherv in place: each
+        // member's own part of the dest is its source; the others' parts
+        // copied in by the device).
+        assert_eq!(rows.len(), 3 * 3, "{rows:?}");
         for row in rows {
             assert!(row.contains(",10,") && row.ends_with(",0"), "{row}");
         }

@@ -230,8 +230,9 @@ struct Args {
     /// roofline_pct and roofline_GBps are then left empty.
     #[arg(long)]
     no_roofline: bool,
-    /// Reductions in place: the dest is the source (the other collectives
-    /// are unchanged).
+    /// In place: for reduce, the dest is the source; for allgatherv, each
+    /// member's source is its own part of the dest (MPI_IN_PLACE). The
+    /// other collectives are unchanged.
     #[arg(long)]
     in_place: bool,
     /// No sweep: the bus bandwidth table of a sweep's CSV (OURS) beside
@@ -500,12 +501,21 @@ impl Bench<'_> {
             let off = self.args.offset;
             let s: SymSlice<T> = SymSlice::from_raw(self.src.offset() + off, count * n as usize);
             // In place (reductions): the dest is the source.
-            let dst_at = if self.in_place(coll) {
+            let dst_at = if self.in_place(coll) && coll == "reduce" {
                 self.src.offset()
             } else {
                 self.dst.offset()
             };
             let d: SymSlice<T> = SymSlice::from_raw(dst_at + off, count * n as usize);
+            // In place (allgatherv): the source is this member's part of the
+            // dest.
+            let s = match (self.in_place(coll) && coll == "allgatherv", self.me) {
+                (true, Some(my)) => {
+                    let (at, c) = ucc::part_of(count, n as usize, my);
+                    SymSlice::from_raw(d.offset() + at as u64 * es, c)
+                }
+                _ => s,
+            };
             // Objects past the first 4 GiB of the heap (large rows on GPUs
             // with big heaps) where the call's kernels take byte addresses
             // (device and queued forms, and host calls with a piece off
@@ -788,9 +798,10 @@ impl Bench<'_> {
         self.progress.inc(rows as u64);
     }
 
-    /// Whether `coll`'s rows run in place (`--in-place`, reductions only).
+    /// Whether `coll`'s rows run in place (`--in-place`: reduce and
+    /// allgatherv).
     fn in_place(&self, coll: &str) -> bool {
-        self.args.in_place && coll == "reduce"
+        self.args.in_place && matches!(coll, "reduce" | "allgatherv")
     }
 
     /// One call on pattern data; the number of dest elements, over the whole team,
@@ -815,11 +826,18 @@ impl Bench<'_> {
         // UCC rows: `None` where the dest keeps its poison.
         let poison: T = bytemuck::pod_read_unaligned(&vec![0xa5u8; std::mem::size_of::<T>()]);
         let es = std::mem::size_of::<T>();
-        // In place the dest is the source just written: no poison.
-        let out = if self.in_place(coll) {
+        // In place the dest is the source just written: no poison; for
+        // allgatherv, poison but in this member's part, which holds its
+        // source.
+        let out = if self.in_place(coll) && coll == "reduce" {
             &self.src
         } else {
             self.dst.write_at(me, off, &vec![0xa5u8; out_len * es])?;
+            if let (true, Some(my)) = (self.in_place(coll), self.me) {
+                let (at, c) = ucc::part_of(count, n, my);
+                self.dst
+                    .write_at(me, off + at * es, bytemuck::cast_slice(&src[..c]))?;
+            }
             &self.dst
         };
         ctx.barrier_all()?;

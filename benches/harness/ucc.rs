@@ -52,6 +52,13 @@ fn a2av(count: usize, j: usize, i: usize) -> usize {
 }
 
 /// Prefix sums of `c` (packed displacements).
+/// Member `my`'s part of a v-collective of `count` elements a member on
+/// `n` members: its element offset among the packed parts and its count.
+pub fn part_of(count: usize, n: usize, my: usize) -> (usize, usize) {
+    let vc = vcounts(count, n);
+    (packed(&vc)[my], vc[my])
+}
+
 fn packed(c: &[usize]) -> Vec<usize> {
     c.iter()
         .scan(0, |a, &x| {

@@ -24,10 +24,13 @@
 //!    sync makes every in-place use safe (dest overlapping source).
 //!
 //! **On the host mapping.** Where every heap a member reads is mapped into
-//! its process (one device on a CPU driver, lavapipe) and its dest lies
-//! apart from the bytes the others read from its heap during the call, step
-//! 2 reads straight from the others' mappings into the dest (the data
-//! moves) or folds every member's part in one pass into it
+//! its process (one device on a CPU driver, lavapipe) and the bytes it
+//! writes lie apart from the bytes the others read from its heap during the
+//! call (for a data move: every read's bytes of the dest, its own part of
+//! an in-place allgatherv or gatherv left where it is, [`writes_apart`];
+//! for a fold: the whole dest), step 2 reads straight from the others'
+//! mappings into the dest (the data moves) or folds every member's part in
+//! one pass into it
 //! ([`reduce_slots`] over the mapped parts: the reductions and scans),
 //! before the sync: no host buffer, no second copy. That path is taken up
 //! to `VKSHMEM_HOST_MAPPED_MAX` bytes per member (every size on lavapipe,
@@ -35,7 +38,7 @@
 //! reads are uncached), as for the SHMEM collectives.
 //!
 //! **On the device.** Past that, or where the host does not map the heap,
-//! a data move whose dest lies apart from its exposed bytes runs as the
+//! a data move whose writes lie apart from its exposed bytes runs as the
 //! device's wide copy kernels ([`Context::copy_wide`]), from the members'
 //! heaps straight into the dest, in one batch of the member's own launches
 //! before the sync ([`Context::pull_launches`]), where every heap it reads
@@ -43,9 +46,13 @@
 //! reductions and scans fold there too, with the wide accumulate kernels
 //! (up to 8 sources a launch, chained past that: [`Context::fold_wide`]),
 //! where the sources are as far off 16-byte alignment as the dest and
-//! the kind has wide kernels. Elsewhere (a dest over the member's own
-//! exposed bytes, a peer behind the proxy, bytes off whole words) the
-//! steps stay as above. On the 2-core VM a 4-PE alltoallv of
+//! the kind has wide kernels. Elsewhere (writes over the member's own
+//! exposed bytes, as an in-place alltoallv's, a peer behind the proxy,
+//! bytes off whole words) the steps stay as above. An allgatherv in place
+//! of 4 MiB on 3 PEs took 5.3 ms through the buffer and 0.53 straight
+//! (thirty-fourth session,
+//! `benches/results/host-ucc-device-lavapipe-2026-11-29-thirtyfourth/`).
+//! On the 2-core VM a 4-PE alltoallv of
 //! 4 MiB took 13.7-14.6 ms through the buffer and 2.8-2.9 straight (an
 //! alltoall: 1.8-3.5), an allgatherv 10.0-10.4 against 1.6-1.7
 //! (thirty-third session,
@@ -284,12 +291,16 @@ impl Context {
     ) -> Result<()> {
         let bytes = pull.bytes;
         let live = || pull.reads.iter().filter(|r| r.bytes > 0);
+        // The reads that write this member's dest before the sync, where
+        // every one writes bytes apart from the exposed ones.
+        let early = writes_apart(pull, m.me, dest.offset());
         let on_host = bytes <= self.inner.host_mapped_max;
-        if let Some(out) = on_host
-            .then(|| self.direct_dest(dest.offset(), bytes, pull.exposed))
-            .flatten()
-        {
-            let from = live()
+        let out = (on_host && self.proxied(self.my_pe()).is_none())
+            .then(|| self.own_mapped(dest.offset(), bytes))
+            .flatten();
+        if let (Some(out), Some(early)) = (out, &early) {
+            let from = early
+                .iter()
                 .map(|r| self.mapped_source(m.shape.member(r.from), r.src, r.bytes))
                 .collect::<Option<Vec<_>>>();
             if let Some(from) = from {
@@ -299,29 +310,31 @@ impl Context {
                     bytes.saturating_mul(n),
                     self.inner.host_stream,
                 );
-                for (r, src) in live().zip(from) {
+                for (r, src) in early.iter().zip(from) {
                     // SAFETY: `src` is r.bytes mapped bytes of a member's
                     // source, which nobody writes before the closing sync
-                    // (its owner writes its dest after the sync, unless that
-                    // dest lies apart from what the others read: this
-                    // check); `out + r.dst` is r.bytes of this member's
+                    // (its owner writes its dest after the sync, unless the
+                    // bytes it writes lie apart from what the others read:
+                    // this check); `out + r.dst` is r.bytes of this member's
                     // dest (r.dst + r.bytes <= bytes, the dest's checked
                     // extent), which only this member writes and which
-                    // overlaps none of the bytes read from its heap
-                    // (`direct_dest`), so none of `src`.
+                    // overlap none of the bytes read from its heap
+                    // (`writes_apart`), so none of `src`.
                     unsafe { copy::copy(src, out.add(r.dst as usize), r.bytes as usize, stream) };
                 }
                 copy::fence(stream);
                 return self.close_ucc(m, what, Ok(()));
             }
         }
-        match self.pull_launches(m, pull, dest.offset()) {
-            Ok(None) => {}
-            Ok(Some(part)) => {
-                let moved = self.run_part(part);
-                return self.close_ucc(m, what, moved);
+        if let Some(early) = &early {
+            match self.pull_launches(m, early, dest.offset()) {
+                Ok(None) => {}
+                Ok(Some(part)) => {
+                    let moved = self.run_part(part);
+                    return self.close_ucc(m, what, moved);
+                }
+                Err(e) => return self.close_ucc(m, what, Err(e)),
             }
-            Err(e) => return self.close_ucc(m, what, Err(e)),
         }
         let mut got = vec![0u8; bytes as usize];
         let keep = Read {
@@ -348,22 +361,21 @@ impl Context {
         Ok(())
     }
 
-    /// Step 2 on the device: `pull.reads` as wide copy kernels from the
-    /// members' heaps into this member's dest at heap offset `dest`, all in
-    /// one batch of its own launches ([`Context::run_part`]), where every heap
-    /// it reads is on its device (bound as a window: [`Transport::Direct`])
-    /// and the dest lies apart from `pull.exposed` (it is written before the
-    /// closing sync). `None` where that does not hold, or where a read is
-    /// not in whole 32-bit words or passes the binding limits
-    /// ([`Context::copy_wide`]): the caller takes the buffered steps. Each
-    /// member chooses alone (it writes only its own dest).
-    fn pull_launches(&self, m: &Members, pull: &Pull, dest: u64) -> Result<Option<Part>> {
-        if pull.bytes == 0 || !apart((dest, pull.bytes), pull.exposed) || !self.bound(self.my_pe())
-        {
+    /// Step 2 on the device: `reads` (a pull's, [`writes_apart`]) as wide
+    /// copy kernels from the members' heaps into this member's dest at heap
+    /// offset `dest`, all in one batch of its own launches
+    /// ([`Context::run_part`]), where every heap it reads is on its device
+    /// (bound as a window: [`Transport::Direct`]); `None` where that does
+    /// not hold, or where a read is not in whole 32-bit words or passes the
+    /// binding limits ([`Context::copy_wide`]): the caller takes the
+    /// buffered steps. Each member chooses alone (it writes only its own
+    /// dest).
+    fn pull_launches(&self, m: &Members, reads: &[Read], dest: u64) -> Result<Option<Part>> {
+        if !self.bound(self.my_pe()) {
             return Ok(None);
         }
         let mut launches = Vec::new();
-        for r in pull.reads.iter().filter(|r| r.bytes > 0) {
+        for r in reads {
             let pe = m.shape.member(r.from);
             if !self.bound(pe) {
                 return Ok(None);
@@ -1175,6 +1187,30 @@ impl Context {
     }
 }
 
+/// The reads of `pull` that move bytes, for member `me` whose dest is at
+/// heap offset `dest`, where each writes dest bytes apart from
+/// `pull.exposed` (the bytes others read from this member's heap during
+/// the call), so that they may be written before the closing sync; a read
+/// of this member's own bytes onto themselves (an in-place part, as in
+/// allgatherv with MPI_IN_PLACE) is left out: its bytes are there already.
+/// `None` where some read writes exposed bytes (the buffered steps then
+/// write the dest after the sync). The dest's gaps are no read's, so they
+/// keep what they held.
+fn writes_apart(pull: &Pull, me: u32, dest: u64) -> Option<Vec<Read>> {
+    let mut early = Vec::new();
+    for r in pull.reads.iter().filter(|r| r.bytes > 0) {
+        let at = dest.wrapping_add(r.dst);
+        if r.from == me && r.src == at {
+            continue;
+        }
+        if !apart((at, r.bytes), pull.exposed) {
+            return None;
+        }
+        early.push(*r);
+    }
+    Some(early)
+}
+
 /// Whether two byte ranges of a heap (offset and length) share no byte: an
 /// empty range is apart from any, and ranges that touch are apart.
 fn apart(a: (u64, u64), b: (u64, u64)) -> bool {
@@ -1209,6 +1245,43 @@ mod tests {
         assert_eq!(extent(&[0, 0], &[7, 9]), Some(0));
         assert_eq!(extent(&[1], &[usize::MAX]), None);
         assert_ne!(fingerprint(&[1, 2]), fingerprint(&[2, 1]));
+    }
+
+    /// Which reads of a pull may write the dest before the sync: an
+    /// in-place part (this member's own bytes onto themselves) is left out,
+    /// the others kept where they write apart from the exposed bytes.
+    #[test]
+    fn writes_before_the_sync() {
+        let read = |from, src, dst, bytes| Read {
+            from,
+            src,
+            dst,
+            bytes,
+        };
+        // allgatherv in place on member 1: dest at 1000, its part (40 bytes
+        // at 1040) is its source, read by the others.
+        let mut pull = Pull {
+            reads: vec![
+                read(0, 1000, 0, 40),
+                read(1, 1040, 40, 40),
+                read(2, 1080, 80, 40),
+                read(3, 5000, 120, 0),
+            ],
+            bytes: 120,
+            gaps: true,
+            exposed: (1040, 40),
+        };
+        // Member 2's part sits at the same offset of member 2's heap as it
+        // lands in this dest (1080): not this member's own bytes, so kept.
+        let kept = writes_apart(&pull, 1, 1000).expect("apart");
+        assert_eq!(kept, vec![pull.reads[0], pull.reads[2]]);
+        // The same reads into a dest one byte further: its own part would
+        // land one byte into the exposed bytes.
+        assert_eq!(writes_apart(&pull, 1, 1001), None);
+        // Its own bytes moved elsewhere in its heap, apart: kept.
+        pull.reads[1].src = 2000;
+        pull.exposed = (2000, 40);
+        assert_eq!(writes_apart(&pull, 1, 1000).map(|k| k.len()), Some(3));
     }
 
     /// The direct path's test of a dest against the exposed bytes: touching
