@@ -51,7 +51,6 @@ fn a2av(count: usize, j: usize, i: usize) -> usize {
     count * (1 + (i + j) % 2) / 2
 }
 
-/// Prefix sums of `c` (packed displacements).
 /// Member `my`'s part of a v-collective of `count` elements a member on
 /// `n` members: its element offset among the packed parts and its count.
 pub fn part_of(count: usize, n: usize, my: usize) -> (usize, usize) {
@@ -59,6 +58,7 @@ pub fn part_of(count: usize, n: usize, my: usize) -> (usize, usize) {
     (packed(&vc)[my], vc[my])
 }
 
+/// Prefix sums of `c` (packed displacements).
 fn packed(c: &[usize]) -> Vec<usize> {
     c.iter()
         .scan(0, |a, &x| {

@@ -278,10 +278,13 @@ impl Context {
         Ok(Shared { own: owns })
     }
 
-    /// Steps 2 and 3 for data moves: `pull.reads` straight into `dest`
-    /// where [`Context::direct_dest`] allows, then the closing sync; else
-    /// into `pull.bytes` of host memory (holding first what the dest held,
-    /// where `pull.gaps`), the sync, then `dest` written from it.
+    /// Steps 2 and 3 for data moves: where every read writes dest bytes
+    /// apart from the exposed ones ([`writes_apart`], an in-place part left
+    /// out), the reads straight into `dest` (through the mappings up to
+    /// `VKSHMEM_HOST_MAPPED_MAX`, else by the device:
+    /// [`Context::pull_launches`]), then the closing sync; else into
+    /// `pull.bytes` of host memory (holding first what the dest held, where
+    /// `pull.gaps`), the sync, then `dest` written from it.
     fn pull_into<T: Pod>(
         &self,
         m: &Members,
