@@ -912,31 +912,8 @@ impl Context {
             if library + max + 1 > most || !self.push_kernels(size as usize - 1, edges)? {
                 return Ok(None);
             }
-            let mut steps = Vec::new();
-            for (g, sources) in chained_groups(size).into_iter().enumerate() {
-                let accumulate = g > 0;
-                let name = format!(
-                    "vkshmem_wide_acc_{}_{}_{sources}_{}",
-                    kind.name,
-                    op.name(),
-                    if accumulate { "acc" } else { "first" }
-                );
-                let Some(k) = self.wide_kernel(&name, edges, |unit| {
-                    collectives::wide_accumulate_source(
-                        kind,
-                        op,
-                        sources,
-                        accumulate,
-                        WIDE_REDUCE_WORKGROUP,
-                        unit,
-                    )
-                })?
-                else {
-                    return Ok(None);
-                };
-                steps.push(k);
-            }
-            return Ok(Some((WideReduce::Chained(steps), sp)));
+            let steps = self.accumulate_kernels(kind, op, &chained_groups(size), edges)?;
+            return Ok(steps.map(|steps| (WideReduce::Chained(steps), sp)));
         }
         if library + 2 * size as u64 > most {
             return Ok(None);
@@ -1035,6 +1012,43 @@ impl Context {
 }
 
 impl Context {
+    /// The `wide_accumulate_source` kernels of a chained reduction, one per
+    /// group of `groups` sources (the first without the dest's running
+    /// result, the later ones onto it); `None` where `kind` or `op` has none.
+    fn accumulate_kernels(
+        &self,
+        kind: &Kind,
+        op: ReduceOp,
+        groups: &[u32],
+        edges: bool,
+    ) -> Result<Option<Vec<WideKernel>>> {
+        let mut kernels = Vec::new();
+        for (g, &sources) in groups.iter().enumerate() {
+            let accumulate = g > 0;
+            let name = format!(
+                "vkshmem_wide_acc_{}_{}_{sources}_{}",
+                kind.name,
+                op.name(),
+                if accumulate { "acc" } else { "first" }
+            );
+            let Some(k) = self.wide_kernel(&name, edges, |unit| {
+                collectives::wide_accumulate_source(
+                    kind,
+                    op,
+                    sources,
+                    accumulate,
+                    WIDE_REDUCE_WORKGROUP,
+                    unit,
+                )
+            })?
+            else {
+                return Ok(None);
+            };
+            kernels.push(k);
+        }
+        Ok(Some(kernels))
+    }
+
     /// The launches that fold `bytes` (whole 32-bit words) of elements of
     /// `kind` at byte offset `sources[i]` of PE `pes[i]`'s heap, in that
     /// order, with `op` into this PE's heap at byte offset `dest`: groups
@@ -1079,30 +1093,10 @@ impl Context {
             return Ok(None);
         }
         let edges = has_edges(dest, bytes);
-        let mut kernels = Vec::new();
-        for (g, group) in pes.chunks(max).enumerate() {
-            let (sources, accumulate) = (group.len() as u32, g > 0);
-            let name = format!(
-                "vkshmem_wide_acc_{}_{}_{sources}_{}",
-                kind.name,
-                op.name(),
-                if accumulate { "acc" } else { "first" }
-            );
-            let Some(k) = self.wide_kernel(&name, edges, |unit| {
-                collectives::wide_accumulate_source(
-                    kind,
-                    op,
-                    sources,
-                    accumulate,
-                    WIDE_REDUCE_WORKGROUP,
-                    unit,
-                )
-            })?
-            else {
-                return Ok(None);
-            };
-            kernels.push(k);
-        }
+        let groups: Vec<u32> = pes.chunks(max).map(|g| g.len() as u32).collect();
+        let Some(kernels) = self.accumulate_kernels(kind, op, &groups, edges)? else {
+            return Ok(None);
+        };
         let (heap, range) = (self.heap_size(), self.wide_window());
         let me = self.my_pe();
         let mut parts = Vec::new();
