@@ -745,27 +745,52 @@ fn host_rma_and_atomics_hold_on_every_transport() {
 /// UCC's collectives beyond SHMEM (`ucc_check`): on WORLD and a strided
 /// team, uneven counts with zeros, roots other than 0, in place, bad input on
 /// every member; on 1, 2, 3, 4 and 8 PEs, through the staged transport on 3,
-/// on a heap the host does not map on 3 and with the host's mappings off
-/// for calls past 0 bytes on 9 (both: the device's copies and folds, 9 for
-/// a fold over more members than one launch binds), and across nodes under
-/// mpirun.
+/// with the host's mappings off for calls past 0 bytes on 9 and on a heap
+/// the host does not map on 3, with each call's path traced (both: the
+/// device's copies and folds, 9 for a fold over more members than one
+/// launch binds), and across nodes under mpirun.
 #[test]
 fn ucc_collectives_conform_on_every_transport() {
     let _one = one_spinning_job();
     let pairs = [("VKSHMEM_TRANSPORT", "staged:2")];
     let unmapped = [("VKSHMEM_HEAP_MAPPING", "off")];
     let kernels = [("VKSHMEM_HOST_MAPPED_MAX", "0")];
-    let runs: [CheckRun; 8] = [
+    let runs: [CheckRun; 7] = [
         (1, &[], &[]),
         (2, &[], &[]),
         (3, &[], &[]),
         (4, &[], &[]),
         (8, &[], &[]),
         (3, &pairs, &[]),
-        (3, &unmapped, &[]),
         (9, &kernels, &[]),
     ];
     checks_pass("ucc_check", &runs, &[3]);
+    // On a heap the host does not map, with the path each call took traced:
+    // the device's copies and folds do run (a silent fallback to host
+    // memory would pass the checks), and the cases they cannot take (bytes
+    // off whole words, writes over the exposed bytes) still go through host
+    // memory.
+    let r = run_vkshmrun_env(
+        &["-n", "3", &program("ucc_check")],
+        &[
+            unmapped[0],
+            ("RUST_LOG", "vkshmem_host::collective::vectored=trace"),
+        ],
+        Duration::from_secs(600),
+        Leftovers::Forbidden,
+        |_| {},
+    );
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("ucc_check: ok npes=3"), "{}", r.stdout);
+    for (path, least) in [
+        ("moved by the device's copies", 30),
+        ("folded by the device", 20),
+        ("moved through host memory", 5),
+        ("folded in host memory", 5),
+    ] {
+        let seen = r.stderr.matches(path).count();
+        assert!(seen >= least, "{path}: {seen} times\n{}", r.stderr);
+    }
 }
 
 /// Device one-sided communication: `device_rma_check` (putmem/getmem at odd

@@ -297,6 +297,10 @@ impl Context {
         // The reads that write this member's dest before the sync, where
         // every one writes bytes apart from the exposed ones.
         let early = writes_apart(pull, m.me, dest.offset());
+        if early.as_ref().is_some_and(Vec::is_empty) {
+            // Nothing to move (a non-root's gather, a part in place).
+            return self.close_ucc(m, what, Ok(()));
+        }
         let on_host = bytes <= self.inner.host_mapped_max;
         let out = (on_host && self.proxied(self.my_pe()).is_none())
             .then(|| self.own_mapped(dest.offset(), bytes))
@@ -326,6 +330,7 @@ impl Context {
                     unsafe { copy::copy(src, out.add(r.dst as usize), r.bytes as usize, stream) };
                 }
                 copy::fence(stream);
+                tracing::trace!("{what}: moved straight from the mappings");
                 return self.close_ucc(m, what, Ok(()));
             }
         }
@@ -333,12 +338,14 @@ impl Context {
             match self.pull_launches(m, early, dest.offset()) {
                 Ok(None) => {}
                 Ok(Some(part)) => {
+                    tracing::trace!("{what}: moved by the device's copies");
                     let moved = self.run_part(part);
                     return self.close_ucc(m, what, moved);
                 }
                 Err(e) => return self.close_ucc(m, what, Err(e)),
             }
         }
+        tracing::trace!("{what}: moved through host memory");
         let mut got = vec![0u8; bytes as usize];
         let keep = Read {
             from: m.me,
@@ -1018,17 +1025,22 @@ impl Context {
             // from every byte read from this member's heap, and the others'
             // heaps are apart from it).
             reduce_slots::<T>(fold.op, count, slots, out);
+            tracing::trace!("{what}: folded straight from the mappings");
             return self.close_ucc(m, what, Ok(()));
         }
         if count > 0 {
             match self.fold_launches::<T>(m, sh, fold, bytes) {
                 Ok(None) => {}
                 Ok(Some(part)) => {
+                    tracing::trace!("{what}: folded by the device");
                     let folded = self.run_part(part);
                     return self.close_ucc(m, what, folded);
                 }
                 Err(e) => return self.close_ucc(m, what, Err(e)),
             }
+        }
+        if count > 0 {
+            tracing::trace!("{what}: folded in host memory");
         }
         let mut acc = vec![T::zeroed(); count];
         let read = match &slots {
