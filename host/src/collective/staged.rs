@@ -204,9 +204,13 @@ impl Context {
     /// on every member (a member elsewhere exists exactly when the team spans
     /// devices).
     pub(crate) fn spans_devices(&self, m: &Members) -> bool {
-        m.shape
-            .members()
-            .any(|p| self.inner.heap.transport(p) != Some(crate::transport::Transport::Direct))
+        m.shape.members().any(|p| !self.bound_here(p))
+    }
+
+    /// Whether PE `pe`'s heap is on this PE's device, bound by kernels as a
+    /// window (`Transport::Direct`).
+    pub(crate) fn bound_here(&self, pe: u32) -> bool {
+        self.inner.heap.transport(pe) == Some(crate::transport::Transport::Direct)
     }
 
     /// Runs an agreed call through the staging buffers (see the module docs).

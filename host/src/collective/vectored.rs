@@ -79,7 +79,6 @@ use crate::rendezvous::Members;
 use crate::symbuf::SymSlice;
 use crate::sync::layout::DATA_BYTES;
 use crate::team::Team;
-use crate::transport::Transport;
 use vkshmem_device::collectives::ReduceOp;
 
 /// One read of a pull: `bytes` at byte `src` of member `from`'s heap into
@@ -335,14 +334,11 @@ impl Context {
             }
         }
         if let Some(early) = &early {
-            match self.pull_launches(m, early, dest.offset()) {
-                Ok(None) => {}
-                Ok(Some(part)) => {
-                    tracing::trace!("{what}: moved by the device's copies");
-                    let moved = self.run_part(part);
-                    return self.close_ucc(m, what, moved);
-                }
-                Err(e) => return self.close_ucc(m, what, Err(e)),
+            let planned = self.pull_launches(m, early, dest.offset());
+            if let Some(closed) =
+                self.run_and_close(m, what, planned, "moved by the device's copies")
+            {
+                return closed;
             }
         }
         tracing::trace!("{what}: moved through host memory");
@@ -375,19 +371,19 @@ impl Context {
     /// copy kernels from the members' heaps into this member's dest at heap
     /// offset `dest`, all in one batch of its own launches
     /// ([`Context::run_part`]), where every heap it reads is on its device
-    /// (bound as a window: [`Transport::Direct`]); `None` where that does
+    /// (bound as a window: [`Context::bound_here`]); `None` where that does
     /// not hold, or where a read is not in whole 32-bit words or passes the
     /// binding limits ([`Context::copy_wide`]): the caller takes the
     /// buffered steps. Each member chooses alone (it writes only its own
     /// dest).
     fn pull_launches(&self, m: &Members, reads: &[Read], dest: u64) -> Result<Option<Part>> {
-        if !self.bound(self.my_pe()) {
+        if !self.bound_here(self.my_pe()) {
             return Ok(None);
         }
         let mut launches = Vec::new();
         for r in reads {
             let pe = m.shape.member(r.from);
-            if !self.bound(pe) {
+            if !self.bound_here(pe) {
                 return Ok(None);
             }
             match self.copy_wide(self.my_pe(), &[pe], r.bytes, r.src, dest + r.dst)? {
@@ -419,8 +415,8 @@ impl Context {
             .collect();
         if pes.is_empty()
             || !apart((fold.dest, bytes), fold.exposed)
-            || !self.bound(self.my_pe())
-            || !pes.iter().all(|&pe| self.bound(pe))
+            || !self.bound_here(self.my_pe())
+            || !pes.iter().all(|&pe| self.bound_here(pe))
         {
             return Ok(None);
         }
@@ -434,10 +430,26 @@ impl Context {
         self.fold_wide(&kind, fold.op, &pes, &sources, fold.dest, bytes)
     }
 
-    /// Whether PE `pe`'s heap is on this PE's device, bound by kernels as a
-    /// window ([`Transport::Direct`]).
-    fn bound(&self, pe: u32) -> bool {
-        self.inner.heap.transport(pe) == Some(Transport::Direct)
+    /// Step 2 on the device where it was `planned` ([`Context::pull_launches`],
+    /// [`Context::fold_launches`]): the part run, then step 3 with its
+    /// outcome (a planning error too, so that every member hears of it);
+    /// `None` where the plan declined (the caller goes on to the host).
+    fn run_and_close(
+        &self,
+        m: &Members,
+        what: &str,
+        planned: Result<Option<Part>>,
+        how: &str,
+    ) -> Option<Result<()>> {
+        let ran = match planned {
+            Ok(None) => return None,
+            Ok(Some(part)) => {
+                tracing::trace!("{what}: {how}");
+                self.run_part(part)
+            }
+            Err(e) => Err(e),
+        };
+        Some(self.close_ucc(m, what, ran))
     }
 
     /// This member's dest (`bytes` at heap offset `dest`) as a host pointer,
@@ -1029,14 +1041,9 @@ impl Context {
             return self.close_ucc(m, what, Ok(()));
         }
         if count > 0 {
-            match self.fold_launches::<T>(m, sh, fold, bytes) {
-                Ok(None) => {}
-                Ok(Some(part)) => {
-                    tracing::trace!("{what}: folded by the device");
-                    let folded = self.run_part(part);
-                    return self.close_ucc(m, what, folded);
-                }
-                Err(e) => return self.close_ucc(m, what, Err(e)),
+            let planned = self.fold_launches::<T>(m, sh, fold, bytes);
+            if let Some(closed) = self.run_and_close(m, what, planned, "folded by the device") {
+                return closed;
             }
         }
         if count > 0 {
