@@ -673,11 +673,18 @@ impl Bench<'_> {
             // Keeps the PEs outside the team in step.
             ctx.barrier_all()?;
             // The copy of the bytes the call must move, on every PE (collective).
-            let judged = RowCopy::of(coll, bytes, n, form == Form::Host, ctx.host_path_max());
+            let judged = RowCopy::of(
+                coll,
+                bytes,
+                n,
+                form == Form::Host,
+                ctx.host_path_max(),
+                self.in_place(coll),
+            );
             let least = judged.map(|j| j.least);
             let mut roof_bps = match &self.roofline {
                 Some(roof) => judged
-                    .map(|j| roof.of_row(ctx, j.per_pe, j.host_path))
+                    .map(|j| roof.of_row(ctx, j.per_pe, j.host_path, j.footing))
                     .transpose()?,
                 None => None,
             };
@@ -694,7 +701,7 @@ impl Bench<'_> {
                         break;
                     }
                     let roof = self.roofline.as_ref().expect("a roofline measured");
-                    r = roof.of_row(ctx, j.per_pe, j.host_path)?;
+                    r = roof.of_row(ctx, j.per_pe, j.host_path, j.footing)?;
                 }
                 roof_bps = Some(r);
             }
@@ -896,12 +903,22 @@ struct RowCopy {
     /// `Context::host_path_max`, memcpy through the heap's mapping): its
     /// roofline counts the memcpy.
     host_path: bool,
+    /// Where its dest lies: a call in place meets copies in place too.
+    footing: floors::Footing,
 }
 
 impl RowCopy {
     /// For a call of `coll` with `bytes` per PE on `n` PEs, a host call
-    /// where `host_call`; `None` where it moves nothing measurable.
-    fn of(coll: &str, bytes: u64, n: u32, host_call: bool, host_max: u64) -> Option<RowCopy> {
+    /// where `host_call`, in place where `in_place`; `None` where it moves
+    /// nothing measurable.
+    fn of(
+        coll: &str,
+        bytes: u64,
+        n: u32,
+        host_call: bool,
+        host_max: u64,
+        in_place: bool,
+    ) -> Option<RowCopy> {
         let n = u64::from(n);
         let least = least_traffic(coll, bytes, n).filter(|&b| b > 0)?;
         // The library's measure of a host-path call is each member's
@@ -914,6 +931,11 @@ impl RowCopy {
             least,
             per_pe: least / (2 * n),
             host_path: host_call && source <= host_max,
+            footing: if in_place {
+                floors::Footing::InPlace
+            } else {
+                floors::Footing::Apart
+            },
         })
     }
 }
@@ -1296,8 +1318,15 @@ fn run() -> anyhow::Result<()> {
     if let (Some(roof), true) = (&bench.roofline, reporter) {
         let host_max = ctx.host_path_max();
         let changed = out.rejudge(|r| {
-            let j = RowCopy::of(&r.collective, r.bytes, r.npes, r.scope == "host", host_max)?;
-            roof.best_of_row(j.per_pe, j.host_path)
+            let j = RowCopy::of(
+                &r.collective,
+                r.bytes,
+                r.npes,
+                r.scope == "host",
+                host_max,
+                bench.in_place(&r.collective),
+            )?;
+            roof.best_of_row(j.per_pe, j.host_path, j.footing)
         })?;
         if changed > 0 {
             println!("# roofline_pct of {changed} rows judged again against their footprint's best copy over the whole run (the table above printed each against the best so far; the CSV, JSON and summary carry the final values)");
