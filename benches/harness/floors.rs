@@ -270,8 +270,8 @@ pub struct Roofline {
     a: SymBuffer<u8>,
     b: SymBuffer<u8>,
     took: SymBuffer<f64>,
-    /// A trial's latest end and negated earliest start over the PEs, for
-    /// each group of copiers ([`Roofline::groups_span`]): two per PE.
+    /// A trial's latest end and negated earliest start over the copiers
+    /// ([`Roofline::copiers_span`]).
     span: SymBuffer<f64>,
     /// Whether every PE is on this machine (one node): they share
     /// CLOCK_MONOTONIC, and a trial is timed over their span.
@@ -340,7 +340,7 @@ impl Roofline {
             b,
             took,
             gang,
-            span: ctx.calloc(2 * n as usize)?,
+            span: ctx.calloc(2)?,
             one_machine,
             copiers: if one_machine {
                 std::thread::available_parallelism().map_or(n, |c| (c.get() as u32).min(n))
@@ -480,12 +480,12 @@ impl Roofline {
     }
 
     /// Host memcpy between two buffers of each PE's, `bytes` at a time, on
-    /// every PE at once: in each of [`MEMCPY_TRIALS`] trials every PE copies
-    /// back to back for [`MEMCPY_WINDOW`] from a barrier, and the trial's
-    /// bandwidth is every PE's copies (bytes read plus written) over their
-    /// common span (on the clock the PEs of a machine share, summed over
-    /// the groups below, [`Roofline::groups_span`]; across nodes the
-    /// slowest PE's own time), as [`Roofline::at`] times the kernels;
+    /// every PE at once (or every core, below): in each of [`MEMCPY_TRIALS`]
+    /// trials every copier copies back to back for [`MEMCPY_WINDOW`] from a
+    /// barrier, and the trial's bandwidth is all their copies (bytes read
+    /// plus written) over their common span (on the clock the PEs of a
+    /// machine share, [`Roofline::copiers_span`]; across nodes the slowest
+    /// PE's own time), as [`Roofline::at`] times the kernels;
     /// the best trial, and the best of every measurement of that size so far
     /// (measured again at each call). Each PE's own best copy, summed over
     /// the PEs as if they had all run at that rate at once, had read 390 GB/s
@@ -498,23 +498,28 @@ impl Roofline {
     /// stores in turn, as the host collectives' direct path does by the
     /// call's size (`vkshmem::host_copy`).
     ///
-    /// Where the PEs outnumber the machine's cores, they copy in groups of
-    /// [`Roofline::copiers`], one group after another within the trial (a
-    /// barrier between), so that the bar is the machine's copy rate with
+    /// Where the PEs outnumber the machine's cores, only the first
+    /// [`Roofline::copiers`] PEs copy (the others wait at the trial's
+    /// closing reduction), so that the bar is the machine's copy rate with
     /// every core copying: all at once they only took turns on the cores and
     /// evicted each other's data, a loss the PEs of a collective, asleep in
     /// its meetings while others copy, need not take. On 8 PEs on 2 cores an
     /// 8-PE alltoall of 4 MiB read 110 % of the all-at-once bar (twentieth
     /// session).
     ///
-    /// A group's copiers stand in for the whole job, as the copy kernel's
-    /// trial has every PE copy at once ([`Roofline::at`]): each cycles
-    /// through [`Roofline::pairs`] pairs, its own and those of the PEs that
-    /// rest in its window, so that a trial keeps every PE's source and dest
-    /// live, as a call of the collective does. With only the copiers' pairs
-    /// live, an 8-PE bar at 4 MiB per PE ran from the 32 MiB L3 (16 MiB
-    /// live) where an 8-PE reduction of 4 MiB, 64 MiB live, cannot
-    /// (twenty-fourth session). Collective over WORLD.
+    /// The copiers stand in for the whole job, as the copy kernel's trial
+    /// has every PE copy at once ([`Roofline::at`]): each cycles through
+    /// [`Roofline::pairs`] pairs, its own and those of the PEs that rest,
+    /// so that a trial keeps every PE's source and dest live, and no more,
+    /// as a call of the collective does. With only the copiers' pairs live,
+    /// an 8-PE bar at 4 MiB per PE ran from the 32 MiB L3 (16 MiB live)
+    /// where an 8-PE reduction of 4 MiB, 64 MiB live, cannot (twenty-fourth
+    /// session). Until the thirty-fifth session every PE copied, in groups
+    /// of copiers one after another, each with those pairs of its own: the
+    /// trial's live set was the groups times the job's, and on 4 PEs at 16
+    /// MiB per PE (2-core VM, 480 MiB L3) its plain copies ran at 25-33
+    /// GB/s against 46-47 with the job's live set, below the 4-PE
+    /// alltoall's own copies (roofline_pct 107-126). Collective over WORLD.
     ///
     /// [`Footing::InPlace`]: each copier passes over its pairs' sources in
     /// place instead ([`CopyPair::pass`]), reading and writing each byte.
@@ -526,52 +531,65 @@ impl Roofline {
             .get(&(size, footing))
             .copied()
             .unwrap_or(0.0);
-        let mut pairs: Vec<CopyPair> = (0..self.pairs(ctx, size))
-            .map(|_| CopyPair::new(size as usize))
-            .collect();
+        let copier = ctx.my_pe() < self.copiers;
+        let mut pairs: Vec<CopyPair> = if copier {
+            (0..self.pairs(ctx, size))
+                .map(|_| CopyPair::new(size as usize))
+                .collect()
+        } else {
+            Vec::new()
+        };
         for pair in &mut pairs {
             pair.copy(false);
         }
-        let groups = ctx.n_pes().div_ceil(self.copiers);
-        let mine = ctx.my_pe() / self.copiers;
         for trial in 0..MEMCPY_TRIALS {
             // Plain and streaming stores in turn: the direct path streams
             // where a call overflows the cache, and beat the plain bar there
             // (an 8-PE alltoall of 4 MiB read 152 %, twenty-first session).
+            // In place, 256- and 512-bit passes in turn.
             let stream = trial % 2 == 1;
+            // One untimed pass over the pairs with this trial's stores
+            // first: the rows are the steady state of many calls, and a
+            // 25 ms window (6 passes over 128 MiB on 4 PEs at 16 MiB per
+            // PE) that began cold, after a streaming trial had sent the
+            // dests out of the cache, read 33-40 GB/s against 46-47.
+            let copy = |pair: &mut CopyPair| match footing {
+                Footing::Apart => pair.copy(stream),
+                Footing::InPlace => pair.pass(stream),
+            };
+            pairs.iter_mut().for_each(copy);
             ctx.barrier_all()?;
             let t = Instant::now();
             let mut copies = 0u64;
-            let mut window = (0.0, 0.0);
-            for group in 0..groups {
-                if group == mine {
-                    let (start, from) = (shared_clock(), Instant::now());
-                    while copies == 0 || from.elapsed() < MEMCPY_WINDOW {
-                        let k = copies as usize % pairs.len();
-                        match footing {
-                            Footing::Apart => pairs[k].copy(stream),
-                            Footing::InPlace => pairs[k].pass(),
-                        }
-                        copies += 1;
-                    }
-                    window = (start, shared_clock());
+            let mut window = None;
+            if copier {
+                let (start, from) = (shared_clock(), Instant::now());
+                while copies == 0 || from.elapsed() < MEMCPY_WINDOW {
+                    let k = copies as usize % pairs.len();
+                    copy(&mut pairs[k]);
+                    copies += 1;
                 }
-                if groups > 1 {
-                    ctx.barrier_all()?;
-                }
+                window = Some((start, shared_clock()));
             }
             let took = t.elapsed().as_secs_f64();
-            let span = self.groups_span(ctx, groups, mine, window, took)?;
+            let span = self.copiers_span(ctx, window, took)?;
             let all = crate::over_world(ctx, &self.took, ReduceOp::Sum, copies as f64)?;
-            best = best.max(all * 2.0 * size as f64 / span.max(1e-9));
+            let bps = all * 2.0 * size as f64 / span.max(1e-9);
+            tracing::debug!(
+                "memcpy {size} B/PE {footing:?} trial {trial}: {all} copies by {} PEs in {:.2} ms: {:.3} GB/s",
+                self.copiers,
+                span * 1e3,
+                bps / 1e9
+            );
+            best = best.max(bps);
         }
         self.memcpy.borrow_mut().insert((size, footing), best);
         Ok(best)
     }
 
     /// Pairs each copier of [`Roofline::memcpy_at`] cycles through for
-    /// copies of `size` bytes: one per PE of the job for each copier (the
-    /// PEs over [`Roofline::copiers`], rounded up), but no more than
+    /// copies of `size` bytes: the job's PEs over [`Roofline::copiers`],
+    /// rounded up (so that the copiers' pairs together are one per PE), but no more than
     /// [`MEMCPY_LIVE_MAX`] of them together, past which the live set is far
     /// beyond any cache already; at least one.
     fn pairs(&self, ctx: &Context, size: u64) -> usize {
@@ -580,42 +598,32 @@ impl Roofline {
         per_copier.min(most).max(1) as usize
     }
 
-    /// Seconds the groups of a trial copied ([`Roofline::memcpy_at`]'s, and
-    /// [`Roofline::at`]'s, whose PEs are one group): for
-    /// each group, from its first copier's start to its last copier's end
-    /// (this PE's `window`, in group `mine`, on the clock the PEs of a
-    /// machine share), summed over the `groups`; across nodes the slowest
-    /// PE's own time (`took`). The barriers between the groups are no copy:
-    /// on 8 PEs on 2 cores (4 groups of 25 ms) the trial's whole span read
-    /// 102-115 ms (thirtieth session), 2-15 % of it in barriers. 8-PE
-    /// collects and fcollects of 4 MiB still read above 100 % in some
-    /// rounds (`benches/results/host-reduce-offset-lavapipe-2026-11-29-thirtieth/`).
-    /// Collective over WORLD.
-    fn groups_span(
+    /// Seconds the copiers of a trial copied ([`Roofline::memcpy_at`]'s and
+    /// [`Roofline::at`]'s): from the first copier's start to the last
+    /// copier's end (this PE's `window`, `None` where it did not copy, on
+    /// the clock the PEs of a machine share); across nodes, where every PE
+    /// copies, the slowest PE's own time (`took`). Collective over WORLD.
+    fn copiers_span(
         &self,
         ctx: &Context,
-        groups: u32,
-        mine: u32,
-        window: (f64, f64),
+        window: Option<(f64, f64)>,
         took: f64,
     ) -> anyhow::Result<f64> {
         if !self.one_machine {
             return crate::over_world(ctx, &self.took, ReduceOp::Max, took);
         }
-        // Each group's latest end and the negation of its earliest start
-        // (the latest of the negations), in one reduction: a PE writes its
-        // own group's pair, and the least f64 for the others'.
-        let mut v = vec![f64::MIN; 2 * groups as usize];
-        v[2 * mine as usize] = window.1;
-        v[2 * mine as usize + 1] = -window.0;
+        // The latest end and the negation of the earliest start (the latest
+        // of the negations), in one reduction; the least f64 from a PE that
+        // did not copy.
+        let v = match window {
+            Some((start, end)) => [end, -start],
+            None => [f64::MIN; 2],
+        };
         self.span.write(&v)?;
         let s = self.span.slice(0..v.len())?;
         ctx.reduce(vkshmem::Team::WORLD, ReduceOp::Max, &s, &s, v.len())?;
         let v = self.span.to_vec()?;
-        Ok(v[..2 * groups as usize]
-            .chunks_exact(2)
-            .map(|g| g[0] + g[1])
-            .sum())
+        Ok(v[0] + v[1])
     }
 
     /// The copy kernel's bandwidth with `bytes` read and as many written on
@@ -827,7 +835,7 @@ impl Roofline {
                 crate::over_world(ctx, &self.took, ReduceOp::Max, gpu)?
             } else {
                 // Every PE at once: one group.
-                self.groups_span(ctx, 1, 0, (start, end), took)?
+                self.copiers_span(ctx, Some((start, end)), took)?
             };
             let one = span / (reps * TRIAL_LAUNCHES) as f64;
             Ok(ctx.n_pes() as f64 * shape.traffic_per_byte() * size_1 as f64 / one)
@@ -981,13 +989,15 @@ impl CopyPair {
     }
 
     /// One pass over the source in place: each byte read and written back
-    /// (xor with a zero the compiler cannot see), in the widest vectors the
-    /// CPU has, as an in-place reduction on the host reads and writes its
-    /// dest ([`Footing::InPlace`]).
-    fn pass(&mut self) {
+    /// (xor with a zero the compiler cannot see), as an in-place reduction
+    /// on the host reads and writes its dest ([`Footing::InPlace`]). In
+    /// 512-bit vectors where `wide` and the CPU has them, else in 256-bit
+    /// ones where it has AVX2 (the host reductions' own width for most
+    /// kinds), so that trials in turn try both.
+    fn pass(&mut self, wide: bool) {
         let key = std::hint::black_box(0u8);
         #[cfg(target_arch = "x86_64")]
-        if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") {
+        if wide && is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") {
             // SAFETY: the CPU has AVX-512F and BW, for which `xor_avx512` is
             // compiled (a target feature is the only precondition).
             unsafe { xor_avx512(&mut self.src, key) };

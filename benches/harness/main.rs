@@ -32,7 +32,9 @@
 //!   counts up to the wide kernels' one vec4 per invocation), over the measured
 //!   time. The least movement sums every PE's inputs read once and outputs
 //!   written once, as all PEs of a job share one device on lavapipe (on several
-//!   GPUs both sums run over devices that do not share memory).
+//!   GPUs both sums run over devices that do not share memory). A row in
+//!   place (`--in-place`) also meets copies onto their own source
+//!   (`floors::Footing::InPlace`).
 //! - Data: on a CPU device (llvmpipe) the sources and dests are written once
 //!   before the sweep (`floors::touch`): rows on heap pages nobody had
 //!   written read up to twice the roofline.
