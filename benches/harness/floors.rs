@@ -542,18 +542,36 @@ impl Roofline {
         for pair in &mut pairs {
             pair.copy(false);
         }
-        for trial in 0..MEMCPY_TRIALS {
+        // Copies, then pushes of each chunk to as many dests as the job has
+        // PEs (up to 8), as the direct path's collects and fcollects push
+        // theirs; with streaming stores an 8-PE collect of 4 MiB read 105 %
+        // against copies alone (thirty-fifth session). None in place.
+        let dests = ctx.n_pes().min(8) as usize;
+        let pushes = if footing == Footing::Apart && dests > 1 {
+            MEMCPY_PUSH_TRIALS
+        } else {
+            0
+        };
+        for trial in 0..MEMCPY_TRIALS + pushes {
             // Plain and streaming stores in turn: the direct path streams
             // where a call overflows the cache, and beat the plain bar there
             // (an 8-PE alltoall of 4 MiB read 152 %, twenty-first session).
             // In place, 256- and 512-bit passes in turn.
             let stream = trial % 2 == 1;
+            let push = trial >= MEMCPY_TRIALS;
             // One untimed pass over the pairs with this trial's stores
             // first: the rows are the steady state of many calls, and a
             // 25 ms window (6 passes over 128 MiB on 4 PEs at 16 MiB per
             // PE) that began cold, after a streaming trial had sent the
             // dests out of the cache, read 33-40 GB/s against 46-47.
+            // Bytes read plus written by one copy.
+            let moved = if push {
+                (size as usize / dests * (1 + dests)) as f64
+            } else {
+                2.0 * size as f64
+            };
             let copy = |pair: &mut CopyPair| match footing {
+                Footing::Apart if push => pair.push(dests, stream),
                 Footing::Apart => pair.copy(stream),
                 Footing::InPlace => pair.pass(stream),
             };
@@ -574,9 +592,9 @@ impl Roofline {
             let took = t.elapsed().as_secs_f64();
             let span = self.copiers_span(ctx, window, took)?;
             let all = crate::over_world(ctx, &self.took, ReduceOp::Sum, copies as f64)?;
-            let bps = all * 2.0 * size as f64 / span.max(1e-9);
+            let bps = all * moved / span.max(1e-9);
             tracing::debug!(
-                "memcpy {size} B/PE {footing:?} trial {trial}: {all} copies by {} PEs in {:.2} ms: {:.3} GB/s",
+                "memcpy {size} B/PE {footing:?} trial {trial} (push {push}): {all} copies by {} PEs in {:.2} ms: {:.3} GB/s",
                 self.copiers,
                 span * 1e3,
                 bps / 1e9
@@ -927,6 +945,16 @@ const MEMCPY_WINDOW: std::time::Duration = std::time::Duration::from_millis(25);
 /// streaming stores in turn.
 const MEMCPY_TRIALS: u32 = 4;
 
+/// Trials of [`Roofline::memcpy_at`]'s pushes ([`CopyPair::push`]) after
+/// its copies, plain and streaming stores in turn.
+const MEMCPY_PUSH_TRIALS: u32 = 2;
+
+/// Bytes of the source a push moves to every dest at a time: the direct
+/// path's chunks (`PUSH_L1_CHUNK` and `PUSH_CHUNK` in the host crate's
+/// `collective::direct`), in L1 with plain stores, in L2 with streaming
+/// ones.
+const PUSH_CHUNK: [usize; 2] = [8 << 10, 64 << 10];
+
 /// Launches of the copy per roofline trial, back to back.
 const TRIAL_LAUNCHES: u32 = 4;
 
@@ -1010,6 +1038,30 @@ impl CopyPair {
         #[cfg(not(target_arch = "x86_64"))]
         xor_pass(&mut self.src, key);
         std::hint::black_box(&mut self.src);
+    }
+
+    /// One push: the first `1 / dests` of the source into each of `dests`
+    /// parts of the dest, a chunk ([`PUSH_CHUNK`]) to every part before the
+    /// next, as the direct path's gathers push (each chunk read once,
+    /// written `dests` times); streaming stores where `stream`.
+    fn push(&mut self, dests: usize, stream: bool) {
+        let part = self.src.len() / dests.max(1);
+        if part == 0 {
+            // Fewer bytes than dests: counted as none moved.
+            return;
+        }
+        let chunk = PUSH_CHUNK[usize::from(stream)];
+        let src = std::hint::black_box(&self.src[..part]);
+        let room = &mut self.room[self.at..self.at + part * dests];
+        let mut at = 0;
+        while at < part {
+            let n = chunk.min(part - at);
+            for d in room.chunks_exact_mut(part) {
+                vkshmem::host_copy(&src[at..at + n], &mut d[at..at + n], stream);
+            }
+            at += n;
+        }
+        std::hint::black_box(room);
     }
 
     /// One copy of the source into the dest: `copy_from_slice`, or with
