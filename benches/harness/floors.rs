@@ -588,6 +588,12 @@ impl Roofline {
                     copies += 1;
                 }
                 window = Some((start, shared_clock()));
+            } else {
+                // The PEs that rest sleep through the window, so that their
+                // wait at the closing reduction (yields before it sleeps,
+                // where PEs outnumber cores) takes no turns on the
+                // copiers' cores.
+                std::thread::sleep(MEMCPY_WINDOW);
             }
             let took = t.elapsed().as_secs_f64();
             let span = self.copiers_span(ctx, window, took)?;
