@@ -47,7 +47,7 @@ dmesg -c > /dev/null 2>&1
 # its copy bandwidth for about a second of one run, 2026-11-27).
 nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active --format=csv -lms 250 > $R/clocks.csv 2>&1 &
 CLOCKS=$!
-run() { local n=$1 heap=$2; shift 2; VKSHMEM_SYMMETRIC_SIZE=$heap $B/vkshmrun -n $n --wait-timeout 30 ${BENCH:-$B/vkshmem-bench} "$@"; }
+run() { local n=$1 heap=$2; shift 2; VKSHMEM_SYMMETRIC_SIZE=$heap ${RUNNER:-$B/vkshmrun} -n $n --wait-timeout 30 ${BENCH:-$B/vkshmem-bench} "$@"; }
 export -f run; export B
 C=broadcast,collect,fcollect,alltoall,alltoalls,reduce
 Q="--no-roofline --iters 10 --warmup 2"
@@ -124,6 +124,44 @@ unit() {
   done
   st unitu64-offset4-2pe 25 env VKSHMEM_WIDE_UNIT=u64 bash -c "run 2 2G --collective $C --offset 4 --check --min-bytes 4K --max-bytes 64M --step-factor 16 $Q --csv $R/unitu64-offset4-2pe.csv"
 }
+# The old bench (.gpu/old/, with its own vkshmrun where present) against the
+# new at small and middle sizes, where a call's fixed cost shows: 1, 2 and 4
+# PEs, 16 B to 16 MiB, interleaved in two rounds.
+old_new_small() {
+  for r in 1 2; do
+    for v in old new; do
+      local b=$B/vkshmem-bench rn=$B/vkshmrun
+      if [ $v = old ]; then b=$B/old/vkshmem-bench; [ -e $B/old/vkshmrun ] && rn=$B/old/vkshmrun; fi
+      for n in 1 2 4; do
+        st $v-small-${n}pe-r$r 30 env BENCH=$b RUNNER=$rn bash -c "run $n 2G --collective broadcast,fcollect,alltoall,reduce --min-bytes 16 --max-bytes 16M --step-factor 16 --no-roofline --iters 50 --warmup 5 --warmup-ms 100 --csv $R/$v-small-${n}pe-r$r.csv"
+      done
+    done
+  done
+}
+# The old bench (.gpu/old/, its own vkshmrun where present) against the new,
+# interleaved in two rounds, at small and middle sizes on 1-8 PEs and large
+# sizes on 2 and 4 PEs (8 in the first round); then the new one checked on 4
+# and 8 PEs and its phases on 2, 4 and 8 (thirty-sixth session: the yielding
+# polls of the fence and the sync plane).
+old_new_all() {
+  for r in 1 2; do
+    for v in old new; do
+      local b=$B/vkshmem-bench rn=$B/vkshmrun
+      if [ $v = old ]; then b=$B/old/vkshmem-bench; [ -e $B/old/vkshmrun ] && rn=$B/old/vkshmrun; fi
+      for n in 1 2 4 8; do
+        st $v-small-${n}pe-r$r 30 env BENCH=$b RUNNER=$rn bash -c "run $n 2G --collective broadcast,fcollect,alltoall,reduce --min-bytes 16 --max-bytes 16M --step-factor 16 --no-roofline --iters 50 --warmup 5 --warmup-ms 100 --csv $R/$v-small-${n}pe-r$r.csv"
+      done
+      st $v-2pe-r$r 30 env BENCH=$b RUNNER=$rn bash -c "run 2 6G --collective $C --min-bytes 64M --max-bytes 1G --step-factor 4 $Q --warmup-ms 300 --csv $R/$v-2pe-r$r.csv"
+      st $v-4pe-r$r 40 env BENCH=$b RUNNER=$rn bash -c "run 4 10G --collective $C --min-bytes 64M --max-bytes 1G --step-factor 4 $Q --warmup-ms 300 --csv $R/$v-4pe-r$r.csv"
+      [ $r = 1 ] && st $v-8pe 50 env BENCH=$b RUNNER=$rn bash -c "run 8 10G --collective $C --min-bytes 64M --max-bytes 512M --step-factor 8 $Q --warmup-ms 300 --csv $R/$v-8pe.csv"
+    done
+  done
+  st check-4pe 40 run 4 2G --collective $C,barrier,sync --check --min-bytes 8 --max-bytes 64M --step-factor 8 $Q --csv $R/check-4pe.csv
+  st check-8pe 50 run 8 2G --collective $C --check --min-bytes 8 --max-bytes 32M --step-factor 8 $Q --csv $R/check-8pe.csv
+  for n in 2 4 8; do
+    st phases-${n}pe 40 run $n 4G --collective broadcast,fcollect,alltoall,reduce --min-bytes 16 --max-bytes 256M --step-factor 16 --no-roofline --iters 20 --warmup 2 --warmup-ms 300 --phases
+  done
+}
 # The busbw sweep of standard() with --warmup-ms 300 (the SM clock back up
 # before each row's timing), two rounds.
 sweep() {
@@ -162,6 +200,11 @@ standard() {
 st host-2pe 50 run 2 6G --collective $C --min-bytes 1M --max-bytes 1G --step-factor 4 $Q --csv $R/host-2pe.csv
 st host-4pe 50 run 4 10G --collective $C --min-bytes 1M --max-bytes 1G --step-factor 4 $Q --csv $R/host-4pe.csv
 st host-8pe 60 run 8 10G --collective $C --min-bytes 1M --max-bytes 512M --step-factor 4 $Q --csv $R/host-8pe.csv
+checks
+}
+# standard() without its sweeps: checks, the bench's roofline, the fence
+# poll, offsets, small sizes, reduction types, device forms on one PE.
+checks() {
 # Checked against the host reference on 4 and 8 PEs, 8 B to 64 MiB.
 st check-4pe 40 run 4 2G --collective $C,barrier,sync --check --min-bytes 8 --max-bytes 64M --step-factor 8 $Q --csv $R/check-4pe.csv
 st check-8pe 50 run 8 2G --collective $C --check --min-bytes 8 --max-bytes 32M --step-factor 8 $Q --csv $R/check-8pe.csv
@@ -196,6 +239,9 @@ for m in $(echo "${3:-standard}" | tr , ' '); do
     ab) ab ;;
     bimodal|mixes) bimodal ;;
     old-new) old_new ;;
+    old-new-small) old_new_small ;;
+    old-new-all) old_new_all ;;
+    checks) checks ;;
     unit) unit ;;
     sweep) sweep ;;
     phases) phases ;;
@@ -211,12 +257,12 @@ grep -h '# best' $R/copy-shapes.txt | cut -c11- >> $SUM
 grep -h -E 'wide_(copy_1|push|reduce)' $R/copy-shapes.txt | cut -c11- >> $SUM
 awk -F', ' 'NR>1 {c[$6]++; sm[$2]++; mem[$3]++} END {for (k in c) print "throttle", k, c[k]; for (k in sm) print "sm_clock", k, sm[k]; for (k in mem) print "mem_clock", k, mem[k]}' $R/clocks.csv | sort | head -30 >> $SUM
 # busbw (GB/s) by size, one line per stage and collective.
-for f in $R/sweep*.csv $R/unit*.csv $R/old-*.csv $R/mid-*.csv $R/new-*.csv $R/host-*.csv $R/wg*.csv $R/heap*.csv $R/bi*.csv $R/roof-2pe.csv $R/dev-1pe.csv; do
+for f in $R/sweep*.csv $R/unit*.csv $R/old-[0-9]*.csv $R/mid-*.csv $R/new-[0-9]*.csv $R/host-*.csv $R/wg*.csv $R/heap*.csv $R/bi*.csv $R/roof-2pe.csv $R/dev-1pe.csv; do
   [ -e $f ] || continue
   awk -F, -v t=$(basename $f .csv) 'NR>1 {k=t" "$1" "$2; if (!(k in s)) o[++n]=k; s[k]=s[k] sprintf(" %s:%.0f", ($7>=1073741824? $7/1073741824 "G" : ($7>=1048576? $7/1048576 "M" : $7)), (t=="dev-1pe"? $12 : $13))} END {for (i=1;i<=n;i++) print o[i] s[o[i]]}' $f
 done >> $SUM
-# UCC's rows: median time (us) by size.
-for f in $R/ucc-2pe.csv $R/ucc-4pe.csv; do
+# UCC's rows and the old-against-new small sizes: median time (us) by size.
+for f in $R/ucc-2pe.csv $R/ucc-4pe.csv $R/old-small-*.csv $R/new-small-*.csv; do
   [ -e $f ] || continue
   awk -F, -v t=$(basename $f .csv) 'NR>1 {k=t" "$1; if (!(k in s)) o[++n]=k; s[k]=s[k] sprintf(" %s:%.0fus", ($7>=1048576? $7/1048576 "M" : $7), $9)} END {for (i=1;i<=n;i++) print o[i] s[o[i]]}' $f
 done >> $SUM

@@ -228,12 +228,20 @@ pub const FENCE_SPIN_AUTO: std::time::Duration = std::time::Duration::from_micro
 /// `VKSHMEM_FENCE_SPIN_US` (whole microseconds, at most one second); `None`
 /// when unset (the context chooses, see [`ENV_FENCE_SPIN`]).
 pub fn fence_spin(get: impl Fn(&str) -> Option<String>) -> Result<Option<std::time::Duration>> {
-    match get(ENV_FENCE_SPIN) {
+    micros_at_most_a_second(get, ENV_FENCE_SPIN)
+}
+
+/// `var` as whole microseconds from 0 to one second; `None` when unset.
+fn micros_at_most_a_second(
+    get: impl Fn(&str) -> Option<String>,
+    var: &'static str,
+) -> Result<Option<std::time::Duration>> {
+    match get(var) {
         None => Ok(None),
         Some(v) => match v.trim().parse::<u64>() {
             Ok(us) if us <= 1_000_000 => Ok(Some(std::time::Duration::from_micros(us))),
             _ => Err(Error::Config {
-                var: ENV_FENCE_SPIN,
+                var,
                 value: v,
                 why: "expected whole microseconds from 0 to 1000000, such as 50".into(),
             }),
@@ -254,6 +262,43 @@ pub fn fence_spin_or_auto(
         FENCE_SPIN_AUTO
     } else {
         std::time::Duration::ZERO
+    })
+}
+
+/// Microseconds a wait keeps polling with `sched_yield` after its spins
+/// before it blocks: a submission's fence wait after the fence poll
+/// ([`ENV_FENCE_SPIN`]), and a wait on the sync plane after its spins and
+/// yields (`Plane::set_yield_for`). A blocked wait wakes tens of
+/// microseconds after its event on NVIDIA (a fence: 41-58 us on an H200; a
+/// futex on the same machine: the 8-PE entry meetings took 45 us), so a call
+/// past the fence poll's 250 us lost that much, and so did every member
+/// that waited out the leader's submission. Unset: [`YIELD_POLL_AUTO`] where
+/// the fence poll is on (a time-sliced driver where the node's PEs each have
+/// a core), else 0; a yielding poll gives its core to any thread that needs
+/// it.
+pub const ENV_YIELD_POLL: &str = "VKSHMEM_YIELD_POLL_US";
+
+/// The yield-polling window where `VKSHMEM_YIELD_POLL_US` is unset and the
+/// fence poll is on: one wait slice (longer waits block; their wake-up is a
+/// small share of them).
+pub const YIELD_POLL_AUTO: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// `VKSHMEM_YIELD_POLL_US` (whole microseconds, at most one second); `None`
+/// when unset (see [`ENV_YIELD_POLL`]).
+pub fn yield_poll(get: impl Fn(&str) -> Option<String>) -> Result<Option<std::time::Duration>> {
+    micros_at_most_a_second(get, ENV_YIELD_POLL)
+}
+
+/// The yield-polling window of a PE: `VKSHMEM_YIELD_POLL_US` when set, else
+/// [`YIELD_POLL_AUTO`] where its fence poll (`fence_spin`) is on, else none.
+pub fn yield_poll_or_auto(
+    set: Option<std::time::Duration>,
+    fence_spin: std::time::Duration,
+) -> std::time::Duration {
+    set.unwrap_or(if fence_spin.is_zero() {
+        std::time::Duration::ZERO
+    } else {
+        YIELD_POLL_AUTO
     })
 }
 
@@ -559,6 +604,26 @@ mod tests {
         for bad in ["-1", "2.5", "x", "1000001"] {
             let e = fence_spin(env(bad)).unwrap_err().to_string();
             assert!(e.contains(ENV_FENCE_SPIN), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn yield_poll_values() {
+        let env = |v: &'static str| move |_: &str| Some(v.to_string());
+        let zero = std::time::Duration::ZERO;
+        let us = std::time::Duration::from_micros;
+        assert_eq!(yield_poll(|_| None).unwrap(), None);
+        assert_eq!(yield_poll(env("300")).unwrap(), Some(us(300)));
+        // Unset: where the fence poll is on, and only there.
+        assert_eq!(yield_poll_or_auto(None, FENCE_SPIN_AUTO), YIELD_POLL_AUTO);
+        assert_eq!(yield_poll_or_auto(None, us(1)), YIELD_POLL_AUTO);
+        assert_eq!(yield_poll_or_auto(None, zero), zero);
+        // Set: as set, fence poll or not.
+        assert_eq!(yield_poll_or_auto(Some(zero), FENCE_SPIN_AUTO), zero);
+        assert_eq!(yield_poll_or_auto(Some(us(9)), zero), us(9));
+        for bad in ["-1", "x", "1000001"] {
+            let e = yield_poll(env(bad)).unwrap_err().to_string();
+            assert!(e.contains(ENV_YIELD_POLL), "{bad}: {e}");
         }
     }
     use std::collections::HashMap;

@@ -283,6 +283,7 @@ impl Context {
         let get = |k: &str| std::env::var(k).ok();
         let wait_timeout = config::wait_timeout(get)?;
         let fence_spin = config::fence_spin(get)?;
+        let yield_poll = config::yield_poll(get)?;
         #[cfg(feature = "mpi")]
         let (job, mpi) = if config::mpi_launch(&get) {
             let (job, m) = crate::bootstrap::mpi::join(get, wait_timeout)?;
@@ -416,12 +417,17 @@ impl Context {
             }
         };
         // The PEs of this node share its cores (a poll takes one while it runs).
-        submit.set_fence_spin(config::fence_spin_or_auto(
+        let fence_spin = config::fence_spin_or_auto(
             fence_spin,
             gpu.info.time_sliced,
             node.size,
             std::thread::available_parallelism().map_or(1, |c| c.get()),
-        ));
+        );
+        let yield_poll = config::yield_poll_or_auto(yield_poll, fence_spin);
+        submit.set_fence_spin(fence_spin, yield_poll);
+        if let Some(p) = &plane {
+            p.set_yield_for(yield_poll);
+        }
         // The proxy's way to other nodes (collective: made on every PE).
         #[cfg(feature = "mpi")]
         let mut link: Option<Box<dyn crate::transport::proxy::RemoteLink>> = mpi

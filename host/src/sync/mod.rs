@@ -28,7 +28,7 @@
 pub mod layout;
 pub mod segment;
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use self::layout::{Layout, DATA_BYTES, DESC_BYTES};
@@ -165,6 +165,9 @@ pub struct Plane {
     seg: Segment,
     pe: u32,
     policy: WaitPolicy,
+    /// How long a wait yield-polls before it sleeps (nanoseconds; 0: only
+    /// the policy's count of yields).
+    yield_for: AtomicU64,
     timeout: Option<Duration>,
     /// This PE's last epoch per team slot.
     epochs: Vec<AtomicU32>,
@@ -186,9 +189,23 @@ impl Plane {
             seg,
             pe,
             policy,
+            yield_for: AtomicU64::new(0),
             timeout,
             epochs: (0..layout::SLOTS).map(|_| AtomicU32::new(0)).collect(),
         }
+    }
+
+    /// Makes each wait yield-poll for `d` after its spins before it sleeps
+    /// on the futex (as well as the policy's count of yields). Where every PE
+    /// of the node has a core, a sleeping waiter wakes tens of microseconds
+    /// after the sync completes (the futex wake-up), and on a GPU, where
+    /// members wait out the leader's submission, that made them late for the
+    /// next call: on an H200 the entry meeting of every 8-PE call took 45 us.
+    /// The context sets this where the fence poll pays
+    /// ([`crate::config::yield_poll_or_auto`]).
+    pub fn set_yield_for(&self, d: Duration) {
+        self.yield_for
+            .store(d.as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
     }
 
     fn layout(&self) -> Layout {
@@ -387,6 +404,7 @@ impl Plane {
         let gen = self.team_word(&t.group, layout::GEN_AT);
         let sleepers = self.team_word(&t.group, layout::SLEEPERS_AT);
         let mut polls: u32 = 0;
+        let yield_for = Duration::from_nanos(self.yield_for.load(Ordering::Relaxed));
         loop {
             if done() {
                 return Ok(());
@@ -423,7 +441,7 @@ impl Plane {
                 }
             }
             polls = polls.saturating_add(1);
-            if polls <= p.yields {
+            if polls <= p.yields || start.elapsed() < yield_for {
                 std::thread::yield_now();
                 continue;
             }
@@ -462,8 +480,12 @@ mod tests {
 
     /// Threads as PEs: every sync's descriptors are what each member wrote for
     /// that epoch, and no member leaves a sync before all arrived.
-    fn run_syncs(npes: u32, policy: WaitPolicy) {
-        let planes = std::sync::Arc::new(planes(npes, policy, Some(Duration::from_secs(60))));
+    fn run_syncs(npes: u32, policy: WaitPolicy, yield_for: Duration) {
+        let planes = planes(npes, policy, Some(Duration::from_secs(60)));
+        for p in &planes {
+            p.set_yield_for(yield_for);
+        }
+        let planes = std::sync::Arc::new(planes);
         let arrived = std::sync::Arc::new(AtomicU32::new(0));
         let rounds = 2000u32;
         let hs: Vec<_> = (0..npes)
@@ -503,8 +525,49 @@ mod tests {
                         yields: 3,
                         flags,
                     },
+                    Duration::ZERO,
                 );
             }
+        }
+    }
+
+    #[test]
+    fn syncs_complete_with_a_yield_window() {
+        // Waits yield-poll for up to 20 ms (the GPU default) before sleeping.
+        for npes in [2, 3] {
+            run_syncs(
+                npes,
+                WaitPolicy {
+                    spins: 10,
+                    yields: 3,
+                    flags: false,
+                },
+                Duration::from_millis(20),
+            );
+        }
+    }
+
+    #[test]
+    fn a_wait_yielding_past_its_timeout_still_times_out() {
+        let planes = planes(
+            2,
+            WaitPolicy {
+                spins: 1,
+                yields: 1,
+                flags: false,
+            },
+            Some(Duration::from_millis(200)),
+        );
+        // A window longer than the timeout: the yielding polls look at the
+        // clock too.
+        planes[0].set_yield_for(Duration::from_secs(1));
+        let t0 = planes[0].ticket(&world(2, 0));
+        match planes[0].arrive(&t0) {
+            Err(Stop::TimedOut { missing, waited }) => {
+                assert_eq!(missing, vec![1]);
+                assert!(waited < Duration::from_millis(900), "{waited:?}");
+            }
+            other => panic!("{other:?}"),
         }
     }
 

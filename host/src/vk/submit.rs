@@ -154,6 +154,10 @@ pub struct Submitter {
     /// How long a wait polls the fence before it blocks
     /// (`VKSHMEM_FENCE_SPIN_US`, see [`Submitter::set_fence_spin`]).
     spin: Duration,
+    /// How long a wait keeps polling with `sched_yield` after the spin
+    /// before it blocks (`VKSHMEM_YIELD_POLL_US`, see
+    /// [`Submitter::set_fence_spin`]).
+    yield_for: Duration,
     /// Work that uses the device beside this submitter (the kernels built in
     /// the background, `crate::kernels::prebuild`): ended first when the
     /// submitter drops, so before the context's heap and device go.
@@ -184,6 +188,7 @@ impl Submitter {
             queries: vk::QueryPool::null(),
             reached: vk::Event::null(),
             spin: Duration::ZERO,
+            yield_for: Duration::ZERO,
             companion: None,
             phases: Arc::new(PhaseTimes::new()),
             readback: None,
@@ -291,13 +296,16 @@ impl Submitter {
         let start = Instant::now();
         let mut slice = watch(Duration::ZERO).unwrap_or(WAIT_SLICE);
         // Polled first where asked (a blocking wait may wake up well after
-        // the GPU has finished), for at most one slice, so the watch keeps
-        // its pace.
-        while start.elapsed() < self.spin.min(slice) {
+        // the GPU has finished), spinning, then yielding the core between
+        // polls, for at most one slice, so the watch keeps its pace.
+        let spin = self.spin.min(slice);
+        let polled = self.yield_for.max(spin).min(slice);
+        while start.elapsed() < polled {
             // SAFETY: the fence belongs to this device and was just submitted.
             match unsafe { d.get_fence_status(self.fence) } {
                 Ok(true) => break,
-                Ok(false) => std::hint::spin_loop(),
+                Ok(false) if start.elapsed() < spin => std::hint::spin_loop(),
+                Ok(false) => std::thread::yield_now(),
                 Err(r) => {
                     return Err(Error::Vulkan {
                         call: "vkGetFenceStatus",
@@ -664,11 +672,13 @@ impl Submitter {
         self.phases = phases;
     }
 
-    /// Makes each wait poll its fence for `spin` before it blocks (zero: block
-    /// at once). The poll ends early when the fence signals; the blocking
-    /// wait after it then returns at once.
-    pub fn set_fence_spin(&mut self, spin: Duration) {
+    /// Makes each wait poll its fence for `spin`, then poll it between
+    /// `sched_yield`s until `yield_for` has passed since the submission, before
+    /// it blocks (both zero: block at once). The polls end early when the
+    /// fence signals; the blocking wait after them then returns at once.
+    pub fn set_fence_spin(&mut self, spin: Duration, yield_for: Duration) {
         self.spin = spin;
+        self.yield_for = yield_for;
     }
 
     /// Copies `size` bytes from `src` at `src_offset` to `dst` at `dst_offset`.
