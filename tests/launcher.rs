@@ -748,7 +748,8 @@ fn host_rma_and_atomics_hold_on_every_transport() {
 /// with the host's mappings off for calls past 0 bytes on 9 and on a heap
 /// the host does not map on 3, with each call's path traced (both: the
 /// device's copies and folds, 9 for a fold over more members than one
-/// launch binds), and across nodes under mpirun.
+/// launch binds; the unmapped run again with the first member submitting
+/// every part), and across nodes under mpirun.
 #[test]
 fn ucc_collectives_conform_on_every_transport() {
     let _one = one_spinning_job();
@@ -767,9 +768,10 @@ fn ucc_collectives_conform_on_every_transport() {
     checks_pass("ucc_check", &runs, &[3]);
     // On a heap the host does not map, with the path each call took traced:
     // the device's copies and folds do run (a silent fallback to host
-    // memory would pass the checks), and the cases they cannot take (bytes
+    // memory would pass the checks), the cases they cannot take (bytes
     // off whole words, writes over the exposed bytes) still go through host
-    // memory.
+    // memory, and the first member's exclusive scans zero the dest on the
+    // device.
     let r = run_vkshmrun_env(
         &["-n", "3", &program("ucc_check")],
         &[
@@ -787,10 +789,33 @@ fn ucc_collectives_conform_on_every_transport() {
         ("folded by the device", 20),
         ("moved through host memory", 5),
         ("folded in host memory", 5),
+        // The first member's exclusive scans (in place and not).
+        ("zeros written by the device or the mapping", 2),
     ] {
         let seen = r.stderr.matches(path).count();
         assert!(seen >= least, "{path}: {seen} times\n{}", r.stderr);
     }
+    // The same with the team's first member submitting every member's part
+    // (NVIDIA's default): the checks hold, and the calls the device takes
+    // whole go that way.
+    let r = run_vkshmrun_env(
+        &["-n", "3", &program("ucc_check")],
+        &[
+            unmapped[0],
+            ("VKSHMEM_SUBMIT", "leader"),
+            ("RUST_LOG", "vkshmem_host::collective::vectored=trace"),
+        ],
+        Duration::from_secs(600),
+        Leftovers::Forbidden,
+        |_| {},
+    );
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("ucc_check: ok npes=3"), "{}", r.stdout);
+    let seen = r
+        .stderr
+        .matches("every part submitted by the team's first member")
+        .count();
+    assert!(seen >= 20, "{seen} calls submitted together\n{}", r.stderr);
 }
 
 /// Device one-sided communication: `device_rma_check` (putmem/getmem at odd

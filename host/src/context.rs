@@ -934,6 +934,37 @@ impl Context {
         })
     }
 
+    /// Zeros `bytes` bytes of this PE's heap at `offset`: through the host's
+    /// mapping up to `VKSHMEM_HOST_MAPPED_MAX`, else by the device
+    /// (`vkCmdFillBuffer` over the 4-byte words inside the range, the up to
+    /// 3 bytes at either end written from the host), so that a large range of
+    /// an unmapped heap costs no copy through host memory (the first member
+    /// of a 256 MiB exclusive scan on an H200: 112 ms that way).
+    pub(crate) fn zero_own(&self, offset: u64, bytes: u64) -> Result<()> {
+        let pe = self.my_pe();
+        let block = self.check_range(pe, offset, bytes)?;
+        if let Some(base) = block
+            .mapped()
+            .filter(|_| bytes <= self.inner.host_mapped_max)
+        {
+            // SAFETY: the range lies inside the mapped block (check_range);
+            // raw bytes are written without references to the shared memory.
+            unsafe { std::ptr::write_bytes(base.as_ptr().add(offset as usize), 0, bytes as usize) };
+            return Ok(());
+        }
+        let end = offset + bytes;
+        let (first, last) = words_inside(offset, end);
+        if last > first {
+            lock(&self.inner.submit).fill(block.buffer, first, last - first, 0)?;
+        }
+        for (at, n) in [(offset, first - offset), (last, end - last)] {
+            if n > 0 {
+                self.write_bytes(pe, at, &[0u8; 3][..n as usize])?;
+            }
+        }
+        Ok(())
+    }
+
     fn staged(&self, f: impl FnOnce(&mut Submitter, &Staging) -> Result<()>) -> Result<()> {
         let mut st = lock(&self.inner.staging);
         if st.is_none() {
@@ -1169,8 +1200,32 @@ fn check_spirv(spirv: &[u32], entry: &str, bindings: u32, push_bytes: u32) -> Re
     Ok(())
 }
 
+/// The 4-byte words inside the byte range `start..end`, as `first..last`
+/// (empty, at the range's end or its first word boundary, where no whole
+/// word fits): what `vkCmdFillBuffer` may fill of it.
+fn words_inside(start: u64, end: u64) -> (u64, u64) {
+    let first = start.next_multiple_of(4).min(end);
+    (first, (end & !3).max(first))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn words_inside_leave_at_most_3_bytes_at_each_end() {
+        for start in 0..12u64 {
+            for end in start..24 {
+                let (first, last) = super::words_inside(start, end);
+                assert!(start <= first && first <= last && last <= end);
+                assert!(first % 4 == 0 || first == end, "{start}..{end}");
+                assert!(last % 4 == 0 || last == first, "{start}..{end}");
+                assert!(first - start < 4 && end - last < 4, "{start}..{end}");
+                // Every whole word inside the range is filled.
+                let words = (start..end).filter(|b| b % 4 == 0 && b + 4 <= end).count() as u64;
+                assert_eq!(last - first, 4 * words, "{start}..{end}");
+            }
+        }
+    }
+
     use super::check_spirv;
     use crate::error::Error;
 

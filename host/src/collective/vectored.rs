@@ -46,7 +46,11 @@
 //! reductions and scans fold there too, with the wide accumulate kernels
 //! (up to 8 sources a launch, chained past that: [`Context::fold_wide`]),
 //! where the sources are as far off 16-byte alignment as the dest and
-//! the kind has wide kernels. Elsewhere (writes over the member's own
+//! the kind has wide kernels. Where every member submits as a team
+//! (`VKSHMEM_SUBMIT=leader`, the default on NVIDIA, whose processes take
+//! turns on the GPU when several submit) and no member may use the
+//! mappings, the team's first member plans and submits every member's
+//! launches in one batch ([`Context::run_together`]). Elsewhere (writes over the member's own
 //! exposed bytes, as an in-place alltoallv's, a peer behind the proxy,
 //! bytes off whole words) the steps stay as above. An allgatherv in place
 //! of 4 MiB on 3 PEs took 5.3 ms through the buffer and 0.53 straight
@@ -71,7 +75,7 @@ use bytemuck::Pod;
 
 use super::combine::reduce_slots;
 use super::copy;
-use super::part::{Part, Step};
+use super::part::{self, Part, Step};
 use super::reduce::Reduce;
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -126,6 +130,32 @@ const UCC_CLOSE: u64 = 0x4553_4f4c_4343_4355;
 struct Shared {
     /// Per member: its own words (offsets, layouts).
     own: Vec<Vec<u64>>,
+    /// Per member: its dest's heap offset.
+    dests: Vec<u64>,
+    /// Whether the team's first member may submit every member's part
+    /// (every member submits that way, `VKSHMEM_SUBMIT`, and none may take
+    /// the host's mappings instead: [`Context::run_together`]).
+    together: bool,
+}
+
+/// The words of step 1 that every call adds to a member's own: its dest
+/// and its flags ([`MINE_LEADER`], [`MINE_MAY_HOST`]).
+const MINE_WORDS: usize = 2;
+
+/// A member's flag: it asks the team's first member to submit its part
+/// (`VKSHMEM_SUBMIT=leader`, the default on NVIDIA).
+const MINE_LEADER: u64 = 1;
+/// A member's flag: its part may move through the host's mappings (a
+/// mapped dest within `VKSHMEM_HOST_MAPPED_MAX`), so that no other member
+/// may move it.
+const MINE_MAY_HOST: u64 = 2;
+
+/// What a member adds to step 1 about its own part: its dest's heap offset
+/// and the bytes it writes there (none for a call without a dest).
+#[derive(Debug, Clone, Copy)]
+struct Mine {
+    dest: u64,
+    bytes: u64,
 }
 
 /// The element displacements of `counts` packed in order (prefix sums).
@@ -170,9 +200,27 @@ impl Context {
         m: &Members,
         what: &str,
         common: &[u64],
-        own: Vec<u64>,
+        mut own: Vec<u64>,
+        part: Option<Mine>,
         local: Result<()>,
     ) -> Result<Shared> {
+        // The dest and how this member's part may move (see Shared).
+        let flags = match part {
+            None => 0,
+            Some(p) => {
+                let may_host = p.bytes > 0
+                    && p.bytes <= self.inner.host_mapped_max
+                    && self.proxied(self.my_pe()).is_none()
+                    && self.own_mapped(p.dest, p.bytes).is_some();
+                let leader = if self.inner.leader_submit {
+                    MINE_LEADER
+                } else {
+                    0
+                };
+                leader | if may_host { MINE_MAY_HOST } else { 0 }
+            }
+        };
+        own.extend([part.map_or(0, |p| p.dest), flags]);
         let mine = [
             fingerprint(&[fingerprint_str(what)]),
             fingerprint(common),
@@ -274,7 +322,25 @@ impl Context {
                 )));
             }
         }
-        Ok(Shared { own: owns })
+        let mut owns = owns;
+        let mut dests = Vec::with_capacity(owns.len());
+        let mut together = m.shape.size > 1;
+        for w in &mut owns {
+            let Some(at) = w.len().checked_sub(MINE_WORDS) else {
+                return Err(Error::Bootstrap(format!(
+                    "{what}: a member sent malformed arguments"
+                )));
+            };
+            let f = w[at + 1];
+            dests.push(w[at]);
+            together &= f & MINE_LEADER != 0 && f & MINE_MAY_HOST == 0;
+            w.truncate(at);
+        }
+        Ok(Shared {
+            own: owns,
+            dests,
+            together,
+        })
     }
 
     /// Steps 2 and 3 for data moves: where every read writes dest bytes
@@ -288,9 +354,22 @@ impl Context {
         &self,
         m: &Members,
         what: &str,
-        pull: &Pull,
+        sh: &Shared,
+        pull_of: &dyn Fn(u32) -> Pull,
         dest: &SymSlice<T>,
     ) -> Result<()> {
+        // Every member's part by the team's first member, where agreed.
+        let together = self.run_together(m, what, sh, |j| {
+            let (pull, to) = (pull_of(j), sh.dests[j as usize]);
+            match writes_apart(&pull, j, to) {
+                Some(early) => self.pull_launches(m, m.shape.member(j), &early, to),
+                None => Ok(None),
+            }
+        });
+        if let Some(closed) = together {
+            return closed;
+        }
+        let pull = &pull_of(m.me);
         let bytes = pull.bytes;
         let live = || pull.reads.iter().filter(|r| r.bytes > 0);
         // The reads that write this member's dest before the sync, where
@@ -334,7 +413,7 @@ impl Context {
             }
         }
         if let Some(early) = &early {
-            let planned = self.pull_launches(m, early, dest.offset());
+            let planned = self.pull_launches(m, self.my_pe(), early, dest.offset());
             if let Some(closed) =
                 self.run_and_close(m, what, planned, "moved by the device's copies")
             {
@@ -368,16 +447,24 @@ impl Context {
     }
 
     /// Step 2 on the device: `reads` (a pull's, [`writes_apart`]) as wide
-    /// copy kernels from the members' heaps into this member's dest at heap
-    /// offset `dest`, all in one batch of its own launches
-    /// ([`Context::run_part`]), where every heap it reads is on its device
-    /// (bound as a window: [`Context::bound_here`]); `None` where that does
-    /// not hold, or where a read is not in whole 32-bit words or passes the
-    /// binding limits ([`Context::copy_wide`]): the caller takes the
-    /// buffered steps. Each member chooses alone (it writes only its own
-    /// dest).
-    fn pull_launches(&self, m: &Members, reads: &[Read], dest: u64) -> Result<Option<Part>> {
-        if !self.bound_here(self.my_pe()) {
+    /// copy kernels from the members' heaps into the dest of PE `to` (the
+    /// member's) at heap offset `dest`, all in one batch of launches
+    /// ([`Context::run_part`]), where every heap it touches is on this
+    /// PE's device (bound as a window: [`Context::bound_here`]); `None`
+    /// where that does not hold, or where a read is not in whole 32-bit
+    /// words or passes the binding limits ([`Context::copy_wide`]): the
+    /// caller takes the buffered steps. Each member chooses alone for its
+    /// own part (it writes only its own dest); every member plans the same
+    /// for every part where the first member submits them all
+    /// ([`Context::run_together`]).
+    fn pull_launches(
+        &self,
+        m: &Members,
+        to: u32,
+        reads: &[Read],
+        dest: u64,
+    ) -> Result<Option<Part>> {
+        if !self.bound_here(to) {
             return Ok(None);
         }
         let mut launches = Vec::new();
@@ -386,7 +473,7 @@ impl Context {
             if !self.bound_here(pe) {
                 return Ok(None);
             }
-            match self.copy_wide(self.my_pe(), &[pe], r.bytes, r.src, dest + r.dst)? {
+            match self.copy_wide(to, &[pe], r.bytes, r.src, dest + r.dst)? {
                 Some(l) => launches.extend(l),
                 None => return Ok(None),
             }
@@ -404,6 +491,7 @@ impl Context {
     fn fold_launches<T: Reduce>(
         &self,
         m: &Members,
+        to: u32,
         sh: &Shared,
         fold: &Fold,
         bytes: u64,
@@ -415,7 +503,7 @@ impl Context {
             .collect();
         if pes.is_empty()
             || !apart((fold.dest, bytes), fold.exposed)
-            || !self.bound_here(self.my_pe())
+            || !self.bound_here(to)
             || !pes.iter().all(|&pe| self.bound_here(pe))
         {
             return Ok(None);
@@ -427,7 +515,47 @@ impl Context {
             .collect();
         let kind =
             vkshmem_device::collectives::kind(T::KIND).expect("every Reduce kind is in the table");
-        self.fold_wide(&kind, fold.op, &pes, &sources, fold.dest, bytes)
+        self.fold_wide(&kind, fold.op, &pes, &sources, (to, fold.dest), bytes)
+    }
+
+    /// Step 2 for every member by the team's first member, then step 3,
+    /// where the members agreed to it ([`Shared::together`]: on NVIDIA,
+    /// processes that submit at once take turns on the GPU, and a UCC call
+    /// of 1 MiB in which every member submitted its own part took 400 us
+    /// on 2 PEs and 750 on 4 on an H200) and `plan(j)` gives member `j`'s
+    /// part on the device for every member; `None` where it does not for
+    /// some member (each member then takes its own steps). Every member
+    /// plans every part from the same agreed values on the same device, so
+    /// all reach the same answer; a planning error fails the call on every
+    /// member (carried by the closing meeting), never leaving a part that
+    /// nobody moved.
+    fn run_together(
+        &self,
+        m: &Members,
+        what: &str,
+        sh: &Shared,
+        plan: impl Fn(u32) -> Result<Option<Part>>,
+    ) -> Option<Result<()>> {
+        if !sh.together {
+            return None;
+        }
+        let parts = match (0..m.shape.size)
+            .map(&plan)
+            .collect::<Result<Option<Vec<Part>>>>()
+        {
+            Ok(None) => return None,
+            Ok(Some(parts)) => parts,
+            Err(e) => return Some(self.close_ucc(m, what, Err(e))),
+        };
+        let pes: Vec<u32> = m.shape.members().collect();
+        let phases = part::phases(&parts, &pes, false)?;
+        let ran = if m.me == 0 {
+            tracing::trace!("{what}: every part submitted by the team's first member");
+            self.run_phases(&phases)
+        } else {
+            Ok(())
+        };
+        Some(self.close_ucc(m, what, ran))
     }
 
     /// Step 2 on the device where it was `planned` ([`Context::pull_launches`],
@@ -514,6 +642,7 @@ impl Context {
         part: (&str, &SymSlice<T>),
         whole: (&str, &SymSlice<T>),
         source: &SymSlice<T>,
+        mine: Mine,
     ) -> Result<Shared> {
         let n = m.shape.size;
         let local = (|| {
@@ -532,7 +661,7 @@ impl Context {
             .into_iter()
             .chain(counts.iter().chain(displs).map(|&c| c as u64))
             .collect();
-        self.agree_ucc(m, what, &common, vec![source.offset()], local)
+        self.agree_ucc(m, what, &common, vec![source.offset()], Some(mine), local)
     }
 
     /// Checks a count list for a team of `n` members.
@@ -585,6 +714,7 @@ impl Context {
         let n = m.shape.size;
         let es = std::mem::size_of::<T>() as u64;
         let displs = displs.map_or_else(|| packed(counts), <[usize]>::to_vec);
+        let whole = extent(counts, &displs).unwrap_or(0).saturating_mul(es);
         let sh = self.agree_rooted(
             &m,
             what,
@@ -594,24 +724,31 @@ impl Context {
             ("gatherv source", source),
             ("gatherv dest", dest),
             source,
+            Mine {
+                dest: dest.offset(),
+                bytes: if m.me == root { whole } else { 0 },
+            },
         )?;
-        let mut pull = Pull {
-            reads: Vec::new(),
-            bytes: 0,
-            // What the dest holds outside the parts stays as it was.
-            gaps: true,
-            exposed: (source.offset(), counts[m.me as usize] as u64 * es),
+        let pull_of = |j: u32| {
+            let mut pull = Pull {
+                reads: Vec::new(),
+                bytes: 0,
+                // What the dest holds outside the parts stays as it was.
+                gaps: true,
+                exposed: (sh.own[j as usize][0], counts[j as usize] as u64 * es),
+            };
+            if j == root {
+                pull.bytes = whole;
+                pull.reads.extend((0..n).map(|i| Read {
+                    from: i,
+                    src: sh.own[i as usize][0],
+                    dst: (displs[i as usize] as u64).wrapping_mul(es),
+                    bytes: counts[i as usize] as u64 * es,
+                }));
+            }
+            pull
         };
-        if m.me == root {
-            pull.bytes = extent(counts, &displs).unwrap_or(0) * es;
-            pull.reads.extend((0..n).map(|i| Read {
-                from: i,
-                src: sh.own[i as usize][0],
-                dst: (displs[i as usize] as u64).wrapping_mul(es),
-                bytes: counts[i as usize] as u64 * es,
-            }));
-        }
-        self.pull_into(&m, what, &pull, dest)
+        self.pull_into(&m, what, &sh, &pull_of, dest)
     }
 
     /// [`Context::gatherv`] with `nelems` from every member, packed (UCC
@@ -659,25 +796,31 @@ impl Context {
             ("scatterv dest", dest),
             ("scatterv source", source),
             source,
-        )?;
-        let me = m.me as usize;
-        let pull = Pull {
-            reads: vec![Read {
-                from: root,
-                src: sh.own[root as usize][0].wrapping_add((displs[me] as u64).wrapping_mul(es)),
-                dst: 0,
-                bytes: counts[me] as u64 * es,
-            }],
-            bytes: counts[me] as u64 * es,
-            gaps: false,
-            // Every member reads the root's source.
-            exposed: if m.me == root {
-                (source.offset(), extent(counts, &displs).unwrap_or(0) * es)
-            } else {
-                (0, 0)
+            Mine {
+                dest: dest.offset(),
+                bytes: (counts.get(m.me as usize).copied().unwrap_or(0) as u64).saturating_mul(es),
             },
+        )?;
+        let pull_of = |j: u32| {
+            let j = j as usize;
+            Pull {
+                reads: vec![Read {
+                    from: root,
+                    src: sh.own[root as usize][0].wrapping_add((displs[j] as u64).wrapping_mul(es)),
+                    dst: 0,
+                    bytes: counts[j] as u64 * es,
+                }],
+                bytes: counts[j] as u64 * es,
+                gaps: false,
+                // Every member reads the root's source.
+                exposed: if j == root as usize {
+                    (sh.own[j][0], extent(counts, &displs).unwrap_or(0) * es)
+                } else {
+                    (0, 0)
+                },
+            }
         };
-        self.pull_into(&m, what, &pull, dest)
+        self.pull_into(&m, what, &sh, &pull_of, dest)
     }
 
     /// [`Context::scatterv`] with `nelems` to every member, packed (UCC
@@ -726,8 +869,13 @@ impl Context {
         let common: Vec<u64> = std::iter::once(es)
             .chain(counts.iter().chain(&displs).map(|&c| c as u64))
             .collect();
-        let sh = self.agree_ucc(&m, what, &common, vec![source.offset()], local)?;
-        let pull = Pull {
+        let bytes = extent(counts, &displs).unwrap_or(0).saturating_mul(es);
+        let mine = Mine {
+            dest: dest.offset(),
+            bytes,
+        };
+        let sh = self.agree_ucc(&m, what, &common, vec![source.offset()], Some(mine), local)?;
+        let pull_of = |j: u32| Pull {
             reads: (0..n)
                 .map(|i| Read {
                     from: i,
@@ -736,11 +884,11 @@ impl Context {
                     bytes: counts[i as usize] as u64 * es,
                 })
                 .collect(),
-            bytes: extent(counts, &displs).unwrap_or(0) * es,
+            bytes,
             gaps: true,
-            exposed: (source.offset(), counts[m.me as usize] as u64 * es),
+            exposed: (sh.own[j as usize][0], counts[j as usize] as u64 * es),
         };
-        self.pull_into(&m, what, &pull, dest)
+        self.pull_into(&m, what, &sh, &pull_of, dest)
     }
 
     /// Each member sends `send_counts[j]` elements of its `source`, at
@@ -786,11 +934,24 @@ impl Context {
         // allgather's size limit must fail all or none).
         let nn = n as usize;
         let mut own = vec![source.offset()];
-        for v in [send_counts, send_displs, recv_counts] {
+        for v in [send_counts, send_displs, recv_counts, recv_displs] {
             own.extend((0..nn).map(|j| v.get(j).map_or(0, |&c| c as u64)));
         }
-        let sh = self.agree_ucc(&m, what, &[es], own, local)?;
+        let mine = Mine {
+            dest: dest.offset(),
+            bytes: extent(recv_counts, recv_displs)
+                .unwrap_or(0)
+                .saturating_mul(es),
+        };
+        let sh = self.agree_ucc(&m, what, &[es], own, Some(mine), local)?;
+        // Member i's list k (send counts, send displs, recv counts, recv
+        // displs), entry j.
         let field = |i: usize, k: usize, j: usize| sh.own[i].get(1 + k * nn + j).copied();
+        let list = |i: usize, k: usize| -> Vec<usize> {
+            (0..nn)
+                .map(|j| field(i, k, j).unwrap_or(0) as usize)
+                .collect()
+        };
         // Every pair, checked the same way on every member.
         for i in 0..nn {
             for j in 0..nn {
@@ -804,24 +965,28 @@ impl Context {
                 }
             }
         }
-        let me = m.me as usize;
-        let pull = Pull {
-            reads: (0..nn)
-                .map(|i| Read {
-                    from: i as u32,
-                    src: sh.own[i][0].wrapping_add(field(i, 1, me).unwrap_or(0).wrapping_mul(es)),
-                    dst: (recv_displs[i] as u64).wrapping_mul(es),
-                    bytes: recv_counts[i] as u64 * es,
-                })
-                .collect(),
-            bytes: extent(recv_counts, recv_displs).unwrap_or(0) * es,
-            gaps: true,
-            exposed: (
-                source.offset(),
-                extent(send_counts, send_displs).unwrap_or(0) * es,
-            ),
+        let pull_of = |j: u32| {
+            let j = j as usize;
+            let (recv_counts, recv_displs) = (list(j, 2), list(j, 3));
+            Pull {
+                reads: (0..nn)
+                    .map(|i| Read {
+                        from: i as u32,
+                        src: sh.own[i][0]
+                            .wrapping_add(field(i, 1, j).unwrap_or(0).wrapping_mul(es)),
+                        dst: (recv_displs[i] as u64).wrapping_mul(es),
+                        bytes: recv_counts[i] as u64 * es,
+                    })
+                    .collect(),
+                bytes: extent(&recv_counts, &recv_displs).unwrap_or(0) * es,
+                gaps: true,
+                exposed: (
+                    sh.own[j][0],
+                    extent(&list(j, 0), &list(j, 1)).unwrap_or(0) * es,
+                ),
+            }
         };
-        self.pull_into(&m, what, &pull, dest)
+        self.pull_into(&m, what, &sh, &pull_of, dest)
     }
 
     /// Reduces block `i` of every member's `source` (`counts[i]` elements,
@@ -974,28 +1139,38 @@ impl Context {
             .into_iter()
             .chain(counts.iter().map(|&c| c as u64))
             .collect();
-        let sh = self.agree_ucc(m, what, &common, vec![source.offset()], local)?;
-        let (count, at) = (counts[me], displs[me] as u64 * es);
+        let mine = Mine {
+            dest: dest.offset(),
+            bytes: (counts.get(me).copied().unwrap_or(0) as u64).saturating_mul(es),
+        };
+        let sh = self.agree_ucc(m, what, &common, vec![source.offset()], Some(mine), local)?;
         // Every member reads its block of this member's source.
         let total = whole
             .unwrap_or_else(|| counts.iter().fold(0, |a: usize, &c| a.saturating_add(c)))
             as u64;
-        let fold = Fold {
-            at,
-            op,
-            members: 0..n as usize,
-            dest: dest.offset(),
-            exposed: (source.offset(), total.saturating_mul(es)),
+        let fold_of = |j: u32| {
+            let j = j as usize;
+            let fold = Fold {
+                at: displs[j] as u64 * es,
+                op,
+                members: 0..n as usize,
+                dest: sh.dests[j],
+                exposed: (sh.own[j][0], total.saturating_mul(es)),
+            };
+            (fold, counts[j])
         };
-        self.fold_and_close::<T>(m, &sh, what, &fold, count)
+        self.fold_and_close::<T>(m, &sh, what, &fold_of)
     }
 
-    /// Step 2 and 3 of the reductions and scans: `count` elements at byte
-    /// `fold.at` of the sources of `fold.members` folded in team order with
-    /// `fold.op`, in one pass ([`reduce_slots`] over their mappings) straight
-    /// into this member's dest where [`Context::direct_dest`] allows and
-    /// every source is mapped here, else into host memory (one pass where
-    /// the sources are mapped, part by part where not:
+    /// Step 2 and 3 of the reductions and scans, where `fold_of(j)` is
+    /// member `j`'s fold and its count: by the team's first member for
+    /// every member where agreed ([`Context::run_together`]); else this
+    /// member's `count` elements at byte `fold.at` of the sources of
+    /// `fold.members` folded in team order with `fold.op`, in one pass
+    /// ([`reduce_slots`] over their mappings) straight into its dest where
+    /// [`Context::direct_dest`] allows and every source is mapped here, else
+    /// on the device ([`Context::fold_launches`]), else into host memory
+    /// (one pass where the sources are mapped, part by part where not:
     /// [`Context::fold_members`]); the closing sync; then the dest written
     /// from host memory where it was not already. No members: zeros.
     fn fold_and_close<T: Reduce>(
@@ -1003,10 +1178,28 @@ impl Context {
         m: &Members,
         sh: &Shared,
         what: &str,
-        fold: &Fold,
-        count: usize,
+        fold_of: &dyn Fn(u32) -> (Fold, usize),
     ) -> Result<()> {
-        let bytes = count as u64 * std::mem::size_of::<T>() as u64;
+        let es = std::mem::size_of::<T>() as u64;
+        let (fold, count) = fold_of(m.me);
+        let fold = &fold;
+        let bytes = count as u64 * es;
+        let together = self.run_together(m, what, sh, |j| {
+            let (f, count) = fold_of(j);
+            match (count, f.members.is_empty()) {
+                // Nothing to fold on the device (the member writes its
+                // zeros after the sync, below).
+                (0, _) | (_, true) => Ok(Some(Vec::new())),
+                _ => self.fold_launches::<T>(m, m.shape.member(j), sh, &f, count as u64 * es),
+            }
+        });
+        if let Some(closed) = together {
+            closed?;
+            if count > 0 && fold.members.is_empty() {
+                return self.zero_own(fold.dest, bytes);
+            }
+            return Ok(());
+        }
         // Through the mappings up to VKSHMEM_HOST_MAPPED_MAX (as the data
         // moves, `pull_into`), else on the device where it can.
         let on_host = bytes <= self.inner.host_mapped_max;
@@ -1041,10 +1234,19 @@ impl Context {
             return self.close_ucc(m, what, Ok(()));
         }
         if count > 0 {
-            let planned = self.fold_launches::<T>(m, sh, fold, bytes);
+            let planned = self.fold_launches::<T>(m, self.my_pe(), sh, fold, bytes);
             if let Some(closed) = self.run_and_close(m, what, planned, "folded by the device") {
                 return closed;
             }
+        }
+        if count > 0 && fold.members.is_empty() {
+            // Nothing to fold (the first member of an exclusive scan): zeros,
+            // after the closing meeting (an in-place dest is a source the
+            // others read until then), by the device where the host does not
+            // map them.
+            self.close_ucc(m, what, Ok(()))?;
+            tracing::trace!("{what}: zeros written by the device or the mapping");
+            return self.zero_own(fold.dest, bytes);
         }
         if count > 0 {
             tracing::trace!("{what}: folded in host memory");
@@ -1158,7 +1360,6 @@ impl Context {
         inclusive: bool,
     ) -> Result<()> {
         let m = self.members(team)?;
-        let me = m.me as usize;
         let es = std::mem::size_of::<T>() as u64;
         let kind =
             vkshmem_device::collectives::kind(T::KIND).expect("every Reduce kind is in the table");
@@ -1168,17 +1369,24 @@ impl Context {
             self.check_sym(&format!("{what} dest"), dest, nelems as u64)
         })();
         let common = [es, fingerprint_str(T::KIND), nelems as u64];
-        let sh = self.agree_ucc(&m, what, &common, vec![source.offset()], local)?;
-        let upto = if inclusive { me + 1 } else { me };
-        let fold = Fold {
-            at: 0,
-            op: ReduceOp::Sum,
-            members: 0..upto,
+        let mine = Mine {
             dest: dest.offset(),
-            // The members after this one read its source.
-            exposed: (source.offset(), nelems as u64 * es),
+            bytes: (nelems as u64).saturating_mul(es),
         };
-        self.fold_and_close::<T>(&m, &sh, what, &fold, nelems)
+        let sh = self.agree_ucc(&m, what, &common, vec![source.offset()], Some(mine), local)?;
+        let fold_of = |j: u32| {
+            let j = j as usize;
+            let fold = Fold {
+                at: 0,
+                op: ReduceOp::Sum,
+                members: 0..if inclusive { j + 1 } else { j },
+                dest: sh.dests[j],
+                // The members after this one read its source.
+                exposed: (sh.own[j][0], nelems as u64 * es),
+            };
+            (fold, nelems)
+        };
+        self.fold_and_close::<T>(&m, &sh, what, &fold_of)
     }
 
     /// Returns on `root` once every member of `team` has called it; other
@@ -1203,7 +1411,7 @@ impl Context {
     fn fan(&self, team: Team, what: &str, root: u32) -> Result<()> {
         let m = self.members(team)?;
         let local = check_root(what, root, m.shape.size);
-        self.agree_ucc(&m, what, &[u64::from(root)], Vec::new(), local)?;
+        self.agree_ucc(&m, what, &[u64::from(root)], Vec::new(), None, local)?;
         self.quiet()?;
         self.sync_members(&m, what).map_err(|e| e.during(what))
     }

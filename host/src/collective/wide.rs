@@ -1051,7 +1051,7 @@ impl Context {
 
     /// The launches that fold `bytes` (whole 32-bit words) of elements of
     /// `kind` at byte offset `sources[i]` of PE `pes[i]`'s heap, in that
-    /// order, with `op` into this PE's heap at byte offset `dest`: groups
+    /// order, with `op` into PE `to`'s heap at byte offset `dest`: groups
     /// of up to [`WIDE_REDUCE_MAX_MEMBERS`] sources per step
     /// (`wide_accumulate_source`, the later groups onto the dest's running
     /// result), pieces of [`piece_bytes`] side by side. For UCC's folds
@@ -1061,7 +1061,7 @@ impl Context {
     /// not as far off 16-byte alignment as the dest or not as far off the
     /// device's storage-offset alignment as the first source (one `s0`
     /// serves every source window), or a window passes the heap or the
-    /// binding limits. Every PE of `pes` must be bound directly
+    /// binding limits. Every PE of `pes` and `to` must be bound directly
     /// (`Transport::Direct`: the caller checks).
     pub(crate) fn fold_wide(
         &self,
@@ -1069,7 +1069,7 @@ impl Context {
         op: ReduceOp,
         pes: &[u32],
         sources: &[u64],
-        dest: u64,
+        (to, dest): (u32, u64),
         bytes: u64,
     ) -> Result<Option<Part>> {
         let es = kind.bytes as u64;
@@ -1098,7 +1098,6 @@ impl Context {
             return Ok(None);
         };
         let (heap, range) = (self.heap_size(), self.wide_window());
-        let me = self.my_pe();
         let mut parts = Vec::new();
         for (at, b) in chunks(bytes, piece_bytes(range)) {
             let d = dest + at;
@@ -1138,7 +1137,7 @@ impl Context {
                     .iter()
                     .zip(wins)
                     .map(|(&pe, &win)| heap_window(pe, win))
-                    .chain([heap_window(me, dw)])
+                    .chain([heap_window(to, dw)])
                     .collect();
                 let groups = self.wide_groups(vecs, w.len(), WIDE_REDUCE_WORKGROUP);
                 part.push(Step::Wide(wide_launches(k, groups, w, args, vecs)?));
