@@ -776,6 +776,8 @@ fn ucc_collectives_conform_on_every_transport() {
         &["-n", "3", &program("ucc_check")],
         &[
             unmapped[0],
+            // Each member its own (NVIDIA's default is the first member).
+            ("VKSHMEM_SUBMIT", "each"),
             ("RUST_LOG", "vkshmem_host::collective::vectored=trace"),
         ],
         Duration::from_secs(600),
@@ -797,25 +799,37 @@ fn ucc_collectives_conform_on_every_transport() {
     }
     // The same with the team's first member submitting every member's part
     // (NVIDIA's default): the checks hold, and the calls the device takes
-    // whole go that way.
-    let r = run_vkshmrun_env(
-        &["-n", "3", &program("ucc_check")],
-        &[
-            unmapped[0],
-            ("VKSHMEM_SUBMIT", "leader"),
-            ("RUST_LOG", "vkshmem_host::collective::vectored=trace"),
-        ],
-        Duration::from_secs(600),
-        Leftovers::Forbidden,
-        |_| {},
-    );
-    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("ucc_check: ok npes=3"), "{}", r.stdout);
-    let seen = r
-        .stderr
-        .matches("every part submitted by the team's first member")
-        .count();
-    assert!(seen >= 20, "{seen} calls submitted together\n{}", r.stderr);
+    // whole go that way; on 3 PEs with the heap unmapped, and on 9 with the
+    // mappings off for every size (folds over more members than one launch
+    // binds: chained steps, phase after phase).
+    for (n, off) in [(3, unmapped[0]), (9, kernels[0])] {
+        let r = run_vkshmrun_env(
+            &["-n", &n.to_string(), &program("ucc_check")],
+            &[
+                off,
+                ("VKSHMEM_SUBMIT", "leader"),
+                ("RUST_LOG", "vkshmem_host::collective::vectored=trace"),
+            ],
+            Duration::from_secs(600),
+            Leftovers::Forbidden,
+            |_| {},
+        );
+        assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+        assert!(
+            r.stdout.contains(&format!("ucc_check: ok npes={n}")),
+            "{}",
+            r.stdout
+        );
+        let seen = r
+            .stderr
+            .matches("every part submitted by the team's first member")
+            .count();
+        assert!(
+            seen >= 20,
+            "{n} PEs: {seen} calls submitted together\n{}",
+            r.stderr
+        );
+    }
 }
 
 /// Device one-sided communication: `device_rma_check` (putmem/getmem at odd

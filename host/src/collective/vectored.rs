@@ -125,6 +125,11 @@ struct Fold {
 
 /// The first word of step 3's meeting ([`Context::close_ucc`]): "UCCCLOSE".
 const UCC_CLOSE: u64 = 0x4553_4f4c_4343_4355;
+/// Step 3's third word: each member moved its own part.
+const UCC_EACH: u64 = 1;
+/// Step 3's third word: the team's first member moved every part
+/// ([`Context::run_together`]).
+const UCC_TOGETHER: u64 = 2;
 
 /// What every member shared in step 1.
 struct Shared {
@@ -210,7 +215,6 @@ impl Context {
             Some(p) => {
                 let may_host = p.bytes > 0
                     && p.bytes <= self.inner.host_mapped_max
-                    && self.proxied(self.my_pe()).is_none()
                     && self.own_mapped(p.dest, p.bytes).is_some();
                 let leader = if self.inner.leader_submit {
                     MINE_LEADER
@@ -360,9 +364,9 @@ impl Context {
     ) -> Result<()> {
         // Every member's part by the team's first member, where agreed.
         let together = self.run_together(m, what, sh, |j| {
-            let (pull, to) = (pull_of(j), sh.dests[j as usize]);
-            match writes_apart(&pull, j, to) {
-                Some(early) => self.pull_launches(m, m.shape.member(j), &early, to),
+            let (pull, dest) = (pull_of(j), sh.dests[j as usize]);
+            match writes_apart(&pull, j, dest) {
+                Some(early) => self.pull_launches(m, m.shape.member(j), &early, dest),
                 None => Ok(None),
             }
         });
@@ -482,12 +486,14 @@ impl Context {
     }
 
     /// Step 2 of a fold on the device: `bytes` at byte `fold.at` of the
-    /// sources of `fold.members` folded in team order into this member's
-    /// dest by the wide accumulate kernels ([`Context::fold_wide`]), in the
-    /// member's own batch of launches, where every heap is on its device and the
-    /// dest lies apart from `fold.exposed`; `None` where that does not hold
-    /// or the kernels cannot take the objects (the caller folds on the
-    /// host). Each member chooses alone.
+    /// sources of `fold.members` folded in team order into the dest of PE
+    /// `to` (the member's) by the wide accumulate kernels
+    /// ([`Context::fold_wide`]), in one batch of launches, where every heap
+    /// is on this PE's device and the dest lies apart from `fold.exposed`;
+    /// `None` where that does not hold or the kernels cannot take the
+    /// objects (the caller folds on the host). Each member chooses alone
+    /// for its own part; every member plans the same for every part where
+    /// the first member submits them all ([`Context::run_together`]).
     fn fold_launches<T: Reduce>(
         &self,
         m: &Members,
@@ -545,17 +551,19 @@ impl Context {
         {
             Ok(None) => return None,
             Ok(Some(parts)) => parts,
-            Err(e) => return Some(self.close_ucc(m, what, Err(e))),
+            Err(e) => return Some(self.close_ucc_as(m, what, Err(e), UCC_TOGETHER)),
         };
         let pes: Vec<u32> = m.shape.members().collect();
         let phases = part::phases(&parts, &pes, false)?;
         let ran = if m.me == 0 {
-            tracing::trace!("{what}: every part submitted by the team's first member");
+            if phases.iter().any(|ph| !ph.is_empty()) {
+                tracing::trace!("{what}: every part submitted by the team's first member");
+            }
             self.run_phases(&phases)
         } else {
             Ok(())
         };
-        Some(self.close_ucc(m, what, ran))
+        Some(self.close_ucc_as(m, what, ran, UCC_TOGETHER))
     }
 
     /// Step 2 on the device where it was `planned` ([`Context::pull_launches`],
@@ -603,12 +611,19 @@ impl Context {
     /// Step 3's sync (a meeting of the members), which also tells every
     /// member whether every member's reads succeeded (a read can fail on one
     /// member only: a peer it cannot reach, a failed copy), so that none
-    /// waits for one that left.
+    /// waits for one that left. Each member moved its own part.
     fn close_ucc(&self, m: &Members, what: &str, reads: Result<()>) -> Result<()> {
+        self.close_ucc_as(m, what, reads, UCC_EACH)
+    }
+
+    /// [`Context::close_ucc`] where the members moved their parts `how`
+    /// ([`UCC_EACH`] or [`UCC_TOGETHER`]): members that disagree (a part
+    /// moved twice, or by nobody) fail the call on every member.
+    fn close_ucc_as(&self, m: &Members, what: &str, moved: Result<()>, how: u64) -> Result<()> {
         let met = self
-            .meet(m, &mut |_| [UCC_CLOSE, u64::from(reads.is_err())])
+            .meet(m, &mut |_| [UCC_CLOSE, u64::from(moved.is_err()), how])
             .map_err(|e| e.during(what))?;
-        reads.map_err(|e| e.during(what))?;
+        moved.map_err(|e| e.during(what))?;
         if let Some(i) = met.descs.iter().position(|d| d[0] != UCC_CLOSE) {
             let pe = m.shape.member(i as u32);
             return Err(Error::InvalidArgument(format!(
@@ -621,9 +636,15 @@ impl Context {
                 pe,
                 me: self.my_pe(),
                 why: format!(
-                    "{what}: member {i} (PE {pe}) could not read its data (its own error says why)"
+                    "{what}: member {i} (PE {pe}) could not move its data (its own error says why)"
                 ),
             });
+        }
+        if let Some(i) = met.descs.iter().position(|d| d[2] != how) {
+            let pe = m.shape.member(i as u32);
+            return Err(Error::InvalidArgument(format!(
+                "{what}: member {i} (PE {pe}) moved its part another way than this PE (each its own or the first member every part): do the processes set VKSHMEM_SUBMIT or VKSHMEM_WIDE_UNIT alike?"
+            )));
         }
         Ok(())
     }
@@ -1196,6 +1217,7 @@ impl Context {
         if let Some(closed) = together {
             closed?;
             if count > 0 && fold.members.is_empty() {
+                tracing::trace!("{what}: zeros written by the device or the mapping");
                 return self.zero_own(fold.dest, bytes);
             }
             return Ok(());
