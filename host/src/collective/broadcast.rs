@@ -127,7 +127,7 @@ impl Context {
                 Err(e) => local = Err(e),
             }
         }
-        self.run_collective(&m, desc, local, true, small, |me, _| {
+        self.run_collective(&m, desc, local, true, small, |me, all| {
             let bytes = n * es as u64;
             let objects = [(dest.offset(), bytes), (source.offset(), bytes)];
             let push_ok = match pushes {
@@ -153,7 +153,22 @@ impl Context {
                         part.push(Step::Generic(call, a, len.div_ceil(4) + 1));
                     }
                 }
-                part.push(Step::Wide(self.push_wide(&push, &to, me, m.shape.size)?));
+                // Where the team's first member submits every part (every
+                // member asked for it: run_collective's test), its part
+                // pushes the whole source in one launch and the others'
+                // push nothing: on an H200 the 4-PE broadcast of 256 MiB
+                // took 410 us of GPU time as four shares side by side, where
+                // one push of 256 MiB to 4 dests takes 338 (copy_shapes,
+                // benches/results/issue21-gpu-h200-2026-11-30-thirtysixth/).
+                // Where the parts end up submitted each by its member
+                // instead (a generic step this PE cannot run as another),
+                // the first member still pushes it all.
+                let together = m.shape.size > 1 && all.iter().all(|d| d.leader == 1);
+                if !together {
+                    part.push(Step::Wide(self.push_wide(&push, &to, me, m.shape.size)?));
+                } else if me == 0 {
+                    part.push(Step::Wide(self.push_wide(&push, &to, 0, 1)?));
+                }
                 return Ok(part);
             }
             if skip_root && me == root {
