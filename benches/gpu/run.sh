@@ -127,14 +127,20 @@ unit() {
 # The old bench (.gpu/old/, with its own vkshmrun where present) against the
 # new at small and middle sizes, where a call's fixed cost shows: 1, 2 and 4
 # PEs, 16 B to 16 MiB, interleaved in two rounds.
+# The bench and launcher of arm $1 (old or new) into b and rn.
+arm() {
+  b=$B/vkshmem-bench; rn=$B/vkshmrun
+  if [ $1 = old ]; then b=$B/old/vkshmem-bench; [ -e $B/old/vkshmrun ] && rn=$B/old/vkshmrun; fi
+}
+# One small-size stage: arm $1, round $2, $3 PEs.
+small_stage() {
+  local b rn; arm $1
+  st $1-small-${3}pe-r$2 30 env BENCH=$b RUNNER=$rn bash -c "run $3 2G --collective broadcast,fcollect,alltoall,reduce --min-bytes 16 --max-bytes 16M --step-factor 16 --no-roofline --iters 50 --warmup 5 --warmup-ms 100 --csv $R/$1-small-${3}pe-r$2.csv"
+}
 old_new_small() {
   for r in 1 2; do
     for v in old new; do
-      local b=$B/vkshmem-bench rn=$B/vkshmrun
-      if [ $v = old ]; then b=$B/old/vkshmem-bench; [ -e $B/old/vkshmrun ] && rn=$B/old/vkshmrun; fi
-      for n in 1 2 4; do
-        st $v-small-${n}pe-r$r 30 env BENCH=$b RUNNER=$rn bash -c "run $n 2G --collective broadcast,fcollect,alltoall,reduce --min-bytes 16 --max-bytes 16M --step-factor 16 --no-roofline --iters 50 --warmup 5 --warmup-ms 100 --csv $R/$v-small-${n}pe-r$r.csv"
-      done
+      for n in 1 2 4; do small_stage $v $r $n; done
     done
   done
 }
@@ -146,11 +152,8 @@ old_new_small() {
 old_new_all() {
   for r in 1 2; do
     for v in old new; do
-      local b=$B/vkshmem-bench rn=$B/vkshmrun
-      if [ $v = old ]; then b=$B/old/vkshmem-bench; [ -e $B/old/vkshmrun ] && rn=$B/old/vkshmrun; fi
-      for n in 1 2 4 8; do
-        st $v-small-${n}pe-r$r 30 env BENCH=$b RUNNER=$rn bash -c "run $n 2G --collective broadcast,fcollect,alltoall,reduce --min-bytes 16 --max-bytes 16M --step-factor 16 --no-roofline --iters 50 --warmup 5 --warmup-ms 100 --csv $R/$v-small-${n}pe-r$r.csv"
-      done
+      local b rn; arm $v
+      for n in 1 2 4 8; do small_stage $v $r $n; done
       st $v-2pe-r$r 30 env BENCH=$b RUNNER=$rn bash -c "run 2 6G --collective $C --min-bytes 64M --max-bytes 1G --step-factor 4 $Q --warmup-ms 300 --csv $R/$v-2pe-r$r.csv"
       st $v-4pe-r$r 40 env BENCH=$b RUNNER=$rn bash -c "run 4 10G --collective $C --min-bytes 64M --max-bytes 1G --step-factor 4 $Q --warmup-ms 300 --csv $R/$v-4pe-r$r.csv"
       [ $r = 1 ] && st $v-8pe 50 env BENCH=$b RUNNER=$rn bash -c "run 8 10G --collective $C --min-bytes 64M --max-bytes 512M --step-factor 8 $Q --warmup-ms 300 --csv $R/$v-8pe.csv"
