@@ -91,7 +91,8 @@ impl Context {
         let bytes = n.saturating_mul(es as u64);
         let small = Small::copies(source.offset(), if m.me == root { bytes } else { 0 }, bytes);
         // The push (each member writes its share of the root's source to
-        // every member: the source read once) is decided from symmetric
+        // every member, or the first member all of it where it submits
+        // every part: the source read once) is decided from symmetric
         // values; its kernels are built before the agreement where the call
         // will not run on the host, so that a build failure fails every
         // member (as the wide reduction's, see reduce.rs).
@@ -163,7 +164,7 @@ impl Context {
                 // Where the parts end up submitted each by its member
                 // instead (a generic step this PE cannot run as another),
                 // the first member still pushes it all.
-                let together = m.shape.size > 1 && all.iter().all(|d| d.leader == 1);
+                let together = super::submits_together(&m, all);
                 if !together {
                     part.push(Step::Wide(self.push_wide(&push, &to, me, m.shape.size)?));
                 } else if me == 0 {

@@ -373,6 +373,14 @@ pub(crate) fn collect_total(all: &[Desc]) -> Result<u64> {
     Ok(total)
 }
 
+/// Whether the team's first member submits every member's part of a call
+/// whose members met with `all`: every member asked for it
+/// (`VKSHMEM_SUBMIT`) on a team of more than one. The same on every member;
+/// plans that depend on it (the broadcast's whole push) take it from here.
+pub(crate) fn submits_together(m: &Members, all: &[Desc]) -> bool {
+    m.shape.size > 1 && all.iter().all(|d| d.leader == 1)
+}
+
 impl Context {
     /// Checks that `n` elements of `s` are inside `s` and the heap (past the
     /// control region, within the first 4 GiB that device code addresses).
@@ -537,7 +545,7 @@ impl Context {
         // submits (the closing meeting checks it), and an argument a part
         // cannot take (an object past the 4 GiB of a generic kernel) fails
         // every member alike, before anything moves.
-        let together = m.shape.size > 1 && all.iter().all(|d| d.leader == 1);
+        let together = submits_together(m, &all);
         let mut as_members = false;
         let (moved, how) = match (0..m.shape.size)
             .map(|j| plan(j, &all))

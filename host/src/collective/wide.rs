@@ -8,7 +8,8 @@
 //! objects off whole vec4s but in whole words word by word
 //! (`wide_copy_words_source`). Only this PE's dest is written, so each PE
 //! may choose its path alone. Pushes (broadcast, fcollect, collect: each
-//! member writes its share of a source to every member's dest) take
+//! member writes its share of a source to every member's dest; the
+//! broadcast's first member all of it where it submits every part) take
 //! objects 16-byte aligned or equally off it in whole words.
 //!
 //! Reductions of every kind (1-, 2-, 4- and 8-byte elements, the object a

@@ -294,7 +294,7 @@ impl Submitter {
             self.phases.end(Phase::Submit, submitting);
         }
         let start = Instant::now();
-        let mut slice = watch(Duration::ZERO).unwrap_or(WAIT_SLICE);
+        let slice = watch(Duration::ZERO).unwrap_or(WAIT_SLICE);
         // Polled first where asked (a blocking wait may wake up well after
         // the GPU has finished), spinning, then yielding the core between
         // polls, for at most one slice, so the watch keeps its pace.
@@ -314,12 +314,15 @@ impl Submitter {
                 }
             }
         }
+        // The first blocking wait covers what the polls left of the slice,
+        // so the watch's first call comes one slice after the submission.
+        let mut wait = slice.saturating_sub(start.elapsed());
         loop {
             // SAFETY: the fence belongs to this device and was just submitted.
-            match unsafe { d.wait_for_fences(&[self.fence], true, slice.as_nanos() as u64) } {
+            match unsafe { d.wait_for_fences(&[self.fence], true, wait.as_nanos() as u64) } {
                 Ok(()) => break,
                 Err(vk::Result::TIMEOUT) => {
-                    slice = watch(start.elapsed()).unwrap_or(WAIT_SLICE);
+                    wait = watch(start.elapsed()).unwrap_or(WAIT_SLICE);
                 }
                 Err(r) => {
                     return Err(Error::Vulkan {
