@@ -539,9 +539,6 @@ impl Roofline {
         } else {
             Vec::new()
         };
-        for pair in &mut pairs {
-            pair.copy(false);
-        }
         // Copies, then pushes of each chunk to as many dests as the job has
         // PEs (up to 8), as the direct path's collects and fcollects push
         // theirs; with streaming stores an 8-PE collect of 4 MiB read 105 %
@@ -559,11 +556,6 @@ impl Roofline {
             // In place, 256- and 512-bit passes in turn.
             let stream = trial % 2 == 1;
             let push = trial >= MEMCPY_TRIALS;
-            // One untimed pass over the pairs with this trial's stores
-            // first: the rows are the steady state of many calls, and a
-            // 25 ms window (6 passes over 128 MiB on 4 PEs at 16 MiB per
-            // PE) that began cold, after a streaming trial had sent the
-            // dests out of the cache, read 33-40 GB/s against 46-47.
             // Bytes read plus written by one copy.
             let moved = if push {
                 (size as usize / dests * (1 + dests)) as f64
@@ -575,6 +567,12 @@ impl Roofline {
                 Footing::Apart => pair.copy(stream),
                 Footing::InPlace => pair.pass(stream),
             };
+            // One untimed pass over the pairs with this trial's stores
+            // first (trial 0's also touches every page): the rows are the
+            // steady state of many calls, and a 25 ms window (6 passes over
+            // 128 MiB on 4 PEs at 16 MiB per PE) that began cold, after a
+            // streaming trial had sent the dests out of the cache, read
+            // 33-40 GB/s against 46-47.
             pairs.iter_mut().for_each(copy);
             ctx.barrier_all()?;
             let t = Instant::now();

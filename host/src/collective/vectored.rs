@@ -1214,9 +1214,18 @@ impl Context {
                 _ => self.fold_launches::<T>(m, m.shape.member(j), sh, &f, count as u64 * es),
             }
         });
-        if let Some(closed) = together {
+        let closed = match together {
+            Some(closed) => Some(closed),
+            // Nothing to fold (the first member of an exclusive scan).
+            None if fold.members.is_empty() => Some(self.close_ucc(m, what, Ok(()))),
+            None => None,
+        };
+        if let Some(closed) = closed {
             closed?;
             if count > 0 && fold.members.is_empty() {
+                // Zeros, after the closing meeting (an in-place dest is a
+                // source the others read until then), through the mapping
+                // or by the device.
                 tracing::trace!("{what}: zeros written by the device or the mapping");
                 return self.zero_own(fold.dest, bytes);
             }
@@ -1228,13 +1237,6 @@ impl Context {
         let direct = on_host
             .then(|| self.direct_dest(fold.dest, bytes, fold.exposed))
             .flatten();
-        if let (true, Some(out)) = (fold.members.is_empty(), direct) {
-            // SAFETY: `out` is this member's dest, `bytes` mapped bytes
-            // that only it writes during the call and nobody reads
-            // (`direct_dest`); zeros are a value of every `Reduce` type.
-            unsafe { std::ptr::write_bytes(out, 0, bytes as usize) };
-            return self.close_ucc(m, what, Ok(()));
-        }
         let slots = fold
             .members
             .clone()
@@ -1244,7 +1246,7 @@ impl Context {
                     .filter(|p| p.align_offset(std::mem::align_of::<T>()) == 0)
             })
             .collect::<Option<Vec<_>>>()
-            .filter(|s| on_host && count > 0 && !s.is_empty());
+            .filter(|_| on_host && count > 0);
         if let (Some(slots), Some(out)) = (&slots, direct) {
             // The sources are mapped and aligned (above), nobody writes
             // them before the closing sync, and `out` (this member's dest,
@@ -1260,15 +1262,6 @@ impl Context {
             if let Some(closed) = self.run_and_close(m, what, planned, "folded by the device") {
                 return closed;
             }
-        }
-        if count > 0 && fold.members.is_empty() {
-            // Nothing to fold (the first member of an exclusive scan): zeros,
-            // after the closing meeting (an in-place dest is a source the
-            // others read until then), by the device where the host does not
-            // map them.
-            self.close_ucc(m, what, Ok(()))?;
-            tracing::trace!("{what}: zeros written by the device or the mapping");
-            return self.zero_own(fold.dest, bytes);
         }
         if count > 0 {
             tracing::trace!("{what}: folded in host memory");
