@@ -1064,6 +1064,54 @@ fn collectives_conform_with_one_submitter_per_device() {
     }
 }
 
+/// A submission recorded once runs again while the calls' dispatches are
+/// the same (`VKSHMEM_REUSE_RECORDINGS`, `host/src/vk/submit.rs`): every
+/// collective, the UCC set too, on 3 PEs on the kernels with one submitter,
+/// each row's checked call (fresh pattern data, after the timed calls)
+/// submitting the timed calls' recording again; sizes from 16 B to 1 MiB
+/// move through different kernels, so the 16 slots are recorded over.
+/// With the reuse off, nothing is submitted again, and the results hold the
+/// same. (That a key holds every input of a recording, the push constants
+/// too, is what the conformance runs with one submitter show: a key without
+/// them failed collectives_check on 3 PEs with 16218 wrong elements.)
+#[test]
+fn recorded_submissions_run_again_on_fresh_data() {
+    let _one = one_spinning_job();
+    for reuse in ["on", "off"] {
+        let (r, rows) = bench_rows(
+            3,
+            "--collective all --scope host --check --min-bytes 16 --max-bytes 1M --step-factor 256 --iters 2 --warmup 1 --type int32 --op xor",
+            &[
+                ("VKSHMEM_SUBMIT", "leader"),
+                ("VKSHMEM_HOST_MAPPED_MAX", "0"),
+                ("VKSHMEM_REUSE_RECORDINGS", reuse),
+                ("RUST_LOG", "vkshmem_host::vk::submit=trace"),
+            ],
+        );
+        // 18 collectives that move data (6 SHMEM, 12 UCC) at 16 B, 4 KiB
+        // and 1 MiB (barrier and sync: one row each, nothing to check).
+        let rows: Vec<_> = rows
+            .into_iter()
+            .filter(|r| !r.starts_with("barrier,") && !r.starts_with("sync,"))
+            .collect();
+        assert_eq!(rows.len(), 18 * 3, "{rows:?}");
+        for row in &rows {
+            assert!(row.contains(",3,") && row.ends_with(",0"), "{row}");
+        }
+        let again = r
+            .stderr
+            .matches("a recorded submission submitted again")
+            .count();
+        if reuse == "on" {
+            // Every PE's checked call of every row ran a recording again
+            // (the first member's: the team's submissions).
+            assert!(again >= rows.len(), "{again} for {} rows", rows.len());
+        } else {
+            assert_eq!(again, 0);
+        }
+    }
+}
+
 /// Objects past the wide kernels' piece size (64 MiB) stay on the wide
 /// kernels, in pieces: a reduction in place of 72 MiB (two pieces) and an
 /// alltoall of 72 MiB blocks (each block alone, in two pieces: two blocks

@@ -352,6 +352,17 @@ pub fn host_stream(get: impl Fn(&str) -> Option<String>) -> Result<Option<bool>>
     auto_or(get, ENV_HOST_STREAM, ("on", true), ("off", false))
 }
 
+/// Whether a PE records each submission of dispatches once and submits it
+/// again while later calls' dispatches are the same (`crate::vk::submit`'s
+/// reuse slots): `on` (the default) or `off` (every submission recorded
+/// anew, as before the thirty-seventh session: for comparisons).
+pub const ENV_REUSE_RECORDINGS: &str = "VKSHMEM_REUSE_RECORDINGS";
+
+/// `VKSHMEM_REUSE_RECORDINGS`: true unless `off`.
+pub fn reuse_recordings(get: impl Fn(&str) -> Option<String>) -> Result<bool> {
+    Ok(auto_or(get, ENV_REUSE_RECORDINGS, ("on", true), ("off", false))?.unwrap_or(true))
+}
+
 /// Invocations per workgroup of the host collectives' wide copies and
 /// pushes (the vec4 loops that move large messages; the reductions keep
 /// `vkshmem_device::collectives::WIDE_REDUCE_WORKGROUP`): a power of two
@@ -547,6 +558,17 @@ mod tests {
             e.contains("VKSHMEM_HOST_STREAM") && e.contains("auto, on or off"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn reuse_recordings_values() {
+        let env = |v: &'static str| move |_: &str| Some(v.to_string());
+        assert!(reuse_recordings(|_| None).unwrap());
+        assert!(reuse_recordings(env("auto")).unwrap());
+        assert!(reuse_recordings(env("on ")).unwrap());
+        assert!(!reuse_recordings(env("off")).unwrap());
+        let e = reuse_recordings(env("no")).unwrap_err().to_string();
+        assert!(e.contains("VKSHMEM_REUSE_RECORDINGS"), "{e}");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! has bindings 0..n_s), and optional push constants ("immediates").
 
 use std::ffi::CString;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use ash::vk;
@@ -12,6 +13,11 @@ use crate::error::{Error, Result, VkContext};
 /// A compute pipeline ready to dispatch.
 pub struct Kernel {
     pub(crate) gpu: Arc<Gpu>,
+    /// Unique in the process, never reused: what a recorded submission that
+    /// dispatches this kernel is known by (`super::submit`'s reuse; a
+    /// pipeline handle can come back for another kernel once this one is
+    /// destroyed).
+    pub(crate) id: u64,
     module: vk::ShaderModule,
     pub(crate) set_layouts: Vec<vk::DescriptorSetLayout>,
     pub(crate) layout: vk::PipelineLayout,
@@ -59,8 +65,10 @@ impl Kernel {
         let entry = CString::new(entry)
             .map_err(|_| Error::InvalidArgument("entry point name contains NUL".into()))?;
         let d = &gpu.device;
+        static NEXT_ID: AtomicU64 = AtomicU64::new(0);
         let mut k = Kernel {
             gpu: gpu.clone(),
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             module: vk::ShaderModule::null(),
             set_layouts: Vec::new(),
             layout: vk::PipelineLayout::null(),

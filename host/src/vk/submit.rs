@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ash::vk;
+use ash::vk::{self, Handle};
 
 use super::kernel::Kernel;
 use super::memory::Staging;
@@ -108,7 +108,9 @@ pub struct Dispatch<'a> {
     pub kernel: &'a Kernel,
     /// Workgroups in x, y and z.
     pub groups: [u32; 3],
-    /// The windows of each descriptor set.
+    /// The windows of each descriptor set. Their buffers outlive the
+    /// submitter (the context's heap blocks): a recorded submission that
+    /// binds them may run again ([`Submitter::set_reuse`]).
     pub sets: &'a [&'a [Window]],
     /// The push constants.
     pub push: &'a [u8],
@@ -135,6 +137,127 @@ pub struct Readback {
     pub offset: u64,
     /// How many bytes: a multiple of 4, at most [`READBACK_MAX`].
     pub bytes: u64,
+}
+
+/// Recorded submissions of dispatches a submitter keeps to run again
+/// ([`Submitter::set_reuse`]): a host collective repeated with the same
+/// arguments (a training step's buckets, a benchmark's calls) records each
+/// of its submissions once.
+pub const REUSE_SLOTS: usize = 16;
+
+/// What a recorded submission of dispatches is known by: every input of
+/// its recording (kernel ids, workgroups, barriers, windows, push
+/// constants, timestamps, read-back), each list's length before it, so two
+/// keys are equal only where the recordings would be the same commands.
+fn key_of(items: &[Dispatch<'_>], timed: bool, read: Option<Readback>) -> Vec<u64> {
+    let mut k = Vec::with_capacity(4 + items.len() * 24);
+    k.push(u64::from(timed));
+    match read {
+        Some(r) => k.extend([1, r.buffer.as_raw(), r.offset, r.bytes]),
+        None => k.push(0),
+    }
+    k.push(items.len() as u64);
+    for it in items {
+        k.push(it.kernel.id);
+        k.extend(it.groups.map(u64::from));
+        k.push(u64::from(it.barrier));
+        k.push(it.sets.len() as u64);
+        for set in it.sets {
+            k.push(set.len() as u64);
+            for w in *set {
+                k.extend([w.buffer.as_raw(), w.offset, w.range]);
+            }
+        }
+        push_words(&mut k, it.push);
+    }
+    k
+}
+
+/// Appends `bytes`' length, then its bytes eight at a time (the last word
+/// zero-padded).
+fn push_words(k: &mut Vec<u64>, bytes: &[u8]) {
+    k.push(bytes.len() as u64);
+    k.extend(bytes.chunks(8).map(|c| {
+        let mut w = [0u8; 8];
+        w[..c.len()].copy_from_slice(c);
+        u64::from_le_bytes(w)
+    }));
+}
+
+/// Which recorded submission to run again, or which slot to record over
+/// (pure bookkeeping): at most `cap` slots, the least recently used
+/// recorded over first.
+#[derive(Debug)]
+struct Reuse {
+    /// Each slot's key; `None` while it holds no finished recording.
+    keys: Vec<Option<Vec<u64>>>,
+    /// Each slot's last use ([`Reuse::tick`]).
+    used: Vec<u64>,
+    /// Calls of [`Reuse::find`] so far.
+    tick: u64,
+    cap: usize,
+}
+
+/// [`Reuse::find`]'s answer.
+#[derive(Debug, PartialEq, Eq)]
+enum Found {
+    /// This slot holds the recording: submit it again.
+    Again(usize),
+    /// Record into this slot (a new one where it is the slot count), then
+    /// [`Reuse::recorded`].
+    Record(usize),
+}
+
+impl Reuse {
+    fn new(cap: usize) -> Reuse {
+        Reuse {
+            keys: Vec::new(),
+            used: Vec::new(),
+            tick: 0,
+            cap: cap.max(1),
+        }
+    }
+
+    /// Where `key`'s submission is, or goes. A slot to record over loses
+    /// its key until [`Reuse::recorded`], so a recording that fails halfway
+    /// is never run again.
+    fn find(&mut self, key: &[u64]) -> Found {
+        self.tick += 1;
+        if let Some(i) = self.keys.iter().position(|k| k.as_deref() == Some(key)) {
+            self.used[i] = self.tick;
+            return Found::Again(i);
+        }
+        let i = if self.keys.len() < self.cap {
+            self.keys.push(None);
+            self.used.push(0);
+            self.keys.len() - 1
+        } else {
+            // A slot without a recording first, else the least recently
+            // used.
+            (0..self.keys.len())
+                .min_by_key(|&i| (self.keys[i].is_some(), self.used[i]))
+                .expect("cap >= 1")
+        };
+        self.keys[i] = None;
+        self.used[i] = self.tick;
+        Found::Record(i)
+    }
+
+    /// Slot `i` now holds `key`'s recording.
+    fn recorded(&mut self, i: usize, key: Vec<u64>) {
+        self.keys[i] = Some(key);
+    }
+}
+
+/// One slot of recorded submissions: its command buffer and the pool of
+/// its descriptor sets (sized for what it recorded, grown when a recording
+/// needs more).
+#[derive(Debug)]
+struct Slot {
+    cmd: vk::CommandBuffer,
+    descriptors: vk::DescriptorPool,
+    /// Sets and descriptors the pool holds.
+    holds: (u32, u32),
 }
 
 /// A command buffer, a fence, a descriptor pool and a timestamp query pool, reused
@@ -167,6 +290,13 @@ pub struct Submitter {
     phases: Arc<PhaseTimes>,
     /// Where [`Readback`]s land (made at the first one).
     readback: Option<Staging>,
+    /// Whether submissions of dispatches are recorded once and run again
+    /// ([`Submitter::set_reuse`]).
+    reuse_on: bool,
+    /// Which recorded submission is in which slot.
+    reuse: Reuse,
+    /// The recorded submissions.
+    slots: Vec<Slot>,
 }
 
 impl std::fmt::Debug for Submitter {
@@ -192,6 +322,9 @@ impl Submitter {
             companion: None,
             phases: Arc::new(PhaseTimes::new()),
             readback: None,
+            reuse_on: true,
+            reuse: Reuse::new(REUSE_SLOTS),
+            slots: Vec::new(),
         };
         let info = vk::CommandPoolCreateInfo::default()
             .queue_family_index(gpu.queue_family)
@@ -259,33 +392,71 @@ impl Submitter {
         recording: Option<Instant>,
         watch: &mut dyn FnMut(Duration) -> Option<Duration>,
     ) -> Result<()> {
+        self.record_into(self.cmd, true, record)?;
+        self.submit_wait(self.cmd, recording, watch)
+    }
+
+    /// Records `record` into `cmd` (one of this submitter's command
+    /// buffers, reset first), then a final barrier that makes shader and
+    /// transfer writes visible to the host. `once`: for one submission only
+    /// (else it may be submitted again, [`Submitter::set_reuse`]).
+    fn record_into(
+        &self,
+        cmd: vk::CommandBuffer,
+        once: bool,
+        record: impl FnOnce(&ash::Device, vk::CommandBuffer),
+    ) -> Result<()> {
         let d = &self.gpu.device;
-        let begin = vk::CommandBufferBeginInfo::default()
-            .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
-        // SAFETY: the previous submission of `cmd` completed (we waited on the
-        // fence), so it may be reset and re-recorded (VUID-vkBeginCommandBuffer-commandBuffer-00049).
+        let flags = if once {
+            vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT
+        } else {
+            vk::CommandBufferUsageFlags::empty()
+        };
+        let begin = vk::CommandBufferBeginInfo::default().flags(flags);
+        // SAFETY: every submission of this submitter's command buffers
+        // completed before its call returned (the fence), so `cmd` is not
+        // pending and may be reset and re-recorded
+        // (VUID-vkBeginCommandBuffer-commandBuffer-00049); its pool was
+        // created with RESET_COMMAND_BUFFER.
         unsafe {
-            d.reset_command_buffer(self.cmd, vk::CommandBufferResetFlags::empty())
+            d.reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty())
                 .vk("vkResetCommandBuffer")?;
-            d.begin_command_buffer(self.cmd, &begin)
+            d.begin_command_buffer(cmd, &begin)
                 .vk("vkBeginCommandBuffer")?;
         }
-        record(d, self.cmd);
-        let cmds = [self.cmd];
-        let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
-        // SAFETY: recording state; the queue lock gives the external synchronization
-        // vkQueueSubmit needs; the fence is unsignaled (reset after each wait).
+        record(d, cmd);
+        // SAFETY: recording state (begun above).
         unsafe {
             memory_barrier(
                 d,
-                self.cmd,
+                cmd,
                 (
                     vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
                     vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE,
                 ),
                 (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ),
             );
-            d.end_command_buffer(self.cmd).vk("vkEndCommandBuffer")?;
+            d.end_command_buffer(cmd).vk("vkEndCommandBuffer")?;
+        }
+        Ok(())
+    }
+
+    /// Submits `cmd` (recorded, in the executable state) and waits for it,
+    /// watched as [`Submitter::run_watched`] says.
+    fn submit_wait(
+        &mut self,
+        cmd: vk::CommandBuffer,
+        recording: Option<Instant>,
+        watch: &mut dyn FnMut(Duration) -> Option<Duration>,
+    ) -> Result<()> {
+        let d = &self.gpu.device;
+        let cmds = [cmd];
+        let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
+        // SAFETY: `cmd` is executable and not pending (the previous
+        // submission of it completed: VUID-vkQueueSubmit-pCommandBuffers-00071);
+        // the queue lock gives the external synchronization vkQueueSubmit
+        // needs; the fence is unsignaled (reset after each wait).
+        unsafe {
             let submitting = self.phases.end(Phase::Record, recording);
             let q = self.gpu.queue.lock().unwrap_or_else(|p| p.into_inner());
             d.queue_submit(*q, &submit, self.fence)
@@ -467,20 +638,204 @@ impl Submitter {
         let timed = timed || self.phases.on();
         let gpu = self.gpu.clone();
         let d = &gpu.device;
-        // SAFETY: no set from the pool is in use (the previous submission
-        // completed).
+        let queries = if timed {
+            self.queries
+        } else {
+            vk::QueryPool::null()
+        };
+        let reached = if note_start {
+            // SAFETY: the previous submission completed, so no pending
+            // command refers to the event (and none waits on it: vkResetEvent's
+            // rules).
+            unsafe { d.reset_event(self.reached) }.vk("vkResetEvent")?;
+            self.reached
+        } else {
+            vk::Event::null()
+        };
+        let mut watch_reached = |elapsed| {
+            // SAFETY: the event belongs to this device; reading its status
+            // needs no synchronization with the queue that sets it.
+            let started = reached != vk::Event::null()
+                && matches!(unsafe { d.get_event_status(reached) }, Ok(true));
+            watch(started, elapsed)
+        };
+        // Recorded into a slot that keeps it (found there already recorded:
+        // submitted again), or, noting its start, into the one-time buffer.
+        let (cmd, descriptors, keep) = if self.reuse_on && !note_start {
+            let key = key_of(items, timed, read);
+            match self.reuse.find(&key) {
+                Found::Again(i) => {
+                    tracing::trace!(slot = i, "a recorded submission submitted again");
+                    let cmd = self.slots[i].cmd;
+                    self.submit_wait(cmd, recording, &mut watch_reached)?;
+                    return self.finish(read, queries, asked);
+                }
+                Found::Record(i) => {
+                    let slot = self.slot_for(i, items)?;
+                    (slot.cmd, slot.descriptors, Some((i, key)))
+                }
+            }
+        } else {
+            (self.cmd, self.descriptors, None)
+        };
+        let handles = self.bind_sets(descriptors, items)?;
+        self.record_into(cmd, keep.is_none(), |d, cmd| {
+            // SAFETY: recording state; each pipeline, layout and its sets are
+            // compatible; the query pool has two timestamp queries, reset
+            // before use; the event was reset above and is set once, by
+            // this command buffer, after every command submitted before it
+            // (ALL_COMMANDS: its first synchronization scope).
+            unsafe {
+                if reached != vk::Event::null() {
+                    d.cmd_set_event(cmd, reached, vk::PipelineStageFlags::ALL_COMMANDS);
+                }
+                if queries != vk::QueryPool::null() {
+                    d.cmd_reset_query_pool(cmd, queries, 0, 2);
+                    d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, queries, 0);
+                }
+                for (it, hs) in items.iter().zip(&handles) {
+                    if it.barrier {
+                        memory_barrier(
+                            d,
+                            cmd,
+                            (
+                                vk::PipelineStageFlags::COMPUTE_SHADER,
+                                vk::AccessFlags::SHADER_WRITE,
+                            ),
+                            (
+                                vk::PipelineStageFlags::COMPUTE_SHADER,
+                                vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
+                            ),
+                        );
+                    }
+                    let k = it.kernel;
+                    d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, k.pipeline);
+                    d.cmd_bind_descriptor_sets(
+                        cmd,
+                        vk::PipelineBindPoint::COMPUTE,
+                        k.layout,
+                        0,
+                        hs,
+                        &[],
+                    );
+                    if !it.push.is_empty() {
+                        d.cmd_push_constants(
+                            cmd,
+                            k.layout,
+                            vk::ShaderStageFlags::COMPUTE,
+                            0,
+                            it.push,
+                        );
+                    }
+                    d.cmd_dispatch(cmd, it.groups[0], it.groups[1], it.groups[2]);
+                }
+                if let Some((r, to)) = landing {
+                    // The dispatches' writes reach the copy; run_watched's
+                    // closing barrier makes the copy's host-visible.
+                    memory_barrier(
+                        d,
+                        cmd,
+                        (
+                            vk::PipelineStageFlags::COMPUTE_SHADER,
+                            vk::AccessFlags::SHADER_WRITE,
+                        ),
+                        (
+                            vk::PipelineStageFlags::TRANSFER,
+                            vk::AccessFlags::TRANSFER_READ,
+                        ),
+                    );
+                    let region = vk::BufferCopy {
+                        src_offset: r.offset,
+                        dst_offset: 0,
+                        size: r.bytes,
+                    };
+                    d.cmd_copy_buffer(cmd, r.buffer, to, &[region]);
+                }
+                if queries != vk::QueryPool::null() {
+                    d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, queries, 1);
+                }
+            }
+        })?;
+        if let Some((i, key)) = keep {
+            self.reuse.recorded(i, key);
+        }
+        self.submit_wait(cmd, recording, &mut watch_reached)?;
+        self.finish(read, queries, asked)
+    }
+
+    /// A finished submission's read-back bytes (where `read`) and GPU
+    /// time (where `queries`, which it wrote; returned where `asked`).
+    fn finish(
+        &self,
+        read: Option<Readback>,
+        queries: vk::QueryPool,
+        asked: bool,
+    ) -> Result<(Option<Duration>, Option<Vec<u8>>)> {
+        let d = &self.gpu.device;
+        let bytes = match (read, &self.readback) {
+            (Some(r), Some(st)) => {
+                let mut v = vec![0u8; r.bytes as usize];
+                // SAFETY: the submission that copied into the staging buffer
+                // completed (run_watched waited on its fence) and its closing
+                // barrier made the copy host-visible; the mapping holds
+                // READBACK_MAX >= r.bytes bytes.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(st.ptr().as_ptr(), v.as_mut_ptr(), v.len())
+                };
+                Some(v)
+            }
+            _ => None,
+        };
+        if queries == vk::QueryPool::null() {
+            return Ok((None, bytes));
+        }
+        let mut ticks = [0u64; 2];
+        // SAFETY: both queries were written by the completed submission; WAIT and
+        // TYPE_64 match the u64 result slots.
         unsafe {
-            d.reset_descriptor_pool(self.descriptors, vk::DescriptorPoolResetFlags::empty())
+            d.get_query_pool_results(
+                queries,
+                0,
+                &mut ticks,
+                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
+            )
+            .vk("vkGetQueryPoolResults")?;
+        }
+        let mask = match self.gpu.info.timestamp_valid_bits {
+            64.. => u64::MAX,
+            b => (1u64 << b) - 1,
+        };
+        let delta = ticks[1].wrapping_sub(ticks[0]) & mask;
+        let gpu_time =
+            Duration::from_nanos((delta as f64 * self.gpu.info.timestamp_period_ns as f64) as u64);
+        self.phases.add(Phase::Gpu, gpu_time);
+        Ok((asked.then_some(gpu_time), bytes))
+    }
+
+    /// Allocates from `pool` (reset first) the descriptor sets of `items`
+    /// and writes their windows: each item's sets, in order.
+    fn bind_sets(
+        &self,
+        pool: vk::DescriptorPool,
+        items: &[Dispatch<'_>],
+    ) -> Result<Vec<Vec<vk::DescriptorSet>>> {
+        let d = &self.gpu.device;
+        // SAFETY: no set from the pool is in use (every submission of this
+        // submitter completed before its call returned).
+        unsafe {
+            d.reset_descriptor_pool(pool, vk::DescriptorPoolResetFlags::empty())
                 .vk("vkResetDescriptorPool")?;
         }
         let mut handles = Vec::with_capacity(items.len());
         for it in items {
             let info = vk::DescriptorSetAllocateInfo::default()
-                .descriptor_pool(self.descriptors)
+                .descriptor_pool(pool)
                 .set_layouts(&it.kernel.set_layouts);
-            // SAFETY: at most MAX_SETS sets per dispatch and MAX_BATCH
-            // dispatches binding at most pool_descriptors in all (checked
-            // above), the pool's size.
+            // SAFETY: the pool holds the sets and descriptors of every item:
+            // the one-time pool at most MAX_SETS sets per dispatch and
+            // MAX_BATCH dispatches binding at most pool_descriptors in all
+            // (checked by dispatch_items), a slot's pool what slot_for
+            // sized it for.
             handles.push(unsafe {
                 d.allocate_descriptor_sets(&info)
                     .vk("vkAllocateDescriptorSets")?
@@ -521,151 +876,71 @@ impl Submitter {
         // SAFETY: the sets are not in use; offsets and ranges were validated by the
         // caller against minStorageBufferOffsetAlignment and maxStorageBufferRange.
         unsafe { d.update_descriptor_sets(&writes, &[]) };
-        let queries = if timed {
-            self.queries
-        } else {
-            vk::QueryPool::null()
-        };
-        let reached = if note_start {
-            // SAFETY: the previous submission completed, so no pending
-            // command refers to the event (and none waits on it: vkResetEvent's
-            // rules).
-            unsafe { d.reset_event(self.reached) }.vk("vkResetEvent")?;
-            self.reached
-        } else {
-            vk::Event::null()
-        };
-        let mut watch_reached = |elapsed| {
-            // SAFETY: the event belongs to this device; reading its status
-            // needs no synchronization with the queue that sets it.
-            let started = reached != vk::Event::null()
-                && matches!(unsafe { d.get_event_status(reached) }, Ok(true));
-            watch(started, elapsed)
-        };
-        self.run_watched(
-            |d, cmd| {
-                // SAFETY: recording state; each pipeline, layout and its sets are
-                // compatible; the query pool has two timestamp queries, reset
-                // before use; the event was reset above and is set once, by
-                // this command buffer, after every command submitted before it
-                // (ALL_COMMANDS: its first synchronization scope).
-                unsafe {
-                    if reached != vk::Event::null() {
-                        d.cmd_set_event(cmd, reached, vk::PipelineStageFlags::ALL_COMMANDS);
-                    }
-                    if queries != vk::QueryPool::null() {
-                        d.cmd_reset_query_pool(cmd, queries, 0, 2);
-                        d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, queries, 0);
-                    }
-                    for (it, hs) in items.iter().zip(&handles) {
-                        if it.barrier {
-                            memory_barrier(
-                                d,
-                                cmd,
-                                (
-                                    vk::PipelineStageFlags::COMPUTE_SHADER,
-                                    vk::AccessFlags::SHADER_WRITE,
-                                ),
-                                (
-                                    vk::PipelineStageFlags::COMPUTE_SHADER,
-                                    vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE,
-                                ),
-                            );
-                        }
-                        let k = it.kernel;
-                        d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, k.pipeline);
-                        d.cmd_bind_descriptor_sets(
-                            cmd,
-                            vk::PipelineBindPoint::COMPUTE,
-                            k.layout,
-                            0,
-                            hs,
-                            &[],
-                        );
-                        if !it.push.is_empty() {
-                            d.cmd_push_constants(
-                                cmd,
-                                k.layout,
-                                vk::ShaderStageFlags::COMPUTE,
-                                0,
-                                it.push,
-                            );
-                        }
-                        d.cmd_dispatch(cmd, it.groups[0], it.groups[1], it.groups[2]);
-                    }
-                    if let Some((r, to)) = landing {
-                        // The dispatches' writes reach the copy; run_watched's
-                        // closing barrier makes the copy's host-visible.
-                        memory_barrier(
-                            d,
-                            cmd,
-                            (
-                                vk::PipelineStageFlags::COMPUTE_SHADER,
-                                vk::AccessFlags::SHADER_WRITE,
-                            ),
-                            (
-                                vk::PipelineStageFlags::TRANSFER,
-                                vk::AccessFlags::TRANSFER_READ,
-                            ),
-                        );
-                        let region = vk::BufferCopy {
-                            src_offset: r.offset,
-                            dst_offset: 0,
-                            size: r.bytes,
-                        };
-                        d.cmd_copy_buffer(cmd, r.buffer, to, &[region]);
-                    }
-                    if queries != vk::QueryPool::null() {
-                        d.cmd_write_timestamp(
-                            cmd,
-                            vk::PipelineStageFlags::BOTTOM_OF_PIPE,
-                            queries,
-                            1,
-                        );
-                    }
-                }
-            },
-            recording,
-            &mut watch_reached,
-        )?;
-        let bytes = match (read, &self.readback) {
-            (Some(r), Some(st)) => {
-                let mut v = vec![0u8; r.bytes as usize];
-                // SAFETY: the submission that copied into the staging buffer
-                // completed (run_watched waited on its fence) and its closing
-                // barrier made the copy host-visible; the mapping holds
-                // READBACK_MAX >= r.bytes bytes.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(st.ptr().as_ptr(), v.as_mut_ptr(), v.len())
-                };
-                Some(v)
+        Ok(handles)
+    }
+
+    /// Reuse slot `i` (made where `i` is the slot count), its descriptor
+    /// pool holding at least the sets and descriptors of `items`.
+    fn slot_for(&mut self, i: usize, items: &[Dispatch<'_>]) -> Result<&Slot> {
+        let d = &self.gpu.device;
+        let sets: usize = items.iter().map(|it| it.sets.len()).sum();
+        let descriptors: usize = items
+            .iter()
+            .flat_map(|it| it.sets.iter().map(|s| s.len()))
+            .sum();
+        let need = (sets.max(1) as u32, descriptors.max(1) as u32);
+        if i == self.slots.len() {
+            let info = vk::CommandBufferAllocateInfo::default()
+                .command_pool(self.pool)
+                .level(vk::CommandBufferLevel::PRIMARY)
+                .command_buffer_count(1);
+            // SAFETY: valid pool, used by this submitter's thread only (the
+            // owner's mutex).
+            let cmd =
+                unsafe { d.allocate_command_buffers(&info) }.vk("vkAllocateCommandBuffers")?[0];
+            self.slots.push(Slot {
+                cmd,
+                descriptors: vk::DescriptorPool::null(),
+                holds: (0, 0),
+            });
+        }
+        let slot = &mut self.slots[i];
+        if slot.holds.0 < need.0 || slot.holds.1 < need.1 {
+            let holds = (
+                need.0.max(slot.holds.0).next_power_of_two(),
+                need.1.max(slot.holds.1).next_power_of_two(),
+            );
+            let sizes = [vk::DescriptorPoolSize::default()
+                .ty(vk::DescriptorType::STORAGE_BUFFER)
+                .descriptor_count(holds.1)];
+            let info = vk::DescriptorPoolCreateInfo::default()
+                .max_sets(holds.0)
+                .pool_sizes(&sizes);
+            // SAFETY: valid device. The old pool's sets are in no pending
+            // submission (each completed before its call returned); the
+            // slot's recording that used them is never submitted again
+            // (Reuse::find dropped its key).
+            unsafe {
+                let pool = d
+                    .create_descriptor_pool(&info, None)
+                    .vk("vkCreateDescriptorPool")?;
+                d.destroy_descriptor_pool(slot.descriptors, None);
+                slot.descriptors = pool;
             }
-            _ => None,
-        };
-        if queries == vk::QueryPool::null() {
-            return Ok((None, bytes));
+            slot.holds = holds;
         }
-        let mut ticks = [0u64; 2];
-        // SAFETY: both queries were written by the completed submission; WAIT and
-        // TYPE_64 match the u64 result slots.
-        unsafe {
-            d.get_query_pool_results(
-                queries,
-                0,
-                &mut ticks,
-                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
-            )
-            .vk("vkGetQueryPoolResults")?;
-        }
-        let mask = match self.gpu.info.timestamp_valid_bits {
-            64.. => u64::MAX,
-            b => (1u64 << b) - 1,
-        };
-        let delta = ticks[1].wrapping_sub(ticks[0]) & mask;
-        let gpu_time =
-            Duration::from_nanos((delta as f64 * self.gpu.info.timestamp_period_ns as f64) as u64);
-        self.phases.add(Phase::Gpu, gpu_time);
-        Ok((asked.then_some(gpu_time), bytes))
+        Ok(slot)
+    }
+
+    /// Whether submissions of dispatches are recorded once and submitted
+    /// again when a later call's dispatches are the same (kernels,
+    /// workgroups, windows, push constants: every input of the recording),
+    /// in up to [`REUSE_SLOTS`] slots, the least recently used recorded
+    /// over. On by default (`VKSHMEM_REUSE_RECORDINGS`): a repeated host
+    /// collective skips the descriptor writes and the recording, 5-27 us a
+    /// call on an H200 (`--phases`' record, thirty-sixth session).
+    pub fn set_reuse(&mut self, on: bool) {
+        self.reuse_on = on;
     }
 
     /// Times each submission's phases into `phases` while it is on
@@ -760,11 +1035,14 @@ impl Drop for Submitter {
         drop(self.companion.take());
         let d = &self.gpu.device;
         // SAFETY: every submission was waited for; freeing the pool frees its
-        // command buffer.
+        // command buffers (the slots' too).
         unsafe {
             d.destroy_query_pool(self.queries, None);
             d.destroy_event(self.reached, None);
             d.destroy_descriptor_pool(self.descriptors, None);
+            for slot in &self.slots {
+                d.destroy_descriptor_pool(slot.descriptors, None);
+            }
             d.destroy_fence(self.fence, None);
             d.destroy_command_pool(self.pool, None);
         }
@@ -773,7 +1051,46 @@ impl Drop for Submitter {
 
 #[cfg(test)]
 mod tests {
-    use super::{batch_len, MAX_BATCH};
+    use super::{batch_len, push_words, Found, Reuse, MAX_BATCH};
+
+    #[test]
+    fn reuse_finds_recorded_keys_and_records_over_the_least_recently_used() {
+        let mut r = Reuse::new(2);
+        let (a, b, c) = (vec![1u64, 2], vec![1u64, 3], vec![4u64]);
+        assert_eq!(r.find(&a), Found::Record(0));
+        r.recorded(0, a.clone());
+        assert_eq!(r.find(&a), Found::Again(0));
+        assert_eq!(r.find(&b), Found::Record(1));
+        r.recorded(1, b.clone());
+        assert_eq!(r.find(&b), Found::Again(1));
+        assert_eq!(r.find(&a), Found::Again(0));
+        // Full: c goes over b, used longest ago.
+        assert_eq!(r.find(&c), Found::Record(1));
+        r.recorded(1, c.clone());
+        assert_eq!(r.find(&b), Found::Record(0));
+        // A recording that failed (never `recorded`) is never found, and
+        // its slot is the first recorded over.
+        assert_eq!(r.find(&b), Found::Record(0));
+        assert_eq!(r.find(&a), Found::Record(0));
+        r.recorded(0, a.clone());
+        assert_eq!(r.find(&c), Found::Again(1));
+        assert_eq!(r.find(&a), Found::Again(0));
+    }
+
+    #[test]
+    fn push_words_keep_lengths_apart() {
+        let words = |b: &[u8]| {
+            let mut k = Vec::new();
+            push_words(&mut k, b);
+            k
+        };
+        assert_eq!(words(&[]), vec![0]);
+        assert_eq!(words(&[1, 0, 0, 0]), vec![4, 1]);
+        // Zero bytes past the end differ from no bytes.
+        assert_ne!(words(&[1, 0, 0, 0]), words(&[1, 0, 0, 0, 0, 0, 0, 0]));
+        assert_eq!(words(&[0; 9]), vec![9, 0, 0]);
+        assert_eq!(words(&[1, 2, 3, 4, 5, 6, 7, 8, 9])[1], 0x0807060504030201);
+    }
 
     #[test]
     fn batches_stop_at_the_dispatch_count_or_the_pool() {
