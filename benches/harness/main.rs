@@ -183,9 +183,11 @@ struct Args {
     /// Host forms: time each row's calls phase by phase
     /// (`Context::set_phase_times`) and print, after the row, PE 0's
     /// medians: the entry meeting, the run, each submission's recording,
-    /// `vkQueueSubmit`, fence wait and GPU time, the closing meeting, the
-    /// whole call. Every submission then also takes GPU timestamps (a little
-    /// time of their own in the row).
+    /// `vkQueueSubmit`, fence wait and GPU time (and, where the device has
+    /// calibrated timestamps, the wait's launch before the GPU's first
+    /// command and signal after its last), the closing meeting, the whole
+    /// call. Every submission then also takes GPU timestamps (a little time
+    /// of their own in the row).
     #[arg(long)]
     phases: bool,
     /// Invocations of each workgroup that calls the work_group(s) forms. 0:

@@ -11,7 +11,9 @@
 //! command comes from timestamps (taken on every submission while phase
 //! times are on). So `wait - gpu` is what the round trip through the driver
 //! costs beyond the kernels: the launch and the fence's signal reaching the
-//! host. Pure bookkeeping, no Vulkan.
+//! host. Where the device has calibrated timestamps, the two are timed apart:
+//! `launch` (the submission's return to its first command on the GPU) and
+//! `signal` (its last command to the fence seen). Pure bookkeeping, no Vulkan.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -29,11 +31,18 @@ pub enum Phase {
     Record,
     /// One `vkQueueSubmit` call (with the queue's lock).
     Submit,
+    /// From `vkQueueSubmit`'s return to the submission's first command on
+    /// the GPU (its timestamp on the host's clock: only on devices with
+    /// calibrated timestamps).
+    Launch,
     /// From `vkQueueSubmit`'s return to the fence seen signaled.
     Wait,
     /// The GPU's time from a submission's first command to its last
     /// (timestamps).
     Gpu,
+    /// From the submission's last command on the GPU to the fence seen
+    /// signaled on the host (calibrated timestamps, as `Launch`).
+    Signal,
     /// The closing meeting: every member's outcome.
     Close,
     /// The whole call, as the caller sees it.
@@ -42,13 +51,15 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in the order a call goes through them.
-    pub const ALL: [Phase; 8] = [
+    pub const ALL: [Phase; 10] = [
         Phase::Meet,
         Phase::Run,
         Phase::Record,
         Phase::Submit,
+        Phase::Launch,
         Phase::Wait,
         Phase::Gpu,
+        Phase::Signal,
         Phase::Close,
         Phase::Call,
     ];
@@ -60,8 +71,10 @@ impl Phase {
             Phase::Run => "run",
             Phase::Record => "record",
             Phase::Submit => "submit",
+            Phase::Launch => "launch",
             Phase::Wait => "wait",
             Phase::Gpu => "gpu",
+            Phase::Signal => "signal",
             Phase::Close => "close",
             Phase::Call => "call",
         }

@@ -133,6 +133,11 @@ pub struct Gpu {
     pub(crate) external_fd: ash::khr::external_memory_fd::Device,
     /// `VK_EXT_external_memory_host`, where the device has it (enabled then).
     pub(crate) host_import: Option<HostImportFns>,
+    /// `VK_EXT_calibrated_timestamps`, where the device has it with the
+    /// device and `CLOCK_MONOTONIC` domains (enabled then; not on a device
+    /// the program gave): the GPU's timestamps placed on the host's clock,
+    /// for the launch and signal phases ([`crate::phases`]).
+    pub(crate) calibrated: Option<ash::ext::calibrated_timestamps::Device>,
     pub(crate) queue: Mutex<vk::Queue>,
     pub(crate) queue_family: u32,
     /// The queue's index in its family.
@@ -310,6 +315,10 @@ impl Gpu {
         if has_host_import {
             extensions.push(ash::ext::external_memory_host::NAME.as_ptr());
         }
+        let calibrated = calibrates_to_monotonic(&entry, instance, physical);
+        if calibrated {
+            extensions.push(ash::ext::calibrated_timestamps::NAME.as_ptr());
+        }
         let create = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queue_info)
             .enabled_extension_names(&extensions)
@@ -337,6 +346,7 @@ impl Gpu {
             info,
             caps,
             host_import_alignment,
+            calibrated,
             properties: p,
             owned: true,
         })
@@ -432,6 +442,7 @@ impl Gpu {
             info,
             caps,
             host_import_alignment: host_import_alignment.filter(|_| user.external_memory_host),
+            calibrated: false,
             properties: p,
             owned: false,
         })?;
@@ -677,6 +688,8 @@ struct Parts {
     info: DeviceInfo,
     caps: DeviceCaps,
     host_import_alignment: Option<u64>,
+    /// Whether `VK_EXT_calibrated_timestamps` was enabled.
+    calibrated: bool,
     properties: vk::PhysicalDeviceProperties,
     owned: bool,
 }
@@ -695,9 +708,12 @@ fn finish(x: Parts) -> Result<Gpu> {
         info,
         caps,
         host_import_alignment,
+        calibrated,
         properties: p,
         owned,
     } = x;
+    let calibrated =
+        calibrated.then(|| ash::ext::calibrated_timestamps::Device::new(&instance, &device));
     let external_fd = ash::khr::external_memory_fd::Device::new(&instance, &device);
     let host_import = host_import_alignment.map(|alignment| HostImportFns {
         fns: ash::ext::external_memory_host::Device::new(&instance, &device),
@@ -733,6 +749,7 @@ fn finish(x: Parts) -> Result<Gpu> {
         device,
         external_fd,
         host_import,
+        calibrated,
         queue: Mutex::new(queue),
         queue_family,
         queue_index,
@@ -743,6 +760,28 @@ fn finish(x: Parts) -> Result<Gpu> {
         driver_threads: Default::default(),
         owned,
     })
+}
+
+/// Whether `pd` has `VK_EXT_calibrated_timestamps` with both the device's
+/// and `CLOCK_MONOTONIC` time domains.
+fn calibrates_to_monotonic(
+    entry: &ash::Entry,
+    instance: &ash::Instance,
+    pd: vk::PhysicalDevice,
+) -> bool {
+    // SAFETY: `pd` is a valid physical device of `instance`.
+    let exts = unsafe { instance.enumerate_device_extension_properties(pd) }.unwrap_or_default();
+    let want = ash::ext::calibrated_timestamps::NAME.to_string_lossy();
+    if !exts.iter().any(|e| cstr_name(&e.extension_name) == want) {
+        return false;
+    }
+    let fns = ash::ext::calibrated_timestamps::Instance::new(entry, instance);
+    // SAFETY: the device supports the extension (checked above), so its
+    // instance-level command may be called on `pd`.
+    let domains =
+        unsafe { fns.get_physical_device_calibrateable_time_domains(pd) }.unwrap_or_default();
+    domains.contains(&vk::TimeDomainEXT::DEVICE)
+        && domains.contains(&vk::TimeDomainEXT::CLOCK_MONOTONIC)
 }
 
 fn compute_queue_family(instance: &ash::Instance, pd: vk::PhysicalDevice) -> Option<u32> {

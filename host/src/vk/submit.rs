@@ -139,6 +139,54 @@ pub struct Readback {
     pub bytes: u64,
 }
 
+/// `CLOCK_MONOTONIC` now, in nanoseconds (the calibrated timestamps'
+/// host domain).
+fn monotonic_ns() -> u64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).map_or(0, |t| {
+        t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
+    })
+}
+
+/// A device timestamp and the host's `CLOCK_MONOTONIC` read at once
+/// (`vkGetCalibratedTimestampsEXT`), to place other device ticks on the
+/// host's clock (pure arithmetic).
+#[derive(Clone, Copy, Debug)]
+struct Calibration {
+    /// The device's ticks.
+    device: u64,
+    /// The host's nanoseconds at the same moment.
+    host_ns: u64,
+    /// The timestamps' valid bits.
+    mask: u64,
+    /// Nanoseconds per tick.
+    period_ns: f64,
+}
+
+impl Calibration {
+    /// `tick` (at or before the calibration) in the host's nanoseconds.
+    fn on_host(&self, tick: u64) -> f64 {
+        let ago = self.device.wrapping_sub(tick) & self.mask;
+        self.host_ns as f64 - ago as f64 * self.period_ns
+    }
+
+    /// The launch (`submitted` on the host to the first tick on the
+    /// device) and the signal (the last tick to `seen` on the host) of a
+    /// submission whose first and last timestamps were `ticks`; a negative
+    /// span (clocks read apart by more than it) counts as zero.
+    fn launch_and_signal(
+        &self,
+        ticks: [u64; 2],
+        submitted: u64,
+        seen: u64,
+    ) -> (Duration, Duration) {
+        let span = |a: f64, b: f64| Duration::from_nanos((b - a).max(0.0) as u64);
+        (
+            span(submitted as f64, self.on_host(ticks[0])),
+            span(self.on_host(ticks[1]), seen as f64),
+        )
+    }
+}
+
 /// Recorded submissions of dispatches a submitter keeps to run again
 /// ([`Submitter::set_reuse`]): a host collective repeated with the same
 /// arguments (a training step's buckets, a benchmark's calls) records each
@@ -297,6 +345,10 @@ pub struct Submitter {
     reuse: Reuse,
     /// The recorded submissions.
     slots: Vec<Slot>,
+    /// The last submission's `vkQueueSubmit` return and fence seen, on
+    /// `CLOCK_MONOTONIC` (ns), while phases are timed on a device with
+    /// calibrated timestamps (the launch and signal phases).
+    host_marks: Option<(u64, u64)>,
 }
 
 impl std::fmt::Debug for Submitter {
@@ -325,6 +377,7 @@ impl Submitter {
             reuse_on: true,
             reuse: Reuse::new(REUSE_SLOTS),
             slots: Vec::new(),
+            host_marks: None,
         };
         let info = vk::CommandPoolCreateInfo::default()
             .queue_family_index(gpu.queue_family)
@@ -464,6 +517,8 @@ impl Submitter {
             drop(q);
             self.phases.end(Phase::Submit, submitting);
         }
+        let marks = self.phases.on() && self.gpu.calibrated.is_some();
+        let submitted = marks.then(monotonic_ns);
         let start = Instant::now();
         let slice = watch(Duration::ZERO).unwrap_or(WAIT_SLICE);
         // Polled first where asked (a blocking wait may wake up well after
@@ -506,6 +561,7 @@ impl Submitter {
         if self.phases.on() {
             self.phases.add(Phase::Wait, start.elapsed());
         }
+        self.host_marks = submitted.map(|s| (s, monotonic_ns()));
         // SAFETY: the fence is signaled and no longer in use by a queue.
         unsafe { d.reset_fences(&[self.fence]).vk("vkResetFences")? };
         Ok(())
@@ -809,6 +865,27 @@ impl Submitter {
         let gpu_time =
             Duration::from_nanos((delta as f64 * self.gpu.info.timestamp_period_ns as f64) as u64);
         self.phases.add(Phase::Gpu, gpu_time);
+        if let (Some(cal), Some((submitted, seen))) = (&self.gpu.calibrated, self.host_marks) {
+            let domains = [
+                vk::CalibratedTimestampInfoEXT::default().time_domain(vk::TimeDomainEXT::DEVICE),
+                vk::CalibratedTimestampInfoEXT::default()
+                    .time_domain(vk::TimeDomainEXT::CLOCK_MONOTONIC),
+            ];
+            // SAFETY: the extension is enabled on this device with both
+            // domains (`Gpu::calibrated`); the info structs live across the
+            // call. A diagnostic: a failure only leaves the phases out.
+            if let Ok((now, _)) = unsafe { cal.get_calibrated_timestamps(&domains) } {
+                let clock = Calibration {
+                    device: now[0],
+                    host_ns: now[1],
+                    mask,
+                    period_ns: f64::from(self.gpu.info.timestamp_period_ns),
+                };
+                let (launch, signal) = clock.launch_and_signal(ticks, submitted, seen);
+                self.phases.add(Phase::Launch, launch);
+                self.phases.add(Phase::Signal, signal);
+            }
+        }
         Ok((asked.then_some(gpu_time), bytes))
     }
 
@@ -1075,6 +1152,36 @@ mod tests {
         r.recorded(0, a.clone());
         assert_eq!(r.find(&c), Found::Again(1));
         assert_eq!(r.find(&a), Found::Again(0));
+    }
+
+    #[test]
+    fn calibrated_ticks_split_the_wait_into_launch_and_signal() {
+        use std::time::Duration;
+        // 1 tick = 2 ns; at the calibration the device read 10_000 ticks
+        // and the host 1_000_000 ns.
+        let c = super::Calibration {
+            device: 10_000,
+            host_ns: 1_000_000,
+            mask: u64::MAX,
+            period_ns: 2.0,
+        };
+        assert_eq!(c.on_host(9_000), 998_000.0);
+        // Submitted at 990_000 ns, first tick at 996_000 ns, last at
+        // 998_000 ns, seen at 999_500 ns: 6 us of launch, 1.5 us of signal.
+        let (launch, signal) = c.launch_and_signal([8_000, 9_000], 990_000, 999_500);
+        assert_eq!(launch, Duration::from_micros(6));
+        assert_eq!(signal, Duration::from_nanos(1_500));
+        // The device counter wrapped (36 valid bits) between the ticks and
+        // the calibration.
+        let w = super::Calibration {
+            device: 5,
+            mask: (1 << 36) - 1,
+            ..c
+        };
+        assert_eq!(w.on_host((1 << 36) - 5), 1_000_000.0 - 20.0);
+        // Clocks read apart: a negative span is zero.
+        let (launch, _) = c.launch_and_signal([8_000, 9_000], 997_000, 999_500);
+        assert_eq!(launch, Duration::ZERO);
     }
 
     #[test]
