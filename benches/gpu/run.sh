@@ -11,7 +11,8 @@
 # .gpu/vkshmem-bench; mixes: the GPU's own bandwidth per
 # read/write mix (mixes.cu) beside copy_shapes' library kernels, then bimodal;
 # unit: VKSHMEM_WIDE_UNIT u32 against u64; ucc: UCC's collectives checked
-# and timed; several, comma-separated, run in that order).
+# and timed; reuse: recorded submissions run again or not, and 1-PE phase
+# jobs; several, comma-separated, run in that order).
 set -u
 T0=$(date +%s); DL=$((T0 + ${1:-420}))
 if [ -e /usr/local/nvidia ]; then
@@ -165,6 +166,24 @@ old_new_all() {
     st phases-${n}pe 40 run $n 4G --collective broadcast,fcollect,alltoall,reduce --min-bytes 16 --max-bytes 256M --step-factor 16 --no-roofline --iters 20 --warmup 2 --warmup-ms 300 --phases
   done
 }
+# Recorded submissions run again (VKSHMEM_REUSE_RECORDINGS, thirty-seventh
+# session) against every submission recorded anew, the same bench
+# interleaved in two rounds at small sizes on 2, 4 and 8 PEs; then 1-PE
+# phase jobs four times, their fence waits split into launch and signal
+# (calibrated timestamps): the thirty-sixth call saw 1-PE jobs in two modes
+# (empty submission 13 or 47 us) with the SM clock at 1980 MHz in both.
+reuse() {
+  for r in 1 2; do
+    for on in on off; do
+      for n in 2 4 8; do
+        st reuse$on-small-${n}pe-r$r 30 env VKSHMEM_REUSE_RECORDINGS=$on bash -c "run $n 2G --collective broadcast,fcollect,alltoall,reduce --min-bytes 16 --max-bytes 16M --step-factor 16 --no-roofline --iters 50 --warmup 5 --warmup-ms 100 --csv $R/reuse$on-small-${n}pe-r$r.csv"
+      done
+    done
+  done
+  for j in 1 2 3 4; do
+    st modes-1pe-j$j 20 run 1 2G --collective broadcast,reduce --min-bytes 16 --max-bytes 1M --step-factor 64 --no-roofline --iters 50 --warmup 5 --warmup-ms 100 --phases
+  done
+}
 # The busbw sweep of standard() with --warmup-ms 300 (the SM clock back up
 # before each row's timing), two rounds.
 sweep() {
@@ -249,6 +268,7 @@ for m in $(echo "${3:-standard}" | tr , ' '); do
     sweep) sweep ;;
     phases) phases ;;
     ucc) ucc ;;
+    reuse) reuse ;;
     all) standard; ab ;;
     *) standard ;;
   esac
@@ -265,7 +285,7 @@ for f in $R/sweep*.csv $R/unit*.csv $R/old-[0-9]*.csv $R/mid-*.csv $R/new-[0-9]*
   awk -F, -v t=$(basename $f .csv) 'NR>1 {k=t" "$1" "$2; if (!(k in s)) o[++n]=k; s[k]=s[k] sprintf(" %s:%.0f", ($7>=1073741824? $7/1073741824 "G" : ($7>=1048576? $7/1048576 "M" : $7)), (t=="dev-1pe"? $12 : $13))} END {for (i=1;i<=n;i++) print o[i] s[o[i]]}' $f
 done >> $SUM
 # UCC's rows and the old-against-new small sizes: median time (us) by size.
-for f in $R/ucc-2pe.csv $R/ucc-4pe.csv $R/old-small-*.csv $R/new-small-*.csv; do
+for f in $R/ucc-2pe.csv $R/ucc-4pe.csv $R/old-small-*.csv $R/new-small-*.csv $R/reuse*.csv; do
   [ -e $f ] || continue
   awk -F, -v t=$(basename $f .csv) 'NR>1 {k=t" "$1; if (!(k in s)) o[++n]=k; s[k]=s[k] sprintf(" %s:%.0fus", ($7>=1048576? $7/1048576 "M" : $7), $9)} END {for (i=1;i<=n;i++) print o[i] s[o[i]]}' $f
 done >> $SUM
@@ -281,7 +301,7 @@ for f in $R/spin*.txt; do
   awk -v t=$(basename $f .txt) '$3=="host" && ($7==8 || $7==65536 || $7==67108864) {printf "%s %s %s %s\n", t, $2, $7, $8}' $f
   grep -h '# floors' $f | sed 's/(read + write).*//' | cut -c11-
 done >> $SUM
-for f in $R/phases-*.txt; do
+for f in $R/phases-*.txt $R/modes-*.txt; do
   [ -e $f ] && grep -h '# phases' $f | cut -c11- | sed "s/^/$(basename $f .txt) /"
 done >> $SUM
 (cd /tmp && tar czf $OUT/results.tgz r); cp $SUM $OUT/
