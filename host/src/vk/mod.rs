@@ -323,8 +323,10 @@ impl Gpu {
             .queue_create_infos(&queue_info)
             .enabled_extension_names(&extensions)
             .push_next(&mut want2);
-        // SAFETY: every feature enabled was reported supported above, the extension
-        // was checked by usable(), and the create info outlives the call.
+        // SAFETY: every feature enabled was reported supported above, the
+        // extensions were checked (external memory fd by usable(), the host
+        // import by describe(), the calibrated timestamps by
+        // calibrates_to_monotonic()), and the create info outlives the call.
         let device =
             unsafe { instance.create_device(physical, &create, None) }.vk("vkCreateDevice")?;
         // SAFETY: family and index 0 were requested in `create`.

@@ -1,4 +1,5 @@
-//! One-shot submissions: record, submit, wait. Used by host-initiated operations.
+//! Submissions that the host waits for: record (or find recorded), submit,
+//! wait. Used by host-initiated operations.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -108,9 +109,10 @@ pub struct Dispatch<'a> {
     pub kernel: &'a Kernel,
     /// Workgroups in x, y and z.
     pub groups: [u32; 3],
-    /// The windows of each descriptor set. Their buffers outlive the
-    /// submitter (the context's heap blocks): a recorded submission that
-    /// binds them may run again ([`Submitter::set_reuse`]).
+    /// The windows of each descriptor set. Where the submitter reuses
+    /// recordings ([`Submitter::set_reuse`]), their buffers outlive it (the
+    /// context's heap blocks): a recorded submission that binds them may run
+    /// again.
     pub sets: &'a [&'a [Window]],
     /// The push constants.
     pub push: &'a [u8],
@@ -295,6 +297,17 @@ impl Reuse {
     fn recorded(&mut self, i: usize, key: Vec<u64>) {
         self.keys[i] = Some(key);
     }
+
+    /// Slot `i` holds no recording to run again (its submission failed).
+    fn forget(&mut self, i: usize) {
+        self.keys[i] = None;
+    }
+
+    /// Only the first `made` slots exist (making the next one failed).
+    fn truncate(&mut self, made: usize) {
+        self.keys.truncate(made);
+        self.used.truncate(made);
+    }
 }
 
 /// One slot of recorded submissions: its command buffer and the pool of
@@ -308,7 +321,8 @@ struct Slot {
     holds: (u32, u32),
 }
 
-/// A command buffer, a fence, a descriptor pool and a timestamp query pool, reused
+/// A one-time command buffer with its descriptor pool, the reuse slots'
+/// recorded submissions, a fence and a timestamp query pool, reused
 /// submission after submission. Not shared between threads (the owner wraps it in
 /// a mutex).
 pub struct Submitter {
@@ -374,7 +388,7 @@ impl Submitter {
             companion: None,
             phases: Arc::new(PhaseTimes::new()),
             readback: None,
-            reuse_on: true,
+            reuse_on: false,
             reuse: Reuse::new(REUSE_SLOTS),
             slots: Vec::new(),
             host_marks: None,
@@ -467,8 +481,9 @@ impl Submitter {
         };
         let begin = vk::CommandBufferBeginInfo::default().flags(flags);
         // SAFETY: every submission of this submitter's command buffers
-        // completed before its call returned (the fence), so `cmd` is not
-        // pending and may be reset and re-recorded
+        // completed before its call returned (the fence; a failed fence
+        // wait is the device lost, after which no submission runs), so
+        // `cmd` is not pending and may be reset and re-recorded
         // (VUID-vkBeginCommandBuffer-commandBuffer-00049); its pool was
         // created with RESET_COMMAND_BUFFER.
         unsafe {
@@ -723,13 +738,20 @@ impl Submitter {
                 Found::Again(i) => {
                     tracing::trace!(slot = i, "a recorded submission submitted again");
                     let cmd = self.slots[i].cmd;
-                    self.submit_wait(cmd, recording, &mut watch_reached)?;
+                    if let Err(e) = self.submit_wait(cmd, recording, &mut watch_reached) {
+                        // Perhaps still pending: never submitted again.
+                        self.reuse.forget(i);
+                        return Err(e);
+                    }
                     return self.finish(read, queries, asked);
                 }
-                Found::Record(i) => {
-                    let slot = self.slot_for(i, items)?;
-                    (slot.cmd, slot.descriptors, Some((i, key)))
-                }
+                Found::Record(i) => match self.slot_for(i, items) {
+                    Ok(slot) => (slot.cmd, slot.descriptors, Some((i, key))),
+                    Err(e) => {
+                        self.reuse.truncate(self.slots.len());
+                        return Err(e);
+                    }
+                },
             }
         } else {
             (self.cmd, self.descriptors, None)
@@ -786,7 +808,7 @@ impl Submitter {
                     d.cmd_dispatch(cmd, it.groups[0], it.groups[1], it.groups[2]);
                 }
                 if let Some((r, to)) = landing {
-                    // The dispatches' writes reach the copy; run_watched's
+                    // The dispatches' writes reach the copy; record_into's
                     // closing barrier makes the copy's host-visible.
                     memory_barrier(
                         d,
@@ -812,10 +834,12 @@ impl Submitter {
                 }
             }
         })?;
+        self.submit_wait(cmd, recording, &mut watch_reached)?;
+        // Run again only once it completed (a failed wait may leave it
+        // pending).
         if let Some((i, key)) = keep {
             self.reuse.recorded(i, key);
         }
-        self.submit_wait(cmd, recording, &mut watch_reached)?;
         self.finish(read, queries, asked)
     }
 
@@ -832,7 +856,7 @@ impl Submitter {
             (Some(r), Some(st)) => {
                 let mut v = vec![0u8; r.bytes as usize];
                 // SAFETY: the submission that copied into the staging buffer
-                // completed (run_watched waited on its fence) and its closing
+                // completed (submit_wait waited on its fence) and its closing
                 // barrier made the copy host-visible; the mapping holds
                 // READBACK_MAX >= r.bytes bytes.
                 unsafe {
@@ -873,7 +897,9 @@ impl Submitter {
             ];
             // SAFETY: the extension is enabled on this device with both
             // domains (`Gpu::calibrated`); the info structs live across the
-            // call. A diagnostic: a failure only leaves the phases out.
+            // call. A diagnostic: a failure only leaves the phases out. The
+            // two clocks are read up to the returned deviation apart
+            // (about a microsecond): launch and signal are that exact.
             if let Ok((now, _)) = unsafe { cal.get_calibrated_timestamps(&domains) } {
                 let clock = Calibration {
                     device: now[0],
@@ -1013,9 +1039,13 @@ impl Submitter {
     /// again when a later call's dispatches are the same (kernels,
     /// workgroups, windows, push constants: every input of the recording),
     /// in up to [`REUSE_SLOTS`] slots, the least recently used recorded
-    /// over. On by default (`VKSHMEM_REUSE_RECORDINGS`): a repeated host
+    /// over. Off in a new submitter; a context turns it on
+    /// (`VKSHMEM_REUSE_RECORDINGS`, on by default): a repeated host
     /// collective skips the descriptor writes and the recording, 5-27 us a
-    /// call on an H200 (`--phases`' record, thirty-sixth session).
+    /// call on an H200 (`--phases`' record, thirty-sixth session). Only
+    /// where every buffer its dispatches bind outlives the submitter (a
+    /// recording binds buffers by handle, and a destroyed buffer's handle
+    /// may come back for another).
     pub fn set_reuse(&mut self, on: bool) {
         self.reuse_on = on;
     }
@@ -1152,6 +1182,15 @@ mod tests {
         r.recorded(0, a.clone());
         assert_eq!(r.find(&c), Found::Again(1));
         assert_eq!(r.find(&a), Found::Again(0));
+        // A submission that failed is forgotten.
+        r.forget(1);
+        assert_eq!(r.find(&c), Found::Record(1));
+        // A slot that could not be made is taken back: the next key asks
+        // for the same new slot.
+        let mut r = Reuse::new(4);
+        assert_eq!(r.find(&a), Found::Record(0));
+        r.truncate(0);
+        assert_eq!(r.find(&b), Found::Record(0));
     }
 
     #[test]
