@@ -1112,6 +1112,40 @@ fn recorded_submissions_run_again_on_fresh_data() {
     }
 }
 
+/// Submissions seen done by a word in host memory that their last command
+/// sets (`VKSHMEM_COMPLETION=word`, for measuring on GPUs), their fences
+/// waited for at the next submission: host collectives on the kernels with
+/// one submitter (checked, recordings run again, phases timed) and the
+/// device forms' launches on 2 PEs. The fence poll is on (a microsecond
+/// of spin, then the yielding polls; lavapipe's default is to block at
+/// once), so that the word is polled.
+#[test]
+fn submissions_seen_done_by_their_word_keep_results_right() {
+    let _one = one_spinning_job();
+    let (r, rows) = bench_rows(
+        2,
+        "--collective broadcast,fcollect,alltoall,reduce,allreduce --scope host,work_group --check --min-bytes 16 --max-bytes 64K --step-factor 64 --iters 3 --warmup 1 --phases",
+        &[
+            ("VKSHMEM_SUBMIT", "leader"),
+            ("VKSHMEM_HEAP_MAPPING", "off"),
+            ("VKSHMEM_COMPLETION", "word"),
+            ("VKSHMEM_FENCE_SPIN_US", "1"),
+            ("RUST_LOG", "vkshmem_host::vk::submit=trace"),
+        ],
+    );
+    // 5 collectives at 16 B, 1 KiB and 64 KiB on the host, 4 of them on
+    // the device too (allreduce is UCC's: host only).
+    assert_eq!(rows.len(), 5 * 3 + 4 * 3, "{rows:?}");
+    for row in &rows {
+        assert!(row.contains(",2,") && row.ends_with(",0"), "{row}");
+    }
+    let by_word = r
+        .stderr
+        .matches("a submission seen done by its word")
+        .count();
+    assert!(by_word >= rows.len(), "{by_word} for {} rows", rows.len());
+}
+
 /// Objects past the wide kernels' piece size (64 MiB) stay on the wide
 /// kernels, in pieces: a reduction in place of 72 MiB (two pieces) and an
 /// alltoall of 72 MiB blocks (each block alone, in two pieces: two blocks

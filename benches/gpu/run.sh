@@ -12,7 +12,8 @@
 # read/write mix (mixes.cu) beside copy_shapes' library kernels, then bimodal;
 # unit: VKSHMEM_WIDE_UNIT u32 against u64; ucc: UCC's collectives checked
 # and timed; reuse: recorded submissions run again or not, and 1-PE phase
-# jobs; several, comma-separated, run in that order).
+# jobs; word: completion seen by a word in host memory against the fence;
+# several, comma-separated, run in that order).
 set -u
 T0=$(date +%s); DL=$((T0 + ${1:-420}))
 if [ -e /usr/local/nvidia ]; then
@@ -184,6 +185,22 @@ reuse() {
     st modes-1pe-j$j 20 run 1 2G --collective broadcast,reduce --min-bytes 16 --max-bytes 1M --step-factor 64 --no-roofline --iters 50 --warmup 5 --warmup-ms 100 --phases
   done
 }
+# Completion seen by a word in host memory that each submission's last
+# command sets (VKSHMEM_COMPLETION=word, thirty-seventh session) against the
+# fence alone, the same bench interleaved in two rounds at small sizes on 1,
+# 2 and 4 PEs; then each way's phases on 2 PEs (launch and signal).
+word() {
+  for r in 1 2; do
+    for c in fence word; do
+      for n in 1 2 4; do
+        st $c-small-${n}pe-r$r 30 env VKSHMEM_COMPLETION=$c bash -c "run $n 2G --collective broadcast,fcollect,alltoall,reduce --min-bytes 16 --max-bytes 16M --step-factor 16 --no-roofline --iters 50 --warmup 5 --warmup-ms 100 --csv $R/$c-small-${n}pe-r$r.csv"
+      done
+    done
+  done
+  for c in fence word; do
+    st phases-$c-2pe 20 env VKSHMEM_COMPLETION=$c bash -c "run 2 2G --collective broadcast,reduce --min-bytes 16 --max-bytes 16M --step-factor 16 --no-roofline --iters 50 --warmup 5 --warmup-ms 100 --phases"
+  done
+}
 # The busbw sweep of standard() with --warmup-ms 300 (the SM clock back up
 # before each row's timing), two rounds.
 sweep() {
@@ -269,6 +286,7 @@ for m in $(echo "${3:-standard}" | tr , ' '); do
     phases) phases ;;
     ucc) ucc ;;
     reuse) reuse ;;
+    word) word ;;
     all) standard; ab ;;
     *) standard ;;
   esac
@@ -285,7 +303,7 @@ for f in $R/sweep*.csv $R/unit*.csv $R/old-[0-9]*.csv $R/mid-*.csv $R/new-[0-9]*
   awk -F, -v t=$(basename $f .csv) 'NR>1 {k=t" "$1" "$2; if (!(k in s)) o[++n]=k; s[k]=s[k] sprintf(" %s:%.0f", ($7>=1073741824? $7/1073741824 "G" : ($7>=1048576? $7/1048576 "M" : $7)), (t=="dev-1pe"? $12 : $13))} END {for (i=1;i<=n;i++) print o[i] s[o[i]]}' $f
 done >> $SUM
 # UCC's rows and the old-against-new small sizes: median time (us) by size.
-for f in $R/ucc-2pe.csv $R/ucc-4pe.csv $R/old-small-*.csv $R/new-small-*.csv $R/reuse*.csv; do
+for f in $R/ucc-2pe.csv $R/ucc-4pe.csv $R/old-small-*.csv $R/new-small-*.csv $R/reuse*.csv $R/fence-small-*.csv $R/word-small-*.csv; do
   [ -e $f ] || continue
   awk -F, -v t=$(basename $f .csv) 'NR>1 {k=t" "$1; if (!(k in s)) o[++n]=k; s[k]=s[k] sprintf(" %s:%.0fus", ($7>=1048576? $7/1048576 "M" : $7), $9)} END {for (i=1;i<=n;i++) print o[i] s[o[i]]}' $f
 done >> $SUM

@@ -363,6 +363,26 @@ pub fn reuse_recordings(get: impl Fn(&str) -> Option<String>) -> Result<bool> {
     Ok(auto_or(get, ENV_REUSE_RECORDINGS, ("on", true), ("off", false))?.unwrap_or(true))
 }
 
+/// How a PE's submissions tell it they finished: `fence` (the default: the
+/// fence alone) or `word` (also a word in host memory that each submission's
+/// last command sets, polled before the fence: for measuring a fence's
+/// signal against a memory write on a GPU; see
+/// `crate::vk::submit::Submitter::set_completion`).
+pub const ENV_COMPLETION: &str = "VKSHMEM_COMPLETION";
+
+/// `VKSHMEM_COMPLETION`: true for `word`.
+pub fn completion_words(get: impl Fn(&str) -> Option<String>) -> Result<bool> {
+    match get(ENV_COMPLETION).as_deref().map(str::trim) {
+        None | Some("") | Some("fence") => Ok(false),
+        Some("word") => Ok(true),
+        Some(v) => Err(Error::Config {
+            var: ENV_COMPLETION,
+            value: v.to_string(),
+            why: "expected fence or word".into(),
+        }),
+    }
+}
+
 /// Invocations per workgroup of the host collectives' wide copies and
 /// pushes (the vec4 loops that move large messages; the reductions keep
 /// `vkshmem_device::collectives::WIDE_REDUCE_WORKGROUP`): a power of two
@@ -569,6 +589,19 @@ mod tests {
         assert!(!reuse_recordings(env("off")).unwrap());
         let e = reuse_recordings(env("no")).unwrap_err().to_string();
         assert!(e.contains("VKSHMEM_REUSE_RECORDINGS"), "{e}");
+    }
+
+    #[test]
+    fn completion_values() {
+        let env = |v: &'static str| move |_: &str| Some(v.to_string());
+        assert!(!completion_words(|_| None).unwrap());
+        assert!(!completion_words(env("fence")).unwrap());
+        assert!(completion_words(env(" word")).unwrap());
+        let e = completion_words(env("auto")).unwrap_err().to_string();
+        assert!(
+            e.contains("VKSHMEM_COMPLETION") && e.contains("fence or word"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -307,6 +307,7 @@ impl Context {
         let submit = config::submit(get)?;
         let host_stream = config::host_stream(get)?;
         let reuse_recordings = config::reuse_recordings(get)?;
+        let completion_words = config::completion_words(get)?;
         let wide_workgroup = config::wide_workgroup(get)?;
         let wide_unit_asked = config::wide_unit(get)?;
         let transport = crate::transport::Mode::from_env(get)?;
@@ -427,6 +428,9 @@ impl Context {
         let yield_poll = config::yield_poll_or_auto(yield_poll, fence_spin);
         submit.set_fence_spin(fence_spin, yield_poll);
         submit.set_reuse(reuse_recordings);
+        if completion_words {
+            submit.set_completion(true)?;
+        }
         if let Some(p) = &plane {
             p.set_yield_for(yield_poll);
         }

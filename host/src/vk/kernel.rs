@@ -222,7 +222,9 @@ impl Kernel {
 impl Drop for Kernel {
     fn drop(&mut self) {
         let d = &self.gpu.device;
-        // SAFETY: dispatches wait for completion before returning, and queued
+        // SAFETY: dispatches wait for completion before returning (their
+        // fence, or with completion words the word a submission sets after
+        // every command, its fence waited for before the next), and queued
         // commands recorded with the kernel complete before it goes (their
         // handles borrow the context that holds it), so nothing uses
         // these objects; destroying null handles is a no-op.

@@ -1,6 +1,7 @@
 //! Submissions that the host waits for: record (or find recorded), submit,
 //! wait. Used by host-initiated operations.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -140,6 +141,10 @@ pub struct Readback {
     /// How many bytes: a multiple of 4, at most [`READBACK_MAX`].
     pub bytes: u64,
 }
+
+/// The longest wait for a fence whose submission's completion word was seen
+/// (its work is done: only the fence's signal is left).
+const SETTLE_MAX: Duration = Duration::from_secs(10);
 
 /// `CLOCK_MONOTONIC` now, in nanoseconds (the calibrated timestamps'
 /// host domain).
@@ -359,6 +364,15 @@ pub struct Submitter {
     reuse: Reuse,
     /// The recorded submissions.
     slots: Vec<Slot>,
+    /// Where submissions tell the host they finished first, where asked
+    /// ([`Submitter::set_completion`]): a word per command buffer that the
+    /// submission's last command sets (the one-time buffer's first, then
+    /// each reuse slot's). `None`: the fence alone.
+    words: Option<Staging>,
+    /// The last submission's word was seen, its fence not yet: waited for
+    /// ([`Submitter::settle`]) before a command buffer, a descriptor pool or
+    /// the fence is touched again.
+    unsettled: bool,
     /// The last submission's `vkQueueSubmit` return and fence seen, on
     /// `CLOCK_MONOTONIC` (ns), while phases are timed on a device with
     /// calibrated timestamps (the launch and signal phases).
@@ -392,6 +406,8 @@ impl Submitter {
             reuse: Reuse::new(REUSE_SLOTS),
             slots: Vec::new(),
             host_marks: None,
+            words: None,
+            unsettled: false,
         };
         let info = vk::CommandPoolCreateInfo::default()
             .queue_family_index(gpu.queue_family)
@@ -459,8 +475,53 @@ impl Submitter {
         recording: Option<Instant>,
         watch: &mut dyn FnMut(Duration) -> Option<Duration>,
     ) -> Result<()> {
-        self.record_into(self.cmd, true, record)?;
-        self.submit_wait(self.cmd, recording, watch)
+        self.settle()?;
+        self.record_into(self.cmd, true, 0, record)?;
+        self.submit_wait(self.cmd, 0, recording, watch)
+    }
+
+    /// The completion word of command buffer `n` (0: the one-time buffer;
+    /// `i + 1`: reuse slot `i`), where words are on.
+    fn word(&self, n: usize) -> Option<(&Staging, u64)> {
+        self.words.as_ref().map(|w| (w, n as u64 * 4))
+    }
+
+    /// Waits for the fence of a submission whose word was seen (its work
+    /// is done; the fence follows) and resets it: after this, no command
+    /// buffer of the submitter is pending.
+    fn settle(&mut self) -> Result<()> {
+        if !self.unsettled {
+            return Ok(());
+        }
+        let d = &self.gpu.device;
+        // SAFETY: the fence belongs to this device and was submitted.
+        unsafe { d.wait_for_fences(&[self.fence], true, SETTLE_MAX.as_nanos() as u64) }
+            .vk("vkWaitForFences (after its completion word)")?;
+        // SAFETY: the fence is signaled and no longer in use by a queue.
+        unsafe { d.reset_fences(&[self.fence]).vk("vkResetFences")? };
+        self.unsettled = false;
+        Ok(())
+    }
+
+    /// Whether each submission also sets a word in host memory after its
+    /// last command, which the wait polls before the fence (off: the fence
+    /// alone, the default). For measurement (`VKSHMEM_COMPLETION=word`): a
+    /// call returns when the word is seen, and the fence is waited for at
+    /// the next submission. The work has finished when the word is set (a
+    /// barrier orders the fill after every command), so the results in
+    /// device memory are complete; formally, Vulkan makes them visible to the
+    /// host and other queues only through the fence (as this project's
+    /// cross-process reads are outside the memory model, see
+    /// ARCHITECTURE.md). The recordings kept for reuse are dropped.
+    pub fn set_completion(&mut self, words: bool) -> Result<()> {
+        self.settle()?;
+        self.reuse = Reuse::new(REUSE_SLOTS);
+        self.words = if words {
+            Some(Staging::new(&self.gpu, (1 + REUSE_SLOTS as u64) * 4)?)
+        } else {
+            None
+        };
+        Ok(())
     }
 
     /// Records `record` into `cmd` (one of this submitter's command
@@ -471,6 +532,7 @@ impl Submitter {
         &self,
         cmd: vk::CommandBuffer,
         once: bool,
+        n: usize,
         record: impl FnOnce(&ash::Device, vk::CommandBuffer),
     ) -> Result<()> {
         let d = &self.gpu.device;
@@ -493,17 +555,41 @@ impl Submitter {
                 .vk("vkBeginCommandBuffer")?;
         }
         record(d, cmd);
-        // SAFETY: recording state (begun above).
+        let all_writes = (
+            vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
+            vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE,
+        );
+        let host = (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ);
+        // SAFETY: recording state (begun above); the word lies inside its
+        // buffer (TRANSFER_DST usage), a multiple of 4 (word()).
         unsafe {
-            memory_barrier(
-                d,
-                cmd,
-                (
-                    vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER,
-                    vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE,
-                ),
-                (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ),
-            );
+            match self.word(n) {
+                Some((w, at)) => {
+                    // The word set after every command (an execution
+                    // dependency from all of them to the fill), then made
+                    // visible to the host.
+                    memory_barrier(
+                        d,
+                        cmd,
+                        all_writes,
+                        (
+                            host.0 | vk::PipelineStageFlags::TRANSFER,
+                            host.1 | vk::AccessFlags::TRANSFER_WRITE,
+                        ),
+                    );
+                    d.cmd_fill_buffer(cmd, w.buffer, at, 4, 1);
+                    memory_barrier(
+                        d,
+                        cmd,
+                        (
+                            vk::PipelineStageFlags::TRANSFER,
+                            vk::AccessFlags::TRANSFER_WRITE,
+                        ),
+                        host,
+                    );
+                }
+                None => memory_barrier(d, cmd, all_writes, host),
+            }
             d.end_command_buffer(cmd).vk("vkEndCommandBuffer")?;
         }
         Ok(())
@@ -514,9 +600,21 @@ impl Submitter {
     fn submit_wait(
         &mut self,
         cmd: vk::CommandBuffer,
+        n: usize,
         recording: Option<Instant>,
         watch: &mut dyn FnMut(Duration) -> Option<Duration>,
     ) -> Result<()> {
+        let word = self.words.as_ref().map(|w| {
+            let at = n * 4;
+            // SAFETY: the mapping holds every command buffer's word (4-byte
+            // aligned: word()); host-coherent, so the store before
+            // vkQueueSubmit reaches the device before the submission's fill,
+            // and the device's fill reaches these loads; only this submitter
+            // (under its owner's mutex) and its own submissions touch it.
+            let a = unsafe { &*(w.ptr().as_ptr().add(at) as *const AtomicU32) };
+            a.store(0, Ordering::Relaxed);
+            a
+        });
         let d = &self.gpu.device;
         let cmds = [cmd];
         let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
@@ -542,6 +640,25 @@ impl Submitter {
         let spin = self.spin.min(slice);
         let polled = self.yield_for.max(spin).min(slice);
         while start.elapsed() < polled {
+            if let Some(w) = word {
+                if w.load(Ordering::Acquire) == 1 {
+                    // Done; the fence is waited for before the next
+                    // submission (settle).
+                    tracing::trace!("a submission seen done by its word");
+                    if self.phases.on() {
+                        self.phases.add(Phase::Wait, start.elapsed());
+                    }
+                    self.host_marks = submitted.map(|s| (s, monotonic_ns()));
+                    self.unsettled = true;
+                    return Ok(());
+                }
+                if start.elapsed() < spin {
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+                continue;
+            }
             // SAFETY: the fence belongs to this device and was just submitted.
             match unsafe { d.get_fence_status(self.fence) } {
                 Ok(true) => break,
@@ -703,6 +820,7 @@ impl Submitter {
                 )));
             }
         }
+        self.settle()?;
         let recording = self.phases.start();
         // Timed phases take the GPU's time of every submission.
         let asked = timed;
@@ -738,7 +856,7 @@ impl Submitter {
                 Found::Again(i) => {
                     tracing::trace!(slot = i, "a recorded submission submitted again");
                     let cmd = self.slots[i].cmd;
-                    if let Err(e) = self.submit_wait(cmd, recording, &mut watch_reached) {
+                    if let Err(e) = self.submit_wait(cmd, i + 1, recording, &mut watch_reached) {
                         // Perhaps still pending: never submitted again.
                         self.reuse.forget(i);
                         return Err(e);
@@ -757,7 +875,8 @@ impl Submitter {
             (self.cmd, self.descriptors, None)
         };
         let handles = self.bind_sets(descriptors, items)?;
-        self.record_into(cmd, keep.is_none(), |d, cmd| {
+        let n = keep.as_ref().map_or(0, |(i, _)| i + 1);
+        self.record_into(cmd, keep.is_none(), n, |d, cmd| {
             // SAFETY: recording state; each pipeline, layout and its sets are
             // compatible; the query pool has two timestamp queries, reset
             // before use; the event was reset above and is set once, by
@@ -834,7 +953,7 @@ impl Submitter {
                 }
             }
         })?;
-        self.submit_wait(cmd, recording, &mut watch_reached)?;
+        self.submit_wait(cmd, n, recording, &mut watch_reached)?;
         // Run again only once it completed (a failed wait may leave it
         // pending).
         if let Some((i, key)) = keep {
@@ -1140,6 +1259,8 @@ impl Drop for Submitter {
     fn drop(&mut self) {
         // The companion's device work ends before anything of the context goes.
         drop(self.companion.take());
+        // No submission pending (a failure here is the device lost).
+        let _ = self.settle();
         let d = &self.gpu.device;
         // SAFETY: every submission was waited for; freeing the pool frees its
         // command buffers (the slots' too).
