@@ -147,6 +147,16 @@ pub(crate) struct Inner {
     pub(crate) mpi: Mutex<Option<crate::bootstrap::mpi::MpiJob>>,
 }
 
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // A submission seen done by its completion word (VKSHMEM_COMPLETION)
+        // has its fence waited for before the fields go, kernels first (field
+        // order): nothing they own is then in a pending submission. A
+        // failure here is the device lost.
+        let _ = lock(&self.submit).settle();
+    }
+}
+
 /// One PE's handle on vkshmem (OpenSHMEM's implicit library state, made explicit).
 #[derive(Clone)]
 pub struct Context {

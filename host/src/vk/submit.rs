@@ -489,7 +489,7 @@ impl Submitter {
     /// Waits for the fence of a submission whose word was seen (its work
     /// is done; the fence follows) and resets it: after this, no command
     /// buffer of the submitter is pending.
-    fn settle(&mut self) -> Result<()> {
+    pub(crate) fn settle(&mut self) -> Result<()> {
         if !self.unsettled {
             return Ok(());
         }
@@ -543,8 +543,9 @@ impl Submitter {
         };
         let begin = vk::CommandBufferBeginInfo::default().flags(flags);
         // SAFETY: every submission of this submitter's command buffers
-        // completed before its call returned (the fence; a failed fence
-        // wait is the device lost, after which no submission runs), so
+        // completed before its call returned (the fence), or was settled
+        // since (its completion word seen, then its fence: settle; a failed
+        // fence wait is the device lost, after which no submission runs), so
         // `cmd` is not pending and may be reset and re-recorded
         // (VUID-vkBeginCommandBuffer-commandBuffer-00049); its pool was
         // created with RESET_COMMAND_BUFFER.
@@ -606,12 +607,19 @@ impl Submitter {
     ) -> Result<()> {
         let word = self.words.as_ref().map(|w| {
             let at = n * 4;
-            // SAFETY: the mapping holds every command buffer's word (4-byte
-            // aligned: word()); host-coherent, so the store before
-            // vkQueueSubmit reaches the device before the submission's fill,
-            // and the device's fill reaches these loads; only this submitter
-            // (under its owner's mutex) and its own submissions touch it.
-            let a = unsafe { &*(w.ptr().as_ptr().add(at) as *const AtomicU32) };
+            let p = w.ptr().as_ptr().wrapping_add(at);
+            // The allocation's offset is aligned to the buffer's
+            // requirements (at least 4 on every driver seen), the word's
+            // offset a multiple of 4.
+            debug_assert_eq!(p as usize % 4, 0);
+            // SAFETY: the mapping holds every command buffer's word, 4-byte
+            // aligned (above) and alive as long as `self.words` (replaced only
+            // through &mut self, after settle); host-coherent; the store
+            // before vkQueueSubmit is visible to the submission (a submission
+            // makes the host's earlier writes available to the device), which
+            // fills the word after it; only this submitter (under its owner's
+            // mutex) and its own submissions touch it.
+            let a = unsafe { &*(p as *const AtomicU32) };
             a.store(0, Ordering::Relaxed);
             a
         });
@@ -720,7 +728,11 @@ impl Submitter {
             push,
             barrier: false,
         };
-        self.dispatch_many(std::slice::from_ref(&one), timed, watch)
+        let took = self.dispatch_many(std::slice::from_ref(&one), timed, watch)?;
+        // The caller's kernel may go as soon as this returns: its
+        // submission settled (where completion words are on).
+        self.settle()?;
+        Ok(took)
     }
 
     /// Records `items` (at most [`MAX_BATCH`]) in one command buffer, in order
@@ -833,7 +845,7 @@ impl Submitter {
             vk::QueryPool::null()
         };
         let reached = if note_start {
-            // SAFETY: the previous submission completed, so no pending
+            // SAFETY: the previous submission completed and was settled, so no pending
             // command refers to the event (and none waits on it: vkResetEvent's
             // rules).
             unsafe { d.reset_event(self.reached) }.vk("vkResetEvent")?;
@@ -1043,7 +1055,7 @@ impl Submitter {
     ) -> Result<Vec<Vec<vk::DescriptorSet>>> {
         let d = &self.gpu.device;
         // SAFETY: no set from the pool is in use (every submission of this
-        // submitter completed before its call returned).
+        // submitter completed before its call returned, and was settled).
         unsafe {
             d.reset_descriptor_pool(pool, vk::DescriptorPoolResetFlags::empty())
                 .vk("vkResetDescriptorPool")?;
@@ -1139,7 +1151,8 @@ impl Submitter {
                 .max_sets(holds.0)
                 .pool_sizes(&sizes);
             // SAFETY: valid device. The old pool's sets are in no pending
-            // submission (each completed before its call returned); the
+            // submission (each completed before its call returned, and was
+            // settled); the
             // slot's recording that used them is never submitted again
             // (Reuse::find dropped its key).
             unsafe {
