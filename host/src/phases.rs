@@ -36,13 +36,15 @@ pub enum Phase {
     /// the GPU (its timestamp on the host's clock: only on devices with
     /// calibrated timestamps).
     Launch,
-    /// From `vkQueueSubmit`'s return to the fence seen signaled.
+    /// From `vkQueueSubmit`'s return to the fence seen signaled (or the
+    /// completion word set, where those are on).
     Wait,
     /// The GPU's time from a submission's first command to its last
     /// (timestamps).
     Gpu,
-    /// From the submission's last command on the GPU to the fence seen
-    /// signaled on the host (calibrated timestamps, as `Launch`).
+    /// From the submission's last command on the GPU to its completion
+    /// seen on the host: the fence signaled, or its completion word set
+    /// (`VKSHMEM_COMPLETION=word`) (calibrated timestamps, as `Launch`).
     Signal,
     /// The closing meeting: every member's outcome.
     Close,
