@@ -328,16 +328,40 @@ fn auto_or(
     a: (&str, bool),
     b: (&str, bool),
 ) -> Result<Option<bool>> {
-    match get(var).as_deref().map(str::trim) {
-        None | Some("") | Some("auto") => Ok(None),
-        Some(v) if v == a.0 => Ok(Some(a.1)),
-        Some(v) if v == b.0 => Ok(Some(b.1)),
-        Some(v) => Err(Error::Config {
-            var,
-            value: v.to_string(),
-            why: format!("expected auto, {} or {}", a.0, b.0),
-        }),
+    one_of(
+        get,
+        var,
+        None,
+        &[("auto", None), (a.0, Some(a.1)), (b.0, Some(b.1))],
+    )
+}
+
+/// A setting that names one of `choices` (its value trimmed; unset or
+/// empty: `unset`); anything else an error that lists the words.
+fn one_of<T: Copy>(
+    get: impl Fn(&str) -> Option<String>,
+    var: &'static str,
+    unset: T,
+    choices: &[(&str, T)],
+) -> Result<T> {
+    let Some(v) = get(var).filter(|v| !v.trim().is_empty()) else {
+        return Ok(unset);
+    };
+    let v = v.trim();
+    if let Some(&(_, t)) = choices.iter().find(|(w, _)| *w == v) {
+        return Ok(t);
     }
+    let words: Vec<&str> = choices.iter().map(|(w, _)| *w).collect();
+    let why = match words.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("expected {} or {last}", rest.join(", ")),
+        Some((last, _)) => format!("expected {last}"),
+        None => "no value is accepted".into(),
+    };
+    Err(Error::Config {
+        var,
+        value: v.to_string(),
+        why,
+    })
 }
 
 /// Whether the host's direct path (a CPU device's large collectives) writes
@@ -372,15 +396,12 @@ pub const ENV_COMPLETION: &str = "VKSHMEM_COMPLETION";
 
 /// `VKSHMEM_COMPLETION`: true for `word`.
 pub fn completion_words(get: impl Fn(&str) -> Option<String>) -> Result<bool> {
-    match get(ENV_COMPLETION).as_deref().map(str::trim) {
-        None | Some("") | Some("fence") => Ok(false),
-        Some("word") => Ok(true),
-        Some(v) => Err(Error::Config {
-            var: ENV_COMPLETION,
-            value: v.to_string(),
-            why: "expected fence or word".into(),
-        }),
-    }
+    one_of(
+        get,
+        ENV_COMPLETION,
+        false,
+        &[("fence", false), ("word", true)],
+    )
 }
 
 /// Invocations per workgroup of the host collectives' wide copies and
@@ -421,16 +442,16 @@ pub fn wide_unit(
     get: impl Fn(&str) -> Option<String>,
 ) -> Result<Option<vkshmem_device::collectives::WideUnit>> {
     use vkshmem_device::collectives::WideUnit;
-    match get(ENV_WIDE_UNIT).as_deref().map(str::trim) {
-        None | Some("") | Some("auto") => Ok(None),
-        Some("u32") => Ok(Some(WideUnit::Vec4U32)),
-        Some("u64") => Ok(Some(WideUnit::Vec2U64)),
-        Some(v) => Err(Error::Config {
-            var: ENV_WIDE_UNIT,
-            value: v.to_string(),
-            why: "expected auto, u32 or u64".into(),
-        }),
-    }
+    one_of(
+        get,
+        ENV_WIDE_UNIT,
+        None,
+        &[
+            ("auto", None),
+            ("u32", Some(WideUnit::Vec4U32)),
+            ("u64", Some(WideUnit::Vec2U64)),
+        ],
+    )
 }
 
 /// `off`: the host never maps the symmetric heap, even where its memory is
@@ -442,15 +463,12 @@ pub const ENV_HEAP_MAPPING: &str = "VKSHMEM_HEAP_MAPPING";
 
 /// `VKSHMEM_HEAP_MAPPING`: whether the host may map the heap.
 pub fn heap_mapping(get: impl Fn(&str) -> Option<String>) -> Result<bool> {
-    match get(ENV_HEAP_MAPPING).as_deref().map(str::trim) {
-        None | Some("") | Some("auto") => Ok(true),
-        Some("off") => Ok(false),
-        Some(v) => Err(Error::Config {
-            var: ENV_HEAP_MAPPING,
-            value: v.into(),
-            why: "use auto or off".into(),
-        }),
-    }
+    one_of(
+        get,
+        ENV_HEAP_MAPPING,
+        true,
+        &[("auto", true), ("off", false)],
+    )
 }
 
 /// Largest collective (bytes per member) run on the host through the mapped
@@ -615,6 +633,20 @@ mod tests {
             let e = wide_workgroup(env(bad)).unwrap_err().to_string();
             assert!(e.contains("VKSHMEM_WIDE_WORKGROUP"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn heap_mapping_values() {
+        let env = |v: &'static str| move |_: &str| Some(v.to_string());
+        assert!(heap_mapping(|_| None).unwrap());
+        assert!(heap_mapping(env(" ")).unwrap());
+        assert!(heap_mapping(env("auto")).unwrap());
+        assert!(!heap_mapping(env(" off")).unwrap());
+        let e = heap_mapping(env("on")).unwrap_err().to_string();
+        assert!(
+            e.contains("VKSHMEM_HEAP_MAPPING") && e.contains("auto or off"),
+            "{e}"
+        );
     }
 
     #[test]

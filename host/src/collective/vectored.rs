@@ -235,7 +235,7 @@ impl Context {
         // On the plane where `own` fits a data slot; else one allgather of
         // the descriptor and `own` together. The same choice on every
         // member: `plane_for` is, and `own`'s length is the same for a call.
-        let (descs, owns) = match self.plane_for(m) {
+        let (descs, mut owns) = match self.plane_for(m) {
             Some((plane, _)) if own_bytes.len() <= DATA_BYTES => {
                 let met = self
                     .meet(m, &mut |slot| {
@@ -326,7 +326,6 @@ impl Context {
                 )));
             }
         }
-        let mut owns = owns;
         let mut dests = Vec::with_capacity(owns.len());
         let mut together = m.shape.size > 1;
         for w in &mut owns {

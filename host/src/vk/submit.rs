@@ -373,10 +373,6 @@ pub struct Submitter {
     /// ([`Submitter::settle`]) before a command buffer, a descriptor pool or
     /// the fence is touched again.
     unsettled: bool,
-    /// The last submission's `vkQueueSubmit` return and fence seen, on
-    /// `CLOCK_MONOTONIC` (ns), while phases are timed on a device with
-    /// calibrated timestamps (the launch and signal phases).
-    host_marks: Option<(u64, u64)>,
 }
 
 impl std::fmt::Debug for Submitter {
@@ -405,7 +401,6 @@ impl Submitter {
             reuse_on: false,
             reuse: Reuse::new(REUSE_SLOTS),
             slots: Vec::new(),
-            host_marks: None,
             words: None,
             unsettled: false,
         };
@@ -477,7 +472,7 @@ impl Submitter {
     ) -> Result<()> {
         self.settle()?;
         self.record_into(self.cmd, true, 0, record)?;
-        self.submit_wait(self.cmd, 0, recording, watch)
+        self.submit_wait(self.cmd, 0, recording, watch).map(|_| ())
     }
 
     /// The completion word of command buffer `n` (0: the one-time buffer;
@@ -597,17 +592,19 @@ impl Submitter {
     }
 
     /// Submits `cmd` (recorded, in the executable state) and waits for it,
-    /// watched as [`Submitter::run_watched`] says.
+    /// watched as [`Submitter::run_watched`] says. Returns, while phases
+    /// are timed on a device with calibrated timestamps, its
+    /// `vkQueueSubmit` return and completion seen on `CLOCK_MONOTONIC` (ns:
+    /// the launch and signal phases, [`Submitter::finish`]).
     fn submit_wait(
         &mut self,
         cmd: vk::CommandBuffer,
         n: usize,
         recording: Option<Instant>,
         watch: &mut dyn FnMut(Duration) -> Option<Duration>,
-    ) -> Result<()> {
-        let word = self.words.as_ref().map(|w| {
-            let at = n * 4;
-            let p = w.ptr().as_ptr().wrapping_add(at);
+    ) -> Result<Option<(u64, u64)>> {
+        let word = self.word(n).map(|(w, at)| {
+            let p = w.ptr().as_ptr().wrapping_add(at as usize);
             // The allocation's offset is aligned to the buffer's
             // requirements (at least 4 on every driver seen), the word's
             // offset a multiple of 4.
@@ -656,9 +653,8 @@ impl Submitter {
                     if self.phases.on() {
                         self.phases.add(Phase::Wait, start.elapsed());
                     }
-                    self.host_marks = submitted.map(|s| (s, monotonic_ns()));
                     self.unsettled = true;
-                    return Ok(());
+                    return Ok(submitted.map(|s| (s, monotonic_ns())));
                 }
                 if start.elapsed() < spin {
                     std::hint::spin_loop();
@@ -701,10 +697,10 @@ impl Submitter {
         if self.phases.on() {
             self.phases.add(Phase::Wait, start.elapsed());
         }
-        self.host_marks = submitted.map(|s| (s, monotonic_ns()));
+        let marks = submitted.map(|s| (s, monotonic_ns()));
         // SAFETY: the fence is signaled and no longer in use by a queue.
         unsafe { d.reset_fences(&[self.fence]).vk("vkResetFences")? };
-        Ok(())
+        Ok(marks)
     }
 
     /// Runs `kernel` over `groups` workgroups with `sets[s]` bound to the bindings
@@ -868,12 +864,14 @@ impl Submitter {
                 Found::Again(i) => {
                     tracing::trace!(slot = i, "a recorded submission submitted again");
                     let cmd = self.slots[i].cmd;
-                    if let Err(e) = self.submit_wait(cmd, i + 1, recording, &mut watch_reached) {
-                        // Perhaps still pending: never submitted again.
-                        self.reuse.forget(i);
-                        return Err(e);
-                    }
-                    return self.finish(read, queries, asked);
+                    return match self.submit_wait(cmd, i + 1, recording, &mut watch_reached) {
+                        Ok(marks) => self.finish(read, queries, asked, marks),
+                        Err(e) => {
+                            // Perhaps still pending: never submitted again.
+                            self.reuse.forget(i);
+                            Err(e)
+                        }
+                    };
                 }
                 Found::Record(i) => match self.slot_for(i, items) {
                     Ok(slot) => (slot.cmd, slot.descriptors, Some((i, key))),
@@ -965,22 +963,24 @@ impl Submitter {
                 }
             }
         })?;
-        self.submit_wait(cmd, n, recording, &mut watch_reached)?;
+        let marks = self.submit_wait(cmd, n, recording, &mut watch_reached)?;
         // Run again only once it completed (a failed wait may leave it
         // pending).
         if let Some((i, key)) = keep {
             self.reuse.recorded(i, key);
         }
-        self.finish(read, queries, asked)
+        self.finish(read, queries, asked, marks)
     }
 
     /// A finished submission's read-back bytes (where `read`) and GPU
-    /// time (where `queries`, which it wrote; returned where `asked`).
+    /// time (where `queries`, which it wrote; returned where `asked`), and
+    /// its launch and signal phases from its host `marks` (`submit_wait`).
     fn finish(
         &self,
         read: Option<Readback>,
         queries: vk::QueryPool,
         asked: bool,
+        marks: Option<(u64, u64)>,
     ) -> Result<(Option<Duration>, Option<Vec<u8>>)> {
         let d = &self.gpu.device;
         let bytes = match (read, &self.readback) {
@@ -1020,7 +1020,7 @@ impl Submitter {
         let gpu_time =
             Duration::from_nanos((delta as f64 * self.gpu.info.timestamp_period_ns as f64) as u64);
         self.phases.add(Phase::Gpu, gpu_time);
-        if let (Some(cal), Some((submitted, seen))) = (&self.gpu.calibrated, self.host_marks) {
+        if let (Some(cal), Some((submitted, seen))) = (&self.gpu.calibrated, marks) {
             let domains = [
                 vk::CalibratedTimestampInfoEXT::default().time_domain(vk::TimeDomainEXT::DEVICE),
                 vk::CalibratedTimestampInfoEXT::default()
