@@ -222,6 +222,23 @@ fn cstr_name(raw: &[std::ffi::c_char]) -> String {
         .into_owned()
 }
 
+/// The names of the device extensions `pd` has (empty where the driver
+/// cannot list them).
+fn extension_names(instance: &ash::Instance, pd: vk::PhysicalDevice) -> Vec<String> {
+    // SAFETY: `pd` is a valid physical device of `instance`.
+    unsafe { instance.enumerate_device_extension_properties(pd) }
+        .unwrap_or_default()
+        .iter()
+        .map(|e| cstr_name(&e.extension_name))
+        .collect()
+}
+
+/// Whether `exts` ([`extension_names`]) holds `name`.
+fn has_extension(exts: &[String], name: &std::ffi::CStr) -> bool {
+    let want = name.to_string_lossy();
+    exts.iter().any(|e| *e == want)
+}
+
 impl Gpu {
     /// Opens the device for the PE with node-local number `local_pe`, chosen as
     /// [`select::choose`] says (`wanted` is `VKSHMEM_DEVICE`).
@@ -283,7 +300,9 @@ impl Gpu {
         let physical = physicals[index];
         let queue_family = compute_queue_family(instance, physical).expect("checked by usable()");
 
-        let (info, host_import_alignment, p) = describe(instance, physical, index, queue_family);
+        let exts = extension_names(instance, physical);
+        let (info, host_import_alignment, p) =
+            describe(instance, physical, &exts, index, queue_family);
         let has_host_import = host_import_alignment.is_some();
 
         let (caps, sync2) = supported_caps(instance, physical);
@@ -315,7 +334,7 @@ impl Gpu {
         if has_host_import {
             extensions.push(ash::ext::external_memory_host::NAME.as_ptr());
         }
-        let calibrated = calibrates_to_monotonic(&entry, instance, physical);
+        let calibrated = calibrates_to_monotonic(&entry, instance, physical, &exts);
         if calibrated {
             extensions.push(ash::ext::calibrated_timestamps::NAME.as_ptr());
         }
@@ -408,8 +427,13 @@ impl Gpu {
                 .position(|p| p.as_raw() == physical.as_raw())
                 .unwrap_or(0)
         };
-        let (info, host_import_alignment, p) =
-            describe(&instance, physical, index, user.queue_family);
+        let (info, host_import_alignment, p) = describe(
+            &instance,
+            physical,
+            &extension_names(&instance, physical),
+            index,
+            user.queue_family,
+        );
         let (supported, _) = supported_caps(&instance, physical);
         let e = &user.enabled;
         let caps = DeviceCaps {
@@ -533,11 +557,13 @@ pub fn cross_process_waits(driver: vk::DriverId, over: Option<&str>) -> bool {
     }
 }
 
-/// The facts of `physical` (queue family `queue_family`), whether it has
-/// `VK_EXT_external_memory_host` (with the import alignment), and its properties.
+/// The facts of `physical` (its extensions `exts`, queue family
+/// `queue_family`), whether it has `VK_EXT_external_memory_host` (with the
+/// import alignment), and its properties.
 fn describe(
     instance: &ash::Instance,
     physical: vk::PhysicalDevice,
+    exts: &[String],
     index: usize,
     queue_family: u32,
 ) -> (DeviceInfo, Option<u64>, vk::PhysicalDeviceProperties) {
@@ -545,13 +571,7 @@ fn describe(
     let mut id = vk::PhysicalDeviceIDProperties::default();
     let mut m3 = vk::PhysicalDeviceMaintenance3Properties::default();
     let mut host_props = vk::PhysicalDeviceExternalMemoryHostPropertiesEXT::default();
-    // SAFETY: valid physical device of `instance`.
-    let exts =
-        unsafe { instance.enumerate_device_extension_properties(physical) }.unwrap_or_default();
-    let has = |name: &std::ffi::CStr| {
-        let want = name.to_string_lossy();
-        exts.iter().any(|e| cstr_name(&e.extension_name) == want)
-    };
+    let has = |name: &std::ffi::CStr| has_extension(exts, name);
     let has_host_import = has(ash::ext::external_memory_host::NAME);
     let mut sm = vk::PhysicalDeviceShaderSMBuiltinsPropertiesNV::default();
     let mut cores = vk::PhysicalDeviceShaderCorePropertiesAMD::default();
@@ -764,17 +784,15 @@ fn finish(x: Parts) -> Result<Gpu> {
     })
 }
 
-/// Whether `pd` has `VK_EXT_calibrated_timestamps` with both the device's
-/// and `CLOCK_MONOTONIC` time domains.
+/// Whether `pd` (its extensions `exts`) has `VK_EXT_calibrated_timestamps`
+/// with both the device's and `CLOCK_MONOTONIC` time domains.
 fn calibrates_to_monotonic(
     entry: &ash::Entry,
     instance: &ash::Instance,
     pd: vk::PhysicalDevice,
+    exts: &[String],
 ) -> bool {
-    // SAFETY: `pd` is a valid physical device of `instance`.
-    let exts = unsafe { instance.enumerate_device_extension_properties(pd) }.unwrap_or_default();
-    let want = ash::ext::calibrated_timestamps::NAME.to_string_lossy();
-    if !exts.iter().any(|e| cstr_name(&e.extension_name) == want) {
+    if !has_extension(exts, ash::ext::calibrated_timestamps::NAME) {
         return false;
     }
     let fns = ash::ext::calibrated_timestamps::Instance::new(entry, instance);
@@ -814,12 +832,9 @@ fn usable(
     if compute_queue_family(instance, pd).is_none() {
         return Err("no compute queue".into());
     }
-    // SAFETY: `pd` is a valid physical device of `instance`.
-    let exts = unsafe { instance.enumerate_device_extension_properties(pd) }
-        .map_err(|e| format!("cannot list extensions: {e:?}"))?;
-    let want = ash::khr::external_memory_fd::NAME.to_string_lossy();
-    if !exts.iter().any(|e| cstr_name(&e.extension_name) == want) {
-        return Err(format!("no {want}"));
+    let name = ash::khr::external_memory_fd::NAME;
+    if !has_extension(&extension_names(instance, pd), name) {
+        return Err(format!("no {}", name.to_string_lossy()));
     }
     Ok(())
 }
