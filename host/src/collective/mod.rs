@@ -552,23 +552,13 @@ impl Context {
             .collect::<Result<Vec<Part>>>()
         {
             Err(e) => (Err(e), part::EACH),
-            Ok(mut parts) => match part::phases(
-                &parts,
-                &m.shape.members().collect::<Vec<_>>(),
-                self.runs_as_any_pe(),
-            )
-            .filter(|_| together)
+            Ok(mut parts) => match together
+                .then(|| self.run_as_first(m, &parts, self.runs_as_any_pe()))
+                .flatten()
             {
-                Some(ph) => {
-                    as_members = ph
-                        .iter()
-                        .flatten()
-                        .any(|it| !matches!(it, part::Item::Wide(_)));
-                    if m.me == 0 {
-                        (self.run_phases(&ph), part::LEADER)
-                    } else {
-                        (Ok(()), part::LEADER)
-                    }
+                Some((ran, generic)) => {
+                    as_members = generic;
+                    (ran, part::LEADER)
                 }
                 None => (self.run_part(parts.swap_remove(m.me as usize)), part::EACH),
             },

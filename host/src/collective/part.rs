@@ -41,6 +41,7 @@ use vkshmem_device::collectives::{HostArgs, HostCall};
 use crate::context::{Context, HeapWindow};
 use crate::error::Result;
 use crate::kernels::DeviceKernel;
+use crate::rendezvous::Members;
 use crate::user_kernel::Launch;
 
 /// One planned launch of a wide kernel: kernel, workgroups, windows and
@@ -170,6 +171,29 @@ fn interleave<L>(seqs: Vec<Vec<L>>) -> Vec<Vec<L>> {
 }
 
 impl Context {
+    /// Every member's part (`parts[j]` member `j`'s) submitted by the
+    /// team's first member, the others submitting nothing; `None` where
+    /// [`phases`] declines (`any_pe` false and a step only its own PE can
+    /// run: each member then runs its own). With the outcome (`Ok` on the
+    /// other members), whether some step runs as a member other than the
+    /// first (a generic kernel or a write).
+    pub(crate) fn run_as_first(
+        &self,
+        m: &Members,
+        parts: &[Part],
+        any_pe: bool,
+    ) -> Option<(Result<()>, bool)> {
+        let pes: Vec<u32> = m.shape.members().collect();
+        let ph = phases(parts, &pes, any_pe)?;
+        let as_members = ph.iter().flatten().any(|it| !matches!(it, Item::Wide(_)));
+        let ran = if m.me == 0 {
+            self.run_phases(&ph)
+        } else {
+            Ok(())
+        };
+        Some((ran, as_members))
+    }
+
     /// Runs this PE's own `part`, step by step: consecutive wide steps as
     /// the phases of one submission ([`Context::run_phases`]); a generic
     /// step alone (its kernel may wait, [`Context::launch`]).

@@ -75,7 +75,7 @@ use bytemuck::Pod;
 
 use super::combine::reduce_slots;
 use super::copy;
-use super::part::{self, Part, Step};
+use super::part::{Part, Step};
 use super::reduce::Reduce;
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -552,16 +552,10 @@ impl Context {
             Ok(Some(parts)) => parts,
             Err(e) => return Some(self.close_ucc_as(m, what, Err(e), UCC_TOGETHER)),
         };
-        let pes: Vec<u32> = m.shape.members().collect();
-        let phases = part::phases(&parts, &pes, false)?;
-        let ran = if m.me == 0 {
-            if phases.iter().any(|ph| !ph.is_empty()) {
-                tracing::trace!("{what}: every part submitted by the team's first member");
-            }
-            self.run_phases(&phases)
-        } else {
-            Ok(())
-        };
+        let (ran, _) = self.run_as_first(m, &parts, false)?;
+        if m.me == 0 {
+            tracing::trace!("{what}: every part submitted by the team's first member");
+        }
         Some(self.close_ucc_as(m, what, ran, UCC_TOGETHER))
     }
 
