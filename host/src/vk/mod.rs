@@ -222,15 +222,15 @@ fn cstr_name(raw: &[std::ffi::c_char]) -> String {
         .into_owned()
 }
 
-/// The names of the device extensions `pd` has (empty where the driver
-/// cannot list them).
-fn extension_names(instance: &ash::Instance, pd: vk::PhysicalDevice) -> Vec<String> {
+/// The names of the device extensions `pd` has, or the driver's error
+/// where it cannot list them.
+fn extension_names(
+    instance: &ash::Instance,
+    pd: vk::PhysicalDevice,
+) -> std::result::Result<Vec<String>, vk::Result> {
     // SAFETY: `pd` is a valid physical device of `instance`.
-    unsafe { instance.enumerate_device_extension_properties(pd) }
-        .unwrap_or_default()
-        .iter()
-        .map(|e| cstr_name(&e.extension_name))
-        .collect()
+    let exts = unsafe { instance.enumerate_device_extension_properties(pd) }?;
+    Ok(exts.iter().map(|e| cstr_name(&e.extension_name)).collect())
 }
 
 /// Whether `exts` ([`extension_names`]) holds `name`.
@@ -300,7 +300,9 @@ impl Gpu {
         let physical = physicals[index];
         let queue_family = compute_queue_family(instance, physical).expect("checked by usable()");
 
-        let exts = extension_names(instance, physical);
+        // Listed by usable() already, so an error here is the driver's
+        // alone: then none of the optional extensions.
+        let exts = extension_names(instance, physical).unwrap_or_default();
         let (info, host_import_alignment, p) =
             describe(instance, physical, &exts, index, queue_family);
         let has_host_import = host_import_alignment.is_some();
@@ -430,7 +432,7 @@ impl Gpu {
         let (info, host_import_alignment, p) = describe(
             &instance,
             physical,
-            &extension_names(&instance, physical),
+            &extension_names(&instance, physical).unwrap_or_default(),
             index,
             user.queue_family,
         );
@@ -832,8 +834,10 @@ fn usable(
     if compute_queue_family(instance, pd).is_none() {
         return Err("no compute queue".into());
     }
+    let exts =
+        extension_names(instance, pd).map_err(|e| format!("cannot list extensions: {e:?}"))?;
     let name = ash::khr::external_memory_fd::NAME;
-    if !has_extension(&extension_names(instance, pd), name) {
+    if !has_extension(&exts, name) {
         return Err(format!("no {}", name.to_string_lossy()));
     }
     Ok(())
