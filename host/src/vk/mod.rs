@@ -300,8 +300,9 @@ impl Gpu {
         let physical = physicals[index];
         let queue_family = compute_queue_family(instance, physical).expect("checked by usable()");
 
-        // Listed by usable() already, so an error here is the driver's
-        // alone: then none of the optional extensions.
+        // usable() listed them already (a device it could not list is
+        // never chosen); should a second listing fail, none of the optional
+        // extensions is enabled.
         let exts = extension_names(instance, physical).unwrap_or_default();
         let (info, host_import_alignment, p) =
             describe(instance, physical, &exts, index, queue_family);

@@ -644,53 +644,48 @@ impl Submitter {
         // polls, for at most one slice, so the watch keeps its pace.
         let spin = self.spin.min(slice);
         let polled = self.yield_for.max(spin).min(slice);
+        // Seen done by the completion word (where words are on) while
+        // polling; else the fence is waited for below (at once where the
+        // poll saw it signaled).
+        let mut by_word = false;
         while start.elapsed() < polled {
-            if let Some(w) = word {
-                if w.load(Ordering::Acquire) == 1 {
-                    // Done; the fence is waited for before the next
-                    // submission (settle).
-                    tracing::trace!("a submission seen done by its word");
-                    if self.phases.on() {
-                        self.phases.add(Phase::Wait, start.elapsed());
+            match word {
+                Some(w) if w.load(Ordering::Acquire) == 1 => {
+                    by_word = true;
+                    break;
+                }
+                Some(_) => {}
+                // SAFETY: the fence belongs to this device and was just submitted.
+                None => {
+                    if unsafe { d.get_fence_status(self.fence) }.vk("vkGetFenceStatus")? {
+                        break;
                     }
-                    self.unsettled = true;
-                    return Ok(submitted.map(|s| (s, monotonic_ns())));
                 }
-                if start.elapsed() < spin {
-                    std::hint::spin_loop();
-                } else {
-                    std::thread::yield_now();
-                }
-                continue;
             }
-            // SAFETY: the fence belongs to this device and was just submitted.
-            match unsafe { d.get_fence_status(self.fence) } {
-                Ok(true) => break,
-                Ok(false) if start.elapsed() < spin => std::hint::spin_loop(),
-                Ok(false) => std::thread::yield_now(),
-                Err(r) => {
-                    return Err(Error::Vulkan {
-                        call: "vkGetFenceStatus",
-                        result: r,
-                    })
-                }
+            if start.elapsed() < spin {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
             }
         }
-        // The first blocking wait covers what the polls left of the slice,
-        // so the watch's first call comes one slice after the submission.
-        let mut wait = slice.saturating_sub(start.elapsed());
-        loop {
-            // SAFETY: the fence belongs to this device and was just submitted.
-            match unsafe { d.wait_for_fences(&[self.fence], true, wait.as_nanos() as u64) } {
-                Ok(()) => break,
-                Err(vk::Result::TIMEOUT) => {
-                    wait = watch(start.elapsed()).unwrap_or(WAIT_SLICE);
-                }
-                Err(r) => {
-                    return Err(Error::Vulkan {
-                        call: "vkWaitForFences",
-                        result: r,
-                    })
+        if !by_word {
+            // The first blocking wait covers what the polls left of the
+            // slice, so the watch's first call comes one slice after the
+            // submission.
+            let mut wait = slice.saturating_sub(start.elapsed());
+            loop {
+                // SAFETY: the fence belongs to this device and was just submitted.
+                match unsafe { d.wait_for_fences(&[self.fence], true, wait.as_nanos() as u64) } {
+                    Ok(()) => break,
+                    Err(vk::Result::TIMEOUT) => {
+                        wait = watch(start.elapsed()).unwrap_or(WAIT_SLICE);
+                    }
+                    Err(r) => {
+                        return Err(Error::Vulkan {
+                            call: "vkWaitForFences",
+                            result: r,
+                        })
+                    }
                 }
             }
         }
@@ -698,8 +693,15 @@ impl Submitter {
             self.phases.add(Phase::Wait, start.elapsed());
         }
         let marks = submitted.map(|s| (s, monotonic_ns()));
-        // SAFETY: the fence is signaled and no longer in use by a queue.
-        unsafe { d.reset_fences(&[self.fence]).vk("vkResetFences")? };
+        if by_word {
+            // Done; the fence is waited for before the next submission
+            // (settle).
+            tracing::trace!("a submission seen done by its word");
+            self.unsettled = true;
+        } else {
+            // SAFETY: the fence is signaled and no longer in use by a queue.
+            unsafe { d.reset_fences(&[self.fence]).vk("vkResetFences")? };
+        }
         Ok(marks)
     }
 
