@@ -4,16 +4,12 @@
 # stage's output prefixed with the time it was printed), tarred into
 # $OUT/results.tgz after each stage (so a call cut short still returns what
 # ran), with $OUT/summary.txt the short table.
-# Usage (device machine, repo root): bash .gpu/run.sh DEADLINE_SECONDS [torch|-] [ab|all|bimodal]
-# (ab: instead of the standard list, the wide copies' workgroup size and the
-# heap size A/B, interleaved; all: the standard list, then those; bimodal:
-# the 4-PE broadcast's two speeds; old-new: .gpu/old/vkshmem-bench against
-# .gpu/vkshmem-bench; mixes: the GPU's own bandwidth per
-# read/write mix (mixes.cu) beside copy_shapes' library kernels, then bimodal;
-# unit: VKSHMEM_WIDE_UNIT u32 against u64; ucc: UCC's collectives checked
-# and timed; reuse: recorded submissions run again or not, and 1-PE phase
-# jobs; word: completion seen by a word in host memory against the fence;
-# several, comma-separated, run in that order).
+# Usage (device machine, repo root):
+#   bash .gpu/run.sh DEADLINE_SECONDS [torch|-] [LIST[,LIST...]]
+# torch adds torch's device copy (the roofline). LISTs run in the order given
+# (default standard): standard, checks, sweep, phases, ab, all, bimodal,
+# mixes, old-new, old-new-small, old-new-all, unit, ucc, reuse, word; each is
+# described above its function below and in README.md.
 set -u
 T0=$(date +%s); DL=$((T0 + ${1:-420}))
 if [ -e /usr/local/nvidia ]; then
@@ -45,8 +41,8 @@ st() {
 }
 nvidia-smi > $R/nvidia-smi.txt 2>&1; head -12 $R/nvidia-smi.txt | tail -4 >> $SUM
 dmesg -c > /dev/null 2>&1
-# The GPU's clocks, power and throttle reasons every 250 ms (an H200 halved
-# its copy bandwidth for about a second of one run, 2026-11-27).
+# The GPU's clocks, power and throttle reasons every 250 ms (a GPU lowers its
+# clocks while idle, and rows timed before they come back run slower).
 nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active --format=csv -lms 250 > $R/clocks.csv 2>&1 &
 CLOCKS=$!
 run() { local n=$1 heap=$2; shift 2; VKSHMEM_SYMMETRIC_SIZE=$heap ${RUNNER:-$B/vkshmrun} -n $n --wait-timeout 30 ${BENCH:-$B/vkshmem-bench} "$@"; }
@@ -61,8 +57,8 @@ if [ "${3:-}" = mixes ]; then
   st mixes 60 /tmp/mixes 256 1024
 fi
 [ "${3:-}" != bimodal ] && st copy-shapes 60 env VKSHMEM_SYMMETRIC_SIZE=3G $B/vkshmrun -n 1 $B/copy_shapes 64 256 1024
-# The wide copies' and pushes' workgroup (VKSHMEM_WIDE_WORKGROUP): 64, the
-# default before 2026-11-27, against auto (256 on a GPU), interleaved in two
+# The wide copies' and pushes' workgroup (VKSHMEM_WIDE_WORKGROUP): 64 (the
+# old default) against auto (256 on a GPU), interleaved in two
 # rounds on 2 and 4 PEs, one on 8 (the reductions, at 64 in both arms since
 # then, are the control).
 ab() {
@@ -76,15 +72,14 @@ ab() {
     st wg$wg-8pe 60 env VKSHMEM_WIDE_WORKGROUP=$wg bash -c "run 8 10G --collective $C --min-bytes 4M --max-bytes 512M --step-factor 4 $Q --csv $R/wg$wg-8pe.csv"
   done
   # The heap's size (the GPU's page tables: 4 heaps of 10 GiB against 5),
-  # 4 PEs, the pushes that were slow there (broadcast 1.1 TB/s of traffic).
+  # 4 PEs, the pushes that were slow there.
   for h in 5G 10G; do
     st heap$h-4pe 30 run 4 $h --collective broadcast,collect,fcollect --min-bytes 64M --max-bytes 1G --step-factor 4 $Q --csv $R/heap$h-4pe.csv
   done
 }
-# The 4-PE broadcast and collect ran 2.5x slower in some jobs than in others
-# (1 GiB: 200-220 GB/s busbw against 475-595): the job's first rows timed
-# while the SM clock sat at 345 MHz after the idle set-up (twelfth session,
-# clocks.csv). A warm-up of 500 ms per row against none, alternating.
+# Some jobs' first rows run slower: timed while the SM clock is still low
+# after the idle set-up (benches/RESULTS.md, "H200 clock at job start").
+# A warm-up of 500 ms per row against none, alternating, on 4 PEs.
 bimodal() {
   local j=0
   for r in 1 2 3; do
@@ -113,8 +108,8 @@ old_new() {
   st check-big-8pe 60 run 8 10G --collective $C --check --min-bytes 256M --max-bytes 256M --iters 1 --warmup 1 --no-roofline --csv $R/check-big-8pe.csv
 }
 # The wide kernels' unit (VKSHMEM_WIDE_UNIT): vec4<u32> (the GPU default)
-# against vec2<u64> (llvmpipe's since the sixteenth session, 1.3-2x faster
-# there), the same bench interleaved in two rounds on 2 and 4 PEs, one on 8;
+# against vec2<u64> (llvmpipe's default), the same bench interleaved in two
+# rounds on 2 and 4 PEs, one on 8;
 # then the u64 kernels checked at a 4-byte offset (their edge launches).
 unit() {
   for r in 1 2; do
@@ -149,8 +144,8 @@ old_new_small() {
 # The old bench (.gpu/old/, its own vkshmrun where present) against the new,
 # interleaved in two rounds, at small and middle sizes on 1-8 PEs and large
 # sizes on 2 and 4 PEs (8 in the first round); then the new one checked on 4
-# and 8 PEs and its phases on 2, 4 and 8 (thirty-sixth session: the yielding
-# polls of the fence and the sync plane).
+# and 8 PEs and its phases on 2, 4 and 8 (for an A/B of the yielding polls
+# of the fence and the sync plane, and of the broadcast pushed whole).
 old_new_all() {
   for r in 1 2; do
     for v in old new; do
@@ -167,18 +162,17 @@ old_new_all() {
     st phases-${n}pe 40 run $n 4G --collective broadcast,fcollect,alltoall,reduce --min-bytes 16 --max-bytes 256M --step-factor 16 --no-roofline --iters 20 --warmup 2 --warmup-ms 300 --phases
   done
   # The largest size's phases on 2 and 4 PEs: whether the rows short of 85 %
-  # of torch at 1 GiB (2 PEs: 80-83) lose it in the GPU's time or around it
-  # (never timed at 1 GiB; at 256 MiB the GPU ran at 97-99 % and the meeting
-  # and fence wait took the rest).
+  # of torch at 1 GiB lose it in the GPU's time or around it (meetings,
+  # fence wait).
   st phases-1g-2pe 40 run 2 6G --collective $C --min-bytes 1G --max-bytes 1G --no-roofline --iters 5 --warmup 1 --warmup-ms 300 --phases
   st phases-1g-4pe 60 run 4 10G --collective $C --min-bytes 1G --max-bytes 1G --no-roofline --iters 5 --warmup 1 --warmup-ms 300 --phases
 }
-# Recorded submissions run again (VKSHMEM_REUSE_RECORDINGS, thirty-seventh
-# session) against every submission recorded anew, the same bench
+# Recorded submissions run again (VKSHMEM_REUSE_RECORDINGS) against every
+# submission recorded anew, the same bench
 # interleaved in two rounds at small sizes on 2, 4 and 8 PEs; then 1-PE
 # phase jobs four times, their fence waits split into launch and signal
-# (calibrated timestamps): the thirty-sixth call saw 1-PE jobs in two modes
-# (empty submission 13 or 47 us) with the SM clock at 1980 MHz in both.
+# (calibrated timestamps): 1-PE jobs have run in two modes (empty
+# submission 13 or 47 us) with the SM clock at full speed in both.
 reuse() {
   for r in 1 2; do
     for on in on off; do
@@ -192,7 +186,7 @@ reuse() {
   done
 }
 # Completion seen by a word in host memory that each submission's last
-# command sets (VKSHMEM_COMPLETION=word, thirty-seventh session) against the
+# command sets (VKSHMEM_COMPLETION=word) against the
 # fence alone, the same bench interleaved in two rounds at small sizes on 1,
 # 2 and 4 PEs; then each way's phases on 2 PEs (launch and signal).
 word() {
@@ -227,9 +221,8 @@ phases() {
   st phases-8pe 40 run 8 4G --collective broadcast,fcollect,alltoall,reduce --min-bytes 16 --max-bytes 64M --step-factor 16 --no-roofline --iters 20 --warmup 2 --warmup-ms 300 --phases
   st phases-2pe-spin0 20 env VKSHMEM_FENCE_SPIN_US=0 bash -c "run 2 2G --collective broadcast,reduce --min-bytes 16 --max-bytes 1M --step-factor 16 --no-roofline --iters 20 --warmup 2 --warmup-ms 300 --phases"
 }
-# UCC's collectives (gather(v) to the prefix sums): on the device past
-# VKSHMEM_HOST_MAPPED_MAX since the thirty-fourth session (before, through
-# host memory). Checked on 2 and 4 PEs from 8 B to 16 MiB, then timed to
+# UCC's collectives (gather(v) to the prefix sums), on the device past
+# VKSHMEM_HOST_MAPPED_MAX. Checked on 2 and 4 PEs from 8 B to 16 MiB, then timed to
 # 256 MiB beside the SHMEM alltoall and fcollect of the same sizes.
 U=gather,scatter,allgatherv,alltoallv,reduce_scatter,reduce_to_root,inscan,exscan
 ucc() {
@@ -262,13 +255,11 @@ for sp in 0 auto 0 auto; do
   st spin$sp-2pe-$RANDOM 12 $e bash -c 'run 2 1G --collective broadcast,reduce --min-bytes 8 --max-bytes 64M --step-factor 8 --no-roofline --iters 20'
 done
 # Objects 4 bytes off 16-byte alignment, 2 PEs, checked: pushes and
-# reductions take them whole (WideArgs::lead since 8442d5e; before, a
-# generic-kernel head beside the wide middle: 0.55-1.4 ms a call on the H200).
+# reductions take them whole (WideArgs::lead).
 st offset4-2pe 25 run 2 2G --collective $C --offset 4 --check --min-bytes 4K --max-bytes 64M --step-factor 16 $Q --csv $R/offset4-2pe.csv
-# Pieces off whole vec4s on 4 and 8 PEs (8 B a member: word-by-word pulls,
-# 1.3-4.1 ms a call each member submitting on 2026-11-26) and int8 objects
-# 1 byte off alignment (the generic kernels, run by the first member as each
-# member since 9c5e024), checked.
+# Pieces off whole vec4s on 4 and 8 PEs (8 B a member: word-by-word pulls)
+# and int8 objects 1 byte off alignment (the generic kernels, run by the
+# first member as each member), checked.
 st small-4pe 20 run 4 1G --collective $C --check --min-bytes 8 --max-bytes 4K --step-factor 8 $Q --csv $R/small-4pe.csv
 st small-8pe 25 run 8 1G --collective $C --check --min-bytes 8 --max-bytes 4K --step-factor 8 $Q --csv $R/small-8pe.csv
 st int8-offset1-2pe 20 run 2 1G --collective $C --type int8 --offset 1 --check --min-bytes 3 --max-bytes 3M --step-factor 16 $Q --csv $R/int8-offset1-2pe.csv
