@@ -26,12 +26,12 @@ use vkshmem_device::collectives::{
 const LAUNCHES: usize = 5;
 
 /// A plain copy of `n` 16-byte elements (the immediate) of type `ty`
-/// (`vec4<u32>`, or `vec2<u64>`: llvmpipe moves 64-bit components 30-45 %
-/// faster, `benches/results/llvmpipe-u64-loads-2026-11-27-fifteenth`), `wg`
-/// invocations per workgroup, each invocation moving `unroll` elements per
-/// step (all loads, then all stores, `span` apart so that a warp's accesses
-/// stay consecutive), over a grid-wide stride; the workgroup index is `x + y *
-/// nw.x` (grids past 65535 workgroups are two-dimensional).
+/// (`vec4<u32>`, or `vec2<u64>`: llvmpipe moves 64-bit components faster,
+/// benches/RESULTS.md, "64-bit loads on llvmpipe"), `wg` invocations per
+/// workgroup, each invocation moving `unroll` elements per step (all loads,
+/// then all stores, `span` apart so that a warp's accesses stay consecutive),
+/// over a grid-wide stride; the workgroup index is `x + y * nw.x` (grids past
+/// 65535 workgroups are two-dimensional).
 fn plain_copy(wg: u32, unroll: u32, ty: &str) -> String {
     let loads: String = (0..unroll)
         .map(|u| format!("        let v{u} = src[min(i + {u}u * span, last)];\n"))
@@ -244,8 +244,8 @@ fn main() -> Result<()> {
         "shape", "rd", "MiB", "GB/s", "us", "groups"
     );
     // Two rounds, the second in reverse order: the GPU's clocks drift over a
-    // run (an H200 halved its bandwidth for a second of the first run), so a
-    // shape is compared with its neighbours in time in both rounds.
+    // run (its bandwidth may drop for a second at a time), so a shape is
+    // compared with its neighbours in time in both rounds.
     let rounds: Vec<(usize, u64, usize)> = (0..2)
         .flat_map(|round| {
             sizes

@@ -60,8 +60,8 @@ fn barriers(ctx: &vkshmem::Context, iters: u32) -> Result<()> {
         .unwrap_or(match (lavapipe, n <= cores) {
             (false, _) => iters,
             (true, true) => 20,
-            // Oversubscribed: every barrier waits for the scheduler (7-20 ms
-            // with 8 PEs on 2 cores), spinning flat out for its first 2 ms.
+            // Oversubscribed: every barrier waits for the scheduler,
+            // spinning flat out for its first 2 ms.
             (true, false) => 2,
         })
         .clamp(1, iters);

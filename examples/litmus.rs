@@ -95,8 +95,8 @@ fn main() -> Result<()> {
         .unwrap_or(match (lavapipe, n <= cores) {
             (false, _) => args.rounds,
             (true, true) => 20,
-            // Oversubscribed: every barrier waits for the scheduler (up to 44 ms
-            // measured with 8 PEs on 2 cores) out of about 130 ms per dispatch.
+            // Oversubscribed: every barrier waits for the scheduler, out of
+            // about 130 ms of loop budget per dispatch.
             (true, false) => 2,
         })
         .clamp(1, args.rounds);

@@ -845,8 +845,8 @@ fn device_rma_and_halo_hold_on_every_transport() {
     let pairs = [("VKSHMEM_TRANSPORT", "staged:2")];
     let unmapped = [("VKSHMEM_HEAP_MAPPING", "off")];
     // Its kernel is large (every call, inlined, each with a switch over the
-    // PEs), and every PE compiles its own: cold on llvmpipe here, 10 s on 1
-    // PE, 56 s on 3, 111 s on 4. RMA has no power-of-two paths, so 1, 2 and
+    // PEs), and every PE compiles its own, cold on llvmpipe, in a time that
+    // grows with the PEs sharing the cores. RMA has no power-of-two paths, so 1, 2 and
     // 3 PEs on one device (4 across nodes under mpirun), and 8 run the halo
     // only.
     let runs: [CheckRun; 5] = [
@@ -907,7 +907,7 @@ fn checks_pass(name: &str, runs: &[CheckRun], mpi_pes: &[u32]) {
             .chain(args.iter().copied())
             .collect();
         // Generous: a check program's first run compiles its kernels for
-        // every PE (minutes on llvmpipe with 2 cores); a hang still ends.
+        // every PE (minutes on llvmpipe with few cores); a hang still ends.
         let r = run_vkshmrun_env(
             &argv,
             env,
@@ -999,7 +999,7 @@ fn collectives_conform_without_a_host_mapping() {
 /// bound as that member's: every PE of these jobs reaches every heap). Every
 /// host collective on every team shape on the kernels
 /// (`VKSHMEM_HOST_MAPPED_MAX=0`) on 2 and 3 PEs, fewer shapes and sizes on 8
-/// (`--quick`: 27 s on the 2-core VM against 36), checked against the host
+/// (`--quick`, to keep the test short), checked against the host
 /// reference; calls of both kinds must have run (wide only, and with generic
 /// kernels run as the members), and none by each member alone, as the trace
 /// says. Then reductions beyond 8 members in place (chained steps: phases
@@ -1237,8 +1237,8 @@ fn bench_rows(n: u32, args: &str, env: &[(&str, &str)]) -> (Run, Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("rows.csv").to_string_lossy().into_owned();
     let n = n.to_string();
-    // Results only: no roofline (its copy kernels and trials at 72 MiB had
-    // made the wide-paths test 70 s instead of 4).
+    // Results only: no roofline (its copy kernels and trials at 72 MiB would
+    // take most of the wide-paths test's time).
     let mut argv = vec!["-n", &n, &bench, "--no-roofline"];
     argv.extend(args.split_whitespace());
     argv.extend_from_slice(&["--csv", &csv]);
@@ -1383,8 +1383,8 @@ fn collectives_conform_across_nodes_under_mpirun() {
     assert!(r.stdout.contains("wrong=0"), "{}", r.stdout);
     // The example (host allreduce, team broadcast, device reduction). Not
     // device_barrier: on llvmpipe its barriers across nodes (flags carried
-    // over MPI by the proxies, ~5 ms each here) can outrun the driver's loop
-    // budget despite the wait throttle (2 of 5 runs at 200 barriers failed
+    // over MPI by the proxies, milliseconds each) can outrun the driver's
+    // loop budget despite the wait throttle (runs of 200 barriers failed
     // so); the conformance run above covers device forms across nodes.
     let r = mpirun(
         3,
@@ -1567,9 +1567,9 @@ fn host_collectives_move_on_the_host_on_a_cpu_device() {
 /// Where the host does not map the heap (`VKSHMEM_HEAP_MAPPING=off`, as on
 /// NVIDIA), a host collective on the kernels is one submission: its
 /// launches and the copy of the device error words that they leave
-/// (`Submitter::dispatch_many_reading`). On an H200 the error words had
-/// taken a second submission every call, about 20 us of a 47 us call
-/// (`benches/results/issue21-gpu-h200-2026-11-28-eighteenth/`). The bench's
+/// (`Submitter::dispatch_many_reading`): a second submission for the error
+/// words every call cost a large share of a small call on a GPU
+/// (benches/RESULTS.md, "H200 phases of a host call"). The bench's
 /// `--phases` counts them: every row's line has one recording, submit,
 /// wait and GPU time per call (no `xN` multiplier), one submitter for both
 /// PEs (NVIDIA's default), every collective checked from 16 B to 1 MiB.

@@ -133,10 +133,9 @@ pub const KINDS: [Kind; 12] = [
 /// half data are any finite bit patterns, subnormals included, so a driver
 /// that flushed subnormal halves would fail them.) Without branches (each
 /// case computed, one selected): on llvmpipe, whose invocations run as SIMD
-/// lanes, a branch costs both its sides, and the branches' masks had made a
-/// 2-PE f16 sum of 4 MiB take 1900-2100 us. Few operations per case, since
-/// there the f16 reductions are compute-bound (1950 us for that sum against
-/// ~1100 for bf16 with the previous spelling, 1500-1600 with this one):
+/// lanes, a branch costs both its sides and its masks besides. Few
+/// operations per case, since there the f16 reductions are compute-bound
+/// (benches/RESULTS.md, "f16 conversions"):
 /// - f32 to half: the normal case rounds to nearest even in integers (the
 ///   `+ 0xfff + odd` step), with the magnitude clamped first so that
 ///   overflow and infinity round to infinity; subnormal halves are
@@ -851,19 +850,16 @@ fn both_forms(
     // One sync call site per function, in a three-step loop (sync; move;
     // sync), entered at the move where `early`: llvmpipe inlines every call,
     // and each inlined wait costs compile time. A `loop` rather than a `for`
-    // whose move step `continue`s: on llvmpipe a 4-byte move and one sync
-    // took 148-154 us per call so, 195-221 us that way (benches/results/
-    // issue21-one-sync-device-lavapipe-2026-11-26-ninth). A failed argument check
+    // whose move step `continue`s, which ran small calls slower on llvmpipe
+    // (benches/RESULTS.md, "One-sync device forms"). A failed argument check
     // skips the move but not the closing sync (every member passes the same
     // arguments, so all skip alike) and returns -1. The one-sync form (small
     // reductions) pushes before the first sync and leaves after its own
-    // combine. The price of the loop on llvmpipe, which compiles a shader
-    // with barriers into coroutines: a move inside a loop that holds a
-    // barrier ran about 20 % slower than one outside (one PE, 4 MiB alltoall
-    // work_groups 6.8 against 5.6 ms), but with the grid syncs written out the
-    // kernel compiled in 2.8 s against 2.1 and the 2-PE forms, bound by one
-    // thread per PE there, were no faster (benches/results/
-    // issue21-device-forms-lavapipe-2026-11-27-fifteenth).
+    // combine. The price of the loop on llvmpipe, which compiles a shader with
+    // barriers into coroutines: a move inside a loop that holds a barrier runs
+    // slower than one outside, but with the grid syncs written out the kernel
+    // compiled slower and the 2-PE forms, bound by one thread per PE there,
+    // were no faster (benches/RESULTS.md, "One-sync device forms").
     let (decide, push, finish) = match one_sync {
         Some(o) => (
             format!("let ll = ok && vks_ll_ok(team, {});", o.bytes),
@@ -1334,19 +1330,15 @@ pub const HOST_WORKGROUP: u32 = 64;
 /// Workgroup size of the wide copies and pushes on GPUs. They move one vec4
 /// per invocation per step, so a copy of 64 MiB (then the launch of a large
 /// message's piece, [`WIDE_WINDOW_MAX_BYTES`] / 2) in workgroups of 64 is
-/// 65535 of them, and starting that many workgroups, not memory, bounded it:
-/// on an H200 (`examples/copy_shapes.rs`, GPU timestamps, two runs) 45.4-46.0
-/// us in workgroups of 64 against 36.1 in 256 (16384 workgroups; 128: 35.9,
-/// 512: 37.1-37.3) and torch's 34.4; at 1 GiB 527 us against 509.5 (torch
-/// 503.6). Host alltoalls of 1 GiB on 2 PEs: 310 -> 371-393 GB/s busbw.
+/// 65535 of them, and starting that many workgroups, not memory, bounded it
+/// on a GPU; 256 brings the copy close to torch's (benches/RESULTS.md, "H200
+/// clock at job start").
 pub const WIDE_WORKGROUP_GPU: u32 = 256;
 
 /// Workgroup size of the wide reductions on every device. Each of their
 /// invocations reads every member's vec4, so starting workgroups costs less
-/// per byte, and at 256 on the H200 float16 and bfloat16 sums of 64 MiB on 2
-/// PEs took 188 and 175 us against 111 and 123 in workgroups of 64 (f32 sums
-/// of 1 GiB on 4 PEs 478-525 GB/s busbw against 551-577; the integer and
-/// f64 sums the same).
+/// per byte, and on a GPU 256 ran the half sums markedly slower than 64 and
+/// the other sums no faster (benches/RESULTS.md, "H200 clock at job start").
 pub const WIDE_REDUCE_WORKGROUP: u32 = HOST_WORKGROUP;
 
 /// The immediates of a host collective's kernel.

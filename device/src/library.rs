@@ -112,14 +112,14 @@ pub struct LibraryConfig {
     /// A kernel whose workgroup is one row (`x <= row_lanes`, `y = z = 1`)
     /// is linked without its control and memory barriers (the SPIR-V pass,
     /// see `pass::run`): llvmpipe compiles a kernel with any barrier into
-    /// coroutines, in which a copy loop ran at half the speed (one thread,
-    /// 2 MiB: 4.1 against 7.9 GB/s), and one row needs none (its lanes
-    /// execute each instruction together, in program order; the ordering
-    /// across workgroups and PEs is the host CPU's, as for the per-thread
-    /// code without fences, [`LibraryConfig::divergent_fences`]). The vec4
-    /// loops of such a kernel move [`UNROLL`] vec4s per iteration where
-    /// loops are capped (the link generates its library so; for kernels of
-    /// several rows it passes 0 here).
+    /// coroutines, in which a copy loop runs at about half the speed
+    /// (benches/RESULTS.md, "One-row workgroups on llvmpipe"), and one row
+    /// needs none (its lanes execute each instruction together, in program
+    /// order; the ordering across workgroups and PEs is the host CPU's, as for
+    /// the per-thread code without fences,
+    /// [`LibraryConfig::divergent_fences`]). The vec4 loops of such a kernel
+    /// move [`UNROLL`] vec4s per iteration where loops are capped (the link
+    /// generates its library so; for kernels of several rows it passes 0 here).
     pub row_lanes: u32,
     /// The PEs whose heaps this PE's device reaches directly (the library
     /// binds those only); device code that touches another PE's heap raises
@@ -131,11 +131,12 @@ pub struct LibraryConfig {
     pub proxy: bool,
     /// The vec4 view of every heap binding ([`VEC4_VIEW_OFFSET`]) is
     /// `array<vec2<u64>>` instead of `array<vec4<u32>>` (needs `int64`): the
-    /// same 16-byte elements, which llvmpipe moves 30-45 % faster (the
-    /// host sets it where its wide kernels move `vec2<u64>`,
-    /// `VKSHMEM_WIDE_UNIT`: by default on llvmpipe, where the device forms
-    /// then run 1.2-2x faster at 4 MiB). The device forms' reductions
-    /// unpack them into words (`vks_unpack4`) or combine 64-bit lanes.
+    /// same 16-byte elements, which llvmpipe moves faster (the host sets it
+    /// where its wide kernels move `vec2<u64>`, `VKSHMEM_WIDE_UNIT`: by
+    /// default on llvmpipe, where the device forms then run faster;
+    /// benches/RESULTS.md, "Wide unit on llvmpipe"). The device forms'
+    /// reductions unpack them into words (`vks_unpack4`) or combine 64-bit
+    /// lanes.
     pub vec4_u64: bool,
 }
 
@@ -171,12 +172,12 @@ impl PeSet {
 
 /// Polls per wait iteration where the driver caps loops, each followed by
 /// [`CAPPED_DELAY_STEPS`] dependent square roots (see `capped_polls`): an
-/// iteration takes about 2 us on llvmpipe (Mesa 22.3, this repository's
-/// 2-core CI machine), so one invocation may wait about 130 ms of CPU time in
-/// all per dispatch before the cap, and longer once the host's wait throttle
-/// naps it. That covers a barrier among 8 PEs sharing 2 CPU cores (up to 44 ms
-/// measured). Polls are the costly part to compile (llvmpipe expands each
-/// atomic per SIMD lane), square roots are cheap.
+/// iteration takes about 2 us on llvmpipe, so one invocation may wait about
+/// 130 ms of CPU time in all per dispatch before the cap, and longer once the
+/// host's wait throttle naps it. That covers a barrier among more PEs than
+/// cores (benches/RESULTS.md, "Capped waits and compile"). Polls are the costly
+/// part to compile (llvmpipe expands each atomic per SIMD lane), square roots
+/// are cheap.
 pub const CAPPED_POLLS_PER_ITERATION: u32 = 4;
 /// Square roots after each capped poll (see `capped_polls`): about 0.5 us.
 pub const CAPPED_DELAY_STEPS: u32 = 160;
@@ -793,9 +794,10 @@ fn vks_loop_check() {
 /// Where the driver caps loops, each poll is an atomic add of 0 to the word
 /// (`vks_poll_own`), and the polls are spaced by chains of square roots
 /// ([`capped_polls`]), so the budget of 65535 iterations spans about 130 ms
-/// of CPU time (with 64 plain loads per iteration, a fast 2-core VM spent it
-/// in 4-15 ms and staged waits were cut; with 64 atomic polls, it lasted
-/// 106 ms but an 8-PE halo took 156 s to compile).
+/// of CPU time: plain loads leave a fast CPU through the budget in a few
+/// milliseconds, which cuts staged waits short, and many atomic polls per
+/// iteration make large kernels slow to compile (benches/RESULTS.md, "Capped
+/// waits and compile").
 fn poll_many(s: &mut String, cfg: &LibraryConfig) {
     let me = 0;
     let poll = if cfg.loop_cap {
@@ -808,9 +810,8 @@ fn poll_many(s: &mut String, cfg: &LibraryConfig) {
     };
     // One bare poll: a wait's first test, which costs every invocation that
     // passes the wait, waiting or not (llvmpipe runs a workgroup's code once per
-    // SIMD row of 8 invocations, masked rows included: one poll instead of a
-    // padded vks_poll_many there took a 256-invocation work_group barrier on 2
-    // PEs from 214 to 143 us).
+    // SIMD row of 8 invocations, masked rows included, so a padded
+    // vks_poll_many there would cost every row its whole set of polls).
     let _ = writeln!(
         s,
         "fn vks_poll_once(addr: u32, c: VksCond) -> bool {{ return vks_cond_bit(c, {poll}(addr)) != 0u; }}"
@@ -838,8 +839,8 @@ fn poll_many(s: &mut String, cfg: &LibraryConfig) {
 /// of [`CAPPED_DELAY_STEPS`] square roots, so that an iteration lasts about
 /// 2 µs and the budget of 65535 iterations about 130 ms of CPU time, while the
 /// code stays short to compile (a chain of vector square roots is straight-line
-/// code; 64 polls per iteration, each an atomic that llvmpipe expands per lane,
-/// made an 8-PE halo take 156 s to compile instead of 36 s).
+/// code; polls are atomics that llvmpipe expands per lane, so many per
+/// iteration make a large kernel several times slower to compile).
 ///
 /// `n_pes_word` reads the control region's n_pes word, which holds
 /// `VKS_N_PES` at run time: `zero` is 0 then but unknown to the compiler, so
@@ -967,8 +968,8 @@ fn accessor(
     // (named as given), an address out of the heap or, in the 64-bit view,
     // odd (named with the PE's number), a PE not reached directly where no
     // proxy carries the access (as given). Each raise is three atomics,
-    // which llvmpipe expands per lane into branches; a raise per check
-    // made kernels that call many accessors compile 2x slower. `&` and `|`
+    // which llvmpipe expands per lane into branches, so a raise per check
+    // makes kernels that call many accessors far slower to compile. `&` and `|`
     // on bools do not branch (WGSL wants their comparisons in parentheses).
     let (odd, element) = if *view == 'q' {
         (" | ((a & 1u) != 0u)", "i >> 1u")
@@ -1120,8 +1121,8 @@ fn vec4_push_all(s: &mut String, cfg: &LibraryConfig, vec4: bool) {
 /// so that its row of 8 invocations moves two 4 MiB blocks in a call (a 2-PE
 /// alltoall: 65536 vec4s per lane of one row, 32768 iterations). Each vec4
 /// more per iteration is another copy of every vec4 loop's body for
-/// llvmpipe to compile: 4 made a reduction kernel compile in 2.3-2.8 s
-/// where it took 1.0 s with 1.
+/// llvmpipe to compile, so 2 is the least that moves the two blocks
+/// (benches/RESULTS.md, "Device unroll").
 pub const UNROLL: u32 = 2;
 
 /// Whether a workgroup of `[x, y, z]` invocations is one SIMD row of
@@ -1156,11 +1157,9 @@ pub(crate) enum Chunk {
 /// interleaved in it (lane `tid % 8` on every 8th vec4, `width` where the
 /// grid's last row is narrower). llvmpipe runs a workgroup's rows one after
 /// another, so the GPU pattern swept the whole object once per row, 128
-/// bytes in every 4 KiB (4 MiB pulled by a workgroup of 256: 6.4 ms, 1.9 ms
-/// with a contiguous share per invocation); and it moves each lane's
-/// element apart, so a share per invocation walked 8 places at once per
-/// row, where a share per row walks one (2-PE device forms at 1 and 4 MiB,
-/// five interleaved rounds: 0.73-0.93 of the time per invocation's share).
+/// bytes in every 4 KiB; and it moves each lane's element apart, so a share
+/// per invocation walked 8 places at once per row, where a share per row
+/// walks one (benches/RESULTS.md, "Row shares").
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn vec4_pieces(
     s: &mut String,

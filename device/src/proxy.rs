@@ -188,10 +188,10 @@ fn wait_fn(name: &str, polls: u32, me: &str, capped: bool) -> String {
     // 65535 per invocation, shared by every wait of a dispatch), the polls
     // are spaced by chains of square roots (`library::capped_polls`), so the
     // budget spans about 130 ms of CPU time until the host's wait throttle
-    // naps the driver's threads: with 8 bare polls per iteration a fast 2-core
-    // VM spent it in about 13 ms, and staged halos, ping-pongs and queued
-    // reductions failed with loops cut when the host thread was not scheduled
-    // soon enough.
+    // naps the driver's threads. Bare polls would spend it in a few
+    // milliseconds on a fast CPU, and staged halos, ping-pongs and queued
+    // reductions would fail with loops cut whenever the host thread is not
+    // scheduled soon enough.
     let polls = if capped {
         crate::library::capped_polls(
             &format!("atomicLoad(&{me}[VKS_CTRL_N_PES])"),

@@ -561,7 +561,7 @@ fn main() -> anyhow::Result<()> {
     // code reaches it through the proxy.
     let host_only = std::env::args().any(|a| a == "--host-only");
     if !(host_only || quick && ctx.device_info().is_llvmpipe()) {
-        // With --quick on llvmpipe (8 PEs on a 2-core machine) the device pass
+        // With --quick on llvmpipe (more PEs than cores) the device pass
         // would mostly measure kernel compilation: skipped there.
         device_forms(&mut h, &cases, device_quick)?;
     }

@@ -52,7 +52,7 @@ struct Args {
     seed: u64,
     /// How many device kernels (collective x form) the device calls draw from;
     /// 0: host forms only. Default: one per 40 seconds of soak, at least one
-    /// (each costs llvmpipe 10-20 s to compile with 4 PEs on 2 cores).
+    /// (each costs llvmpipe seconds per PE to compile).
     #[arg(long)]
     device_kernels: Option<usize>,
     /// Share of the host calls of the data-movement collectives made as queued

@@ -84,7 +84,7 @@ pub fn soak(a: &SoakArgs) -> Result<()> {
     crate::deps::ensure_mpi_build()?;
     // The test build's packages and features: nothing rebuilds (`-p vkshmrun
     // -p vkshmem` alone unified other features and rebuilt naga and the
-    // crates above it, 86 s on a 2-core VM).
+    // crates above it).
     crate::build_as_tested(&["--bin", "vkshmrun", "--example", "soak"])?;
     let seed = a.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()

@@ -36,10 +36,8 @@ pub enum WideUnit {
     /// whole vec4s only, without the edge stores, which a `vec2<u64>`
     /// binding cannot make word by word (other PEs may own the neighbouring
     /// words); the host launches the [`WideUnit::Vec4U32`] kernel over the
-    /// edge vec4s beside it. llvmpipe moves memory 30-45 % faster through
-    /// 64-bit components (a 16 MiB copy on one PE: 13.9-16.9 ms against
-    /// 20.5-23.4 as `vec4<u32>`; 2-PE broadcasts of 4 MiB 6.4 -> 3.8-4.2
-    /// ms).
+    /// edge vec4s beside it. llvmpipe moves memory faster through 64-bit
+    /// components (benches/RESULTS.md, "64-bit loads on llvmpipe").
     Vec2U64,
 }
 
@@ -73,8 +71,8 @@ impl WideUnit {
 /// function): a grid-wide stride, so that with one vec4 per invocation (what
 /// the host launches up to the dispatch limit) every step of a workgroup
 /// touches 64 consecutive vec4s. (A contiguous span per workgroup needs a
-/// division per invocation, which llvmpipe scalarises: the 2-PE wide copies
-/// and reductions ran 20-40 % slower with it.)
+/// division per invocation, which llvmpipe scalarises, so the wide copies
+/// and reductions ran slower with it.)
 ///
 /// With `a.per` non-zero, each invocation takes `per` vec4s of every chunk
 /// its SIMD row takes instead: a row of [`ROW_LANES`] invocations (fewer in
@@ -85,20 +83,20 @@ impl WideUnit {
 /// stride. That is what the host launches on llvmpipe, over as many
 /// workgroups as the driver has threads: a workgroup's SIMD rows run one
 /// after another, and the grid-wide stride made each row sweep the whole
-/// object (a 16 MiB copy per PE on 4 PEs: 13.4 GB/s against 8.9 with the
-/// stride). There the chunk is the row's whole share (one chunk each), or
-/// for kernels that walk many windows a shorter one (`LLVMPIPE_CHUNK` in
-/// the host crate). llvmpipe loads and stores each lane's element apart,
-/// so a contiguous share per invocation walked 8 places of every window at
-/// once per row, where a share per row walks one (the bench's roofline
-/// trials on 2 PEs, best of four runs: the wide copy of 1-8 blocks
-/// 8.4-13.1 -> 12.7-15.6 GB/s, the push to 2 dests 7.2-7.4 -> 13.8-14.3).
+/// object (benches/RESULTS.md, "Contiguous shares on llvmpipe"). There the
+/// chunk is the row's whole share (one chunk each), or for kernels that walk
+/// many windows a shorter one (`LLVMPIPE_CHUNK` in the host crate). llvmpipe
+/// loads and stores each lane's element apart, so a contiguous share per
+/// invocation walked 8 places of every window at once per row, where a share
+/// per row walks one, and runs faster for it (benches/RESULTS.md, "Row
+/// shares").
 ///
 /// The chunks are laid from `FIRST`, and indices below `LOW` are skipped
 /// inside them (an object's vec4 0 that its edge stores write): the chunks
 /// of an object that starts inside its vec4 0 stay where an aligned one's
-/// are (on llvmpipe, a 2-PE alltoall of 4 MiB at offset 4 took 4.6 ms with
-/// chunks laid from vec4 1, 16 KiB + 16 bytes apart, against 2.5 ms aligned).
+/// are (on llvmpipe, chunks laid from vec4 1, a vec4 off the aligned
+/// object's, ran an unaligned alltoall markedly slower: benches/RESULTS.md,
+/// "Contiguous shares on llvmpipe").
 fn wide_loop(first: &str, low: &str, end: &str, workgroup: u32) -> String {
     // A power of two that divides the workgroup, so that rows never straddle
     // a grid of any size.
@@ -574,8 +572,8 @@ pub fn wide_copy_source(blocks: u32, workgroup: u32, unit: WideUnit) -> Option<S
 /// 16-byte alignment as each other (an fcollect of 8 bytes a member, an
 /// alltoall from offset 4 into offset 0), which would otherwise take the
 /// generic kernel: it walks the heaps through the library with a PE switch on
-/// every access (on llvmpipe, 130-170 ms against 5.6-8.2 ms for a 4 MiB
-/// fcollect at a 4-byte offset on 2 PEs).
+/// every access, over an order of magnitude slower on llvmpipe
+/// (benches/RESULTS.md, "Wide word kernels").
 pub fn wide_copy_words_source(blocks: u32, workgroup: u32) -> Option<String> {
     let mut s = wide_copy_bindings(blocks, "u32", workgroup)?;
     // Every block's same span in one loop: each workgroup streams its span of

@@ -880,7 +880,8 @@ mod tests {
     #[test]
     fn a_late_pe_times_the_barrier_out_and_is_named() {
         let t0 = Instant::now();
-        // Generous times: the test must hold on a loaded 2-core machine.
+        // Generous times: the test must hold on a loaded machine with few
+        // cores.
         // (A timeout of 1 s also bounded barrier #1, with threads still
         // connecting.)
         let (server, errs) = job(4, Duration::from_millis(3000), |mut b| {

@@ -157,13 +157,11 @@ impl Context {
                 // Where the team's first member submits every part (every
                 // member asked for it: run_collective's test), its part
                 // pushes the whole source in one launch and the others'
-                // push nothing: on an H200 the 4-PE broadcast of 256 MiB
-                // took 410 us of GPU time as four shares side by side, where
-                // one push of 256 MiB to 4 dests takes 338 (copy_shapes,
-                // benches/results/issue21-gpu-h200-2026-11-30-thirtysixth/).
-                // Where the parts end up submitted each by its member
-                // instead (a generic step this PE cannot run as another),
-                // the first member still pushes it all.
+                // push nothing: on a GPU one push to every dest beats four
+                // shares side by side (benches/RESULTS.md, "H200 broadcast as
+                // one push"). Where the parts end up submitted each by its
+                // member instead (a generic step this PE cannot run as
+                // another), the first member still pushes it all.
                 let together = super::submits_together(&m, all);
                 if !together {
                     part.push(Step::Wide(self.push_wide(&push, &to, me, m.shape.size)?));

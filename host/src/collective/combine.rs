@@ -50,17 +50,11 @@ pub(crate) fn reduce_slots<T: Reduce>(op: ReduceOp, n: usize, slots: &[*const u8
 /// a time into a buffer in L1 and moves each chunk to the dests from there
 /// (`copy::copy_from_l1`): every type and operation but the sums and
 /// products of f16 and bf16, whose combine through `f32` in AVX registers
-/// ([`halves`]) stores into the dest as fast: 0.87-0.96x that way on 2 PEs
-/// at 4 MiB (twenty-third session), and with the faster bf16 rounding still
-/// 0.57-0.99x in 13 of 16 cases on 2 and 4 PEs, 1.01-1.11x in the other
-/// three (thirty-first session,
-/// `benches/results/host-bf16-masks-lavapipe-2026-11-29-thirtyfirst/`).
-/// Their max and min compare bits as integers ([`half_order`]), as fast as
-/// an int16 max, and do take the chunks: a 2-PE max or min of 4 MiB took
-/// 151-167 us in chunks against 176-227 into the dest, and 175-209 through
-/// `f32` before (each row's median of three interleaved rounds,
-/// thirty-second session,
-/// `benches/results/host-half-order-lavapipe-2026-11-29-thirtysecond/`).
+/// ([`halves`]) is bound by its arithmetic, not by the dest's lines, and
+/// lost in chunks in most cases (benches/RESULTS.md, "Half sums in L1 chunks").
+/// Their max and min compare bits as integers ([`half_order`]), as fast as an
+/// int16 max, and so gain from the chunks like the other types
+/// (benches/RESULTS.md, "Half max and min as integers").
 pub(crate) fn chunks_in_l1<T: Reduce>(op: ReduceOp) -> bool {
     halves::Half::of::<T>().is_none() || matches!(op, ReduceOp::Max | ReduceOp::Min)
 }
@@ -85,8 +79,7 @@ fn reduce_any<T: Reduce>(op: ReduceOp, n: usize, slots: &[*const u8], out: *mut 
 }
 
 /// [`reduce_slots`] vectorised for AVX2: 32-byte vectors, and the 64-bit
-/// integer max and min that SSE2 has no compare for (2-slot `i64` max of
-/// 2 MiB: 41 GB/s with SSE2).
+/// integer max and min that SSE2 has no compare for.
 ///
 /// # Safety
 /// The CPU has AVX2.

@@ -30,12 +30,10 @@ fn llc_bytes() -> Option<u64> {
 
 /// The most last-level cache [`llc_bytes`] counts per CPU. A VM with a few
 /// CPUs of a large server sees the whole socket's L3 in sysfs, which its
-/// neighbours share: this project's 2-core VM reports 480 MiB, yet its
-/// plain copies ran as if from DRAM past about 64 MiB live, and an 8-PE
-/// collect of 4 MiB (288 MiB) took 13.4-15.7 ms with plain stores against
-/// 6.6 with streaming ones (thirty-fifth session). 32 MiB a CPU leaves
-/// bare-metal servers (a few MiB a core) and the earlier 2-core VM (32
-/// MiB) as they were.
+/// neighbours share, so its copies run as if from DRAM long before that
+/// size and calls that should stream would not (benches/RESULTS.md, "Shared L3
+/// cap"). 32 MiB a CPU leaves bare-metal servers (a few MiB a core) and small
+/// VMs that see their own share as they were.
 const LLC_PER_CPU_MAX: u64 = 32 << 20;
 
 /// [`llc_bytes`]' rule (pure): `llc` bytes seen, `cpus` usable CPUs.
@@ -69,14 +67,8 @@ fn sysfs_llc_bytes() -> Option<u64> {
 /// dests `dests` (on every member together) should stream its dest writes:
 /// where the two take at least twice the last-level cache, so that dest
 /// lines kept in the cache would only evict sources still to be read.
-///
-/// On a 2-core VM with a 32 MiB L3 (lavapipe; 2, 4 and 8 PEs; 1 and 4 MiB;
-/// two interleaved runs in different periods of the VM's noise,
-/// `benches/results/host-stream-lavapipe-2026-11-28-twentyfirst/`),
-/// streaming won 1.1-1.9x from 64 MiB (alltoalls, 4- and 8-PE gathers,
-/// the 8-PE reduction of 4 MiB), with one loss (an 8-PE collect of 1 MiB:
-/// 0.68x in one run, 1.46x in the other); below, it lost 0.3-0.8x in both
-/// runs but for the 8-PE broadcast of 4 MiB (36 MiB: 0.66x, then 1.48x).
+/// Below that, plain stores stay in the cache and streaming ones, which go
+/// out to memory, lose (benches/RESULTS.md, "Streaming stores rule").
 /// `asked` is `VKSHMEM_HOST_STREAM`'s `on` or `off` (`None`: `auto`).
 pub(crate) fn streams(sources: u64, dests: u64, asked: Option<bool>) -> bool {
     available()
@@ -125,13 +117,10 @@ pub(crate) unsafe fn copy(from: *const u8, to: *mut u8, n: usize, stream: bool) 
 ///
 /// A string move writes whole cache lines without reading them first
 /// (no read-for-ownership), where vector stores fetch each line of `to`
-/// before they overwrite it. On this project's 2-core EPYC VM a 2-PE
-/// reduction of 4 MiB out of place, combining 4 KiB at a time into L1 and
-/// moving it out so, ran 81-87 µs a call in C against 136-149 µs storing
-/// into the dest (and in place 67-74 against 85-91); a plain copy of 4 MiB
-/// from L3 ran the same either way (`rep movsb` 93-104 µs, `memcpy`
-/// 98-108 µs), so only copies out of L1 take this path (twenty-third
-/// session, `benches/results/host-reduce-l1-movsb-lavapipe-2026-11-28-twentythird/`).
+/// before they overwrite it. That saving counts where the source is in L1,
+/// as a reduction's combined chunk is; a plain copy from L3 runs as fast
+/// either way, so only copies out of L1 take this path (benches/RESULTS.md,
+/// "Reduction L1 chunks").
 ///
 /// # Safety
 /// As [`copy`], and the two do not overlap.
@@ -251,12 +240,12 @@ mod tests {
     #[test]
     fn usable_llc_per_cpu() {
         let mib = 1u64 << 20;
-        // The 2-core VM that reports a 480 MiB L3: 64 MiB, so an 8-PE
-        // collect of 4 MiB (288 MiB) streams and a 4-PE one (80 MiB) not.
+        // 2 CPUs that report a 480 MiB L3: 64 MiB, so an 8-PE collect of
+        // 4 MiB (288 MiB) streams and a 4-PE one (80 MiB) not.
         assert_eq!(usable_llc(480 * mib, 2), 64 * mib);
         assert!(overflows(32 * mib, 256 * mib, usable_llc(480 * mib, 2)));
         assert!(!overflows(16 * mib, 64 * mib, usable_llc(480 * mib, 2)));
-        // The 2-core EPYC VM (32 MiB L3) and a 64-core server (256 MiB).
+        // 2 CPUs with a 32 MiB L3 and a 64-core server (256 MiB).
         assert_eq!(usable_llc(32 * mib, 2), 32 * mib);
         assert_eq!(usable_llc(256 * mib, 64), 256 * mib);
         // No CPU count, no overflow.

@@ -66,23 +66,22 @@ const DIRECT: u32 = 3;
 /// Bytes of a gather's source pushed to the dests at a time where the
 /// pushes stream (and of a streaming reduction's slice out of place): well
 /// inside L2, so that every push after the first reads the chunk from this
-/// core's cache. 4 and 16 KiB there lost 0.44-0.59x on 8 PEs at 1-4 MiB
-/// (twenty-third session).
+/// core's cache. Smaller chunks ran slower where the pushes stream
+/// (benches/RESULTS.md, "Push chunk size").
 const PUSH_CHUNK: u64 = 64 << 10;
 
 /// [`PUSH_CHUNK`] where the pushes do not stream: inside L1, whence every
-/// push after the first moves it (`copy::copy_from_l1`). Against 64 KiB
-/// (2-core VM, four interleaved rounds, twenty-third session): collect and
-/// fcollect 1.12-1.40x on 2 PEs at 1-4 MiB, 1.0-1.6x on 4 PEs at 1-2 MiB,
-/// 1.3-1.5x on 8 PEs at 128-512 KiB.
+/// push after the first moves it (`copy::copy_from_l1`) without going out
+/// to L2: faster than 64 KiB for collect and fcollect on 2 to 8 PEs
+/// (benches/RESULTS.md, "Push chunk size").
 const PUSH_L1_CHUNK: u64 = 8 << 10;
 
 /// Bytes of a reduction's slice combined at a time: into a buffer that
 /// stays in L1 ([`L1Chunk`]), whence `copy::copy_from_l1` moves it to every
-/// dest without reading the dests' lines first. 4 KiB against 8 on 2 PEs
-/// (twenty-third session): 1.01-1.12x out of place at 1 and 4 MiB, even in
-/// place (0.95-1.01x). The combine folds a chunk of at most one of its
-/// blocks straight into it.
+/// dest without reading the dests' lines first. 4 KiB: at least as fast as
+/// 8 in place and faster out of place (benches/RESULTS.md, "Reduction L1
+/// chunks"). The combine folds a chunk of at most one of its blocks straight
+/// into it.
 const REDUCE_CHUNK: usize = 4 << 10;
 
 /// A reduction's combined chunk, cache-line aligned, with a line to spare:
@@ -94,11 +93,9 @@ struct L1Chunk([u8; REDUCE_CHUNK + 64]);
 impl L1Chunk {
     /// Where to combine chunks bound for `dest`: at `dest`'s offset within
     /// its cache line, so that `rep movsb` moves between equally aligned
-    /// ends. A 64-aligned chunk moved to dests 4 bytes past a line ran a
-    /// 2-thread reduce-and-push of 4 MiB in 238-527 us against 155-294 at
-    /// the dest's offset (C probe, four interleaved rounds, 2-core EPYC VM,
-    /// thirtieth session); the host Show's 2-PE reduction at a 4-byte offset
-    /// sat at 34.5 % of the roofline against 67.3 aligned.
+    /// ends: a line-aligned chunk moved to dests a few bytes past a line
+    /// boundary ran the reduce-and-push far slower (benches/RESULTS.md,
+    /// "Unaligned dest offset").
     fn at_offset_of(&mut self, dest: *const u8) -> *mut u8 {
         // The offset is below 64, inside the spare line.
         self.0[dest as usize % 64..].as_mut_ptr()
@@ -225,9 +222,9 @@ impl Context {
         // into every member's dest, this member's too; but for the half
         // types (`combine::chunks_in_l1`), and past the cache out of place,
         // combined into this member's dest a PUSH_CHUNK at a time and
-        // copied on from there (the L1 chunks ran 0.72-0.76x for an 8-PE
-        // float sum of 4 MiB out of place on the 2-core VM, twenty-third
-        // session, where they won 1.3-1.6x in place).
+        // copied on from there (out of place, streaming, the L1 chunks lose
+        // to it, where in place they win: benches/RESULTS.md, "Reduction L1
+        // chunks").
         let (l1, step, to) = if !r.in_l1 || r.stream && !in_place {
             (None, PUSH_CHUNK, peers)
         } else {

@@ -25,9 +25,9 @@
 //! (`staged.rs`: each member copies its part in and its dest out with
 //! memcpy). Each member says which it may (`Desc::hosted`); a way is taken
 //! when all may. On llvmpipe, whose compute threads are the same cores, the
-//! rounds beat the kernels 1.2-22x
-//! from 64 KiB to 4 MiB on 2, 3, 4 and 8 PEs
-//! (`benches/results/host-staged-lavapipe-2026-11-28-nineteenth`).
+//! rounds beat the kernels at every size: a submission and the kernels'
+//! loads cost more than the copies (benches/RESULTS.md, "Host path against
+//! kernels").
 
 use super::combine::{chunks_in_l1, reduce_slots, ReduceFn};
 use super::moves::{self, Plan};
@@ -49,9 +49,9 @@ const HOST_REDUCE_WIDE: u64 = 256 << 10;
 /// host in rounds ([`Small::rounds_max`]; the direct path, which reads every
 /// part once, takes every size). A round combines every member's part on
 /// every member (`members`² parts read per round): on 8 PEs on llvmpipe
-/// that lost to the kernels from 1 MiB (5.7 against 2.4 ms) and won up to
-/// 256 KiB, so past [`HOST_REDUCE_MEMBERS`] members only up to
-/// [`HOST_REDUCE_WIDE`].
+/// that lost to the kernels from 1 MiB and won up to 256 KiB
+/// (benches/RESULTS.md, "Host path against kernels"), so past
+/// [`HOST_REDUCE_MEMBERS`] members only up to [`HOST_REDUCE_WIDE`].
 pub(crate) fn reduce_rounds_max(members: u32) -> u64 {
     if members > HOST_REDUCE_MEMBERS {
         HOST_REDUCE_WIDE

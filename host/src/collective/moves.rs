@@ -272,11 +272,9 @@ pub(crate) struct Push {
 /// alltoall's blocks are each read once already, and a reduction pushes
 /// its slices itself (`direct.rs`).
 ///
-/// The broadcast's push lost 0.73-0.95x on 2 PEs and 0.8x on 8 while the
-/// pushes went 64 KiB at a time (twenty-second session); 8 KiB at a time
-/// from L1 (`direct.rs`), it won 1.06-1.49x on 2 and 4 PEs at 1-4 MiB and
-/// 1.01-1.31x on 8 (four interleaved rounds, twenty-third session,
-/// `benches/results/host-push-broadcast-lavapipe-2026-11-28-twentythird/`).
+/// The broadcast's push beats every member pulling the whole source only
+/// where it goes a few KiB at a time from L1 (`direct.rs`); 64 KiB at a
+/// time it lost (benches/RESULTS.md, "Broadcast push from L1").
 ///
 /// # Errors
 /// As [`plan`].

@@ -23,9 +23,8 @@
 //!   phases, cut where a phase writes a table (written from the host once
 //!   the phases before it have run). On a GPU that switches between
 //!   processes, a call then costs one submission instead of one per member,
-//!   each with a context switch (on an H200, 2 PEs submitting at once took
-//!   319 us per empty submission against 35-46 us for one alone; generic
-//!   calls each member submitted took 0.6-4 ms on 2-8 PEs).
+//!   each with a context switch, which costs several times an empty
+//!   submission (benches/RESULTS.md, "H200 first run").
 //!
 //! Phases keep the order each member's steps had, and the steps of
 //! different members never depended on each other except through the

@@ -52,23 +52,18 @@
 //! mappings, the team's first member plans and submits every member's
 //! launches in one batch ([`Context::run_together`]). Elsewhere (writes over the member's own
 //! exposed bytes, as an in-place alltoallv's, a peer behind the proxy,
-//! bytes off whole words) the steps stay as above. An allgatherv in place
-//! of 4 MiB on 3 PEs took 5.3 ms through the buffer and 0.53 straight
-//! (thirty-fourth session,
-//! `benches/results/host-ucc-device-lavapipe-2026-11-29-thirtyfourth/`).
-//! On the 2-core VM a 4-PE alltoallv of
-//! 4 MiB took 13.7-14.6 ms through the buffer and 2.8-2.9 straight (an
-//! alltoall: 1.8-3.5), an allgatherv 10.0-10.4 against 1.6-1.7
-//! (thirty-third session,
-//! `benches/results/host-ucc-direct-lavapipe-2026-11-29-thirtythird/`).
+//! bytes off whole words) the steps stay as above. Either straight path
+//! copies every byte once where the buffer copies it twice, and runs
+//! several times faster at a few MiB (benches/RESULTS.md, "UCC direct host
+//! path").
 //!
 //! A call that fails at its closing meeting (another member's read
 //! failed) may have written this member's dest already on that path: the
 //! dest's contents are then undefined, as after any failed collective.
 //!
-//! With the meetings on the plane, a 2-PE call of 1 KiB took 0.8-1.8 us
-//! where the socket's two allgathers took 55-112 (thirty-third session, the
-//! same folder's `agree.txt`).
+//! The meetings go through the sync plane, not the bootstrap socket: a
+//! socket's allgather costs a round trip through the kernel each, far more
+//! than a small call's copies (benches/RESULTS.md, "UCC direct host path").
 //!
 
 use bytemuck::Pod;
@@ -525,15 +520,14 @@ impl Context {
 
     /// Step 2 for every member by the team's first member, then step 3,
     /// where the members agreed to it ([`Shared::together`]: on NVIDIA,
-    /// processes that submit at once take turns on the GPU, and a UCC call
-    /// of 1 MiB in which every member submitted its own part took 400 us
-    /// on 2 PEs and 750 on 4 on an H200) and `plan(j)` gives member `j`'s
-    /// part on the device for every member; `None` where it does not for
-    /// some member (each member then takes its own steps). Every member
-    /// plans every part from the same agreed values on the same device, so
-    /// all reach the same answer; a planning error fails the call on every
-    /// member (carried by the closing meeting), never leaving a part that
-    /// nobody moved.
+    /// processes that submit at once take turns on the GPU, so one
+    /// submission for all beats one per member: benches/RESULTS.md, "H200 UCC
+    /// on the device") and `plan(j)` gives member `j`'s part on the device for
+    /// every member; `None` where it does not for some member (each member then
+    /// takes its own steps). Every member plans every part from the same agreed
+    /// values on the same device, so all reach the same answer; a planning
+    /// error fails the call on every member (carried by the closing meeting),
+    /// never leaving a part that nobody moved.
     fn run_together(
         &self,
         m: &Members,

@@ -364,10 +364,10 @@ pub(crate) fn copy_plan(
 /// on the wide path is on one device, so all cut alike.
 ///
 /// A large message goes in pieces of half this ([`piece_bytes`]), one
-/// launch each per member: on an H200, pieces of 64 MiB (the least range's
-/// half) cost about 7 us each beyond their traffic even in one submission
-/// (2-PE broadcast of 1 GiB: 32 launches, 1012-1039 us where the push's
-/// traffic takes about 785).
+/// launch each per member: on a GPU every launch costs some microseconds
+/// beyond its traffic even in one submission, so the widest window the
+/// device allows keeps the pieces few (benches/RESULTS.md, "H200 per-launch
+/// cost").
 pub(crate) fn window_max(range: u64) -> u64 {
     let r = range.clamp(WIDE_WINDOW_MAX_BYTES, 1 << 31);
     1 << (63 - r.leading_zeros())
@@ -387,14 +387,10 @@ pub(crate) fn piece_bytes(window: u64) -> u64 {
 /// kernels give each invocation a contiguous share (`shares`: llvmpipe,
 /// [`Context::wide_launch`]). There a copy of `k` blocks walks `k` sources
 /// and its dest at every step, and is slower per byte the more blocks it
-/// takes (the bench's roofline trials at 16 MiB a PE on 8 PEs: one block
-/// 1.65-1.66 GB/s, two 1.62, eight 1.59; at 32 MiB 1.69-1.77, 1.68, 1.30-1.43),
-/// while a launch costs a dispatch (about 80 us on this VM against calls of
-/// tens of ms). One block per launch: 4 MiB alltoall, three interleaved
-/// rounds, 4 PEs 84-108 -> 68-85 ms; 8 PEs, two rounds, 325-340 -> 263-268
-/// ms; 2 PEs alike (18.7-22.3 against 18.8-22.1 ms). On a GPU a launch costs
-/// more than the copy of a block gains (7 us each on an H200), so the blocks
-/// go together.
+/// takes, while a launch costs a dispatch, small against such a call; one
+/// block per launch made the 4- and 8-PE alltoalls faster
+/// (benches/RESULTS.md, "Copy blocks one per launch"). On a GPU a launch costs
+/// more than the copy of a block gains, so the blocks go together.
 pub(crate) fn blocks_per_copy(block: u64, range: u64, align: u64, shares: bool) -> usize {
     if shares {
         return 1;
@@ -413,26 +409,20 @@ const LLVMPIPE_SHARE_MAX: u64 = 32768;
 /// round-robin over the invocations, so a SIMD row's 8 lanes walk 8
 /// neighbouring chunks of each window, not 8 shares far apart (with a push
 /// to 8 dests, 72 places at once per row, which the CPU's prefetch and TLB
-/// could not follow). Measured with a push of one source to 8 dests on
-/// every PE of 8 (4 and 18 MiB each): 8.4-9.5 GB/s of traffic in shares,
-/// 15.3 in chunks of 128, 13.6-15.0 of 64, 10.9 of 256, 7.0-7.8 of 16 or
-/// 32; the plain copy meanwhile moves 13.8-17.8 in shares and 9-10 in
-/// chunks of 64, hence shares for kernels of few windows. 8-PE fcollect and
-/// collect of 4 MiB: 38-40 ms -> 21-22 ms, broadcast 4.0-4.6 -> 3.0-3.2 ms.
-/// Kernels of twice [`LLVMPIPE_CHUNK_STREAMS`] windows or more (a reduction
-/// over 8 members: 8 sources, 8 dests) take half chunks: the 8-PE reduction
-/// of 4 MiB, three interleaved rounds, 6552-6912 us (median; least
-/// 5931-6012) in chunks of 128, 6181-6547 (5515-5622) in chunks of 64; 64
-/// made the 8-PE fcollect (9 windows) 19-21 -> 24-25 ms and the 4-PE
-/// reduction (8) 2.4-2.7 -> 4.1-4.4 ms.
+/// could not follow). 128 was the fastest chunk for a push to 8 dests; a
+/// plain copy, which walks two windows, runs faster in shares, hence
+/// shares for kernels of few windows. Kernels of twice
+/// [`LLVMPIPE_CHUNK_STREAMS`] windows or more (a reduction over 8 members:
+/// 8 sources, 8 dests) take half chunks, which suit them better and would
+/// slow the kernels of fewer windows (benches/RESULTS.md, "Contiguous shares on
+/// llvmpipe").
 const LLVMPIPE_CHUNK: u64 = 128;
 
 /// The windows a wide kernel walks from which [`LLVMPIPE_CHUNK`] applies: a
-/// reduction over 4 members (4 sources, 4 dests) ran 2.27-2.36 ms against
-/// 2.66-2.86 for 4 MiB; pushes to 2 or 4 dests and copies of 2 blocks were
-/// slower chunked (2-PE collect of 4 MiB 1.6-2.1 -> 2.8-3.0 ms); copies of
-/// 8 blocks (the 8-PE alltoall's, 9 windows) ran alike either way (49-52
-/// ms for 4 MiB blocks).
+/// reduction over 4 members (4 sources, 4 dests) ran faster chunked, where
+/// pushes to 2 or 4 dests and copies of 2 blocks ran slower, and copies of
+/// 8 blocks alike either way (benches/RESULTS.md, "Contiguous shares on
+/// llvmpipe").
 const LLVMPIPE_CHUNK_STREAMS: usize = 8;
 
 /// Share `part` of `parts` of a push of `bytes` from byte offset `src` (in the
@@ -498,9 +488,9 @@ pub(crate) fn push_plan(
 /// edge vec4 past them, where the object ends inside it, is stored apart).
 /// What the chunks are cut from ([`Context::wide_groups`]): an object that
 /// starts inside its vec4 0 is then chunked as an aligned one of its size
-/// (on llvmpipe, a 2-PE alltoall of 4 MiB at offset 4 took 2.5 ms in
-/// chunks of 2048 vec4s, the aligned one's, and 3.9-5.6 ms in chunks of
-/// 2049: 262145 vec4s over 128 invocations).
+/// (on llvmpipe, chunks one vec4 longer than the aligned object's ran an
+/// unaligned alltoall markedly slower: benches/RESULTS.md, "Contiguous shares
+/// on llvmpipe").
 fn loop_vecs(first: u32, end: u32, words: u32) -> u64 {
     end.min(words / 4).saturating_sub(first) as u64
 }
@@ -708,10 +698,10 @@ impl Context {
     /// of [`LLVMPIPE_CHUNK`] vec4s per invocation dealt round-robin where the
     /// kernel walks [`LLVMPIPE_CHUNK_STREAMS`] windows or more; elsewhere one vec4 per
     /// invocation, as many workgroups of [`Context::wide_workgroup`] as that
-    /// takes up to the dispatch limit (a GPU needs the parallelism). On llvmpipe the stride had been given
-    /// 16 vec4 loads and stores per invocation (2.3x faster 4 MiB broadcasts
-    /// on 2 PEs than one); the share took 4-PE fcollects and alltoalls of 4
-    /// MiB from 11.5 and 16.1 ms to 6.3 and 9.3 ms.
+    /// takes up to the dispatch limit (a GPU needs the parallelism). On
+    /// llvmpipe a contiguous share runs faster than the grid-wide stride,
+    /// which has every invocation jump across the whole object
+    /// (benches/RESULTS.md, "Contiguous shares on llvmpipe").
     fn wide_groups(&self, vecs: u64, streams: usize, workgroup: u32) -> (u32, u32) {
         let wg = workgroup as u64;
         if self.device_info().is_llvmpipe() {

@@ -4,7 +4,8 @@
 //! (Mesa's, NVIDIA's) compiles a pipeline it has not seen in every process that
 //! asks for it at once. So the first process to build a pipeline takes its
 //! turn alone, and the others wait for it and then find the driver's cache
-//! warm: on lavapipe a 4-PE job's device kernels had cost 4 compiles each.
+//! warm, where without turns an N-PE job's device kernels cost N compiles
+//! each.
 //!
 //! The turn is an exclusive `flock` on a small file named by the pipeline's
 //! key in `compiled/` beside the pipeline cache file
@@ -36,11 +37,10 @@ use nix::fcntl::{Flock, FlockArg};
 
 /// The longest a builder waits for another's turn before it builds anyway: a
 /// net for a holder that stopped (a process stopped by a signal), not a
-/// bound on compiles. (It was 60 s, and on a slow 2-core VM cold compiles of
-/// the largest kernels took longer: an 8-PE job's waiters all gave up and
-/// compiled the same kernel at once, 7 LLVM compiles on 2 cores, about 10
-/// minutes for one test. The turn no longer waits on peers, see the module
-/// docs, so a long wait is a compile's.)
+/// bound on compiles. Long, since a cold compile of the largest kernels on a
+/// slow CPU driver can take minutes, and waiters that give up too soon all
+/// compile the same kernel at once, each slowing the others. The turn
+/// never waits on peers (module docs), so a long wait is a compile's.
 pub const MAX_WAIT: Duration = Duration::from_secs(600);
 
 /// How long a turn held through a warm-up may wait for the queue to reach

@@ -65,8 +65,7 @@ const MAX_SETS: u32 = 4;
 /// within [`pool_descriptors`] descriptors in all. A host collective of 1
 /// GiB on 2 PEs is 32 wide launches (pieces of 64 MiB, one per member); in
 /// batches of 8 its 4 submissions, each waited for before the next, left
-/// the GPU idle between them: 2-PE broadcast 1044 us on an H200 where its
-/// kernels take about 785 (the push moves 3 GiB at 4.1 TB/s, `copy_shapes`).
+/// the GPU idle between them (benches/RESULTS.md, "H200 per-launch cost").
 pub const MAX_BATCH: usize = 64;
 
 /// Descriptors the pool holds per dispatch of a batch: the device's
@@ -131,7 +130,7 @@ pub const READBACK_MAX: u64 = 64;
 /// its dispatches, in the same submission
 /// ([`Submitter::dispatch_many_reading`]): the device error words of a heap
 /// the host does not map, read without a submission of their own (one more
-/// round trip through the driver, about 20 us a call on an H200).
+/// round trip through the driver per call).
 #[derive(Clone, Copy, Debug)]
 pub struct Readback {
     /// The buffer read (with `TRANSFER_SRC` usage).
@@ -1175,11 +1174,10 @@ impl Submitter {
     /// in up to [`REUSE_SLOTS`] slots, the least recently used recorded
     /// over. Off in a new submitter; a context turns it on
     /// (`VKSHMEM_REUSE_RECORDINGS`, on by default): a repeated host
-    /// collective skips the descriptor writes and the recording, 5-27 us a
-    /// call on an H200 (`--phases`' record, thirty-sixth session). Only
-    /// where every buffer its dispatches bind outlives the submitter (a
-    /// recording binds buffers by handle, and a destroyed buffer's handle
-    /// may come back for another).
+    /// collective skips the descriptor writes and the recording
+    /// (benches/RESULTS.md, "Reuse recordings"). Only where every buffer its
+    /// dispatches bind outlives the submitter (a recording binds buffers by
+    /// handle, and a destroyed buffer's handle may come back for another).
     pub fn set_reuse(&mut self, on: bool) {
         self.reuse_on = on;
     }

@@ -2,9 +2,8 @@
 //! stderr), where `anyhow::ensure!` would return the error: on the way out
 //! the program's symmetric buffers drop, and each free is a collective call
 //! that the other PEs, gone on to their next collective, never join. The
-//! job then hung until the test's limit (thirty-fourth session: a broken
-//! UCC path made ucc_check wait 300 s on both PEs of 2, one in a free's
-//! socket agreement and one on the sync plane). vkshmrun, and mpirun, stop
+//! job would then hang until the test's limit (one PE in a free's socket
+//! agreement, another on the sync plane). vkshmrun, and mpirun, stop
 //! the other PEs when one exits with an error.
 //!
 //! The including program declares the module with `#[macro_use]` and calls

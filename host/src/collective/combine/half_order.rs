@@ -9,13 +9,10 @@
 //! nothing is rounded.
 //!
 //! Through `f32` ([`super::halves`]) each step widened both operands,
-//! compared and blended two vectors, and rounded the result back: a 2-PE
-//! bf16 max of 4 MiB took 190-247 us where an int16 max took 137-141
-//! (thirty-second session). On the bits the compiler vectorises the fold
-//! (`combine_blocks`) as it does the integers' (a 2-slot max of 1M bf16:
-//! 82-86 us in a model, the int16 max 64-70), and the 2-PE max and min of
-//! 4 MiB took 151-167 us in both types (175-209 before)
-//! (`benches/results/host-half-order-lavapipe-2026-11-29-thirtysecond/`).
+//! compared and blended two vectors, and rounded the result back, far
+//! slower than an int16 max. On the bits the compiler vectorises the fold
+//! (`combine_blocks`) as it does the integers', close to the int16 max's
+//! speed (benches/RESULTS.md, "Half max and min as integers").
 
 use super::halves::Half;
 use super::{combine_blocks, ReduceOp};

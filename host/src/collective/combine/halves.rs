@@ -8,10 +8,9 @@
 //! elements at a time in 512-bit registers, the same steps, and `bf16` 32
 //! at a time where it has AVX-512BW too (`wide16`).
 //!
-//! Element by element, each conversion was a call in software: on this
-//! session's 2-core EPYC VM a 2-slot reduction of 2 MiB ran at 20 GB/s
-//! (`f16`, F16C conversions a block at a time) and 11 GB/s (`bf16`), against
-//! 67 for `f32`.
+//! Element by element, each conversion is a call in software, which left
+//! the half types at a fraction of `f32`'s speed (benches/RESULTS.md,
+//! "Vectorised host combine").
 
 use super::assert_aligned;
 use crate::collective::reduce::{Reduce, ReduceOp};
@@ -154,23 +153,15 @@ pub(crate) fn reduce(kind: Half, op: ReduceOp, n: usize, slots: &[*const u8], ou
 /// (`rustversion`: older compilers, within the crate's MSRV, build without).
 ///
 /// `f16` converts with AVX-512F's 16-lane forms of F16C's instructions, the
-/// same rounding: a 2-slot sum of 1M elements ran 1.28x faster so in a C
-/// model, the host's f16 reductions 1.04-1.32x (twenty-fourth session,
-/// `benches/results/host-halves-avx512-lavapipe-2026-11-28-twentyfourth/`).
+/// same rounding, twice the lanes per instruction (benches/RESULTS.md, "f16 in
+/// AVX-512").
 ///
-/// `bf16`: on the twenty-second session's 2-core EPYC VM (Zen 4, which
-/// runs 512-bit operations in two halves) a 2-slot sum of 2 MiB ran at
-/// 31 GB/s in AVX2 registers: the rounding's integer steps, not memory,
-/// bound it. In 512-bit ones the host's bf16 reductions took 1.24-1.33x
-/// less time on 2 PEs and up to 1.6x on 8
-/// (`benches/results/host-bf16-avx512-lavapipe-2026-11-28-twentysecond/`),
-/// and 32 at a time with AVX-512BW 1.14-1.23x less again
-/// (`benches/results/host-bf16-unpack-lavapipe-2026-11-28-twentyfourth/`).
-/// Where the CPU has AVX512-BF16 too, the stored step rounds in one
-/// instruction (`avx512::reduce32_native`): a 2-PE bf16 sum of 4 MiB took
-/// 139.2 us against 159.2, a product 148.1 against 156.5 (medians of three
-/// interleaved rounds, thirty-third session,
-/// `benches/results/host-bf16-native-lavapipe-2026-11-29-thirtythird/`).
+/// `bf16`: in AVX2 registers the rounding's integer steps, not memory,
+/// bound it, so wider registers pay even where the CPU runs 512-bit
+/// operations in two halves (benches/RESULTS.md, "bf16 in AVX-512"), and 32 at
+/// a time with AVX-512BW more again. Where the CPU has AVX512-BF16 too, the
+/// stored step rounds in one instruction (`avx512::reduce32_native`;
+/// benches/RESULTS.md, "bf16 native rounding").
 #[rustversion::since(1.89)]
 fn wide16(kind: Half, op: ReduceOp, slots: &[*const u16], out: *mut u16, n: usize) -> usize {
     #[cfg(target_arch = "x86_64")]
@@ -436,10 +427,8 @@ mod x86 {
     }
 
     /// [`reduce8`] for `bf16`, 16 elements at a time (`whole` a multiple of
-    /// 16) through [`widen2`] and [`narrow2`]: no shuffle across lanes. A
-    /// 2-slot sum of 1M elements took 141-167 us against 203-255 eight at
-    /// a time (thirty-first session,
-    /// `benches/results/host-bf16-masks-lavapipe-2026-11-29-thirtyfirst/avx2.rs`).
+    /// 16) through [`widen2`] and [`narrow2`]: no shuffle across lanes, so
+    /// faster than eight at a time (benches/RESULTS.md, "bf16 in AVX2").
     ///
     /// # Safety
     /// The CPU has AVX2 and F16C; every slot holds `whole` u16s and `out`
@@ -506,10 +495,9 @@ mod x86 {
         /// The bias is 0x7fff, and one more where the kept part is odd (its
         /// lowest bit, 0x1_0000, tested into a mask and added under it); a
         /// NaN lane takes its own bits with the quiet bit set instead. Masks
-        /// in place of the shift, `and` and blend: with [`narrow2`]'s
-        /// permute, a 2-slot sum of 1M elements took 88 us against 111 on
-        /// the 2-core Zen 4 VM (thirty-first session,
-        /// `benches/results/host-bf16-masks-lavapipe-2026-11-29-thirtyfirst/`).
+        /// in place of the shift, `and` and blend: fewer instructions per
+        /// lane, and faster with [`narrow2`]'s permute (benches/RESULTS.md,
+        /// "bf16 rounding under masks").
         #[inline]
         #[target_feature(enable = "avx512f")]
         fn rounded(v: __m512) -> __m512i {
@@ -702,11 +690,8 @@ mod x86 {
         /// [`reduce32`] storing through [`narrow2_native`]: the last
         /// step's rounding in one instruction where the CPU has AVX512-BF16
         /// (the middle slots' stays [`round`]: the instruction and a widening
-        /// back ran no faster there). A 2-slot sum of 1M elements took
-        /// 67.6-68.2 us against 83.8-85.2, where an int16 add took 68.9-69.8,
-        /// and a 4-slot one of 512K 126.1-126.3 against 142.6-142.7, on the
-        /// 2-core Zen 4 VM (thirty-third session,
-        /// `benches/results/host-bf16-native-lavapipe-2026-11-29-thirtythird/`).
+        /// back ran no faster there). It brings a 2-slot bf16 sum to an
+        /// int16 add's speed (benches/RESULTS.md, "bf16 native rounding").
         ///
         /// # Safety
         /// [`native_bf16`]; and `reduce32`'s.
