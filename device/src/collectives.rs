@@ -1331,14 +1331,14 @@ pub const HOST_WORKGROUP: u32 = 64;
 /// per invocation per step, so a copy of 64 MiB (then the launch of a large
 /// message's piece, [`WIDE_WINDOW_MAX_BYTES`] / 2) in workgroups of 64 is
 /// 65535 of them, and starting that many workgroups, not memory, bounded it
-/// on a GPU; 256 brings the copy close to torch's (benches/RESULTS.md, "H200
-/// clock at job start").
+/// on a GPU; 256 brings the copy close to torch's (benches/RESULTS.md, "Wide
+/// workgroups on H200").
 pub const WIDE_WORKGROUP_GPU: u32 = 256;
 
 /// Workgroup size of the wide reductions on every device. Each of their
 /// invocations reads every member's vec4, so starting workgroups costs less
 /// per byte, and on a GPU 256 ran the half sums markedly slower than 64 and
-/// the other sums no faster (benches/RESULTS.md, "H200 clock at job start").
+/// the other sums no faster (benches/RESULTS.md, "Wide workgroups on H200").
 pub const WIDE_REDUCE_WORKGROUP: u32 = HOST_WORKGROUP;
 
 /// The immediates of a host collective's kernel.
