@@ -37,8 +37,9 @@
 //! of 8 invocations runs the library's wait code, so call the work_group(s)
 //! forms from small workgroups there: 16 invocations, or 32 to 64 where a
 //! call's data would pass lavapipe's 65535 loop iterations per invocation
-//! (256 on a GPU). A 64-byte work_group broadcast on 2 PEs takes about 74 us
-//! with 16 invocations and 224 with 64.
+//! (256 on a GPU). Each added row runs the wait code too, so a small call
+//! costs several times more in a workgroup of 64 than of 16 there
+//! (benches/RESULTS.md, "Workgroup of 16").
 //!
 //! ```no_run
 //! # fn main() -> Result<(), vkshmem::Error> {
@@ -124,7 +125,7 @@ pub unsafe fn init_on_device(dev: UserDevice) -> Result<Context> {
 }
 
 fn log_to_stderr() {
-    if std::env::var_os("RUST_LOG").is_some() {
+    if vkshmem_host::config::is_set(vkshmem_host::config::ENV_RUST_LOG) {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_writer(std::io::stderr)

@@ -82,7 +82,7 @@ pub fn init(call: &str) {
     if STATE.get().is_some() {
         return;
     }
-    if std::env::var_os("RUST_LOG").is_some() {
+    if vkshmem_host::config::is_set(vkshmem_host::config::ENV_RUST_LOG) {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_writer(std::io::stderr)

@@ -1,9 +1,39 @@
-//! Settings read from the environment: the launcher's hand-over (`VKSHMEM_PE`, …)
-//! and the user's knobs (`VKSHMEM_SYMMETRIC_SIZE`, `VKSHMEM_DEVICE`).
+//! Settings read from the environment: the user's settings
+//! (`VKSHMEM_SYMMETRIC_SIZE`, `VKSHMEM_DEVICE`, …), the tuning and test
+//! switches, the launcher's hand-over (`VKSHMEM_PE`, …) and the few variables
+//! of other programs that vkshmem reads. Each is declared once, in
+//! [`SETTINGS`] (its kind, type, default and meaning), and parsed here; [`env()`]
+//! is the one place that reads the process environment, and every parser
+//! takes a `get` (that reader in production, a map in the tests).
 //!
-//! Pure parsing, no Vulkan: unit-tested here.
+//! Pure parsing, no Vulkan: unit-tested here. `docs/settings.md` lists the
+//! table (`host/tests/settings_table.rs` checks it).
 
 use crate::error::{Error, Result};
+
+mod table;
+pub use table::{declared, setting, Kind, Setting, SETTINGS};
+
+/// The process environment's value of `name` (`None` when unset or not
+/// UTF-8): the one place vkshmem reads a variable, passed as the `get` of the
+/// parsers here. `name` is declared in [`SETTINGS`] or is another launcher's
+/// rank count ([`FOREIGN_LAUNCHERS`]).
+pub fn env(name: &str) -> Option<String> {
+    debug_assert!(
+        declared(name),
+        "{name} is read but not declared in config::SETTINGS"
+    );
+    std::env::var(name).ok()
+}
+
+/// Whether `name` is set at all (any value, UTF-8 or not).
+pub fn is_set(name: &str) -> bool {
+    debug_assert!(
+        declared(name),
+        "{name} is read but not declared in config::SETTINGS"
+    );
+    std::env::var_os(name).is_some()
+}
 
 /// Variable with this PE's number in the world team, set by `vkshmrun`.
 pub const ENV_PE: &str = "VKSHMEM_PE";
@@ -207,16 +237,16 @@ pub fn wait_timeout(get: impl Fn(&str) -> Option<String>) -> Result<Option<std::
 
 /// Microseconds a submission's wait polls its fence before it blocks in
 /// `vkWaitForFences`. A blocking wait wakes up later than the GPU finishes on
-/// some drivers (NVIDIA: an empty submit-and-wait took 35-46 us on an H200,
-/// 14 us polling; a 2-PE host reduction 85 us, 42 us polling); polling trades
-/// a core for that latency. Unset: [`FENCE_SPIN_AUTO`] on drivers that
-/// time-slice processes (NVIDIA's) when the node's PEs do not outnumber the
-/// cores this process may run on (`available_parallelism`: its affinity, so
-/// a PE bound to one core, as under `mpirun --bind-to core` with several
-/// PEs, does not poll unless asked), as CUDA's default schedule spins when
-/// its contexts do not outnumber the cores; 0 (block at once) elsewhere,
-/// such as on llvmpipe, whose driver threads need the cores a poll would
-/// take.
+/// some drivers (NVIDIA: a blocked wait takes tens of microseconds to wake,
+/// several times an empty submission's run; benches/RESULTS.md, "H200 one
+/// submitter"); polling trades a core for that latency. Unset:
+/// [`FENCE_SPIN_AUTO`] on drivers that time-slice processes (NVIDIA's) when the
+/// node's PEs do not outnumber the cores this process may run on
+/// (`available_parallelism`: its affinity, so a PE bound to one core, as under
+/// `mpirun --bind-to core` with several PEs, does not poll unless asked), as
+/// CUDA's default schedule spins when its contexts do not outnumber the cores;
+/// 0 (block at once) elsewhere, such as on llvmpipe, whose driver threads need
+/// the cores a poll would take.
 pub const ENV_FENCE_SPIN: &str = "VKSHMEM_FENCE_SPIN_US";
 
 /// The fence poll where `VKSHMEM_FENCE_SPIN_US` is unset and polling pays
@@ -269,13 +299,12 @@ pub fn fence_spin_or_auto(
 /// before it blocks: a submission's fence wait after the fence poll
 /// ([`ENV_FENCE_SPIN`]), and a wait on the sync plane after its spins and
 /// yields (`Plane::set_yield_for`). A blocked wait wakes tens of
-/// microseconds after its event on NVIDIA (a fence: 41-58 us on an H200; a
-/// futex on the same machine: the 8-PE entry meetings took 45 us), so a call
-/// past the fence poll's 250 us lost that much, and so did every member
-/// that waited out the leader's submission. Unset: [`YIELD_POLL_AUTO`] where
-/// the fence poll is on (a time-sliced driver where the node's PEs each have
-/// a core), else 0; a yielding poll gives its core to any thread that needs
-/// it.
+/// microseconds after its event on NVIDIA, a fence's and a futex's alike
+/// (benches/RESULTS.md, "H200 one-submission call"), so a call past the fence
+/// poll's 250 us lost that much, and so did every member that waited out the
+/// leader's submission. Unset: [`YIELD_POLL_AUTO`] where the fence poll is on
+/// (a time-sliced driver where the node's PEs each have a core), else 0; a
+/// yielding poll gives its core to any thread that needs it.
 pub const ENV_YIELD_POLL: &str = "VKSHMEM_YIELD_POLL_US";
 
 /// The yield-polling window where `VKSHMEM_YIELD_POLL_US` is unset and the
@@ -379,7 +408,7 @@ pub fn host_stream(get: impl Fn(&str) -> Option<String>) -> Result<Option<bool>>
 /// Whether a PE records each submission of dispatches once and submits it
 /// again while later calls' dispatches are the same (`crate::vk::submit`'s
 /// reuse slots): `on` (the default) or `off` (every submission recorded
-/// anew, as before the thirty-seventh session: for comparisons).
+/// anew: for comparisons).
 pub const ENV_REUSE_RECORDINGS: &str = "VKSHMEM_REUSE_RECORDINGS";
 
 /// `VKSHMEM_REUSE_RECORDINGS`: true unless `off`.
@@ -409,8 +438,9 @@ pub fn completion_words(get: impl Fn(&str) -> Option<String>) -> Result<bool> {
 /// `vkshmem_device::collectives::WIDE_REDUCE_WORKGROUP`): a power of two
 /// from 1 to 1024, within the device's limits, or `auto` (the default: 64 on
 /// llvmpipe, where each workgroup is a SIMD loop on one thread; 256
-/// elsewhere, where launching 65535 workgroups of 64 bounded a 64 MiB copy
-/// on an H200: `vkshmem_device::collectives::WIDE_WORKGROUP_GPU`).
+/// elsewhere, since the dispatch limit of 65535 workgroups of 64 caps a
+/// large copy's parallelism on a GPU:
+/// `vkshmem_device::collectives::WIDE_WORKGROUP_GPU`).
 pub const ENV_WIDE_WORKGROUP: &str = "VKSHMEM_WIDE_WORKGROUP";
 
 /// `VKSHMEM_WIDE_WORKGROUP`: `None` for `auto` (or unset).
@@ -431,9 +461,10 @@ pub fn wide_workgroup(get: impl Fn(&str) -> Option<String>) -> Result<Option<u32
 /// The element the host collectives' wide kernels move
 /// (`vkshmem_device::collectives::WideUnit`): `u32` (`vec4<u32>`), `u64`
 /// (`vec2<u64>`, where the device has `shaderInt64`), or `auto` (the
-/// default: `u64` on llvmpipe, which moves memory 30-45 % faster through
-/// 64-bit components, `u32` elsewhere until measured there). The device
-/// library's vec4 view (the device forms' bulk moves) takes the same unit
+/// default: `u64` on llvmpipe, which moves memory faster through 64-bit
+/// components (benches/RESULTS.md, "64-bit loads on llvmpipe"); `u32`
+/// elsewhere, where no such gain is on record). The device library's vec4 view
+/// (the device forms' bulk moves) takes the same unit
 /// (`LibraryConfig::vec4_u64`).
 pub const ENV_WIDE_UNIT: &str = "VKSHMEM_WIDE_UNIT";
 
@@ -479,19 +510,18 @@ pub fn heap_mapping(get: impl Fn(&str) -> Option<String>) -> Result<bool> {
 pub const ENV_HOST_MAPPED_MAX: &str = "VKSHMEM_HOST_MAPPED_MAX";
 
 /// The default of [`ENV_HOST_MAPPED_MAX`] on a CPU device (lavapipe): every
-/// size. Its kernels run on the same cores as the host's memcpy, and slower
-/// (on a 2-core VM the copy kernel moved 7-10 GB/s against 17-21 for one
-/// core's memcpy); the host path beat the kernels 1.2-22x from 64 KiB to 4
-/// MiB on 2, 3, 4 and 8 PEs (`benches/results/host-staged-lavapipe-2026-11-28-nineteenth`),
-/// and straight from the members' heaps (`collective/direct.rs`) beat those
-/// rounds 1.3-9.8x but for gathers of 4 MiB a member on 8 PEs, 0.8x
-/// (`benches/results/host-direct-lavapipe-2026-11-28-twentieth`).
+/// size. Its kernels run on the same cores as the host's memcpy, and copy
+/// slower than it; the host path beat the kernels at every size
+/// (benches/RESULTS.md, "Host path against kernels"), and straight from the
+/// members' heaps (`collective/direct.rs`) beat those rounds
+/// (benches/RESULTS.md, "Direct host path").
 pub const HOST_MAPPED_MAX_CPU: u64 = u64::MAX;
 
 /// The default of [`ENV_HOST_MAPPED_MAX`] where the heap is host memory that
 /// a GPU computes on (integrated GPUs): every size the plane's data slot
 /// holds (on lavapipe the host path beat the kernel at every one,
-/// `benches/RESULTS.md`; not measured on such a GPU).
+/// benches/RESULTS.md, "Host path against kernels"; not measured on such a
+/// GPU).
 pub const HOST_MAPPED_MAX_HOST_MEMORY: u64 = 16 << 10;
 
 /// The default of [`ENV_HOST_MAPPED_MAX`] on a discrete GPU whose heap the host
@@ -511,6 +541,204 @@ pub fn host_mapped_max(get: impl Fn(&str) -> Option<String>) -> Result<Option<u6
             why: "expected a size in bytes such as 4096 or 8K (0: always a kernel)".into(),
         }),
     }
+}
+
+/// How this PE reaches a peer's heap: `auto` (the default: direct where the
+/// peer shares this PE's device, staged elsewhere), `staged` (every peer
+/// staged, as if each PE had a device of its own: the cross-device path,
+/// testable on one device) or `staged:K` (PEs grouped K at a time by number,
+/// `pe / K`, as if each group shared a device: direct within a group, staged
+/// across; the mixed teams of a node with several GPUs and several PEs on
+/// each). See `transport::Mode`.
+pub const ENV_TRANSPORT: &str = "VKSHMEM_TRANSPORT";
+
+/// `VKSHMEM_TRANSPORT`: `None` for `auto` (or unset, or empty), `Some(K)` for
+/// `staged:K` (`staged`: `Some(1)`).
+pub fn transport(get: impl Fn(&str) -> Option<String>) -> Result<Option<u32>> {
+    match get(ENV_TRANSPORT).as_deref().map(str::trim) {
+        None | Some("") | Some("auto") => Ok(None),
+        Some("staged") => Ok(Some(1)),
+        Some(v) => match v.strip_prefix("staged:").map(str::parse::<u32>) {
+            Some(Ok(k)) if k >= 1 => Ok(Some(k)),
+            _ => Err(Error::Config {
+                var: ENV_TRANSPORT,
+                value: v.into(),
+                why: "use auto, staged or staged:K with K >= 1 PEs per group".into(),
+            }),
+        },
+    }
+}
+
+/// The directory of the pipeline cache files (`vk::pipeline_cache`), the
+/// prebuild profiles and the compile turns, or `0` (also `off`, `false`,
+/// `no`) for none of them.
+pub const ENV_PIPELINE_CACHE: &str = "VKSHMEM_PIPELINE_CACHE";
+/// The XDG base directory of caches: the pipeline cache's parent where
+/// [`ENV_PIPELINE_CACHE`] is unset.
+pub const ENV_XDG_CACHE_HOME: &str = "XDG_CACHE_HOME";
+/// The home directory: its `.cache` holds the pipeline cache where neither
+/// [`ENV_PIPELINE_CACHE`] nor [`ENV_XDG_CACHE_HOME`] is set.
+pub const ENV_HOME: &str = "HOME";
+
+/// The directory of the pipeline cache files: [`ENV_PIPELINE_CACHE`] when
+/// set (`None` when it turns the files off), else `$XDG_CACHE_HOME/vkshmem`
+/// (an absolute path, as the XDG base directory specification requires),
+/// else `$HOME/.cache/vkshmem`.
+pub fn pipeline_cache_dir(get: impl Fn(&str) -> Option<String>) -> Option<std::path::PathBuf> {
+    use std::path::{Path, PathBuf};
+    if let Some(v) = get(ENV_PIPELINE_CACHE).filter(|v| !v.is_empty()) {
+        return match v.as_str() {
+            "0" | "off" | "false" | "no" => None,
+            dir => Some(PathBuf::from(dir)),
+        };
+    }
+    if let Some(xdg) = get(ENV_XDG_CACHE_HOME).filter(|v| Path::new(v).is_absolute()) {
+        return Some(Path::new(&xdg).join("vkshmem"));
+    }
+    let home = get(ENV_HOME).filter(|v| Path::new(v).is_absolute())?;
+    Some(Path::new(&home).join(".cache").join("vkshmem"))
+}
+
+/// Which host kernels are built in the background after `init` (`0`, `1` or
+/// `all`; see `kernels::prebuild`).
+pub const ENV_PREBUILD: &str = "VKSHMEM_PREBUILD";
+
+/// What the background builder builds ([`ENV_PREBUILD`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prebuild {
+    /// Nothing: every kernel is built by its first call.
+    Off,
+    /// The profile's kernels; without one, those a typical program calls
+    /// first when there are CPUs to spare.
+    Typical,
+    /// The profile's kernels and every host collective's kernel for the world
+    /// team.
+    All,
+}
+
+/// `VKSHMEM_PREBUILD`; an unknown value is the default, with a warning.
+pub fn prebuild(get: impl Fn(&str) -> Option<String>) -> Prebuild {
+    match get(ENV_PREBUILD).as_deref().map(str::trim) {
+        None | Some("") | Some("1") => Prebuild::Typical,
+        Some("0") | Some("off") | Some("false") | Some("no") => Prebuild::Off,
+        Some("all") => Prebuild::All,
+        Some(other) => {
+            tracing::warn!("{ENV_PREBUILD}={other:?} is not 0, 1 or all: using 1");
+            Prebuild::Typical
+        }
+    }
+}
+
+/// Overrides `vk::DeviceInfo::cross_process_waits`: `1` lets device code wait
+/// for PEs of other processes on this device, `0` forbids it.
+pub const ENV_CROSS_PROCESS_WAITS: &str = "VKSHMEM_CROSS_PROCESS_WAITS";
+
+/// `VKSHMEM_CROSS_PROCESS_WAITS`: `Some(true)` for `1`, `Some(false)` for
+/// `0`; unset or anything else `None` (the driver decides:
+/// `vk::cross_process_waits`).
+pub fn cross_process_waits(get: impl Fn(&str) -> Option<String>) -> Option<bool> {
+    match get(ENV_CROSS_PROCESS_WAITS).as_deref().map(str::trim) {
+        Some("1") => Some(true),
+        Some("0") => Some(false),
+        _ => None,
+    }
+}
+
+/// Overrides the workgroups the device runs at once
+/// (`vk::DeviceInfo::resident_workgroups`): the most a launch of the
+/// multi-workgroup forms may have.
+pub const ENV_RESIDENT_WORKGROUPS: &str = "VKSHMEM_RESIDENT_WORKGROUPS";
+
+/// `VKSHMEM_RESIDENT_WORKGROUPS` when it is a positive number; `None` when
+/// unset, or with a warning when it is not one (the device's count holds).
+pub fn resident_workgroups(get: impl Fn(&str) -> Option<String>) -> Option<u32> {
+    let v = get(ENV_RESIDENT_WORKGROUPS)?;
+    let n = v.trim().parse().ok().filter(|&n: &u32| n > 0);
+    if n.is_none() {
+        tracing::warn!("{ENV_RESIDENT_WORKGROUPS}={v:?} is not a positive number: ignored");
+    }
+    n
+}
+
+/// Mesa's llvmpipe threads: llvmpipe runs that many workgroups at once.
+pub const ENV_LP_NUM_THREADS: &str = "LP_NUM_THREADS";
+
+/// `LP_NUM_THREADS` when it is a number (else `None`: Mesa's default).
+pub fn lp_num_threads(get: impl Fn(&str) -> Option<String>) -> Option<u32> {
+    get(ENV_LP_NUM_THREADS)?.trim().parse().ok()
+}
+
+/// The sync plane's barrier (`sync::WaitPolicy`): `counter` (the default) or
+/// `flags` (per-member flags that every waiter polls; for measurement).
+pub const ENV_SYNC_ALGO: &str = "VKSHMEM_SYNC_ALGO";
+/// Polls with a spin hint before a wait on the sync plane starts yielding.
+pub const ENV_SYNC_SPIN: &str = "VKSHMEM_SYNC_SPIN";
+/// `sched_yield` polls before a wait on the sync plane sleeps on its futex.
+pub const ENV_SYNC_YIELDS: &str = "VKSHMEM_SYNC_YIELDS";
+
+/// `VKSHMEM_SYNC_ALGO`: true for `flags`.
+pub fn sync_flags(get: impl Fn(&str) -> Option<String>) -> Result<bool> {
+    match get(ENV_SYNC_ALGO).as_deref() {
+        None | Some("counter") => Ok(false),
+        Some("flags") => Ok(true),
+        Some(v) => Err(Error::Config {
+            var: ENV_SYNC_ALGO,
+            value: v.into(),
+            why: "use counter or flags".into(),
+        }),
+    }
+}
+
+/// `VKSHMEM_SYNC_SPIN`; `None` when unset.
+pub fn sync_spin(get: impl Fn(&str) -> Option<String>) -> Result<Option<u32>> {
+    count(get, ENV_SYNC_SPIN)
+}
+
+/// `VKSHMEM_SYNC_YIELDS`; `None` when unset.
+pub fn sync_yields(get: impl Fn(&str) -> Option<String>) -> Result<Option<u32>> {
+    count(get, ENV_SYNC_YIELDS)
+}
+
+/// `var` as a count; `None` when unset.
+fn count(get: impl Fn(&str) -> Option<String>, var: &'static str) -> Result<Option<u32>> {
+    match get(var) {
+        None => Ok(None),
+        Some(v) => v.trim().parse().map(Some).map_err(|_| Error::Config {
+            var,
+            value: v.clone(),
+            why: "not a count".into(),
+        }),
+    }
+}
+
+/// `VKSHMEM_NODE_SIZE` ([`ENV_NODE_SIZE`]); `None` when unset.
+pub fn node_size(get: impl Fn(&str) -> Option<String>) -> Result<Option<u32>> {
+    let Some(v) = get(ENV_NODE_SIZE) else {
+        return Ok(None);
+    };
+    match v.trim().parse::<u32>() {
+        Ok(k) if k > 0 => Ok(Some(k)),
+        _ => Err(Error::Config {
+            var: ENV_NODE_SIZE,
+            value: v,
+            why: "must be a number of ranks per node, at least 1".into(),
+        }),
+    }
+}
+
+/// Test hook: turns a bootstrap unit test's child process into a stranger
+/// that speaks raw frames to an endpoint (`ENDPOINT SECRET_HEX`).
+pub const ENV_TEST_RAW_STRANGER: &str = "VKSHMEM_TEST_RAW_STRANGER";
+
+/// The `tracing` filter of vkshmem's log on stderr; unset: no log.
+pub const ENV_RUST_LOG: &str = "RUST_LOG";
+
+/// The C compiler `oshcc` runs.
+pub const ENV_OSHCC_CC: &str = "OSHCC_CC";
+
+/// `OSHCC_CC`, else `cc`.
+pub fn oshcc_cc(get: impl Fn(&str) -> Option<String>) -> String {
+    get(ENV_OSHCC_CC).unwrap_or_else(|| "cc".into())
 }
 
 /// Lower-case hex of `bytes`.
@@ -778,5 +1006,162 @@ mod tests {
     fn hex_roundtrip() {
         let b = [0u8, 1, 0xab, 0xff];
         assert_eq!(decode_hex(&encode_hex(&b)).unwrap(), b);
+    }
+
+    #[test]
+    fn transport_values() {
+        let one = |v: &'static str| move |k: &str| (k == ENV_TRANSPORT).then(|| v.to_string());
+        assert_eq!(transport(|_| None).unwrap(), None);
+        assert_eq!(transport(one("")).unwrap(), None);
+        assert_eq!(transport(one("auto")).unwrap(), None);
+        assert_eq!(transport(one(" staged ")).unwrap(), Some(1));
+        assert_eq!(transport(one("staged:3")).unwrap(), Some(3));
+        for bad in ["proxy", "staged:0", "staged:", "staged:x", "staged:-2"] {
+            match transport(one(bad)) {
+                Err(Error::Config { var, value, why }) => {
+                    assert_eq!((var, value.as_str()), (ENV_TRANSPORT, bad));
+                    assert!(why.contains("auto, staged or staged:K"), "{why}");
+                }
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_pipeline_cache_directory_comes_from_the_environment() {
+        use std::path::PathBuf;
+        let dir = |pairs: &[(&str, &str)]| pipeline_cache_dir(env(pairs));
+        assert_eq!(
+            dir(&[(ENV_HOME, "/home/u")]),
+            Some(PathBuf::from("/home/u/.cache/vkshmem"))
+        );
+        assert_eq!(
+            dir(&[(ENV_HOME, "/home/u"), (ENV_XDG_CACHE_HOME, "/c")]),
+            Some(PathBuf::from("/c/vkshmem"))
+        );
+        // A relative XDG_CACHE_HOME is ignored (XDG base directory specification).
+        assert_eq!(
+            dir(&[(ENV_HOME, "/home/u"), (ENV_XDG_CACHE_HOME, "c")]),
+            Some(PathBuf::from("/home/u/.cache/vkshmem"))
+        );
+        assert_eq!(
+            dir(&[(ENV_HOME, "/h"), (ENV_PIPELINE_CACHE, "/elsewhere")]),
+            Some(PathBuf::from("/elsewhere"))
+        );
+        // Empty: as if unset.
+        assert_eq!(
+            dir(&[(ENV_HOME, "/h"), (ENV_PIPELINE_CACHE, "")]),
+            Some(PathBuf::from("/h/.cache/vkshmem"))
+        );
+        for off in ["0", "off", "false", "no"] {
+            assert_eq!(dir(&[(ENV_HOME, "/h"), (ENV_PIPELINE_CACHE, off)]), None);
+        }
+        assert_eq!(dir(&[]), None);
+        assert_eq!(dir(&[(ENV_HOME, "relative")]), None);
+    }
+
+    #[test]
+    fn prebuild_values() {
+        let one = |v: &'static str| move |k: &str| (k == ENV_PREBUILD).then(|| v.to_string());
+        assert_eq!(prebuild(|_| None), Prebuild::Typical);
+        assert_eq!(prebuild(one(" 1 ")), Prebuild::Typical);
+        assert_eq!(prebuild(one("")), Prebuild::Typical);
+        for off in ["0", "off", "false", "no"] {
+            assert_eq!(prebuild(one(off)), Prebuild::Off, "{off}");
+        }
+        assert_eq!(prebuild(one("all")), Prebuild::All);
+        // Unknown: the default (with a warning).
+        assert_eq!(prebuild(one("everything")), Prebuild::Typical);
+    }
+
+    #[test]
+    fn cross_process_waits_values() {
+        let one =
+            |v: &'static str| move |k: &str| (k == ENV_CROSS_PROCESS_WAITS).then(|| v.to_string());
+        assert_eq!(cross_process_waits(|_| None), None);
+        assert_eq!(cross_process_waits(one("1")), Some(true));
+        assert_eq!(cross_process_waits(one(" 0 ")), Some(false));
+        // Anything else is ignored: the driver decides.
+        assert_eq!(cross_process_waits(one("yes")), None);
+    }
+
+    #[test]
+    fn resident_workgroups_and_llvmpipe_threads() {
+        let one =
+            |k0: &'static str, v: &'static str| move |k: &str| (k == k0).then(|| v.to_string());
+        let rw = ENV_RESIDENT_WORKGROUPS;
+        assert_eq!(resident_workgroups(|_| None), None);
+        assert_eq!(resident_workgroups(one(rw, " 12 ")), Some(12));
+        // Not a positive number: ignored (with a warning).
+        for bad in ["0", "-3", "many", ""] {
+            assert_eq!(resident_workgroups(one(rw, bad)), None, "{bad}");
+        }
+        let lp = ENV_LP_NUM_THREADS;
+        assert_eq!(lp_num_threads(|_| None), None);
+        assert_eq!(lp_num_threads(one(lp, "3")), Some(3));
+        assert_eq!(lp_num_threads(one(lp, "0")), Some(0));
+        assert_eq!(lp_num_threads(one(lp, "x")), None);
+    }
+
+    #[test]
+    fn sync_values() {
+        assert!(!sync_flags(env(&[])).unwrap());
+        assert!(!sync_flags(env(&[(ENV_SYNC_ALGO, "counter")])).unwrap());
+        assert!(sync_flags(env(&[(ENV_SYNC_ALGO, "flags")])).unwrap());
+        let e = sync_flags(env(&[(ENV_SYNC_ALGO, "ring")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(ENV_SYNC_ALGO) && e.contains("counter or flags"),
+            "{e}"
+        );
+        assert_eq!(sync_spin(env(&[])).unwrap(), None);
+        assert_eq!(sync_spin(env(&[(ENV_SYNC_SPIN, " 0 ")])).unwrap(), Some(0));
+        assert_eq!(
+            sync_yields(env(&[(ENV_SYNC_YIELDS, "500")])).unwrap(),
+            Some(500)
+        );
+        for bad in ["-1", "x", "1.5"] {
+            let e = sync_yields(env(&[(ENV_SYNC_YIELDS, bad)]))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(ENV_SYNC_YIELDS) && e.contains("not a count"),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn node_size_is_checked() {
+        assert_eq!(node_size(env(&[])).unwrap(), None);
+        assert_eq!(node_size(env(&[(ENV_NODE_SIZE, "4")])).unwrap(), Some(4));
+        for bad in ["0", "two"] {
+            match node_size(env(&[(ENV_NODE_SIZE, bad)])) {
+                Err(Error::Config { var, .. }) => assert_eq!(var, ENV_NODE_SIZE),
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn oshcc_runs_cc_unless_told() {
+        assert_eq!(oshcc_cc(env(&[])), "cc");
+        assert_eq!(oshcc_cc(env(&[(ENV_OSHCC_CC, "clang")])), "clang");
+    }
+
+    #[test]
+    fn the_environment_reader_reads_declared_variables() {
+        // PATH is not a setting; HOME is declared (the pipeline cache's
+        // fallback) and set for the test programs.
+        assert_eq!(super::env(ENV_HOME), std::env::var(ENV_HOME).ok());
+        assert_eq!(is_set(ENV_HOME), std::env::var_os(ENV_HOME).is_some());
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "not declared")]
+    fn an_undeclared_variable_is_not_read() {
+        let _ = super::env("PATH");
     }
 }

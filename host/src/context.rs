@@ -254,7 +254,7 @@ impl Context {
     /// endpoint does not admit this PE, [`Error::PeerFailed`] when another PE dies
     /// during set-up, Vulkan errors as [`Error::Vulkan`].
     pub fn init() -> Result<Context> {
-        Self::init_with(|pe| Gpu::open(std::env::var(config::ENV_DEVICE).ok().as_deref(), pe))
+        Self::init_with(|pe| Gpu::open(config::env(config::ENV_DEVICE).as_deref(), pe))
     }
 
     /// Joins the job as [`Context::init`] does, on a Vulkan device the
@@ -290,7 +290,7 @@ impl Context {
     }
 
     fn init_with(open: impl FnOnce(u32) -> Result<Gpu>) -> Result<Context> {
-        let get = |k: &str| std::env::var(k).ok();
+        let get = config::env;
         let wait_timeout = config::wait_timeout(get)?;
         let fence_spin = config::fence_spin(get)?;
         let yield_poll = config::yield_poll(get)?;
@@ -480,10 +480,8 @@ impl Context {
             job.npes,
             proxy,
             // The device library's vec4 view in the host kernels' unit:
-            // vec2<u64> made the device forms 1.2-2x faster at 4 MiB on
-            // llvmpipe and compiled no slower (the device conformance
-            // harness on one PE with a cold cache, three interleaved runs
-            // each: 30.3-32.8 s against 31.9-34.9 in vec4<u32>).
+            // vec2<u64> made the device forms faster on llvmpipe and
+            // compiled no slower (benches/RESULTS.md, "Wide unit on llvmpipe").
             wide_unit == WideUnit::Vec2U64,
         );
         let ctx = Context {
@@ -954,8 +952,8 @@ impl Context {
     /// mapping up to `VKSHMEM_HOST_MAPPED_MAX`, else by the device
     /// (`vkCmdFillBuffer` over the 4-byte words inside the range, the up to
     /// 3 bytes at either end written from the host), so that a large range of
-    /// an unmapped heap costs no copy through host memory (the first member
-    /// of a 256 MiB exclusive scan on an H200: 112 ms that way).
+    /// an unmapped heap costs no copy through host memory, which for a
+    /// large scan on a GPU took far longer than the scan.
     pub(crate) fn zero_own(&self, offset: u64, bytes: u64) -> Result<()> {
         let pe = self.my_pe();
         let block = self.check_range(pe, offset, bytes)?;

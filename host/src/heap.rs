@@ -132,7 +132,7 @@ impl SymmetricHeap {
             .find(|(_, i)| i.staged != info.staged)
         {
             return Err(Error::Config {
-                var: crate::transport::ENV_TRANSPORT,
+                var: crate::config::ENV_TRANSPORT,
                 value: mode.name(),
                 why: format!(
                     "PE {pe} asked for another transport mode; every PE must ask for the same (transports are symmetric)"
@@ -164,7 +164,7 @@ impl SymmetricHeap {
             if !mode.groups_together(me, pe as u32) {
                 peers.push(Peer::Staged(format!(
                     "reached through staging ({}={})",
-                    crate::transport::ENV_TRANSPORT,
+                    crate::config::ENV_TRANSPORT,
                     mode.name()
                 )));
                 continue;

@@ -95,8 +95,7 @@ fn blame(
 pub fn run(npes: u32, label: bool, grace: Duration, command: &[OsString]) -> Result<i32> {
     // The PEs inherit the same variable: host waits time out here, in the
     // endpoint (which knows who has not arrived), device waits in each PE.
-    let timeout =
-        config::wait_timeout(|k| std::env::var(k).ok()).context("reading the wait timeout")?;
+    let timeout = config::wait_timeout(config::env).context("reading the wait timeout")?;
     let server =
         Server::start_with_timeout(npes, timeout).context("starting the bootstrap endpoint")?;
     let secret = config::encode_hex(server.secret());

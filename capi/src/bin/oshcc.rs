@@ -28,7 +28,7 @@ fn main() -> ExitCode {
     let compile_only = args
         .iter()
         .any(|a| a == "-c" || a == "-E" || a == "-S" || a == "-M");
-    let cc = std::env::var("OSHCC_CC").unwrap_or_else(|_| "cc".into());
+    let cc = vkshmem_host::config::oshcc_cc(vkshmem_host::config::env);
     let mut cmd = Command::new(&cc);
     cmd.arg(format!("-I{}", inc.display()));
     cmd.args(&args);

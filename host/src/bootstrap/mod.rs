@@ -194,7 +194,7 @@ mod tests {
 
     /// The environment variable that turns [`raw_stranger_process`] into the
     /// stranger: `ENDPOINT SECRET_HEX`.
-    const STRANGER_ENV: &str = "VKSHMEM_TEST_RAW_STRANGER";
+    const STRANGER_ENV: &str = crate::config::ENV_TEST_RAW_STRANGER;
 
     #[test]
     fn wrong_secret_is_refused_at_the_process_level() {
@@ -245,7 +245,7 @@ mod tests {
         use std::os::linux::net::SocketAddrExt;
         use std::os::unix::net::{SocketAddr, UnixStream};
         use std::time::{Duration, Instant};
-        let Ok(spec) = std::env::var(STRANGER_ENV) else {
+        let Some(spec) = crate::config::env(STRANGER_ENV) else {
             return;
         };
         let (ep, hex) = spec.split_once(' ').unwrap();

@@ -36,7 +36,7 @@ use mpi::Tag;
 use super::client::JobWide;
 use super::server::Server;
 use super::wire::SECRET_LEN;
-use crate::config::{JobEnv, ENV_NODE_SIZE};
+use crate::config::{node_size, JobEnv};
 use crate::error::{Error, Result};
 
 /// Longest endpoint name sent to the node's ranks (an abstract socket name).
@@ -82,21 +82,6 @@ pub fn node_color(world_rank: u32, node_size: Option<u32>) -> u32 {
     match node_size {
         Some(k) => world_rank / k,
         None => 0,
-    }
-}
-
-/// Reads `VKSHMEM_NODE_SIZE` through `get`.
-pub fn node_size(get: impl Fn(&str) -> Option<String>) -> Result<Option<u32>> {
-    let Some(v) = get(ENV_NODE_SIZE) else {
-        return Ok(None);
-    };
-    match v.trim().parse::<u32>() {
-        Ok(k) if k > 0 => Ok(Some(k)),
-        _ => Err(Error::Config {
-            var: ENV_NODE_SIZE,
-            value: v,
-            why: "must be a number of ranks per node, at least 1".into(),
-        }),
     }
 }
 
@@ -615,14 +600,5 @@ mod tests {
             (0..5).map(|r| node_color(r, Some(3))).collect::<Vec<_>>(),
             [0, 0, 0, 1, 1]
         );
-    }
-
-    #[test]
-    fn node_size_is_checked() {
-        let env = |v: &'static str| move |k: &str| (k == ENV_NODE_SIZE).then(|| v.to_string());
-        assert_eq!(node_size(|_| None).unwrap(), None);
-        assert_eq!(node_size(env("4")).unwrap(), Some(4));
-        assert!(matches!(node_size(env("0")), Err(Error::Config { .. })));
-        assert!(matches!(node_size(env("two")), Err(Error::Config { .. })));
     }
 }

@@ -1,8 +1,8 @@
 //! Building the host collectives' kernels before their first call.
 //!
-//! A host collective's first call used to link its kernel with the device
-//! library and build its pipeline (on lavapipe 15-30 ms with Mesa's shader cache
-//! warm, 100-600 ms cold, against 0.2-0.5 ms for later calls). At the end of
+//! Without this, a host collective's first call links its kernel with the
+//! device library and builds its pipeline, which costs tens to hundreds of
+//! times a later call (benches/RESULTS.md, "Kernel prebuild"). At the end of
 //! `init`, [`Context::prebuild_host_kernels`] hands the kernels this program is
 //! likely to call to the process's builder thread, which builds them one at a
 //! time, each exactly as its collective would (same source, name and library),
@@ -36,7 +36,7 @@
 //! waits until the builder has let go of the device, before the heap and the
 //! device go. `finalize` waits for at most one such step.
 //!
-//! [`ENV_PREBUILD`] chooses: `0` nothing is built (nor noted), `1` (the
+//! `VKSHMEM_PREBUILD` ([`crate::config::prebuild`]) chooses: `0` nothing is built (nor noted), `1` (the
 //! default) as above, `all` the profile's kernels and every host kernel for the
 //! world team's size, CPUs to spare or not.
 //!
@@ -54,16 +54,14 @@ use vkshmem_device::LibraryConfig;
 
 use super::builds::{Builds, KernelKey};
 use super::{link, DeviceKernel};
+// What the background builder builds (`VKSHMEM_PREBUILD`).
+use crate::config::Prebuild as Mode;
 use crate::context::{lock, Context};
 use crate::error::Result;
 use crate::vk::memory::Staging;
 use crate::vk::pipeline_cache;
 use crate::vk::submit::{Submitter, Window};
 use crate::vk::Gpu;
-
-/// Environment variable: which host kernels are built in the background after
-/// `init` (`0`, `1` or `all`; see the module docs).
-pub const ENV_PREBUILD: &str = "VKSHMEM_PREBUILD";
 
 /// Bytes of the buffer bound to every binding of a warm-up dispatch.
 const WARM_UP_BYTES: u64 = 256;
@@ -74,33 +72,6 @@ const PROFILE_HEADER: &str = "vkshmem prebuild profile 1";
 /// Larger profile files are ignored (a profile names at most every host
 /// kernel: a few hundred short lines).
 const PROFILE_MAX_BYTES: u64 = 64 << 10;
-
-/// What the background builder builds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Mode {
-    /// Nothing: every kernel is built by its first call.
-    Off,
-    /// The profile's kernels; without one, those a typical program calls
-    /// first when there are CPUs to spare.
-    Typical,
-    /// The profile's kernels and every host collective's kernel for the world
-    /// team.
-    All,
-}
-
-/// The mode [`ENV_PREBUILD`] asks for (`get` reads a variable); an unknown value
-/// is the default, with a warning.
-pub(crate) fn mode(get: impl Fn(&str) -> Option<String>) -> Mode {
-    match get(ENV_PREBUILD).as_deref().map(str::trim) {
-        None | Some("") | Some("1") => Mode::Typical,
-        Some("0") | Some("off") | Some("false") | Some("no") => Mode::Off,
-        Some("all") => Mode::All,
-        Some(other) => {
-            tracing::warn!("{ENV_PREBUILD}={other:?} is not 0, 1 or all: using 1");
-            Mode::Typical
-        }
-    }
-}
 
 /// One kernel to build: its source (the cache key) and its name, both as the
 /// collective that uses it makes them.
@@ -385,7 +356,7 @@ impl Profile {
     /// The profile of this program for `npes` PEs, when there is a cache
     /// directory (a file that cannot be read is logged and counts as none).
     fn load(npes: u32) -> Option<Profile> {
-        let dir = pipeline_cache::cache_dir(|k| std::env::var(k).ok())?;
+        let dir = pipeline_cache::cache_dir()?;
         let exe = std::env::current_exe().ok()?;
         let file = profile_path(&dir, &exe, npes);
         let read = || -> std::io::Result<String> {
@@ -501,10 +472,10 @@ impl Drop for Prebuild {
 impl Context {
     /// Starts building, on the process's builder thread, the host collectives'
     /// kernels this program is likely to call (see the module docs and
-    /// [`ENV_PREBUILD`]). Called once, at the end of `init`; returns at once. A
+    /// `VKSHMEM_PREBUILD`). Called once, at the end of `init`; returns at once. A
     /// failure to start is logged and leaves every kernel to its first call.
     pub(crate) fn prebuild_host_kernels(&self) {
-        let mode = mode(|k| std::env::var(k).ok());
+        let mode = crate::config::prebuild(crate::config::env);
         if mode == Mode::Off || self.builds().is_some() {
             return;
         }
@@ -732,16 +703,6 @@ mod tests {
             proxy: false,
             vec4_u64: false,
         }
-    }
-
-    #[test]
-    fn the_modes_come_from_the_environment() {
-        let with = |v: Option<&'static str>| move |_: &str| v.map(String::from);
-        assert_eq!(mode(with(None)), Mode::Typical);
-        assert_eq!(mode(with(Some("1"))), Mode::Typical);
-        assert_eq!(mode(with(Some("0"))), Mode::Off);
-        assert_eq!(mode(with(Some("all"))), Mode::All);
-        assert_eq!(mode(with(Some("sometimes"))), Mode::Typical);
     }
 
     #[test]

@@ -15,15 +15,15 @@
 //! (init, fd exchange, allocation and team agreement, finalize) stay on the
 //! bootstrap socket: `Context::rendezvous` picks one of the two.
 //!
-//! **The algorithm** (chosen by measurement, see `benches/RESULTS.md`): a
-//! central counter per team. Arriving at epoch `e` is: write the descriptor
-//! (and data) into this member's slot of parity `e & 1`, store `e` into its
-//! arrival word, add one to the team's `count`. The member that brings `count`
-//! to the team's size resets it, stores `e` into `gen` and wakes sleepers; the
-//! others wait until `gen` reaches `e`. One atomic add per member and one line
-//! everyone polls: on an oversubscribed machine that beat per-member flags,
-//! where each waiter polls every member (`VKSHMEM_SYNC_ALGO=flags` keeps that
-//! variant for measurement).
+//! **The algorithm** (chosen by measurement: benches/RESULTS.md, "Sync
+//! algorithm"): a central counter per team. Arriving at epoch `e` is: write the
+//! descriptor (and data) into this member's slot of parity `e & 1`, store `e`
+//! into its arrival word, add one to the team's `count`. The member that brings
+//! `count` to the team's size resets it, stores `e` into `gen` and wakes
+//! sleepers; the others wait until `gen` reaches `e`. One atomic add per member
+//! and one line everyone polls: on an oversubscribed machine that beat
+//! per-member flags, where each waiter polls every member
+//! (`VKSHMEM_SYNC_ALGO=flags` keeps that variant for measurement).
 
 pub mod layout;
 pub mod segment;
@@ -33,7 +33,8 @@ use std::time::{Duration, Instant};
 
 use self::layout::{Layout, DATA_BYTES, DESC_BYTES};
 use self::segment::{futex_wait, futex_wake, Segment};
-use crate::error::{Error, Result};
+use crate::config;
+use crate::error::Result;
 use crate::team::shape::TeamShape;
 
 /// How long a waiter sleeps on the futex before it looks at the clock and its
@@ -62,36 +63,15 @@ impl WaitPolicy {
     /// `VKSHMEM_SYNC_ALGO=counter|flags`; for measurements).
     ///
     /// Spinning pays only while every PE has a core: with more PEs than cores a
-    /// spinning waiter holds the core the PE it waits for needs (measured on 2
-    /// cores, 8 PEs: 49 us per barrier spinning 200 polls first, 17 us yielding
-    /// at once), so then waits yield from the start.
+    /// spinning waiter holds the core the PE it waits for needs, so then waits
+    /// yield from the start (benches/RESULTS.md, "Sync algorithm").
     pub fn from_env(get: impl Fn(&str) -> Option<String>, pes: u32) -> Result<WaitPolicy> {
-        let num = |k: &'static str, d: u32| -> Result<u32> {
-            match get(k) {
-                None => Ok(d),
-                Some(v) => v.trim().parse().map_err(|_| Error::Config {
-                    var: k,
-                    value: v.clone(),
-                    why: "not a count".into(),
-                }),
-            }
-        };
-        let flags = match get("VKSHMEM_SYNC_ALGO").as_deref() {
-            None | Some("counter") => false,
-            Some("flags") => true,
-            Some(v) => {
-                return Err(Error::Config {
-                    var: "VKSHMEM_SYNC_ALGO",
-                    value: v.into(),
-                    why: "use counter or flags".into(),
-                })
-            }
-        };
+        let flags = config::sync_flags(&get)?;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let spins = if pes as usize > cores { 0 } else { 200 };
         Ok(WaitPolicy {
-            spins: num("VKSHMEM_SYNC_SPIN", spins)?,
-            yields: num("VKSHMEM_SYNC_YIELDS", 200)?,
+            spins: config::sync_spin(&get)?.unwrap_or(spins),
+            yields: config::sync_yields(&get)?.unwrap_or(200),
             flags,
         })
     }
@@ -200,8 +180,8 @@ impl Plane {
     /// of the node has a core, a sleeping waiter wakes tens of microseconds
     /// after the sync completes (the futex wake-up), and on a GPU, where
     /// members wait out the leader's submission, that made them late for the
-    /// next call: on an H200 the entry meeting of every 8-PE call took 45 us.
-    /// The context sets this where the fence poll pays
+    /// next call (benches/RESULTS.md, "H200 one-submission call"). The context
+    /// sets this where the fence poll pays
     /// ([`crate::config::yield_poll_or_auto`]).
     pub fn set_yield_for(&self, d: Duration) {
         self.yield_for

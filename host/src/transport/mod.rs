@@ -34,15 +34,7 @@
 pub mod proxy;
 pub(crate) mod word;
 
-use crate::error::{Error, Result};
-
-/// Environment variable: `auto` (the default: direct where the peer shares
-/// this PE's device, staged elsewhere), `staged` (every peer staged, as if
-/// each PE had a device of its own: the cross-device path, testable on one
-/// device) or `staged:K` (PEs grouped K at a time by number, `pe / K`, as if
-/// each group shared a device: direct within a group, staged across; the
-/// mixed teams of a node with several GPUs and several PEs on each).
-pub const ENV_TRANSPORT: &str = "VKSHMEM_TRANSPORT";
+use crate::error::Result;
 
 /// How this PE reaches a peer's symmetric heap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -111,29 +103,24 @@ impl Mode {
 }
 
 impl Mode {
-    /// From the environment.
+    /// From `VKSHMEM_TRANSPORT` ([`crate::config::ENV_TRANSPORT`]).
     ///
     /// # Errors
-    /// [`Error::Config`] for a value other than `auto` or `staged`.
+    /// [`Error::Config`](crate::Error::Config) for a value other than `auto`,
+    /// `staged` or `staged:K`.
     pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Mode> {
-        match get(ENV_TRANSPORT).as_deref().map(str::trim) {
-            None | Some("") | Some("auto") => Ok(Mode::Auto),
-            Some("staged") => Ok(Mode::Staged(1)),
-            Some(v) => match v.strip_prefix("staged:").map(str::parse::<u32>) {
-                Some(Ok(k)) if k >= 1 => Ok(Mode::Staged(k)),
-                _ => Err(Error::Config {
-                    var: ENV_TRANSPORT,
-                    value: v.into(),
-                    why: "use auto, staged or staged:K with K >= 1 PEs per group".into(),
-                }),
-            },
-        }
+        Ok(match crate::config::transport(get)? {
+            None => Mode::Auto,
+            Some(k) => Mode::Staged(k),
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::ENV_TRANSPORT;
+    use crate::error::Error;
 
     #[test]
     fn the_mode_is_read_and_bad_values_named() {

@@ -16,6 +16,7 @@ use std::sync::Mutex;
 
 use ash::vk;
 
+use crate::config;
 use crate::error::{Error, Result, VkContext};
 
 /// What the chosen device can do, as far as vkshmem cares.
@@ -97,16 +98,15 @@ pub struct DeviceInfo {
     /// NVIDIA's proprietary driver: it time-slices processes (Vulkan has no
     /// MPS), and a kernel spinning on another process's work cannot be
     /// switched away from; the driver kills its context (Xid 109, CTX SWITCH
-    /// TIMEOUT) and the launch fails with `ERROR_DEVICE_LOST` (seen on an H200,
-    /// driver 580, 2026-11-26). `VKSHMEM_CROSS_PROCESS_WAITS=1` (or `0`)
+    /// TIMEOUT) and the launch fails with `ERROR_DEVICE_LOST` (seen on an H200
+    /// with driver 580). `VKSHMEM_CROSS_PROCESS_WAITS=1` (or `0`)
     /// overrides it. See [`cross_process_waits`].
     pub cross_process_waits: bool,
     /// Whether the driver time-slices the processes that share this device,
     /// so that each process's submission costs a context switch when several
-    /// submit (NVIDIA's proprietary driver: an empty submit-and-wait took
-    /// 35-46 us alone and 319 us each with 2 processes submitting, on an
-    /// H200). Host collectives then let one member submit for all
-    /// (`VKSHMEM_SUBMIT=auto`).
+    /// submit (NVIDIA's proprietary driver: several times an empty
+    /// submission's cost; benches/RESULTS.md, "H200 first run"). Host
+    /// collectives then let one member submit for all (`VKSHMEM_SUBMIT=auto`).
     pub time_sliced: bool,
 }
 
@@ -518,8 +518,9 @@ impl Drop for Gpu {
 
 /// Workgroups of one dispatch known to run at once (see
 /// [`DeviceInfo::resident_workgroups`]) on the device named `name`, with
-/// `cpus` CPUs available to this process, `LP_NUM_THREADS` as set, and the
-/// SM or compute-unit count where the device tells it.
+/// `cpus` CPUs available to this process, `LP_NUM_THREADS` where it is a
+/// number ([`config::lp_num_threads`]), and
+/// the SM or compute-unit count where the device tells it.
 ///
 /// llvmpipe (Mesa 22.3) makes `min(CPUs, 16)` compute threads (none on one
 /// CPU: the submitting thread runs every workgroup) or `LP_NUM_THREADS`; a
@@ -530,13 +531,12 @@ impl Drop for Gpu {
 pub fn resident_workgroups(
     name: &str,
     cpus: u32,
-    lp_num_threads: Option<&str>,
+    lp_num_threads: Option<u32>,
     sms: Option<u32>,
     compute_units: Option<u32>,
 ) -> u32 {
     if name.contains("llvmpipe") {
         let threads = lp_num_threads
-            .and_then(|v| v.trim().parse::<u32>().ok())
             .unwrap_or(if cpus > 1 { cpus } else { 0 })
             .min(16);
         return threads.max(1);
@@ -544,20 +544,13 @@ pub fn resident_workgroups(
     sms.or(compute_units).filter(|&n| n > 0).unwrap_or(1)
 }
 
-/// The variable that overrides [`DeviceInfo::cross_process_waits`]: `1` lets
-/// device code wait for PEs of other processes on this device, `0` forbids it.
-pub const ENV_CROSS_PROCESS_WAITS: &str = "VKSHMEM_CROSS_PROCESS_WAITS";
-
 /// Whether kernels of different processes on a device of driver `driver`
 /// make progress while one of them spins waiting for another
 /// ([`DeviceInfo::cross_process_waits`]); `over` is
-/// `VKSHMEM_CROSS_PROCESS_WAITS` (`1`/`0`, anything else ignored).
-pub fn cross_process_waits(driver: vk::DriverId, over: Option<&str>) -> bool {
-    match over.map(str::trim) {
-        Some("1") => true,
-        Some("0") => false,
-        _ => driver != vk::DriverId::NVIDIA_PROPRIETARY,
-    }
+/// `VKSHMEM_CROSS_PROCESS_WAITS` where it is `1` or `0`
+/// ([`config::cross_process_waits`]).
+pub fn cross_process_waits(driver: vk::DriverId, over: Option<bool>) -> bool {
+    over.unwrap_or(driver != vk::DriverId::NVIDIA_PROPRIETARY)
 }
 
 /// The facts of `physical` (its extensions `exts`, queue family
@@ -636,7 +629,7 @@ fn describe(
         resident_workgroups: 1,
         cross_process_waits: cross_process_waits(
             driver.driver_id,
-            std::env::var(ENV_CROSS_PROCESS_WAITS).ok().as_deref(),
+            config::cross_process_waits(config::env),
         ),
         time_sliced: driver.driver_id == vk::DriverId::NVIDIA_PROPRIETARY,
     };
@@ -644,7 +637,7 @@ fn describe(
     let known = resident_workgroups(
         &info.name,
         cpus,
-        std::env::var("LP_NUM_THREADS").ok().as_deref(),
+        config::lp_num_threads(config::env),
         has_sm.then_some(sm.shader_sm_count),
         has_cores.then(|| {
             cores.shader_engine_count
@@ -653,15 +646,7 @@ fn describe(
         }),
     );
     let info = DeviceInfo {
-        resident_workgroups: match std::env::var("VKSHMEM_RESIDENT_WORKGROUPS") {
-            Ok(v) => v.trim().parse().ok().filter(|&n| n > 0).unwrap_or_else(|| {
-                tracing::warn!(
-                    "VKSHMEM_RESIDENT_WORKGROUPS={v:?} is not a positive number: ignored"
-                );
-                known
-            }),
-            Err(_) => known,
-        },
+        resident_workgroups: config::resident_workgroups(config::env).unwrap_or(known),
         ..info
     };
 
@@ -751,8 +736,8 @@ fn finish(x: Parts) -> Result<Gpu> {
         device_id: p.device_id,
         uuid: p.pipeline_cache_uuid,
     };
-    let cache_dir = pipeline_cache::cache_dir(|k| std::env::var(k).ok());
-    let pipeline_cache = pipeline_cache::PipelineCache::open(&device, cache_id, cache_dir);
+    let pipeline_cache =
+        pipeline_cache::PipelineCache::open(&device, cache_id, pipeline_cache::cache_dir());
     let allocator =
         gpu_allocator::vulkan::Allocator::new(&gpu_allocator::vulkan::AllocatorCreateDesc {
             instance: instance.clone(),
@@ -852,13 +837,12 @@ mod tests {
     fn cross_process_waits_by_driver() {
         use ash::vk::DriverId;
         assert!(!cross_process_waits(DriverId::NVIDIA_PROPRIETARY, None));
-        assert!(cross_process_waits(DriverId::NVIDIA_PROPRIETARY, Some("1")));
-        assert!(!cross_process_waits(
+        assert!(cross_process_waits(
             DriverId::NVIDIA_PROPRIETARY,
-            Some("x")
+            Some(true)
         ));
         assert!(cross_process_waits(DriverId::MESA_LLVMPIPE, None));
-        assert!(!cross_process_waits(DriverId::MESA_LLVMPIPE, Some(" 0 ")));
+        assert!(!cross_process_waits(DriverId::MESA_LLVMPIPE, Some(false)));
         assert!(cross_process_waits(DriverId::MESA_RADV, None));
     }
 
@@ -868,9 +852,9 @@ mod tests {
         assert_eq!(resident_workgroups(lp, 2, None, None, None), 2);
         assert_eq!(resident_workgroups(lp, 1, None, None, None), 1);
         assert_eq!(resident_workgroups(lp, 64, None, None, None), 16);
-        assert_eq!(resident_workgroups(lp, 8, Some("3"), None, None), 3);
-        assert_eq!(resident_workgroups(lp, 8, Some("0"), None, None), 1);
-        assert_eq!(resident_workgroups(lp, 8, Some("x"), None, None), 8);
+        assert_eq!(resident_workgroups(lp, 8, Some(3), None, None), 3);
+        assert_eq!(resident_workgroups(lp, 8, Some(0), None, None), 1);
+        assert_eq!(resident_workgroups(lp, 64, Some(40), None, None), 16);
         assert_eq!(
             resident_workgroups("NVIDIA H100", 16, None, Some(132), None),
             132

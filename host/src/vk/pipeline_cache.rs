@@ -5,8 +5,8 @@
 //! next job.
 //!
 //! The file is `pipelines-<vendorID>-<deviceID>-<pipelineCacheUUID>.bin` in
-//! `$XDG_CACHE_HOME/vkshmem/` (else `~/.cache/vkshmem/`); [`ENV_PIPELINE_CACHE`]
-//! names another directory, or `0` turns the cache file off. Data is checked the
+//! `$XDG_CACHE_HOME/vkshmem/` (else `~/.cache/vkshmem/`);
+//! [`ENV_PIPELINE_CACHE`](crate::config::ENV_PIPELINE_CACHE) names another directory, or `0` turns the cache file off. Data is checked the
 //! way the Vulkan specification describes (`VkPipelineCacheHeaderVersionOne`:
 //! length, version, vendor, device and cache UUID) before the driver sees it.
 //! The PEs of a job save concurrently: each writes a private temporary file and
@@ -21,10 +21,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use ash::vk;
-
-/// Environment variable: the directory of the pipeline cache files, or `0` (also
-/// `off`, `false`, `no`) for no cache file.
-pub const ENV_PIPELINE_CACHE: &str = "VKSHMEM_PIPELINE_CACHE";
 
 /// Bytes of `VkPipelineCacheHeaderVersionOne`.
 const HEADER_BYTES: usize = 32;
@@ -79,22 +75,12 @@ impl CacheId {
     }
 }
 
-/// The directory of the cache files, from the environment (`get` reads a
-/// variable): [`ENV_PIPELINE_CACHE`] when set (`None` when it turns the file
-/// off), else `$XDG_CACHE_HOME/vkshmem` (an absolute path, as the XDG base
-/// directory specification requires), else `$HOME/.cache/vkshmem`.
-pub fn cache_dir(get: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
-    if let Some(v) = get(ENV_PIPELINE_CACHE).filter(|v| !v.is_empty()) {
-        return match v.as_str() {
-            "0" | "off" | "false" | "no" => None,
-            dir => Some(PathBuf::from(dir)),
-        };
-    }
-    if let Some(xdg) = get("XDG_CACHE_HOME").filter(|v| Path::new(v).is_absolute()) {
-        return Some(Path::new(&xdg).join("vkshmem"));
-    }
-    let home = get("HOME").filter(|v| Path::new(v).is_absolute())?;
-    Some(Path::new(&home).join(".cache").join("vkshmem"))
+/// The directory of the cache files, from the environment
+/// ([`config::pipeline_cache_dir`](crate::config::pipeline_cache_dir)):
+/// `None` when `VKSHMEM_PIPELINE_CACHE` turns the files off or there is no
+/// home directory.
+pub fn cache_dir() -> Option<PathBuf> {
+    crate::config::pipeline_cache_dir(crate::config::env)
 }
 
 /// The device's `VkPipelineCache` and the file it was loaded from.
@@ -358,43 +344,6 @@ mod tests {
         };
         assert!(!ID.accepts(&header(&other, 32, 1)));
         assert!(!ID.accepts(&[]));
-    }
-
-    #[test]
-    fn the_directory_comes_from_the_environment() {
-        let env = |vars: &'static [(&'static str, &'static str)]| {
-            move |k: &str| {
-                vars.iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| v.to_string())
-            }
-        };
-        assert_eq!(
-            cache_dir(env(&[("HOME", "/home/u")])),
-            Some(PathBuf::from("/home/u/.cache/vkshmem"))
-        );
-        assert_eq!(
-            cache_dir(env(&[("HOME", "/home/u"), ("XDG_CACHE_HOME", "/c")])),
-            Some(PathBuf::from("/c/vkshmem"))
-        );
-        // A relative XDG_CACHE_HOME is ignored (XDG base directory specification).
-        assert_eq!(
-            cache_dir(env(&[("HOME", "/home/u"), ("XDG_CACHE_HOME", "c")])),
-            Some(PathBuf::from("/home/u/.cache/vkshmem"))
-        );
-        assert_eq!(
-            cache_dir(env(&[("HOME", "/h"), (ENV_PIPELINE_CACHE, "/elsewhere")])),
-            Some(PathBuf::from("/elsewhere"))
-        );
-        assert_eq!(
-            cache_dir(env(&[("HOME", "/h"), (ENV_PIPELINE_CACHE, "0")])),
-            None
-        );
-        assert_eq!(
-            cache_dir(env(&[("HOME", "/h"), (ENV_PIPELINE_CACHE, "off")])),
-            None
-        );
-        assert_eq!(cache_dir(env(&[])), None);
     }
 
     #[test]
