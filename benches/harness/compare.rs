@@ -1,14 +1,14 @@
 //! `vkshmem-bench --compare OURS.csv MPI.csv [--plot P]`: bus bandwidth against
 //! size for every collective, ours (the host rows of a sweep's CSV) beside
 //! Open MPI's (`benches/mpi/mpi_bench.c`'s CSV of the same sweep), as a table
-//! and, with `--plot`, one plot with both (MPI's series named `… mpi`). MPI's
+//! and, with `--plot`, one plot with both (MPI's lines dashed). MPI's
 //! bus bandwidth comes from its median time with the same nccl-tests sizes
 //! and factors as ours (`metrics`). Where MPI has a `broadcast+barrier` row
 //! (MPI_Bcast then MPI_Barrier: complete on every rank, as our broadcast is)
 //! it stands for MPI's broadcast. Runs no PE: `cargo xtask bench
 //! --compare-mpi` calls it after both sweeps.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
@@ -78,7 +78,7 @@ fn read<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<Vec<T>> {
 }
 
 /// The table on stdout (and the plot).
-pub fn run(ours: &Path, mpi: &Path, plot: Option<&Path>) -> anyhow::Result<()> {
+pub fn run(ours: &Path, mpi: &Path, plots: &[PathBuf]) -> anyhow::Result<()> {
     let ours: Vec<Row> = read::<Row>(ours)?
         .into_iter()
         .filter(|r| r.scope == "host" && r.busbw.is_some())
@@ -106,12 +106,13 @@ pub fn run(ours: &Path, mpi: &Path, plot: Option<&Path>) -> anyhow::Result<()> {
         );
     }
     println!("(busbw in GB/s, nccl-tests' definition; ratio = vkshmem / MPI)");
-    if let Some(p) = plot {
-        let all: Vec<Row> = ours.into_iter().chain(theirs).collect();
+    let all: Vec<Row> = ours.into_iter().chain(theirs).collect();
+    for p in plots {
         report::plot(
             p,
             &all,
             "vkshmem (host) against Open MPI: latency and bus bandwidth",
+            report::Layout::Overlay,
         )?;
     }
     Ok(())

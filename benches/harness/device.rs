@@ -160,14 +160,11 @@ const CPU_WORKGROUP_SIZES: [u32; 4] = [8, 16, 32, 64];
 /// workgroup's SIMD rows of 8 one after another on one thread, every row
 /// through the library's straight-line code (its waits, its branches, masked
 /// rows included), so each row costs a call a fixed time while the data moves
-/// no faster with more rows: at 64 bytes on 2 PEs a work_group broadcast,
-/// fcollect or reduce took 45-60 us with 8 invocations, 72-130 with 16 and
-/// 200-420 with 64 (twenty-fifth session). And a workgroup of one row (8) is
-/// linked without barriers (`LibraryConfig::row_lanes`), whose coroutines
-/// halved the copy loops' speed: 1 PE at 2 MiB, the work_group broadcast,
-/// fcollect, alltoall and reduce took 0.53-0.57 of the time with 8
-/// invocations that they took with 16 (twenty-ninth session). Above 8 the
-/// loop budget cuts the largest rows off (a collect of 4 MiB on 8 PEs).
+/// no faster with more rows (benches/RESULTS.md, "Workgroup of 16"). And a
+/// workgroup of one row (8) is linked without barriers
+/// (`LibraryConfig::row_lanes`), whose coroutines halve the copy loops' speed
+/// (benches/RESULTS.md, "One-row workgroups on llvmpipe"). Above 8 the loop
+/// budget cuts the largest rows off (a collect of 4 MiB on 8 PEs).
 /// `row`: the driver's SIMD row ([`vec4_unroll`]).
 pub fn cpu_workgroup_size(coll: &str, max_bytes: u64, n: u64, long_waits: bool, row: u32) -> u32 {
     let fits = |wg: u32| {

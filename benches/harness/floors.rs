@@ -26,9 +26,9 @@ use vkshmem_device::library::ROW_LANES;
 
 /// The roofline kernels' two buffers, of 16-byte `unit`s: the library's
 /// wide kernels' (`Context::wide_unit`), so that the roofline copies move
-/// memory as the collectives do (on llvmpipe `vec2<u64>` copies 30-45 %
-/// faster than `vec4<u32>`, and a roofline in the slower unit would put
-/// rows above 100).
+/// memory as the collectives do (on llvmpipe `vec2<u64>` copies faster than
+/// `vec4<u32>`, and a roofline in the slower unit would put rows above
+/// 100).
 fn copy_bindings(unit: WideUnit) -> String {
     let u = unit.wgsl();
     format!(
@@ -137,11 +137,11 @@ enum Shape {
     /// The host collectives' own wide push (`wide_push_source`): one source
     /// written to `dests` dests, as broadcast, collect and fcollect launch
     /// it. Each vec4 loaded is stored `dests` times, so where a loop
-    /// iteration's work, not memory, bounds a copy (llvmpipe on a slow VM:
-    /// its copy at about 2 GB/s against host memcpy's 14.7), it moves more
-    /// bytes per second than any copy, and the rows of those collectives
-    /// read 108-127 % against copies alone (eleventh session). Only pushes
-    /// to at most as many dests as the job has PEs are tried.
+    /// iteration's work, not memory, bounds a copy (llvmpipe on a slow CPU),
+    /// it moves more bytes per second than any copy, and the rows of those
+    /// collectives read above 100 % against copies alone
+    /// (benches/RESULTS.md, "Push among roofline shapes"). Only pushes to at
+    /// most as many dests as the job has PEs are tried.
     Push { dests: u32 },
 }
 
@@ -421,9 +421,9 @@ impl Roofline {
     /// copies in place too ([`Roofline::at_footing`]), whose written lines
     /// are those just read, and the copies apart. On a CPU an in-place pass
     /// writes to lines already in its cache, where a copy apart first reads
-    /// each dest line it writes (read for ownership): on the 2-core VM with
-    /// a 480 MiB L3 a 2-PE float sum of 4 MiB in place read 189.5 % against
-    /// the copy apart, out of place 102.7 (thirty-fifth session).
+    /// each dest line it writes (read for ownership), so an in-place row
+    /// judged against copies apart alone reads far above 100 %
+    /// (benches/RESULTS.md, "In-place footing").
     pub fn of_row(
         &self,
         ctx: &Context,
@@ -488,38 +488,34 @@ impl Roofline {
     /// PE's own time), as [`Roofline::at`] times the kernels;
     /// the best trial, and the best of every measurement of that size so far
     /// (measured again at each call). Each PE's own best copy, summed over
-    /// the PEs as if they had all run at that rate at once, had read 390 GB/s
-    /// for 4 PEs on a 2-core VM whose one core copied 20 (nineteenth
-    /// session). Between two fresh buffers whose addresses agreed in their
-    /// low 12 bits it read 9.1 GB/s at 24 KiB, where a host-path call moves
-    /// over 25, and a 2-PE collect of 16 KiB read 282 % (fifteenth session,
-    /// `benches/results/issue21-busbw-vs-mpi-2pe-lavapipe-2026-11-27-fifteenth`):
-    /// hence [`CopyPair`]. The trials copy with plain and with streaming
-    /// stores in turn, as the host collectives' direct path does by the
-    /// call's size (`vkshmem::host_copy`).
+    /// the PEs as if they had all run at that rate at once, would count a
+    /// shared core's rate once per PE, hence the common span. Between two
+    /// fresh buffers whose addresses agree in their low 12 bits (4K
+    /// aliasing) a small copy runs far slower than a host-path call, which
+    /// put rows far above 100 % (benches/RESULTS.md, "Host memcpy bar and 4K
+    /// aliasing"): hence [`CopyPair`]. The trials copy with plain and with
+    /// streaming stores in turn, as the host collectives' direct path does by
+    /// the call's size (`vkshmem::host_copy`).
     ///
     /// Where the PEs outnumber the machine's cores, only the first
     /// [`Roofline::copiers`] PEs copy (the others wait at the trial's
     /// closing reduction), so that the bar is the machine's copy rate with
     /// every core copying: all at once they only took turns on the cores and
     /// evicted each other's data, a loss the PEs of a collective, asleep in
-    /// its meetings while others copy, need not take. On 8 PEs on 2 cores an
-    /// 8-PE alltoall of 4 MiB read 110 % of the all-at-once bar (twentieth
-    /// session).
+    /// its meetings while others copy, need not take, so rows read above
+    /// 100 % of an all-at-once bar (benches/RESULTS.md, "Memcpy bar groups and
+    /// live set").
     ///
     /// The copiers stand in for the whole job, as the copy kernel's trial
     /// has every PE copy at once ([`Roofline::at`]): each cycles through
     /// [`Roofline::pairs`] pairs, its own and those of the PEs that rest,
     /// so that a trial keeps every PE's source and dest live, and no more,
     /// as a call of the collective does. With only the copiers' pairs live,
-    /// an 8-PE bar at 4 MiB per PE ran from the 32 MiB L3 (16 MiB live)
-    /// where an 8-PE reduction of 4 MiB, 64 MiB live, cannot (twenty-fourth
-    /// session). Until the thirty-fifth session every PE copied, in groups
-    /// of copiers one after another, each with those pairs of its own: the
-    /// trial's live set was the groups times the job's, and on 4 PEs at 16
-    /// MiB per PE (2-core VM, 480 MiB L3) its plain copies ran at 25-33
-    /// GB/s against 46-47 with the job's live set, below the 4-PE
-    /// alltoall's own copies (roofline_pct 107-126). Collective over WORLD.
+    /// the bar would run from the cache where the collective, with every
+    /// PE's data live, cannot; with more than the job's data live (groups
+    /// of copiers each with pairs of its own) it would fall below the
+    /// collective's own copies (benches/RESULTS.md, "Memcpy bar groups and live
+    /// set"). Collective over WORLD.
     ///
     /// [`Footing::InPlace`]: each copier passes over its pairs' sources in
     /// place instead ([`CopyPair::pass`]), reading and writing each byte.
@@ -541,8 +537,9 @@ impl Roofline {
         };
         // Copies, then pushes of each chunk to as many dests as the job has
         // PEs (up to 8), as the direct path's collects and fcollects push
-        // theirs; with streaming stores an 8-PE collect of 4 MiB read 105 %
-        // against copies alone (thirty-fifth session). None in place.
+        // theirs: with streaming stores such a collect reads above 100 %
+        // against copies alone (benches/RESULTS.md, "Memcpy bar groups and live
+        // set"). None in place.
         let dests = ctx.n_pes().min(8) as usize;
         let pushes = if footing == Footing::Apart && dests > 1 {
             MEMCPY_PUSH_TRIALS
@@ -551,9 +548,9 @@ impl Roofline {
         };
         for trial in 0..MEMCPY_TRIALS + pushes {
             // Plain and streaming stores in turn: the direct path streams
-            // where a call overflows the cache, and beat the plain bar there
-            // (an 8-PE alltoall of 4 MiB read 152 %, twenty-first session).
-            // In place, 256- and 512-bit passes in turn.
+            // where a call overflows the cache, and beats the plain bar there
+            // (benches/RESULTS.md, "Memcpy bar groups and live set"). In place,
+            // 256- and 512-bit passes in turn.
             let stream = trial % 2 == 1;
             let push = trial >= MEMCPY_TRIALS;
             // Bytes read plus written by one copy.
@@ -569,10 +566,9 @@ impl Roofline {
             };
             // One untimed pass over the pairs with this trial's stores
             // first (trial 0's also touches every page): the rows are the
-            // steady state of many calls, and a 25 ms window (6 passes over
-            // 128 MiB on 4 PEs at 16 MiB per PE) that began cold, after a
-            // streaming trial had sent the dests out of the cache, read
-            // 33-40 GB/s against 46-47.
+            // steady state of many calls, and a window that began cold, after
+            // a streaming trial had sent the dests out of the cache, reads
+            // well below them.
             pairs.iter_mut().for_each(copy);
             ctx.barrier_all()?;
             let t = Instant::now();
@@ -708,7 +704,7 @@ impl Roofline {
             // A contiguous share per invocation over a few workgroups is
             // llvmpipe's pattern; on a GPU the library never copies so (a
             // few thousand invocations, each a long dependent walk: trials
-            // of seconds at hundreds of MiB on an H200).
+            // of seconds at hundreds of MiB).
             if matches!(shape, Shape::Share { .. }) && !self.capped {
                 continue;
             }
@@ -771,16 +767,16 @@ impl Roofline {
         // a machine share (CLOCK_MONOTONIC). Not each PE's own time (the slowest
         // PE's): a PE whose copy runs before another's has started copies
         // alone, with every core, so the sum over PEs of bytes over the
-        // slowest single copy counted that overlap twice (rooflines 16 and
-        // 31 GB/s from run to run on 2 PEs of lavapipe, whose one-PE copy
-        // moves 16). Across nodes (no shared clock) the slowest PE's time.
-        // Not the device's timestamps (tried: rooflines 1.7x apart from run
-        // to run, for the same reason).
+        // slowest single copy counted that overlap twice (the roofline then
+        // swung up to twice the one-PE copy from run to run). Across nodes
+        // (no shared clock) the slowest PE's time. Not the device's
+        // timestamps (tried: they swung from run to run for the same
+        // reason).
         // Where PE 0 copies for all on a GPU, the copy's own time from the
         // device's timestamps: the host-timed launches there are
         // launch-bound up to tens of MiB (a submission and its wait cost
-        // 13-35 us on an H200, where 16 MiB copies in 8 us), so rows that
-        // pay one launch per call beat them.
+        // more than such a copy), so rows that pay one launch per call beat
+        // them.
         let device_timed =
             self.gang > 1 && !self.capped && ctx.device_info().timestamp_valid_bits > 0;
         // One launch; its GPU seconds where `device_timed`.
@@ -966,13 +962,10 @@ const TRIAL_LAUNCHES: u32 = 4;
 /// time) where the device is a CPU (llvmpipe), so that the trials and rows
 /// read memory that holds data. There the heap is host memory that the
 /// kernel backs on first touch, and a collective that reads pages nobody
-/// has written moves far faster than one that reads data: a 4-PE fcollect
-/// of 4 MiB from never-written sources took 666-1392 us (99-208 % of the
-/// roofline), from written ones 1315-2592 us (58-82 %), on the 2-core VM
-/// (thirty-second session,
-/// `benches/results/host-half-order-lavapipe-2026-11-29-thirtysecond/touch/`).
-/// A GPU's memory holds whatever it holds from its allocation on: nothing
-/// to do there (and its writes would go through staging copies).
+/// has written moves far faster than one that reads data, up to twice the
+/// roofline (benches/RESULTS.md, "Untouched pages on llvmpipe"). A GPU's memory
+/// holds whatever it holds from its allocation on: nothing to do there (and its
+/// writes would go through staging copies).
 pub fn touch(ctx: &Context, buf: &SymBuffer<u8>) -> anyhow::Result<()> {
     if !ctx.device_info().is_llvmpipe() {
         return Ok(());
@@ -1004,8 +997,9 @@ pub fn host_memcpy_bps(bytes: usize) -> f64 {
 /// Two buffers of this process for host copies of `bytes` (both written
 /// first). The dest lies 2 KiB off the source modulo 4 KiB: between
 /// addresses whose low 12 bits agree (as the allocator may place two
-/// buffers) this VM's EPYC copies 24 KiB at 5 GB/s against 87 (4K
-/// aliasing), which no copy of a call is bound to.
+/// buffers) x86 CPUs copy small sizes many times slower (4K aliasing:
+/// benches/RESULTS.md, "Host memcpy bar and 4K aliasing"), which no copy of a
+/// call is bound to.
 struct CopyPair {
     src: Vec<u8>,
     room: Vec<u8>,

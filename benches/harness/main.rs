@@ -45,14 +45,16 @@
 //!   call pays at least) and a bare atomic counter barrier among the team's
 //!   processes on the device (no library code), the floor of the device barriers.
 //!
-//! Output (on the team's first PE): the table on stdout, a row as soon as its
+//! Output (on the team's first PE): a few lines on the run (the last counts
+//! the sizes to measure), then the table on stdout, a row as soon as its
 //! size is measured, with `--csv` and `--json` written row by row too (see
 //! `report::Stream`); a failed sweep keeps the rows before the failure and exits
-//! non-zero. The summary and `--plot` come at the end. At the end every row's
-//! roofline_pct is also judged again against its footprint's best copy over
-//! the whole run (`report::Stream::rejudge`; the CSV and JSON rewritten): the
-//! roofline keeps each footprint's best so far, so an early row had met a
-//! lower bar than a later one of the same footprint.
+//! non-zero. At the end every row's roofline_pct is judged again against its
+//! footprint's best copy over the whole run (`report::Stream::rejudge`; the
+//! CSV and JSON rewritten): the roofline keeps each footprint's best so far,
+//! so an early row had met a lower bar than a later one of the same
+//! footprint. Then come what was skipped, the summary (`report::summary`: a
+//! line per collective, the floors, the counts) and the `--plot` files.
 
 mod compare;
 mod device;
@@ -108,6 +110,10 @@ use vkshmem::{Context, DeviceKernel, ReduceOp, SymBuffer, SymSlice, Team, TeamCo
 /// The most calls `--warmup-ms` adds to a row's warm-up (a host call takes
 /// microseconds at least, so this caps the warm-up, not the time asked for).
 const WARMUP_MAX_CALLS: u64 = 100_000;
+
+/// How the line before the table that counts the sizes to measure begins
+/// (`cargo xtask bench` sizes its progress bar from it).
+const SWEEP_HEAD: &str = "sweep:";
 
 const COLLECTIVES: [&str; 8] = [
     "barrier",
@@ -175,9 +181,9 @@ struct Args {
     /// this many milliseconds of warm-up (the count agreed by every PE from
     /// the slowest PE's warm-up calls). A GPU's driver lowers its clocks when
     /// it idles for half a second, as it does while a job sets up, and a few
-    /// calls do not bring them back: on an H200 the SM clock sat at 345 of
-    /// 1980 MHz through a job's first rows, which ran 2.5x slower
-    /// (`benches/results/issue21-gpu-h200-2026-11-27-twelfth/`). 0: none.
+    /// calls do not bring them back, so a job's first rows would run at a
+    /// fraction of the clock (benches/RESULTS.md, "H200 clock at job start").
+    /// 0: none.
     #[arg(long, default_value_t = 0)]
     warmup_ms: u32,
     /// Host forms: time each row's calls phase by phase
@@ -196,8 +202,8 @@ struct Args {
     /// (`device::cpu_workgroup_size`:
     /// llvmpipe runs a workgroup on one thread, 8 invocations per SIMD row,
     /// and every row runs the straight-line code of the library's waits,
-    /// masked rows included: at 64 bytes on 2 PEs, a work_group broadcast
-    /// took 625 us with 256 invocations, 171 us with 64 and 72 with 16).
+    /// masked rows included, so each row adds to every call's time;
+    /// benches/RESULTS.md, "Workgroup of 16").
     #[arg(long, default_value_t = 0)]
     workgroup_size: u32,
     /// Workgroups of the work_groups scope's dispatches (at most
@@ -216,9 +222,10 @@ struct Args {
     /// each row; `complete` is true once the sweep has finished.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
-    /// Plot latency and bus bandwidth against size (PNG or SVG by extension).
-    #[arg(long)]
-    plot: Option<std::path::PathBuf>,
+    /// Plot latency and bus bandwidth against size, a panel of each per
+    /// form (PNG or SVG by extension; repeat the option for both).
+    #[arg(long, action = clap::ArgAction::Append)]
+    plot: Vec<std::path::PathBuf>,
     /// The one-sided sweep instead (put, get, fetch_add, put_signal round
     /// trip between PE 0 and `--peer`; scopes host, thread, work_group; see
     /// `rma.rs`). Takes the size, iteration, scope and CSV options.
@@ -362,11 +369,11 @@ impl Bench<'_> {
     /// WORLD. A call is over for the job when its last member returns, and
     /// the roofline times every PE's copies over their common span: a row
     /// timed by one PE's clock read faster than that where the PEs' calls
-    /// overlapped less than the roofline's copies (2-PE alltoalls at 100-103
-    /// % on lavapipe, with the roofline measured again three times).
-    /// The times travel as the bits of f32s (non-negative f32s order as
-    /// their bits do), so the reduction is a u32 one, which every device has
-    /// (f64 needs `shaderFloat64`). Collective over WORLD.
+    /// overlapped less than the roofline's copies, and rows read above 100 %
+    /// (benches/RESULTS.md, "Slowest-PE times"). The times travel as the bits
+    /// of f32s (non-negative f32s order as their bits do), so the reduction is
+    /// a u32 one, which every device has (f64 needs `shaderFloat64`).
+    /// Collective over WORLD.
     fn slowest_per_call(&self, mine: &[f64]) -> anyhow::Result<Vec<f64>> {
         let n = mine.len().min(self.times.len());
         if n == 0 {
@@ -433,29 +440,6 @@ impl Bench<'_> {
     ) -> anyhow::Result<()> {
         let ctx = self.ctx;
         let scope = form.device();
-        if ucc::is_ucc(coll) && form != Form::Host {
-            // Device and queue forms: gather, scatter, reduce_scatter, and
-            // the scans (not on a team that spans devices). Listed once in
-            // the summary.
-            let scan = matches!(coll, "inscan" | "exscan");
-            let device = matches!(coll, "gather" | "scatter" | "reduce_scatter")
-                || (scan && !self.spans_devices);
-            if !device {
-                self.skip(
-                    format!(
-                        "{coll} {}: no such form (host only{})",
-                        form.name(),
-                        if scan && self.spans_devices {
-                            " on a team that spans devices"
-                        } else {
-                            ""
-                        }
-                    ),
-                    sweep(self.args, coll, 1).len(),
-                );
-                return Ok(());
-            }
-        }
         if (coll == "reduce" || ucc::takes_op(coll))
             && !T::BITWISE
             && matches!(op, ReduceOp::And | ReduceOp::Or | ReduceOp::Xor)
@@ -466,22 +450,9 @@ impl Bench<'_> {
                 T::NAME
             );
         }
-        if scope == Some(Scope::WorkGroups) && matches!(coll, "barrier" | "sync") {
-            // No multi-workgroup form: several workgroups of one PE inside the
-            // work_group barrier at once is a misuse the library reports.
-            self.skip(
-                format!(
-                    "{coll} work_groups: no multi-workgroup form (the work_group row is its form)"
-                ),
-                sweep(self.args, coll, 1).len(),
-            );
-            return Ok(());
-        }
-        if form != Form::Host && !self.device_waits {
-            self.skip(format!(
-                "{coll} {}: its device waits cross processes, which this driver cannot run (Context::device_waits_across_processes)",
-                form.name()
-            ), sweep(self.args, coll, 1).len());
+        if let Some(why) = no_rows(coll, form, self.spans_devices, self.device_waits) {
+            // Listed once at the end; the progress bar's total left it out.
+            self.skip(why, 0);
             return Ok(());
         }
         let n = self.members.len() as u32;
@@ -664,9 +635,8 @@ impl Bench<'_> {
                     // calls). PE 0's own window missed what its peers had
                     // done before it started: with one call per dispatch (a
                     // loop budget, lavapipe) a peer that pushes before its one
-                    // sync had filled PE 0's dest already, and a 4-PE
-                    // work_group alltoall read 118 % of the roofline
-                    // (twenty-ninth session).
+                    // sync had filled PE 0's dest already, and rows read
+                    // above 100 % of the roofline.
                     if matches!(form, Form::Device(_)) {
                         self.slowest_per_call(&v)?
                     } else {
@@ -895,6 +865,44 @@ fn sweep(args: &Args, coll: &str, es: u64) -> Vec<u64> {
     }
 }
 
+/// Why `coll` has no rows at all in `form`, where it has none: the form
+/// does not exist, or this driver cannot run it. Alike on every PE (agreed
+/// flags).
+fn no_rows(coll: &str, form: Form, spans_devices: bool, device_waits: bool) -> Option<String> {
+    if ucc::is_ucc(coll) && form != Form::Host {
+        // Device and queue forms: gather, scatter, reduce_scatter, and the
+        // scans (not on a team that spans devices).
+        let scan = matches!(coll, "inscan" | "exscan");
+        let device =
+            matches!(coll, "gather" | "scatter" | "reduce_scatter") || (scan && !spans_devices);
+        if !device {
+            return Some(format!(
+                "{coll} {}: no such form (host only{})",
+                form.name(),
+                if scan && spans_devices {
+                    " on a team that spans devices"
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
+    if form == Form::Device(Scope::WorkGroups) && matches!(coll, "barrier" | "sync") {
+        // No multi-workgroup form: several workgroups of one PE inside the
+        // work_group barrier at once is a misuse the library reports.
+        return Some(format!(
+            "{coll} work_groups: no multi-workgroup form (the work_group row is its form)"
+        ));
+    }
+    if form != Form::Host && !device_waits {
+        return Some(format!(
+            "{coll} {}: its device waits cross processes, which this driver cannot run (Context::device_waits_across_processes)",
+            form.name()
+        ));
+    }
+    None
+}
+
 /// The copy a row is judged against, the same during the sweep and in the
 /// end-of-run rejudge (their measurements must share keys).
 #[derive(Clone, Copy)]
@@ -1038,8 +1046,9 @@ fn elem_size(ty: &str) -> anyhow::Result<u64> {
 }
 
 /// The end of the run on the reporter, whether the sweep finished or failed
-/// (`error`): the JSON marked complete or failed, the plot and the summary of
-/// the rows measured.
+/// (`error`): the JSON marked complete or failed, the list of what was
+/// skipped, the summary of the rows measured ([`report::summary`]) and the
+/// plots.
 fn finish_report(
     args: &Args,
     out: &Stream,
@@ -1049,14 +1058,18 @@ fn finish_report(
     error: Option<&str>,
 ) -> anyhow::Result<()> {
     out.finish(error)?;
-    if error.is_some() {
-        println!("# the sweep failed: the rows above are those measured before the error");
+    for s in skipped {
+        println!("# skipped: {s}");
     }
-    for line in report::summary(out.rows(), floors, skipped) {
+    let lines = report::summary(out.rows(), floors, skipped.len());
+    for (i, line) in lines.iter().enumerate() {
         println!("# {line}");
+        if i == 0 && error.is_some() {
+            println!("# the sweep failed: the summary covers the rows measured before the error");
+        }
     }
-    if let Some(p) = args.plot.as_ref().filter(|_| !out.rows().is_empty()) {
-        report::plot(p, out.rows(), title)?;
+    for p in args.plot.iter().filter(|_| !out.rows().is_empty()) {
+        report::plot(p, out.rows(), title, report::Layout::ByForm)?;
     }
     Ok(())
 }
@@ -1076,7 +1089,7 @@ fn main() {
 fn run() -> anyhow::Result<()> {
     let mut args = Args::parse();
     if let Some(files) = &args.compare {
-        return compare::run(&files[0], &files[1], args.plot.as_deref());
+        return compare::run(&files[0], &files[1], &args.plot);
     }
     if args.rma {
         let a = rma::RmaArgs {
@@ -1119,10 +1132,14 @@ fn run() -> anyhow::Result<()> {
         );
     }
     // Outputs are checked before the sweep, not found wrong at its end.
-    if let Some(p) = &args.plot {
+    for p in &args.plot {
         report::plot_ready(p)?;
     }
-    for p in [&args.csv, &args.json, &args.plot].into_iter().flatten() {
+    for p in [&args.csv, &args.json]
+        .into_iter()
+        .flatten()
+        .chain(&args.plot)
+    {
         let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
         if dir.is_some_and(|d| !d.is_dir()) {
             bail!("{}: no such directory", p.display());
@@ -1216,6 +1233,14 @@ fn run() -> anyhow::Result<()> {
         atomic_barrier_us,
     };
 
+    // The sizes to measure: every collective's sweep in every form it has
+    // here (a size one call cannot fit is found at its turn).
+    let total: u64 = colls
+        .iter()
+        .flat_map(|&c| scopes.iter().map(move |&f| (c, f)))
+        .filter(|&(c, f)| no_rows(c, f, spans_devices, device_waits).is_none())
+        .map(|(c, _)| sweep(&args, c, es).len() as u64)
+        .sum();
     if reporter {
         // Printed before the sweep and the progress bar; the table follows, row by
         // row.
@@ -1247,12 +1272,14 @@ fn run() -> anyhow::Result<()> {
             ),
             None => println!("# roofline: not measured (--no-roofline)"),
         }
+        println!(
+            "# {SWEEP_HEAD} {total} sizes to measure ({} collective{}, {} form{})",
+            colls.len(),
+            if colls.len() == 1 { "" } else { "s" },
+            scopes.len(),
+            if scopes.len() == 1 { "" } else { "s" },
+        );
     }
-    let total: u64 = colls
-        .iter()
-        .map(|c| sweep(&args, c, es).len().max(1) as u64)
-        .sum::<u64>()
-        * scopes.len() as u64;
     let progress = if reporter {
         ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr())
     } else {

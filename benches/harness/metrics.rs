@@ -83,6 +83,20 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("{s:?} is not a byte count (e.g. 4096, 64K, 1M)"))
 }
 
+/// A byte count as [`parse_bytes`] reads it back where it can: the largest
+/// of G, M and K (powers of 1024) that divides it, else one decimal of the
+/// largest that it reaches (`1.5K`), else the plain number.
+pub fn format_bytes(b: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")];
+    if let Some((u, s)) = UNITS.iter().find(|(u, _)| b >= *u && b % u == 0) {
+        return format!("{}{s}", b / u);
+    }
+    match UNITS.iter().find(|(u, _)| b >= *u) {
+        Some((u, s)) => format!("{:.1}{s}", b as f64 / *u as f64),
+        None => b.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,5 +128,19 @@ mod tests {
         assert_eq!(parse_bytes("1M"), Ok(1 << 20));
         assert_eq!(parse_bytes("64k"), Ok(65536));
         assert!(parse_bytes("x").is_err());
+    }
+
+    #[test]
+    fn byte_counts_read_back() {
+        assert_eq!(format_bytes(0), "0");
+        assert_eq!(format_bytes(1000), "1000");
+        assert_eq!(format_bytes(131072), "128K");
+        assert_eq!(format_bytes(3 << 20), "3M");
+        assert_eq!(format_bytes(1 << 30), "1G");
+        assert_eq!(format_bytes(1536), "1.5K");
+        assert_eq!(format_bytes((1 << 20) + (1 << 10)), "1025K");
+        for b in [8, 4096, 65536, 1 << 20] {
+            assert_eq!(parse_bytes(&format_bytes(b)), Ok(b));
+        }
     }
 }

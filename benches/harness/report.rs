@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context as _};
 use indicatif::ProgressBar;
 
+use crate::metrics;
+
 /// One result row; the CSV columns, in order ([`COLUMNS`]).
 ///
 /// The times are microseconds per call: `median_us` is the median over the
@@ -233,9 +235,8 @@ impl Stream {
     /// per second; `None` leaves the row as it is) and rewrites the CSV and
     /// JSON with the new roofline_pct and roofline_GBps. The roofline keeps
     /// each footprint's best measurement so far, so a row printed early met
-    /// a lower bar than a later row of the same footprint (2-PE alltoall
-    /// and alltoalls at the same time on lavapipe: 80 against 67 %); at the
-    /// end every row meets its footprint's best over the whole run. Returns
+    /// a lower bar than a later row of the same footprint; at the end every
+    /// row meets its footprint's best over the whole run. Returns
     /// how many rows changed.
     pub fn rejudge(&mut self, best: impl Fn(&Row) -> Option<f64>) -> anyhow::Result<usize> {
         let mut changed = 0;
@@ -348,18 +349,94 @@ impl JsonOut {
     }
 }
 
-/// The closing lines: rows and wrong elements, the floors, and for each
-/// collective and scope its smallest-size latency against its floor and its best
-/// roofline percentage and bus bandwidth.
-pub fn summary(rows: &[Row], floors: &Floors, skipped: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    let wrong: u64 = rows.iter().filter_map(|r| r.wrong).sum();
-    let checked = rows.iter().filter(|r| r.wrong.is_some()).count();
-    out.push(format!(
-        "rows={} checked={checked} wrong={wrong} skipped={}",
-        rows.len(),
-        skipped.len()
-    ));
+/// The forms in the order the sweep runs them (the summary's columns, the
+/// plot's panels); a scope not listed here (MPI's rows) comes after them.
+const FORMS: [&str; 5] = ["host", "thread", "work_group", "work_groups", "queue"];
+
+/// The scopes of `rows`: those of [`FORMS`] in its order, then any other in
+/// the order met.
+fn forms_of(rows: &[Row]) -> Vec<&str> {
+    let mut out: Vec<&str> = FORMS
+        .into_iter()
+        .filter(|f| rows.iter().any(|r| r.scope == *f))
+        .collect();
+    for r in rows {
+        if !out.contains(&r.scope.as_str()) {
+            out.push(&r.scope);
+        }
+    }
+    out
+}
+
+/// The collectives of `rows`, in the order met.
+fn collectives_of(rows: &[Row]) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for r in rows {
+        if !out.contains(&r.collective.as_str()) {
+            out.push(&r.collective);
+        }
+    }
+    out
+}
+
+/// The first line of [`summary`]: where a reader of the output (and
+/// `cargo xtask bench`) finds the summary's start.
+pub const SUMMARY_HEAD: &str = "summary";
+
+/// The closing lines, from the rows alone: a table with one line per
+/// collective (its latency in each form at its smallest size; its best
+/// busbw over every size and form, where, and that row's share of the copy
+/// roofline), then the floors, then the counts of rows, rows checked, wrong
+/// elements and `skipped` (the sizes and forms not run).
+pub fn summary(rows: &[Row], floors: &Floors, skipped: usize) -> Vec<String> {
+    let forms = forms_of(rows);
+    let width = |f: &str| f.len().max(9);
+    let mut out = vec![format!(
+        "{SUMMARY_HEAD}: latency in us (median per call) at each collective's smallest size; \
+         the best busbw in GB/s, where, and its share of the copy roofline"
+    )];
+    let mut head = format!("{:<15} {:>6}", "collective", "bytes");
+    for f in &forms {
+        head.push_str(&format!(" {f:>w$}", w = width(f)));
+    }
+    head.push_str(&format!("  {:>9}  {:<16} {:>8}", "busbw", "at", "roofline"));
+    out.push(head);
+    let mut host_only: Vec<(u64, String)> = Vec::new();
+    for coll in collectives_of(rows) {
+        let mine: Vec<&Row> = rows.iter().filter(|r| r.collective == coll).collect();
+        let least = mine.iter().map(|r| r.bytes).min().unwrap_or(0);
+        // A collective with host rows alone and no busbw fills one cell of a
+        // wide line: it joins the host-only lines below, so the summary stays
+        // one screen (UCC's v-forms have no device forms).
+        let lone = forms.len() > 1 && mine.iter().all(|r| r.scope == "host" && r.busbw.is_none());
+        if lone {
+            if let Some(r) = mine.iter().find(|r| r.bytes == least) {
+                host_only.push((least, format!("{coll} {:.1}", r.median_us)));
+            }
+            continue;
+        }
+        let mut line = format!("{coll:<15} {:>6}", metrics::format_bytes(least));
+        for f in &forms {
+            let at = mine.iter().find(|r| r.scope == *f && r.bytes == least);
+            let cell = at.map_or_else(|| "-".into(), |r| format!("{:.1}", r.median_us));
+            line.push_str(&format!(" {cell:>w$}", w = width(f)));
+        }
+        let best = mine
+            .iter()
+            .filter_map(|r| r.busbw.map(|b| (b, r)))
+            .max_by(|a, b| a.0.total_cmp(&b.0));
+        match best {
+            Some((bw, r)) => line.push_str(&format!(
+                "  {bw:>9.3}  {:<16} {:>8}",
+                format!("{} {}", metrics::format_bytes(r.bytes), r.scope),
+                r.roofline_pct
+                    .map_or_else(|| "-".into(), |p| format!("{p:.1}%"))
+            )),
+            None => line.push_str(&format!("  {:>9}", "-")),
+        }
+        out.push(line.trim_end().to_string());
+    }
+    out.extend(host_only_lines(&host_only));
     out.push(format!(
         "floors: empty submit {:.1} us ({:.1} us with every PE submitting); one dispatch {:.1} us (every PE); atomic barrier {}; copy {} (read + write); host memcpy {:.2} GB/s (read + write)",
         floors.empty_submit_us,
@@ -374,62 +451,62 @@ pub fn summary(rows: &[Row], floors: &Floors, skipped: &[String]) -> Vec<String>
             .map_or_else(|| "not measured".into(), |b| format!("{:.2} GB/s", b / 1e9)),
         floors.host_memcpy_bps / 1e9
     ));
-    let mut seen: Vec<(String, String)> = Vec::new();
-    for r in rows {
-        let key = (r.collective.clone(), r.scope.clone());
-        if seen.contains(&key) {
-            continue;
-        }
-        seen.push(key);
-        let group: Vec<&Row> = rows
-            .iter()
-            .filter(|x| x.collective == r.collective && x.scope == r.scope)
-            .collect();
-        let first = group[0];
-        // Host calls are judged against the empty submit; device calls against
-        // the bare atomic barrier.
-        let floor = if r.scope == "host" {
-            Some(("empty submit", floors.empty_submit_us))
-        } else {
-            floors.atomic_barrier_us.map(|t| ("atomic barrier", t))
-        };
-        let mut line = format!(
-            "{} {}: {} B {:.1} us",
-            r.collective, r.scope, first.bytes, first.median_us
-        );
-        if let Some((what, t)) = floor.filter(|f| f.1 > 0.0) {
-            line.push_str(&format!(" ({:.1}x the {what}", first.median_us / t));
-            if r.scope == "host" && floors.one_dispatch_all_us > 0.0 {
-                line.push_str(&format!(
-                    ", {:.1}x one dispatch",
-                    first.median_us / floors.one_dispatch_all_us
-                ));
-            }
-            line.push(')');
-        }
-        let best_roof = group
-            .iter()
-            .filter_map(|x| x.roofline_pct.map(|p| (p, x.bytes)))
-            .max_by(|a, b| a.0.total_cmp(&b.0));
-        if let Some((p, b)) = best_roof {
-            line.push_str(&format!("; best roofline {p:.1}% at {b} B"));
-        }
-        let best_bus = group
-            .iter()
-            .filter_map(|x| x.busbw)
-            .max_by(|a, b| a.total_cmp(b));
-        if let Some(bw) = best_bus {
-            line.push_str(&format!("; best busbw {bw:.3} GB/s"));
-        }
-        out.push(line);
-    }
-    out.extend(skipped.iter().map(|s| format!("skipped: {s}")));
+    let wrong: u64 = rows.iter().filter_map(|r| r.wrong).sum();
+    let checked = rows.iter().filter(|r| r.wrong.is_some()).count();
+    out.push(format!(
+        "rows={} checked={checked} wrong={wrong} skipped={skipped}",
+        rows.len()
+    ));
     out
 }
 
-/// Latency against size (log-log) and bus bandwidth against size (log x), one
-/// line per collective and scope, side by side; PNG or SVG by extension.
-pub fn plot(path: &Path, rows: &[Row], title: &str) -> anyhow::Result<()> {
+/// The collectives run on the host alone, as (smallest size, "name
+/// latency"), folded into lines of at most [`HOST_ONLY_WIDTH`] characters,
+/// one group per smallest size: `host only, us at 8: allreduce 8.5, ...`.
+fn host_only_lines(cells: &[(u64, String)]) -> Vec<String> {
+    let mut sizes: Vec<u64> = cells.iter().map(|c| c.0).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let mut out = Vec::new();
+    for size in sizes {
+        let lead = format!("host only, us at {}:", metrics::format_bytes(size));
+        let mut line = lead.clone();
+        let mut first = true;
+        for (_, cell) in cells.iter().filter(|c| c.0 == size) {
+            let sep = if first { " " } else { ", " };
+            if !first && line.len() + sep.len() + cell.len() > HOST_ONLY_WIDTH {
+                out.push(format!("{line},"));
+                line = format!("{:w$}", "", w = lead.len());
+                first = true;
+            }
+            line.push_str(if first { " " } else { ", " });
+            line.push_str(cell);
+            first = false;
+        }
+        out.push(line);
+    }
+    out
+}
+
+/// The widest host-only line of the summary: as wide as its table's rows.
+const HOST_ONLY_WIDTH: usize = 100;
+
+/// How [`plot`] lays out its lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// A latency panel and a busbw panel for each form, a line per collective
+    /// in each (a sweep's rows).
+    ByForm,
+    /// One latency panel and one busbw panel, a line per collective and form:
+    /// the collective gives its colour, the form its dashes (vkshmem's host
+    /// rows against MPI's).
+    Overlay,
+}
+
+/// Latency against size (log-log) above bus bandwidth against size (log x),
+/// laid out by `layout`, with one legend for every panel; PNG or SVG by
+/// extension. Rows of 0 bytes (barrier, sync) have no place on a log axis.
+pub fn plot(path: &Path, rows: &[Row], title: &str, layout: Layout) -> anyhow::Result<()> {
     use plotters::prelude::*;
     let ext = path
         .extension()
@@ -437,13 +514,25 @@ pub fn plot(path: &Path, rows: &[Row], title: &str) -> anyhow::Result<()> {
         .unwrap_or("")
         .to_ascii_lowercase();
     plot_ready(path)?;
-    let size = (1400, 600);
+    let panels = match layout {
+        Layout::ByForm => forms_of(rows).len().max(1) as u32,
+        Layout::Overlay => 1,
+    };
+    // Panels wide enough for their tick labels, the whole at most a wide
+    // screen's width, and the legend beside them.
+    let size = ((1500 / panels).clamp(360, 750) * panels + LEGEND_WIDTH, 860);
     match ext.as_str() {
-        "svg" => draw(SVGBackend::new(path, size).into_drawing_area(), rows, title),
+        "svg" => draw(
+            SVGBackend::new(path, size).into_drawing_area(),
+            rows,
+            title,
+            layout,
+        ),
         "png" => draw(
             BitMapBackend::new(path, size).into_drawing_area(),
             rows,
             title,
+            layout,
         ),
         _ => bail!(
             "--plot {}: the file must end in .png or .svg",
@@ -493,102 +582,223 @@ fn register_font() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The legend's width beside the panels, pixels.
+const LEGEND_WIDTH: u32 = 230;
+
+/// A tick label of a value on a log axis: no decimals from 10 up.
+fn tick(v: f64) -> String {
+    if v >= 10.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
+    }
+}
+
 fn draw<DB: plotters::prelude::DrawingBackend>(
     root: plotters::prelude::DrawingArea<DB, plotters::coord::Shift>,
     rows: &[Row],
     title: &str,
+    layout: Layout,
 ) -> anyhow::Result<()>
 where
     DB::ErrorType: 'static,
 {
     use plotters::prelude::*;
+    use plotters::style::text_anchor::{HPos, Pos, VPos};
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("{e:?}");
     root.fill(&WHITE).map_err(err)?;
-    let root = root.titled(title, ("sans-serif", 20)).map_err(err)?;
-    let (left, right) = root.split_horizontally(700);
-    let mut series: Vec<(String, Vec<&Row>)> = Vec::new();
-    for r in rows.iter().filter(|r| r.bytes > 0) {
-        let name = format!("{} {}", r.collective, r.scope);
-        match series.iter_mut().find(|s| s.0 == name) {
-            Some(s) => s.1.push(r),
-            None => series.push((name, vec![r])),
-        }
-    }
-    let bmin = rows
-        .iter()
-        .map(|r| r.bytes)
-        .filter(|&b| b > 0)
-        .min()
-        .unwrap_or(1) as f64;
+    let root = root.titled(title, ("sans-serif", 24)).map_err(err)?;
+    let rows: Vec<Row> = rows.iter().filter(|r| r.bytes > 0).cloned().collect();
+    let colls = collectives_of(&rows);
+    let forms = forms_of(&rows);
+    let panels: Vec<Vec<&str>> = match layout {
+        Layout::ByForm => forms.iter().map(|f| vec![*f]).collect(),
+        Layout::Overlay => vec![forms.clone()],
+    };
+    let (w, _) = root.dim_in_pixel();
+    let (grid, legend) = root.split_horizontally(w.saturating_sub(LEGEND_WIDTH));
+    let cells = grid.split_evenly((2, panels.len().max(1)));
+    // One size axis for every panel, so that the panels line up.
+    let bmin = rows.iter().map(|r| r.bytes).min().unwrap_or(1) as f64;
     let bmax = (rows.iter().map(|r| r.bytes).max().unwrap_or(2) as f64).max(bmin * 2.0);
-    let tmin = rows
-        .iter()
-        .map(|r| r.median_us)
-        .fold(f64::MAX, f64::min)
-        .max(1e-3);
-    let tmax = rows
-        .iter()
-        .map(|r| r.median_us)
-        .fold(0.0, f64::max)
-        .max(tmin * 2.0);
-    let bwmax = rows
-        .iter()
-        .filter_map(|r| r.busbw)
-        .fold(0.0, f64::max)
-        .max(1e-6);
-    let mut lat = ChartBuilder::on(&left)
-        .caption("latency", ("sans-serif", 16))
-        .margin(10)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d((bmin..bmax).log_scale(), (tmin..tmax).log_scale())
-        .map_err(err)?;
-    lat.configure_mesh()
-        .x_desc("bytes")
-        .y_desc("time (us)")
-        .draw()
-        .map_err(err)?;
-    let mut bw = ChartBuilder::on(&right)
-        .caption("bus bandwidth", ("sans-serif", 16))
-        .margin(10)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d((bmin..bmax).log_scale(), 0.0..bwmax * 1.05)
-        .map_err(err)?;
-    bw.configure_mesh()
-        .x_desc("bytes")
-        .y_desc("busbw (GB/s)")
-        .draw()
-        .map_err(err)?;
-    for (i, (name, pts)) in series.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
-        let style = ShapeStyle::from(color).stroke_width(2);
-        lat.draw_series(LineSeries::new(
-            pts.iter().map(|r| (r.bytes as f64, r.median_us.max(tmin))),
-            style,
-        ))
-        .map_err(err)?
-        .label(name.as_str())
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
-        let with_bw: Vec<(f64, f64)> = pts
+    // A line's look: the collective's colour; its dashes tell apart
+    // collectives that share a colour (ByForm) or the forms (Overlay).
+    let look = |coll: &str, form_index: usize| {
+        let i = colls.iter().position(|c| *c == coll).unwrap_or(0);
+        let (r, g, b) = COLOURS[i % COLOURS.len()];
+        let dash = match layout {
+            Layout::ByForm => i / COLOURS.len(),
+            Layout::Overlay => form_index,
+        };
+        (RGBColor(r, g, b), DASHES[dash % DASHES.len()])
+    };
+    for (i, panel) in panels.iter().enumerate() {
+        let mine: Vec<&Row> = rows
             .iter()
-            .filter_map(|r| r.busbw.map(|b| (r.bytes as f64, b)))
+            .filter(|r| panel.contains(&r.scope.as_str()))
             .collect();
-        if !with_bw.is_empty() {
-            bw.draw_series(LineSeries::new(with_bw, style))
-                .map_err(err)?;
+        let name = match layout {
+            Layout::ByForm => format!("{}: ", panel[0]),
+            Layout::Overlay => String::new(),
+        };
+        let tmin = mine
+            .iter()
+            .map(|r| r.median_us)
+            .fold(f64::MAX, f64::min)
+            .max(1e-3);
+        let tmax = mine
+            .iter()
+            .map(|r| r.median_us)
+            .fold(0.0, f64::max)
+            .max(tmin * 2.0);
+        let bwmax = mine
+            .iter()
+            .filter_map(|r| r.busbw)
+            .fold(0.0, f64::max)
+            .max(1e-3);
+        let mut lat = ChartBuilder::on(&cells[i])
+            .caption(format!("{name}latency"), ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(45)
+            .y_label_area_size(65)
+            .build_cartesian_2d(
+                (bmin..bmax).log_scale().base(2.0),
+                (tmin * 0.8..tmax * 1.25).log_scale().base(2.0),
+            )
+            .map_err(err)?;
+        lat.configure_mesh()
+            .x_labels(6)
+            .y_labels(8)
+            .light_line_style(TRANSPARENT)
+            .x_label_formatter(&|b| metrics::format_bytes(b.round() as u64))
+            .y_label_formatter(&|t| tick(*t))
+            .x_desc("bytes")
+            .y_desc("latency (us)")
+            .label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 15))
+            .draw()
+            .map_err(err)?;
+        let mut bw = ChartBuilder::on(&cells[panels.len() + i])
+            .caption(format!("{name}bus bandwidth"), ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(45)
+            .y_label_area_size(65)
+            .build_cartesian_2d((bmin..bmax).log_scale().base(2.0), 0.0..bwmax * 1.1)
+            .map_err(err)?;
+        bw.configure_mesh()
+            .x_labels(6)
+            .light_line_style(TRANSPARENT)
+            .x_label_formatter(&|b| metrics::format_bytes(b.round() as u64))
+            .x_desc("bytes")
+            .y_desc("busbw (GB/s)")
+            .label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 15))
+            .draw()
+            .map_err(err)?;
+        for coll in &colls {
+            for (form_index, form) in panel.iter().enumerate() {
+                let pts: Vec<&Row> = mine
+                    .iter()
+                    .filter(|r| r.collective == *coll && r.scope == *form)
+                    .copied()
+                    .collect();
+                let (colour, dash) = look(coll, form_index);
+                let style = ShapeStyle::from(colour).stroke_width(2);
+                let lat_pts: Vec<(f64, f64)> = pts
+                    .iter()
+                    .map(|r| (r.bytes as f64, r.median_us.max(tmin)))
+                    .collect();
+                let bw_pts: Vec<(f64, f64)> = pts
+                    .iter()
+                    .filter_map(|r| r.busbw.map(|b| (r.bytes as f64, b)))
+                    .collect();
+                let dots = |p: &[(f64, f64)]| -> Vec<Circle<(f64, f64), u32>> {
+                    p.iter()
+                        .map(|&c| Circle::new(c, 3, style.filled()))
+                        .collect()
+                };
+                lat.draw_series(dots(&lat_pts)).map_err(err)?;
+                bw.draw_series(dots(&bw_pts)).map_err(err)?;
+                match dash {
+                    None => {
+                        lat.draw_series(LineSeries::new(lat_pts, style))
+                            .map_err(err)?;
+                        bw.draw_series(LineSeries::new(bw_pts, style))
+                            .map_err(err)?;
+                    }
+                    Some((on, off)) => {
+                        lat.draw_series(DashedLineSeries::new(lat_pts, on, off, style))
+                            .map_err(err)?;
+                        bw.draw_series(DashedLineSeries::new(bw_pts, on, off, style))
+                            .map_err(err)?;
+                    }
+                }
+            }
         }
     }
-    lat.configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperLeft)
-        .label_font(("sans-serif", 11))
-        .draw()
-        .map_err(err)?;
+    // The legend: each collective's line; under Overlay, each form's dashes.
+    let text =
+        TextStyle::from(("sans-serif", 15).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+    let mut entries: Vec<(String, RGBColor, Dash)> = colls
+        .iter()
+        .map(|c| {
+            let (colour, dash) = look(c, 0);
+            (c.to_string(), colour, dash)
+        })
+        .collect();
+    if layout == Layout::Overlay && forms.len() > 1 {
+        entries.extend(
+            forms
+                .iter()
+                .enumerate()
+                .map(|(i, f)| (f.to_string(), BLACK, DASHES[i % DASHES.len()])),
+        );
+    }
+    for (i, (name, colour, dash)) in entries.into_iter().enumerate() {
+        let y = 50 + 22 * i as i32;
+        let style = ShapeStyle::from(colour).stroke_width(3);
+        let (on, off) = dash.map_or((34, 0), |(on, off)| (on as i32, off as i32));
+        let mut x = 10;
+        while x < 44 {
+            legend
+                .draw(&PathElement::new(
+                    vec![(x, y), ((x + on).min(44), y)],
+                    style,
+                ))
+                .map_err(err)?;
+            x += on + off;
+        }
+        legend
+            .draw(&Text::new(name, (52, y), text.clone()))
+            .map_err(err)?;
+    }
     root.present().map_err(err)?;
     Ok(())
 }
+
+/// The lines' colours (Tableau 10: apart from each other and dark enough on
+/// white).
+const COLOURS: [(u8, u8, u8); 10] = [
+    (31, 119, 180),
+    (255, 127, 14),
+    (44, 160, 44),
+    (214, 39, 40),
+    (148, 103, 189),
+    (140, 86, 75),
+    (227, 119, 194),
+    (127, 127, 127),
+    (188, 189, 34),
+    (23, 190, 207),
+];
+
+/// A line's dashes: `None` solid, else pixels drawn and skipped.
+type Dash = Option<(u32, u32)>;
+
+/// The lines' dashes: solid, then dashed, then dotted.
+const DASHES: [Dash; 3] = [None, Some((8, 5)), Some((3, 3))];
 
 #[cfg(test)]
 mod tests {
@@ -717,6 +927,180 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names.len(), 2, "{names:?}");
+    }
+
+    /// A row of `coll` in `scope` at `bytes` with a median, a busbw and a
+    /// roofline share, and a wrong count.
+    fn at(
+        coll: &str,
+        scope: &str,
+        bytes: u64,
+        median_us: f64,
+        busbw: Option<f64>,
+        roofline_pct: Option<f64>,
+        wrong: Option<u64>,
+    ) -> Row {
+        Row {
+            collective: coll.into(),
+            scope: scope.into(),
+            median_us,
+            busbw,
+            roofline_pct,
+            wrong,
+            ..row(bytes)
+        }
+    }
+
+    /// One line per collective in the order met, a column per form present
+    /// (in the sweep's order, whatever the rows' order), the latency at the
+    /// collective's smallest size, the best busbw of any size and form with
+    /// that row's roofline share; then the floors and the counts.
+    #[test]
+    fn summary_has_a_line_per_collective_then_floors_and_counts() {
+        let rows = [
+            at("barrier", "host", 0, 7.04, None, None, None),
+            at("reduce", "host", 8, 11.84, Some(0.004), Some(0.3), Some(0)),
+            at("reduce", "host", 64, 12.0, Some(0.032), Some(2.0), Some(0)),
+            at(
+                "reduce",
+                "host",
+                131072,
+                150.0,
+                Some(1.311),
+                Some(23.8),
+                Some(0),
+            ),
+            at(
+                "reduce",
+                "work_group",
+                8,
+                8052.46,
+                Some(0.0),
+                Some(0.01),
+                Some(2),
+            ),
+            at(
+                "reduce",
+                "work_group",
+                131072,
+                9000.0,
+                Some(21.5),
+                Some(41.0),
+                Some(0),
+            ),
+            // A form first met after others: still in the sweep's column.
+            at("barrier", "thread", 0, 3936.5, None, None, None),
+            at("allreduce", "host", 8, 8.4, None, None, Some(0)),
+            // No host row, and a best busbw without a roofline.
+            at("gather", "queue", 8, 1881.56, Some(0.25), None, Some(0)),
+        ];
+        let got = summary(&rows, &FLOORS, 3);
+        let want = [
+            "summary: latency in us (median per call) at each collective's smallest size; \
+             the best busbw in GB/s, where, and its share of the copy roofline",
+            "collective       bytes      host    thread work_group     queue      busbw  at               roofline",
+            "barrier              0       7.0    3936.5          -         -          -",
+            "reduce               8      11.8         -     8052.5         -     21.500  128K work_group     41.0%",
+            "gather               8         -         -          -    1881.6      0.250  8 queue                 -",
+            "host only, us at 8: allreduce 8.4",
+            "floors: empty submit 30.0 us (40.0 us with every PE submitting); one dispatch 50.0 us \
+             (every PE); atomic barrier -; copy 1.00 GB/s (read + write); host memcpy 4.00 GB/s \
+             (read + write)",
+            "rows=9 checked=7 wrong=2 skipped=3",
+        ];
+        assert_eq!(got, want);
+    }
+
+    /// Only the forms present get a column; no rows, no collective lines.
+    #[test]
+    fn summary_of_one_form_and_of_none() {
+        let rows = [at(
+            "broadcast",
+            "host",
+            1024,
+            20.0,
+            Some(0.05),
+            Some(3.0),
+            Some(0),
+        )];
+        let got = summary(&rows, &FLOORS, 0);
+        assert_eq!(
+            got[1],
+            "collective       bytes      host      busbw  at               roofline"
+        );
+        assert_eq!(
+            got[2],
+            "broadcast           1K      20.0      0.050  1K host              3.0%"
+        );
+        assert_eq!(got.len(), 5);
+        let none = summary(&[], &FLOORS, 0);
+        assert_eq!(none.len(), 4);
+        assert_eq!(none[3], "rows=0 checked=0 wrong=0 skipped=0");
+    }
+
+    /// Host-only collectives share lines, grouped by smallest size, wrapped
+    /// under the lead at the width of the table.
+    #[test]
+    fn host_only_collectives_share_wrapped_lines() {
+        let cells: Vec<(u64, String)> = (0..9)
+            .map(|i| (8, format!("collective_{i} {}.5", 10 + i)))
+            .chain([(64, "alltoallv 16.3".to_string())])
+            .collect();
+        let got = host_only_lines(&cells);
+        let want = [
+            "host only, us at 8: collective_0 10.5, collective_1 11.5, collective_2 12.5, collective_3 13.5,",
+            "                    collective_4 14.5, collective_5 15.5, collective_6 16.5, collective_7 17.5,",
+            "                    collective_8 18.5",
+            "host only, us at 64: alltoallv 16.3",
+        ];
+        assert_eq!(got, want);
+        assert!(got.iter().all(|l| l.len() <= HOST_ONLY_WIDTH + 1));
+        assert!(host_only_lines(&[]).is_empty());
+    }
+
+    /// The sweep's plot: a latency and a busbw panel per form, one legend
+    /// naming each collective that has a size (not barrier's 0 bytes).
+    #[test]
+    fn plot_has_panels_per_form_and_one_legend() {
+        let dir = tempfile::tempdir().unwrap();
+        let svg = dir.path().join("p.svg");
+        let rows = [
+            at("barrier", "host", 0, 7.0, None, None, None),
+            at("reduce", "host", 8, 11.0, Some(0.004), None, None),
+            at("reduce", "host", 65536, 20.0, Some(0.3), None, None),
+            at("fcollect", "thread", 8, 900.0, Some(0.001), None, None),
+            at("fcollect", "thread", 65536, 950.0, Some(0.01), None, None),
+        ];
+        plot(&svg, &rows, "a sweep", Layout::ByForm).unwrap();
+        let svg_text = std::fs::read_to_string(&svg).unwrap();
+        // The SVG's texts: what lies between each `<text …>` and `</text>`.
+        let texts: Vec<&str> = svg_text
+            .split("<text")
+            .skip(1)
+            .filter_map(|t| Some(t.split_once('>')?.1.split_once("</text>")?.0.trim()))
+            .collect();
+        for want in [
+            "a sweep",
+            "host: latency",
+            "host: bus bandwidth",
+            "thread: latency",
+            "thread: bus bandwidth",
+            "reduce",
+            "fcollect",
+            "latency (us)",
+            "busbw (GB/s)",
+            // Sizes labelled as --max-bytes takes them.
+            "2K",
+            "32K",
+        ] {
+            assert!(texts.contains(&want), "{want} missing from {texts:?}");
+        }
+        assert!(!texts.contains(&"barrier"), "{texts:?}");
+        // PNG by extension too; anything else is refused.
+        let png = dir.path().join("p.png");
+        plot(&png, &rows, "a sweep", Layout::ByForm).unwrap();
+        assert_eq!(&std::fs::read(&png).unwrap()[1..4], b"PNG");
+        assert!(plot(&dir.path().join("p.jpg"), &rows, "x", Layout::ByForm).is_err());
     }
 
     /// Table rows line up under the header's columns.
