@@ -110,8 +110,8 @@ pub fn init() -> Result<Context> {
 }
 
 /// Joins the job on a Vulkan device the program created: see
-/// [`Context::init_on_device`] (and the README's "Using vkshmem inside your
-/// own Vulkan or wgpu program"). Logs as [`init`] does.
+/// [`Context::init_on_device`] (and `docs/own-device.md`). Logs as [`init`]
+/// does.
 ///
 /// # Safety
 /// As [`Context::init_on_device`].
@@ -133,3 +133,12 @@ fn log_to_stderr() {
             .try_init();
     }
 }
+
+/// The README's and the guides' Rust examples, compiled and run by
+/// `cargo test --doc` (the README's as a job of one PE), so that they follow
+/// the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+#[doc = include_str!("../docs/own-device.md")]
+#[doc = include_str!("../docs/device-code.md")]
+pub struct DocExamples;

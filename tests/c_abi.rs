@@ -125,7 +125,7 @@ fn c_collectives_and_teams_hold_on_1_to_4_and_8_pes() {
     run_ok("coll", 4, &[("VKSHMEM_TRANSPORT", "staged:2")]);
 }
 
-/// The README's two commands: `oshcc -o hello hello.c && oshrun -n 4 ./hello`
+/// The two commands of `docs/c-programs.md`: `oshcc -o hello hello.c && oshrun -n 4 ./hello`
 /// (and the mpirun spelling `-np`).
 #[test]
 fn c_hello_through_oshcc_and_oshrun() {

@@ -11,7 +11,7 @@
 //! an atomic an atomic instruction on it: host memory shared by the
 //! node's processes.
 //!
-//! What it cannot do (documented in the README): a PE of another node
+//! What it cannot do (documented in `docs/c-programs.md`): a PE of another node
 //! (mpirun) has no mapping, so RMA and atomics on its globals end the PE
 //! with a message (collectives work: they move globals through the
 //! bootstrap); device code never sees globals (they are not device memory);
