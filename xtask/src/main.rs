@@ -8,9 +8,12 @@
 //!   built with the test build's features: xtask itself does not depend on the
 //!   device crate, which it would build a second time).
 //! - `cargo xtask bench`: the same set-up, then `vkshmem-bench` on 4 PEs on the
-//!   default Vulkan device (every collective in every form, verified), printed
-//!   as a table row by row and written to `target/bench/vkshmem.{csv,json}` as
-//!   it goes (a failed run keeps the rows measured before it); `--compare-mpi`
+//!   default Vulkan device (every collective in every form, verified), written
+//!   to `target/bench/vkshmem.{csv,json}` row by row as it goes (a failed run
+//!   keeps the rows measured before it); on a terminal a progress bar stands
+//!   for the rows, elsewhere they are printed as they come; it ends with a
+//!   summary of a line per collective, the plot
+//!   (`target/bench/vkshmem.{svg,png}`) and where the files are; `--compare-mpi`
 //!   also runs the same sweep through Open MPI (`benches/mpi/mpi_bench.c`,
 //!   installed and built here) and prints both side by side, then the bus
 //!   bandwidth of both against size as a table and a plot
@@ -20,6 +23,7 @@
 //!   ends with a short one.
 
 mod deps;
+mod docs_check;
 mod soak;
 
 use std::path::{Path, PathBuf};
@@ -45,7 +49,8 @@ enum Cmd {
     },
     /// Validate every shipped kernel and the device library with naga and spirv-val.
     Shaders,
-    /// Run the benchmark on the default Vulkan device and print the table.
+    /// Run the benchmark on the default Vulkan device: a summary on screen, every
+    /// row and a plot in target/bench/.
     Bench(BenchArgs),
     /// Run random sequences of checked collectives for a while.
     Soak(soak::SoakArgs),
@@ -144,6 +149,12 @@ fn test(args: &[String]) -> Result<()> {
     // the examples the tests run as PEs, before any test runs. `--lib` builds
     // libvkshmem_c.so, which oshcc links the C tests against (tests/c_abi.rs).
     build_as_tested(&["--lib", "--bins", "--examples"])?;
+    // What docs/mpirun.md tells a reader to build (see docs_check.rs).
+    docs_check::check_documented(&root(), |args| {
+        let mut c = cargo();
+        c.args(args);
+        run(c)
+    })?;
     check_shaders()?;
     let mut t = cargo();
     t.args(["test", "--workspace", "--features", TEST_FEATURES]);
@@ -266,6 +277,135 @@ fn csv_rows(text: &str) -> Vec<std::collections::HashMap<String, String>> {
         .collect()
 }
 
+/// Runs the sweep `c` (vkshmem-bench under its launcher), its stdout copied
+/// line by line to `log`. Where stdout is a terminal, a progress bar stands
+/// for the table's rows (they are in the CSV and `log`), and the lines
+/// around the table pass (the table's notes, such as what was skipped, stay
+/// in `log`); elsewhere (CI, a pipe) every line passes as it comes, as the
+/// bench printed it.
+fn run_sweep(mut c: Command, log: &Path) -> Result<()> {
+    use std::io::{BufRead, IsTerminal, Write};
+    eprintln!("xtask: running {c:?}");
+    let mut child = c
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .with_context(|| format!("starting {c:?}"))?;
+    let stdout = child.stdout.take().expect("stdout piped");
+    let mut screen = std::io::stdout().is_terminal().then(Screen::new);
+    let copied = (|| -> Result<()> {
+        let mut file = std::io::LineWriter::new(
+            std::fs::File::create(log).with_context(|| format!("{}", log.display()))?,
+        );
+        for line in std::io::BufReader::new(stdout).split(b'\n') {
+            let mut line = line?;
+            line.push(b'\n');
+            file.write_all(&line)?;
+            match &mut screen {
+                Some(s) => s.line(&String::from_utf8_lossy(&line)),
+                None => {
+                    let mut out = std::io::stdout().lock();
+                    out.write_all(&line)?;
+                    out.flush()?;
+                }
+            }
+        }
+        Ok(())
+    })();
+    if let Some(s) = screen {
+        s.end();
+    }
+    let st = child.wait().with_context(|| format!("waiting for {c:?}"))?;
+    if !st.success() {
+        bail!("{c:?} failed ({st})");
+    }
+    copied
+}
+
+/// vkshmem-bench's output on a terminal: the lines before the table, a
+/// progress bar for the table (sized by the bench's `# sweep: N sizes` line),
+/// then the summary (from its `# summary:` line on).
+struct Screen {
+    bar: indicatif::ProgressBar,
+    part: Part,
+}
+
+/// Where in vkshmem-bench's output a line falls.
+enum Part {
+    Head,
+    Table,
+    Summary,
+}
+
+impl Screen {
+    fn new() -> Screen {
+        let bar =
+            indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stdout());
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{elapsed_precise} {spinner} {msg}")
+                .expect("a valid template"),
+        );
+        bar.set_message("starting the PEs, measuring the floors and the copy roofline");
+        bar.enable_steady_tick(std::time::Duration::from_millis(200));
+        Screen {
+            bar,
+            part: Part::Head,
+        }
+    }
+
+    /// One line of the bench's stdout (with its newline).
+    fn line(&mut self, line: &str) {
+        let line = line.trim_end_matches(['\n', '\r']);
+        if line.starts_with("# summary:") {
+            self.bar.finish_and_clear();
+            self.part = Part::Summary;
+        }
+        match self.part {
+            Part::Head if line.starts_with("# median_us:") => {
+                // The table begins.
+                self.part = Part::Table;
+                self.bar.set_style(
+                    indicatif::ProgressStyle::with_template(
+                        "{elapsed_precise} [{bar:30}] {pos}/{len} {msg}",
+                    )
+                    .expect("a valid template")
+                    .progress_chars("=> "),
+                );
+                self.bar.set_message("");
+            }
+            Part::Head => {
+                let sizes = line
+                    .strip_prefix("# sweep: ")
+                    .and_then(|r| r.split_whitespace().next().and_then(|n| n.parse().ok()));
+                if let Some(n) = sizes {
+                    self.bar.set_length(n);
+                }
+                self.bar.println(line);
+            }
+            Part::Table if line.starts_with("# phases ") => self.bar.println(line),
+            Part::Table if line.starts_with('#') => {}
+            Part::Table => {
+                let f: Vec<&str> = line.split_whitespace().collect();
+                // A row: collective, scope, type, op, npes, bytes, …; not the
+                // column names.
+                if f.len() > 5 && f[0] != "collective" {
+                    self.bar.inc(1);
+                    self.bar
+                        .set_message(format!("{} {} {} B", f[0], f[1], f[5]));
+                }
+            }
+            Part::Summary => println!("{line}"),
+        }
+    }
+
+    /// The output ended: a bar still drawn (the sweep stopped before its
+    /// summary) stays where it got to.
+    fn end(self) {
+        if !self.bar.is_finished() {
+            self.bar.abandon();
+        }
+    }
+}
+
 fn bench(a: &BenchArgs) -> Result<()> {
     deps::ensure()?;
     if a.nodes.is_some() {
@@ -286,9 +426,11 @@ fn bench(a: &BenchArgs) -> Result<()> {
     }
     let csv = out_dir.join("vkshmem.csv");
     let json = out_dir.join("vkshmem.json");
+    let plots = [out_dir.join("vkshmem.svg"), out_dir.join("vkshmem.png")];
+    let log = out_dir.join("vkshmem.txt");
     // A run that fails before its first row must not leave the last run's rows
     // looking like its own.
-    for f in [&csv, &json] {
+    for f in [&csv, &json, &log].into_iter().chain(&plots) {
         let _ = std::fs::remove_file(f);
     }
     let mut c = launcher(&dir, a.nodes);
@@ -301,12 +443,20 @@ fn bench(a: &BenchArgs) -> Result<()> {
         .arg(&csv)
         .arg("--json")
         .arg(&json)
+        .arg("--plot")
+        .arg(&plots[0])
+        .arg("--plot")
+        .arg(&plots[1])
         .args(&a.extra);
-    // The table goes straight to the terminal, row by row (the progress bar too).
-    if let Err(e) = run(c) {
+    if let Err(e) = run_sweep(c, &log) {
         report_partial(&csv, &json);
         return Err(e);
     }
+    println!(
+        "# files in {}: vkshmem.csv and vkshmem.json (every row), vkshmem.svg and vkshmem.png \
+         (the plot), vkshmem.txt (the whole output, every row and what was skipped)",
+        out_dir.display()
+    );
     if !a.compare_mpi {
         return Ok(());
     }
