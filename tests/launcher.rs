@@ -1719,9 +1719,13 @@ fn bench_check_reports_no_wrong_elements() {
             "{row}"
         );
     }
+    // A latency and a busbw panel per form, one legend line per collective.
     let svg = std::fs::read_to_string(&plot).unwrap();
     assert!(
-        svg.contains("<svg") && svg.contains("reduce work_group"),
+        svg.contains("<svg")
+            && svg.contains("\nwork_group: latency\n")
+            && svg.contains("\nwork_group: bus bandwidth\n")
+            && svg.contains("\nreduce\n"),
         "{svg}"
     );
     // The queue scope: chains of queued collectives, checked, on both sides
