@@ -98,9 +98,10 @@ pub use vkshmem_host::{
 
 /// Joins the job: see [`Context::init`].
 ///
-/// When `RUST_LOG` is set and the program has not installed a `tracing` subscriber
-/// of its own, this installs one that writes to stderr, so that `RUST_LOG=info`
-/// shows which device each PE took and why, with no code in the program.
+/// When `RUST_LOG` (or OpenSHMEM's `SHMEM_DEBUG`) is set and the program has not
+/// installed a `tracing` subscriber of its own, this installs one that writes to
+/// stderr, so that `RUST_LOG=info` shows which device each PE took and why, with
+/// no code in the program.
 ///
 /// # Errors
 /// As [`Context::init`].
@@ -125,9 +126,9 @@ pub unsafe fn init_on_device(dev: UserDevice) -> Result<Context> {
 }
 
 fn log_to_stderr() {
-    if vkshmem_host::config::is_set(vkshmem_host::config::ENV_RUST_LOG) {
+    if let Some(filter) = vkshmem_host::config::log_filter(vkshmem_host::config::env) {
         let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
             .with_writer(std::io::stderr)
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .try_init();

@@ -332,6 +332,215 @@ fn c_global_exit_ends_the_job() {
     }
 }
 
+/// Runs `tests/c/<name>.c ARGS…` on `n` PEs with `env` added.
+fn run_c(name: &str, n: u32, args: &[&str], env: &[(&str, &str)]) -> common::Run {
+    let exe = compile(name);
+    let np = n.to_string();
+    let mut all = vec!["-n", &np, &exe];
+    all.extend_from_slice(args);
+    run_vkshmrun_env(&all, env, TIMEOUT, Leftovers::Forbidden, |_| {})
+}
+
+/// OpenSHMEM 1.5: a `start_pes` program needs no `shmem_finalize`; the
+/// library finalizes it collectively at exit, and vkshmem does the same
+/// after `shmem_init`. Returning from `main` or calling `exit(0)` after a
+/// collective ends the job with status 0, every PE's last line (held in C's
+/// buffer until the exit) printed, also when one PE leaves a second late.
+#[test]
+fn c_start_pes_and_init_finalize_implicitly_at_exit() {
+    for n in [1, 2, 4] {
+        let sum = n * (n + 1) / 2;
+        for mode in ["start-pes", "init", "exit", "late"] {
+            let r = run_c("implicit", n, &[mode], &[]);
+            let mut got: Vec<&str> = r.stdout.lines().collect();
+            got.sort_unstable();
+            let want: Vec<String> = (0..n)
+                .map(|p| format!("implicit: ok {p} of {n} ({mode}, sum {sum})"))
+                .collect();
+            assert!(
+                r.code == Some(0) && got == want && !r.stderr.contains("finaliz"),
+                "implicit {mode} on {n} PEs: exit {:?}\nstdout:\n{}\nstderr:\n{}",
+                r.code,
+                r.stdout,
+                r.stderr
+            );
+        }
+    }
+}
+
+/// A PE that returns a non-zero status without `shmem_finalize` failed: it
+/// is not finalized at exit, and the job ends with its status, naming it,
+/// as before implicit finalization.
+#[test]
+fn c_a_failing_exit_is_reported_not_finalized() {
+    for n in [1, 2, 4] {
+        let r = run_c("implicit", n, &["fail"], &[]);
+        let pe = if n > 1 { 1 } else { 0 };
+        assert!(
+            r.code == Some(3) && r.stderr.contains(&format!("PE {pe} exited with code 3")),
+            "implicit fail on {n} PEs: exit {:?}\n{}",
+            r.code,
+            r.stderr
+        );
+    }
+}
+
+/// `SHMEM_SYMMETRIC_SIZE=1280M`, as a program's instructions would say,
+/// gives each PE a heap that a 1 GiB `shmem_malloc` fits in; the block is
+/// written and read at its start, middle and end, locally and by puts and
+/// gets between PEs. Without it the default heap is too small.
+#[test]
+fn c_shmem_symmetric_size_holds_a_1_gib_malloc() {
+    for n in [1, 2, 4] {
+        let r = run_c(
+            "spec_env",
+            n,
+            &["big"],
+            &[("SHMEM_SYMMETRIC_SIZE", "1280M")],
+        );
+        let oks = r
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("spec_env: ok"))
+            .count();
+        assert!(
+            r.code == Some(0) && oks == n as usize,
+            "spec_env big on {n} PEs: exit {:?}, {oks} ok lines\n{}\n{}",
+            r.code,
+            r.stdout,
+            r.stderr
+        );
+    }
+    let r = run_c("spec_env", 2, &["big"], &[]);
+    assert!(
+        r.code == Some(1) && r.stderr.contains("shmem_malloc of 1 GiB returned NULL"),
+        "spec_env big without SHMEM_SYMMETRIC_SIZE: exit {:?}\n{}",
+        r.code,
+        r.stderr
+    );
+}
+
+/// `SHMEM_VERSION`: PE 0 alone prints the library's version and the
+/// OpenSHMEM version of `shmem.h` (its `SHMEM_MAJOR_VERSION` and
+/// `SHMEM_MINOR_VERSION`, which the program prints), once per job.
+#[test]
+fn c_shmem_version_prints_the_version_once() {
+    for n in [1, 2, 4] {
+        let r = run_c("spec_env", n, &[], &[("SHMEM_VERSION", "1")]);
+        let header = r
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("spec_env: header "))
+            .unwrap_or_else(|| panic!("no header line:\n{}\n{}", r.stdout, r.stderr));
+        let (vendor, spec) = header.split_once(' ').unwrap();
+        let want = format!("{vendor} {} (OpenSHMEM {spec})", env!("CARGO_PKG_VERSION"));
+        let printed: Vec<&str> = r.stdout.lines().filter(|l| l.starts_with(vendor)).collect();
+        assert!(
+            r.code == Some(0) && printed == [want.as_str()],
+            "SHMEM_VERSION on {n} PEs: exit {:?}, want one `{want}`\n{}\n{}",
+            r.code,
+            r.stdout,
+            r.stderr
+        );
+    }
+    let r = run_c("spec_env", 2, &[], &[("SHMEM_VERSION", "0")]);
+    assert!(!r.stdout.contains("OpenSHMEM"), "{}", r.stdout);
+}
+
+/// `SHMEM_INFO`: PE 0 prints the version, then every user, OpenSHMEM and
+/// tuning setting of the table, one line each, with its value; the heap's
+/// variables show the size in effect, and where both spellings are set the
+/// `VKSHMEM_` one wins with one warning on stderr.
+#[test]
+fn c_shmem_info_lists_every_setting_with_its_value() {
+    use vkshmem_host::config::{Kind, SETTINGS};
+    let value = |stdout: &str, name: &str| -> String {
+        let lines: Vec<&str> = stdout
+            .lines()
+            .filter(|l| l.split_whitespace().next() == Some(name))
+            .collect();
+        assert_eq!(lines.len(), 1, "{name} in\n{stdout}");
+        lines[0]
+            .split_whitespace()
+            .skip(1)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let r = run_c(
+        "spec_env",
+        2,
+        &[],
+        &[
+            ("SHMEM_INFO", "1"),
+            ("SHMEM_SYMMETRIC_SIZE", "96M"),
+            ("VKSHMEM_SYNC_ALGO", "flags"),
+        ],
+    );
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    let heads = r
+        .stdout
+        .lines()
+        .filter(|l| l.ends_with("settings (SHMEM_INFO)"))
+        .count();
+    assert_eq!(heads, 1, "{}", r.stdout);
+    for s in SETTINGS
+        .iter()
+        .filter(|s| matches!(s.kind, Kind::User | Kind::Spec | Kind::Tuning))
+    {
+        value(&r.stdout, s.name);
+    }
+    assert_eq!(
+        value(&r.stdout, "SHMEM_SYMMETRIC_SIZE"),
+        "100663296 bytes (set: 96M)"
+    );
+    assert_eq!(value(&r.stdout, "VKSHMEM_SYNC_ALGO"), "flags (set)");
+    assert_eq!(value(&r.stdout, "SHMEM_INFO"), "1 (set)");
+    assert!(!r.stderr.contains("warning"), "{}", r.stderr);
+
+    let r = run_c(
+        "spec_env",
+        2,
+        &[],
+        &[
+            ("SHMEM_INFO", "yes"),
+            ("SHMEM_SYMMETRIC_SIZE", "32M"),
+            ("VKSHMEM_SYMMETRIC_SIZE", "64M"),
+        ],
+    );
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(
+        value(&r.stdout, "SHMEM_SYMMETRIC_SIZE"),
+        "67108864 bytes (set: 32M, but VKSHMEM_SYMMETRIC_SIZE wins)"
+    );
+    assert_eq!(
+        value(&r.stdout, "VKSHMEM_SYMMETRIC_SIZE"),
+        "67108864 bytes (set: 64M)"
+    );
+    let warnings = r
+        .stderr
+        .lines()
+        .filter(|l| {
+            l.contains("warning: VKSHMEM_SYMMETRIC_SIZE=64M and SHMEM_SYMMETRIC_SIZE=32M disagree")
+        })
+        .count();
+    assert_eq!(warnings, 1, "{}", r.stderr);
+}
+
+/// `SHMEM_DEBUG`: vkshmem's debug log on stderr where `RUST_LOG` is unset;
+/// without it, none.
+#[test]
+fn c_shmem_debug_turns_the_log_on() {
+    let r = run_c("spec_env", 2, &[], &[("SHMEM_DEBUG", "1")]);
+    let debug = |err: &str| {
+        err.lines()
+            .filter(|l| l.contains("DEBUG") && l.contains("vkshmem_host"))
+            .count()
+    };
+    assert!(r.code == Some(0) && debug(&r.stderr) > 0, "{}", r.stderr);
+    let r = run_c("spec_env", 2, &[], &[]);
+    assert!(r.code == Some(0) && debug(&r.stderr) == 0, "{}", r.stderr);
+}
+
 /// Misuse ends the job: exit status 1 and a message naming the C call.
 #[test]
 fn c_misuse_names_the_call() {
@@ -398,6 +607,32 @@ fn c_collectives_hold_under_mpirun_across_nodes() {
     assert!(
         r.code == Some(0) && oks == 4,
         "coll under mpirun 2x2: exit {:?}, {oks} ok lines\n{}\n{}",
+        r.code,
+        r.stdout,
+        r.stderr
+    );
+}
+
+/// Under mpirun as 2 nodes of 2 PEs: a `start_pes` program that returns
+/// from `main` is finalized at exit, MPI included, and mpirun exits 0.
+#[cfg(feature = "mpi")]
+#[test]
+fn c_implicit_finalize_under_mpirun() {
+    let exe = compile("implicit");
+    let r = common::mpirun(
+        4,
+        &[&exe, "start-pes"],
+        &[("VKSHMEM_NODE_SIZE", "2")],
+        TIMEOUT,
+    );
+    let oks = r
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("implicit: ok") && l.ends_with("(start-pes, sum 10)"))
+        .count();
+    assert!(
+        r.code == Some(0) && oks == 4,
+        "implicit start-pes under mpirun 2x2: exit {:?}, {oks} ok lines\n{}\n{}",
         r.code,
         r.stdout,
         r.stderr

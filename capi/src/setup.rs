@@ -82,10 +82,11 @@ pub fn init(call: &str) {
     if STATE.get().is_some() {
         return;
     }
-    if vkshmem_host::config::is_set(vkshmem_host::config::ENV_RUST_LOG) {
+    if let Some(filter) = vkshmem_host::config::log_filter(vkshmem_host::config::env) {
         let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
             .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .try_init();
     }
     // Before any thread of ours exists: the data segment is copied and
@@ -126,7 +127,53 @@ pub fn init(call: &str) {
     if STATE.set(state).is_err() {
         fatal(call, "initialised twice at once");
     }
+    finalize_at_exit(call);
     st(call).ctx.barrier_all().or_die(call);
+}
+
+/// Makes a normal exit (a return from `main`, `exit(0)`) finalize a PE
+/// that did not call `shmem_finalize`: OpenSHMEM finalizes a `start_pes`
+/// program implicitly, collectively, at exit, and the reference
+/// implementations do the same after `shmem_init`. Registered at the end of
+/// init, so the exit handlers the program registers later (which may still
+/// call the library) run first, and those the Vulkan driver registered
+/// during init run after. A non-zero status is a failure the launcher must
+/// report, and its peers may never reach the finalize's barrier: that exit
+/// finalizes nothing. `fatal` and `shmem_global_exit` end the process with
+/// `_exit`, which runs no handler.
+fn finalize_at_exit(call: &str) {
+    // SAFETY: registers a handler that is a plain `extern "C"` function of
+    // this library, which stays loaded until the process ends.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    let failed = unsafe { on_exit(at_exit, std::ptr::null_mut()) } != 0;
+    // SAFETY: as above.
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let failed = unsafe { libc::atexit(at_exit_any) } != 0;
+    if failed {
+        fatal(call, "cannot register the implicit finalize at exit");
+    }
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+extern "C" {
+    /// glibc's `atexit` whose handler also gets the exit status.
+    fn on_exit(
+        handler: extern "C" fn(std::ffi::c_int, *mut c_void),
+        arg: *mut c_void,
+    ) -> std::ffi::c_int;
+}
+
+/// The implicit finalize: runs at exit with the exit status.
+extern "C" fn at_exit(status: std::ffi::c_int, _arg: *mut c_void) {
+    if status == 0 && STATE.get().is_some() && !FINALIZED.load(Ordering::Acquire) {
+        finalize_as("shmem_finalize (implicit, at exit)");
+    }
+}
+
+/// [`at_exit`] where the C library does not tell the status.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+extern "C" fn at_exit_any() {
+    at_exit(0, std::ptr::null_mut());
 }
 
 /// `shmem_init_thread`: every level is provided (the host library is
@@ -158,13 +205,18 @@ pub fn query_thread(provided: *mut i32) {
 /// `shmem_finalize`: a barrier, then this PE leaves the job. Later calls
 /// (but a second finalize, which does nothing) end the PE with a message.
 pub fn finalize() {
+    finalize_as("shmem_finalize");
+}
+
+/// [`finalize`], its errors naming `call`.
+fn finalize_as(call: &str) {
     let Some(s) = STATE.get() else {
-        fatal("shmem_finalize", "called before shmem_init")
+        fatal(call, "called before shmem_init")
     };
     if FINALIZED.swap(true, Ordering::AcqRel) {
         return;
     }
-    s.ctx.finalize_in_place().or_die("shmem_finalize");
+    s.ctx.finalize_in_place().or_die(call);
 }
 
 /// `shmem_global_exit`: C's streams flushed, the job told (the launcher

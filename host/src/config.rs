@@ -11,7 +11,9 @@
 
 use crate::error::{Error, Result};
 
+mod spec;
 mod table;
+pub use spec::*;
 pub use table::{declared, setting, Kind, Setting, SETTINGS};
 
 /// The process environment's value of `name` (`None` when unset or not
@@ -199,19 +201,10 @@ pub fn foreign_launch(
     })
 }
 
-/// Reads `VKSHMEM_SYMMETRIC_SIZE` through `get`, or the default.
+/// The heap's size in bytes ([`heap_size_setting`]: `VKSHMEM_SYMMETRIC_SIZE`,
+/// else `SHMEM_SYMMETRIC_SIZE`, else the default).
 pub fn heap_size(get: impl Fn(&str) -> Option<String>) -> Result<u64> {
-    match get(ENV_HEAP_SIZE) {
-        None => Ok(DEFAULT_HEAP_SIZE),
-        Some(v) => match parse_size(&v) {
-            Some(n) if n > 0 => Ok(n),
-            _ => Err(Error::Config {
-                var: ENV_HEAP_SIZE,
-                value: v,
-                why: "expected a positive size such as 512M or 2G".into(),
-            }),
-        },
-    }
+    heap_size_setting(get).map(|h| h.bytes)
 }
 
 /// Seconds a device-side wait may take before it becomes an error; unset: no limit.

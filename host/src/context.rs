@@ -237,6 +237,18 @@ fn wide_unit_for(
     }
 }
 
+/// Prints what `SHMEM_VERSION` or `SHMEM_INFO` asked for on stdout, at
+/// once: a C program's own output goes through C's buffers, so it comes
+/// after this however it is buffered.
+fn report_at_init(text: Option<String>) {
+    use std::io::Write;
+    if let Some(text) = text {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+    }
+}
+
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A poisoned mutex means a panic elsewhere in this PE; the guarded state is
     // still usable for tearing down.
@@ -311,7 +323,11 @@ impl Context {
         let nodes: Option<Vec<u32>> = None;
         #[cfg(not(feature = "mpi"))]
         let job = config::job_env(get)?;
-        let heap_size = config::heap_size(get)?;
+        let heap_setting = config::heap_size_setting(get)?;
+        let heap_size = heap_setting.bytes;
+        if let Some(conflict) = heap_setting.conflict.as_deref().filter(|_| job.pe == 0) {
+            config::warn_user(conflict);
+        }
         let policy = WaitPolicy::from_env(get, job.npes)?;
         let host_mapped_max = config::host_mapped_max(get)?;
         let submit = config::submit(get)?;
@@ -361,11 +377,14 @@ impl Context {
             .min_storage_offset_alignment
             .max(256)
             .next_power_of_two();
-        let heap_text = get(config::ENV_HEAP_SIZE).unwrap_or_else(|| "(default)".into());
+        let (heap_var, heap_text) = heap_setting
+            .from
+            .clone()
+            .unwrap_or((config::ENV_HEAP_SIZE, "(default)".into()));
         // The control region plus one allocation (every PE computes the same).
         let minimum = layout::control_bytes(job.npes).next_multiple_of(granule) + granule;
         let size_error = |why: String| Error::Config {
-            var: config::ENV_HEAP_SIZE,
+            var: heap_var,
             value: heap_text.clone(),
             why,
         };
@@ -540,6 +559,9 @@ impl Context {
         // has initialised it.
         ctx.sync_all()?;
         ctx.prebuild_host_kernels();
+        if job.pe == 0 {
+            report_at_init(config::init_report(get, &heap_setting));
+        }
         Ok(ctx)
     }
 

@@ -11,6 +11,8 @@ use super::*;
 pub enum Kind {
     /// A user's choice: listed in the README.
     User,
+    /// The OpenSHMEM specification's variables, read beside ours.
+    Spec,
     /// A switch for measuring and tuning on a device: the default is the
     /// measured choice (`benches/RESULTS.md`).
     Tuning,
@@ -25,8 +27,9 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, in the order the listing gives them.
-    pub const ALL: [Kind; 5] = [
+    pub const ALL: [Kind; 6] = [
         Kind::User,
+        Kind::Spec,
         Kind::Tuning,
         Kind::Test,
         Kind::Internal,
@@ -37,6 +40,7 @@ impl Kind {
     pub fn name(self) -> &'static str {
         match self {
             Kind::User => "user",
+            Kind::Spec => "spec",
             Kind::Tuning => "tuning",
             Kind::Test => "test",
             Kind::Internal => "internal",
@@ -48,6 +52,7 @@ impl Kind {
     pub fn title(self) -> &'static str {
         match self {
             Kind::User => "User settings",
+            Kind::Spec => "OpenSHMEM's variables",
             Kind::Tuning => "Tuning",
             Kind::Test => "Test hooks",
             Kind::Internal => "Internal: the launcher's hand-over",
@@ -59,6 +64,12 @@ impl Kind {
     pub fn about(self) -> &'static str {
         match self {
             Kind::User => "What a user sets; the README lists them too.",
+            Kind::Spec => {
+                "The OpenSHMEM 1.5 specification's variables, read beside the `VKSHMEM_*` \
+                 ones (C and Rust programs alike). Where both spellings are set and \
+                 disagree, the `VKSHMEM_*` one wins and a warning says so. A switch is on \
+                 when set to anything but `0`, `false`, `no` or `off`."
+            }
             Kind::Tuning => {
                 "Switches for measuring and tuning on a device. Each default is the \
                  measured choice (`benches/RESULTS.md`); set one to compare, or to tune \
@@ -108,7 +119,7 @@ const fn s(
     }
 }
 
-use Kind::{External, Internal, Test, Tuning, User};
+use Kind::{External, Internal, Spec, Test, Tuning, User};
 
 /// Every variable, once. The parsers of this module read them (through
 /// [`env`](super::env) in production).
@@ -161,6 +172,34 @@ pub const SETTINGS: &[Setting] = &[
         "ranks per node, at least 1",
         "the ranks that share memory",
         "Under mpirun (feature `mpi`): consecutive ranks make a node of this many, which tests the paths between nodes on one machine.",
+    ),
+    s(
+        ENV_SHMEM_SYMMETRIC_SIZE,
+        Spec,
+        "bytes, with an optional K/M/G/T suffix (powers of 1024, fractions allowed with one)",
+        "unset",
+        "Size of each PE's symmetric heap where `VKSHMEM_SYMMETRIC_SIZE` is unset.",
+    ),
+    s(
+        ENV_SHMEM_VERSION,
+        Spec,
+        "a switch",
+        "off",
+        "PE 0 prints the library's version (and the OpenSHMEM version it follows) at init, on stdout.",
+    ),
+    s(
+        ENV_SHMEM_INFO,
+        Spec,
+        "a switch",
+        "off",
+        "PE 0 prints the version and every user, OpenSHMEM and tuning setting with its value at init, on stdout.",
+    ),
+    s(
+        ENV_SHMEM_DEBUG,
+        Spec,
+        "a switch",
+        "off",
+        "Where `RUST_LOG` is unset: vkshmem's debug log on stderr (`tracing` at level debug for vkshmem's crates).",
     ),
     s(
         ENV_FENCE_SPIN,
@@ -394,7 +433,15 @@ mod tests {
                 );
             }
             let ours = s.name.starts_with("VKSHMEM_");
-            assert_eq!(ours, s.kind != Kind::External, "{}", s.name);
+            assert_eq!(
+                ours,
+                !matches!(s.kind, Kind::External | Kind::Spec),
+                "{}",
+                s.name
+            );
+            if s.kind == Kind::Spec {
+                assert!(s.name.starts_with("SHMEM_"), "{}", s.name);
+            }
         }
         for (var, _) in FOREIGN_LAUNCHERS {
             assert!(setting(var).is_none() && declared(var), "{var}");
