@@ -110,6 +110,54 @@ fn c_atomics_hold_on_1_to_4_and_8_pes() {
     run_ok("amo", 3, &[("VKSHMEM_TRANSPORT", "staged:2")]);
 }
 
+/// `shmem_align` to 8 KiB, 64 KiB and 2 MiB gives aligned addresses on every
+/// PE (lavapipe's heaps are mapped at 2 MiB boundaries), and 2 GiB gives NULL
+/// with a message naming the largest alignment available.
+#[test]
+fn c_align_up_to_2_mib_on_1_2_and_4_pes() {
+    let exe = compile("align");
+    let runs: [(u32, &[(&str, &str)]); 4] = [
+        (1, &[]),
+        (2, &[]),
+        (4, &[]),
+        (3, &[("VKSHMEM_TRANSPORT", "staged:2")]),
+    ];
+    for (n, env) in runs {
+        let np = n.to_string();
+        let r = run_vkshmrun_env(
+            &["-n", &np, &exe],
+            env,
+            TIMEOUT,
+            Leftovers::Forbidden,
+            |_| {},
+        );
+        let oks = r.stdout.lines().filter(|l| *l == "align: ok").count();
+        let refusals: Vec<u64> = r
+            .stderr
+            .lines()
+            .filter_map(|l| {
+                l.strip_prefix(
+                    "vkshmem: shmem_align: alignment 2147483648 is more than the heap mappings \
+                     share (the largest alignment available is ",
+                )?
+                .strip_suffix("): NULL")?
+                .parse()
+                .ok()
+            })
+            .collect();
+        assert!(
+            r.code == Some(0)
+                && oks == n as usize
+                && refusals.len() == n as usize
+                && refusals.iter().all(|&a| a >= 2 << 20 && a.is_power_of_two()),
+            "align on {n} PEs {env:?}: exit {:?}, {oks} ok lines, refusals {refusals:?}\nstdout:\n{}\nstderr:\n{}",
+            r.code,
+            r.stdout,
+            r.stderr
+        );
+    }
+}
+
 #[test]
 fn c_waits_signals_locks_and_barriers_hold_on_1_to_4_and_8_pes() {
     for n in [1, 2, 3, 4, 8] {

@@ -22,7 +22,7 @@ pub fn alloc(call: &str, size: usize, align: usize, zero: bool) -> *mut c_void {
     if align.is_power_of_two() && align > s.base_align {
         // Every PE computes the same bound, so all return NULL together.
         eprintln!(
-            "vkshmem: {call}: alignment {align} is more than the heap mappings share ({}): NULL",
+            "vkshmem: {call}: alignment {align} is more than the heap mappings share (the largest alignment available is {}): NULL",
             s.base_align
         );
         return std::ptr::null_mut();

@@ -24,9 +24,10 @@ pub struct State {
     pub base: usize,
     /// Bytes of each heap.
     pub size: usize,
-    /// The largest power of two dividing every PE's heap address: the most
+    /// The largest power of two dividing every heap mapping of every PE
+    /// (its own and its peers', `Context::heap_mapping_align`): the most
     /// `shmem_align` can promise (a symmetric offset aligned to more is not
-    /// an aligned address on every PE).
+    /// an aligned address in every mapping).
     pub base_align: usize,
     /// Live `shmem_malloc` blocks by heap offset.
     pub allocs: Mutex<HashMap<u64, SymBuffer<u8>>>,
@@ -102,7 +103,9 @@ pub fn init(call: &str) {
         )
     };
     let globals = Globals::share(&ctx, segment).or_die(call);
-    let mine = (base.as_ptr() as usize).trailing_zeros().min(30) as u8;
+    // Every mapping of a heap here (this PE's and its peers' for shmem_ptr).
+    let mapped = ctx.heap_mapping_align().unwrap_or(1 << 12);
+    let mine = mapped.trailing_zeros() as u8;
     let base_align = 1usize
         << ctx
             .allgather_bytes(&[mine])

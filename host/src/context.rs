@@ -758,7 +758,9 @@ impl Context {
     }
 
     /// Like [`Context::malloc`] with the offset a multiple of `align`
-    /// (`shmem_align`; a power of two).
+    /// (`shmem_align`; a power of two). Its host address in a mapped heap
+    /// ([`Context::heap_base`] plus the offset) is aligned as much, up to
+    /// [`Context::heap_mapping_align`].
     ///
     /// # Errors
     /// As [`Context::malloc`]; [`Error::InvalidArgument`] when `align` is not a power

@@ -27,6 +27,24 @@ impl Context {
         self.inner.heap.block(pe).ok().and_then(|b| b.mapped())
     }
 
+    /// The largest power of two dividing every heap address this process
+    /// maps ([`Context::heap_base`] of every PE), up to 1 GiB: an allocation
+    /// of [`Context::align`] with an alignment up to this is at an address
+    /// so aligned in every mapping of it here. `None` when no heap is
+    /// mapped. The heaps are mapped at [`HOST_MAP_ALIGN`] where the memory
+    /// allows (memory a driver backs with the file it exports, as
+    /// lavapipe's); elsewhere at what the driver's mapping gives (at least
+    /// `minMemoryMapAlignment`). Local: PEs may differ.
+    ///
+    /// [`HOST_MAP_ALIGN`]: crate::vk::memory::HOST_MAP_ALIGN
+    pub fn heap_mapping_align(&self) -> Option<u64> {
+        (0..self.n_pes())
+            .filter_map(|pe| self.heap_base(pe))
+            .map(|p| (p.as_ptr() as usize).trailing_zeros().min(30))
+            .min()
+            .map(|z| 1u64 << z)
+    }
+
     /// Every PE's `data`, in PE order (a collective over WORLD: every PE
     /// calls it). Up to the bootstrap's blob limit (64 KiB).
     ///

@@ -35,6 +35,7 @@ fn main() -> anyhow::Result<()> {
         ));
     }
     offsets.write_at(0, me as usize * 8 + 3, &[d.offset()])?;
+    huge_pages(&ctx, &mut fails)?;
 
     // Mismatch: the last PE asks for a different size; every PE must get the error.
     let size = if me == n - 1 && n > 1 { 2048 } else { 1024 };
@@ -85,5 +86,54 @@ fn main() -> anyhow::Result<()> {
     if !fails.is_empty() {
         anyhow::bail!("PE {me}: {} checks failed", fails.len());
     }
+    Ok(())
+}
+
+/// A block aligned to 2 MiB is at a 2 MiB-aligned host address in every
+/// mapping of the heap here, up to what the mappings share (on lavapipe, whose
+/// memory is the file it exports, all of it); the host's stores reach the
+/// device (an fcollect reads them) and the device's stores reach the host.
+fn huge_pages(ctx: &vkshmem::Context, fails: &mut Vec<String>) -> anyhow::Result<()> {
+    const HUGE: u64 = 2 << 20;
+    const LEN: usize = 3001;
+    let (me, n) = (ctx.my_pe(), ctx.n_pes() as usize);
+    let src = ctx.align::<u32>(HUGE, LEN)?;
+    let dst = ctx.align::<u32>(HUGE, LEN * n)?;
+    let shared = ctx.heap_mapping_align();
+    let lavapipe = ctx.device_info().name.contains("llvmpipe");
+    if lavapipe && shared.map_or(true, |a| a < HUGE) {
+        fails.push(format!(
+            "lavapipe's heap mappings share only {shared:?} bytes"
+        ));
+    }
+    for buf in [src.offset(), dst.offset()] {
+        if buf % HUGE != 0 {
+            fails.push(format!("align({HUGE}) gave offset {buf}"));
+        }
+        for pe in 0..n as u32 {
+            let (Some(base), Some(shared)) = (ctx.heap_base(pe), shared) else {
+                continue;
+            };
+            let addr = base.as_ptr() as u64 + buf;
+            if addr % HUGE.min(shared) != 0 {
+                fails.push(format!(
+                    "PE {pe}'s block at offset {buf} is at {addr:#x} here"
+                ));
+            }
+        }
+    }
+    let value = |pe: usize, i: usize| (pe * 7919 + i * 31 + 17) as u32;
+    src.write(&(0..LEN).map(|i| value(me as usize, i)).collect::<Vec<_>>())?;
+    ctx.fcollect(vkshmem::Team::WORLD, &dst.as_slice(), &src.as_slice(), LEN)?;
+    let got = dst.to_vec()?;
+    let want: Vec<u32> = (0..n * LEN).map(|k| value(k / LEN, k % LEN)).collect();
+    if got != want {
+        let at = got.iter().zip(&want).position(|(a, b)| a != b);
+        fails.push(format!(
+            "fcollect into a 2 MiB-aligned block differs at {at:?}"
+        ));
+    }
+    dst.free()?;
+    src.free()?;
     Ok(())
 }

@@ -1,13 +1,16 @@
 //! Device memory that other processes can import: one dedicated allocation with one
 //! storage buffer over it, exported and imported as an opaque fd
-//! (`VK_KHR_external_memory_fd`).
+//! (`VK_KHR_external_memory_fd`). The host mapping sits at an address aligned
+//! to [`HOST_MAP_ALIGN`] where the memory allows ([`super::aligned_map`]).
 
-use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
 use ash::vk;
 
+use super::aligned_map::AlignedAlias;
+pub use super::aligned_map::HOST_MAP_ALIGN;
 use super::Gpu;
 use crate::error::{Error, Result, VkContext};
 
@@ -56,6 +59,8 @@ pub struct SharedMemory {
     size: u64,
     memory_type: u32,
     mapped: Option<NonNull<u8>>,
+    /// The same pages mapped again at an aligned address, where they can be.
+    aligned: Option<AlignedAlias>,
 }
 
 impl std::fmt::Debug for SharedMemory {
@@ -64,6 +69,7 @@ impl std::fmt::Debug for SharedMemory {
             .field("size", &self.size)
             .field("memory_type", &self.memory_type)
             .field("mapped", &self.mapped.is_some())
+            .field("aligned", &self.aligned.is_some())
             .finish()
     }
 }
@@ -151,6 +157,7 @@ impl SharedMemory {
             size,
             memory_type,
             mapped: None,
+            aligned: None,
         };
         // SAFETY: the memory was allocated dedicated to this buffer, with the size
         // of its requirements, at offset 0 (VUID-vkBindBufferMemory-memory-01508).
@@ -214,13 +221,36 @@ impl SharedMemory {
                 });
             }
         };
-        Self::bind_and_map(gpu, buffer, memory, req.size, memory_type, map).inspect_err(|_| {
-            // SAFETY: neither object is in use yet.
-            unsafe {
-                gpu.device.destroy_buffer(buffer, None);
-                gpu.device.free_memory(memory, None);
-            }
-        })
+        let mut me = Self::bind_and_map(gpu, buffer, memory, req.size, memory_type, map)
+            .inspect_err(|_| {
+                // SAFETY: neither object is in use yet.
+                unsafe {
+                    gpu.device.destroy_buffer(buffer, None);
+                    gpu.device.free_memory(memory, None);
+                }
+            })?;
+        if me.mapped.is_some() {
+            let fd = me.export_fd()?;
+            me.place(fd.as_fd());
+        }
+        Ok(me)
+    }
+
+    /// Maps the memory again at an address aligned to [`HOST_MAP_ALIGN`]
+    /// where the driver's mapping is a shared mapping of `fd`'s file (the
+    /// memory's exported or imported fd); else keeps the driver's mapping.
+    fn place(&mut self, fd: BorrowedFd<'_>) {
+        let Some(p) = self.mapped else { return };
+        if p.as_ptr() as usize % HOST_MAP_ALIGN == 0 {
+            return;
+        }
+        match AlignedAlias::new(p, self.size, fd) {
+            Ok(a) => self.aligned = Some(a),
+            Err(why) => tracing::debug!(
+                "heap mapping left at {p:p} (aligned to {} bytes): {why}",
+                1usize << (p.as_ptr() as usize).trailing_zeros()
+            ),
+        }
     }
 
     /// Exports a new fd referring to this memory (the caller owns it).
@@ -260,7 +290,13 @@ impl SharedMemory {
                 req.memory_type_bits, req.size
             )));
         }
-        let raw = private_description(fd)?.into_raw_fd();
+        let fd = private_description(fd)?;
+        // The driver owns the imported fd; this copy names the same file for
+        // placing the mapping.
+        let kept = fd
+            .try_clone()
+            .map_err(|e| Error::io("duplicating a peer's heap fd", e))?;
+        let raw = fd.into_raw_fd();
         let mut import = vk::ImportMemoryFdInfoKHR::default()
             .handle_type(HANDLE)
             .fd(raw);
@@ -275,7 +311,11 @@ impl SharedMemory {
         // allocation (VUID-VkMemoryAllocateInfo-allocationSize-01742 and -01743).
         match unsafe { gpu.device.allocate_memory(&info, None) } {
             // On success the implementation owns the fd (VK_KHR_external_memory_fd).
-            Ok(memory) => Self::bind_and_map(gpu, buffer, memory, size, memory_type, map),
+            Ok(memory) => {
+                let mut me = Self::bind_and_map(gpu, buffer, memory, size, memory_type, map)?;
+                me.place(kept.as_fd());
+                Ok(me)
+            }
             Err(e) => {
                 // On failure we still own it.
                 // SAFETY: `raw` came from into_raw_fd above and was not consumed.
@@ -300,14 +340,19 @@ impl SharedMemory {
         self.memory_type
     }
 
-    /// The host mapping, when the memory is host-visible and coherent.
+    /// The host mapping, when the memory is host-visible and coherent:
+    /// aligned to [`HOST_MAP_ALIGN`] where the memory allows it.
     pub fn mapped(&self) -> Option<NonNull<u8>> {
-        self.mapped
+        match &self.aligned {
+            Some(a) => Some(a.ptr()),
+            None => self.mapped,
+        }
     }
 }
 
 impl Drop for SharedMemory {
     fn drop(&mut self) {
+        self.aligned = None;
         // SAFETY: users of the buffer (submissions) wait for completion before
         // returning, so the device no longer uses it (VUID-vkDestroyBuffer-buffer-00922);
         // unmapping is implicit in vkFreeMemory.

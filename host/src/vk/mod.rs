@@ -2,6 +2,7 @@
 //! ([`memory`]), one-shot command submission ([`submit`]) and compute kernels
 //! ([`kernel`]). Everything above this module speaks in heaps, offsets and PEs.
 
+pub mod aligned_map;
 pub mod compile_turn;
 pub mod host_import;
 pub mod kernel;
