@@ -110,9 +110,10 @@ fn c_atomics_hold_on_1_to_4_and_8_pes() {
     run_ok("amo", 3, &[("VKSHMEM_TRANSPORT", "staged:2")]);
 }
 
-/// `shmem_align` to 8 KiB, 64 KiB and 2 MiB gives aligned addresses on every
-/// PE (lavapipe's heaps are mapped at 2 MiB boundaries), and 2 GiB gives NULL
-/// with a message naming the largest alignment available.
+/// `shmem_align` to 8 KiB, 64 KiB, 2 MiB and every power of two to 8 MiB
+/// gives aligned addresses on every PE (lavapipe's heaps are mapped at a
+/// multiple of their size), and 2 GiB gives NULL with a message naming the
+/// largest alignment available (at least 2 MiB).
 #[test]
 fn c_align_up_to_2_mib_on_1_2_and_4_pes() {
     let exe = compile("align");
@@ -171,6 +172,27 @@ fn c_collectives_and_teams_hold_on_1_to_4_and_8_pes() {
         run_ok("coll", n, &[]);
     }
     run_ok("coll", 4, &[("VKSHMEM_TRANSPORT", "staged:2")]);
+}
+
+/// Active-set collectives on overlapping sets called one after another, on a
+/// strided set while the other PEs work, and on more sets than the sync
+/// plane has slots for (8 PEs), against a reference (tests/c/active_sets.c).
+#[test]
+fn c_active_set_collectives_hold_on_1_to_4_and_8_pes() {
+    for n in [1, 2, 3, 4, 8] {
+        run_ok("active_sets", n, &[]);
+    }
+    run_ok("active_sets", 3, &[("VKSHMEM_TRANSPORT", "staged:2")]);
+}
+
+/// Put and get on global variables at every start and length around the
+/// 8-byte words the library copies whole, and at 1 MiB; the bytes around
+/// each copy stay as they were.
+#[test]
+fn c_global_copies_hold_at_every_alignment() {
+    for n in [1, 2, 3, 4] {
+        run_ok("global_copy", n, &[]);
+    }
 }
 
 /// The two commands of `docs/c-programs.md`: `oshcc -o hello hello.c && oshrun -n 4 ./hello`
@@ -284,6 +306,40 @@ fn c_latency_loop_runs() {
         let f: Vec<&str> = row.split(',').collect();
         assert!(
             f.len() == 5 && f[2].parse::<f64>().is_ok_and(|t| t > 0.0),
+            "row {row}"
+        );
+    }
+}
+
+/// benches/c/active_latency.c builds and prints a row per call and size,
+/// active-set form against team form.
+#[test]
+fn c_active_latency_loop_runs() {
+    let exe = out_dir().join("active_latency");
+    let out = Command::new(bin_dir().join("oshcc"))
+        .args(["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/c/active_latency.c"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = vkshmrun(&["-n", "2", &exe.to_string_lossy(), "2", "2", "4096"], TIMEOUT);
+    let rows: Vec<&str> = r.stdout.lines().collect();
+    // header, barrier, sync, then broadcast, fcollect and sum at 8 and 4096 bytes.
+    assert!(
+        r.code == Some(0) && rows.len() == 9 && rows[0] == "call,bytes,active_us,team_us,ratio",
+        "{}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    for row in &rows[1..] {
+        let f: Vec<&str> = row.split(',').collect();
+        assert!(
+            f.len() == 5 && f[2..].iter().all(|x| x.parse::<f64>().is_ok_and(|t| t > 0.0)),
             "row {row}"
         );
     }

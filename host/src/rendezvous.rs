@@ -1,11 +1,12 @@
 //! How the members of a team meet for a call: the seam between the two ways.
 //!
-//! - **The sync plane** ([`crate::sync`]): teams (they own a slot) of a job
-//!   started by the launcher. Shared memory, no socket: each member publishes a
-//!   descriptor of its call (and, for small collectives, its data) with its
-//!   arrival, and reads everyone's after the sync.
-//! - **The bootstrap socket**: sets of PEs that are not teams (the deprecated
-//!   active sets): an allgather of the descriptors through the endpoint.
+//! - **The sync plane** ([`crate::sync`]): teams (they own a slot) and the
+//!   deprecated active sets that were given one (`crate::collective::active`)
+//!   of a job started by the launcher. Shared memory, no socket: each member
+//!   publishes a descriptor of its call (and, for small collectives, its data)
+//!   with its arrival, and reads everyone's after the sync.
+//! - **The bootstrap socket**: active sets without a plane slot: an allgather
+//!   of the descriptors through the endpoint.
 //!
 //! Either way a meeting returns every member's descriptor in team order, so the
 //! callers (host syncs, host collectives) compare them the same way. Failures
@@ -29,8 +30,9 @@ pub(crate) struct Members {
     pub shape: crate::team::shape::TeamShape,
     /// This PE's index among them.
     pub me: u32,
-    /// The team's slot; `None` for an active set (not a team: it meets through
-    /// the bootstrap socket).
+    /// The team's slot on the plane (an active set's past the team slots);
+    /// `None` for an active set without one (it meets through the bootstrap
+    /// socket).
     pub slot: Option<u32>,
     /// A failed check of an argument that is not the collective's own (an active
     /// set's pSync or pWrk): reported through the agreement like the others, so
@@ -263,6 +265,8 @@ impl Context {
         let me = self.my_pe();
         let what = if t.slot() == 0 {
             format!("barrier #{}", t.epoch())
+        } else if t.slot() as usize >= layout::SLOTS {
+            format!("active-set sync #{} (plane slot {})", t.epoch(), t.slot())
         } else {
             format!("team sync #{} (team slot {})", t.epoch(), t.slot())
         };

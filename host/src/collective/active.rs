@@ -2,11 +2,19 @@
 //! `PE_start + i * 2^logPE_stride`, `i < PE_size`, and a symmetric `pSync` work
 //! array.
 //!
-//! They run on the same code as the team collectives (an active set is a strided
-//! team that needs no table slot). `pSync` (and `pWrk`) are checked to be
-//! symmetric objects of the documented size and are never written, so they hold
-//! their initial values (`SHMEM_SYNC_VALUE`) on return, as the OpenSHMEM
-//! specification and Open MPI's man pages require.
+//! They run on the same code as the team collectives: an active set is a strided
+//! team without a team-table slot. At its first use on a node's sync plane its
+//! members agree, in one allgather through the bootstrap among themselves, on a
+//! plane slot of its own (`crate::team::active_slots`); every later call meets
+//! on the plane in it, like a team's. A set the plane has no slot for (every
+//! slot taken on some member), a set that spans nodes, and any set in a job
+//! without a plane meet through the bootstrap on every call.
+//!
+//! `pSync` (and `pWrk`) are checked to be symmetric objects of the documented
+//! size and are never written, so they hold their initial values
+//! (`SHMEM_SYNC_VALUE`) on return, as the OpenSHMEM specification and Open
+//! MPI's man pages require. A member's failed check travels in its call
+//! descriptor, so every member reports it.
 
 use bytemuck::Pod;
 
@@ -15,7 +23,13 @@ use super::Members;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::symbuf::SymSlice;
+use crate::sync::{layout, Group};
+use crate::team::active_slots::{ActiveSlots, Lookup};
 use crate::team::TeamShape;
+
+/// The first word of an active-set sync's descriptor (`[tag, ok]`), so that
+/// members in different calls notice.
+const SYNC_TAG: u32 = 0x4153_594e;
 
 /// `SHMEM_SYNC_VALUE`: what every element of a pSync array holds before a call.
 pub const SYNC_VALUE: i64 = 0;
@@ -63,9 +77,56 @@ impl Context {
         Ok(Members {
             shape,
             me,
-            slot: None,
+            slot: self.active_slot(shape, me)?,
             deferred,
         })
+    }
+
+    /// The plane slot the active set `shape` (this PE is member `me`) meets
+    /// in: agreed on among its members at its first use, then remembered
+    /// (see the module docs). `None`: it meets through the bootstrap.
+    fn active_slot(&self, shape: TeamShape, me: u32) -> Result<Option<u32>> {
+        let Some(plane) = &self.inner.plane else {
+            return Ok(None);
+        };
+        let probe = Members {
+            shape,
+            me,
+            slot: None,
+            deferred: None,
+        };
+        if shape.size == 1 || self.node_part(&probe).is_some() {
+            return Ok(None);
+        }
+        let offer = match self.teams().active.lookup(shape) {
+            Lookup::Known(slot) => return Ok(slot.map(|s| layout::SLOTS as u32 + s)),
+            Lookup::Offer(offer) => offer,
+        };
+        let chosen = self
+            .gather_shape(shape, &offer.to_le_bytes())
+            .and_then(|all| {
+                let offers = all
+                    .iter()
+                    .map(|b| b.as_slice().try_into().map(u64::from_le_bytes))
+                    .collect::<std::result::Result<Vec<u64>, _>>()
+                    .map_err(|_| Error::Bootstrap("a PE sent a malformed slot offer".into()))?;
+                Ok(ActiveSlots::choose(&offers))
+            });
+        let done = chosen.is_ok();
+        let slot = chosen.as_ref().ok().copied().flatten();
+        self.teams().active.settle(shape, offer, slot, done);
+        let Some(s) = chosen? else {
+            tracing::debug!(
+                "PE {}: no plane slot free on every member of the active set {shape:?}: it meets through the bootstrap",
+                self.my_pe()
+            );
+            return Ok(None);
+        };
+        let slot = layout::SLOTS as u32 + s;
+        // The slot served no set of these members before (a set keeps its
+        // slot): its counters are where install finds them on every member.
+        plane.install(&Group { slot, shape, me });
+        Ok(Some(slot))
     }
 
     /// `shmem_barrier`: [`Context::quiet`], then a sync of the active set.
@@ -85,12 +146,18 @@ impl Context {
     pub fn sync_active(&self, set: ActiveSet, psync: &SymSlice<i64>) -> Result<()> {
         let m = self.active(set, psync, BARRIER_SYNC_SIZE)?;
         // Every member learns whether any member's pSync was bad.
-        let ok = [u8::from(m.deferred.is_none())];
-        let all = self.gather_shape(m.shape, &ok)?;
+        let ok = u32::from(m.deferred.is_none());
+        let met = self.meet(&m, &mut |_| [SYNC_TAG, ok])?;
         if let Some(why) = m.deferred {
             return Err(Error::InvalidArgument(why));
         }
-        match all.iter().position(|b| b.first() != Some(&1)) {
+        if let Some(i) = met.descs.iter().position(|d| d[0] != SYNC_TAG) {
+            return Err(Error::InvalidArgument(format!(
+                "collectives out of step on the active set: this PE is in a sync, member {i} (PE {}) in another call",
+                m.shape.member(i as u32)
+            )));
+        }
+        match met.descs.iter().position(|d| d[1] != 1) {
             Some(i) => Err(Error::InvalidArgument(format!(
                 "sync: member {i} of the active set passed a bad pSync"
             ))),

@@ -37,7 +37,7 @@ use ash::vk;
 
 use crate::context::{lock, Context};
 use crate::error::{Error, Result};
-use crate::sync::layout::ACTIVE_SET_STAGING;
+use crate::sync::layout::staging_key;
 use crate::sync::layout::STAGE_BYTES;
 use crate::sync::Plane;
 use crate::vk::host_import::HostImport;
@@ -445,7 +445,7 @@ impl Context {
     /// first use; `None` where the device cannot import it (then the copies
     /// go through the bounce buffer of `read_bytes`/`write_bytes`).
     fn staging_import(&self, plane: &Plane, slot: Option<u32>) -> Option<Arc<HostImport>> {
-        let key = slot.unwrap_or(ACTIVE_SET_STAGING);
+        let key = staging_key(slot);
         let mut imports = lock(&self.inner.staging_imports);
         imports
             .entry(key)

@@ -6,8 +6,8 @@
 //! header     magic, version, npes, data_bytes          line 0
 //!            abort word                                 line 1
 //!            pe_state[npes] (u32 each)                  lines 2..
-//! teams      [slot][leader]: count (line), gen + sleepers (line)
-//! members    [slot][pe]: arrival (line), desc[2], data[2]
+//! teams      [plane slot][leader]: count (line), gen + sleepers (line)
+//! members    [plane slot][pe]: arrival (line), desc[2], data[2]
 //! staging    [slot + 1][pe]: stage[2]                   (page aligned)
 //! inboxes    [pe]: tail (line), bell + sleepers (line),
 //!                  cells[INBOX_CELLS] of CELL_BYTES      (page aligned)
@@ -19,6 +19,11 @@
 //! (slot, leader), the leader being its lowest WORLD PE (two live teams of one
 //! slot never share a member, so never a leader), and a member's words by
 //! (slot, WORLD PE).
+//!
+//! The plane has [`PLANE_SLOTS`] slots: the team table's [`SLOTS`], then
+//! [`ACTIVE_SLOTS`] for the deprecated active sets, which have no team slot
+//! (`crate::team::active_slots` hands them out: the same rule, a PE in at
+//! most one set per slot).
 //!
 //! Descriptors and data are double-buffered by the parity of the sync epoch:
 //! slot `e & 1` written before arriving at epoch `e` is read by peers after epoch
@@ -37,11 +42,16 @@ use vkshmem_device::layout::MAX_TEAMS;
 /// "VKSP": a mapped segment starts with it.
 pub const MAGIC: u32 = 0x5053_4b56;
 /// Bumped when this layout changes.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 /// A cache line: words written by different PEs never share one.
 pub const LINE: usize = 64;
 /// Team slots (the device team table's size).
 pub const SLOTS: usize = MAX_TEAMS as usize;
+/// Plane slots for the active sets, after the team slots (at most 64: a
+/// PE's free ones travel as a `u64` mask).
+pub const ACTIVE_SLOTS: usize = 16;
+/// Every slot of the plane: the teams' and the active sets'.
+pub const PLANE_SLOTS: usize = SLOTS + ACTIVE_SLOTS;
 /// Bytes of a call descriptor slot.
 pub const DESC_BYTES: usize = 128;
 /// Bytes of a member's data slot: the largest contribution a small collective
@@ -53,6 +63,14 @@ pub const DATA_BYTES: usize = 16 << 10;
 pub const STAGE_BYTES: usize = 1 << 20;
 /// The staging "slot" of the deprecated active sets (they have no team slot).
 pub const ACTIVE_SET_STAGING: u32 = SLOTS as u32;
+
+/// The staging set of plane slot `slot` (`None`: an active set without
+/// one): a team slot has its own, every active set shares
+/// [`ACTIVE_SET_STAGING`].
+pub fn staging_key(slot: Option<u32>) -> u32 {
+    slot.filter(|&s| (s as usize) < SLOTS)
+        .unwrap_or(ACTIVE_SET_STAGING)
+}
 
 /// Bytes of one inbox cell: a message header and its payload.
 pub const CELL_BYTES: usize = 4096;
@@ -145,7 +163,7 @@ impl Layout {
     }
 
     fn members_at(self) -> usize {
-        (self.teams_at() + SLOTS * self.npes as usize * TEAM_BYTES).next_multiple_of(4096)
+        (self.teams_at() + PLANE_SLOTS * self.npes as usize * TEAM_BYTES).next_multiple_of(4096)
     }
 
     /// WORLD PE `pe`'s block for the team in `slot`.
@@ -164,7 +182,7 @@ impl Layout {
     }
 
     fn staging_at(self) -> usize {
-        (self.members_at() + SLOTS * self.npes as usize * MEMBER_BYTES).next_multiple_of(4096)
+        (self.members_at() + PLANE_SLOTS * self.npes as usize * MEMBER_BYTES).next_multiple_of(4096)
     }
 
     /// Staging buffer `parity` of WORLD PE `pe` for the team in `slot` (or
@@ -206,10 +224,10 @@ mod tests {
         for npes in [1, 2, 3, 8, 17, 64] {
             let l = Layout { npes };
             assert!(l.pe_state(npes - 1) + 4 <= l.team(0, 0));
-            let last_team = l.team(SLOTS as u32 - 1, npes - 1) + TEAM_BYTES;
+            let last_team = l.team(PLANE_SLOTS as u32 - 1, npes - 1) + TEAM_BYTES;
             assert!(last_team <= l.member(0, 0));
             assert_eq!(l.member(0, 0) % 4096, 0);
-            for slot in [0, 1, SLOTS as u32 - 1] {
+            for slot in [0, 1, SLOTS as u32 - 1, SLOTS as u32, PLANE_SLOTS as u32 - 1] {
                 for pe in [0, npes / 2, npes - 1] {
                     assert_eq!(l.team(slot, pe) % LINE, 0);
                     assert_eq!(l.member(slot, pe) % LINE, 0);
@@ -218,7 +236,9 @@ mod tests {
                     assert!(l.data(slot, pe, 1) + DATA_BYTES <= l.member(slot, pe) + MEMBER_BYTES);
                 }
             }
-            assert!(l.member(SLOTS as u32 - 1, npes - 1) + MEMBER_BYTES <= l.staging(0, 0, 0));
+            assert!(
+                l.member(PLANE_SLOTS as u32 - 1, npes - 1) + MEMBER_BYTES <= l.staging(0, 0, 0)
+            );
             assert_eq!(l.staging(0, 0, 0) % 4096, 0);
             assert_eq!(l.staging(0, 0, 1), l.staging(0, 0, 0) + STAGE_BYTES);
             assert_eq!(
@@ -249,6 +269,10 @@ mod tests {
             assert_eq!(l.bytes() % 4096, 0);
         }
         const { assert!(MEMBER_BYTES % LINE == 0) };
+        const { assert!(ACTIVE_SLOTS <= 64) };
+        assert_eq!(staging_key(Some(3)), 3);
+        assert_eq!(staging_key(Some(SLOTS as u32 + 2)), ACTIVE_SET_STAGING);
+        assert_eq!(staging_key(None), ACTIVE_SET_STAGING);
         const { assert!(SLEEPERS_AT + 4 <= TEAM_BYTES && GEN_AT % LINE == 0) };
     }
 }

@@ -10,10 +10,11 @@
 //!
 //! The endpoint (`bootstrap::server`) creates the segment and hands it to every
 //! PE at admission; it raises the abort word when a PE dies and records
-//! goodbyes, so the plane needs no socket to hear of failures. Syncs over sets of
-//! PEs that are not teams (the deprecated active sets) and everything else
-//! (init, fd exchange, allocation and team agreement, finalize) stay on the
-//! bootstrap socket: `Context::rendezvous` picks one of the two.
+//! goodbyes, so the plane needs no socket to hear of failures. Teams and the
+//! deprecated active sets meet here (an active set in a slot of its own, agreed
+//! on at its first use); everything else (init, fd exchange, allocation, team
+//! and active-slot agreement, finalize, an active set when the slots run out)
+//! stays on the bootstrap socket: `crate::rendezvous` picks one of the two.
 //!
 //! **The algorithm** (chosen by measurement: benches/RESULTS.md, "Sync
 //! algorithm"): a central counter per team. Arriving at epoch `e` is: write the
@@ -171,7 +172,9 @@ impl Plane {
             policy,
             yield_for: AtomicU64::new(0),
             timeout,
-            epochs: (0..layout::SLOTS).map(|_| AtomicU32::new(0)).collect(),
+            epochs: (0..layout::PLANE_SLOTS)
+                .map(|_| AtomicU32::new(0))
+                .collect(),
         }
     }
 
@@ -269,12 +272,12 @@ impl Plane {
             .ptr(self.layout().data(t.group.slot, pe, t.epoch), DATA_BYTES)
     }
 
-    /// The staging buffers of every WORLD PE for the team in `slot` (`None`:
-    /// the active sets'): one range, PE-major, both parities each (see
+    /// The staging buffers of every WORLD PE for the team in `slot` (`None`
+    /// or an active set's slot: the active sets', [`layout::staging_key`]): one range, PE-major, both parities each (see
     /// [`Plane::staging_offset`]). Who writes and reads them when is
     /// `crate::collective::staged`'s protocol.
     pub fn staging_set(&self, slot: Option<u32>) -> (*mut u8, usize) {
-        let slot = slot.unwrap_or(layout::ACTIVE_SET_STAGING);
+        let slot = layout::staging_key(slot);
         let l = self.layout();
         let len = l.npes as usize * 2 * layout::STAGE_BYTES;
         (self.seg.ptr(l.staging(slot, 0, 0), len), len)
@@ -286,10 +289,10 @@ impl Plane {
         (u64::from(pe) * 2 + u64::from(parity & 1)) * layout::STAGE_BYTES as u64
     }
 
-    /// PE `pe`'s staging buffer of `parity` in `slot`'s set (`None`: the
-    /// active sets'), STAGE_BYTES long.
+    /// PE `pe`'s staging buffer of `parity` in `slot`'s set (`None` or an
+    /// active set's slot: the active sets'), STAGE_BYTES long.
     pub fn staging(&self, slot: Option<u32>, pe: u32, parity: u32) -> *mut u8 {
-        let slot = slot.unwrap_or(layout::ACTIVE_SET_STAGING);
+        let slot = layout::staging_key(slot);
         self.seg
             .ptr(self.layout().staging(slot, pe, parity), layout::STAGE_BYTES)
     }

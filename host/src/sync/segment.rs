@@ -187,7 +187,7 @@ impl Segment {
 
     /// Wakes every PE asleep on any team's `gen`.
     pub fn wake_all(&self) {
-        for slot in 0..layout::SLOTS as u32 {
+        for slot in 0..layout::PLANE_SLOTS as u32 {
             for leader in 0..self.layout.npes {
                 let t = self.layout.team(slot, leader);
                 if self.word(t + layout::SLEEPERS_AT).load(Ordering::SeqCst) > 0 {

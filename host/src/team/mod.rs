@@ -1,6 +1,7 @@
 //! Teams: handles, the per-PE team table, and the collective creation protocol.
 //!
 //! - [`shape`]: which WORLD PEs a team holds, splits and translation (pure).
+//! - [`active_slots`]: the plane slots of the deprecated active sets (pure).
 //! - this module: [`Team`] handles, [`Context`]'s team calls, and the device-visible
 //!   team table in the control region (`vkshmem_device::layout::TeamEntry`).
 //!
@@ -9,6 +10,7 @@
 //! team's sync flags have the same symmetric address on every member and device
 //! code names a team by its slot (`Team::device_handle`).
 
+pub(crate) mod active_slots;
 pub mod shape;
 
 use std::sync::MutexGuard;
@@ -97,6 +99,8 @@ pub(crate) struct TeamRecord {
 pub(crate) struct TeamTable {
     slots: Vec<Option<TeamRecord>>,
     next_serial: u32,
+    /// The active sets' slots on the sync plane (not team slots).
+    pub active: active_slots::ActiveSlots,
 }
 
 impl TeamTable {
@@ -118,6 +122,7 @@ impl TeamTable {
         TeamTable {
             slots,
             next_serial: 1,
+            active: active_slots::ActiveSlots::new(crate::sync::layout::ACTIVE_SLOTS as u32),
         }
     }
 
