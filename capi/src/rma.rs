@@ -98,6 +98,82 @@ unsafe fn load_word<T: Pod>(p: *const T) -> T {
     }
 }
 
+/// The elements of `n` at `p` before the first 8-byte aligned one, and the
+/// whole 8-byte words after them; `None` where `T` is not a word of 1, 2, 4
+/// or 8 bytes aligned at `p` (a copy then promises no atomicity).
+fn word_split<T>(p: *const T, n: usize) -> Option<(usize, usize)> {
+    let size = std::mem::size_of::<T>();
+    if !matches!(size, 1 | 2 | 4 | 8) || (p as usize) % size != 0 {
+        return None;
+    }
+    let head = ((8 - (p as usize) % 8) % 8 / size).min(n);
+    Some((head, (n - head) * size / 8))
+}
+
+/// Copies `src` to `p` in another process's memory at memory speed. A peer
+/// may wait on any element with atomic loads, so none may tear: the aligned
+/// middle goes in 8-byte atomic stores (each holds whole elements), the
+/// ends element by element ([`store_word`]). OpenSHMEM orders nothing
+/// within one put, so the stores are relaxed, and one release fence orders
+/// them before whatever this PE stores next (a flag, a signal).
+///
+/// # Safety
+/// `p` is valid for `src.len()` elements.
+unsafe fn put_words<T: Pod>(p: *mut T, src: &[T]) {
+    use std::sync::atomic::{fence, AtomicU64, Ordering};
+    let Some((head, words)) = word_split(p, src.len()) else {
+        // SAFETY: the caller's contract; `src` is this process's memory.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) };
+        fence(Ordering::Release);
+        return;
+    };
+    let tail = head + words * 8 / std::mem::size_of::<T>();
+    // SAFETY: every index is below `src.len()`; `p.add(head)` is 8-byte
+    // aligned (`word_split`), so each word store is an aligned AtomicU64
+    // inside the destination; the source words are read unaligned.
+    unsafe {
+        for i in (0..head).chain(tail..src.len()) {
+            store_word(p.add(i), src[i]);
+        }
+        let to = p.add(head).cast::<u8>();
+        let from = src.as_ptr().add(head).cast::<u8>();
+        for w in 0..words {
+            let v = from.add(w * 8).cast::<u64>().read_unaligned();
+            AtomicU64::from_ptr(to.add(w * 8).cast()).store(v, Ordering::Relaxed);
+        }
+    }
+    fence(Ordering::Release);
+}
+
+/// The copy that pairs with [`put_words`]: `dst` from `p` in another
+/// process's memory, aligned words in 8-byte atomic loads.
+///
+/// # Safety
+/// `p` is valid for `dst.len()` elements.
+unsafe fn get_words<T: Pod>(dst: &mut [T], p: *const T) {
+    use std::sync::atomic::{fence, AtomicU64, Ordering};
+    let Some((head, words)) = word_split(p, dst.len()) else {
+        // SAFETY: the caller's contract; `dst` is this process's memory.
+        unsafe { std::ptr::copy_nonoverlapping(p, dst.as_mut_ptr(), dst.len()) };
+        fence(Ordering::Acquire);
+        return;
+    };
+    let tail = head + words * 8 / std::mem::size_of::<T>();
+    // SAFETY: as in `put_words`, the other way.
+    unsafe {
+        for i in (0..head).chain(tail..dst.len()) {
+            dst[i] = load_word(p.add(i));
+        }
+        let from = p.add(head).cast::<u8>();
+        let to = dst.as_mut_ptr().add(head).cast::<u8>();
+        for w in 0..words {
+            let v = AtomicU64::from_ptr(from.add(w * 8).cast_mut().cast()).load(Ordering::Relaxed);
+            to.add(w * 8).cast::<u64>().write_unaligned(v);
+        }
+    }
+    fence(Ordering::Acquire);
+}
+
 /// `put` (and `p`, `_nbi`, sized and `mem` forms): `nelems` elements to
 /// `dest` on `pe`, in place there on return.
 pub fn put<T: Pod>(call: &str, ctx: CtxH, dest: *mut T, source: *const T, nelems: usize, pe: i32) {
@@ -115,11 +191,9 @@ pub fn put<T: Pod>(call: &str, ctx: CtxH, dest: *mut T, source: *const T, nelems
             .or_die(call),
         Sym::Global(off) => {
             let p = s.globals.peer_or_die(call, pe, off).cast::<T>();
-            for (i, v) in src.iter().enumerate() {
-                // SAFETY: element i of the object, which lies in PE pe's
-                // segment as mapped here.
-                unsafe { store_word(p.add(i), *v) };
-            }
+            // SAFETY: the object (`nelems` elements) lies in PE pe's
+            // segment as mapped here.
+            unsafe { put_words(p, src) };
         }
     }
 }
@@ -140,10 +214,8 @@ pub fn get<T: Pod>(call: &str, ctx: CtxH, dest: *mut T, source: *const T, nelems
             .or_die(call),
         Sym::Global(off) => {
             let p = s.globals.peer_or_die(call, pe, off).cast::<T>();
-            for (i, d) in dst.iter_mut().enumerate() {
-                // SAFETY: as in `put`, the other way.
-                *d = unsafe { load_word(p.add(i)) };
-            }
+            // SAFETY: as in `put`, the other way.
+            unsafe { get_words(dst, p) };
         }
     }
 }
