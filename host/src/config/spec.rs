@@ -48,7 +48,11 @@ pub struct HeapSize {
 /// [`Error::Config`] naming the variable in use when it is not a positive
 /// size.
 pub fn heap_size_setting(get: impl Fn(&str) -> Option<String>) -> Result<HeapSize> {
-    let size = |var: &'static str, text: String| match parse_size(&text) {
+    let parse = |var: &str, text: &str| match var {
+        ENV_SHMEM_SYMMETRIC_SIZE => parse_spec_size(text),
+        _ => parse_size(text),
+    };
+    let size = |var: &'static str, text: String| match parse(var, &text) {
         Some(n) if n > 0 => Ok(HeapSize {
             bytes: n,
             from: Some((var, text)),
@@ -66,7 +70,7 @@ pub fn heap_size_setting(get: impl Fn(&str) -> Option<String>) -> Result<HeapSiz
         (Some(ours), spec) => {
             let mut heap = size(ENV_HEAP_SIZE, ours.clone())?;
             heap.conflict = spec
-                .filter(|s| parse_size(s) != Some(heap.bytes))
+                .filter(|s| parse_spec_size(s) != Some(heap.bytes))
                 .map(|spec| {
                     format!(
                         "{ENV_HEAP_SIZE}={ours} and {ENV_SHMEM_SYMMETRIC_SIZE}={spec} disagree: \
@@ -83,6 +87,17 @@ pub fn heap_size_setting(get: impl Fn(&str) -> Option<String>) -> Result<HeapSiz
             conflict: None,
         }),
     }
+}
+
+/// A size as the specification writes it: [`parse_size`]'s, and also a
+/// plain floating-point number of bytes (`1e9`, rounded down), which its
+/// "integer or floating point value with an optional character suffix"
+/// allows.
+pub fn parse_spec_size(text: &str) -> Option<u64> {
+    parse_size(text).or_else(|| {
+        let f: f64 = text.trim().parse().ok()?;
+        (f.is_finite() && f >= 0.0 && f < u64::MAX as f64).then_some(f as u64)
+    })
 }
 
 /// A warning the user must see: to the log where the program has one,
@@ -181,6 +196,8 @@ mod tests {
             ("2g", 2 << 30),
             ("1T", 1 << 40),
             ("1.5G", 3 << 29),
+            ("1e9", 1_000_000_000),
+            ("4096.7", 4096),
         ] {
             let h = heap_size_setting(env(&[(ENV_SHMEM_SYMMETRIC_SIZE, text)])).unwrap();
             assert_eq!(h.bytes, bytes, "{text}");
@@ -230,7 +247,7 @@ mod tests {
 
     #[test]
     fn a_bad_size_names_the_variable_in_use() {
-        for bad in ["0", "x", "-1", "1.5", "12Q"] {
+        for bad in ["0", "x", "-1", "0.5", "12Q", "inf", "NaN"] {
             match heap_size_setting(env(&[(ENV_SHMEM_SYMMETRIC_SIZE, bad)])) {
                 Err(Error::Config { var, value, .. }) => {
                     assert_eq!((var, value.as_str()), (ENV_SHMEM_SYMMETRIC_SIZE, bad))

@@ -176,7 +176,7 @@ pub const SETTINGS: &[Setting] = &[
     s(
         ENV_SHMEM_SYMMETRIC_SIZE,
         Spec,
-        "bytes, with an optional K/M/G/T suffix (powers of 1024, fractions allowed with one)",
+        "bytes, an integer or a floating-point number, with an optional K/M/G/T suffix (powers of 1024)",
         "unset",
         "Size of each PE's symmetric heap where `VKSHMEM_SYMMETRIC_SIZE` is unset.",
     ),
