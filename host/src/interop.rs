@@ -31,12 +31,11 @@ impl Context {
     /// maps ([`Context::heap_base`] of every PE), up to 1 GiB: an allocation
     /// of [`Context::align`] with an alignment up to this is at an address
     /// so aligned in every mapping of it here. `None` when no heap is
-    /// mapped. The heaps are mapped at [`HOST_MAP_ALIGN`] where the memory
-    /// allows (memory a driver backs with the file it exports, as
-    /// lavapipe's); elsewhere at what the driver's mapping gives (at least
-    /// `minMemoryMapAlignment`). Local: PEs may differ.
-    ///
-    /// [`HOST_MAP_ALIGN`]: crate::vk::memory::HOST_MAP_ALIGN
+    /// mapped. Each heap is mapped at its size rounded up to a power of two
+    /// (2 MiB to 1 GiB) where the memory allows (memory a driver backs with
+    /// the file it exports, as lavapipe's); elsewhere at what the driver's
+    /// mapping gives (at least `minMemoryMapAlignment`). Local: PEs may
+    /// differ.
     pub fn heap_mapping_align(&self) -> Option<u64> {
         (0..self.n_pes())
             .filter_map(|pe| self.heap_base(pe))

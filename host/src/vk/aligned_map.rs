@@ -1,4 +1,5 @@
-//! A host mapping of a heap block at an address aligned to [`HOST_MAP_ALIGN`].
+//! A host mapping of a heap block at an address aligned to [`map_align`] of
+//! its size.
 //!
 //! A symmetric object's host address is a heap mapping plus its offset, so an
 //! offset aligned to A is an address aligned to A only where the mapping is.
@@ -20,9 +21,23 @@ use std::ptr::NonNull;
 
 use nix::sys::mman::{mmap, mmap_anonymous, munmap, MapFlags, ProtFlags};
 
-/// The alignment of every host mapping of a heap that can be placed: a huge
-/// page (programs align buffers to it), more than any cache-set stride.
-pub const HOST_MAP_ALIGN: usize = 2 << 20;
+/// The least alignment of a placed heap mapping: a huge page (programs align
+/// buffers to it).
+pub const MIN_MAP_ALIGN: usize = 2 << 20;
+
+/// The most: 1 GiB (the largest page size).
+pub const MAX_MAP_ALIGN: usize = 1 << 30;
+
+/// The alignment a placed mapping of `len` bytes gets: `len` rounded up to a
+/// power of two, within [`MIN_MAP_ALIGN`]..=[`MAX_MAP_ALIGN`]. No allocation
+/// in the block can need more (one aligned to A sits at a nonzero multiple of
+/// A, the control region holding offset 0), and the reservation it takes is
+/// address space only, given back but for the mapping itself.
+pub fn map_align(len: usize) -> usize {
+    len.checked_next_power_of_two()
+        .unwrap_or(MAX_MAP_ALIGN)
+        .clamp(MIN_MAP_ALIGN, MAX_MAP_ALIGN)
+}
 
 /// One line of `/proc/self/maps`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,8 +121,8 @@ unsafe impl Sync for AlignedAlias {}
 
 impl AlignedAlias {
     /// Maps again the `len` bytes that the driver mapped at `mapped`, at an
-    /// address aligned to [`HOST_MAP_ALIGN`], when they are a shared mapping
-    /// of the file `fd` names at a page-aligned offset; else why not.
+    /// address aligned to [`map_align`]`(len)`, when they are a shared
+    /// mapping of the file `fd` names at a page-aligned offset; else why not.
     pub fn new(mapped: NonNull<u8>, len: u64, fd: BorrowedFd<'_>) -> Result<Self, String> {
         let len = usize::try_from(len).map_err(|_| "the block is larger than the address space")?;
         let nz_len = NonZeroUsize::new(len).ok_or("an empty block")?;
@@ -135,8 +150,9 @@ impl AlignedAlias {
             return Err("the block runs past the end of its file".into());
         }
         let offset = i64::try_from(at).map_err(|_| "file offset out of range")?;
+        let align = map_align(len);
         let reserved = len
-            .checked_add(HOST_MAP_ALIGN)
+            .checked_add(align)
             .and_then(NonZeroUsize::new)
             .ok_or("the block is larger than the address space")?;
         // SAFETY: a new anonymous PROT_NONE mapping at an address the kernel
@@ -152,7 +168,7 @@ impl AlignedAlias {
         }
         .map_err(|e| format!("reserving address space: {e}"))?;
         let start = base.as_ptr() as usize;
-        let aligned = align_up(start, HOST_MAP_ALIGN);
+        let aligned = align_up(start, align);
         // SAFETY: [aligned, aligned + len) lies inside the reservation made
         // above, which only this function knows, so MAP_FIXED replaces none
         // but our own PROT_NONE pages (POSIX mmap: MAP_FIXED removes the
@@ -205,7 +221,7 @@ impl Drop for AlignedAlias {
 
 #[cfg(test)]
 mod tests {
-    use super::{align_up, file_offset, parse_region, Region};
+    use super::{align_up, file_offset, map_align, parse_region, Region};
 
     const MAPS: &str = "\
 56455d84e000-56455d84f000 rw-s 00000000 00:01 3236                       /memfd:g (deleted)
@@ -277,6 +293,16 @@ mod tests {
         );
         // Unmapped address.
         assert_eq!(file_offset(MAPS, 0x10, 0x10, (0, 1), 3239), None);
+    }
+
+    #[test]
+    fn a_mapping_is_aligned_to_its_size_within_bounds() {
+        assert_eq!(map_align(1), 2 << 20);
+        assert_eq!(map_align(2 << 20), 2 << 20);
+        assert_eq!(map_align((2 << 20) + 1), 4 << 20);
+        assert_eq!(map_align(256 << 20), 256 << 20);
+        assert_eq!(map_align((1 << 30) + 4096), 1 << 30);
+        assert_eq!(map_align(usize::MAX), 1 << 30);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Device memory that other processes can import: one dedicated allocation with one
 //! storage buffer over it, exported and imported as an opaque fd
 //! (`VK_KHR_external_memory_fd`). The host mapping sits at an address aligned
-//! to [`HOST_MAP_ALIGN`] where the memory allows ([`super::aligned_map`]).
+//! to the block's size rounded up to a power of two (2 MiB to 1 GiB) where
+//! the memory allows ([`super::aligned_map`]).
 
 use std::os::fd::{AsFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::ptr::NonNull;
@@ -9,8 +10,7 @@ use std::sync::Arc;
 
 use ash::vk;
 
-use super::aligned_map::AlignedAlias;
-pub use super::aligned_map::HOST_MAP_ALIGN;
+use super::aligned_map::{map_align, AlignedAlias};
 use super::Gpu;
 use crate::error::{Error, Result, VkContext};
 
@@ -236,12 +236,15 @@ impl SharedMemory {
         Ok(me)
     }
 
-    /// Maps the memory again at an address aligned to [`HOST_MAP_ALIGN`]
-    /// where the driver's mapping is a shared mapping of `fd`'s file (the
+    /// Maps the memory again at an address aligned to [`map_align`] of its
+    /// size where the driver's mapping is a shared mapping of `fd`'s file (the
     /// memory's exported or imported fd); else keeps the driver's mapping.
     fn place(&mut self, fd: BorrowedFd<'_>) {
         let Some(p) = self.mapped else { return };
-        if p.as_ptr() as usize % HOST_MAP_ALIGN == 0 {
+        let Ok(len) = usize::try_from(self.size) else {
+            return;
+        };
+        if p.as_ptr() as usize % map_align(len) == 0 {
             return;
         }
         match AlignedAlias::new(p, self.size, fd) {
@@ -341,7 +344,8 @@ impl SharedMemory {
     }
 
     /// The host mapping, when the memory is host-visible and coherent:
-    /// aligned to [`HOST_MAP_ALIGN`] where the memory allows it.
+    /// aligned to the size rounded up to a power of two (2 MiB to 1 GiB)
+    /// where the memory allows it.
     pub fn mapped(&self) -> Option<NonNull<u8>> {
         match &self.aligned {
             Some(a) => Some(a.ptr()),
