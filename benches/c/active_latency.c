@@ -15,6 +15,9 @@
  *   oshrun -n 4 ./active_latency [batches] [iters] [max_bytes]
  *
  * Prints `call,bytes,active_us,team_us,ratio` rows (ratio: active / team).
+ * Built against an OpenSHMEM before 1.5 (no teams: Open MPI's OSHMEM), the
+ * team column holds shmem_barrier_all and shmem_sync_all, and `-` for the
+ * calls that have no team form there.
  * pSync arrays alternate between calls, as the specification asks of
  * consecutive collectives that reuse them without a barrier between. */
 #define _POSIX_C_SOURCE 199309L
@@ -45,8 +48,18 @@ static int *pwrk;
 static uint32_t *dst, *src;
 
 /* One call, active-set form or team form; `k` picks the pSync. */
+#if SHMEM_MAJOR_VERSION * 100 + SHMEM_MINOR_VERSION >= 105
+#define HAVE_TEAMS 1
+#else
+#define HAVE_TEAMS 0
+#endif
+
+/* Whether call `c` has a team form to compare with. */
+static int has_team_form(enum call c) { return HAVE_TEAMS || c == BARRIER || c == SYNC; }
+
 static void one(enum call c, int active, size_t n, int k) {
     long *ps = psync[k & 1];
+#if HAVE_TEAMS
     switch (c) {
     case BARRIER:
         if (active) shmem_barrier(0, 0, npes, psync[0]);
@@ -69,6 +82,21 @@ static void one(enum call c, int active, size_t n, int k) {
         else shmem_int_sum_reduce(SHMEM_TEAM_WORLD, (int *)dst, (int *)src, n);
         break;
     }
+#else
+    switch (c) {
+    case BARRIER:
+        if (active) shmem_barrier(0, 0, npes, psync[0]);
+        else shmem_barrier_all();
+        break;
+    case SYNC:
+        if (active) shmem_sync(0, 0, npes, psync[0]);
+        else shmem_sync_all();
+        break;
+    case BROADCAST: shmem_broadcast32(dst, src, n, 0, 0, 0, npes, ps); break;
+    case FCOLLECT: shmem_fcollect32(dst, src, n, 0, 0, npes, ps); break;
+    case SUM: shmem_int_sum_to_all((int *)dst, (int *)src, (int)n, 0, 0, npes, pwrk, ps); break;
+    }
+#endif
 }
 
 /* Microseconds per call: the median over the batches. */
@@ -93,6 +121,10 @@ static void row(enum call c, size_t bytes) {
     /* Fewer calls per batch for the large sizes, so a run stays short. */
     int reps = bytes >= (1 << 20) ? (iters / 10 > 0 ? iters / 10 : 1) : iters;
     double a = time_form(c, 1, n, reps);
+    if (!has_team_form(c)) {
+        if (shmem_my_pe() == 0) printf("%s,%zu,%.2f,-,-\n", names[c], bytes, a);
+        return;
+    }
     double t = time_form(c, 0, n, reps);
     if (shmem_my_pe() == 0)
         printf("%s,%zu,%.2f,%.2f,%.2f\n", names[c], bytes, a, t, a / t);
