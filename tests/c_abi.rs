@@ -327,7 +327,10 @@ fn c_active_latency_loop_runs() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let r = vkshmrun(&["-n", "2", &exe.to_string_lossy(), "2", "2", "4096"], TIMEOUT);
+    let r = vkshmrun(
+        &["-n", "2", &exe.to_string_lossy(), "2", "2", "4096"],
+        TIMEOUT,
+    );
     let rows: Vec<&str> = r.stdout.lines().collect();
     // header, barrier, sync, then broadcast, fcollect and sum at 8 and 4096 bytes.
     assert!(
@@ -339,7 +342,10 @@ fn c_active_latency_loop_runs() {
     for row in &rows[1..] {
         let f: Vec<&str> = row.split(',').collect();
         assert!(
-            f.len() == 5 && f[2..].iter().all(|x| x.parse::<f64>().is_ok_and(|t| t > 0.0)),
+            f.len() == 5
+                && f[2..]
+                    .iter()
+                    .all(|x| x.parse::<f64>().is_ok_and(|t| t > 0.0)),
             "row {row}"
         );
     }
