@@ -29,10 +29,23 @@ fn out_dir() -> &'static Path {
     DIR.get_or_init(|| tempfile::tempdir().unwrap()).path()
 }
 
-/// Compiles `tests/c/<name>.c` with oshcc (strict warnings) once. Tests run
-/// in parallel threads: the lock keeps a second test from running a program
-/// the first is still linking.
+/// Compiles `tests/c/<name>.c` with oshcc (strict warnings) once.
 fn compile(name: &str) -> String {
+    compile_file(&src(&format!("{name}.c")), name, "-O1")
+}
+
+/// Compiles `benches/c/<name>.c` as its users would, optimized, once.
+fn compile_bench(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("benches/c")
+        .join(format!("{name}.c"));
+    compile_file(&path, name, "-O2")
+}
+
+/// Compiles `source` with oshcc (strict warnings, `opt`) into the test's
+/// directory as `name`, once. Tests run in parallel threads: the lock keeps
+/// a second test from running a program the first is still linking.
+fn compile_file(source: &Path, name: &str, opt: &str) -> String {
     static COMPILING: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _one = COMPILING.lock().unwrap_or_else(|e| e.into_inner());
     let exe = out_dir().join(name);
@@ -46,7 +59,7 @@ fn compile(name: &str) -> String {
         let out = Command::new(&oshcc)
             .args([
                 "-std=c11",
-                "-O1",
+                opt,
                 "-Wall",
                 "-Wextra",
                 "-Werror",
@@ -54,7 +67,7 @@ fn compile(name: &str) -> String {
                 "-o",
             ])
             .arg(&exe)
-            .arg(src(&format!("{name}.c")))
+            .arg(source)
             .output()
             .unwrap();
         assert!(
@@ -278,22 +291,8 @@ fn c_header_matches_the_library() {
 /// here a short run, for it to keep building and working).
 #[test]
 fn c_latency_loop_runs() {
-    let exe = out_dir().join("osu_latency");
-    let out = Command::new(bin_dir().join("oshcc"))
-        .args(["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o"])
-        .arg(&exe)
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/c/osu_latency.c"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r = vkshmrun(
-        &["-n", "3", &exe.to_string_lossy(), "5", "1", "4096"],
-        TIMEOUT,
-    );
+    let exe = compile_bench("osu_latency");
+    let r = vkshmrun(&["-n", "3", &exe, "5", "1", "4096"], TIMEOUT);
     let rows: Vec<&str> = r.stdout.lines().collect();
     // header, barrier, broadcast and reduce at 8, 32, 128, 512, 2048 bytes.
     assert!(
@@ -315,22 +314,8 @@ fn c_latency_loop_runs() {
 /// active-set form against team form.
 #[test]
 fn c_active_latency_loop_runs() {
-    let exe = out_dir().join("active_latency");
-    let out = Command::new(bin_dir().join("oshcc"))
-        .args(["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o"])
-        .arg(&exe)
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/c/active_latency.c"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r = vkshmrun(
-        &["-n", "2", &exe.to_string_lossy(), "2", "2", "4096"],
-        TIMEOUT,
-    );
+    let exe = compile_bench("active_latency");
+    let r = vkshmrun(&["-n", "2", &exe, "2", "2", "4096"], TIMEOUT);
     let rows: Vec<&str> = r.stdout.lines().collect();
     // header, barrier, sync, then broadcast, fcollect and sum at 8 and 4096 bytes.
     assert!(
