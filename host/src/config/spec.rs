@@ -175,15 +175,7 @@ fn heap_value(heap: &HeapSize, name: &str, raw: Option<String>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
-
-    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let m: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |k| m.get(k).cloned()
-    }
+    use crate::config::tests::env;
 
     #[test]
     fn the_specifications_heap_size_holds_where_ours_is_unset() {
