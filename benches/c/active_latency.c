@@ -25,19 +25,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <shmem.h>
 
-static double now_us(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "timing.h"
 
 enum call { BARRIER, SYNC, BROADCAST, FCOLLECT, SUM };
 static const char *names[] = {"barrier", "sync", "broadcast", "fcollect", "sum"};
@@ -59,44 +49,28 @@ static int has_team_form(enum call c) { return HAVE_TEAMS || c == BARRIER || c =
 
 static void one(enum call c, int active, size_t n, int k) {
     long *ps = psync[k & 1];
+    if (active) {
+        switch (c) {
+        case BARRIER: shmem_barrier(0, 0, npes, psync[0]); break;
+        case SYNC: shmem_sync(0, 0, npes, psync[0]); break;
+        case BROADCAST: shmem_broadcast32(dst, src, n, 0, 0, 0, npes, ps); break;
+        case FCOLLECT: shmem_fcollect32(dst, src, n, 0, 0, npes, ps); break;
+        case SUM: shmem_int_sum_to_all((int *)dst, (int *)src, (int)n, 0, 0, npes, pwrk, ps); break;
+        }
+        return;
+    }
+    switch (c) {
+    case BARRIER: shmem_barrier_all(); break;
 #if HAVE_TEAMS
-    switch (c) {
-    case BARRIER:
-        if (active) shmem_barrier(0, 0, npes, psync[0]);
-        else shmem_barrier_all();
-        break;
-    case SYNC:
-        if (active) shmem_sync(0, 0, npes, psync[0]);
-        else shmem_team_sync(SHMEM_TEAM_WORLD);
-        break;
-    case BROADCAST:
-        if (active) shmem_broadcast32(dst, src, n, 0, 0, 0, npes, ps);
-        else shmem_uint32_broadcast(SHMEM_TEAM_WORLD, dst, src, n, 0);
-        break;
-    case FCOLLECT:
-        if (active) shmem_fcollect32(dst, src, n, 0, 0, npes, ps);
-        else shmem_uint32_fcollect(SHMEM_TEAM_WORLD, dst, src, n);
-        break;
-    case SUM:
-        if (active) shmem_int_sum_to_all((int *)dst, (int *)src, (int)n, 0, 0, npes, pwrk, ps);
-        else shmem_int_sum_reduce(SHMEM_TEAM_WORLD, (int *)dst, (int *)src, n);
-        break;
-    }
+    case SYNC: shmem_team_sync(SHMEM_TEAM_WORLD); break;
+    case BROADCAST: shmem_uint32_broadcast(SHMEM_TEAM_WORLD, dst, src, n, 0); break;
+    case FCOLLECT: shmem_uint32_fcollect(SHMEM_TEAM_WORLD, dst, src, n); break;
+    case SUM: shmem_int_sum_reduce(SHMEM_TEAM_WORLD, (int *)dst, (int *)src, n); break;
 #else
-    switch (c) {
-    case BARRIER:
-        if (active) shmem_barrier(0, 0, npes, psync[0]);
-        else shmem_barrier_all();
-        break;
-    case SYNC:
-        if (active) shmem_sync(0, 0, npes, psync[0]);
-        else shmem_sync_all();
-        break;
-    case BROADCAST: shmem_broadcast32(dst, src, n, 0, 0, 0, npes, ps); break;
-    case FCOLLECT: shmem_fcollect32(dst, src, n, 0, 0, npes, ps); break;
-    case SUM: shmem_int_sum_to_all((int *)dst, (int *)src, (int)n, 0, 0, npes, pwrk, ps); break;
-    }
+    case SYNC: shmem_sync_all(); break;
+    default: break; /* no team form before 1.5: has_team_form() says so */
 #endif
+    }
 }
 
 /* Microseconds per call: the median over the batches. */

@@ -8,19 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <shmem.h>
+
+#include "timing.h"
 
 #define N (1 << 20)
 
 static char g_src[N], g_dst[N];
 static char local[N];
-
-static double now_us(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
 
 int main(int argc, char **argv) {
     int iters = argc > 1 ? atoi(argv[1]) : 200;
