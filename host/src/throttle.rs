@@ -48,7 +48,15 @@
 //! duration of one launch), reads the monotonic clock and sleeps: all
 //! async-signal-safe. A launch publishes the pointer before its first signal and
 //! withdraws it after its fence signalled, then waits until no handler is still
-//! running ([`IN_HANDLER`]), so no handler reads the mapping after the launch.
+//! running ([`Lane::in_handler`]), so no handler reads the mapping after the launch.
+//!
+//! # One lane per device
+//! A signal handler reaches only statics, so the state a handler reads lives
+//! in two process-wide tables: [`SLOTS`] (one per driver thread: its timer and
+//! its chain) and [`LANES`] (one per device: the launch in progress, whether
+//! it throttles, how long to nap). Each device's driver threads point at its
+//! lane, so the PEs of one process (threads, each with its own device)
+//! throttle their own devices independently, as PEs in separate processes do.
 
 use std::sync::atomic::{
     AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
@@ -84,9 +92,6 @@ pub const TICK: Duration = Duration::from_millis(1);
 /// returned because its wait's condition held and the next wait began).
 pub const THROTTLE_TICK: Duration = Duration::from_micros(200);
 
-/// The handlers' sleep now, in ns ([`period_after`]; [`PERIOD`] at first).
-static PERIOD_NS: AtomicU64 = AtomicU64::new(PERIOD.as_nanos() as u64);
-
 /// How long the driver's threads sleep per signal once the same wait has kept
 /// the device stuck for `stuck`: [`PERIOD`] for a second, then longer, up to
 /// [`LONG_PERIOD`]. A stuck wait still wakes within [`NAP`] of its hinted
@@ -104,31 +109,62 @@ pub fn period_after(stuck: Duration) -> Duration {
     }
 }
 
-/// Invocations that must be inside long waits at once for the device to count
-/// as waiting: 1, or the workgroups of a launch whose workgroups wait for
-/// each other (a multi-workgroup collective: while some of them still move
-/// data, napping the driver's threads would stop those too; see
-/// [`Session::need_waiting`]).
-static NEED_WAITING: AtomicU32 = AtomicU32::new(1);
-
-/// Whether `waiting` invocations in long waits count as the device waiting
-/// ([`NEED_WAITING`]).
-fn device_waits(waiting: u32) -> bool {
-    waiting >= NEED_WAITING.load(Ordering::Relaxed)
+/// One device's throttle state, read by the handlers on its driver threads.
+struct Lane {
+    /// Taken by a device's [`DriverThreads`].
+    taken: AtomicBool,
+    /// The mapped control header of the launch in progress (null: none).
+    active: AtomicPtr<u32>,
+    /// Words of the mapping behind `active` (the hint's address must be
+    /// below it).
+    active_words: AtomicUsize,
+    /// Whether the launch in progress throttles now (the host's decision;
+    /// chains end when it is off).
+    enabled: AtomicBool,
+    /// Invocations that must be inside long waits at once for the device to
+    /// count as waiting: 1, or the workgroups of a launch whose workgroups
+    /// wait for each other (a multi-workgroup collective: while some of them
+    /// still move data, napping the driver's threads would stop those too;
+    /// see [`Session::need_waiting`]).
+    need_waiting: AtomicU32,
+    /// The handlers' sleep now, in ns ([`period_after`]; [`PERIOD`] at first).
+    period_ns: AtomicU64,
+    /// Handlers running now on this lane's threads.
+    in_handler: AtomicUsize,
+    /// Debug statistics: handlers that ended at their deadline, on the abort
+    /// word, because the wait was over, because the hinted condition held;
+    /// naps taken; timers re-armed.
+    ends: [AtomicU64; 6],
 }
 
-/// The mapped control header of the launch in progress (null: none).
-static ACTIVE: AtomicPtr<u32> = AtomicPtr::new(std::ptr::null_mut());
-/// Words of the mapping behind `ACTIVE` (the hint's address must be below it).
-static ACTIVE_WORDS: AtomicUsize = AtomicUsize::new(0);
-/// Debug statistics since the process started: handlers that ended at their
-/// deadline, on the abort word, because the wait was over, because the hinted
-/// condition held; naps taken; timers re-armed; handlers that found no timer.
-static ENDS: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
-/// Handlers running now.
-static IN_HANDLER: AtomicUsize = AtomicUsize::new(0);
-/// One launch at a time per process may throttle (they share the statics).
-static OWNER: Mutex<()> = Mutex::new(());
+impl Lane {
+    // Only the initialiser of LANES: each element is a fresh copy.
+    #[allow(clippy::declare_interior_mutable_const)]
+    const FREE: Lane = Lane {
+        taken: AtomicBool::new(false),
+        active: AtomicPtr::new(std::ptr::null_mut()),
+        active_words: AtomicUsize::new(0),
+        enabled: AtomicBool::new(false),
+        need_waiting: AtomicU32::new(1),
+        period_ns: AtomicU64::new(PERIOD.as_nanos() as u64),
+        in_handler: AtomicUsize::new(0),
+        ends: [const { AtomicU64::new(0) }; 6],
+    };
+
+    /// Whether `waiting` invocations in long waits count as the device
+    /// waiting ([`Lane::need_waiting`]).
+    fn device_waits(&self, waiting: u32) -> bool {
+        waiting >= self.need_waiting.load(Ordering::Relaxed)
+    }
+
+    fn count(&self, end: usize) {
+        self.ends[end].fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The devices' lanes: one per device whose driver threads are throttled at
+/// once (a process rarely opens more than a few).
+static LANES: [Lane; 64] = [Lane::FREE; 64];
 
 const fn word(field: usize) -> usize {
     field / 4
@@ -208,22 +244,23 @@ extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut li
     // SAFETY: errno is thread-local; the interrupted code must find it as it
     // left it (nanosleep and timer_settime may set it).
     let errno = unsafe { *libc::__errno_location() };
-    IN_HANDLER.fetch_add(1, Ordering::SeqCst);
-    let slot = own_slot();
-    if let Some(s) = slot {
-        s.busy.store(true, Ordering::SeqCst);
-    }
-    if nap_while_stuck(slot) {
-        if let Some(s) = slot {
-            s.rearm();
+    if let Some((slot, tid)) = own_slot() {
+        let lane = &LANES[slot.lane.load(Ordering::SeqCst)];
+        lane.in_handler.fetch_add(1, Ordering::SeqCst);
+        // Counted before looking again: a device that freed this slot
+        // (and waits for its lane's handlers before deleting the timers)
+        // either sees this handler or is seen here.
+        if slot.tid.load(Ordering::SeqCst) == tid {
+            slot.busy.store(true, Ordering::SeqCst);
+            if nap_while_stuck(slot, lane) {
+                slot.rearm(lane);
+            }
+            slot.returned_at.store(monotonic_ns(), Ordering::SeqCst);
+            slot.cpu_at_return.store(thread_cpu_ns(), Ordering::SeqCst);
+            slot.busy.store(false, Ordering::SeqCst);
         }
+        lane.in_handler.fetch_sub(1, Ordering::SeqCst);
     }
-    if let Some(s) = slot {
-        s.returned_at.store(monotonic_ns(), Ordering::SeqCst);
-        s.cpu_at_return.store(thread_cpu_ns(), Ordering::SeqCst);
-        s.busy.store(false, Ordering::SeqCst);
-    }
-    IN_HANDLER.fetch_sub(1, Ordering::SeqCst);
     // SAFETY: as above.
     unsafe { *libc::__errno_location() = errno };
 }
@@ -248,25 +285,22 @@ fn thread_cpu_ns() -> u64 {
 /// The hint names the latest wait only. When it holds but this thread has run
 /// since it last woke for it and no new wait began, the wait that keeps the
 /// device waiting is another one: the hint is ignored until the period ends.
-fn nap_while_stuck(slot: Option<&Slot>) -> bool {
-    let until = monotonic_ns() + PERIOD_NS.load(Ordering::Relaxed);
+fn nap_while_stuck(slot: &Slot, lane: &Lane) -> bool {
+    let until = monotonic_ns() + lane.period_ns.load(Ordering::Relaxed);
     let nap = libc::timespec {
         tv_sec: 0,
         tv_nsec: NAP.as_nanos() as libc::c_long,
     };
-    let ran = match slot {
-        Some(s) => thread_cpu_ns() > s.cpu_at_return.load(Ordering::SeqCst) + RAN.as_nanos() as u64,
-        None => true,
-    };
+    let ran = thread_cpu_ns() > slot.cpu_at_return.load(Ordering::SeqCst) + RAN.as_nanos() as u64;
     loop {
         // Re-read every time: the launch withdraws the pointer when it ends,
-        // and then waits for IN_HANDLER (counting this handler) to reach zero.
-        let base = ACTIVE.load(Ordering::SeqCst);
-        if base.is_null() || !ENABLED.load(Ordering::SeqCst) {
+        // and then waits for its lane's handlers (counting this one) to end.
+        let base = lane.active.load(Ordering::SeqCst);
+        if base.is_null() || !lane.enabled.load(Ordering::SeqCst) {
             return false;
         }
         if monotonic_ns() >= until {
-            ENDS[0].fetch_add(1, Ordering::Relaxed);
+            lane.count(0);
             return true;
         }
         // SAFETY: `base` is published only while the launch that owns the
@@ -278,11 +312,11 @@ fn nap_while_stuck(slot: Option<&Slot>) -> bool {
                 load(base, W_SEQ),
             )
         };
-        if abort != 0 || !device_waits(waiting) {
-            ENDS[if abort != 0 { 1 } else { 2 }].fetch_add(1, Ordering::Relaxed);
+        if abort != 0 || !lane.device_waits(waiting) {
+            lane.count(if abort != 0 { 1 } else { 2 });
             return false;
         }
-        let words = ACTIVE_WORDS.load(Ordering::SeqCst);
+        let words = lane.active_words.load(Ordering::SeqCst);
         // SAFETY: as above; the hinted address is checked against the mapping.
         let (addr, cond, value) = unsafe {
             (
@@ -294,16 +328,14 @@ fn nap_while_stuck(slot: Option<&Slot>) -> bool {
         // SAFETY: addr < words, the mapped length.
         if addr < words && condition_holds(cond, value, unsafe { load(base, addr) }) {
             let key = u64::from(seq) + 1;
-            let stale = slot.is_some_and(|s| ran && s.woke_for.load(Ordering::SeqCst) == key);
+            let stale = ran && slot.woke_for.load(Ordering::SeqCst) == key;
             if !stale {
-                if let Some(s) = slot {
-                    s.woke_for.store(key, Ordering::SeqCst);
-                }
-                ENDS[3].fetch_add(1, Ordering::Relaxed);
+                slot.woke_for.store(key, Ordering::SeqCst);
+                lane.count(3);
                 return true;
             }
         }
-        ENDS[4].fetch_add(1, Ordering::Relaxed);
+        lane.count(4);
         // SAFETY: nanosleep reads our timespec; async-signal-safe. An early wake
         // (EINTR) only shortens the nap.
         unsafe { libc::nanosleep(&nap, std::ptr::null_mut()) };
@@ -314,12 +346,14 @@ fn nap_while_stuck(slot: Option<&Slot>) -> bool {
 /// having polled (see [`nap_while_stuck`]).
 const RAN: Duration = Duration::from_micros(20);
 
-/// One driver thread: its id, its timer, and its chain's state, where the
-/// handler finds itself (by thread id) and the host sees whether the chain is
-/// live.
+/// One driver thread: its id, its device's lane, its timer, and its chain's
+/// state, where the handler finds itself (by thread id) and the host sees
+/// whether the chain is live.
 struct Slot {
     /// Thread id; 0: the slot is free.
     tid: AtomicI32,
+    /// Its device's index in [`LANES`].
+    lane: AtomicUsize,
     /// Its `timer_t`.
     timer: AtomicUsize,
     /// A handler runs on the thread now.
@@ -337,6 +371,7 @@ impl Slot {
     #[allow(clippy::declare_interior_mutable_const)]
     const FREE: Slot = Slot {
         tid: AtomicI32::new(0),
+        lane: AtomicUsize::new(0),
         timer: AtomicUsize::new(0),
         busy: AtomicBool::new(false),
         returned_at: AtomicU64::new(0),
@@ -346,7 +381,7 @@ impl Slot {
 
     /// Arms the thread's timer to signal it again after [`WINDOW`]
     /// (async-signal-safe: timer_settime).
-    fn rearm(&self) {
+    fn rearm(&self, lane: &Lane) {
         let spec = libc::itimerspec {
             it_interval: libc::timespec {
                 tv_sec: 0,
@@ -357,7 +392,7 @@ impl Slot {
                 tv_nsec: WINDOW.as_nanos() as libc::c_long,
             },
         };
-        ENDS[5].fetch_add(1, Ordering::Relaxed);
+        lane.count(5);
         // SAFETY: the timer was created for this thread by DriverThreads; it is
         // deleted only after the slot is freed and no handler runs (Drop).
         unsafe {
@@ -371,29 +406,24 @@ impl Slot {
     }
 }
 
-/// The driver threads' slots.
-static SLOTS: [Slot; 128] = [Slot::FREE; 128];
-/// Serialises taking and freeing slots.
+/// The driver threads' slots: llvmpipe starts a thread per core and a few
+/// more per device, so 512 serve several devices on a large machine.
+static SLOTS: [Slot; 512] = [Slot::FREE; 512];
+/// Serialises taking and freeing slots and lanes.
 static SLOTS_LOCK: Mutex<()> = Mutex::new(());
-/// Whether the launch in progress throttles now (the host's decision; chains
-/// end when it is off).
-static ENABLED: AtomicBool = AtomicBool::new(false);
 
-/// The calling thread's slot (async-signal-safe: gettid and atomics).
-fn own_slot() -> Option<&'static Slot> {
+/// The calling thread's slot and id (async-signal-safe: gettid and atomics).
+fn own_slot() -> Option<(&'static Slot, i32)> {
     // SAFETY: gettid has no arguments and cannot fail.
     let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
-    let s = SLOTS.iter().find(|s| s.tid.load(Ordering::SeqCst) == tid);
-    if s.is_none() {
-        ENDS[6].fetch_add(1, Ordering::Relaxed);
-    }
-    s
+    let s = SLOTS.iter().find(|s| s.tid.load(Ordering::SeqCst) == tid)?;
+    Some((s, tid))
 }
 
-/// Waits (at most 200 ms) until no handler runs.
-fn drain_handlers() -> bool {
+/// Waits (at most 200 ms) until no handler runs on `lane`'s threads.
+fn drain_handlers(lane: &Lane) -> bool {
     let until = Instant::now() + Duration::from_millis(200);
-    while IN_HANDLER.load(Ordering::SeqCst) != 0 {
+    while lane.in_handler.load(Ordering::SeqCst) != 0 {
         if Instant::now() >= until {
             tracing::warn!("a wait-throttle handler did not return within 200 ms");
             return false;
@@ -457,8 +487,17 @@ pub fn thread_ids() -> Vec<i32> {
 pub fn driver_threads_since(before: &[i32]) -> Vec<i32> {
     thread_ids()
         .into_iter()
-        .filter(|t| before.binary_search(t).is_err())
+        .filter(|t| before.binary_search(t).is_err() && !ours(*t))
         .collect()
+}
+
+/// Whether thread `tid` is vkshmem's own (named `vkshmem-*`: a proxy, the
+/// kernel builder, a bootstrap connection), never the driver's. A thread
+/// inherits its creator's name, so vkshmem names no thread that opens a
+/// device this way (a PE of a job of threads is `pe-N`).
+fn ours(tid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
+        .is_ok_and(|n| n.starts_with("vkshmem-"))
 }
 
 /// For a device the program created before vkshmem saw it: the threads that
@@ -471,10 +510,7 @@ pub fn driver_threads_by_name() -> Vec<i32> {
     thread_ids()
         .into_iter()
         .filter(|&t| t != me)
-        .filter(|t| {
-            std::fs::read_to_string(format!("/proc/self/task/{t}/comm"))
-                .map_or(true, |n| !n.starts_with("vkshmem-"))
-        })
+        .filter(|&t| !ours(t))
         .collect()
 }
 
@@ -487,8 +523,18 @@ pub fn driver_threads_by_name() -> Vec<i32> {
 #[derive(Debug, Default)]
 pub struct DriverThreads {
     tids: Vec<i32>,
-    /// Slots taken, once the first session asked (`None`: the throttle is off).
-    slots: std::sync::OnceLock<Option<Vec<usize>>>,
+    /// The lane and slots taken, once the first session asked (`None`: the
+    /// throttle is off).
+    taken: std::sync::OnceLock<Option<Taken>>,
+    /// Held by the session of the launch that throttles now: one per device.
+    owner: Mutex<()>,
+}
+
+/// A device's lane and its threads' slots.
+#[derive(Debug)]
+struct Taken {
+    lane: usize,
+    slots: Vec<usize>,
 }
 
 impl DriverThreads {
@@ -496,19 +542,26 @@ impl DriverThreads {
     pub fn new(tids: Vec<i32>) -> DriverThreads {
         DriverThreads {
             tids,
-            slots: std::sync::OnceLock::new(),
+            taken: std::sync::OnceLock::new(),
+            owner: Mutex::new(()),
         }
     }
 
-    /// The slots of the threads, installing the handler and creating the
-    /// timers the first time; `None` when the throttle cannot run.
-    fn slots(&self) -> Option<&[usize]> {
-        self.slots
+    /// The lane and the slots of the threads, installing the handler and
+    /// creating the timers the first time; `None` when the throttle cannot
+    /// run.
+    fn taken(&self) -> Option<&Taken> {
+        self.taken
             .get_or_init(|| {
                 if self.tids.is_empty() || !install() {
                     return None;
                 }
                 let _g = SLOTS_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+                let Some(lane) = LANES.iter().position(|l| !l.taken.load(Ordering::SeqCst)) else {
+                    tracing::warn!("wait throttle: no lane left for another device");
+                    return None;
+                };
+                LANES[lane].taken.store(true, Ordering::SeqCst);
                 let mut taken = Vec::new();
                 for &tid in &self.tids {
                     let Some(i) = SLOTS.iter().position(|s| s.tid.load(Ordering::SeqCst) == 0)
@@ -530,6 +583,7 @@ impl DriverThreads {
                         id as usize
                     };
                     let s = &SLOTS[i];
+                    s.lane.store(lane, Ordering::SeqCst);
                     s.timer.store(timer, Ordering::SeqCst);
                     s.busy.store(false, Ordering::SeqCst);
                     s.returned_at.store(0, Ordering::SeqCst);
@@ -537,9 +591,9 @@ impl DriverThreads {
                     s.tid.store(tid, Ordering::SeqCst);
                     taken.push(i);
                 }
-                Some(taken)
+                Some(Taken { lane, slots: taken })
             })
-            .as_deref()
+            .as_ref()
     }
 
     /// The threads' ids.
@@ -550,31 +604,34 @@ impl DriverThreads {
 
 impl Drop for DriverThreads {
     fn drop(&mut self) {
-        let Some(Some(taken)) = self.slots.get() else {
+        let Some(Some(taken)) = self.taken.get() else {
             return;
         };
         let _g = SLOTS_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-        for &i in taken {
+        for &i in &taken.slots {
             SLOTS[i].tid.store(0, Ordering::SeqCst);
         }
         // A handler that found its slot before it was freed may still re-arm
         // its timer: delete the timers only once none runs.
-        if !drain_handlers() {
-            return; // leak the timers rather than race a handler
+        let lane = &LANES[taken.lane];
+        if !drain_handlers(lane) {
+            return; // leak the timers and the lane rather than race a handler
         }
-        for &i in taken {
-            // SAFETY: created in `slots`, deleted once, no handler uses it now;
-            // its slot is free, so no later handler finds it.
+        for &i in &taken.slots {
+            // SAFETY: created in `taken`, deleted once, no handler uses it
+            // now; its slot is free, so no later handler finds it.
             unsafe { libc::timer_delete(SLOTS[i].timer.load(Ordering::SeqCst) as libc::timer_t) };
         }
+        lane.taken.store(false, Ordering::SeqCst);
     }
 }
 
 /// The throttle of one launch: created before the kernel is submitted, ticked
 /// while its fence is awaited, dropped after.
 pub struct Session<'a> {
-    _owner: std::sync::MutexGuard<'static, ()>,
+    _owner: std::sync::MutexGuard<'a, ()>,
     threads: &'a DriverThreads,
+    lane: &'static Lane,
     base: *const u32,
     /// Start of the current observation window and `wait_seq` then (`None`:
     /// the device was not waiting at the last tick).
@@ -591,7 +648,7 @@ impl<'a> Session<'a> {
     /// header is mapped at `base`, `words` words long, and zeroes the header's
     /// `waiting` word (no kernel of this PE runs yet). `None` when there is
     /// nothing to throttle, the handler cannot be installed or was replaced,
-    /// or another launch of this process throttles now.
+    /// or another launch on this device throttles now.
     ///
     /// # Safety
     /// `base` must stay mapped, with at least `words` (≥ the control header)
@@ -621,11 +678,15 @@ impl<'a> Session<'a> {
         words: usize,
         reset_waiting: bool,
     ) -> Option<Self> {
-        if words < ControlHeader::WORDS as usize || threads.slots().is_none() || !still_installed()
-        {
+        if words < ControlHeader::WORDS as usize {
             return None;
         }
-        let owner = match OWNER.try_lock() {
+        // Taking the lane installs the handler: look at it after.
+        let lane = &LANES[threads.taken()?.lane];
+        if !still_installed() {
+            return None;
+        }
+        let owner = match threads.owner.try_lock() {
             Ok(g) => g,
             Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) => return None,
@@ -636,13 +697,14 @@ impl<'a> Session<'a> {
             unsafe { AtomicU32::from_ptr(base.add(W_WAITING) as *mut u32) }
                 .store(0, Ordering::SeqCst);
         }
-        ENABLED.store(false, Ordering::SeqCst);
-        NEED_WAITING.store(1, Ordering::SeqCst);
-        ACTIVE_WORDS.store(words, Ordering::SeqCst);
-        ACTIVE.store(base as *mut u32, Ordering::SeqCst);
+        lane.enabled.store(false, Ordering::SeqCst);
+        lane.need_waiting.store(1, Ordering::SeqCst);
+        lane.active_words.store(words, Ordering::SeqCst);
+        lane.active.store(base as *mut u32, Ordering::SeqCst);
         Some(Session {
             _owner: owner,
             threads,
+            lane,
             base,
             window: None,
             stuck: None,
@@ -658,7 +720,9 @@ impl<'a> Session<'a> {
     /// threads that must not nap). At most the driver's threads.
     pub fn need_waiting(&mut self, n: u32) {
         let threads = self.threads.tids().len().max(1) as u32;
-        NEED_WAITING.store(n.clamp(1, threads), Ordering::SeqCst);
+        self.lane
+            .need_waiting
+            .store(n.clamp(1, threads), Ordering::SeqCst);
     }
 
     /// Looks at the device's wait words; throttles while the device keeps
@@ -668,7 +732,7 @@ impl<'a> Session<'a> {
         let now = Instant::now();
         // SAFETY: mapped for the session's life (`begin`).
         let (waiting, seq) = unsafe { (load(self.base, W_WAITING), load(self.base, W_SEQ)) };
-        if !device_waits(waiting) {
+        if !self.lane.device_waits(waiting) {
             self.window = None;
             self.stuck = None;
             self.set_throttling(false);
@@ -696,7 +760,7 @@ impl<'a> Session<'a> {
                 now
             }
         };
-        PERIOD_NS.store(
+        self.lane.period_ns.store(
             period_after(now - stuck).as_nanos() as u64,
             Ordering::Relaxed,
         );
@@ -706,10 +770,12 @@ impl<'a> Session<'a> {
 
     fn set_throttling(&mut self, on: bool) {
         if !on {
-            PERIOD_NS.store(PERIOD.as_nanos() as u64, Ordering::Relaxed);
+            self.lane
+                .period_ns
+                .store(PERIOD.as_nanos() as u64, Ordering::Relaxed);
         }
         self.throttling = on;
-        ENABLED.store(on, Ordering::SeqCst);
+        self.lane.enabled.store(on, Ordering::SeqCst);
     }
 
     /// Signals every driver thread whose chain is not live (no handler on it,
@@ -718,7 +784,8 @@ impl<'a> Session<'a> {
         let pid = std::process::id() as libc::pid_t;
         let now = monotonic_ns();
         let mut sent = false;
-        for &i in self.threads.slots().unwrap_or(&[]) {
+        let slots = self.threads.taken().map_or(&[][..], |t| &t.slots);
+        for &i in slots {
             let s = &SLOTS[i];
             let live = s.busy.load(Ordering::SeqCst)
                 || now.saturating_sub(s.returned_at.load(Ordering::SeqCst))
@@ -747,18 +814,24 @@ impl<'a> Session<'a> {
 
 impl Drop for Session<'_> {
     fn drop(&mut self) {
-        ENABLED.store(false, Ordering::SeqCst);
-        PERIOD_NS.store(PERIOD.as_nanos() as u64, Ordering::Relaxed);
-        ACTIVE.store(std::ptr::null_mut(), Ordering::SeqCst);
-        // A handler that read ACTIVE before it was withdrawn may still be
-        // reading the mapping; it sees the null within one NAP.
-        drain_handlers();
+        let lane = self.lane;
+        lane.enabled.store(false, Ordering::SeqCst);
+        lane.period_ns
+            .store(PERIOD.as_nanos() as u64, Ordering::Relaxed);
+        lane.active.store(std::ptr::null_mut(), Ordering::SeqCst);
+        // A handler that read the pointer before it was withdrawn may still
+        // be reading the mapping; it sees the null within one NAP.
+        drain_handlers(lane);
         if self.signals > 0 {
-            let ends: Vec<u64> = ENDS.iter().map(|e| e.load(Ordering::Relaxed)).collect();
+            let ends: Vec<u64> = lane
+                .ends
+                .iter()
+                .map(|e| e.load(Ordering::Relaxed))
+                .collect();
             tracing::debug!(
                 signals = self.signals,
-                "device wait throttled (handler ends so far: deadline {}, abort {}, wait over {}, condition {}; naps {}, re-armed {}, no slot {})",
-                ends[0], ends[1], ends[2], ends[3], ends[4], ends[5], ends[6]
+                "device wait throttled (handler ends on this device so far: deadline {}, abort {}, wait over {}, condition {}; naps {}, re-armed {})",
+                ends[0], ends[1], ends[2], ends[3], ends[4], ends[5]
             );
         }
     }

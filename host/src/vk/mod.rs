@@ -244,6 +244,11 @@ impl Gpu {
     /// Opens the device for the PE with node-local number `local_pe`, chosen as
     /// [`select::choose`] says (`wanted` is `VKSHMEM_DEVICE`).
     pub fn open(wanted: Option<&str>, local_pe: u32) -> Result<Gpu> {
+        // One device opens at a time in a process (several PEs as threads
+        // open one each), so the threads that appear meanwhile are this
+        // device's driver's.
+        static OPENING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _one = OPENING.lock().unwrap_or_else(|p| p.into_inner());
         // Threads that exist before the driver is loaded: the rest are its own.
         let before = crate::throttle::thread_ids();
         // SAFETY: loading the Vulkan loader runs its initialisers; libvulkan is a
