@@ -125,6 +125,32 @@ pub unsafe fn init_on_device(dev: UserDevice) -> Result<Context> {
     unsafe { Context::init_on_device(dev) }
 }
 
+/// Runs a whole job of `npes` PEs as threads of this process, each with its
+/// own [`Context`]: see [`vkshmem_host::run_threads`] (how the threads share
+/// devices, and how a PE fails the job). Logs as [`init`] does.
+///
+/// ```no_run
+/// # fn main() -> vkshmem::Result<()> {
+/// let pes = vkshmem::run_threads(4, |ctx| {
+///     ctx.barrier_all()?;
+///     Ok::<_, vkshmem::Error>(ctx.my_pe())
+/// })?;
+/// assert_eq!(pes, [0, 1, 2, 3]);
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// As [`vkshmem_host::run_threads`].
+pub fn run_threads<T, E, F>(npes: u32, body: F) -> Result<Vec<T>>
+where
+    T: Send,
+    E: Into<vkshmem_host::threads::PeError>,
+    F: Fn(&Context) -> std::result::Result<T, E> + Sync,
+{
+    log_to_stderr();
+    vkshmem_host::run_threads(npes, body)
+}
+
 fn log_to_stderr() {
     if let Some(filter) = vkshmem_host::config::log_filter(vkshmem_host::config::env) {
         let _ = tracing_subscriber::fmt()

@@ -266,7 +266,27 @@ impl Context {
     /// endpoint does not admit this PE, [`Error::PeerFailed`] when another PE dies
     /// during set-up, Vulkan errors as [`Error::Vulkan`].
     pub fn init() -> Result<Context> {
-        Self::init_with(|pe| Gpu::open(config::env(config::ENV_DEVICE).as_deref(), pe))
+        Self::init_with(
+            |pe| Gpu::open(config::env(config::ENV_DEVICE).as_deref(), pe),
+            &config::env,
+        )
+    }
+
+    /// Joins the job as PE `pe` of a job whose endpoint and secret are given
+    /// (a PE of [`crate::threads::run_threads`]); every other setting comes
+    /// from the environment, as for [`Context::init`].
+    pub(crate) fn init_as(job: &config::JobEnv) -> Result<Context> {
+        let (endpoint, secret) = job.bootstrap.clone().unzip();
+        let (pe, npes) = (job.pe.to_string(), job.npes.to_string());
+        let secret = secret.map(|s| config::encode_hex(&s));
+        let get = |name: &str| match name {
+            config::ENV_PE => Some(pe.clone()),
+            config::ENV_NPES => Some(npes.clone()),
+            config::ENV_BOOTSTRAP => endpoint.clone(),
+            config::ENV_SECRET => secret.clone(),
+            _ => config::env(name),
+        };
+        Self::init_with(|pe| Gpu::open(get(config::ENV_DEVICE).as_deref(), pe), &get)
     }
 
     /// Joins the job as [`Context::init`] does, on a Vulkan device the
@@ -298,11 +318,16 @@ impl Context {
     /// `VK_KHR_external_memory_fd` or the family has no compute.
     pub unsafe fn init_on_device(dev: crate::vk::UserDevice) -> Result<Context> {
         // SAFETY: the caller's guarantee.
-        Self::init_with(|_| unsafe { Gpu::adopt(&dev) })
+        Self::init_with(|_| unsafe { Gpu::adopt(&dev) }, &config::env)
     }
 
-    fn init_with(open: impl FnOnce(u32) -> Result<Gpu>) -> Result<Context> {
-        let get = config::env;
+    /// Joins the job with the device `open` gives, reading the launcher's
+    /// hand-over and every setting through `get` (the environment, or a
+    /// thread-PE's own place in the job).
+    fn init_with(
+        open: impl FnOnce(u32) -> Result<Gpu>,
+        get: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Context> {
         let wait_timeout = config::wait_timeout(get)?;
         let fence_spin = config::fence_spin(get)?;
         let yield_poll = config::yield_poll(get)?;

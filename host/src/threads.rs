@@ -1,0 +1,166 @@
+//! A whole job of PEs as threads of one process ([`run_threads`]).
+//!
+//! The job is what `vkshmrun` makes, in-process: the bootstrap endpoint and
+//! its node segment (the sync plane), then one thread per PE, each joining
+//! with its own place in the job and its own [`Context`]. Everything a PE
+//! owns hangs off its context, so PEs as threads and PEs as processes behave
+//! alike: the same teams, collectives, RMA, queue-ordered calls, wait
+//! timeout and failure reports.
+//!
+//! # Devices
+//! Each thread-PE opens its own Vulkan device (instance, device, queue) as a
+//! process would, chosen by `VKSHMEM_DEVICE` and its PE number, and shares
+//! its heap with the others by fd, as processes do. On lavapipe (one queue
+//! per device) that is the only way. Devices open one at a time, so each
+//! PE's wait throttle knows its own driver threads.
+//!
+//! Where a device offers a queue per PE, the PEs of a process could share
+//! one `VkDevice` and bind each other's heaps without the fd round trip;
+//! [`Context`] keeps the device behind an `Arc` for that step, and a job of
+//! several processes with several PEs each needs only an endpoint that
+//! admits each process's PEs ([`Server::start_for_node`]).
+//!
+//! # Failure
+//! A PE that panics, returns an error or cannot join fails the job at once:
+//! the endpoint tells every other PE, whose calls return
+//! [`Error::PeerFailed`] naming it, and [`run_threads`] returns that error.
+//! A PE fails before its context drops, so peers never wait on it.
+//!
+//! A symmetric buffer that drops is freed collectively. A PE closure that
+//! returns early with an error drops its buffers on the way out, and those
+//! frees wait for peers that are in another call. So fail fast by
+//! panicking (a panic skips the frees), or return the error only after the
+//! calls your peers will make; a `VKSHMEM_WAIT_TIMEOUT` bounds either.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::thread;
+
+use crate::bootstrap::Server;
+use crate::config::{self, JobEnv};
+use crate::context::Context;
+use crate::error::{Error, Result};
+
+/// An error a PE's closure returns.
+pub type PeError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Runs a job of `npes` PEs as threads of this process: each thread joins
+/// the job with its own [`Context`], runs `body` on it, and finalizes it
+/// (a barrier) when `body` returns `Ok`. Returns each PE's value, by PE.
+///
+/// ```no_run
+/// # fn main() -> vkshmem_host::Result<()> {
+/// use vkshmem_host::{ReduceOp, Team};
+/// let sums = vkshmem_host::run_threads(4, |ctx| {
+///     let buf = ctx.malloc::<u32>(1)?;
+///     buf.write(&[ctx.my_pe() + 1])?;
+///     let s = buf.as_slice();
+///     ctx.reduce(Team::WORLD, ReduceOp::Sum, &s, &s, 1)?;
+///     Ok(buf.read()?[0])
+/// })?;
+/// assert_eq!(sums, [10; 4]);
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for `npes` of 0 or above the endpoint's
+/// limit; [`Error::PeerFailed`] naming the first PE that failed (panicked,
+/// returned an error, or could not join: `how` says which, with its
+/// message).
+pub fn run_threads<T, E, F>(npes: u32, body: F) -> Result<Vec<T>>
+where
+    T: Send,
+    E: Into<PeError>,
+    F: Fn(&Context) -> std::result::Result<T, E> + Sync,
+{
+    let timeout = config::wait_timeout(config::env)?;
+    let server = Arc::new(Server::start_with_timeout(npes, timeout)?);
+    let body = &body;
+    let results: Vec<Option<T>> = thread::scope(|s| {
+        let handles: Vec<_> = (0..npes)
+            .map(|pe| {
+                let server = server.clone();
+                // Not `vkshmem-*`: the driver's threads that this thread
+                // starts inherit its name, and the wait throttle takes
+                // `vkshmem-*` threads for vkshmem's own.
+                thread::Builder::new()
+                    .name(format!("pe-{pe}"))
+                    .spawn_scoped(s, move || run_pe(&server, pe, npes, body))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .enumerate()
+            .map(|(pe, h)| {
+                let joined = h.map_err(|e| format!("could not start its thread: {e}"));
+                match joined.map(|h| h.join()) {
+                    Ok(Ok(v)) => v,
+                    Ok(Err(panic)) => {
+                        let how = format!("panicked: {}", panic_message(&*panic));
+                        server.fail(pe as u32, &how);
+                        None
+                    }
+                    Err(how) => {
+                        server.fail(pe as u32, &how);
+                        None
+                    }
+                }
+            })
+            .collect()
+    });
+    if let Some((pe, how)) = server.first_failure() {
+        return Err(Error::PeerFailed { pe, how });
+    }
+    results
+        .into_iter()
+        .enumerate()
+        .map(|(pe, r)| {
+            r.ok_or_else(|| Error::PeerFailed {
+                pe: pe as u32,
+                how: "ended without a result".into(),
+            })
+        })
+        .collect()
+}
+
+/// One PE's thread: join, run, finalize; `None` after failing the job
+/// (through `server`, before the context drops) or hearing it failed.
+fn run_pe<T, E, F>(server: &Server, pe: u32, npes: u32, body: &F) -> Option<T>
+where
+    E: Into<PeError>,
+    F: Fn(&Context) -> std::result::Result<T, E>,
+{
+    let job = JobEnv {
+        pe,
+        npes,
+        bootstrap: Some((server.endpoint().to_string(), server.secret().to_vec())),
+    };
+    let ctx = match Context::init_as(&job) {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            server.fail(pe, &format!("could not join the job: {e}"));
+            return None;
+        }
+    };
+    // A PE that heard of another's failure fails too; the endpoint keeps
+    // the first failure only, so the blame stays with that one.
+    let how = match catch_unwind(AssertUnwindSafe(|| body(&ctx))) {
+        Ok(Ok(v)) => match ctx.finalize() {
+            Ok(()) => return Some(v),
+            Err(e) => format!("could not finalize: {e}"),
+        },
+        Ok(Err(e)) => format!("returned an error: {}", e.into()),
+        Err(panic) => format!("panicked: {}", panic_message(&*panic)),
+    };
+    server.fail(pe, &how);
+    None
+}
+
+/// A panic's message, where it is a string.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(a panic without a message)".into())
+}
