@@ -23,8 +23,12 @@ use vkshmem::{ActiveSet, Error, ReduceOp, SymSlice, Team, TeamConfig, TeamShape}
 
 #[path = "common/combine.rs"]
 mod combine;
+#[path = "common/fail_fast.rs"]
+mod fail_fast;
 #[path = "common/harness.rs"]
 mod harness;
+#[path = "common/pes.rs"]
+mod pes;
 use harness::*;
 
 fn bad_input(h: &mut Harness) -> anyhow::Result<()> {
@@ -455,10 +459,14 @@ fn main() -> anyhow::Result<()> {
     if std::env::args().any(|a| a == "--device-misuse") {
         return device_misuse();
     }
+    pes::run(check)
+}
+
+/// One PE's checks.
+fn check(ctx: &vkshmem::Context) -> anyhow::Result<()> {
     let quick = std::env::args().any(|a| a == "--quick");
-    let ctx = vkshmem::init()?;
-    let mut h = Harness::new(&ctx, 4 << 20)?;
-    let cases = teams(&ctx)?;
+    let mut h = Harness::new(ctx, 4 << 20)?;
+    let cases = teams(ctx)?;
     let (big, small): (&[usize], &[usize]) = if quick {
         (&[0, 1, 7, 1024], &[1, 33])
     } else {

@@ -24,6 +24,8 @@
 #[macro_use]
 #[path = "common/fail_fast.rs"]
 mod fail_fast;
+#[path = "common/pes.rs"]
+mod pes;
 
 use anyhow::{Context as _, Result};
 use vkshmem::{Context, Error, Team};
@@ -171,15 +173,13 @@ impl Rng {
 }
 
 fn main() -> Result<()> {
-    let ctx = vkshmem::init()?;
-    fail_fast::on_pe(ctx.my_pe());
-    let r = check(&ctx);
-    if let Err(e) = &r {
-        eprintln!("device_amo_check: PE {}: {e:#}", ctx.my_pe());
-    }
-    r?;
-    ctx.finalize()?;
-    Ok(())
+    pes::run(|ctx| {
+        let r = check(ctx);
+        if let Err(e) = &r {
+            eprintln!("device_amo_check: PE {}: {e:#}", ctx.my_pe());
+        }
+        r
+    })
 }
 
 fn check(ctx: &Context) -> Result<()> {

@@ -10,6 +10,8 @@
 #[macro_use]
 #[path = "common/fail_fast.rs"]
 mod fail_fast;
+#[path = "common/pes.rs"]
+mod pes;
 
 use anyhow::Result;
 use vkshmem::{Context, Error};
@@ -97,15 +99,13 @@ fn random_bytes(seed: &mut u64, len: usize) -> Vec<u8> {
 }
 
 fn main() -> Result<()> {
-    let ctx = vkshmem::init()?;
-    fail_fast::on_pe(ctx.my_pe());
-    let r = check(&ctx);
-    if let Err(e) = &r {
-        eprintln!("device_rma_check: PE {}: {e:#}", ctx.my_pe());
-    }
-    r?;
-    ctx.finalize()?;
-    Ok(())
+    pes::run(|ctx| {
+        let r = check(ctx);
+        if let Err(e) = &r {
+            eprintln!("device_rma_check: PE {}: {e:#}", ctx.my_pe());
+        }
+        r
+    })
 }
 
 fn check(ctx: &Context) -> Result<()> {

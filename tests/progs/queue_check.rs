@@ -34,8 +34,12 @@ use vkshmem::{Collective, Error, ReduceOp, Team};
 
 #[path = "common/combine.rs"]
 mod combine;
+#[path = "common/fail_fast.rs"]
+mod fail_fast;
 #[path = "common/harness.rs"]
 mod harness;
+#[path = "common/pes.rs"]
+mod pes;
 use harness::*;
 
 fn conformance(h: &mut Harness, cases: &[TeamCase]) -> anyhow::Result<()> {
@@ -582,8 +586,12 @@ fn main() -> anyhow::Result<()> {
     if std::env::args().any(|a| a == "--bad-collect") {
         return bad_collect();
     }
-    let ctx = vkshmem::init()?;
-    let mut h = Harness::new(&ctx, 1 << 16)?;
+    pes::run(check)
+}
+
+/// One PE's checks.
+fn check(ctx: &vkshmem::Context) -> anyhow::Result<()> {
+    let mut h = Harness::new(ctx, 1 << 16)?;
     if std::env::args().any(|a| a == "--short") {
         // Two kernels only (each costs llvmpipe tens of seconds per PE to
         // compile where the library has proxied paths): for teams that span
@@ -592,7 +600,7 @@ fn main() -> anyhow::Result<()> {
         large_reduce(&mut h)?;
         return h.finish("queue_check");
     }
-    let cases = teams(&ctx)?;
+    let cases = teams(ctx)?;
     conformance(&mut h, &cases)?;
     let (posted, not_done, waited) = host_is_free(&mut h)?;
     in_flight(&mut h)?;

@@ -11,6 +11,8 @@
 #[macro_use]
 #[path = "common/fail_fast.rs"]
 mod fail_fast;
+#[path = "common/pes.rs"]
+mod pes;
 
 use anyhow::{Context as _, Result};
 use vkshmem::rma::{Cmp, SignalOp};
@@ -31,15 +33,13 @@ fn pattern(seed: u64, pe: u32, i: usize, round: u64) -> u32 {
 }
 
 fn main() -> Result<()> {
-    let ctx = vkshmem::init()?;
-    fail_fast::on_pe(ctx.my_pe());
-    let r = check(&ctx);
-    if let Err(e) = &r {
-        eprintln!("rma_check: PE {}: {e:#}", ctx.my_pe());
-    }
-    r?;
-    ctx.finalize()?;
-    Ok(())
+    pes::run(|ctx| {
+        let r = check(ctx);
+        if let Err(e) = &r {
+            eprintln!("rma_check: PE {}: {e:#}", ctx.my_pe());
+        }
+        r
+    })
 }
 
 fn check(ctx: &Context) -> Result<()> {

@@ -37,8 +37,12 @@ use vkshmem::{ReduceOp, SymBuffer, Team};
 mod combine;
 #[path = "common/extras.rs"]
 mod extras;
+#[path = "common/fail_fast.rs"]
+mod fail_fast;
 #[path = "common/harness.rs"]
 mod harness;
+#[path = "common/pes.rs"]
+mod pes;
 use harness::*;
 
 /// Random collectives, checked, for a while.
@@ -63,6 +67,10 @@ struct Args {
     /// Largest element count of one call (per member for the gathering kinds).
     #[arg(long, default_value_t = 16384)]
     max_elems: usize,
+    /// Run a whole job of this many PEs as threads of this process
+    /// (`common/pes.rs`) instead of the one PE vkshmrun started.
+    #[arg(long)]
+    threads: Option<u32>,
 }
 
 /// The element types of the soak, with what the dispatch needs to know.
@@ -309,14 +317,18 @@ const DEVICE_KERNELS: u32 = 8 + DEVICE_REDUCTIONS.len() as u32;
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let ctx = vkshmem::init()?;
+    pes::run(|ctx| soak(ctx, &args))
+}
+
+/// One PE's soak.
+fn soak(ctx: &vkshmem::Context, args: &Args) -> anyhow::Result<()> {
     let me = ctx.my_pe();
     let llvmpipe = ctx.device_info().is_llvmpipe();
     let max = args.max_elems.max(1);
     // Room for the largest call: a gathering kind's n * members elements of 8
     // bytes, alltoalls' strided span, plus the alignment shift.
-    let mut h = Harness::new(&ctx, max * 8 * 3 + 64)?;
-    let cases = teams(&ctx)?;
+    let mut h = Harness::new(ctx, max * 8 * 3 + 64)?;
+    let cases = teams(ctx)?;
     let mut rng = StdRng::seed_from_u64(args.seed);
     // The device pool: distinct (kernel, form, workgroup size) triples. On
     // lavapipe the work_group(s) forms take one SIMD row (linked without
@@ -441,9 +453,10 @@ fn main() -> anyhow::Result<()> {
     let ok = h.wrong == 0;
     drop(h);
     drop((go, go_src, words));
-    ctx.finalize()?;
+    // Every PE has printed its line before one ends the job.
+    ctx.barrier_all()?;
     if !ok {
-        std::process::exit(1);
+        fail_fast::fail(format_args!("wrong results"));
     }
     Ok(())
 }

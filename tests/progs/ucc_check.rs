@@ -9,6 +9,8 @@
 #[macro_use]
 #[path = "common/fail_fast.rs"]
 mod fail_fast;
+#[path = "common/pes.rs"]
+mod pes;
 
 use anyhow::Result;
 use vkshmem::{Context, Error, ReduceOp, Team};
@@ -23,15 +25,13 @@ fn value(seed: u64, pe: u32, i: usize, salt: u64) -> u32 {
 }
 
 fn main() -> Result<()> {
-    let ctx = vkshmem::init()?;
-    fail_fast::on_pe(ctx.my_pe());
-    let r = check(&ctx);
-    if let Err(e) = &r {
-        eprintln!("ucc_check: PE {}: {e:#}", ctx.my_pe());
-    }
-    r?;
-    ctx.finalize()?;
-    Ok(())
+    pes::run(|ctx| {
+        let r = check(ctx);
+        if let Err(e) = &r {
+            eprintln!("ucc_check: PE {}: {e:#}", ctx.my_pe());
+        }
+        r
+    })
 }
 
 fn check(ctx: &Context) -> Result<()> {

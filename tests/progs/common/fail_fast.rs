@@ -12,23 +12,39 @@
 // Each program that includes this module uses a part of it.
 #![allow(dead_code)]
 
-use std::sync::{Mutex, OnceLock};
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicBool, Ordering};
 
-static PE: OnceLock<u32> = OnceLock::new();
-static SCOPE: Mutex<String> = Mutex::new(String::new());
+thread_local! {
+    /// The PE this thread runs (a process's one, or a thread-PE's).
+    static PE: Cell<Option<u32>> = const { Cell::new(None) };
+    /// What its checks are about now.
+    static SCOPE: RefCell<String> = const { RefCell::new(String::new()) };
+}
 
-/// Names this process's PE in the failure message.
+/// Whether the PEs are threads of this process (`--threads`): a failed
+/// check then panics, which fails the job with the PE named, where a
+/// process exits.
+static THREADS: AtomicBool = AtomicBool::new(false);
+
+/// Names this thread's PE in the failure message.
 pub fn on_pe(pe: u32) {
-    let _ = PE.set(pe);
+    PE.set(Some(pe));
+}
+
+/// Says that PEs are threads of this process from now on.
+pub fn pes_are_threads() {
+    THREADS.store(true, Ordering::SeqCst);
 }
 
 /// Names what the checks that follow are about (a team, a round), for the
 /// failure message.
 pub fn scope(what: String) {
-    *SCOPE.lock().unwrap_or_else(|e| e.into_inner()) = what;
+    SCOPE.set(what);
 }
 
-/// Says why this PE failed and ends it.
+/// Says why this PE failed and ends it: the process, or with PEs as
+/// threads this PE's thread (a panic).
 pub fn fail(why: std::fmt::Arguments) -> ! {
     let prog = std::env::args()
         .next()
@@ -39,13 +55,17 @@ pub fn fail(why: std::fmt::Arguments) -> ! {
         })
         .unwrap_or_default();
     let pe = PE.get().map(|pe| format!(" PE {pe}:")).unwrap_or_default();
-    let scope = SCOPE.lock().map(|s| s.clone()).unwrap_or_default();
+    let scope = SCOPE.with_borrow(|s| s.clone());
     let scope = if scope.is_empty() {
         scope
     } else {
         format!(" {scope}:")
     };
-    eprintln!("{prog}:{pe}{scope} check failed: {why}");
+    let text = format!("{prog}:{pe}{scope} check failed: {why}");
+    if THREADS.load(Ordering::SeqCst) {
+        panic!("{text}");
+    }
+    eprintln!("{text}");
     std::process::exit(1)
 }
 

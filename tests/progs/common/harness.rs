@@ -283,9 +283,11 @@ impl Harness {
         );
         let ok = self.wrong == 0;
         drop(self);
-        ctx.finalize()?;
+        // Every PE has printed its line before one ends the job (the
+        // caller finalizes: `common/pes.rs`).
+        ctx.barrier_all()?;
         if !ok {
-            std::process::exit(1);
+            crate::fail_fast::fail(format_args!("{prog}: wrong results"));
         }
         Ok(())
     }
