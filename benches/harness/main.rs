@@ -127,7 +127,7 @@ const COLLECTIVES: [&str; 8] = [
 ];
 
 /// Sweeps of vkshmem's collectives (run it under `vkshmrun -n N`).
-#[derive(Parser, Debug)]
+#[derive(Parser, Debug, Clone)]
 #[command(name = "vkshmem-bench", version, args_override_self = true)]
 struct Args {
     /// Collectives: a comma-separated list of barrier, sync, broadcast, collect,
@@ -254,6 +254,29 @@ struct Args {
     /// The target PE of `--rma` (default: the last PE).
     #[arg(long)]
     peer: Option<u32>,
+    /// Run a whole job of this many PEs as threads of this process
+    /// (`vkshmem::run_threads`) instead of the one PE vkshmrun started.
+    #[arg(long, value_name = "N")]
+    threads: Option<u32>,
+}
+
+/// Runs `body` on this program's PEs (the one vkshmrun started, or with
+/// `--threads N` a job of N threads) and finalizes each.
+fn on_pes(
+    threads: Option<u32>,
+    body: impl Fn(&Context) -> anyhow::Result<()> + Sync,
+) -> anyhow::Result<()> {
+    match threads {
+        Some(n) => {
+            vkshmem::run_threads(n, body)?;
+        }
+        None => {
+            let ctx = vkshmem::init()?;
+            body(&ctx)?;
+            ctx.finalize()?;
+        }
+    }
+    Ok(())
 }
 
 /// One PE's side of the run: its buffers, team and kernels, shared by every
@@ -1087,7 +1110,7 @@ fn main() {
 }
 
 fn run() -> anyhow::Result<()> {
-    let mut args = Args::parse();
+    let args = Args::parse();
     if let Some(files) = &args.compare {
         return compare::run(&files[0], &files[1], &args.plot);
     }
@@ -1102,10 +1125,7 @@ fn run() -> anyhow::Result<()> {
             scopes: rma::parse_scopes(&args.scope)?,
             csv: args.csv.clone(),
         };
-        let ctx = vkshmem::init()?;
-        rma::run(&ctx, &a)?;
-        ctx.finalize()?;
-        return Ok(());
+        return on_pes(args.threads, |ctx| rma::run(ctx, &a));
     }
     let op = parse_op(&args.op)?;
     let scopes = parse_scopes(&args.scope)?;
@@ -1145,7 +1165,22 @@ fn run() -> anyhow::Result<()> {
             bail!("{}: no such directory", p.display());
         }
     }
-    let ctx = vkshmem::init()?;
+    on_pes(args.threads, |ctx| {
+        sweep_pe(ctx, &args, &colls, op, &scopes, es)
+    })
+}
+
+/// One PE's sweep of `colls` in `scopes` (the arguments checked).
+fn sweep_pe(
+    ctx: &Context,
+    args: &Args,
+    colls: &[&str],
+    op: ReduceOp,
+    scopes: &[Form],
+    es: u64,
+) -> anyhow::Result<()> {
+    let mut args = args.clone();
+    let (args, colls, scopes) = (&mut args, colls.to_vec(), scopes.to_vec());
     // Kernels still being built in the background would share the CPU with
     // the timed calls.
     ctx.wait_background_builds();
@@ -1392,6 +1427,5 @@ fn run() -> anyhow::Result<()> {
     if team != Team::WORLD && team != Team::INVALID {
         ctx.team_destroy(team)?;
     }
-    ctx.finalize()?;
     Ok(())
 }
