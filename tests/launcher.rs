@@ -9,7 +9,8 @@ mod common;
 #[cfg(feature = "mpi")]
 use common::mpirun;
 use common::{
-    bin_dir, program, run_vkshmrun_env, vkshmrun, vkshmrun_exe, vkshmrun_with, Leftovers, Run,
+    bin_dir, every_pe_checked, program, run_vkshmrun_env, vkshmrun, vkshmrun_exe, vkshmrun_with,
+    Leftovers, Run,
 };
 
 use std::process::Command;
@@ -673,26 +674,6 @@ const ROUNDS_CHECK: [&str; 12] = [
     "--iters",
     "2",
 ];
-
-/// Asserts that each of `n` PEs printed `PROG: pe=P calls=C wrong=0` with
-/// more than `min_calls` checked calls.
-fn every_pe_checked(stdout: &str, prog: &str, n: u32, min_calls: u64) {
-    let lines: Vec<&str> = stdout
-        .lines()
-        .filter(|l| l.starts_with(&format!("{prog}: pe=")))
-        .collect();
-    assert_eq!(lines.len(), n as usize, "{stdout}");
-    for l in lines {
-        assert!(l.ends_with("wrong=0"), "{l}");
-        let calls: u64 = l
-            .split("calls=")
-            .nth(1)
-            .and_then(|x| x.split(' ').next())
-            .and_then(|x| x.parse().ok())
-            .unwrap_or(0);
-        assert!(calls > min_calls, "too few checked calls: {l}");
-    }
-}
 
 /// Runs the conformance harness (tests/progs/collectives_check.rs) on each
 /// (PEs, flag) of `runs` with `env`: every PE must report over 100 checked

@@ -7,7 +7,7 @@ mod common;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use common::{program, run_child, Run};
+use common::{every_pe_checked, program, run_child, Run};
 use vkshmem::{Error, Team};
 
 /// One job at a time: a job's PEs spin while they wait for each other, and
@@ -37,27 +37,6 @@ fn run_ok(name: &str, args: &[&str], timeout: Duration) -> Run {
     r
 }
 
-/// Every one of `n` PEs printed `<prog>: pe=P calls=C wrong=0` with more
-/// than `min_calls` checked calls.
-fn every_pe_checked(r: &Run, prog: &str, n: u32, min_calls: u64) {
-    let lines: Vec<&str> = r
-        .stdout
-        .lines()
-        .filter(|l| l.starts_with(&format!("{prog}: pe=")))
-        .collect();
-    assert_eq!(lines.len(), n as usize, "{}", r.stdout);
-    for l in lines {
-        assert!(l.ends_with("wrong=0"), "{l}");
-        let calls: u64 = l
-            .split("calls=")
-            .nth(1)
-            .and_then(|x| x.split(' ').next())
-            .and_then(|x| x.parse().ok())
-            .unwrap_or(0);
-        assert!(calls > min_calls, "too few checked calls: {l}");
-    }
-}
-
 /// The collectives' conformance harness with its PEs as threads: every
 /// team, type, operation and size on 1 and 2 PEs with the device forms,
 /// two device calls per form on 3, the quick set on 4 and 8.
@@ -78,7 +57,7 @@ fn collectives_conform_with_pes_as_threads() {
             .chain(flags.iter().copied())
             .collect();
         let r = run_ok("collectives_check", &args, limit);
-        every_pe_checked(&r, "collectives_check", n, 20);
+        every_pe_checked(&r.stdout, "collectives_check", n, 20);
     }
 }
 
@@ -110,7 +89,7 @@ fn queued_collectives_hold_with_pes_as_threads() {
     for n in [2, 3] {
         let nn = n.to_string();
         let r = run_ok("queue_check", &["--threads", &nn], Duration::from_secs(600));
-        every_pe_checked(&r, "queue_check", n, 20);
+        every_pe_checked(&r.stdout, "queue_check", n, 20);
     }
 }
 

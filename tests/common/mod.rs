@@ -295,3 +295,23 @@ pub fn mpirun(n: u32, args: &[&str], env: &[(&str, &str)], timeout: Duration) ->
     assert_empty(tmp.path(), &format!("mpirun {args:?}"));
     run
 }
+
+/// Asserts that each of `n` PEs printed `PROG: pe=P calls=C wrong=0` with
+/// more than `min_calls` checked calls.
+pub fn every_pe_checked(stdout: &str, prog: &str, n: u32, min_calls: u64) {
+    let lines: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with(&format!("{prog}: pe=")))
+        .collect();
+    assert_eq!(lines.len(), n as usize, "{stdout}");
+    for l in lines {
+        assert!(l.ends_with("wrong=0"), "{l}");
+        let calls: u64 = l
+            .split("calls=")
+            .nth(1)
+            .and_then(|x| x.split(' ').next())
+            .and_then(|x| x.parse().ok())
+            .unwrap_or(0);
+        assert!(calls > min_calls, "too few checked calls: {l}");
+    }
+}
