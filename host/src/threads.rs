@@ -56,7 +56,7 @@ pub type PeError = Box<dyn std::error::Error + Send + Sync>;
 ///     buf.write(&[ctx.my_pe() + 1])?;
 ///     let s = buf.as_slice();
 ///     ctx.reduce(Team::WORLD, ReduceOp::Sum, &s, &s, 1)?;
-///     Ok(buf.read()?[0])
+///     Ok(buf.to_vec()?[0])
 /// })?;
 /// assert_eq!(sums, [10; 4]);
 /// # Ok(()) }
