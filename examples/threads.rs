@@ -37,7 +37,7 @@ fn main() -> anyhow::Result<()> {
             .map_err(|_| anyhow::anyhow!("usage: threads [NPES]"))?,
         None => 4,
     };
-    let calls = vkshmem::run_threads(npes, pe)?;
+    let calls = vkshmem::run_threads(npes, |ctx| Ok(pe(ctx)?))?;
     println!(
         "threads: ok on {npes} PEs ({} checked calls per PE)",
         calls[0]

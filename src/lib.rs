@@ -133,7 +133,7 @@ pub unsafe fn init_on_device(dev: UserDevice) -> Result<Context> {
 /// # fn main() -> vkshmem::Result<()> {
 /// let pes = vkshmem::run_threads(4, |ctx| {
 ///     ctx.barrier_all()?;
-///     Ok::<_, vkshmem::Error>(ctx.my_pe())
+///     Ok(ctx.my_pe())
 /// })?;
 /// assert_eq!(pes, [0, 1, 2, 3]);
 /// # Ok(()) }
@@ -141,11 +141,10 @@ pub unsafe fn init_on_device(dev: UserDevice) -> Result<Context> {
 ///
 /// # Errors
 /// As [`vkshmem_host::run_threads`].
-pub fn run_threads<T, E, F>(npes: u32, body: F) -> Result<Vec<T>>
+pub fn run_threads<T, F>(npes: u32, body: F) -> Result<Vec<T>>
 where
     T: Send,
-    E: Into<vkshmem_host::threads::PeError>,
-    F: Fn(&Context) -> std::result::Result<T, E> + Sync,
+    F: Fn(&Context) -> std::result::Result<T, vkshmem_host::threads::PeError> + Sync,
 {
     log_to_stderr();
     vkshmem_host::run_threads(npes, body)

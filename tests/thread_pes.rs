@@ -183,7 +183,7 @@ fn a_failing_pe_ends_every_peer_call(n: u32, culprit: u32, how: Failure) {
         };
         let e = r.expect_err("a call with a failed peer must fail");
         seen.lock().unwrap().push((me, e));
-        Err::<(), Box<dyn std::error::Error + Send + Sync>>("a peer failed".into())
+        Err::<(), _>("a peer failed".into())
     });
     let took = start.elapsed();
     match r {
@@ -233,6 +233,6 @@ fn a_thread_pe_that_panics_during_a_device_wait_fails_every_peer_call() {
 #[test]
 fn a_job_of_no_pes_is_refused() {
     let _one = one_job();
-    let r = vkshmem::run_threads(0, |_| Ok::<(), Error>(()));
+    let r = vkshmem::run_threads(0, |_| Ok(()));
     assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
 }

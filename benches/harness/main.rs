@@ -268,7 +268,7 @@ fn on_pes(
 ) -> anyhow::Result<()> {
     match threads {
         Some(n) => {
-            vkshmem::run_threads(n, body)?;
+            vkshmem::run_threads(n, |ctx| Ok(body(ctx)?))?;
         }
         None => {
             let ctx = vkshmem::init()?;
@@ -1184,7 +1184,7 @@ fn sweep_pe(
     // Kernels still being built in the background would share the CPU with
     // the timed calls.
     ctx.wait_background_builds();
-    let (team, members) = make_team(&ctx, &args.team)?;
+    let (team, members) = make_team(ctx, &args.team)?;
     if args.root as usize >= members.len() {
         bail!("--root {}: the team has {} PEs", args.root, members.len());
     }
@@ -1217,19 +1217,19 @@ fn sweep_pe(
     // Copies up to what the largest row must move per PE (read plus write).
     let most = colls
         .iter()
-        .filter_map(|c| least_traffic(c, args.max_bytes, n as u64))
+        .filter_map(|c| least_traffic(c, args.max_bytes, n))
         .max()
         .unwrap_or(0)
-        / (2 * n as u64);
+        / (2 * n);
     // At least 1 MiB (a smaller copy is mostly its launch), at most 16 MiB
     // unless a row needs more: a sweep of small sizes measures small copies.
     let roofline = if args.no_roofline {
         None
     } else {
-        Some(floors::Roofline::new(&ctx, most.max(1 << 20))?)
+        Some(floors::Roofline::new(ctx, most.max(1 << 20))?)
     };
     let copy_at = (16 << 20).min(roofline.as_ref().map_or(0, |r| r.cap()));
-    let copy_bps = roofline.as_ref().map(|r| r.at(&ctx, copy_at)).transpose()?;
+    let copy_bps = roofline.as_ref().map(|r| r.at(ctx, copy_at)).transpose()?;
     let per_dispatch =
         device::calls_per_dispatch(capped, oversubscribed, 0, args.iters).unwrap_or(1);
     // Device code that waits on the other processes of this device: refused
@@ -1238,19 +1238,19 @@ fn sweep_pe(
     let atomic_barrier_us = if spans_devices || !device_waits {
         None
     } else {
-        floors::atomic_barrier_us(&ctx, &members, args.iters, per_dispatch)?
+        floors::atomic_barrier_us(ctx, &members, args.iters, per_dispatch)?
     };
     // The reporter alone, while the others wait in a barrier (idle, not compiling).
     let empty_submit_us = if reporter {
-        floors::empty_submit_us(&ctx, args.iters.max(20))?
+        floors::empty_submit_us(ctx, args.iters.max(20))?
     } else {
         0.0
     };
     ctx.barrier_all()?;
     // Every PE at once, as the kernel path of a host collective submits.
-    let empty_submit_all_us = floors::empty_submit_us(&ctx, args.iters.max(20))?;
+    let empty_submit_all_us = floors::empty_submit_us(ctx, args.iters.max(20))?;
     ctx.barrier_all()?;
-    let one_dispatch_all_us = floors::one_dispatch_us(&ctx, args.iters.max(20))?;
+    let one_dispatch_all_us = floors::one_dispatch_us(ctx, args.iters.max(20))?;
     ctx.barrier_all()?;
     // The reporter alone, while the others wait.
     let host_memcpy_bps = if reporter {
@@ -1274,7 +1274,7 @@ fn sweep_pe(
         .iter()
         .flat_map(|&c| scopes.iter().map(move |&f| (c, f)))
         .filter(|&(c, f)| no_rows(c, f, spans_devices, device_waits).is_none())
-        .map(|(c, _)| sweep(&args, c, es).len() as u64)
+        .map(|(c, _)| sweep(args, c, es).len() as u64)
         .sum();
     if reporter {
         // Printed before the sweep and the progress bar; the table follows, row by
@@ -1343,8 +1343,8 @@ fn sweep_pe(
     let bench = Bench {
         device_waits,
         groups,
-        ctx: &ctx,
-        args: &args,
+        ctx,
+        args,
         roofline,
         // The small buffers first: collectives address the heap's first
         // 4 GiB (MAX_DEVICE_BYTE), and the bench's own reductions on them
@@ -1368,8 +1368,8 @@ fn sweep_pe(
     // Every row reads sources that hold data, as a user's call does
     // (`floors::touch`); the check's pattern data (`--check`) overwrites
     // what it uses.
-    floors::touch(&ctx, &bench.src)?;
-    floors::touch(&ctx, &bench.dst)?;
+    floors::touch(ctx, &bench.src)?;
+    floors::touch(ctx, &bench.dst)?;
     let mut out = Stream::new(
         bench.progress.clone(),
         reporter,
@@ -1402,7 +1402,7 @@ fn sweep_pe(
         let title = format!("vkshmem-bench: {} PEs on {}", n, ctx.device_info().name);
         let error = swept.as_ref().err().map(|e| format!("{e:#}"));
         let skipped = bench.skipped.borrow();
-        finish_report(&args, &out, &floors, &skipped, &title, error.as_deref())
+        finish_report(args, &out, &floors, &skipped, &title, error.as_deref())
     } else {
         Ok(())
     };

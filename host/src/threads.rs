@@ -41,7 +41,8 @@ use crate::config::{self, JobEnv};
 use crate::context::Context;
 use crate::error::{Error, Result};
 
-/// An error a PE's closure returns.
+/// An error a PE's closure returns: any error converts with `?` (vkshmem's,
+/// `std::io`'s, anyhow's, a `String`), so a closure needs no annotation.
 pub type PeError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Runs a job of `npes` PEs as threads of this process: each thread joins
@@ -67,11 +68,10 @@ pub type PeError = Box<dyn std::error::Error + Send + Sync>;
 /// limit; [`Error::PeerFailed`] naming the first PE that failed (panicked,
 /// returned an error, or could not join: `how` says which, with its
 /// message).
-pub fn run_threads<T, E, F>(npes: u32, body: F) -> Result<Vec<T>>
+pub fn run_threads<T, F>(npes: u32, body: F) -> Result<Vec<T>>
 where
     T: Send,
-    E: Into<PeError>,
-    F: Fn(&Context) -> std::result::Result<T, E> + Sync,
+    F: Fn(&Context) -> std::result::Result<T, PeError> + Sync,
 {
     let timeout = config::wait_timeout(config::env)?;
     let server = Arc::new(Server::start_with_timeout(npes, timeout)?);
@@ -125,10 +125,9 @@ where
 
 /// One PE's thread: join, run, finalize; `None` after failing the job
 /// (through `server`, before the context drops) or hearing it failed.
-fn run_pe<T, E, F>(server: &Server, pe: u32, npes: u32, body: &F) -> Option<T>
+fn run_pe<T, F>(server: &Server, pe: u32, npes: u32, body: &F) -> Option<T>
 where
-    E: Into<PeError>,
-    F: Fn(&Context) -> std::result::Result<T, E>,
+    F: Fn(&Context) -> std::result::Result<T, PeError>,
 {
     let job = JobEnv {
         pe,
@@ -149,7 +148,7 @@ where
             Ok(()) => return Some(v),
             Err(e) => format!("could not finalize: {e}"),
         },
-        Ok(Err(e)) => format!("returned an error: {}", e.into()),
+        Ok(Err(e)) => format!("returned an error: {e}"),
         Err(panic) => format!("panicked: {}", panic_message(&*panic)),
     };
     server.fail(pe, &how);

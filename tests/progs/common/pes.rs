@@ -26,7 +26,7 @@ pub fn run(body: impl Fn(&Context) -> anyhow::Result<()> + Sync) -> anyhow::Resu
             crate::fail_fast::pes_are_threads();
             vkshmem::run_threads(n, |ctx| {
                 crate::fail_fast::on_pe(ctx.my_pe());
-                body(ctx)
+                Ok(body(ctx)?)
             })?;
             Ok(())
         }
