@@ -80,9 +80,9 @@ where
         let handles: Vec<_> = (0..npes)
             .map(|pe| {
                 let server = server.clone();
-                // Not `vkshmem-*`: the driver's threads that this thread
-                // starts inherit its name, and the wait throttle takes
-                // `vkshmem-*` threads for vkshmem's own.
+                // Named apart from vkshmem's own threads (the wait
+                // throttle's `OWN_THREADS`): the driver's threads that this
+                // thread starts inherit its name.
                 thread::Builder::new()
                     .name(format!("pe-{pe}"))
                     .spawn_scoped(s, move || run_pe(&server, pe, npes, body))

@@ -491,18 +491,35 @@ pub fn driver_threads_since(before: &[i32]) -> Vec<i32> {
         .collect()
 }
 
-/// Whether thread `tid` is vkshmem's own (named `vkshmem-*`: a proxy, the
-/// kernel builder, a bootstrap connection), never the driver's. A thread
-/// inherits its creator's name, so vkshmem names no thread that opens a
-/// device this way (a PE of a job of threads is `pe-N`).
+/// The names vkshmem gives its own threads (the proxy's end in its PE).
+/// Only these are vkshmem's: a thread inherits its creator's name, so the
+/// driver's threads of a program called `vkshmem-bench`, or of a thread-PE
+/// (`pe-N`), carry that name.
+pub const OWN_THREADS: [&str; 4] = [
+    "vkshmem-prebuild",
+    "vkshmem-queue",
+    "vkshmem-proxy-",
+    "vkshmem-bootstrap",
+];
+
+/// Whether thread `tid` is vkshmem's own ([`OWN_THREADS`]), never the
+/// driver's.
 fn ours(tid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
-        .is_ok_and(|n| n.starts_with("vkshmem-"))
+        .is_ok_and(|n| is_own_name(n.trim_end()))
+}
+
+/// Whether `comm` (a thread's name as the kernel keeps it: at most 15
+/// bytes) is one of [`OWN_THREADS`].
+fn is_own_name(comm: &str) -> bool {
+    OWN_THREADS
+        .iter()
+        .any(|own| comm.starts_with(&own[..own.len().min(15)]))
 }
 
 /// For a device the program created before vkshmem saw it: the threads that
 /// may be the driver's, that is every thread of the process now except the
-/// calling one and vkshmem's own (named `vkshmem-*`). llvmpipe names only some
+/// calling one and vkshmem's own ([`OWN_THREADS`]). llvmpipe names only some
 /// of its threads (`llvmpipe-N`), so names cannot single them out; a program
 /// thread in the list naps with them while a device wait lasts.
 pub fn driver_threads_by_name() -> Vec<i32> {
@@ -840,6 +857,28 @@ impl Drop for Session<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_vkshmems_own_names_are_ours() {
+        for own in [
+            "vkshmem-prebuil",
+            "vkshmem-queue",
+            "vkshmem-proxy-3",
+            "vkshmem-bootstr",
+        ] {
+            assert!(is_own_name(own), "{own}");
+        }
+        // Names a driver thread inherits from its creator.
+        for other in [
+            "vkshmem-bench",
+            "vkshmem-pe-1",
+            "pe-0",
+            "llvmpipe-0",
+            "threads",
+        ] {
+            assert!(!is_own_name(other), "{other}");
+        }
+    }
 
     #[test]
     fn long_waits_sleep_longer() {
