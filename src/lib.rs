@@ -32,7 +32,7 @@
 //! [`Context::resident_workgroups`], for large messages; see
 //! `examples/collectives.rs`). Build them with [`Context::device_kernel`], run them with
 //! [`Context::launch`]. The WGSL reference is the top of `shaders/vkshmem.wgsl` and
-//! `device/src/library.rs`; the forward-progress rules are in `ARCHITECTURE.md`.
+//! `device/src/library/`; the forward-progress rules are in `ARCHITECTURE.md`.
 //! On a CPU driver (lavapipe) a workgroup runs on one thread and every SIMD row
 //! of 8 invocations runs the library's wait code, so call the work_group(s)
 //! forms from small workgroups there: 16 invocations, or 32 to 64 where a

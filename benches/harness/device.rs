@@ -225,8 +225,8 @@ pub fn vec4_unroll(wg: u32, row: u32) -> u64 {
 }
 
 /// Whether the library moves `coll`'s data in vec4s in a work_group form
-/// (device/src/collectives.rs: the bulk moves; alltoalls with the bench's unit
-/// strides is an alltoall).
+/// (device/src/library/vec4.rs, device/src/collectives/reductions.rs: the bulk
+/// moves; alltoalls with the bench's unit strides is an alltoall).
 fn has_vec4_path(coll: &str) -> bool {
     matches!(
         coll,
