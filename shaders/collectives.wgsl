@@ -3,7 +3,7 @@
 // Appended after vkshmem.wgsl. Every routine here moves or combines data only; the
 // callers put the synchronisation around it: the host forms sync the team's PEs
 // through the bootstrap before and after a dispatch of many workgroups, the
-// per-thread and work_group forms (generated, see device/src/collectives.rs) call
+// per-thread and work_group forms (generated, see device/src/collectives/device_api.rs) call
 // vks_team_sync before and after (only after, where the move pushes only this
 // PE's own data: vks_pushes_only), the multi-workgroup forms vks_grid_sync
 // before and after.

@@ -1,7 +1,7 @@
 // vkshmem device library: the part that does not depend on the job.
 //
 // It is appended to every kernel after the generated part (see
-// device/src/library.rs), which defines vks_my_pe(), VKS_N_PES, VKS_HEAP_WORDS, the
+// device/src/library/), which defines vks_my_pe(), VKS_N_PES, VKS_HEAP_WORDS, the
 // control-region offsets (VKS_CTRL_*, VKS_TEAM_*), the heap bindings and the
 // accessors vks_<op>(pe, addr, ...), which select the peer's binding with a switch.
 //
