@@ -12,6 +12,7 @@
 pub mod alloc;
 pub mod bootstrap;
 pub mod config;
+pub(crate) mod driver;
 pub mod error;
 pub(crate) mod fnv;
 pub mod vk;
@@ -30,7 +31,6 @@ pub mod symbuf;
 pub mod sync;
 pub mod team;
 pub mod threads;
-pub(crate) mod throttle;
 pub mod transport;
 pub mod user_kernel;
 

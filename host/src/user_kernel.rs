@@ -611,11 +611,14 @@ impl Context {
         Ok(took)
     }
 
-    /// The wait throttle for a launch of `kernel` (see [`crate::throttle`]): on a
+    /// The wait throttle for a launch of `kernel` (see [`crate::driver::throttle`]): on a
     /// driver that caps loops, for kernels that wait on peers or on the proxy
     /// in a job of several PEs, when this PE's heap is host-mapped.
-    fn wait_throttle(&self, kernel: &DeviceKernel) -> Result<Option<crate::throttle::Session<'_>>> {
-        let threads = &self.inner.gpu.driver_threads;
+    fn wait_throttle(
+        &self,
+        kernel: &DeviceKernel,
+    ) -> Result<Option<crate::driver::throttle::Session<'_>>> {
+        let threads = &self.inner.driver_threads;
         let waits = kernel.linked.waits_on_peers || kernel.linked.waits_on_proxy;
         if !waits || self.n_pes() < 2 || threads.tids().is_empty() {
             return Ok(None);
@@ -627,7 +630,9 @@ impl Context {
         // SAFETY: the own block stays mapped while the context lives, which
         // outlives the session (dropped before this launch returns); the heap
         // is `heap_size` bytes, past the control header.
-        Ok(unsafe { crate::throttle::Session::begin(threads, base.as_ptr().cast::<u32>(), words) })
+        Ok(unsafe {
+            crate::driver::throttle::Session::begin(threads, base.as_ptr().cast::<u32>(), words)
+        })
     }
 
     /// Called while a launch waits: looks for a failed peer and the timeout, and

@@ -5,6 +5,7 @@ use super::{lock, Context, Inner};
 use crate::alloc::Allocator;
 use crate::bootstrap::Bootstrap;
 use crate::config;
+use crate::driver::{self, DriverSettings};
 use crate::error::{Error, Result};
 use crate::heap::SymmetricHeap;
 use crate::phases::PhaseTimes;
@@ -15,6 +16,7 @@ use crate::transport::proxy::RemoteLink;
 use crate::vk::submit::Submitter;
 use crate::vk::Gpu;
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use vkshmem_device::collectives::WideUnit;
@@ -102,7 +104,7 @@ impl Context {
     /// during set-up, Vulkan errors as [`Error::Vulkan`].
     pub fn init() -> Result<Context> {
         Self::init_with(
-            |pe| Gpu::open(config::env(config::ENV_DEVICE).as_deref(), pe),
+            |pe, cache| Gpu::open(config::env(config::ENV_DEVICE).as_deref(), pe, cache),
             &config::env,
         )
     }
@@ -121,7 +123,10 @@ impl Context {
             config::ENV_SECRET => secret.clone(),
             _ => config::env(name),
         };
-        Self::init_with(|pe| Gpu::open(get(config::ENV_DEVICE).as_deref(), pe), &get)
+        Self::init_with(
+            |pe, cache| Gpu::open(get(config::ENV_DEVICE).as_deref(), pe, cache),
+            &get,
+        )
     }
 
     /// Joins the job as [`Context::init`] does, on a Vulkan device the
@@ -153,14 +158,14 @@ impl Context {
     /// `VK_KHR_external_memory_fd` or the family has no compute.
     pub unsafe fn init_on_device(dev: crate::vk::UserDevice) -> Result<Context> {
         // SAFETY: the caller's guarantee.
-        Self::init_with(|_| unsafe { Gpu::adopt(&dev) }, &config::env)
+        Self::init_with(|_, cache| unsafe { Gpu::adopt(&dev, cache) }, &config::env)
     }
 
     /// Joins the job with the device `open` gives, reading the launcher's
     /// hand-over and every setting through `get` (the environment, or a
     /// thread-PE's own place in the job). Each step is a function below.
     fn init_with(
-        open: impl FnOnce(u32) -> Result<Gpu>,
+        open: impl FnOnce(u32, Option<PathBuf>) -> Result<Gpu>,
         get: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Context> {
         let s = Settings::read(get)?;
@@ -169,7 +174,9 @@ impl Context {
         if let Some(conflict) = s.heap.conflict.as_deref().filter(|_| pe == 0) {
             config::warn_user(conflict);
         }
-        let gpu = Arc::new(open(pe)?);
+        let (mut gpu, driver_threads) = driver::open(|| open(pe, s.cache_dir.clone()))?;
+        driver::apply(&mut gpu.info, &s.driver);
+        let gpu = Arc::new(gpu);
         let t = tune(&gpu, &s)?;
         let (heap, alloc) = make_heap(&gpu, &s, &mut j, t.granule)?;
         let teams = team_table(&j, &heap)?;
@@ -219,6 +226,7 @@ impl Context {
                 boot: Mutex::new(j.boot),
                 #[cfg(feature = "mpi")]
                 mpi: Mutex::new(j.mpi),
+                driver_threads: Arc::new(driver_threads),
                 gpu,
             }),
         };
@@ -307,6 +315,9 @@ struct Settings {
     wide_unit: Option<WideUnit>,
     transport: crate::transport::Mode,
     heap_mapping: bool,
+    driver: DriverSettings,
+    /// Where the pipeline cache, profiles and compile turns are kept.
+    cache_dir: Option<PathBuf>,
 }
 
 impl Settings {
@@ -326,6 +337,12 @@ impl Settings {
             wide_unit: config::wide_unit(get)?,
             transport: crate::transport::Mode::from_env(get)?,
             heap_mapping: config::heap_mapping(get)?,
+            driver: DriverSettings {
+                resident_workgroups: config::resident_workgroups(get),
+                lp_num_threads: config::lp_num_threads(get),
+                cross_process_waits: config::cross_process_waits(get),
+            },
+            cache_dir: config::pipeline_cache_dir(get),
         })
     }
 }

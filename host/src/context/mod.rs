@@ -96,6 +96,10 @@ pub(crate) struct Inner {
     pub(crate) heap: SymmetricHeap,
     alloc: Mutex<Allocator>,
     pub(crate) boot: Mutex<Option<Bootstrap>>,
+    /// On CPU drivers that cap loops (llvmpipe): the threads the driver
+    /// created when the device was opened, which run its kernels (see
+    /// `crate::driver::throttle`).
+    pub(crate) driver_threads: Arc<crate::driver::throttle::DriverThreads>,
     pub(crate) gpu: Arc<Gpu>,
     /// The MPI job this PE is a rank of (started by `mpirun`): last, so MPI
     /// is finalized after everything else (and the endpoint it may run

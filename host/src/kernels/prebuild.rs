@@ -356,7 +356,7 @@ impl Profile {
     /// The profile of this program for `npes` PEs, when there is a cache
     /// directory (a file that cannot be read is logged and counts as none).
     fn load(npes: u32) -> Option<Profile> {
-        let dir = pipeline_cache::cache_dir()?;
+        let dir = crate::config::pipeline_cache_dir(crate::config::env)?;
         let exe = std::env::current_exe().ok()?;
         let file = profile_path(&dir, &exe, npes);
         let read = || -> std::io::Result<String> {

@@ -86,7 +86,7 @@
 //! While queued collectives are outstanding, a thread of the context
 //! (`progress.rs`) watches for a failed peer (then every device wait of this
 //! PE gives up) and, on llvmpipe, keeps the device's waits alive for seconds
-//! (`crate::throttle`).
+//! (`crate::driver::throttle`).
 //!
 //! # Errors
 //!

@@ -8,7 +8,7 @@
 //!   so that every device wait of a queued collective gives up and its
 //!   commands run to the end (the host then reports `PeerFailed`);
 //! - on drivers that cap loops (llvmpipe), it ticks the wait throttle
-//!   (`crate::throttle`), so that a queued collective that waits for a peer
+//!   (`crate::driver::throttle`), so that a queued collective that waits for a peer
 //!   which has not submitted yet waits seconds, not 100 ms;
 //! - where this PE runs a proxy (peers on other devices), it keeps the proxy
 //!   thread polling its ring closely, as a launch does
@@ -26,7 +26,6 @@ use vkshmem_device::layout::ControlHeader;
 
 use crate::sync::Plane;
 use crate::vk::memory::SharedMemory;
-use crate::vk::Gpu;
 
 /// How often the thread looks when it has nothing to throttle.
 const WATCH_EVERY: Duration = Duration::from_millis(5);
@@ -73,7 +72,8 @@ impl std::fmt::Debug for Progress {
 
 /// What the thread watches.
 pub struct Watched {
-    pub gpu: Arc<Gpu>,
+    /// The driver's threads to throttle where it caps loops (llvmpipe).
+    pub driver_threads: Arc<crate::driver::throttle::DriverThreads>,
     /// This PE's heap block (its control header; mapped or not).
     pub own: Arc<SharedMemory>,
     pub plane: Option<Arc<Plane>>,
@@ -125,12 +125,12 @@ fn run(w: &Watched, s: &Shared) {
         }
         // Active: throttle where the driver caps loops (one session for the
         // whole busy period; none when a blocking launch holds the throttle).
-        let threads = &w.gpu.driver_threads;
+        let threads = &w.driver_threads;
         let mut session = match base {
             Some(b) if w.peers && !threads.tids().is_empty() => {
                 // SAFETY: the own block stays mapped while the queue state (and
                 // this thread, joined in its drop) lives; `words` is its size.
-                unsafe { crate::throttle::Session::join(threads, b, words) }
+                unsafe { crate::driver::throttle::Session::join(threads, b, words) }
             }
             _ => None,
         };

@@ -180,7 +180,7 @@ impl Context {
         }
         let gpu = self.inner.gpu.clone();
         let progress = progress::Progress::start(progress::Watched {
-            gpu: gpu.clone(),
+            driver_threads: self.inner.driver_threads.clone(),
             own: self.inner.heap.block(self.my_pe())?.clone(),
             plane: self.inner.plane.clone(),
             peers: self.n_pes() > 1,

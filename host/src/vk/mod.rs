@@ -13,11 +13,11 @@ pub mod select;
 pub mod submit;
 
 use std::ffi::CStr;
+use std::path::PathBuf;
 use std::sync::Mutex;
 
 use ash::vk;
 
-use crate::config;
 use crate::error::{Error, Result, VkContext};
 
 /// What the chosen device can do, as far as vkshmem cares.
@@ -91,7 +91,8 @@ pub struct DeviceInfo {
     /// (`VK_NV_shader_sm_builtins`: every SM can hold a workgroup of any
     /// kernel it runs), AMD's compute units (`VK_AMD_shader_core_properties`);
     /// 1 on devices that say nothing. `VKSHMEM_RESIDENT_WORKGROUPS` overrides
-    /// it (the user's promise).
+    /// it (the user's promise). Set by `crate::driver::apply` at init (1
+    /// until then).
     pub resident_workgroups: u32,
     /// Whether a kernel may spin until a kernel of another process on this
     /// device makes progress: true where the driver runs the processes'
@@ -101,14 +102,21 @@ pub struct DeviceInfo {
     /// switched away from; the driver kills its context (Xid 109, CTX SWITCH
     /// TIMEOUT) and the launch fails with `ERROR_DEVICE_LOST` (seen on an H200
     /// with driver 580). `VKSHMEM_CROSS_PROCESS_WAITS=1` (or `0`)
-    /// overrides it. See [`cross_process_waits`].
+    /// overrides it. Set by `crate::driver::apply` at init.
     pub cross_process_waits: bool,
     /// Whether the driver time-slices the processes that share this device,
     /// so that each process's submission costs a context switch when several
     /// submit (NVIDIA's proprietary driver: several times an empty
     /// submission's cost; benches/RESULTS.md, "H200 first run"). Host
     /// collectives then let one member submit for all (`VKSHMEM_SUBMIT=auto`).
+    /// Set by `crate::driver::apply` at init.
     pub time_sliced: bool,
+    /// `driverID` (Vulkan 1.2; `MAX_ENUM` where the device says nothing).
+    pub driver_id: vk::DriverId,
+    /// Streaming multiprocessors (`VK_NV_shader_sm_builtins`).
+    pub sm_count: Option<u32>,
+    /// Compute units (`VK_AMD_shader_core_properties`).
+    pub compute_units: Option<u32>,
 }
 
 impl DeviceInfo {
@@ -154,9 +162,6 @@ pub struct Gpu {
     pub info: DeviceInfo,
     /// Optional capabilities that were found and enabled.
     pub caps: DeviceCaps,
-    /// On CPU drivers that cap loops (llvmpipe): the threads the driver created
-    /// when the device was opened, which run its kernels (see `crate::throttle`).
-    pub(crate) driver_threads: crate::throttle::DriverThreads,
     /// Whether vkshmem created the device and instance (and destroys them):
     /// false for a device the user gave ([`Gpu::adopt`]).
     owned: bool,
@@ -241,16 +246,16 @@ fn has_extension(exts: &[String], name: &std::ffi::CStr) -> bool {
 }
 
 impl Gpu {
+    /// Whether vkshmem created this device (false for one the program gave,
+    /// [`Gpu::adopt`]).
+    pub fn owned(&self) -> bool {
+        self.owned
+    }
+
     /// Opens the device for the PE with node-local number `local_pe`, chosen as
     /// [`select::choose`] says (`wanted` is `VKSHMEM_DEVICE`).
-    pub fn open(wanted: Option<&str>, local_pe: u32) -> Result<Gpu> {
-        // One device opens at a time in a process (several PEs as threads
-        // open one each), so the threads that appear meanwhile are this
-        // device's driver's.
-        static OPENING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        let _one = OPENING.lock().unwrap_or_else(|p| p.into_inner());
-        // Threads that exist before the driver is loaded: the rest are its own.
-        let before = crate::throttle::thread_ids();
+    /// `cache_dir`: where the pipeline cache file is kept (`None`: no file).
+    pub fn open(wanted: Option<&str>, local_pe: u32, cache_dir: Option<PathBuf>) -> Result<Gpu> {
         // SAFETY: loading the Vulkan loader runs its initialisers; libvulkan is a
         // well-behaved shared library and we keep `entry` alive as long as the Gpu.
         let entry = unsafe { ash::Entry::load() }.map_err(|e| Error::Loader(e.to_string()))?;
@@ -261,16 +266,8 @@ impl Gpu {
         let create = vk::InstanceCreateInfo::default().application_info(&app);
         // SAFETY: the create info and what it points to live across the call.
         let instance = unsafe { entry.create_instance(&create, None) }.vk("vkCreateInstance")?;
-        match Self::open_device(entry.clone(), &instance, wanted, local_pe) {
-            Ok(mut gpu) => {
-                if gpu.info.is_llvmpipe() {
-                    gpu.driver_threads = crate::throttle::DriverThreads::new(
-                        crate::throttle::driver_threads_since(&before),
-                    );
-                    tracing::debug!(threads = ?gpu.driver_threads, "llvmpipe's threads");
-                }
-                Ok(gpu)
-            }
+        match Self::open_device(entry.clone(), &instance, wanted, local_pe, cache_dir) {
+            Ok(gpu) => Ok(gpu),
             Err(e) => {
                 // SAFETY: no child objects of the instance exist on this path.
                 unsafe { instance.destroy_instance(None) };
@@ -284,6 +281,7 @@ impl Gpu {
         instance: &ash::Instance,
         wanted: Option<&str>,
         local_pe: u32,
+        cache_dir: Option<PathBuf>,
     ) -> Result<Gpu> {
         // SAFETY: `instance` is a valid instance.
         let physicals =
@@ -379,6 +377,7 @@ impl Gpu {
             calibrated,
             properties: p,
             owned: true,
+            cache_dir,
         })
     }
 }
@@ -391,7 +390,7 @@ impl Gpu {
     /// The handles are valid, of one instance, and outlive the returned Gpu;
     /// the device was created with the extension and features `user` names
     /// and a queue at (`queue_family`, `queue_index`).
-    pub unsafe fn adopt(user: &UserDevice) -> Result<Gpu> {
+    pub unsafe fn adopt(user: &UserDevice, cache_dir: Option<PathBuf>) -> Result<Gpu> {
         use ash::vk::Handle;
         // SAFETY: the loader is a well-behaved shared library; kept with the Gpu.
         let entry = unsafe { ash::Entry::load() }.map_err(|e| Error::Loader(e.to_string()))?;
@@ -466,7 +465,7 @@ impl Gpu {
             user.queue_index,
             caps
         );
-        let mut gpu = finish(Parts {
+        let gpu = finish(Parts {
             entry,
             instance,
             physical,
@@ -480,13 +479,8 @@ impl Gpu {
             calibrated: false,
             properties: p,
             owned: false,
+            cache_dir,
         })?;
-        if gpu.info.is_llvmpipe() {
-            // The driver's threads started with the program's device, before
-            // us: every thread but ours may be one of them.
-            gpu.driver_threads =
-                crate::throttle::DriverThreads::new(crate::throttle::driver_threads_by_name());
-        }
         Ok(gpu)
     }
 }
@@ -520,43 +514,6 @@ impl Drop for Gpu {
             self.instance.destroy_instance(None);
         }
     }
-}
-
-/// Workgroups of one dispatch known to run at once (see
-/// [`DeviceInfo::resident_workgroups`]) on the device named `name`, with
-/// `cpus` CPUs available to this process, `LP_NUM_THREADS` where it is a
-/// number ([`config::lp_num_threads`]), and
-/// the SM or compute-unit count where the device tells it.
-///
-/// llvmpipe (Mesa 22.3) makes `min(CPUs, 16)` compute threads (none on one
-/// CPU: the submitting thread runs every workgroup) or `LP_NUM_THREADS`; a
-/// dispatch of `k` workgroups is cut into one chunk per thread, each run in
-/// order by the thread that took it, so up to one workgroup per thread run
-/// at once. Counting the CPUs available to this process (affinity, quota)
-/// errs low, which is safe.
-pub fn resident_workgroups(
-    name: &str,
-    cpus: u32,
-    lp_num_threads: Option<u32>,
-    sms: Option<u32>,
-    compute_units: Option<u32>,
-) -> u32 {
-    if name.contains("llvmpipe") {
-        let threads = lp_num_threads
-            .unwrap_or(if cpus > 1 { cpus } else { 0 })
-            .min(16);
-        return threads.max(1);
-    }
-    sms.or(compute_units).filter(|&n| n > 0).unwrap_or(1)
-}
-
-/// Whether kernels of different processes on a device of driver `driver`
-/// make progress while one of them spins waiting for another
-/// ([`DeviceInfo::cross_process_waits`]); `over` is
-/// `VKSHMEM_CROSS_PROCESS_WAITS` where it is `1` or `0`
-/// ([`config::cross_process_waits`]).
-pub fn cross_process_waits(driver: vk::DriverId, over: Option<bool>) -> bool {
-    over.unwrap_or(driver != vk::DriverId::NVIDIA_PROPRIETARY)
 }
 
 /// The facts of `physical` (its extensions `exts`, queue family
@@ -633,29 +590,16 @@ fn describe(
         max_memory_allocation_size: m3.max_memory_allocation_size,
         subgroup_size: subgroup.subgroup_size,
         resident_workgroups: 1,
-        cross_process_waits: cross_process_waits(
-            driver.driver_id,
-            config::cross_process_waits(config::env),
-        ),
-        time_sliced: driver.driver_id == vk::DriverId::NVIDIA_PROPRIETARY,
-    };
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
-    let known = resident_workgroups(
-        &info.name,
-        cpus,
-        config::lp_num_threads(config::env),
-        has_sm.then_some(sm.shader_sm_count),
-        has_cores.then(|| {
+        cross_process_waits: true,
+        time_sliced: false,
+        driver_id: driver.driver_id,
+        sm_count: has_sm.then_some(sm.shader_sm_count),
+        compute_units: has_cores.then(|| {
             cores.shader_engine_count
                 * cores.shader_arrays_per_engine_count
                 * cores.compute_units_per_shader_array
         }),
-    );
-    let info = DeviceInfo {
-        resident_workgroups: config::resident_workgroups(config::env).unwrap_or(known),
-        ..info
     };
-
     (
         info,
         has_host_import.then_some(host_props.min_imported_host_pointer_alignment),
@@ -708,6 +652,7 @@ struct Parts {
     calibrated: bool,
     properties: vk::PhysicalDeviceProperties,
     owned: bool,
+    cache_dir: Option<PathBuf>,
 }
 
 /// The extension tables, memory properties, pipeline cache and allocator of a
@@ -727,6 +672,7 @@ fn finish(x: Parts) -> Result<Gpu> {
         calibrated,
         properties: p,
         owned,
+        cache_dir,
     } = x;
     let calibrated =
         calibrated.then(|| ash::ext::calibrated_timestamps::Device::new(&instance, &device));
@@ -742,8 +688,7 @@ fn finish(x: Parts) -> Result<Gpu> {
         device_id: p.device_id,
         uuid: p.pipeline_cache_uuid,
     };
-    let pipeline_cache =
-        pipeline_cache::PipelineCache::open(&device, cache_id, pipeline_cache::cache_dir());
+    let pipeline_cache = pipeline_cache::PipelineCache::open(&device, cache_id, cache_dir);
     let allocator =
         gpu_allocator::vulkan::Allocator::new(&gpu_allocator::vulkan::AllocatorCreateDesc {
             instance: instance.clone(),
@@ -773,7 +718,6 @@ fn finish(x: Parts) -> Result<Gpu> {
         pipeline_cache,
         info,
         caps,
-        driver_threads: Default::default(),
         owned,
     })
 }
@@ -833,39 +777,4 @@ fn usable(
         return Err(format!("no {}", name.to_string_lossy()));
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{cross_process_waits, resident_workgroups};
-
-    #[test]
-    fn cross_process_waits_by_driver() {
-        use ash::vk::DriverId;
-        assert!(!cross_process_waits(DriverId::NVIDIA_PROPRIETARY, None));
-        assert!(cross_process_waits(
-            DriverId::NVIDIA_PROPRIETARY,
-            Some(true)
-        ));
-        assert!(cross_process_waits(DriverId::MESA_LLVMPIPE, None));
-        assert!(!cross_process_waits(DriverId::MESA_LLVMPIPE, Some(false)));
-        assert!(cross_process_waits(DriverId::MESA_RADV, None));
-    }
-
-    #[test]
-    fn resident_workgroups_by_device() {
-        let lp = "llvmpipe (LLVM 15.0.6, 256 bits)";
-        assert_eq!(resident_workgroups(lp, 2, None, None, None), 2);
-        assert_eq!(resident_workgroups(lp, 1, None, None, None), 1);
-        assert_eq!(resident_workgroups(lp, 64, None, None, None), 16);
-        assert_eq!(resident_workgroups(lp, 8, Some(3), None, None), 3);
-        assert_eq!(resident_workgroups(lp, 8, Some(0), None, None), 1);
-        assert_eq!(resident_workgroups(lp, 64, Some(40), None, None), 16);
-        assert_eq!(
-            resident_workgroups("NVIDIA H100", 16, None, Some(132), None),
-            132
-        );
-        assert_eq!(resident_workgroups("AMD", 16, None, None, Some(96)), 96);
-        assert_eq!(resident_workgroups("Intel", 16, None, None, None), 1);
-    }
 }

@@ -75,14 +75,6 @@ impl CacheId {
     }
 }
 
-/// The directory of the cache files, from the environment
-/// ([`config::pipeline_cache_dir`](crate::config::pipeline_cache_dir)):
-/// `None` when `VKSHMEM_PIPELINE_CACHE` turns the files off or there is no
-/// home directory.
-pub fn cache_dir() -> Option<PathBuf> {
-    crate::config::pipeline_cache_dir(crate::config::env)
-}
-
 /// The device's `VkPipelineCache` and the file it was loaded from.
 pub struct PipelineCache {
     handle: vk::PipelineCache,
