@@ -63,7 +63,7 @@ pub enum Error {
     Mpi(String),
     /// A malformed bootstrap message arrived.
     #[error("bootstrap protocol: {0}")]
-    Wire(#[from] crate::bootstrap::wire::WireError),
+    Wire(#[from] WireError),
     /// The bootstrap endpoint refused this PE (wrong secret, uid, PE number or count).
     #[error("bootstrap refused this PE: {0}")]
     Refused(String),
@@ -200,4 +200,34 @@ impl<T> VkContext<T> for std::result::Result<T, ash::vk::Result> {
     fn vk(self, call: &'static str) -> Result<T> {
         self.map_err(|result| Error::Vulkan { call, result })
     }
+}
+
+/// A malformed bootstrap frame (`crate::bootstrap::wire`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WireError {
+    /// The frame ended before a field did.
+    #[error("truncated message")]
+    Truncated,
+    /// Bytes were left after the last field.
+    #[error("{0} trailing bytes after the message")]
+    Trailing(usize),
+    /// The tag names no message.
+    #[error("unknown message tag {0}")]
+    UnknownTag(u8),
+    /// A length field is over its limit.
+    #[error("{what} of {len} is over the limit of {max}")]
+    TooLong {
+        /// Which field.
+        what: &'static str,
+        /// Its length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A text field is not UTF-8.
+    #[error("text field is not UTF-8")]
+    BadText,
+    /// A boolean field is neither 0 nor 1.
+    #[error("flag byte {0} is neither 0 nor 1")]
+    BadFlag(u8),
 }

@@ -22,35 +22,7 @@ pub const MAX_FDS_PER_FRAME: usize = 240;
 /// Largest frame body.
 pub const MAX_FRAME: usize = 64 + MAX_PES as usize * (4 + MAX_BLOB);
 
-/// A malformed frame.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum WireError {
-    /// The frame ended before a field did.
-    #[error("truncated message")]
-    Truncated,
-    /// Bytes were left after the last field.
-    #[error("{0} trailing bytes after the message")]
-    Trailing(usize),
-    /// The tag names no message.
-    #[error("unknown message tag {0}")]
-    UnknownTag(u8),
-    /// A length field is over its limit.
-    #[error("{what} of {len} is over the limit of {max}")]
-    TooLong {
-        /// Which field.
-        what: &'static str,
-        /// Its length.
-        len: usize,
-        /// The limit.
-        max: usize,
-    },
-    /// A text field is not UTF-8.
-    #[error("text field is not UTF-8")]
-    BadText,
-    /// A boolean field is neither 0 nor 1.
-    #[error("flag byte {0} is neither 0 nor 1")]
-    BadFlag(u8),
-}
+pub use crate::error::WireError;
 
 /// One bootstrap message.
 #[derive(Debug, Clone, PartialEq, Eq)]
