@@ -23,6 +23,7 @@ pub mod context;
 pub mod heap;
 pub mod interop;
 pub(crate) mod kernels;
+pub(crate) mod lock;
 pub mod phases;
 pub mod queue;
 pub(crate) mod rendezvous;

@@ -17,7 +17,7 @@ use crate::vk::memory::Staging;
 use crate::vk::submit::Submitter;
 use crate::vk::Gpu;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use vkshmem_device::collectives::WideUnit;
 
@@ -140,15 +140,12 @@ const _: () = {
     shared::<Context>();
 };
 
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A poisoned mutex means a panic elsewhere in this PE; the guarded state is
-    // still usable for tearing down.
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+pub(crate) use crate::lock::lock;
 
 mod access;
 mod alloc;
 mod dispatch;
 mod init;
+mod prebuild;
 mod queries;
 mod sync;

@@ -7,7 +7,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use vkshmem_device::LibraryConfig;
 
 use super::DeviceKernel;
-use crate::context::lock;
+use crate::lock::lock;
 
 /// A kernel's cache key: (source, entry point).
 pub(crate) type KernelKey = (String, Option<String>);

@@ -56,8 +56,8 @@ use super::builds::{Builds, KernelKey};
 use super::{link, DeviceKernel};
 // What the background builder builds (`VKSHMEM_PREBUILD`).
 use crate::config::Prebuild as Mode;
-use crate::context::{lock, Context};
 use crate::error::Result;
+use crate::lock::lock;
 use crate::vk::memory::Staging;
 use crate::vk::pipeline_cache;
 use crate::vk::submit::{Submitter, Window};
@@ -469,96 +469,91 @@ impl Drop for Prebuild {
     }
 }
 
-impl Context {
-    /// Starts building, on the process's builder thread, the host collectives'
-    /// kernels this program is likely to call (see the module docs and
-    /// `VKSHMEM_PREBUILD`). Called once, at the end of `init`; returns at once. A
-    /// failure to start is logged and leaves every kernel to its first call.
-    pub(crate) fn prebuild_host_kernels(&self) {
-        let mode = crate::config::prebuild(crate::config::env);
-        if mode == Mode::Off || self.builds().is_some() {
-            return;
-        }
-        let cfg = match self.library_config() {
-            Ok(cfg) => cfg,
-            Err(e) => {
-                tracing::debug!("no kernels built in the background: {e}");
-                return;
-            }
-        };
-        let profile = Profile::load(self.n_pes());
-        // Kernels no profile asks for are a guess: built only with CPUs to
-        // spare (the PEs of a job all run on this node).
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let load = std::fs::read_to_string("/proc/loadavg")
-            .ok()
-            .and_then(|l| l.split_whitespace().next()?.parse().ok())
-            .unwrap_or(0.0);
-        let spare = cpus_to_spare(self.n_pes(), cpus, load);
-        // With a peer on another device, host collectives on WORLD go through
-        // staging and launch no kernel: nothing to guess.
-        let world_staged = (0..self.n_pes()).any(|p| !self.inner.heap.reachable(p));
-        let mut todo = match (mode, profile.as_ref().and_then(|p| p.names.as_ref())) {
-            (Mode::Typical, Some(_)) => Vec::new(),
-            (Mode::Typical, None) if !spare || world_staged => Vec::new(),
-            (m, _) => jobs(
-                m,
-                self.n_pes(),
-                &cfg,
-                self.wide_workgroup(),
-                self.wide_unit(),
-            ),
-        };
-        if let Some(names) = profile.as_ref().and_then(|p| p.names.as_ref()) {
-            // The profile's kernels first (in the order of their first use),
-            // in this context's wide unit.
-            let known: Vec<Job> = names_in_unit(names, self.wide_unit())
-                .iter()
-                .filter_map(|n| job_named(n, &cfg, self.wide_workgroup()))
-                .collect();
-            todo.retain(|j| !known.contains(j));
-            todo.splice(0..0, known);
-        }
-        let builds = Arc::new(Builds::new(cfg, self.wide_workgroup()));
-        let ended = Arc::new(Ended::default());
-        let queued = !todo.is_empty() && builder_runs();
-        if !queued {
-            ended.set();
-        }
-        // The companion is in place before the builder can publish anything.
-        lock(&self.inner.submit).set_companion(Box::new(Prebuild {
-            builds: builds.clone(),
-            ended: ended.clone(),
-            profile,
-        }));
-        if queued {
-            tracing::debug!(
-                kernels = todo.len(),
-                "building host kernels in the background"
-            );
-            lock(&QUEUE).push_back(Batch {
-                builds,
-                gpu: self.inner.gpu.clone(),
-                jobs: todo,
-                ended,
-            });
-            QUEUED.notify_one();
-        }
+/// A context's facts that the background builds are planned from.
+pub(crate) struct Plan {
+    /// The job's PEs.
+    pub npes: u32,
+    /// The context's device library shape.
+    pub cfg: LibraryConfig,
+    /// Its wide kernels' workgroup size and element.
+    pub wide_workgroup: u32,
+    pub wide_unit: WideUnit,
+    /// Whether some PE is on another device (WORLD's host collectives then
+    /// go through staging and launch no kernel: nothing to guess).
+    pub world_staged: bool,
+}
+
+/// Starts building, on the process's builder thread, the host collectives'
+/// kernels that a context of `plan` on `gpu` is likely to call (see the
+/// module docs and `VKSHMEM_PREBUILD`, `mode`), and puts their [`Prebuild`]
+/// companion in the context's submitter `submit`. Returns at once.
+pub(crate) fn start(plan: Plan, mode: Mode, gpu: Arc<Gpu>, submit: &Mutex<Submitter>) {
+    let Plan {
+        npes,
+        cfg,
+        wide_workgroup,
+        wide_unit,
+        world_staged,
+    } = plan;
+    let profile = Profile::load(npes);
+    // Kernels no profile asks for are a guess: built only with CPUs to
+    // spare (the PEs of a job all run on this node).
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0);
+    let spare = cpus_to_spare(npes, cpus, load);
+    let mut todo = match (mode, profile.as_ref().and_then(|p| p.names.as_ref())) {
+        (Mode::Typical, Some(_)) => Vec::new(),
+        (Mode::Typical, None) if !spare || world_staged => Vec::new(),
+        (m, _) => jobs(m, npes, &cfg, wide_workgroup, wide_unit),
+    };
+    if let Some(names) = profile.as_ref().and_then(|p| p.names.as_ref()) {
+        // The profile's kernels first (in the order of their first use),
+        // in this context's wide unit.
+        let known: Vec<Job> = names_in_unit(names, wide_unit)
+            .iter()
+            .filter_map(|n| job_named(n, &cfg, wide_workgroup))
+            .collect();
+        todo.retain(|j| !known.contains(j));
+        todo.splice(0..0, known);
+    }
+    let builds = Arc::new(Builds::new(cfg, wide_workgroup));
+    let ended = Arc::new(Ended::default());
+    let queued = !todo.is_empty() && builder_runs();
+    if !queued {
+        ended.set();
+    }
+    // The companion is in place before the builder can publish anything.
+    lock(submit).set_companion(Box::new(Prebuild {
+        builds: builds.clone(),
+        ended: ended.clone(),
+        profile,
+    }));
+    if queued {
+        tracing::debug!(
+            kernels = todo.len(),
+            "building host kernels in the background"
+        );
+        lock(&QUEUE).push_back(Batch {
+            builds,
+            gpu,
+            jobs: todo,
+            ended,
+        });
+        QUEUED.notify_one();
     }
 }
 
-impl Context {
-    /// Waits until the builder thread has built the host kernels it was given
-    /// for this context after `init` (see `VKSHMEM_PREBUILD`); returns at once
-    /// when there were none. Benchmarks call it so that no background
-    /// compilation shares the CPU with what they time.
-    pub fn wait_background_builds(&self) {
-        let ended = lock(&self.inner.submit)
-            .companion::<Prebuild>()
-            .map(|p| p.ended.clone());
-        if let Some(e) = ended {
-            e.wait();
-        }
+/// Waits until the builder thread has built the kernels it was given for
+/// the context whose submitter is `submit`; at once where there were none.
+pub(crate) fn wait_ended(submit: &Mutex<Submitter>) {
+    let ended = lock(submit)
+        .companion::<Prebuild>()
+        .map(|p| p.ended.clone());
+    if let Some(e) = ended {
+        e.wait();
     }
 }
 

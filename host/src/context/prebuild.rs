@@ -1,0 +1,42 @@
+//! The background builds of a context's host kernels
+//! (`crate::kernels::prebuild` builds them).
+
+use super::Context;
+use crate::config;
+use crate::kernels::prebuild::{self, Plan};
+
+impl Context {
+    /// Starts building, on the process's builder thread, the host collectives'
+    /// kernels this program is likely to call (see `VKSHMEM_PREBUILD`). Called
+    /// once, at the end of `init`; returns at once. A failure to start is
+    /// logged and leaves every kernel to its first call.
+    pub(crate) fn prebuild_host_kernels(&self) {
+        let mode = config::prebuild(config::env);
+        if mode == config::Prebuild::Off || self.builds().is_some() {
+            return;
+        }
+        let cfg = match self.library_config() {
+            Ok(cfg) => cfg,
+            Err(e) => {
+                tracing::debug!("no kernels built in the background: {e}");
+                return;
+            }
+        };
+        let plan = Plan {
+            npes: self.n_pes(),
+            cfg,
+            wide_workgroup: self.wide_workgroup(),
+            wide_unit: self.wide_unit(),
+            world_staged: (0..self.n_pes()).any(|p| !self.inner.heap.reachable(p)),
+        };
+        prebuild::start(plan, mode, self.inner.gpu.clone(), &self.inner.submit);
+    }
+
+    /// Waits until the builder thread has built the host kernels it was given
+    /// for this context after `init` (see `VKSHMEM_PREBUILD`); returns at once
+    /// when there were none. Benchmarks call it so that no background
+    /// compilation shares the CPU with what they time.
+    pub fn wait_background_builds(&self) {
+        prebuild::wait_ended(&self.inner.submit);
+    }
+}
