@@ -163,10 +163,12 @@ fn test(args: &[String]) -> Result<()> {
     }
     run(t)?;
     if args.is_empty() {
-        // Half a minute each of random checked collectives; host forms
-        // only unless said.
+        // 20 seconds each of random checked collectives (thousands of
+        // calls; tests/thread_pes.rs soaks thread-PEs for 30 more); host
+        // forms only unless said. Short, so that CI stays well under 20
+        // minutes.
         let short = soak::SoakArgs {
-            minutes: 0.5,
+            minutes: 1.0 / 3.0,
             pes: 4,
             seed: None,
             device_kernels: Some(0),

@@ -110,8 +110,8 @@ pub fn soak(a: &SoakArgs) -> Result<()> {
         c.arg("--device-kernels").arg(k.to_string());
     }
     eprintln!(
-        "xtask: soak for {} min on {} PEs beside {} busy threads{}{}, seed {seed} (replay with --seed {seed})",
-        a.minutes,
+        "xtask: soak for {:.0} s on {} PEs beside {} busy threads{}{}, seed {seed} (replay with --seed {seed})",
+        a.minutes * 60.0,
         a.pes,
         a.busy,
         if a.staged { ", staged transport" } else { "" },
