@@ -92,19 +92,13 @@ where
             .into_iter()
             .enumerate()
             .map(|(pe, h)| {
-                let joined = h.map_err(|e| format!("could not start its thread: {e}"));
-                match joined.map(|h| h.join()) {
-                    Ok(Ok(v)) => v,
-                    Ok(Err(panic)) => {
-                        let how = format!("panicked: {}", panic_message(&*panic));
-                        server.fail(pe as u32, &how);
-                        None
-                    }
-                    Err(how) => {
-                        server.fail(pe as u32, &how);
-                        None
-                    }
-                }
+                let how = match h.map(|h| h.join()) {
+                    Ok(Ok(v)) => return v,
+                    Ok(Err(panic)) => format!("panicked: {}", panic_message(&*panic)),
+                    Err(e) => format!("could not start its thread: {e}"),
+                };
+                server.fail(pe as u32, &how);
+                None
             })
             .collect()
     });

@@ -105,7 +105,7 @@ impl Context {
     pub fn init() -> Result<Context> {
         Self::init_with(
             |pe, cache| Gpu::open(config::env(config::ENV_DEVICE).as_deref(), pe, cache),
-            &config::env,
+            None,
         )
     }
 
@@ -113,19 +113,9 @@ impl Context {
     /// (a PE of [`crate::threads::run_threads`]); every other setting comes
     /// from the environment, as for [`Context::init`].
     pub(crate) fn init_as(job: &config::JobEnv) -> Result<Context> {
-        let (endpoint, secret) = job.bootstrap.clone().unzip();
-        let (pe, npes) = (job.pe.to_string(), job.npes.to_string());
-        let secret = secret.map(|s| config::encode_hex(&s));
-        let get = |name: &str| match name {
-            config::ENV_PE => Some(pe.clone()),
-            config::ENV_NPES => Some(npes.clone()),
-            config::ENV_BOOTSTRAP => endpoint.clone(),
-            config::ENV_SECRET => secret.clone(),
-            _ => config::env(name),
-        };
         Self::init_with(
-            |pe, cache| Gpu::open(get(config::ENV_DEVICE).as_deref(), pe, cache),
-            &get,
+            |pe, cache| Gpu::open(config::env(config::ENV_DEVICE).as_deref(), pe, cache),
+            Some(job),
         )
     }
 
@@ -158,18 +148,19 @@ impl Context {
     /// `VK_KHR_external_memory_fd` or the family has no compute.
     pub unsafe fn init_on_device(dev: crate::vk::UserDevice) -> Result<Context> {
         // SAFETY: the caller's guarantee.
-        Self::init_with(|_, cache| unsafe { Gpu::adopt(&dev, cache) }, &config::env)
+        Self::init_with(|_, cache| unsafe { Gpu::adopt(&dev, cache) }, None)
     }
 
-    /// Joins the job with the device `open` gives, reading the launcher's
-    /// hand-over and every setting through `get` (the environment, or a
-    /// thread-PE's own place in the job). Each step is a function below.
+    /// Joins the job with the device `open` gives, as `given` (a thread-PE's
+    /// place in the job) or else as the launcher's hand-over says; every
+    /// setting comes from the environment. Each step is a function below.
     fn init_with(
         open: impl FnOnce(u32, Option<PathBuf>) -> Result<Gpu>,
-        get: &dyn Fn(&str) -> Option<String>,
+        given: Option<&config::JobEnv>,
     ) -> Result<Context> {
+        let get = &config::env;
         let s = Settings::read(get)?;
-        let mut j = join(get, &s)?;
+        let mut j = join(get, &s, given)?;
         let (pe, npes) = (j.job.pe, j.job.npes);
         if let Some(conflict) = s.heap.conflict.as_deref().filter(|_| pe == 0) {
             config::warn_user(conflict);
@@ -358,15 +349,22 @@ struct Joined {
     mpi: Option<crate::bootstrap::mpi::MpiJob>,
 }
 
-/// Joins the job: as an MPI rank, or from the launcher's hand-over (a job of
-/// one PE without it); connects to the endpoint and maps the node segment.
-fn join(get: &dyn Fn(&str) -> Option<String>, s: &Settings) -> Result<Joined> {
+/// Joins the job: as `given`, as an MPI rank, or from the launcher's
+/// hand-over (a job of one PE without it); connects to the endpoint and
+/// maps the node segment.
+fn join(
+    get: &dyn Fn(&str) -> Option<String>,
+    s: &Settings,
+    given: Option<&config::JobEnv>,
+) -> Result<Joined> {
     #[cfg(feature = "mpi")]
-    let (job, mpi) = if config::mpi_launch(&get) {
-        let (job, m) = crate::bootstrap::mpi::join(get, s.wait_timeout)?;
-        (job, Some(m))
-    } else {
-        (config::job_env(get)?, None)
+    let (job, mpi) = match given {
+        Some(job) => (job.clone(), None),
+        None if config::mpi_launch(&get) => {
+            let (job, m) = crate::bootstrap::mpi::join(get, s.wait_timeout)?;
+            (job, Some(m))
+        }
+        None => (config::job_env(get)?, None),
     };
     #[cfg(feature = "mpi")]
     let nodes: Option<Vec<u32>> = mpi
@@ -374,7 +372,10 @@ fn join(get: &dyn Fn(&str) -> Option<String>, s: &Settings) -> Result<Joined> {
         .filter(|m| m.several_nodes())
         .map(|m| m.nodes().to_vec());
     #[cfg(not(feature = "mpi"))]
-    let (job, nodes) = (config::job_env(get)?, None);
+    let (job, nodes) = match given {
+        Some(job) => (job.clone(), None),
+        None => (config::job_env(get)?, None),
+    };
     let policy = WaitPolicy::from_env(get, job.npes)?;
     let mut boot = match &job.bootstrap {
         Some((endpoint, secret)) => Some(Bootstrap::connect(endpoint, secret, job.pe, job.npes)?),

@@ -31,7 +31,7 @@ pub struct DriverSettings {
 /// threads earlier: every thread but vkshmem's may be one of them.
 pub fn open(open: impl FnOnce() -> Result<Gpu>) -> Result<(Gpu, DriverThreads)> {
     static OPENING: Mutex<()> = Mutex::new(());
-    let _one = OPENING.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = crate::lock::lock(&OPENING);
     // Threads that exist before the driver is loaded: the rest are its own.
     let before = throttle::thread_ids();
     let gpu = open()?;

@@ -951,7 +951,8 @@ mod tests {
         s.window = Some((Instant::now(), 7));
     }
 
-    /// Sessions share process-wide state: one test at a time.
+    /// The tests time naps by their own thread's CPU clock: one at a time, so
+    /// that neither's signals or load reach the other's measurement.
     static ONE: Mutex<()> = Mutex::new(());
 
     #[test]

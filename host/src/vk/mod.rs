@@ -266,14 +266,10 @@ impl Gpu {
         let create = vk::InstanceCreateInfo::default().application_info(&app);
         // SAFETY: the create info and what it points to live across the call.
         let instance = unsafe { entry.create_instance(&create, None) }.vk("vkCreateInstance")?;
-        match Self::open_device(entry.clone(), &instance, wanted, local_pe, cache_dir) {
-            Ok(gpu) => Ok(gpu),
-            Err(e) => {
-                // SAFETY: no child objects of the instance exist on this path.
-                unsafe { instance.destroy_instance(None) };
-                Err(e)
-            }
-        }
+        Self::open_device(entry.clone(), &instance, wanted, local_pe, cache_dir).inspect_err(|_| {
+            // SAFETY: no child objects of the instance exist on this path.
+            unsafe { instance.destroy_instance(None) };
+        })
     }
 
     fn open_device(
