@@ -184,11 +184,7 @@ impl Context {
         }
         // One result slot: one such atomic at a time. The kernel is built
         // at the first one.
-        let mut slot = self
-            .inner
-            .host_amo
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut slot = crate::lock::lock(&self.inner.host_amo);
         let kernel = match &*slot {
             Some(k) => k.clone(),
             None => {
