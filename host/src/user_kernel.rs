@@ -13,17 +13,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use vkshmem_device::layout::{self, ControlHeader};
-use vkshmem_device::{LibraryConfig, PeSet};
+use vkshmem_device::LibraryConfig;
 
-use crate::context::{lock, Context, HeapWindow};
 use crate::error::{Error, Result};
-use crate::heap::SymmetricHeap;
 use crate::kernels::builds::Builds;
 use crate::kernels::prebuild::{self, Prebuild};
 use crate::kernels::{link, DeviceKernel};
+use crate::lock::lock;
+use crate::runtime::{HeapWindow, Runtime};
 use crate::vk::compile_turn::CompileTurn;
 use crate::vk::submit::{batch_len, pool_descriptors, Dispatch, Readback, Window};
-use crate::vk::Gpu;
 
 /// How long a launch whose waits the driver cut short listens for news of a
 /// failed peer before reporting the cut (see `Context::peer_failure_behind`).
@@ -32,8 +31,8 @@ const LATE_FAILURE_GRACE: Duration = Duration::from_millis(1500);
 /// How often a launch looks for a failed peer and its timeout.
 const WATCH_EVERY: Duration = Duration::from_millis(20);
 
-/// One launch of a [`Context::launch_batch`]: as the arguments of
-/// [`Context::launch`], and whether it waits for the launches before it.
+/// One launch of a [`Context::launch_batch`](crate::Context::launch_batch): as the arguments of
+/// [`Context::launch`](crate::Context::launch), and whether it waits for the launches before it.
 pub(crate) struct Launch<'a> {
     pub kernel: &'a DeviceKernel,
     pub groups: [u32; 3],
@@ -44,7 +43,7 @@ pub(crate) struct Launch<'a> {
     /// the one before).
     pub barrier: bool,
     /// The PE whose library it runs as (`None`: this PE): set 0 binds the
-    /// heaps as that PE's library does ([`Context::library_windows_as`]), so
+    /// heaps as that PE's library does ([`Context::library_windows_as`](crate::Context::library_windows_as)), so
     /// `vks_my_pe()` and every slot mean that PE. For the host collectives'
     /// generic kernels that the team's first member submits for every
     /// member (`collective::part`).
@@ -63,88 +62,16 @@ struct Watch {
     throttle_signals: u64,
 }
 
-/// The device library's shape for PE `pe` of `npes` on `gpu` with `heap`
-/// (see [`Context::library_config`]).
-pub(crate) fn library_config_for(
-    gpu: &Gpu,
-    heap: &SymmetricHeap,
-    pe: u32,
-    npes: u32,
-    proxy: bool,
-    vec4_u64: bool,
-) -> LibraryConfig {
-    let llvmpipe = gpu.info.is_llvmpipe();
-    LibraryConfig {
-        my_pe: pe,
-        n_pes: npes,
-        heap_bytes: heap.size(),
-        max_binding_bytes: gpu.info.max_storage_buffer_range,
-        int64: gpu.caps.int64,
-        float64: gpu.caps.float64 && gpu.caps.int64,
-        int64_atomics: gpu.caps.int64_atomics && gpu.caps.int64,
-        divergent_fences: !llvmpipe,
-        loop_cap: llvmpipe,
-        row_lanes: if llvmpipe { gpu.info.subgroup_size } else { 0 },
-        direct: PeSet::from_pes((0..npes).filter(|&p| heap.reachable(p))),
-        proxy,
-        vec4_u64: vec4_u64 && gpu.caps.int64,
-    }
-}
-
-impl Context {
-    /// The device library's shape for this PE: it binds the heaps of the PEs
-    /// this PE reaches directly ([`Context::transport`]); device code that
-    /// touches another PE's heap raises a device error. Fixed at init (it
-    /// depends only on the job and the device).
-    ///
-    /// # Errors
-    /// None today (kept fallible for shapes a device cannot take).
-    pub fn library_config(&self) -> Result<LibraryConfig> {
-        Ok(self.inner.library)
+impl Runtime {
+    pub(crate) fn library_config(&self) -> Result<LibraryConfig> {
+        Ok(self.library)
     }
 
-    /// Compiles `source` (WGSL with one `@compute` entry point that may call the
-    /// device library) for this PE, or returns the copy compiled earlier in this
-    /// process. `name` labels errors, which give the line and column in `source`.
-    ///
-    /// ```no_run
-    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let ctx = vkshmem_host::Context::init()?;
-    /// let counters = ctx.calloc::<u32>(ctx.n_pes() as usize)?;
-    /// let k = ctx.device_kernel(
-    ///     "struct P { counters: u32 }
-    ///      var<immediate> p: P;
-    ///      @compute @workgroup_size(64)
-    ///      fn main(@builtin(local_invocation_index) li: u32) {
-    ///          if li == 0u {
-    ///              // Count ourselves in on every PE, then wait for everyone.
-    ///              for (var pe = 0; pe < shmem_n_pes(); pe++) {
-    ///                  shmem_uint32_atomic_inc(p.counters + u32(shmem_my_pe()), u32(pe));
-    ///              }
-    ///          }
-    ///          shmemx_barrier_all_work_group(li);
-    ///      }",
-    ///     "count_in",
-    /// )?;
-    /// ctx.launch(&k, [1, 1, 1], &[], bytemuck::bytes_of(&counters.device_addr()?))?;
-    /// assert!(counters.to_vec()?.iter().all(|&c| c == 1));
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    /// [`Error::Kernel`] for WGSL that does not compile or link (with the line and
-    /// column), [`Error::InvalidArgument`] when the library's bindings plus the user's exceed
-    /// the device's storage-buffer limit, Vulkan errors.
-    pub fn device_kernel(&self, source: &str, name: &str) -> Result<Arc<DeviceKernel>> {
+    pub(crate) fn device_kernel(&self, source: &str, name: &str) -> Result<Arc<DeviceKernel>> {
         self.device_kernel_at(source, None, name)
     }
 
-    /// Like [`Context::device_kernel`] for a module with several entry points.
-    ///
-    /// # Errors
-    /// As [`Context::device_kernel`]; [`Error::Kernel`] when `entry` is not a
-    /// compute entry point of `source`.
-    pub fn device_kernel_entry(
+    pub(crate) fn device_kernel_entry(
         &self,
         source: &str,
         entry: &str,
@@ -160,7 +87,7 @@ impl Context {
         name: &str,
     ) -> Result<Arc<DeviceKernel>> {
         let key = (source.to_string(), entry.map(str::to_string));
-        if let Some(k) = lock(&self.inner.kernels).get(&key) {
+        if let Some(k) = lock(&self.kernels).get(&key) {
             return Ok(k.clone());
         }
         let cfg = self.library_config()?;
@@ -179,7 +106,7 @@ impl Context {
         if let (Some(b), None) = (&builds, entry) {
             prebuild::note_use(b, source, name);
         }
-        lock(&self.inner.kernels).insert(key, k.clone());
+        lock(&self.kernels).insert(key, k.clone());
         Ok(k)
     }
 
@@ -191,8 +118,8 @@ impl Context {
         entry: Option<&str>,
         name: &str,
     ) -> Result<Arc<DeviceKernel>> {
-        let linked = link(&self.inner.gpu, cfg, source, entry, name)?;
-        let k = DeviceKernel::build_in_turn(&self.inner.gpu, cfg, linked, name, |k, turn| {
+        let linked = link(&self.gpu, cfg, source, entry, name)?;
+        let k = DeviceKernel::build_in_turn(&self.gpu, cfg, linked, name, |k, turn| {
             self.warm_up(k, turn).map(|()| true)
         })?;
         Ok(Arc::new(k))
@@ -201,7 +128,7 @@ impl Context {
     /// The kernels being built beside this context's own calls, when a
     /// background builder was started (`Context::prebuild_host_kernels`).
     pub(crate) fn builds(&self) -> Option<Arc<Builds>> {
-        lock(&self.inner.submit)
+        lock(&self.submit)
             .companion::<Prebuild>()
             .map(|p| p.builds.clone())
     }
@@ -219,18 +146,18 @@ impl Context {
     fn warm_up(&self, kernel: &DeviceKernel, turn: &mut CompileTurn) -> Result<()> {
         let library = self.library_windows()?;
         let own = Window {
-            buffer: self.inner.heap.block(self.my_pe())?.buffer,
+            buffer: self.heap.block(self.my_pe())?.buffer,
             offset: 0,
             range: self
                 .heap_size()
                 .min(self.device_info().max_storage_buffer_range),
         };
         let mut submit = loop {
-            match self.inner.submit.try_lock() {
+            match self.submit.try_lock() {
                 Ok(s) => break s,
                 Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner(),
                 Err(std::sync::TryLockError::WouldBlock) if !turn.held() => {
-                    break lock(&self.inner.submit)
+                    break lock(&self.submit)
                 }
                 Err(std::sync::TryLockError::WouldBlock) => {
                     turn.watch_warm_up(false);
@@ -248,17 +175,17 @@ impl Context {
     }
 
     /// Whether this PE's library kernels may run as any PE of the job
-    /// ([`Context::library_windows_as`]): every PE is reached directly, so
+    /// ([`Context::library_windows_as`](crate::Context::library_windows_as)): every PE is reached directly, so
     /// every PE's library is this one's with its slots turned (one compile
     /// per job: the PE's number is read at run time from slot 0's control
     /// header).
     pub(crate) fn runs_as_any_pe(&self) -> bool {
-        self.inner.library.reaches_all()
+        self.library.reaches_all()
     }
 
     /// Set 0 as PE `pe`'s library binds it: slot `s` is the heap of PE
     /// `(pe + s) mod n` (this PE's own windows for `pe` = this PE). Only
-    /// where [`Context::runs_as_any_pe`] for another PE.
+    /// where [`Context::runs_as_any_pe`](crate::Context::runs_as_any_pe) for another PE.
     pub(crate) fn library_windows_as(&self, pe: u32) -> Result<Vec<Window>> {
         let cfg = self.library_config()?;
         if pe != self.my_pe() && !self.runs_as_any_pe() {
@@ -272,7 +199,7 @@ impl Context {
             .iter()
             .map(|b| {
                 Ok(Window {
-                    buffer: self.inner.heap.block(b.pe)?.buffer,
+                    buffer: self.heap.block(b.pe)?.buffer,
                     offset: b.offset,
                     range: b.bytes,
                 })
@@ -280,23 +207,7 @@ impl Context {
             .collect()
     }
 
-    /// Runs `kernel` over `groups` workgroups with `buffers` bound to its
-    /// `@group(1)` bindings 0..n and `immediates` as its `var<immediate>`, and
-    /// waits for it. A kernel that waits on peers must be launched on every PE (see
-    /// the forward-progress rules in ARCHITECTURE.md).
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for a buffer count, immediate size or workgroup
-    /// count that does not match the kernel or the device, a window that is
-    /// empty, misaligned, too large or outside the heap, or a kernel compiled on
-    /// another context; [`Error::Unreachable`] for a window on a PE this PE cannot
-    /// reach; [`Error::Device`] when device code raised an error;
-    /// [`Error::PeerFailed`] when another PE died while this kernel waited for it;
-    /// [`Error::Timeout`] when `VKSHMEM_WAIT_TIMEOUT` expired. After any error from
-    /// a kernel that waits on peers, in a job of several PEs, the PEs are out of
-    /// step: this PE leaves the job's collectives and later calls that need them
-    /// return [`Error::Broken`].
-    pub fn launch(
+    pub(crate) fn launch(
         &self,
         kernel: &DeviceKernel,
         groups: [u32; 3],
@@ -307,12 +218,7 @@ impl Context {
             .map(|_| ())
     }
 
-    /// Like [`Context::launch`], returning the GPU time of the dispatch measured with
-    /// timestamps (from the start of the dispatch to the end of its last workgroup).
-    ///
-    /// # Errors
-    /// As [`Context::launch`]; [`Error::Unsupported`] when the queue has no timestamps.
-    pub fn launch_timed(
+    pub(crate) fn launch_timed(
         &self,
         kernel: &DeviceKernel,
         groups: [u32; 3],
@@ -334,7 +240,7 @@ impl Context {
         immediates: &[u8],
         timed: bool,
     ) -> Result<Option<Duration>> {
-        let resident = self.inner.gpu.info.resident_workgroups;
+        let resident = self.gpu.info.resident_workgroups;
         let total = groups.iter().map(|&g| u64::from(g)).product::<u64>();
         if kernel.linked.waits_on_groups && total > u64::from(resident) {
             // Its workgroups wait for each other: more than the device runs at
@@ -356,7 +262,7 @@ impl Context {
             if kernel.linked.waits_on_peers && self.n_pes() > 1 {
                 // Peers may be in the launch's sync, inside this kernel or past
                 // it: a later collective call would pair with the wrong one.
-                *lock(&self.inner.broken) = Some(e.to_string());
+                *lock(&self.broken) = Some(e.to_string());
             }
         }
         r
@@ -372,7 +278,7 @@ impl Context {
     /// members ([`Launch::as_pe`]).
     ///
     /// # Errors
-    /// As [`Context::launch`]; [`Error::InvalidArgument`] for a kernel that
+    /// As [`Context::launch`](crate::Context::launch); [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a kernel that
     /// waits on peers, on other workgroups or on the proxy.
     pub(crate) fn launch_batch(&self, items: &[Launch<'_>]) -> Result<()> {
         for it in items {
@@ -435,7 +341,7 @@ impl Context {
             let mut seen = Watch::default();
             let started = std::time::Instant::now();
             let mut next_watch = Duration::ZERO;
-            let mut submit = lock(&self.inner.submit);
+            let mut submit = lock(&self.submit);
             let mut watch = |elapsed| {
                 // A failed peer is still news while the batch runs.
                 if elapsed >= next_watch {
@@ -478,7 +384,7 @@ impl Context {
 
     /// The device errors that a launch run as PE `pe` (a library kernel with
     /// set 0 bound as `pe`'s, [`Launch::as_pe`]) raised in `pe`'s control
-    /// header: read, cleared and returned as [`Error::Device`] naming `pe`
+    /// header: read, cleared and returned as [`Error::Device`](crate::Error::Device) naming `pe`
     /// (and the first kernel of the batch that ran as `pe`). `pe` waits at
     /// the call's closing meeting meanwhile, so no launch of its own writes
     /// those words (its queued collectives, which run on the user's queue
@@ -511,7 +417,7 @@ impl Context {
         buffers: &[HeapWindow],
         immediates: &[u8],
     ) -> Result<()> {
-        if !Arc::ptr_eq(&kernel.kernel.gpu, &self.inner.gpu) {
+        if !Arc::ptr_eq(&kernel.kernel.gpu, &self.gpu) {
             return Err(Error::InvalidArgument(format!(
                 "kernel {:?} was compiled on another context (compile it again on this one)",
                 kernel.name
@@ -554,10 +460,7 @@ impl Context {
         self.check_launch(kernel, groups, buffers, immediates)?;
         let library = self.library_windows()?;
         let user = self.bind_windows(buffers)?;
-        let timeout = self
-            .inner
-            .wait_timeout
-            .filter(|_| kernel.linked.waits_on_peers);
+        let timeout = self.wait_timeout.filter(|_| kernel.linked.waits_on_peers);
         if kernel.linked.waits_on_peers {
             // Every PE's pipeline is built and its launch about to be submitted
             // before any PE's device code starts waiting for the others: waits stay
@@ -567,7 +470,7 @@ impl Context {
                 .map_err(|e| e.during(&format!("launch of kernel {:?}", kernel.name)))?;
         }
         // The proxy polls its ring closely while the kernel runs.
-        let _busy = self.inner.proxy.get().map(|p| p.busy());
+        let _busy = self.proxy.get().map(|p| p.busy());
         let mut seen = Watch::default();
         let mut throttle = self.wait_throttle(kernel)?;
         if let (Some(t), true) = (&mut throttle, kernel.linked.waits_on_groups) {
@@ -576,7 +479,7 @@ impl Context {
         let started = std::time::Instant::now();
         let mut next_watch = Duration::ZERO;
         let read = self.error_readback()?;
-        let mut submit = lock(&self.inner.submit);
+        let mut submit = lock(&self.submit);
         let mut watch = |elapsed| {
             // The bootstrap and the timeout at the usual pace, the
             // throttle as often as it asks.
@@ -598,7 +501,7 @@ impl Context {
         // Under the submit lock no other launch of this PE runs; a queued
         // collective's kernel may (the user's queue), and may hold a ticket
         // it has not posted yet: settle only when none is outstanding.
-        let queued = self.inner.queue.get().is_some_and(|q| q.outstanding() > 0);
+        let queued = self.queue.get().is_some_and(|q| q.outstanding() > 0);
         if let (Ok(_), Some(b), false) = (&took, &_busy, queued) {
             b.settle();
         }
@@ -618,12 +521,12 @@ impl Context {
         &self,
         kernel: &DeviceKernel,
     ) -> Result<Option<crate::driver::throttle::Session<'_>>> {
-        let threads = &self.inner.driver_threads;
+        let threads = &self.driver_threads;
         let waits = kernel.linked.waits_on_peers || kernel.linked.waits_on_proxy;
         if !waits || self.n_pes() < 2 || threads.tids().is_empty() {
             return Ok(None);
         }
-        let Some(base) = self.inner.heap.block(self.my_pe())?.mapped() else {
+        let Some(base) = self.heap.block(self.my_pe())?.mapped() else {
             return Ok(None);
         };
         let words = usize::try_from(self.heap_size() / 4).unwrap_or(usize::MAX);
@@ -642,14 +545,14 @@ impl Context {
             return;
         }
         if seen.peer_failed.is_none() {
-            if let Ok(mut boot) = self.inner.boot.try_lock() {
+            if let Ok(mut boot) = self.boot.try_lock() {
                 seen.peer_failed = boot.as_mut().and_then(|b| b.poll_abort());
             }
         }
         seen.timed_out = timeout.is_some_and(|t| elapsed >= t);
         if seen.peer_failed.is_some() || seen.timed_out {
             let abort = (std::mem::offset_of!(ControlHeader, abort)) as u64;
-            match self.inner.heap.block(self.my_pe()).map(|b| b.mapped()) {
+            match self.heap.block(self.my_pe()).map(|b| b.mapped()) {
                 Ok(Some(_)) => {
                     // The mapped path does not take the submit lock we hold.
                     let _ = self.write_bytes(self.my_pe(), abort, &1u32.to_le_bytes());
@@ -674,7 +577,7 @@ impl Context {
         }
         let until = std::time::Instant::now() + LATE_FAILURE_GRACE;
         loop {
-            if let Ok(mut boot) = self.inner.boot.try_lock() {
+            if let Ok(mut boot) = self.boot.try_lock() {
                 if let Some(f) = boot.as_mut().and_then(|b| b.poll_abort()) {
                     return Some(f);
                 }
@@ -690,10 +593,10 @@ impl Context {
     /// Where a launch's submission copies this PE's device error words to
     /// the host when the host does not map this PE's heap (else `None`: the
     /// mapping reads them): the 16 bytes from `ControlHeader::error` that
-    /// [`Context::check_device_errors`] reads, so that no second submission
+    /// [`Context::check_device_errors`](crate::Context::check_device_errors) reads, so that no second submission
     /// fetches them.
     fn error_readback(&self) -> Result<Option<Readback>> {
-        let block = self.inner.heap.block(self.my_pe())?;
+        let block = self.heap.block(self.my_pe())?;
         Ok(block.mapped().is_none().then(|| Readback {
             buffer: block.buffer,
             offset: std::mem::offset_of!(ControlHeader, error) as u64,
@@ -703,7 +606,7 @@ impl Context {
 
     /// Reads (or takes `header`, the 16 bytes from `ControlHeader::error`
     /// that the launch's own submission copied back, see
-    /// [`Context::error_readback`]) this PE's device error words after a
+    /// [`Context::error_readback`](crate::Context::error_readback)) this PE's device error words after a
     /// launch of `kernel`: clears them and returns the error they report.
     fn check_device_errors(
         &self,

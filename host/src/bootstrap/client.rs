@@ -189,7 +189,7 @@ impl Bootstrap {
         self.failed.clone()
     }
 
-    /// Waits for the answer to collective `seq`; an abort becomes [`Error::PeerFailed`].
+    /// Waits for the answer to collective `seq`; an abort becomes [`Error::PeerFailed`](crate::Error::PeerFailed).
     fn answer(&mut self, seq: u64) -> Result<(Msg, Vec<OwnedFd>)> {
         self.failure()?;
         match recv(&self.stream)? {

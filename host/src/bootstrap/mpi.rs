@@ -90,9 +90,9 @@ pub fn node_color(world_rank: u32, node_size: Option<u32>) -> u32 {
 /// `timeout`: the endpoint's watchdog ([`Server::start_with_timeout`]).
 ///
 /// # Errors
-/// [`Error::Mpi`] when MPI was initialised already, lacks
+/// [`Error::Mpi`](crate::Error::Mpi) when MPI was initialised already, lacks
 /// `MPI_THREAD_MULTIPLE`, or the job spans several nodes;
-/// [`Error::Config`] for a bad `VKSHMEM_NODE_SIZE`; the endpoint's errors.
+/// [`Error::Config`](crate::Error::Config) for a bad `VKSHMEM_NODE_SIZE`; the endpoint's errors.
 pub fn join(
     get: impl Fn(&str) -> Option<String>,
     timeout: Option<std::time::Duration>,

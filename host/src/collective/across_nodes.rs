@@ -17,12 +17,12 @@
 //! computes the same bits for a given job; the order differs from the flat
 //! one (floats may differ in the last bits from a reduction on one node).
 
-use super::combine::ReduceFn;
 use super::reduce::ReduceOp;
 use super::{Desc, ElemType, Members, Which};
-use crate::context::Context;
+use crate::combine::ReduceFn;
 use crate::error::{Error, Result};
-use crate::rendezvous::NodePart;
+use crate::runtime::rendezvous::NodePart;
+use crate::runtime::Runtime;
 
 /// The element types MPI reduces here, by their names ([`ElemType::name`]):
 /// the MPI datatype's name for each (`JobWide::group_allreduce`). Not the 8-
@@ -41,7 +41,7 @@ fn mpi_kind(ty: u32) -> Option<&'static str> {
     })
 }
 
-impl Context {
+impl Runtime {
     /// Runs an agreed reduction on a team that spans nodes (`h`: this PE's
     /// node's part) hierarchically (module docs). `Ok(false)`: not for this
     /// path (an element type or operation MPI does not reduce), decided

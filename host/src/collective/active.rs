@@ -20,8 +20,8 @@ use bytemuck::Pod;
 
 use super::reduce::{Reduce, ReduceOp};
 use super::Members;
-use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::runtime::Runtime;
 use crate::symbuf::SymSlice;
 use crate::sync::{layout, Group};
 use crate::team::active_slots::{ActiveSlots, Lookup};
@@ -59,7 +59,7 @@ pub struct ActiveSet {
     pub pe_size: i32,
 }
 
-impl Context {
+impl Runtime {
     /// The members of an active set, checked to hold this PE, and a checked pSync.
     fn active(&self, set: ActiveSet, psync: &SymSlice<i64>, need: usize) -> Result<Members> {
         let shape =
@@ -86,7 +86,7 @@ impl Context {
     /// in: agreed on among its members at its first use, then remembered
     /// (see the module docs). `None`: it meets through the bootstrap.
     fn active_slot(&self, shape: TeamShape, me: u32) -> Result<Option<u32>> {
-        let Some(plane) = &self.inner.plane else {
+        let Some(plane) = &self.plane else {
             return Ok(None);
         };
         let probe = Members {
@@ -129,21 +129,12 @@ impl Context {
         Ok(Some(slot))
     }
 
-    /// `shmem_barrier`: [`Context::quiet`], then a sync of the active set.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for a bad active set, one without this PE, or a
-    /// pSync outside the heap or shorter than [`BARRIER_SYNC_SIZE`].
-    pub fn barrier_active(&self, set: ActiveSet, psync: &SymSlice<i64>) -> Result<()> {
+    pub(crate) fn barrier_active(&self, set: ActiveSet, psync: &SymSlice<i64>) -> Result<()> {
         self.quiet()?;
         self.sync_active(set, psync)
     }
 
-    /// `shmem_sync` over an active set.
-    ///
-    /// # Errors
-    /// As [`Context::barrier_active`].
-    pub fn sync_active(&self, set: ActiveSet, psync: &SymSlice<i64>) -> Result<()> {
+    pub(crate) fn sync_active(&self, set: ActiveSet, psync: &SymSlice<i64>) -> Result<()> {
         let m = self.active(set, psync, BARRIER_SYNC_SIZE)?;
         // Every member learns whether any member's pSync was bad.
         let ok = u32::from(m.deferred.is_none());
@@ -165,13 +156,7 @@ impl Context {
         }
     }
 
-    /// `shmem_broadcast32`/`64` (use `u32` or `u64` elements): `root` is a number in
-    /// the active set; unlike [`Context::broadcast`], the root's `dest` is not
-    /// written.
-    ///
-    /// # Errors
-    /// As [`Context::broadcast`] and [`Context::barrier_active`].
-    pub fn broadcast_active<T: Pod>(
+    pub(crate) fn broadcast_active<T: Pod>(
         &self,
         dest: &SymSlice<T>,
         source: &SymSlice<T>,
@@ -184,11 +169,7 @@ impl Context {
         self.broadcast_inner(m, dest, source, nelems, root, true)
     }
 
-    /// `shmem_collect32`/`64` over an active set (counts may differ).
-    ///
-    /// # Errors
-    /// As [`Context::collect`] and [`Context::barrier_active`].
-    pub fn collect_active<T: Pod>(
+    pub(crate) fn collect_active<T: Pod>(
         &self,
         dest: &SymSlice<T>,
         source: &SymSlice<T>,
@@ -200,11 +181,7 @@ impl Context {
         self.collect_inner(m, dest, source, nelems)
     }
 
-    /// `shmem_fcollect32`/`64` over an active set.
-    ///
-    /// # Errors
-    /// As [`Context::fcollect`] and [`Context::barrier_active`].
-    pub fn fcollect_active<T: Pod>(
+    pub(crate) fn fcollect_active<T: Pod>(
         &self,
         dest: &SymSlice<T>,
         source: &SymSlice<T>,
@@ -216,11 +193,7 @@ impl Context {
         self.fcollect_inner(m, dest, source, nelems)
     }
 
-    /// `shmem_alltoall32`/`64` over an active set.
-    ///
-    /// # Errors
-    /// As [`Context::alltoall`] and [`Context::barrier_active`].
-    pub fn alltoall_active<T: Pod>(
+    pub(crate) fn alltoall_active<T: Pod>(
         &self,
         dest: &SymSlice<T>,
         source: &SymSlice<T>,
@@ -232,12 +205,8 @@ impl Context {
         self.alltoall_inner(m, dest, source, nelems)
     }
 
-    /// `shmem_alltoalls32`/`64` over an active set.
-    ///
-    /// # Errors
-    /// As [`Context::alltoalls`] and [`Context::barrier_active`].
     #[allow(clippy::too_many_arguments)]
-    pub fn alltoalls_active<T: Pod>(
+    pub(crate) fn alltoalls_active<T: Pod>(
         &self,
         dest: &SymSlice<T>,
         source: &SymSlice<T>,
@@ -251,14 +220,8 @@ impl Context {
         self.alltoalls_inner(m, dest, source, dst, sst, nelems)
     }
 
-    /// `shmem_<TYPE>_<op>_to_all`: the reduction over an active set. `pwrk` must
-    /// hold `max(nreduce / 2 + 1, REDUCE_MIN_WRKDATA_SIZE)` elements (checked, not
-    /// used).
-    ///
-    /// # Errors
-    /// As [`Context::reduce`] and [`Context::barrier_active`].
     #[allow(clippy::too_many_arguments)]
-    pub fn reduce_to_all<T: Reduce>(
+    pub(crate) fn reduce_to_all<T: Reduce>(
         &self,
         op: ReduceOp,
         dest: &SymSlice<T>,
@@ -279,12 +242,7 @@ impl Context {
         self.reduce_set(op, dest, source, nreduce, set, psync, pwrk)
     }
 
-    /// [`Context::reduce_to_all`] for a caller that checked its pWrk itself
-    /// (a binding whose pWrk is not on the heap).
-    ///
-    /// # Errors
-    /// As [`Context::reduce_to_all`].
-    pub fn reduce_active<T: Reduce>(
+    pub(crate) fn reduce_active<T: Reduce>(
         &self,
         op: ReduceOp,
         dest: &SymSlice<T>,

@@ -1,37 +1,17 @@
 //! Host alltoall and alltoalls: block `j` of every member's dest from member
-//! `j` ([`Context::alltoall`], [`Context::alltoalls`]).
+//! `j` ([`Context::alltoall`](crate::Context::alltoall), [`Context::alltoalls`](crate::Context::alltoalls)).
 
 use bytemuck::Pod;
 use vkshmem_device::collectives::HostCall;
 
 use super::{generic_reach, Desc, Members, Small, Step, Which};
-use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::runtime::Runtime;
 use crate::symbuf::SymSlice;
 use crate::team::Team;
 
-impl Context {
-    /// Block `j` (of `nelems` elements) of `dest` on every member gets block `me`
-    /// of member `j`'s `source` (`shmem_alltoall`). Collective; both objects hold
-    /// `nelems` times the team's size.
-    ///
-    /// ```no_run
-    /// # fn main() -> vkshmem_host::Result<()> {
-    /// use vkshmem_host::{Context, Team};
-    /// let ctx = Context::init()?;
-    /// let n = ctx.n_pes() as usize;
-    /// let out = ctx.malloc::<u64>(n)?; // one token for each PE (MoE dispatch)
-    /// let inbox = ctx.malloc::<u64>(n)?;
-    /// let me = ctx.my_pe() as u64;
-    /// out.write(&(0..n as u64).map(|to| me * 100 + to).collect::<Vec<_>>())?;
-    /// ctx.alltoall(Team::WORLD, &inbox.as_slice(), &out.as_slice(), 1)?;
-    /// assert_eq!(inbox.to_vec()?[0], me); // from PE 0: 0 * 100 + me
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    /// As [`Context::fcollect`].
-    pub fn alltoall<T: Pod>(
+impl Runtime {
+    pub(crate) fn alltoall<T: Pod>(
         &self,
         team: Team,
         dest: &SymSlice<T>,
@@ -53,11 +33,7 @@ impl Context {
         self.blocks_inner(m, Which::Alltoall, dest, source, nelems, size)
     }
 
-    /// [`Context::alltoall`] over bytes (`shmem_alltoallmem`).
-    ///
-    /// # Errors
-    /// As [`Context::alltoall`].
-    pub fn alltoallmem(
+    pub(crate) fn alltoallmem(
         &self,
         team: Team,
         dest: &SymSlice<u8>,
@@ -67,16 +43,7 @@ impl Context {
         self.alltoall(team, dest, source, nbytes)
     }
 
-    /// Strided [`Context::alltoall`] (`shmem_alltoalls`): element `k` of block `j`
-    /// is at `dest[(j * nelems + k) * dst]`, and comes from
-    /// `source[(me * nelems + k) * sst]` of member `j`. Strides are in elements, at
-    /// least 1. Collective.
-    ///
-    /// # Errors
-    /// As [`Context::alltoall`]; [`Error::InvalidArgument`] (on every member) for a
-    /// zero stride, strides whose span overflows, or elements that are not 1, 2, 4
-    /// or 8 bytes.
-    pub fn alltoalls<T: Pod>(
+    pub(crate) fn alltoalls<T: Pod>(
         &self,
         team: Team,
         dest: &SymSlice<T>,

@@ -1,41 +1,17 @@
-//! Host broadcast: one member's data to every member ([`Context::broadcast`]).
+//! Host broadcast: one member's data to every member ([`Context::broadcast`](crate::Context::broadcast)).
 
 use bytemuck::Pod;
 use vkshmem_device::collectives::HostCall;
 
 use super::wide::{split_words, Push};
 use super::{generic_reach, nonzero, Desc, Members, Small, Step, Which};
-use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::runtime::Runtime;
 use crate::symbuf::SymSlice;
 use crate::team::Team;
 
-impl Context {
-    /// Copies `nelems` elements of `source` on the team's PE `root` into `dest` on
-    /// every member of `team` (the root included): `shmem_broadcast`. Collective.
-    ///
-    /// ```no_run
-    /// # fn main() -> vkshmem_host::Result<()> {
-    /// use vkshmem_host::{Context, Team};
-    /// let ctx = Context::init()?;
-    /// let src = ctx.malloc::<f32>(4)?;
-    /// let dst = ctx.malloc::<f32>(4)?;
-    /// src.write(&[ctx.my_pe() as f32; 4])?;
-    /// ctx.broadcast(Team::WORLD, &dst.as_slice(), &src.as_slice(), 4, 0)?;
-    /// assert_eq!(dst.to_vec()?, vec![0.0; 4]); // PE 0's data everywhere
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for an invalid or destroyed team (on this PE,
-    /// before any communication) and, on every member, for a root outside the
-    /// team, objects that do not hold `nelems` elements, lie outside the heap's
-    /// allocatable part (or past its first 4 GiB, [`crate::MAX_DEVICE_BYTE`],
-    /// where the call takes a generic kernel), are not aligned to the element size or
-    /// have a zero-sized element type, or members passing different arguments;
-    /// [`Error::PeerFailed`] when a member dies, [`Error::Broken`] after a failed
-    /// launch, [`Error::Device`] and Vulkan errors from the data movement.
-    pub fn broadcast<T: Pod>(
+impl Runtime {
+    pub(crate) fn broadcast<T: Pod>(
         &self,
         team: Team,
         dest: &SymSlice<T>,
@@ -46,11 +22,7 @@ impl Context {
         self.broadcast_inner(self.members(team)?, dest, source, nelems, root, false)
     }
 
-    /// [`Context::broadcast`] over bytes (`shmem_broadcastmem`): `nbytes` bytes.
-    ///
-    /// # Errors
-    /// As [`Context::broadcast`].
-    pub fn broadcastmem(
+    pub(crate) fn broadcastmem(
         &self,
         team: Team,
         dest: &SymSlice<u8>,

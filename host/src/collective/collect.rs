@@ -1,5 +1,5 @@
 //! Host fcollect and collect: every member's data, concatenated in team order,
-//! to every member ([`Context::fcollect`], [`Context::collect`]); also the block
+//! to every member ([`Context::fcollect`](crate::Context::fcollect), [`Context::collect`](crate::Context::collect)); also the block
 //! movement fcollect shares with alltoall.
 
 use bytemuck::Pod;
@@ -8,35 +8,14 @@ use vkshmem_device::collectives::HostCall;
 use super::collect_total;
 use super::wide::Push;
 use super::{generic_reach, nonzero, Desc, Members, Small, Step, Which};
-use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::runtime::Runtime;
 use crate::symbuf::SymSlice;
 use crate::team::Team;
 use vkshmem_device::layout;
 
-impl Context {
-    /// Concatenates `nelems` elements of every member's `source`, in team order,
-    /// into `dest` on every member (`shmem_fcollect`). Collective; `nelems` must be
-    /// the same on every member.
-    ///
-    /// ```no_run
-    /// # fn main() -> vkshmem_host::Result<()> {
-    /// use vkshmem_host::{Context, Team};
-    /// let ctx = Context::init()?;
-    /// let n = ctx.n_pes() as usize;
-    /// let mine = ctx.malloc::<u32>(2)?;
-    /// let all = ctx.malloc::<u32>(2 * n)?;
-    /// mine.write(&[ctx.my_pe(), 7])?;
-    /// ctx.fcollect(Team::WORLD, &all.as_slice(), &mine.as_slice(), 2)?;
-    /// assert_eq!(all.to_vec()?[2], 1); // PE 1's first element, on every PE
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    /// As [`Context::broadcast`] (without the root); members passing different
-    /// `nelems`, or `nelems` times the team's size overflowing, is an
-    /// [`Error::InvalidArgument`] on every member.
-    pub fn fcollect<T: Pod>(
+impl Runtime {
+    pub(crate) fn fcollect<T: Pod>(
         &self,
         team: Team,
         dest: &SymSlice<T>,
@@ -153,11 +132,7 @@ impl Context {
         })
     }
 
-    /// [`Context::fcollect`] over bytes (`shmem_fcollectmem`).
-    ///
-    /// # Errors
-    /// As [`Context::fcollect`].
-    pub fn fcollectmem(
+    pub(crate) fn fcollectmem(
         &self,
         team: Team,
         dest: &SymSlice<u8>,
@@ -167,14 +142,7 @@ impl Context {
         self.fcollect(team, dest, source, nbytes)
     }
 
-    /// Concatenates every member's `source` (this member gives `nelems` elements;
-    /// the counts may differ), in team order, into `dest` on every member
-    /// (`shmem_collect`). Collective. `dest` must hold the sum of the counts.
-    ///
-    /// # Errors
-    /// As [`Context::broadcast`] (without the root); a member whose `dest` does not
-    /// hold the sum of the counts is an [`Error::InvalidArgument`] on every member.
-    pub fn collect<T: Pod>(
+    pub(crate) fn collect<T: Pod>(
         &self,
         team: Team,
         dest: &SymSlice<T>,
@@ -288,11 +256,7 @@ impl Context {
         })
     }
 
-    /// [`Context::collect`] over bytes (`shmem_collectmem`).
-    ///
-    /// # Errors
-    /// As [`Context::collect`].
-    pub fn collectmem(
+    pub(crate) fn collectmem(
         &self,
         team: Team,
         dest: &SymSlice<u8>,

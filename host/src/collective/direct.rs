@@ -37,13 +37,13 @@
 //! source are run here only where that is harmless (`moves::direct_safe`);
 //! the rest take the rounds.
 
-use super::combine::ReduceFn;
 use super::copy;
 use super::moves::{self, Plan};
 use super::reduce::ReduceOp;
 use super::{Desc, Members};
-use crate::context::Context;
+use crate::combine::ReduceFn;
 use crate::error::{Error, Result};
+use crate::runtime::Runtime;
 
 /// A reduction's agreed arguments: `dest = op` over the members' sources,
 /// `bytes` of elements of `es` bytes, combined by `f`.
@@ -102,7 +102,7 @@ impl L1Chunk {
     }
 }
 
-impl Context {
+impl Runtime {
     /// Runs an agreed call on the direct path (module docs). `reduce`
     /// combines the members' slices of a reduction, in L1 chunks where
     /// `in_l1` (`combine::chunks_in_l1`).
@@ -115,7 +115,7 @@ impl Context {
         in_l1: bool,
     ) -> Result<()> {
         let (contrib, plan) = moves::plan(m, all)?;
-        let running = self.inner.phases.start();
+        let running = self.phases.start();
         // Member `i`'s contribution in this process's mapping of its heap.
         let source = |i: u32| -> Result<*const u8> {
             let (pe, at, n) = (
@@ -148,7 +148,7 @@ impl Context {
         let stream = copy::streams(
             contrib.iter().sum(),
             u64::from(m.shape.size).saturating_mul(dests),
-            self.inner.host_stream,
+            self.host_stream,
         );
         let moved = match (&plan, moves::push(m, all)?) {
             (Plan::Copies(_), Some(p)) => self.direct_push(m, name, &p, &source, stream),

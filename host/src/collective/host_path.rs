@@ -29,12 +29,12 @@
 //! loads cost more than the copies (benches/RESULTS.md, "Host path against
 //! kernels").
 
-use super::combine::{chunks_in_l1, reduce_slots, ReduceFn};
 use super::moves::{self, Plan};
 use super::reduce::{Reduce, ReduceOp};
 use super::{Desc, Members};
-use crate::context::Context;
+use crate::combine::{chunks_in_l1, reduce_slots, ReduceFn};
 use crate::error::{Error, Result};
+use crate::runtime::Runtime;
 use crate::sync::layout::DATA_BYTES;
 use crate::sync::Ticket;
 
@@ -79,7 +79,7 @@ pub(crate) struct Small {
     /// Reductions: combines the members' slots into dest.
     pub reduce: Option<ReduceFn>,
     /// Reductions: whether the direct path combines the type in L1 chunks
-    /// ([`super::combine::chunks_in_l1`]).
+    /// ([`crate::combine::chunks_in_l1`]).
     pub in_l1: bool,
     /// The largest `size` this call may move on the host in rounds, too
     /// large for the data slot (`u64::MAX` for the moves; reductions:
@@ -114,7 +114,7 @@ impl Small {
     }
 }
 
-impl Context {
+impl Runtime {
     /// This PE's own heap at `offset` as a host pointer, when mapped.
     pub(crate) fn own_mapped(&self, offset: u64, bytes: u64) -> Option<*mut u8> {
         self.mapped_at(self.my_pe(), offset, bytes)
@@ -146,10 +146,8 @@ impl Context {
     /// buffers (`staged.rs`) within [`Small::rounds_max`]; the direct path
     /// (`direct.rs`) where this PE maps every member's heap.
     pub(crate) fn host_ways(&self, m: &Members, s: &Small) -> u32 {
-        let max = self.inner.host_mapped_max;
-        if self.inner.plane.is_none()
-            || s.size > max
-            || self.own_mapped(s.src, s.bytes.max(1)).is_none()
+        let max = self.host_mapped_max;
+        if self.plane.is_none() || s.size > max || self.own_mapped(s.src, s.bytes.max(1)).is_none()
         {
             return 0;
         }
@@ -166,19 +164,13 @@ impl Context {
     /// Whether this process maps PE `pe`'s heap (its own, or a peer's on the
     /// same device in host-visible memory).
     pub(crate) fn maps_heap_of(&self, pe: u32) -> bool {
-        self.inner
-            .heap
-            .block(pe)
-            .is_ok_and(|b| b.mapped().is_some())
+        self.heap.block(pe).is_ok_and(|b| b.mapped().is_some())
     }
 
     /// This PE's contribution in the mapped heap when it may take the host
     /// path for `s` (a plane, within the threshold and the data slot).
     fn stage_source(&self, s: &Small) -> Option<*mut u8> {
-        if self.inner.plane.is_none()
-            || s.size > self.inner.host_mapped_max
-            || s.bytes > DATA_BYTES as u64
-        {
+        if self.plane.is_none() || s.size > self.host_mapped_max || s.bytes > DATA_BYTES as u64 {
             return None;
         }
         // The source in the mapped heap (so is the dest: one mapping).
@@ -209,7 +201,6 @@ impl Context {
         small: &Small,
     ) -> Result<()> {
         let plane = self
-            .inner
             .plane
             .as_ref()
             .expect("the host path runs on the plane");

@@ -41,7 +41,6 @@ pub mod active;
 mod alltoall;
 mod broadcast;
 mod collect;
-mod combine;
 #[doc(hidden)]
 pub mod copy;
 mod direct;
@@ -56,37 +55,14 @@ mod wide;
 pub(crate) use host_path::Small;
 pub(crate) use part::{Part, Step};
 
-/// The host combiner of the device collectives' element kind `kind` (its
-/// index in `vkshmem_device::collectives::KINDS`): what the proxy uses for a
-/// device reduction's share on a team that spans devices.
-pub(crate) fn combine_for_kind(kind: u32) -> Option<combine::ReduceFn> {
-    use combine::reduce_slots;
-    let name = vkshmem_device::collectives::KINDS.get(kind as usize)?.name;
-    Some(match name {
-        "i8" => reduce_slots::<i8>,
-        "u8" => reduce_slots::<u8>,
-        "i16" => reduce_slots::<i16>,
-        "u16" => reduce_slots::<u16>,
-        "i32" => reduce_slots::<i32>,
-        "u32" => reduce_slots::<u32>,
-        "i64" => reduce_slots::<i64>,
-        "u64" => reduce_slots::<u64>,
-        "f32" => reduce_slots::<f32>,
-        "f64" => reduce_slots::<f64>,
-        "f16" => reduce_slots::<half::f16>,
-        "bf16" => reduce_slots::<half::bf16>,
-        _ => return None,
-    })
-}
-
 use bytemuck::{Pod, Zeroable};
 use vkshmem_device::collectives::{HostArgs, HostCall, HOST_WORKGROUP};
 use vkshmem_device::layout;
 
 use crate::collective::reduce::ReduceOp;
-use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::phases::Phase;
+use crate::runtime::Runtime;
 use crate::symbuf::SymSlice;
 
 /// Work items (heap words) per invocation the host forms aim for: many
@@ -251,7 +227,7 @@ impl Desc {
     }
 }
 
-pub(crate) use crate::rendezvous::Members;
+pub(crate) use crate::runtime::rendezvous::Members;
 
 /// Every member's descriptor against member 0's: the same typed error on every
 /// member when one passed bad arguments or they disagree.
@@ -381,27 +357,27 @@ pub(crate) fn submits_together(m: &Members, all: &[Desc]) -> bool {
     m.shape.size > 1 && all.iter().all(|d| d.leader == 1)
 }
 
-impl Context {
+impl Runtime {
     /// Checks that `n` elements of `s` are inside `s` and the heap (past the
     /// control region, within the first 4 GiB that device code addresses).
     pub(crate) fn check_sym<T: Pod>(&self, what: &str, s: &SymSlice<T>, n: u64) -> Result<()> {
         self.check_span(what, &Span::of(s), n)
     }
 
-    /// [`Context::check_sym`] anywhere in the heap: for the host collectives
+    /// [`Context::check_sym`](crate::Context::check_sym) anywhere in the heap: for the host collectives
     /// whose wide and staged paths bind or copy any part of it; their generic
     /// steps check the first 4 GiB themselves ([`generic_reach`]).
     pub(crate) fn check_sym_heap<T: Pod>(&self, what: &str, s: &SymSlice<T>, n: u64) -> Result<()> {
         self.check_span_heap(what, &Span::of(s), n)
     }
 
-    /// [`Context::check_sym`] on a slice's [`Span`].
+    /// [`Context::check_sym`](crate::Context::check_sym) on a slice's [`Span`].
     pub(crate) fn check_span(&self, what: &str, s: &Span, n: u64) -> Result<()> {
         self.check_span_heap(what, s, n)?;
         generic_reach(what, &[(s.offset, n * s.es)])
     }
 
-    /// [`Context::check_sym_heap`] on a slice's [`Span`].
+    /// [`Context::check_sym_heap`](crate::Context::check_sym_heap) on a slice's [`Span`].
     fn check_span_heap(&self, what: &str, s: &Span, n: u64) -> Result<()> {
         let es = s.es;
         let control = layout::control_bytes(self.n_pes());
@@ -464,13 +440,13 @@ impl Context {
         small: Small,
         plan: impl FnMut(u32, &[Desc]) -> Result<Part>,
     ) -> Result<()> {
-        let called = self.inner.phases.start();
+        let called = self.phases.start();
         let r = self.run_collective_phases(m, desc, local, same_nelems, small, plan);
-        self.inner.phases.end(Phase::Call, called);
+        self.phases.end(Phase::Call, called);
         r
     }
 
-    /// [`Context::run_collective`], its phases timed when asked
+    /// [`Context::run_collective`](crate::Context::run_collective), its phases timed when asked
     /// ([`crate::phases`]).
     fn run_collective_phases(
         &self,
@@ -481,7 +457,7 @@ impl Context {
         small: Small,
         mut plan: impl FnMut(u32, &[Desc]) -> Result<Part>,
     ) -> Result<()> {
-        let phases = &self.inner.phases;
+        let phases = &self.phases;
         let meeting = phases.start();
         let name = Which::from_code(desc.which).map_or("collective", Which::name);
         let local = match &m.deferred {
@@ -489,7 +465,7 @@ impl Context {
             None => local,
         };
         desc.ok = u32::from(local.is_ok());
-        desc.leader = u32::from(self.inner.leader_submit);
+        desc.leader = u32::from(self.leader_submit);
         let met = self
             .meet(m, &mut |slot| {
                 let mut d = desc;
@@ -589,7 +565,7 @@ impl Context {
         running: Option<std::time::Instant>,
         moved: Result<()>,
     ) -> Result<()> {
-        let phases = &self.inner.phases;
+        let phases = &self.phases;
         let closing = phases.end(Phase::Run, running);
         let done = self
             .close_members(m, name, moved.is_ok(), how)
@@ -623,14 +599,14 @@ impl Context {
         name: &str,
         source: impl FnOnce() -> Option<String>,
     ) -> Result<Option<std::sync::Arc<crate::DeviceKernel>>> {
-        if let Some(k) = crate::context::lock(&self.inner.library_kernels).get(name) {
+        if let Some(k) = crate::lock::lock(&self.library_kernels).get(name) {
             return Ok(Some(k.clone()));
         }
         let Some(src) = source() else {
             return Ok(None);
         };
         let k = self.device_kernel(&src, name)?;
-        crate::context::lock(&self.inner.library_kernels).insert(name.to_string(), k.clone());
+        crate::lock::lock(&self.library_kernels).insert(name.to_string(), k.clone());
         Ok(Some(k))
     }
 

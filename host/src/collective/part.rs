@@ -37,10 +37,10 @@ use std::sync::Arc;
 
 use vkshmem_device::collectives::{HostArgs, HostCall};
 
-use crate::context::{Context, HeapWindow};
 use crate::error::Result;
 use crate::kernels::DeviceKernel;
-use crate::rendezvous::Members;
+use crate::runtime::rendezvous::Members;
+use crate::runtime::{HeapWindow, Runtime};
 use crate::user_kernel::Launch;
 
 /// One planned launch of a wide kernel: kernel, workgroups, windows and
@@ -169,7 +169,7 @@ fn interleave<L>(seqs: Vec<Vec<L>>) -> Vec<Vec<L>> {
     out
 }
 
-impl Context {
+impl Runtime {
     /// Every member's part (`parts[j]` member `j`'s) submitted by the
     /// team's first member, the others submitting nothing; `None` where
     /// [`phases`] declines (`any_pe` false and a step only its own PE can
@@ -194,8 +194,8 @@ impl Context {
     }
 
     /// Runs this PE's own `part`, step by step: consecutive wide steps as
-    /// the phases of one submission ([`Context::run_phases`]); a generic
-    /// step alone (its kernel may wait, [`Context::launch`]).
+    /// the phases of one submission ([`Context::run_phases`](crate::Context::run_phases)); a generic
+    /// step alone (its kernel may wait, [`Context::launch`](crate::Context::launch)).
     pub(crate) fn run_part(&self, part: Part) -> Result<()> {
         let mut wide: Vec<Vec<Item<'_>>> = Vec::new();
         for step in &part {

@@ -28,15 +28,16 @@
 //! it; see `copy_out_by_device`.) Teams have a set of buffers per team slot (and the active
 //! sets one more), so calls on different teams never share one.
 
-use super::combine::ReduceFn;
 use super::moves::{self, Cut, Plan, Window};
 use super::{Desc, Members};
+use crate::combine::ReduceFn;
 use std::sync::Arc;
 
 use ash::vk;
 
-use crate::context::{lock, Context};
 use crate::error::{Error, Result};
+use crate::lock::lock;
+use crate::runtime::Runtime;
 use crate::sync::layout::staging_key;
 use crate::sync::layout::STAGE_BYTES;
 use crate::sync::Plane;
@@ -94,7 +95,7 @@ impl Exchange<'_> {
 /// "Nobody" in a round's verdict words.
 const NONE: u32 = u32::MAX;
 
-impl Context {
+impl Runtime {
     /// A staged round's meeting on a team that spans nodes (`h`: this PE's
     /// node's part): the node's members meet on their plane; the node's first
     /// member then sends the node's parts of the round (every node member's
@@ -112,7 +113,7 @@ impl Context {
     fn meet_across_nodes(
         &self,
         m: &Members,
-        h: &crate::rendezvous::NodePart,
+        h: &crate::runtime::rendezvous::NodePart,
         io: &Exchange,
         ok: bool,
     ) -> Result<(Option<usize>, Option<usize>)> {
@@ -210,7 +211,7 @@ impl Context {
     /// Whether PE `pe`'s heap is on this PE's device, bound by kernels as a
     /// window (`Transport::Direct`).
     pub(crate) fn bound_here(&self, pe: u32) -> bool {
-        self.inner.heap.transport(pe) == Some(crate::transport::Transport::Direct)
+        self.heap.transport(pe) == Some(crate::transport::Transport::Direct)
     }
 
     /// Runs an agreed call through the staging buffers (see the module docs).
@@ -222,7 +223,7 @@ impl Context {
         name: &str,
         reduce: Option<ReduceFn>,
     ) -> Result<()> {
-        let plane = self.inner.plane.as_ref().ok_or_else(|| {
+        let plane = self.plane.as_ref().ok_or_else(|| {
             Error::Bootstrap("a team spans devices but this PE has no node segment".into())
         })?;
         let (contrib, plan) = moves::plan(m, all)?;
@@ -245,7 +246,7 @@ impl Context {
         // A heap the host does not map (a GPU's device-local memory): the
         // device copies between it and the staging buffers, imported into it,
         // a round's pieces in one submission each way.
-        let import = if self.inner.heap.block(me)?.mapped().is_none() {
+        let import = if self.heap.block(me)?.mapped().is_none() {
             self.staging_import(plane, m.slot)
         } else {
             None
@@ -367,7 +368,7 @@ impl Context {
         if let Some(imp) = io.import {
             return self.copy_out_by_device(m, all, io, imp, r, reduce);
         }
-        let plane = self.inner.plane.as_ref().expect("checked by staged_move");
+        let plane = self.plane.as_ref().expect("checked by staged_move");
         let me = self.my_pe();
         // The members' parts of this round are readable until this PE meets
         // them again: `n` bytes at `offset` of the member's buffer.
@@ -446,12 +447,12 @@ impl Context {
     /// go through the bounce buffer of `read_bytes`/`write_bytes`).
     fn staging_import(&self, plane: &Plane, slot: Option<u32>) -> Option<Arc<HostImport>> {
         let key = staging_key(slot);
-        let mut imports = lock(&self.inner.staging_imports);
+        let mut imports = lock(&self.staging_imports);
         imports
             .entry(key)
             .or_insert_with(|| {
                 let (ptr, len) = plane.staging_set(slot);
-                let gpu = &self.inner.gpu;
+                let gpu = &self.gpu;
                 if !HostImport::possible(gpu, ptr, len as u64) {
                     tracing::info!(
                         "PE {}: staged copies through a bounce buffer ({} cannot import the staging buffers: VK_EXT_external_memory_host missing or alignment)",
@@ -461,7 +462,7 @@ impl Context {
                     return None;
                 }
                 // SAFETY: the range is part of the node segment's mapping,
-                // which `self.inner.plane` keeps for the life of the context;
+                // which `self.plane` keeps for the life of the context;
                 // the import is dropped before it (`Inner`'s field order).
                 match unsafe { HostImport::new(gpu, ptr, len as u64) } {
                     Ok(i) => {
@@ -494,7 +495,7 @@ impl Context {
         imp: &HostImport,
         inbound: bool,
     ) -> Result<()> {
-        let heap = self.inner.heap.block(me)?;
+        let heap = self.heap.block(me)?;
         for r in regions {
             let (h, st) = if inbound {
                 (r.src_offset, r.dst_offset)
@@ -515,7 +516,7 @@ impl Context {
         } else {
             (imp.buffer, heap.buffer)
         };
-        lock(&self.inner.submit).copy_regions(src, dst, regions)
+        lock(&self.submit).copy_regions(src, dst, regions)
     }
 
     /// Round `r`'s copy-out by the device (heap not host-mapped): the pieces
@@ -533,7 +534,7 @@ impl Context {
         r: u64,
         reduce: Option<ReduceFn>,
     ) -> Result<()> {
-        let plane = self.inner.plane.as_ref().expect("checked by staged_move");
+        let plane = self.plane.as_ref().expect("checked by staged_move");
         let me = self.my_pe();
         let parity = r as u32;
         let regions: Vec<vk::BufferCopy> = match io.plan {

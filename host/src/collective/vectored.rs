@@ -7,16 +7,16 @@
 //! # How
 //! Every call is the same three steps, on every transport:
 //! 1. **Agree.** Each member shares its arguments with the team (a meeting
-//!    of the members, [`Context::meet`]: on the sync plane for a team on one
+//!    of the members, [`Context::meet`](crate::Context::meet): on the sync plane for a team on one
 //!    node, its own words in its data slot; else the bootstrap's allgather,
 //!    the socket or MPI across nodes):
 //!    the ones every member must pass alike (root, counts, operation) and
 //!    its own (where its source and dest are, and, for alltoallv, its send
 //!    and receive layouts), plus whether its own checks passed. Every member
 //!    then checks everyone's arguments the same way, so an error is every
-//!    member's ([`Error::InvalidArgument`] naming the member), never a hang.
+//!    member's ([`Error::InvalidArgument`](crate::Error::InvalidArgument) naming the member), never a hang.
 //! 2. **Pull.** Each member reads what it receives from the others' sources
-//!    ([`Context::get`]'s path: the host mapping, copies, or the proxy) into
+//!    ([`Context::get`](crate::Context::get)'s path: the host mapping, copies, or the proxy) into
 //!    host memory, and combines it for the reductions (the host combiner of
 //!    the small-collective path, in team order).
 //! 3. **Close.** A meeting (no member's source changes before everyone
@@ -39,18 +39,18 @@
 //!
 //! **On the device.** Past that, or where the host does not map the heap,
 //! a data move whose writes lie apart from its exposed bytes runs as the
-//! device's wide copy kernels ([`Context::copy_wide`]), from the members'
+//! device's wide copy kernels ([`Context::copy_wide`](crate::Context::copy_wide)), from the members'
 //! heaps straight into the dest, in one batch of the member's own launches
-//! before the sync ([`Context::pull_launches`]), where every heap it reads
+//! before the sync ([`Context::pull_launches`](crate::Context::pull_launches)), where every heap it reads
 //! is on its device and the reads are in whole 32-bit words; the
 //! reductions and scans fold there too, with the wide accumulate kernels
-//! (up to 8 sources a launch, chained past that: [`Context::fold_wide`]),
+//! (up to 8 sources a launch, chained past that: [`Context::fold_wide`](crate::Context::fold_wide)),
 //! where the sources are as far off 16-byte alignment as the dest and
 //! the kind has wide kernels. Where every member submits as a team
 //! (`VKSHMEM_SUBMIT=leader`, the default on NVIDIA, whose processes take
 //! turns on the GPU when several submit) and no member may use the
 //! mappings, the team's first member plans and submits every member's
-//! launches in one batch ([`Context::run_together`]). Elsewhere (writes over the member's own
+//! launches in one batch ([`Context::run_together`](crate::Context::run_together)). Elsewhere (writes over the member's own
 //! exposed bytes, as an in-place alltoallv's, a peer behind the proxy,
 //! bytes off whole words) the steps stay as above. Either straight path
 //! copies every byte once where the buffer copies it twice, and runs
@@ -68,13 +68,13 @@
 
 use bytemuck::Pod;
 
-use super::combine::reduce_slots;
 use super::copy;
 use super::part::{Part, Step};
 use super::reduce::Reduce;
-use crate::context::Context;
+use crate::combine::reduce_slots;
 use crate::error::{Error, Result};
-use crate::rendezvous::Members;
+use crate::runtime::rendezvous::Members;
+use crate::runtime::Runtime;
 use crate::symbuf::SymSlice;
 use crate::sync::layout::DATA_BYTES;
 use crate::team::Team;
@@ -90,7 +90,7 @@ struct Read {
     bytes: u64,
 }
 
-/// A member's part of a data move ([`Context::pull_into`]).
+/// A member's part of a data move ([`Context::pull_into`](crate::Context::pull_into)).
 struct Pull {
     /// What it reads: `dst` relative to its dest.
     reads: Vec<Read>,
@@ -104,7 +104,7 @@ struct Pull {
     exposed: (u64, u64),
 }
 
-/// A member's part of a reduction or scan ([`Context::fold_and_close`]).
+/// A member's part of a reduction or scan ([`Context::fold_and_close`](crate::Context::fold_and_close)).
 struct Fold {
     /// Byte offset of its part within every member's source.
     at: u64,
@@ -118,12 +118,12 @@ struct Fold {
     exposed: (u64, u64),
 }
 
-/// The first word of step 3's meeting ([`Context::close_ucc`]): "UCCCLOSE".
+/// The first word of step 3's meeting ([`Context::close_ucc`](crate::Context::close_ucc)): "UCCCLOSE".
 const UCC_CLOSE: u64 = 0x4553_4f4c_4343_4355;
 /// Step 3's third word: each member moved its own part.
 const UCC_EACH: u64 = 1;
 /// Step 3's third word: the team's first member moved every part
-/// ([`Context::run_together`]).
+/// ([`Context::run_together`](crate::Context::run_together)).
 const UCC_TOGETHER: u64 = 2;
 
 /// What every member shared in step 1.
@@ -134,7 +134,7 @@ struct Shared {
     dests: Vec<u64>,
     /// Whether the team's first member may submit every member's part
     /// (every member submits that way, `VKSHMEM_SUBMIT`, and none may take
-    /// the host's mappings instead: [`Context::run_together`]).
+    /// the host's mappings instead: [`Context::run_together`](crate::Context::run_together)).
     together: bool,
 }
 
@@ -185,15 +185,15 @@ fn fingerprint(words: &[u64]) -> u64 {
     crate::fnv::fnv1a(words.iter().flat_map(|w| w.to_le_bytes()))
 }
 
-impl Context {
+impl Runtime {
     /// Step 1: shares `common` (alike on every member) and `own`, with this
     /// member's verdict on its own arguments; every member gets the same
-    /// answer. A meeting of the members ([`Context::meet`]: on the sync
+    /// answer. A meeting of the members ([`Context::meet`](crate::Context::meet): on the sync
     /// plane for a team on one node, else through the bootstrap socket or
     /// MPI) carries each member's fingerprints, verdict and the length of
     /// its `own` (the same on every member for a call), with `own` itself
     /// in the member's data slot; where the members do not meet on the
-    /// plane ([`Context::plane_for`]) or `own` does not fit a slot, the
+    /// plane ([`Context::plane_for`](crate::Context::plane_for)) or `own` does not fit a slot, the
     /// descriptor and `own` go together in one allgather.
     fn agree_ucc(
         &self,
@@ -209,13 +209,9 @@ impl Context {
             None => 0,
             Some(p) => {
                 let may_host = p.bytes > 0
-                    && p.bytes <= self.inner.host_mapped_max
+                    && p.bytes <= self.host_mapped_max
                     && self.own_mapped(p.dest, p.bytes).is_some();
-                let leader = if self.inner.leader_submit {
-                    MINE_LEADER
-                } else {
-                    0
-                };
+                let leader = if self.leader_submit { MINE_LEADER } else { 0 };
                 leader | if may_host { MINE_MAY_HOST } else { 0 }
             }
         };
@@ -345,7 +341,7 @@ impl Context {
     /// apart from the exposed ones ([`writes_apart`], an in-place part left
     /// out), the reads straight into `dest` (through the mappings up to
     /// `VKSHMEM_HOST_MAPPED_MAX`, else by the device:
-    /// [`Context::pull_launches`]), then the closing sync; else into
+    /// [`Context::pull_launches`](crate::Context::pull_launches)), then the closing sync; else into
     /// `pull.bytes` of host memory (holding first what the dest held, where
     /// `pull.gaps`), the sync, then `dest` written from it.
     fn pull_into<T: Pod>(
@@ -377,7 +373,7 @@ impl Context {
             // Nothing to move (a non-root's gather, a part in place).
             return self.close_ucc(m, what, Ok(()));
         }
-        let on_host = bytes <= self.inner.host_mapped_max;
+        let on_host = bytes <= self.host_mapped_max;
         let out = (on_host && self.proxied(self.my_pe()).is_none())
             .then(|| self.own_mapped(dest.offset(), bytes))
             .flatten();
@@ -391,7 +387,7 @@ impl Context {
                 let stream = copy::streams(
                     bytes.saturating_mul(n),
                     bytes.saturating_mul(n),
-                    self.inner.host_stream,
+                    self.host_stream,
                 );
                 for (r, src) in early.iter().zip(from) {
                     // SAFETY: `src` is r.bytes mapped bytes of a member's
@@ -447,14 +443,14 @@ impl Context {
     /// Step 2 on the device: `reads` (a pull's, [`writes_apart`]) as wide
     /// copy kernels from the members' heaps into the dest of PE `to` (the
     /// member's) at heap offset `dest`, all in one batch of launches
-    /// ([`Context::run_part`]), where every heap it touches is on this
-    /// PE's device (bound as a window: [`Context::bound_here`]); `None`
+    /// ([`Context::run_part`](crate::Context::run_part)), where every heap it touches is on this
+    /// PE's device (bound as a window: [`Context::bound_here`](crate::Context::bound_here)); `None`
     /// where that does not hold, or where a read is not in whole 32-bit
-    /// words or passes the binding limits ([`Context::copy_wide`]): the
+    /// words or passes the binding limits ([`Context::copy_wide`](crate::Context::copy_wide)): the
     /// caller takes the buffered steps. Each member chooses alone for its
     /// own part (it writes only its own dest); every member plans the same
     /// for every part where the first member submits them all
-    /// ([`Context::run_together`]).
+    /// ([`Context::run_together`](crate::Context::run_together)).
     fn pull_launches(
         &self,
         m: &Members,
@@ -482,12 +478,12 @@ impl Context {
     /// Step 2 of a fold on the device: `bytes` at byte `fold.at` of the
     /// sources of `fold.members` folded in team order into the dest of PE
     /// `to` (the member's) by the wide accumulate kernels
-    /// ([`Context::fold_wide`]), in one batch of launches, where every heap
+    /// ([`Context::fold_wide`](crate::Context::fold_wide)), in one batch of launches, where every heap
     /// is on this PE's device and the dest lies apart from `fold.exposed`;
     /// `None` where that does not hold or the kernels cannot take the
     /// objects (the caller folds on the host). Each member chooses alone
     /// for its own part; every member plans the same for every part where
-    /// the first member submits them all ([`Context::run_together`]).
+    /// the first member submits them all ([`Context::run_together`](crate::Context::run_together)).
     fn fold_launches<T: Reduce>(
         &self,
         m: &Members,
@@ -553,8 +549,8 @@ impl Context {
         Some(self.close_ucc_as(m, what, ran, UCC_TOGETHER))
     }
 
-    /// Step 2 on the device where it was `planned` ([`Context::pull_launches`],
-    /// [`Context::fold_launches`]): the part run, then step 3 with its
+    /// Step 2 on the device where it was `planned` ([`Context::pull_launches`](crate::Context::pull_launches),
+    /// [`Context::fold_launches`](crate::Context::fold_launches)): the part run, then step 3 with its
     /// outcome (a planning error too, so that every member hears of it);
     /// `None` where the plan declined (the caller goes on to the host).
     fn run_and_close(
@@ -603,7 +599,7 @@ impl Context {
         self.close_ucc_as(m, what, reads, UCC_EACH)
     }
 
-    /// [`Context::close_ucc`] where the members moved their parts `how`
+    /// [`Context::close_ucc`](crate::Context::close_ucc) where the members moved their parts `how`
     /// ([`UCC_EACH`] or [`UCC_TOGETHER`]): members that disagree (a part
     /// moved twice, or by nobody) fail the call on every member.
     fn close_ucc_as(&self, m: &Members, what: &str, moved: Result<()>, how: u64) -> Result<()> {
@@ -683,32 +679,7 @@ impl Context {
         Ok(())
     }
 
-    /// Gathers `counts[i]` elements of member `i`'s `source` into `root`'s
-    /// `dest` at element `displs[i]` (packed in team order when `displs` is
-    /// `None`) (UCC gatherv). Collective over `team`; every member passes
-    /// the same `root`, `counts` and `displs`; `dest` matters on the root
-    /// only.
-    ///
-    /// ```no_run
-    /// # fn main() -> vkshmem_host::Result<()> {
-    /// use vkshmem_host::{Context, Team};
-    /// let ctx = Context::init()?;
-    /// let n = ctx.n_pes() as usize;
-    /// let counts: Vec<usize> = (1..=n).collect(); // member i gives i + 1 elements
-    /// let src = ctx.malloc::<u32>(n)?;
-    /// src.write(&vec![ctx.my_pe(); n])?;
-    /// let dest = ctx.calloc::<u32>(n * (n + 1) / 2)?;
-    /// ctx.gatherv(Team::WORLD, 0, &dest.as_slice(), &src.as_slice(), &counts, None)?;
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] on every member when a member's source or
-    /// the root's dest does not hold its part, the lists do not have one
-    /// entry per member, or members pass different roots or lists;
-    /// [`Error::PeerFailed`] and [`Error::Timeout`] as for the other
-    /// collectives.
-    pub fn gatherv<T: Pod>(
+    pub(crate) fn gatherv<T: Pod>(
         &self,
         team: Team,
         root: u32,
@@ -759,12 +730,7 @@ impl Context {
         self.pull_into(&m, what, &sh, &pull_of, dest)
     }
 
-    /// [`Context::gatherv`] with `nelems` from every member, packed (UCC
-    /// gather).
-    ///
-    /// # Errors
-    /// As [`Context::gatherv`].
-    pub fn gather<T: Pod>(
+    pub(crate) fn gather<T: Pod>(
         &self,
         team: Team,
         root: u32,
@@ -776,13 +742,7 @@ impl Context {
         self.gatherv(team, root, dest, source, &vec![nelems; n], None)
     }
 
-    /// Scatters `counts[i]` elements of `root`'s `source` at element
-    /// `displs[i]` (packed when `None`) into member `i`'s `dest` (UCC
-    /// scatterv). Collective; `source` matters on the root only.
-    ///
-    /// # Errors
-    /// As [`Context::gatherv`].
-    pub fn scatterv<T: Pod>(
+    pub(crate) fn scatterv<T: Pod>(
         &self,
         team: Team,
         root: u32,
@@ -831,12 +791,7 @@ impl Context {
         self.pull_into(&m, what, &sh, &pull_of, dest)
     }
 
-    /// [`Context::scatterv`] with `nelems` to every member, packed (UCC
-    /// scatter).
-    ///
-    /// # Errors
-    /// As [`Context::gatherv`].
-    pub fn scatter<T: Pod>(
+    pub(crate) fn scatter<T: Pod>(
         &self,
         team: Team,
         root: u32,
@@ -848,13 +803,7 @@ impl Context {
         self.scatterv(team, root, dest, source, &vec![nelems; n], None)
     }
 
-    /// Every member's `counts[i]` elements of member `i`'s `source`, at
-    /// element `displs[i]` (packed when `None`) of its `dest` (UCC
-    /// allgatherv). Collective.
-    ///
-    /// # Errors
-    /// As [`Context::gatherv`].
-    pub fn allgatherv<T: Pod>(
+    pub(crate) fn allgatherv<T: Pod>(
         &self,
         team: Team,
         dest: &SymSlice<T>,
@@ -899,18 +848,8 @@ impl Context {
         self.pull_into(&m, what, &sh, &pull_of, dest)
     }
 
-    /// Each member sends `send_counts[j]` elements of its `source`, at
-    /// element `send_displs[j]`, to member `j`, which receives them at
-    /// element `recv_displs[i]` of its `dest` (UCC alltoallv; MPI's
-    /// `MPI_Alltoallv`). Each member passes its own lists; member `i`'s
-    /// `send_counts[j]` must equal member `j`'s `recv_counts[i]`.
-    /// Collective.
-    ///
-    /// # Errors
-    /// As [`Context::gatherv`]; also send and receive counts that do not
-    /// match (on every member).
     #[allow(clippy::too_many_arguments)]
-    pub fn alltoallv<T: Pod>(
+    pub(crate) fn alltoallv<T: Pod>(
         &self,
         team: Team,
         dest: &SymSlice<T>,
@@ -997,27 +936,7 @@ impl Context {
         self.pull_into(&m, what, &sh, &pull_of, dest)
     }
 
-    /// Reduces block `i` of every member's `source` (`counts[i]` elements,
-    /// the blocks packed in team order) with `op` into member `i`'s `dest`
-    /// (UCC reduce_scatterv). Collective; every member passes the same `op`
-    /// and `counts`; in place allowed.
-    ///
-    /// ```no_run
-    /// # fn main() -> vkshmem_host::Result<()> {
-    /// use vkshmem_host::{Context, ReduceOp, Team};
-    /// let ctx = Context::init()?;
-    /// let n = ctx.n_pes() as usize;
-    /// let grads = ctx.malloc::<f32>(4 * n)?;
-    /// grads.write(&vec![1.0; 4 * n])?;
-    /// let mine = ctx.calloc::<f32>(4)?;
-    /// ctx.reduce_scatter(Team::WORLD, ReduceOp::Sum, &mine.as_slice(), &grads.as_slice(), 4)?;
-    /// assert_eq!(mine.to_vec()?, vec![n as f32; 4]);
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    /// As [`Context::gatherv`]; also a bitwise operation on a floating type.
-    pub fn reduce_scatterv<T: Reduce>(
+    pub(crate) fn reduce_scatterv<T: Reduce>(
         &self,
         team: Team,
         op: ReduceOp,
@@ -1038,12 +957,7 @@ impl Context {
         )
     }
 
-    /// [`Context::reduce_scatterv`] with `count` elements per member (UCC
-    /// reduce_scatter).
-    ///
-    /// # Errors
-    /// As [`Context::reduce_scatterv`].
-    pub fn reduce_scatter<T: Reduce>(
+    pub(crate) fn reduce_scatter<T: Reduce>(
         &self,
         team: Team,
         op: ReduceOp,
@@ -1055,13 +969,7 @@ impl Context {
         self.reduce_scatterv(team, op, dest, source, &vec![count; n])
     }
 
-    /// Reduces `nreduce` elements of every member's `source` with `op` into
-    /// `root`'s `dest` only (UCC's rooted reduce, `MPI_Reduce`). Collective;
-    /// `dest` matters on the root only.
-    ///
-    /// # Errors
-    /// As [`Context::reduce_scatterv`].
-    pub fn reduce_to_root<T: Reduce>(
+    pub(crate) fn reduce_to_root<T: Reduce>(
         &self,
         team: Team,
         root: u32,
@@ -1089,12 +997,7 @@ impl Context {
         )
     }
 
-    /// Reduces `nreduce` elements of every member's `source` into every
-    /// member's `dest` (UCC allreduce): [`Context::reduce`] by its UCC name.
-    ///
-    /// # Errors
-    /// As [`Context::reduce`].
-    pub fn allreduce<T: Reduce>(
+    pub(crate) fn allreduce<T: Reduce>(
         &self,
         team: Team,
         op: ReduceOp,
@@ -1172,14 +1075,14 @@ impl Context {
 
     /// Step 2 and 3 of the reductions and scans, where `fold_of(j)` is
     /// member `j`'s fold and its count: by the team's first member for
-    /// every member where agreed ([`Context::run_together`]); else this
+    /// every member where agreed ([`Context::run_together`](crate::Context::run_together)); else this
     /// member's `count` elements at byte `fold.at` of the sources of
     /// `fold.members` folded in team order with `fold.op`, in one pass
     /// ([`reduce_slots`] over their mappings) straight into its dest where
-    /// [`Context::direct_dest`] allows and every source is mapped here, else
-    /// on the device ([`Context::fold_launches`]), else into host memory
+    /// [`Context::direct_dest`](crate::Context::direct_dest) allows and every source is mapped here, else
+    /// on the device ([`Context::fold_launches`](crate::Context::fold_launches)), else into host memory
     /// (one pass where the sources are mapped, part by part where not:
-    /// [`Context::fold_members`]); the closing sync; then the dest written
+    /// [`Context::fold_members`](crate::Context::fold_members)); the closing sync; then the dest written
     /// from host memory where it was not already. No members: zeros.
     fn fold_and_close<T: Reduce>(
         &self,
@@ -1220,7 +1123,7 @@ impl Context {
         }
         // Through the mappings up to VKSHMEM_HOST_MAPPED_MAX (as the data
         // moves, `pull_into`), else on the device where it can.
-        let on_host = bytes <= self.inner.host_mapped_max;
+        let on_host = bytes <= self.host_mapped_max;
         let direct = on_host
             .then(|| self.direct_dest(fold.dest, bytes, fold.exposed))
             .flatten();
@@ -1302,30 +1205,7 @@ impl Context {
         Ok(())
     }
 
-    /// Inclusive prefix sum over the team (ishmem 1.5's `sum_inscan`, UCC's
-    /// scan with `UCC_OP_SUM`): member `i`'s `dest` gets the element-wise sum
-    /// of the `nelems` elements of members `0..=i`'s `source`. Collective;
-    /// `dest` may be `source`. Integer sums wrap.
-    ///
-    /// ```no_run
-    /// # fn main() -> vkshmem_host::Result<()> {
-    /// use vkshmem_host::{Context, Team};
-    /// let ctx = Context::init()?;
-    /// let x = ctx.malloc::<i64>(2)?;
-    /// x.write(&[1, i64::from(ctx.my_pe())])?;
-    /// let s = x.as_slice();
-    /// ctx.sum_inscan(Team::WORLD, &s, &s, 2)?;
-    /// let me = i64::from(ctx.my_pe());
-    /// assert_eq!(x.to_vec()?, vec![me + 1, me * (me + 1) / 2]);
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] on every member when a member's source or
-    /// dest does not hold `nelems` elements or members pass different
-    /// counts or types; [`Error::PeerFailed`] and [`Error::Timeout`] as for
-    /// the other collectives.
-    pub fn sum_inscan<T: Reduce>(
+    pub(crate) fn sum_inscan<T: Reduce>(
         &self,
         team: Team,
         dest: &SymSlice<T>,
@@ -1335,14 +1215,7 @@ impl Context {
         self.scan(team, "sum_inscan", dest, source, nelems, true)
     }
 
-    /// Exclusive prefix sum over the team (ishmem 1.5's `sum_exscan`):
-    /// member `i`'s `dest` gets the sum over members `0..i`; the first
-    /// member's gets zeros (the sum of nothing; `MPI_Exscan` leaves it
-    /// undefined).
-    ///
-    /// # Errors
-    /// As [`Context::sum_inscan`].
-    pub fn sum_exscan<T: Reduce>(
+    pub(crate) fn sum_exscan<T: Reduce>(
         &self,
         team: Team,
         dest: &SymSlice<T>,
@@ -1391,22 +1264,11 @@ impl Context {
         self.fold_and_close::<T>(&m, &sh, what, &fold_of)
     }
 
-    /// Returns on `root` once every member of `team` has called it; other
-    /// members return once they have (UCC fan-in). This version is a team
-    /// sync, so other members also wait for everyone.
-    ///
-    /// # Errors
-    /// As [`Context::team_sync`]; also a root outside the team.
-    pub fn fanin(&self, team: Team, root: u32) -> Result<()> {
+    pub(crate) fn fanin(&self, team: Team, root: u32) -> Result<()> {
         self.fan(team, "fanin", root)
     }
 
-    /// Members other than `root` return once `root` has called it (UCC
-    /// fan-out). This version is a team sync.
-    ///
-    /// # Errors
-    /// As [`Context::fanin`].
-    pub fn fanout(&self, team: Team, root: u32) -> Result<()> {
+    pub(crate) fn fanout(&self, team: Team, root: u32) -> Result<()> {
         self.fan(team, "fanout", root)
     }
 

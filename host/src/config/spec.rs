@@ -45,7 +45,7 @@ pub struct HeapSize {
 /// meant one, and ours is the more specific.
 ///
 /// # Errors
-/// [`Error::Config`] naming the variable in use when it is not a positive
+/// [`Error::Config`](crate::Error::Config) naming the variable in use when it is not a positive
 /// size.
 pub fn heap_size_setting(get: impl Fn(&str) -> Option<String>) -> Result<HeapSize> {
     let parse = |var: &str, text: &str| match var {

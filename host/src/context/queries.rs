@@ -1,12 +1,21 @@
-//! What a context tells about its PE, job and device.
+//! The façade of what a PE can ask of its job and device, and the phase timer.
 
-use super::{lock, Context};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::phases::PhaseStat;
 use crate::vk::{DeviceCaps, DeviceInfo};
 use vkshmem_device::collectives::WideUnit;
 
+use super::Context;
+
 impl Context {
+    /// Waits until the builder thread has built the host kernels it was given
+    /// for this context after `init` (see `VKSHMEM_PREBUILD`); returns at once
+    /// when there were none. Benchmarks call it so that no background
+    /// compilation shares the CPU with what they time.
+    pub fn wait_background_builds(&self) {
+        self.rt.wait_background_builds()
+    }
+
     /// Starts (`true`) or stops timing where this PE's host collectives
     /// spend their time, phase by phase ([`crate::phases`]: the entry
     /// meeting, the run, each submission's recording, `vkQueueSubmit`, fence
@@ -27,30 +36,30 @@ impl Context {
     /// # Ok(()) }
     /// ```
     pub fn set_phase_times(&self, on: bool) {
-        self.inner.phases.set(on);
+        self.rt.set_phase_times(on)
     }
 
     /// The phases timed since the last call (see
-    /// [`Context::set_phase_times`]), each with its count, median and mean;
+    /// [`Context::set_phase_times`](crate::Context::set_phase_times)), each with its count, median and mean;
     /// clears them.
     pub fn take_phase_times(&self) -> Vec<PhaseStat> {
-        self.inner.phases.take()
+        self.rt.take_phase_times()
     }
 
     /// Whether this PE left the job's collectives after a failed launch
-    /// ([`Error::Broken`]).
+    /// ([`Error::Broken`](crate::Error::Broken)).
     pub fn is_broken(&self) -> bool {
-        lock(&self.inner.broken).is_some()
+        self.rt.is_broken()
     }
 
     /// This PE's number in the world team (`shmem_my_pe`).
     pub fn my_pe(&self) -> u32 {
-        self.inner.pe
+        self.rt.my_pe()
     }
 
     /// Number of PEs in the job (`shmem_n_pes`).
     pub fn n_pes(&self) -> u32 {
-        self.inner.npes
+        self.rt.n_pes()
     }
 
     /// How this PE reaches PE `pe` ([`crate::transport`]): directly through its
@@ -66,14 +75,9 @@ impl Context {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when `pe` is not a PE of the job.
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) when `pe` is not a PE of the job.
     pub fn transport(&self, pe: u32) -> Result<crate::transport::Transport> {
-        self.inner.heap.transport(pe).ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "transport: PE {pe} is not a PE of the job ({} PEs)",
-                self.n_pes()
-            ))
-        })
+        self.rt.transport(pe)
     }
 
     /// The largest size per member (bytes) for which host collectives may
@@ -81,41 +85,34 @@ impl Context {
     /// kernel (`VKSHMEM_HOST_MAPPED_MAX`; 0 where the heap is not mapped or
     /// there is no sync plane): what a benchmark compares such calls with.
     pub fn host_path_max(&self) -> u64 {
-        if self.inner.plane.is_none()
-            || self
-                .own_mapped(vkshmem_device::layout::control_bytes(self.n_pes()), 1)
-                .is_none()
-        {
-            return 0;
-        }
-        self.inner.host_mapped_max
+        self.rt.host_path_max()
     }
 
     /// Size of each PE's symmetric heap in bytes.
     pub fn heap_size(&self) -> u64 {
-        self.inner.heap.size()
+        self.rt.heap_size()
     }
 
     /// Facts about the Vulkan device this PE uses.
     pub fn device_info(&self) -> &DeviceInfo {
-        &self.inner.gpu.info
+        self.rt.device_info()
     }
 
     /// Optional device capabilities found and enabled.
     pub fn device_caps(&self) -> &DeviceCaps {
-        &self.inner.gpu.caps
+        self.rt.device_caps()
     }
 
     /// Whether this PE can load and store PE `pe`'s symmetric heap directly
     /// (`shmem_addr_accessible` / `shmem_ptr` != NULL): same physical device.
     pub fn pe_accessible(&self, pe: u32) -> bool {
-        self.inner.heap.reachable(pe)
+        self.rt.pe_accessible(pe)
     }
 
     /// The symmetric allocator's granule: every allocation's offset and size is a
     /// multiple of it.
     pub fn granule(&self) -> u64 {
-        lock(&self.inner.alloc).granule()
+        self.rt.granule()
     }
 
     /// Workgroups of one dispatch this device is known to run at once: the
@@ -125,7 +122,7 @@ impl Context {
     /// NVIDIA's SMs, AMD's compute units, else 1, or
     /// `VKSHMEM_RESIDENT_WORKGROUPS`).
     pub fn resident_workgroups(&self) -> u32 {
-        self.inner.gpu.info.resident_workgroups
+        self.rt.resident_workgroups()
     }
 
     /// Whether this PE asks that the first member of a team on its device
@@ -133,7 +130,7 @@ impl Context {
     /// processes, NVIDIA's, where each process's submission costs a context
     /// switch). A team takes it when every member asks for it.
     pub fn leader_submits(&self) -> bool {
-        self.inner.leader_submit
+        self.rt.leader_submits()
     }
 
     /// Invocations per workgroup of the host collectives' wide copies and
@@ -144,7 +141,7 @@ impl Context {
     /// [`vkshmem_device::collectives::WIDE_WORKGROUP_GPU`] elsewhere, within
     /// the device's limits.
     pub fn wide_workgroup(&self) -> u32 {
-        self.inner.wide_workgroup
+        self.rt.wide_workgroup()
     }
 
     /// The element the host collectives' wide kernels move:
@@ -153,7 +150,7 @@ impl Context {
     /// elsewhere. For benchmarks that build the library's wide kernels as
     /// its collectives do (the bench's roofline).
     pub fn wide_unit(&self) -> WideUnit {
-        self.inner.wide_unit
+        self.rt.wide_unit()
     }
 
     /// Whether device code may wait for other PEs: false when two PEs of
@@ -165,19 +162,8 @@ impl Context {
     /// Where false, kernels that wait on peers (device-initiated
     /// collectives, `shmem_wait_until` on a peer's signal) and queue-ordered
     /// collectives of more than one member are refused with
-    /// [`Error::Unsupported`]; the host-initiated collectives work.
+    /// [`Error::Unsupported`](crate::Error::Unsupported); the host-initiated collectives work.
     pub fn device_waits_across_processes(&self) -> bool {
-        !self.inner.heap.device_waits_blocked()
-    }
-
-    /// The error of a device wait on a process that shares this device,
-    /// where [`Context::device_waits_across_processes`] is false.
-    pub(crate) fn no_cross_process_waits(&self, what: &str) -> Error {
-        Error::Unsupported {
-            device: self.inner.gpu.info.name.clone(),
-            what: format!(
-                "{what}: device code that waits for PEs of other processes on this device (the driver cannot switch away from a kernel that spins on another process: Xid 109, CTX SWITCH TIMEOUT, and the context is lost). Use the host-initiated collectives, one PE per device, or VKSHMEM_CROSS_PROCESS_WAITS=1 to try anyway"
-            ),
-        }
+        self.rt.device_waits_across_processes()
     }
 }

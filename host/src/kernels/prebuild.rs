@@ -3,7 +3,7 @@
 //! Without this, a host collective's first call links its kernel with the
 //! device library and builds its pipeline, which costs tens to hundreds of
 //! times a later call (benches/RESULTS.md, "Kernel prebuild"). At the end of
-//! `init`, [`Context::prebuild_host_kernels`] hands the kernels this program is
+//! `init`, [`Context::prebuild_host_kernels`](crate::Context::prebuild_host_kernels) hands the kernels this program is
 //! likely to call to the process's builder thread, which builds them one at a
 //! time, each exactly as its collective would (same source, name and library),
 //! and publishes them in the context's [`Builds`]: a call whose kernel is built

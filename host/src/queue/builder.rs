@@ -10,8 +10,8 @@ use crate::collective::reduce::{BitwiseReduce, Reduce, ReduceOp};
 use crate::collective::Span;
 use crate::symbuf::SymSlice;
 
-/// One collective on a team, described once and run by [`Context::record`],
-/// [`Context::post`] or [`Context::persistent`]. It borrows its buffers (`'a`),
+/// One collective on a team, described once and run by [`Context::record`](crate::Context::record),
+/// [`Context::post`](crate::Context::post) or [`Context::persistent`](crate::Context::persistent). It borrows its buffers (`'a`),
 /// so they outlive every run of it.
 ///
 /// ```no_run
@@ -113,7 +113,7 @@ impl<'a> Collective<'a> {
 
     /// Every member's `nelems` (which may differ) into every member's
     /// `dest`, in team order (`shmem_collect`). `dest` must hold the sum of
-    /// the counts (the device checks it: [`Error::Device`] with
+    /// the counts (the device checks it: [`Error::Device`](crate::Error::Device) with
     /// `ERR_BAD_ARGUMENT`).
     pub fn collect<T: Pod>(
         dest: &SymSlice<'a, T>,
@@ -220,7 +220,7 @@ impl<'a> Collective<'a> {
 
     /// UCC gather: every member's `nelems` elements into member `root`'s
     /// `dest`, in team order (`dest` holds `nelems * size`; the other
-    /// members' dests are not touched). See [`Context::gather`].
+    /// members' dests are not touched). See [`Context::gather`](crate::Context::gather).
     pub fn gather<T: Pod>(
         dest: &SymSlice<'a, T>,
         source: &SymSlice<'a, T>,
@@ -231,7 +231,7 @@ impl<'a> Collective<'a> {
     }
 
     /// UCC scatter: block `j` (of `nelems`) of member `root`'s `source`
-    /// into member `j`'s `dest`. See [`Context::scatter`].
+    /// into member `j`'s `dest`. See [`Context::scatter`](crate::Context::scatter).
     pub fn scatter<T: Pod>(
         dest: &SymSlice<'a, T>,
         source: &SymSlice<'a, T>,
@@ -243,7 +243,7 @@ impl<'a> Collective<'a> {
 
     /// UCC reduce_scatter: member `j`'s `dest` gets block `j` (of
     /// `nreduce`) of every member's `source` combined with `op`; `dest`
-    /// does not overlap `source`. See [`Context::reduce_scatter`].
+    /// does not overlap `source`. See [`Context::reduce_scatter`](crate::Context::reduce_scatter).
     pub fn reduce_scatter<T: Reduce>(
         op: ReduceOp,
         dest: &SymSlice<'a, T>,
@@ -260,8 +260,8 @@ impl<'a> Collective<'a> {
     }
 
     /// Inclusive prefix sum over the team (`sum_inscan`; in place or not).
-    /// Not on a team that spans devices ([`Error::Unreachable`] when
-    /// recorded). See [`Context::sum_inscan`].
+    /// Not on a team that spans devices ([`Error::Unreachable`](crate::Error::Unreachable) when
+    /// recorded). See [`Context::sum_inscan`](crate::Context::sum_inscan).
     pub fn sum_inscan<T: Reduce>(
         dest: &SymSlice<'a, T>,
         source: &SymSlice<'a, T>,

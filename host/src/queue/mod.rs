@@ -5,15 +5,15 @@
 //!
 //! Three ways to run a [`Collective`] on a team:
 //!
-//! - [`Context::record`] (unsafe: it takes a raw command buffer) records it
+//! - [`Context::record`](crate::Context::record) (unsafe: it takes a raw command buffer) records it
 //!   into a command buffer the user owns; the user submits that to the
 //!   context's queue with their own fence or semaphores. The returned
 //!   [`Queued`] reports completion and errors ([`Queued::test`],
 //!   [`Queued::wait`]).
-//! - [`Context::post`] records it into a command buffer of the context's own
+//! - [`Context::post`](crate::Context::post) records it into a command buffer of the context's own
 //!   and submits it at once: a nonblocking collective ([`Request`]); several
 //!   may be in flight.
-//! - [`Context::persistent`] records it once into a command buffer of its own
+//! - [`Context::persistent`](crate::Context::persistent) records it once into a command buffer of its own
 //!   ([`Persistent`]), which [`Persistent::start`] submits again and again
 //!   with no recording and no checks: the lowest per-call cost.
 //!
@@ -36,7 +36,7 @@
 //! 1. a memory barrier: every compute and transfer write submitted before
 //!    (the user's kernels that produced the source) is visible;
 //! 2. the dispatch. Consecutive small calls of one kernel in one recording
-//!    ([`Context::post_batch`]) share one dispatch of at most `BATCH_CALLS`
+//!    ([`Context::post_batch`](crate::Context::post_batch)) share one dispatch of at most `BATCH_CALLS`
 //!    (`vkshmem_device::layout`; 16 on llvmpipe, whose loop budget per
 //!    invocation the calls share):
 //!    their arguments are written into the PE's batch area in its control
@@ -46,7 +46,7 @@
 //!    runs the calls in order. This is what NCCL's group calls do: a
 //!    dispatch costs more than a small collective;
 //! 3. a barrier, then a copy of the PE's device error words into the
-//!    collective's completion slot (`completion.rs`), which are then cleared;
+//!    collective's completion slot (`runtime/completion.rs`), which are then cleared;
 //! 4. a barrier, then the slot's `done` word is set; a last barrier makes
 //!    the results visible to the user's later compute and transfer work and to
 //!    the host.
@@ -71,7 +71,7 @@
 //!    needs before its collective (on your queue or any other of the device)
 //!    first.
 //! 3. **Host calls are collective calls too.** A blocking host collective, a
-//!    [`Context::launch`] of a kernel that waits on peers, or a
+//!    [`Context::launch`](crate::Context::launch) of a kernel that waits on peers, or a
 //!    `malloc`/`free` on a member is ordered with its queued collectives by
 //!    program order on the host: every member must make them in the same
 //!    order relative to submitting its queued ones. A blocking call made
@@ -84,39 +84,36 @@
 //!    allocated until it completes: its handle borrows them.
 //!
 //! While queued collectives are outstanding, a thread of the context
-//! (`progress.rs`) watches for a failed peer (then every device wait of this
+//! (`runtime/progress.rs`) watches for a failed peer (then every device wait of this
 //! PE gives up) and, on llvmpipe, keeps the device's waits alive for seconds
 //! (`crate::driver::throttle`).
 //!
 //! # Errors
 //!
 //! Checks on this PE's own arguments happen when the collective is recorded
-//! or posted ([`Error::InvalidArgument`]). What happens on the device is
+//! or posted ([`Error::InvalidArgument`](crate::Error::InvalidArgument)). What happens on the device is
 //! reported by `test`/`wait` with the blocking launches' errors:
-//! [`Error::Device`] (a device error, for example a collect whose counts
-//! overflow a member's dest), [`Error::PeerFailed`], [`Error::Timeout`]
+//! [`Error::Device`](crate::Error::Device) (a device error, for example a collect whose counts
+//! overflow a member's dest), [`Error::PeerFailed`](crate::Error::PeerFailed), [`Error::Timeout`](crate::Error::Timeout)
 //! (`VKSHMEM_WAIT_TIMEOUT`, counted from the first `test`/`wait` of a
 //! recorded collective, from the post of a nonblocking one). After a failed
 //! peer, a timeout or a wait the driver cut short, the PEs are out of step
-//! and the context is broken ([`Error::Broken`]); a device argument check
+//! and the context is broken ([`Error::Broken`](crate::Error::Broken)); a device argument check
 //! (`ERR_BAD_ARGUMENT`, `ERR_BAD_PE`, `ERR_BAD_ADDRESS`) fails between the
 //! collective's syncs, which every member still completes, so the job stays
 //! usable.
 
 mod builder;
-pub mod completion;
-mod progress;
 mod record;
 mod request;
 mod state;
 
 use ash::vk;
 
-use crate::context::Context;
+use crate::runtime::Runtime;
 pub use crate::vk::record::SemaphorePoint;
 pub use builder::Collective;
 pub use request::{Persistent, Queued, Request};
-pub(crate) use state::QueueState;
 
 /// Calls that move at most this many bytes on a member run in one invocation
 /// (the device's per-thread form, sync, move, sync in one dispatch). Larger
@@ -126,15 +123,9 @@ pub(crate) use state::QueueState;
 /// workgroup (the work_group form).
 pub const THREAD_FORM_MAX_BYTES: u64 = 1024;
 
-impl Context {
-    /// The Vulkan handles of this context's device (its own from
-    /// [`Context::init`], or the program's from [`Context::init_on_device`]),
-    /// for recording the program's own work next to queued collectives: load
-    /// them with the program's Vulkan binding (`ash::Device::load`). The
-    /// handles stay valid while the context lives; the program must not
-    /// destroy them.
-    pub fn vulkan_device(&self) -> crate::vk::UserDevice {
-        let g = &self.inner.gpu;
+impl Runtime {
+    pub(crate) fn vulkan_device(&self) -> crate::vk::UserDevice {
+        let g = &self.gpu;
         use ash::vk::Handle;
         crate::vk::UserDevice {
             instance: vk::Instance::from_raw(g.instance.handle().as_raw()),
@@ -147,33 +138,16 @@ impl Context {
         }
     }
 
-    /// The queue family of this context's queue: command buffers given to
-    /// [`Context::record`] come from a pool of this family.
-    pub fn queue_family(&self) -> u32 {
-        self.inner.gpu.queue_family
+    pub(crate) fn queue_family(&self) -> u32 {
+        self.gpu.queue_family
     }
 
-    /// This context's queue. Submit command buffers with queued collectives
-    /// here, under [`Context::with_queue`] (the context submits to it too).
-    pub fn queue(&self) -> vk::Queue {
-        *self
-            .inner
-            .gpu
-            .queue
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+    pub(crate) fn queue(&self) -> vk::Queue {
+        *self.gpu.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Runs `f` with this context's queue, holding the lock under which the
-    /// context submits to it (`vkQueueSubmit` needs the queue externally
-    /// synchronized).
-    pub fn with_queue<R>(&self, f: impl FnOnce(vk::Queue) -> R) -> R {
-        let q = self
-            .inner
-            .gpu
-            .queue
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+    pub(crate) fn with_queue<R>(&self, f: impl FnOnce(vk::Queue) -> R) -> R {
+        let q = self.gpu.queue.lock().unwrap_or_else(|p| p.into_inner());
         f(*q)
     }
 }

@@ -1,5 +1,5 @@
-//! Checking and recording queued collectives: [`Context::record`],
-//! [`Context::post`], [`Context::persistent`].
+//! Checking and recording queued collectives: [`Context::record`](crate::Context::record),
+//! [`Context::post`](crate::Context::post), [`Context::persistent`](crate::Context::persistent).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -9,15 +9,16 @@ use vkshmem_device::collectives::{HostArgs, HostCall};
 use vkshmem_device::layout;
 use vkshmem_device::queue::{QueueArgs, QueueCall, QueueForm};
 
-use super::completion::{self, Completions};
 use super::request::{Persistent, Queued, Request};
 use super::state::Pending;
 use super::{Collective, THREAD_FORM_MAX_BYTES};
 use crate::collective::reduce::ReduceOp;
 use crate::collective::Span;
-use crate::context::{lock, Context};
 use crate::error::{Error, Result};
 use crate::kernels::DeviceKernel;
+use crate::lock::lock;
+use crate::runtime::completion::{self, Completions};
+use crate::runtime::Runtime;
 use crate::team::Team;
 use crate::vk::record::{OwnedCommands, Recorder, SemaphorePoint};
 
@@ -39,10 +40,10 @@ struct Prepared {
     name: String,
 }
 
-impl Context {
+impl Runtime {
     /// Checks `c` on this PE and picks its kernel.
     fn prepare(&self, team: Team, c: &Collective) -> Result<Prepared> {
-        if let Some(why) = lock(&self.inner.broken).clone() {
+        if let Some(why) = lock(&self.broken).clone() {
             return Err(Error::Broken(why));
         }
         let name = c.name();
@@ -233,7 +234,7 @@ impl Context {
     /// docs): the slot gets the device error words after the last.
     fn record_prepared(&self, r: &Recorder, ps: &[Prepared], slot: u32) -> Result<()> {
         let q = self.queue_state()?;
-        let own = self.inner.heap.block(self.my_pe())?.buffer;
+        let own = self.heap.block(self.my_pe())?.buffer;
         let ring = q.completions.buffer();
         let at = Completions::offset(slot);
         let steps: Vec<&Step> = ps.iter().flat_map(|p| &p.steps).collect();
@@ -247,7 +248,7 @@ impl Context {
             // on peers reached through the proxy (other devices, other
             // nodes) take milliseconds each there, so those calls go one to
             // a dispatch, as the kernel forms do.
-            let cap = match (self.inner.gpu.info.is_llvmpipe(), self.inner.proxy.get()) {
+            let cap = match (self.gpu.info.is_llvmpipe(), self.proxy.get()) {
                 (true, Some(_)) => 1,
                 (true, None) => layout::CAPPED_BATCH_CALLS,
                 (false, _) => layout::BATCH_CALLS,
@@ -306,38 +307,7 @@ impl Context {
         Ok(())
     }
 
-    /// Records `coll` over `team` into the user's command buffer `cmd`,
-    /// ordered with the commands recorded before and after it, and returns its
-    /// handle. Nothing waits: the collective runs when the command buffer is
-    /// submitted, and completes when its peers' do (see the module's
-    /// forward-progress rules).
-    ///
-    /// ```no_run
-    /// # fn demo(ctx: &vkshmem_host::Context, cmd: ash::vk::CommandBuffer) -> vkshmem_host::Result<()> {
-    /// use vkshmem_host::{queue::Collective, Team};
-    /// let x = ctx.malloc::<f32>(256)?;
-    /// // ... record a kernel that writes x into `cmd` ...
-    /// // SAFETY: cmd is recording, from a pool of ctx.queue_family(), and goes to ctx's queue.
-    /// let q = unsafe { ctx.record(cmd, Team::WORLD, Collective::sum_reduce(&x.as_slice(), &x.as_slice(), 256))? };
-    /// // ... record a kernel that reads x, end cmd, submit it with a fence ...
-    /// q.wait()?; // or wait for the fence, then q.test()
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Safety
-    /// `cmd` is a primary command buffer of this context's device, allocated
-    /// from a pool of [`Context::queue_family`], in the recording state,
-    /// outside a render pass, recorded by no other thread now; it is
-    /// submitted once, to [`Context::queue`], after the command buffers
-    /// holding queued collectives recorded earlier (rule 2).
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for an invalid team, objects that do not
-    /// hold the elements or lie outside the heap, a bad root or stride, a
-    /// bitwise reduction of floats, or too many outstanding queued
-    /// collectives; [`Error::Unsupported`] for 64-bit types the device cannot
-    /// do; [`Error::Broken`]; Vulkan errors.
-    pub unsafe fn record<'a>(
+    pub(crate) unsafe fn record<'a>(
         &'a self,
         cmd: vk::CommandBuffer,
         team: Team,
@@ -347,7 +317,7 @@ impl Context {
         let q = self.queue_state()?;
         let slot = q.completions.take()?;
         // SAFETY: the caller's guarantee on `cmd`.
-        let r = unsafe { Recorder::new(&self.inner.gpu, cmd) };
+        let r = unsafe { Recorder::new(&self.gpu, cmd) };
         if let Err(e) = self.record_prepared(&r, std::slice::from_ref(&p), slot) {
             q.completions.give(slot);
             return Err(e);
@@ -364,32 +334,12 @@ impl Context {
         })
     }
 
-    /// Starts `coll` over `team` on this context's queue and returns at once
-    /// (a nonblocking collective, `shmem_*_nbi`-like, UCC's post): the
-    /// [`Request`] tests and waits for it. Several may be in flight; they run
-    /// in the order posted.
-    ///
-    /// # Errors
-    /// As [`Context::record`].
-    pub fn post<'a>(&'a self, team: Team, coll: Collective<'a>) -> Result<Request<'a>> {
+    pub(crate) fn post<'a>(&'a self, team: Team, coll: Collective<'a>) -> Result<Request<'a>> {
         // SAFETY: no semaphores.
         unsafe { self.post_with(team, coll, &[], &[]) }
     }
 
-    /// [`Context::post`] after `waits` and signaling `signals` when done:
-    /// chains the collective with the user's GPU work without the host (the
-    /// semaphore of a user's submission that produced the source, one that
-    /// the consumer of dest waits for).
-    ///
-    /// # Safety
-    /// The semaphores are of this context's device; timeline values only
-    /// where the device has timeline semaphores ([`crate::DeviceCaps`]), and
-    /// every wait has a signal submitted before it or with it (no wait before
-    /// signal across queues that could deadlock).
-    ///
-    /// # Errors
-    /// As [`Context::record`].
-    pub unsafe fn post_with<'a>(
+    pub(crate) unsafe fn post_with<'a>(
         &'a self,
         team: Team,
         coll: Collective<'a>,
@@ -400,13 +350,10 @@ impl Context {
         unsafe { self.post_prepared(vec![self.prepare(team, &coll)?], waits, signals) }
     }
 
-    /// Starts `colls` (each on its team), in order, in one submission: a
-    /// chain of collectives that the queue runs back to back, with one
-    /// [`Request`] for all (the first error of any).
-    ///
-    /// # Errors
-    /// As [`Context::record`]; [`Error::InvalidArgument`] for an empty chain.
-    pub fn post_batch<'a>(&'a self, colls: &[(Team, Collective<'a>)]) -> Result<Request<'a>> {
+    pub(crate) fn post_batch<'a>(
+        &'a self,
+        colls: &[(Team, Collective<'a>)],
+    ) -> Result<Request<'a>> {
         if colls.is_empty() {
             return Err(Error::InvalidArgument("post_batch: no collectives".into()));
         }
@@ -421,7 +368,7 @@ impl Context {
     /// Records `ps` into a command buffer of the context's, submits it.
     ///
     /// # Safety
-    /// As [`Context::post_with`] for the semaphores.
+    /// As [`Context::post_with`](crate::Context::post_with) for the semaphores.
     unsafe fn post_prepared<'a>(
         &'a self,
         ps: Vec<Prepared>,
@@ -432,7 +379,7 @@ impl Context {
         q.reap_abandoned();
         let mut cmds = match lock(&q.spare).pop() {
             Some(c) => c,
-            None => OwnedCommands::new(&self.inner.gpu)?,
+            None => OwnedCommands::new(&self.gpu)?,
         };
         let slot = q.completions.take()?;
         let name = if ps.len() == 1 {
@@ -463,16 +410,14 @@ impl Context {
         })
     }
 
-    /// Records `coll` over `team` once, for [`Persistent::start`] to run
-    /// again and again (UCC's persistent collectives): the arguments are
-    /// checked here, and each start is one queue submission.
-    ///
-    /// # Errors
-    /// As [`Context::record`].
-    pub fn persistent<'a>(&'a self, team: Team, coll: Collective<'a>) -> Result<Persistent<'a>> {
+    pub(crate) fn persistent<'a>(
+        &'a self,
+        team: Team,
+        coll: Collective<'a>,
+    ) -> Result<Persistent<'a>> {
         let p = self.prepare(team, &coll)?;
         let q = self.queue_state()?;
-        let mut cmds = OwnedCommands::new(&self.inner.gpu)?;
+        let mut cmds = OwnedCommands::new(&self.gpu)?;
         let slot = q.completions.take()?;
         let recorded = cmds
             .begin(true)
@@ -500,7 +445,7 @@ impl Context {
 /// compute them, `crate::collective`).
 fn pull_call(
     c: &Collective,
-    m: &crate::rendezvous::Members,
+    m: &crate::runtime::rendezvous::Members,
     q: &QueueArgs,
 ) -> Option<(HostCall, HostArgs, u64)> {
     let size = u64::from(m.shape.size);

@@ -3,11 +3,11 @@
 use std::time::{Duration, Instant};
 
 use super::state::{poll_until, Pending};
-use crate::context::lock;
 use crate::error::{Error, Result};
+use crate::lock::lock;
 use crate::vk::record::{OwnedCommands, SemaphorePoint};
 
-/// A collective recorded into the user's command buffer ([`Context::record`]).
+/// A collective recorded into the user's command buffer ([`Context::record`](crate::Context::record)).
 /// Dropping it before it was seen complete logs an error; its completion slot
 /// is given back when the device has run it.
 #[must_use = "a queued collective reports its errors through test or wait"]
@@ -77,7 +77,7 @@ impl Drop for Queued<'_> {
     }
 }
 
-/// A nonblocking collective ([`Context::post`]). Dropping it unfinished waits
+/// A nonblocking collective ([`Context::post`](crate::Context::post)). Dropping it unfinished waits
 /// for it (and logs its error).
 #[must_use = "a nonblocking collective reports its errors through test or wait"]
 pub struct Request<'a> {
@@ -166,7 +166,7 @@ impl Drop for Request<'_> {
     }
 }
 
-/// A collective recorded once and started many times ([`Context::persistent`]).
+/// A collective recorded once and started many times ([`Context::persistent`](crate::Context::persistent)).
 /// One run at a time; dropping it waits for a run in progress.
 pub struct Persistent<'a> {
     pub(super) p: Pending<'a>,
@@ -187,8 +187,8 @@ impl Persistent<'_> {
     /// Starts a run (one queue submission).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] while the previous run is not complete
-    /// (wait for it first); [`Error::Broken`]; Vulkan errors.
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) while the previous run is not complete
+    /// (wait for it first); [`Error::Broken`](crate::Error::Broken); Vulkan errors.
     pub fn start(&mut self) -> Result<()> {
         // SAFETY: no semaphores.
         unsafe { self.start_with(&[], &[]) }
@@ -197,7 +197,7 @@ impl Persistent<'_> {
     /// [`Persistent::start`] after `waits`, signaling `signals`.
     ///
     /// # Safety
-    /// As [`Context::post_with`].
+    /// As [`Context::post_with`](crate::Context::post_with).
     ///
     /// # Errors
     /// As [`Persistent::start`].
@@ -212,7 +212,7 @@ impl Persistent<'_> {
                 self.p.name
             )));
         }
-        if let Some(why) = lock(&self.p.ctx.inner.broken).clone() {
+        if let Some(why) = lock(&self.p.ctx.broken).clone() {
             return Err(Error::Broken(why));
         }
         let q = self.p.state();

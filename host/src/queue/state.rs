@@ -1,88 +1,24 @@
 //! What the context keeps for queued collectives, and how a wait for one
 //! goes.
 
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use vkshmem_device::layout;
 
-use super::completion::{Completions, SlotWords};
-use super::progress;
-use crate::context::{lock, Context};
 use crate::error::{Error, Result};
-use crate::vk::record::OwnedCommands;
+use crate::lock::lock;
+use crate::runtime::completion::SlotWords;
+use crate::runtime::queued::QueueState;
+use crate::runtime::Runtime;
 
 /// How long a wait for a queued collective whose peers failed, or whose
 /// commands may never have been submitted, keeps looking before it reports
 /// the failure without the device's word on it.
 const NEVER_RAN_GRACE: Duration = Duration::from_millis(1500);
 
-/// What the context keeps for queued collectives (made at the first one).
-pub(crate) struct QueueState {
-    pub(super) completions: Completions,
-    /// Command buffers of completed posts, for the next.
-    pub(super) spare: Mutex<Vec<OwnedCommands>>,
-    /// Slots of recorded collectives whose handle was dropped before they
-    /// were seen complete: given back once they are.
-    pub(super) abandoned: Mutex<Vec<u32>>,
-    pub(super) progress: progress::Progress,
-    gpu: Arc<crate::vk::Gpu>,
-}
-
-impl QueueState {
-    /// Queued collectives recorded or posted and not yet seen complete.
-    pub(crate) fn outstanding(&self) -> usize {
-        self.progress
-            .shared
-            .outstanding
-            .load(std::sync::atomic::Ordering::SeqCst)
-    }
-}
-
-impl std::fmt::Debug for QueueState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("QueueState")
-            .field("progress", &self.progress)
-            .finish()
-    }
-}
-
-impl QueueState {
-    /// Gives back the slots of abandoned collectives that completed.
-    pub(super) fn reap_abandoned(&self) {
-        let mut ab = lock(&self.abandoned);
-        ab.retain(|&slot| {
-            if self.completions.read(slot).is_some() {
-                self.completions.give(slot);
-                self.progress.shared.retire();
-                false
-            } else {
-                true
-            }
-        });
-    }
-}
-
-impl Drop for QueueState {
-    fn drop(&mut self) {
-        self.reap_abandoned();
-        if self.completions.taken() > 0 {
-            tracing::error!(
-                "the context closes with {} queued collectives not seen complete: waiting for the queue to go idle",
-                self.completions.taken()
-            );
-            let q = self.gpu.queue.lock().unwrap_or_else(|p| p.into_inner());
-            // SAFETY: the queue lock gives vkQueueWaitIdle's external
-            // synchronization; the progress thread still runs (it drops after
-            // this), so waits for failed peers end.
-            let _ = unsafe { self.gpu.device.queue_wait_idle(*q) };
-        }
-    }
-}
-
 /// Where a collective's completion is reported, and how a wait for it goes.
 pub(super) struct Pending<'a> {
-    pub(super) ctx: &'a Context,
+    pub(super) ctx: &'a Runtime,
     pub(super) slot: u32,
     pub(super) name: String,
     /// When the host started waiting (the timeout counts from there).
@@ -94,7 +30,6 @@ pub(super) struct Pending<'a> {
 impl<'a> Pending<'a> {
     pub(super) fn state(&self) -> &'a QueueState {
         self.ctx
-            .inner
             .queue
             .get()
             .expect("made before any pending collective")
@@ -136,13 +71,9 @@ impl<'a> Pending<'a> {
     pub(super) fn check_stuck(&mut self, final_: bool) -> Result<()> {
         let since = self.since.unwrap_or_else(Instant::now);
         let ctx = self.ctx;
-        let timeout = ctx.inner.wait_timeout;
+        let timeout = ctx.wait_timeout;
         let timed_out = timeout.is_some_and(|t| since.elapsed() >= t);
-        let aborted = ctx
-            .inner
-            .plane
-            .as_ref()
-            .is_some_and(|p| p.abort_word() != 0);
+        let aborted = ctx.plane.as_ref().is_some_and(|p| p.abort_word() != 0);
         if !(timed_out || aborted) {
             return Ok(());
         }
@@ -168,39 +99,7 @@ impl<'a> Pending<'a> {
         Ok(())
     }
 }
-impl Context {
-    /// The queue state, made at the first queued collective.
-    pub(super) fn queue_state(&self) -> Result<&QueueState> {
-        if let Some(q) = self.inner.queue.get() {
-            return Ok(q);
-        }
-        let _g = lock(&self.inner.queue_init);
-        if let Some(q) = self.inner.queue.get() {
-            return Ok(q);
-        }
-        let gpu = self.inner.gpu.clone();
-        let progress = progress::Progress::start(progress::Watched {
-            driver_threads: self.inner.driver_threads.clone(),
-            own: self.inner.heap.block(self.my_pe())?.clone(),
-            plane: self.inner.plane.clone(),
-            peers: self.n_pes() > 1,
-            proxy: self.inner.proxy.get().map(|p| p.activity()),
-        })
-        .map_err(|e| Error::Io {
-            what: "starting the queued collectives' progress thread".into(),
-            source: e,
-        })?;
-        let q = QueueState {
-            completions: Completions::new(&gpu)?,
-            spare: Mutex::new(Vec::new()),
-            abandoned: Mutex::new(Vec::new()),
-            progress,
-            gpu,
-        };
-        let _ = self.inner.queue.set(q);
-        Ok(self.inner.queue.get().expect("just set"))
-    }
-
+impl Runtime {
     /// The error of a completed queued collective, from its slot's words.
     pub(super) fn queued_result(&self, name: &str, w: &SlotWords, _posted: bool) -> Result<()> {
         if w.error == 0 && w.abort == 0 {
@@ -210,12 +109,12 @@ impl Context {
         let e = if aborted || w.error & layout::ERR_LOOPS_CUT != 0 {
             // A failed peer or a timeout ended the device's waits (or the
             // driver cut them, possibly because a peer died).
-            let word = self.inner.plane.as_ref().map_or(0, |p| p.abort_word());
+            let word = self.plane.as_ref().map_or(0, |p| p.abort_word());
             if word & !crate::sync::layout::ABORT_PE_MASK == crate::sync::layout::ABORT_TIMEOUT {
                 Some(Error::Timeout {
                     what: name.to_string(),
                     pe: self.my_pe(),
-                    seconds: self.inner.wait_timeout.unwrap_or_default().as_secs_f64(),
+                    seconds: self.wait_timeout.unwrap_or_default().as_secs_f64(),
                     missing: String::new(),
                 })
             } else if word != 0 || aborted {
@@ -249,8 +148,8 @@ impl Context {
 
     /// The failed peer the bootstrap or the plane names, if any.
     pub(super) fn peer_failure(&self) -> Option<Error> {
-        let word = self.inner.plane.as_ref().map_or(0, |p| p.abort_word());
-        let told = lock(&self.inner.boot).as_mut().and_then(|b| b.poll_abort());
+        let word = self.plane.as_ref().map_or(0, |p| p.abort_word());
+        let told = lock(&self.boot).as_mut().and_then(|b| b.poll_abort());
         match told {
             Some((pe, how)) => Some(Error::PeerFailed { pe, how }),
             None if word != 0 => Some(Error::PeerFailed {
@@ -264,16 +163,16 @@ impl Context {
     /// Sets this PE's device abort word, so that its device waits give up.
     pub(super) fn raise_device_abort(&self) {
         let abort = std::mem::offset_of!(layout::ControlHeader, abort) as u64;
-        if let Ok(Some(_)) = self.inner.heap.block(self.my_pe()).map(|b| b.mapped()) {
+        if let Ok(Some(_)) = self.heap.block(self.my_pe()).map(|b| b.mapped()) {
             let _ = self.write_bytes(self.my_pe(), abort, &1u32.to_le_bytes());
         }
     }
 
     /// Marks the context broken after a queued collective failed (the PEs are
-    /// out of step, see [`Error::Broken`]).
+    /// out of step, see [`Error::Broken`](crate::Error::Broken)).
     pub(super) fn set_broken(&self, e: &Error) {
         if self.n_pes() > 1 {
-            let mut b = lock(&self.inner.broken);
+            let mut b = lock(&self.broken);
             if b.is_none() {
                 *b = Some(e.to_string());
             }

@@ -19,9 +19,9 @@ use vkshmem_device::layout as dl;
 
 use super::Reach;
 use crate::error::{Error, Result};
+use crate::runtime::Runtime;
 use crate::symbuf::SymSlice;
 use crate::transport::word::apply;
-use crate::Context;
 
 /// A type host atomics fetch, set and swap (OpenSHMEM's standard and
 /// extended AMO types).
@@ -129,7 +129,7 @@ fn amo_kernel_source(wide: bool) -> String {
     body + AMO_KERNEL_END
 }
 
-impl Context {
+impl Runtime {
     /// One word operation on the first element of `dest` on PE `pe`.
     fn amo<T: AmoValue>(
         &self,
@@ -157,7 +157,7 @@ impl Context {
     /// not map: through [`AMO_KERNEL`], whose 64-bit form needs the device's
     /// 64-bit atomics.
     pub(crate) fn kernel_amo_supported(&self, width: u32) -> bool {
-        width == 4 || self.inner.library.int64_atomics
+        width == 4 || self.library.int64_atomics
     }
 
     /// One word operation on PE `pe`'s heap (same device, not host-mapped)
@@ -184,11 +184,11 @@ impl Context {
         }
         // One result slot: one such atomic at a time. The kernel is built
         // at the first one.
-        let mut slot = crate::lock::lock(&self.inner.host_amo);
+        let mut slot = crate::lock::lock(&self.host_amo);
         let kernel = match &*slot {
             Some(k) => k.clone(),
             None => {
-                let source = amo_kernel_source(self.inner.library.int64_atomics);
+                let source = amo_kernel_source(self.library.int64_atomics);
                 let k = self.device_kernel(&source, "vkshmem_host_amo.wgsl")?;
                 slot.insert(k).clone()
             }
@@ -211,57 +211,33 @@ impl Context {
         Ok(u64::from_le_bytes(old))
     }
 
-    /// The first element of `src` on PE `pe`, read atomically
-    /// (`shmem_atomic_fetch`).
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] when `src` is empty, outside one live
-    /// allocation, or `pe` is not in the job; [`Error::Unsupported`] for an
-    /// 8-byte type on a heap the host does not map, on a device without
-    /// 64-bit atomics;
-    /// [`Error::PeerFailed`] when the job aborts while the proxy carries it.
-    pub fn atomic_fetch<T: AmoValue>(&self, src: SymSlice<'_, T>, pe: u32) -> Result<T> {
+    pub(crate) fn atomic_fetch<T: AmoValue>(&self, src: SymSlice<'_, T>, pe: u32) -> Result<T> {
         let z = T::zeroed();
         self.amo("atomic_fetch", src, pe, dl::PX_LOAD, z, z)
     }
 
-    /// Sets the first element of `dest` on PE `pe` atomically
-    /// (`shmem_atomic_set`).
-    ///
-    /// # Errors
-    /// As [`Context::atomic_fetch`].
-    pub fn atomic_set<T: AmoValue>(&self, dest: SymSlice<'_, T>, value: T, pe: u32) -> Result<()> {
+    pub(crate) fn atomic_set<T: AmoValue>(
+        &self,
+        dest: SymSlice<'_, T>,
+        value: T,
+        pe: u32,
+    ) -> Result<()> {
         let z = T::zeroed();
         self.amo("atomic_set", dest, pe, dl::PX_STORE, value, z)
             .map(drop)
     }
 
-    /// Swaps `value` into the first element of `dest` on PE `pe`; returns
-    /// the old value (`shmem_atomic_swap`).
-    ///
-    /// # Errors
-    /// As [`Context::atomic_fetch`].
-    pub fn atomic_swap<T: AmoValue>(&self, dest: SymSlice<'_, T>, value: T, pe: u32) -> Result<T> {
+    pub(crate) fn atomic_swap<T: AmoValue>(
+        &self,
+        dest: SymSlice<'_, T>,
+        value: T,
+        pe: u32,
+    ) -> Result<T> {
         let z = T::zeroed();
         self.amo("atomic_swap", dest, pe, dl::PX_SWAP, value, z)
     }
 
-    /// Sets the first element of `dest` on PE `pe` to `value` if it equals
-    /// `cond`; returns the old value either way (`shmem_atomic_compare_swap`).
-    ///
-    /// ```no_run
-    /// # fn main() -> vkshmem_host::Result<()> {
-    /// let ctx = vkshmem_host::Context::init()?;
-    /// let lock = ctx.calloc::<u64>(1)?;
-    /// // Take a lock word on PE 0: 0 means free.
-    /// while ctx.atomic_compare_swap(lock.as_slice(), 0, ctx.my_pe() as u64 + 1, 0)? != 0 {}
-    /// ctx.atomic_set(lock.as_slice(), 0, 0)?;
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    /// As [`Context::atomic_fetch`].
-    pub fn atomic_compare_swap<T: AmoInteger>(
+    pub(crate) fn atomic_compare_swap<T: AmoInteger>(
         &self,
         dest: SymSlice<'_, T>,
         cond: T,
@@ -271,12 +247,7 @@ impl Context {
         self.amo("atomic_compare_swap", dest, pe, dl::PX_CAS, value, cond)
     }
 
-    /// Adds `value` to the first element of `dest` on PE `pe`; returns the
-    /// old value (`shmem_atomic_fetch_add`). Integers wrap.
-    ///
-    /// # Errors
-    /// As [`Context::atomic_fetch`].
-    pub fn atomic_fetch_add<T: AmoInteger>(
+    pub(crate) fn atomic_fetch_add<T: AmoInteger>(
         &self,
         dest: SymSlice<'_, T>,
         value: T,
@@ -286,11 +257,7 @@ impl Context {
         self.amo("atomic_fetch_add", dest, pe, dl::PX_ADD, value, z)
     }
 
-    /// [`Context::atomic_fetch_add`] without the fetch (`shmem_atomic_add`).
-    ///
-    /// # Errors
-    /// As [`Context::atomic_fetch`].
-    pub fn atomic_add<T: AmoInteger>(
+    pub(crate) fn atomic_add<T: AmoInteger>(
         &self,
         dest: SymSlice<'_, T>,
         value: T,
@@ -299,42 +266,30 @@ impl Context {
         self.atomic_fetch_add(dest, value, pe).map(drop)
     }
 
-    /// Adds one; returns the old value (`shmem_atomic_fetch_inc`).
-    ///
-    /// # Errors
-    /// As [`Context::atomic_fetch`].
-    pub fn atomic_fetch_inc<T: AmoInteger>(&self, dest: SymSlice<'_, T>, pe: u32) -> Result<T> {
+    pub(crate) fn atomic_fetch_inc<T: AmoInteger>(
+        &self,
+        dest: SymSlice<'_, T>,
+        pe: u32,
+    ) -> Result<T> {
         self.atomic_fetch_add(dest, T::from_bits(1), pe)
     }
 
-    /// Adds one (`shmem_atomic_inc`).
-    ///
-    /// # Errors
-    /// As [`Context::atomic_fetch`].
-    pub fn atomic_inc<T: AmoInteger>(&self, dest: SymSlice<'_, T>, pe: u32) -> Result<()> {
+    pub(crate) fn atomic_inc<T: AmoInteger>(&self, dest: SymSlice<'_, T>, pe: u32) -> Result<()> {
         self.atomic_fetch_inc(dest, pe).map(drop)
     }
 }
 
 /// The bitwise atomics, generated: `fetch_<op>` returns the old value, `<op>`
-/// does not.
+/// does not (their façade: `context/rma.rs`).
 macro_rules! bitwise {
     ($($fetch:ident, $plain:ident, $px:ident, $name:literal;)*) => {
-        impl Context {$(
-            #[doc = concat!("Applies bitwise ", $name, " with `value` to the first element of `dest` on PE `pe`; returns the old value (`shmem_atomic_fetch_", $name, "`).")]
-            ///
-            /// # Errors
-            /// As [`Context::atomic_fetch`].
-            pub fn $fetch<T: AmoBitwise>(&self, dest: SymSlice<'_, T>, value: T, pe: u32) -> Result<T> {
+        impl Runtime {$(
+            pub(crate) fn $fetch<T: AmoBitwise>(&self, dest: SymSlice<'_, T>, value: T, pe: u32) -> Result<T> {
                 let z = T::zeroed();
                 self.amo(stringify!($fetch), dest, pe, dl::$px, value, z)
             }
 
-            #[doc = concat!("Applies bitwise ", $name, " with `value` to the first element of `dest` on PE `pe` (`shmem_atomic_", $name, "`).")]
-            ///
-            /// # Errors
-            /// As [`Context::atomic_fetch`].
-            pub fn $plain<T: AmoBitwise>(&self, dest: SymSlice<'_, T>, value: T, pe: u32) -> Result<()> {
+            pub(crate) fn $plain<T: AmoBitwise>(&self, dest: SymSlice<'_, T>, value: T, pe: u32) -> Result<()> {
                 self.$fetch(dest, value, pe).map(drop)
             }
         )*}

@@ -1,8 +1,8 @@
 //! One-sided communication from the host (OpenSHMEM's RMA, atomics, signals
-//! and point-to-point synchronisation): [`Context::put`], [`Context::get`],
-//! their `_nbi`, single-element ([`Context::p`], [`Context::g`]) and strided
-//! ([`Context::iput`], [`Context::iget`]) forms, [`Context::put_signal`],
-//! [`Context::fence`]; the atomics are in [`amo`], the waits in [`wait`].
+//! and point-to-point synchronisation): [`Context::put`](crate::Context::put), [`Context::get`](crate::Context::get),
+//! their `_nbi`, single-element ([`Context::p`](crate::Context::p), [`Context::g`](crate::Context::g)) and strided
+//! ([`Context::iput`](crate::Context::iput), [`Context::iget`](crate::Context::iget)) forms, [`Context::put_signal`](crate::Context::put_signal),
+//! [`Context::fence`](crate::Context::fence); the atomics are in [`amo`], the waits in [`wait`].
 //!
 //! # How a PE's heap is reached
 //! By transport ([`crate::transport`]), in one place (`Context::reach`):
@@ -23,7 +23,7 @@
 //! Every call here returns once its effect is complete at the target (the
 //! proxy waits for the target's answer), so the `_nbi` forms are the blocking
 //! ones (OpenSHMEM allows completion at any time before the next quiet) and
-//! [`Context::fence`] is a full fence. [`Context::quiet`] also waits for what
+//! [`Context::fence`](crate::Context::fence) is a full fence. [`Context::quiet`](crate::Context::quiet) also waits for what
 //! device code posted through the proxy.
 
 pub mod amo;
@@ -34,13 +34,13 @@ use std::sync::atomic::{fence, Ordering};
 use bytemuck::Pod;
 
 use crate::error::{Error, Result};
+use crate::runtime::Runtime;
 use crate::symbuf::SymSlice;
-use crate::Context;
 
 pub use amo::{AmoBitwise, AmoInteger, AmoValue};
 pub use wait::{Cmp, WaitValue};
 
-/// How a signal word is updated by [`Context::put_signal`]
+/// How a signal word is updated by [`Context::put_signal`](crate::Context::put_signal)
 /// (`SHMEM_SIGNAL_SET`, `SHMEM_SIGNAL_ADD`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SignalOp {
@@ -60,7 +60,7 @@ pub(crate) enum Reach<'a> {
     Copies,
 }
 
-impl Context {
+impl Runtime {
     /// Checks an RMA's target: `n` elements of `s` (inside the heap's
     /// allocatable part, aligned, live) on PE `pe`.
     fn check_rma<T: Pod>(&self, what: &str, s: &SymSlice<T>, n: u64, pe: u32) -> Result<()> {
@@ -87,25 +87,7 @@ impl Context {
         })
     }
 
-    /// Copies `src` into the first `src.len()` elements of `dest` on PE `pe`
-    /// (`shmem_put`); returns once the data is in place at `pe`.
-    ///
-    /// ```no_run
-    /// # fn main() -> vkshmem_host::Result<()> {
-    /// let ctx = vkshmem_host::Context::init()?;
-    /// let buf = ctx.calloc::<u64>(4)?;
-    /// let right = (ctx.my_pe() + 1) % ctx.n_pes();
-    /// ctx.put(buf.as_slice(), &[ctx.my_pe() as u64; 4], right)?;
-    /// ctx.barrier_all()?;
-    /// assert_eq!(buf.to_vec()?[0], ((ctx.my_pe() + ctx.n_pes() - 1) % ctx.n_pes()) as u64);
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] when `dest` holds fewer elements, lies
-    /// outside one live allocation or `pe` is not in the job;
-    /// [`Error::PeerFailed`] when the job aborts while the proxy carries it.
-    pub fn put<T: Pod>(&self, dest: SymSlice<'_, T>, src: &[T], pe: u32) -> Result<()> {
+    pub(crate) fn put<T: Pod>(&self, dest: SymSlice<'_, T>, src: &[T], pe: u32) -> Result<()> {
         self.check_rma("put", &dest, src.len() as u64, pe)?;
         if src.is_empty() {
             return Ok(());
@@ -113,12 +95,7 @@ impl Context {
         self.write_bytes(pe, dest.offset(), bytemuck::cast_slice(src))
     }
 
-    /// Copies the first `dest.len()` elements of `src` on PE `pe` into
-    /// `dest` (`shmem_get`).
-    ///
-    /// # Errors
-    /// As [`Context::put`].
-    pub fn get<T: Pod>(&self, dest: &mut [T], src: SymSlice<'_, T>, pe: u32) -> Result<()> {
+    pub(crate) fn get<T: Pod>(&self, dest: &mut [T], src: SymSlice<'_, T>, pe: u32) -> Result<()> {
         self.check_rma("get", &src, dest.len() as u64, pe)?;
         if dest.is_empty() {
             return Ok(());
@@ -126,50 +103,30 @@ impl Context {
         self.read_bytes(pe, src.offset(), bytemuck::cast_slice_mut(dest))
     }
 
-    /// [`Context::put`] that may complete as late as the next
-    /// [`Context::quiet`] (`shmem_put_nbi`); this version completes it before
-    /// returning.
-    ///
-    /// # Errors
-    /// As [`Context::put`].
-    pub fn put_nbi<T: Pod>(&self, dest: SymSlice<'_, T>, src: &[T], pe: u32) -> Result<()> {
+    pub(crate) fn put_nbi<T: Pod>(&self, dest: SymSlice<'_, T>, src: &[T], pe: u32) -> Result<()> {
         self.put(dest, src, pe)
     }
 
-    /// [`Context::get`] whose `dest` may be filled as late as the next
-    /// [`Context::quiet`] (`shmem_get_nbi`); this version fills it before
-    /// returning.
-    ///
-    /// # Errors
-    /// As [`Context::put`].
-    pub fn get_nbi<T: Pod>(&self, dest: &mut [T], src: SymSlice<'_, T>, pe: u32) -> Result<()> {
+    pub(crate) fn get_nbi<T: Pod>(
+        &self,
+        dest: &mut [T],
+        src: SymSlice<'_, T>,
+        pe: u32,
+    ) -> Result<()> {
         self.get(dest, src, pe)
     }
 
-    /// Writes one element, the first of `dest`, on PE `pe` (`shmem_p`).
-    ///
-    /// # Errors
-    /// As [`Context::put`].
-    pub fn p<T: Pod>(&self, dest: SymSlice<'_, T>, value: T, pe: u32) -> Result<()> {
+    pub(crate) fn p<T: Pod>(&self, dest: SymSlice<'_, T>, value: T, pe: u32) -> Result<()> {
         self.put(dest, std::slice::from_ref(&value), pe)
     }
 
-    /// Reads one element, the first of `src`, on PE `pe` (`shmem_g`).
-    ///
-    /// # Errors
-    /// As [`Context::put`].
-    pub fn g<T: Pod>(&self, src: SymSlice<'_, T>, pe: u32) -> Result<T> {
+    pub(crate) fn g<T: Pod>(&self, src: SymSlice<'_, T>, pe: u32) -> Result<T> {
         let mut v = [T::zeroed()];
         self.get(&mut v, src, pe)?;
         Ok(v[0])
     }
 
-    /// Strided put (`shmem_iput`): element `i * sst` of `src` goes to
-    /// element `i * dst` of `dest` on PE `pe`, for `i` in `0..nelems`.
-    ///
-    /// # Errors
-    /// As [`Context::put`]; also a zero stride, or `src` too short.
-    pub fn iput<T: Pod>(
+    pub(crate) fn iput<T: Pod>(
         &self,
         dest: SymSlice<'_, T>,
         src: &[T],
@@ -198,12 +155,7 @@ impl Context {
         Ok(())
     }
 
-    /// Strided get (`shmem_iget`): element `i * sst` of `src` on PE `pe`
-    /// goes to element `i * dst` of `dest`, for `i` in `0..nelems`.
-    ///
-    /// # Errors
-    /// As [`Context::iput`].
-    pub fn iget<T: Pod>(
+    pub(crate) fn iget<T: Pod>(
         &self,
         dest: &mut [T],
         src: SymSlice<'_, T>,
@@ -232,30 +184,7 @@ impl Context {
         Ok(())
     }
 
-    /// Puts `src` into `dest` on PE `pe`, then updates the signal word `sig`
-    /// on `pe` with `signal` (`shmem_put_signal`): a PE that sees the signal
-    /// change (for example through [`Context::signal_wait_until`]) sees the
-    /// data.
-    ///
-    /// ```no_run
-    /// # fn main() -> vkshmem_host::Result<()> {
-    /// use vkshmem_host::{rma::{Cmp, SignalOp}, Context};
-    /// let ctx = Context::init()?;
-    /// let data = ctx.calloc::<f32>(8)?;
-    /// let sig = ctx.calloc::<u64>(1)?;
-    /// if ctx.my_pe() == 0 && ctx.n_pes() > 1 {
-    ///     ctx.put_signal(data.as_slice(), &[1.5; 8], sig.as_slice(), 1, SignalOp::Set, 1)?;
-    /// } else if ctx.my_pe() == 1 {
-    ///     ctx.signal_wait_until(sig.as_slice(), Cmp::Eq, 1)?;
-    ///     assert_eq!(data.to_vec()?, vec![1.5; 8]);
-    /// }
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    /// As [`Context::put`]; [`Error::Unsupported`] on a heap the host does
-    /// not map, on a device without 64-bit atomics.
-    pub fn put_signal<T: Pod>(
+    pub(crate) fn put_signal<T: Pod>(
         &self,
         dest: SymSlice<'_, T>,
         src: &[T],
@@ -286,12 +215,7 @@ impl Context {
         }
     }
 
-    /// [`Context::put_signal`] that may complete as late as the next
-    /// [`Context::quiet`]; this version completes it before returning.
-    ///
-    /// # Errors
-    /// As [`Context::put_signal`].
-    pub fn put_signal_nbi<T: Pod>(
+    pub(crate) fn put_signal_nbi<T: Pod>(
         &self,
         dest: SymSlice<'_, T>,
         src: &[T],
@@ -303,21 +227,14 @@ impl Context {
         self.put_signal(dest, src, sig, signal, op, pe)
     }
 
-    /// This PE's signal word `sig`, read atomically (`shmem_signal_fetch`).
-    ///
-    /// # Errors
-    /// As [`Context::put`].
-    pub fn signal_fetch(&self, sig: SymSlice<'_, u64>) -> Result<u64> {
+    pub(crate) fn signal_fetch(&self, sig: SymSlice<'_, u64>) -> Result<u64> {
         self.check_rma("signal_fetch", &sig, 1, self.my_pe())?;
         let mut v = Vec::new();
         self.load_own(&sig.prefix(1), &mut v)?;
         Ok(v[0])
     }
 
-    /// Orders this PE's puts, atomics and stores to each PE before its later
-    /// ones to that PE (`shmem_fence`). Every host operation here completes
-    /// before returning, so this is a memory fence.
-    pub fn fence(&self) {
+    pub(crate) fn fence(&self) {
         fence(Ordering::SeqCst);
     }
 }

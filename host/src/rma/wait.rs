@@ -10,16 +10,14 @@
 //! a PE that waits for a dead peer does not wait forever.
 
 use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, Ordering};
-use std::time::Duration;
 
 use bytemuck::Pod;
 
 use crate::error::{Error, Result};
+use crate::runtime::Runtime;
 use crate::symbuf::SymSlice;
-use crate::Context;
 
-/// The longest nap between two looks at the words.
-pub const MAX_NAP: Duration = Duration::from_micros(200);
+pub use crate::interop::MAX_NAP;
 
 /// A comparison (`SHMEM_CMP_EQ`, `_NE`, `_GT`, `_GE`, `_LT`, `_LE`): the
 /// word on the left, the value on the right.
@@ -109,7 +107,7 @@ impl<T: Copy> Values<'_, T> {
     }
 }
 
-impl Context {
+impl Runtime {
     /// This PE's words `ivars`, read atomically.
     pub(crate) fn load_own<T: WaitValue>(
         &self,
@@ -198,30 +196,7 @@ impl Context {
         Ok((ok, words))
     }
 
-    /// Waits until the first word of `ivar` (on this PE) compares to
-    /// `value` as `cmp` says (`shmem_wait_until`).
-    ///
-    /// ```no_run
-    /// # fn main() -> vkshmem_host::Result<()> {
-    /// use vkshmem_host::rma::Cmp;
-    /// let ctx = vkshmem_host::Context::init()?;
-    /// let flag = ctx.calloc::<u32>(1)?;
-    /// ctx.barrier_all()?;
-    /// if ctx.my_pe() == 0 {
-    ///     for pe in 1..ctx.n_pes() {
-    ///         ctx.atomic_set(flag.as_slice(), 7, pe)?;
-    ///     }
-    /// } else {
-    ///     ctx.wait_until(flag.as_slice(), Cmp::Eq, 7)?;
-    /// }
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] when `ivar` is empty or outside one live
-    /// allocation; [`Error::PeerFailed`] when the job aborts first;
-    /// [`Error::Timeout`] past `VKSHMEM_WAIT_TIMEOUT`.
-    pub fn wait_until<T: WaitValue>(
+    pub(crate) fn wait_until<T: WaitValue>(
         &self,
         ivar: SymSlice<'_, T>,
         cmp: Cmp,
@@ -231,22 +206,17 @@ impl Context {
         self.wait_until_all(one, None, cmp, value)
     }
 
-    /// Whether the first word of `ivar` compares to `value` as `cmp` says
-    /// now (`shmem_test`).
-    ///
-    /// # Errors
-    /// As [`Context::wait_until`] (without the waiting ones).
-    pub fn test<T: WaitValue>(&self, ivar: SymSlice<'_, T>, cmp: Cmp, value: T) -> Result<bool> {
+    pub(crate) fn test<T: WaitValue>(
+        &self,
+        ivar: SymSlice<'_, T>,
+        cmp: Cmp,
+        value: T,
+    ) -> Result<bool> {
         let one = first("test", ivar)?;
         Ok(self.test_any(one, None, cmp, value)?.is_some())
     }
 
-    /// Waits until every word of `ivars` that `status` leaves in (entry 0;
-    /// `None`: all) compares to `value` (`shmem_wait_until_all`).
-    ///
-    /// # Errors
-    /// As [`Context::wait_until`]; also a `status` of another length.
-    pub fn wait_until_all<T: WaitValue>(
+    pub(crate) fn wait_until_all<T: WaitValue>(
         &self,
         ivars: SymSlice<'_, T>,
         status: Option<&[i32]>,
@@ -256,12 +226,7 @@ impl Context {
         self.all("wait_until_all", ivars, status, cmp, Values::One(value))
     }
 
-    /// [`Context::wait_until_all`] with a value per word
-    /// (`shmem_wait_until_all_vector`).
-    ///
-    /// # Errors
-    /// As [`Context::wait_until_all`]; also `values` of another length.
-    pub fn wait_until_all_vector<T: WaitValue>(
+    pub(crate) fn wait_until_all_vector<T: WaitValue>(
         &self,
         ivars: SymSlice<'_, T>,
         status: Option<&[i32]>,
@@ -291,13 +256,7 @@ impl Context {
             .map(drop)
     }
 
-    /// Waits until some word of `ivars` that `status` leaves in compares to
-    /// `value`; returns its index, or `None` at once when `status` leaves
-    /// none in (`shmem_wait_until_any`).
-    ///
-    /// # Errors
-    /// As [`Context::wait_until_all`].
-    pub fn wait_until_any<T: WaitValue>(
+    pub(crate) fn wait_until_any<T: WaitValue>(
         &self,
         ivars: SymSlice<'_, T>,
         status: Option<&[i32]>,
@@ -314,11 +273,7 @@ impl Context {
         )
     }
 
-    /// [`Context::wait_until_any`] with a value per word.
-    ///
-    /// # Errors
-    /// As [`Context::wait_until_all_vector`].
-    pub fn wait_until_any_vector<T: WaitValue>(
+    pub(crate) fn wait_until_any_vector<T: WaitValue>(
         &self,
         ivars: SymSlice<'_, T>,
         status: Option<&[i32]>,
@@ -335,13 +290,7 @@ impl Context {
         )
     }
 
-    /// Waits until at least one word that `status` leaves in compares to
-    /// `value`; returns the indices of all that do (empty at once when
-    /// `status` leaves none in) (`shmem_wait_until_some`).
-    ///
-    /// # Errors
-    /// As [`Context::wait_until_all`].
-    pub fn wait_until_some<T: WaitValue>(
+    pub(crate) fn wait_until_some<T: WaitValue>(
         &self,
         ivars: SymSlice<'_, T>,
         status: Option<&[i32]>,
@@ -358,11 +307,7 @@ impl Context {
         )
     }
 
-    /// [`Context::wait_until_some`] with a value per word.
-    ///
-    /// # Errors
-    /// As [`Context::wait_until_all_vector`].
-    pub fn wait_until_some_vector<T: WaitValue>(
+    pub(crate) fn wait_until_some_vector<T: WaitValue>(
         &self,
         ivars: SymSlice<'_, T>,
         status: Option<&[i32]>,
@@ -379,12 +324,7 @@ impl Context {
         )
     }
 
-    /// Whether every word that `status` leaves in compares to `value` now
-    /// (`shmem_test_all`).
-    ///
-    /// # Errors
-    /// As [`Context::wait_until_all`] (without the waiting ones).
-    pub fn test_all<T: WaitValue>(
+    pub(crate) fn test_all<T: WaitValue>(
         &self,
         ivars: SymSlice<'_, T>,
         status: Option<&[i32]>,
@@ -394,11 +334,7 @@ impl Context {
         self.test_all_of("test_all", ivars, status, cmp, Values::One(value))
     }
 
-    /// [`Context::test_all`] with a value per word.
-    ///
-    /// # Errors
-    /// As [`Context::wait_until_all_vector`] (without the waiting ones).
-    pub fn test_all_vector<T: WaitValue>(
+    pub(crate) fn test_all_vector<T: WaitValue>(
         &self,
         ivars: SymSlice<'_, T>,
         status: Option<&[i32]>,
@@ -422,12 +358,7 @@ impl Context {
         Ok(ok.len() == wanted)
     }
 
-    /// The index of a word that `status` leaves in and compares to `value`
-    /// now, if any (`shmem_test_any`).
-    ///
-    /// # Errors
-    /// As [`Context::test_all`].
-    pub fn test_any<T: WaitValue>(
+    pub(crate) fn test_any<T: WaitValue>(
         &self,
         ivars: SymSlice<'_, T>,
         status: Option<&[i32]>,
@@ -437,11 +368,7 @@ impl Context {
         self.any("test_any", ivars, status, cmp, Values::One(value), false)
     }
 
-    /// [`Context::test_any`] with a value per word.
-    ///
-    /// # Errors
-    /// As [`Context::test_all_vector`].
-    pub fn test_any_vector<T: WaitValue>(
+    pub(crate) fn test_any_vector<T: WaitValue>(
         &self,
         ivars: SymSlice<'_, T>,
         status: Option<&[i32]>,
@@ -458,12 +385,7 @@ impl Context {
         )
     }
 
-    /// The indices of the words that `status` leaves in and compare to
-    /// `value` now (`shmem_test_some`).
-    ///
-    /// # Errors
-    /// As [`Context::test_all`].
-    pub fn test_some<T: WaitValue>(
+    pub(crate) fn test_some<T: WaitValue>(
         &self,
         ivars: SymSlice<'_, T>,
         status: Option<&[i32]>,
@@ -473,11 +395,7 @@ impl Context {
         self.some("test_some", ivars, status, cmp, Values::One(value), false)
     }
 
-    /// [`Context::test_some`] with a value per word.
-    ///
-    /// # Errors
-    /// As [`Context::test_all_vector`].
-    pub fn test_some_vector<T: WaitValue>(
+    pub(crate) fn test_some_vector<T: WaitValue>(
         &self,
         ivars: SymSlice<'_, T>,
         status: Option<&[i32]>,
@@ -527,12 +445,12 @@ impl Context {
             .map(|(ok, _)| ok)
     }
 
-    /// Waits until this PE's signal word `sig` compares to `value`; returns
-    /// the signal's value then (`shmem_signal_wait_until`).
-    ///
-    /// # Errors
-    /// As [`Context::wait_until`].
-    pub fn signal_wait_until(&self, sig: SymSlice<'_, u64>, cmp: Cmp, value: u64) -> Result<u64> {
+    pub(crate) fn signal_wait_until(
+        &self,
+        sig: SymSlice<'_, u64>,
+        cmp: Cmp,
+        value: u64,
+    ) -> Result<u64> {
         let what = "signal_wait_until";
         let one = first(what, sig)?;
         let values = Values::One(value);

@@ -14,7 +14,7 @@
 //! deprecated active sets meet here (an active set in a slot of its own, agreed
 //! on at its first use); everything else (init, fd exchange, allocation, team
 //! and active-slot agreement, finalize, an active set when the slots run out)
-//! stays on the bootstrap socket: `crate::rendezvous` picks one of the two.
+//! stays on the bootstrap socket: `crate::runtime::rendezvous` picks one of the two.
 //!
 //! **The algorithm** (chosen by measurement: benches/RESULTS.md, "Sync
 //! algorithm"): a central counter per team. Arriving at epoch `e` is: write the

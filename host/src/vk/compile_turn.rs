@@ -9,7 +9,7 @@
 //!
 //! The turn is an exclusive `flock` on a small file named by the pipeline's
 //! key in `compiled/` beside the pipeline cache file
-//! ([`super::pipeline_cache::cache_dir`]). The first builder writes one byte
+//! (`super::pipeline_cache::cache_dir`). The first builder writes one byte
 //! into it once its pipeline is built; a builder that finds the byte there
 //! lets go of the lock at once, so only a pipeline's first build on a machine
 //! is ever serialised, and a driver without a disk cache costs at most one

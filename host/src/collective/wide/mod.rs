@@ -42,9 +42,9 @@ use std::sync::Arc;
 
 use super::part::{Part, Planned, Step};
 use super::Members;
-use crate::context::{Context, HeapWindow};
 use crate::error::Result;
 use crate::kernels::DeviceKernel;
+use crate::runtime::{HeapWindow, Runtime};
 
 mod copy;
 mod plan;
@@ -184,7 +184,7 @@ pub(crate) enum WideReduce {
     Chained(Vec<WideKernel>),
 }
 
-impl Context {
+impl Runtime {
     /// The widest window of the wide paths on this PE's device
     /// ([`window_max`]).
     pub(crate) fn wide_window(&self) -> u64 {
@@ -199,7 +199,7 @@ impl Context {
 
     /// The wide kernel `name` (the `vec4<u32>` kernel's name; the unit's
     /// kernel takes [`WideUnit::suffix`]) in this PE's unit
-    /// ([`Context::wide_unit`]), from `source` for a unit, and where the
+    /// ([`Context::wide_unit`](crate::Context::wide_unit)), from `source` for a unit, and where the
     /// unit leaves the edges and `edges` (the objects have some) the
     /// `vec4<u32>` kernel for them; `None` where `source` gives none.
     pub(super) fn wide_kernel(
@@ -229,13 +229,7 @@ impl Context {
         }))
     }
 
-    /// The launch of the host collectives' wide copies and pushes over `vecs`
-    /// vec4s that read or write `windows` windows: the workgroups (of
-    /// [`Context::wide_workgroup`]) and the kernels' `per` immediate
-    /// (`WideArgs::per`, `WideCopyArgs::per`). For benchmarks that time the
-    /// library's own kernels as its collectives launch them (the bench's
-    /// roofline).
-    pub fn wide_launch(&self, vecs: u64, windows: usize) -> (u32, u32) {
+    pub(crate) fn wide_launch(&self, vecs: u64, windows: usize) -> (u32, u32) {
         self.wide_groups(vecs, windows, self.wide_workgroup())
     }
 
@@ -248,7 +242,7 @@ impl Context {
     /// would pass [`LLVMPIPE_SHARE_MAX`] loop iterations), cut into chunks
     /// of [`LLVMPIPE_CHUNK`] vec4s per invocation dealt round-robin where the
     /// kernel walks [`LLVMPIPE_CHUNK_STREAMS`] windows or more; elsewhere one vec4 per
-    /// invocation, as many workgroups of [`Context::wide_workgroup`] as that
+    /// invocation, as many workgroups of [`Context::wide_workgroup`](crate::Context::wide_workgroup) as that
     /// takes up to the dispatch limit (a GPU needs the parallelism). On
     /// llvmpipe a contiguous share runs faster than the grid-wide stride,
     /// which has every invocation jump across the whole object

@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl Context {
+impl Runtime {
     /// The wide kernels and the split when the call qualifies (`None`:
     /// the generic path). Called before the agreement, so that a kernel that
     /// fails to build fails the call on every member through it, instead of

@@ -63,7 +63,7 @@ pub(crate) use jobs::RmaSlot;
 use wire::le_u64;
 use worker::Worker;
 
-/// Combines `n` elements of each slot into `out` (`collective::combine::ReduceFn`).
+/// Combines `n` elements of each slot into `out` (`crate::combine::ReduceFn`).
 pub(crate) type Combine = fn(ReduceOp, usize, &[*const u8], *mut u8);
 
 /// The combiner for collectives kind `kind` (an index in `KINDS`).
@@ -137,7 +137,7 @@ impl Proxy {
     /// and the node segment under `plane`.
     ///
     /// # Errors
-    /// [`Error::Unreachable`]-free: [`Error::InvalidArgument`] when the heap has
+    /// [`Error::Unreachable`](crate::Error::Unreachable)-free: [`Error::InvalidArgument`](crate::Error::InvalidArgument) when the heap has
     /// no host mapping; an I/O error when the thread cannot be spawned.
     pub(crate) fn start(
         plane: Arc<Plane>,
@@ -227,7 +227,7 @@ impl Proxy {
     /// target (`shmem_quiet` for the host: posted stores included).
     ///
     /// # Errors
-    /// [`Error::PeerFailed`]-style errors when the job aborts first.
+    /// [`Error::PeerFailed`](crate::Error::PeerFailed)-style errors when the job aborts first.
     pub(crate) fn quiet(&self) -> Result<()> {
         // SAFETY: see the Send impl.
         let head = unsafe { &*self.head }.load(Ordering::SeqCst);
@@ -263,8 +263,8 @@ impl Proxy {
     /// (host RMA to a PE on another device).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a range outside the heap;
-    /// [`Error::PeerFailed`] when the job aborts first.
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a range outside the heap;
+    /// [`Error::PeerFailed`](crate::Error::PeerFailed) when the job aborts first.
     pub(crate) fn get(&self, pe: u32, at: u64, dst: &mut [u8]) -> Result<()> {
         let bytes = self.rma(HostOp::Get {
             pe,

@@ -14,7 +14,7 @@
 mod half_order;
 mod halves;
 
-use super::reduce::{Reduce, ReduceOp};
+use crate::element::{Reduce, ReduceOp};
 
 /// `out = slot_0 op slot_1 op …` over `n` elements of one type.
 pub(crate) type ReduceFn = fn(ReduceOp, usize, &[*const u8], *mut u8);
@@ -194,6 +194,28 @@ unsafe fn fold_block<T: Reduce>(
         }
         None => acc.copy_from_slice(a),
     }
+}
+
+/// The host combiner of the device collectives' element kind `kind` (its
+/// index in `vkshmem_device::collectives::KINDS`): what the proxy uses for a
+/// device reduction's share on a team that spans devices.
+pub(crate) fn combine_for_kind(kind: u32) -> Option<ReduceFn> {
+    let name = vkshmem_device::collectives::KINDS.get(kind as usize)?.name;
+    Some(match name {
+        "i8" => reduce_slots::<i8>,
+        "u8" => reduce_slots::<u8>,
+        "i16" => reduce_slots::<i16>,
+        "u16" => reduce_slots::<u16>,
+        "i32" => reduce_slots::<i32>,
+        "u32" => reduce_slots::<u32>,
+        "i64" => reduce_slots::<i64>,
+        "u64" => reduce_slots::<u64>,
+        "f32" => reduce_slots::<f32>,
+        "f64" => reduce_slots::<f64>,
+        "f16" => reduce_slots::<half::f16>,
+        "bf16" => reduce_slots::<half::bf16>,
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

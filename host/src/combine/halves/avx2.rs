@@ -2,7 +2,7 @@
 //! time in 256-bit registers, and the macros and helpers that the AVX-512
 //! folds (`avx512.rs`) share.
 
-use crate::collective::reduce::ReduceOp;
+use crate::element::ReduceOp;
 use std::arch::x86_64::*;
 
 /// The fold's `match` over `op` in 256-bit registers, for [`reduce8`]

@@ -2,7 +2,7 @@
 //! elements at a time in 512-bit registers, with AVX512-BF16's rounding
 //! where the CPU has it.
 
-use crate::collective::reduce::ReduceOp;
+use crate::element::ReduceOp;
 use std::arch::x86_64::*;
 
 /// The fold's `match` over `op` in 512-bit registers, for
@@ -111,7 +111,7 @@ unsafe fn narrow_any<const BF: bool>(v: __m512, p: *mut u16) {
 /// The CPU has AVX-512F; every slot holds `whole` u16s and `out` as
 /// many writable ones, which are a slot's or overlap none.
 #[target_feature(enable = "avx512f")]
-pub(in crate::collective::combine) unsafe fn reduce16<const BF: bool>(
+pub(in crate::combine) unsafe fn reduce16<const BF: bool>(
     op: ReduceOp,
     slots: &[*const u16],
     out: *mut u16,
@@ -208,7 +208,7 @@ macro_rules! reduce32_with {
 /// and `out` as many writable ones, which are a slot's or overlap
 /// none.
 #[target_feature(enable = "avx512f,avx512bw")]
-pub(in crate::collective::combine) unsafe fn reduce32(
+pub(in crate::combine) unsafe fn reduce32(
     op: ReduceOp,
     slots: &[*const u16],
     out: *mut u16,
@@ -220,7 +220,7 @@ pub(in crate::collective::combine) unsafe fn reduce32(
 /// Whether the CPU has what [`reduce32_native`] needs: AVX-512F,
 /// BW, BF16 and DQ (Cooper Lake, Sapphire Rapids and later, Zen 4
 /// and later).
-pub(in crate::collective::combine) fn native_bf16() -> bool {
+pub(in crate::combine) fn native_bf16() -> bool {
     is_x86_feature_detected!("avx512f")
         && is_x86_feature_detected!("avx512bw")
         && is_x86_feature_detected!("avx512bf16")
@@ -236,7 +236,7 @@ pub(in crate::collective::combine) fn native_bf16() -> bool {
 /// # Safety
 /// [`native_bf16`]; and `reduce32`'s.
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16,avx512dq")]
-pub(in crate::collective::combine) unsafe fn reduce32_native(
+pub(in crate::combine) unsafe fn reduce32_native(
     op: ReduceOp,
     slots: &[*const u16],
     out: *mut u16,
@@ -282,7 +282,7 @@ unsafe fn narrow2_native(lo: __m512, hi: __m512, p: *mut u16) {
 /// Only [`narrow`] over a slice (length a multiple of 16), for the
 /// conversion tests; `None` without AVX-512F.
 #[cfg(test)]
-pub(in crate::collective::combine) fn narrow_all(from: &[f32], back: &mut [u16]) -> Option<()> {
+pub(in crate::combine) fn narrow_all(from: &[f32], back: &mut [u16]) -> Option<()> {
     if !is_x86_feature_detected!("avx512f") {
         return None;
     }
@@ -302,7 +302,7 @@ pub(in crate::collective::combine) fn narrow_all(from: &[f32], back: &mut [u16])
 /// as [`widen2`] lays them out, for the conversion tests; `None`
 /// where the CPU lacks what it needs.
 #[cfg(test)]
-pub(in crate::collective::combine) fn narrow2_all(
+pub(in crate::combine) fn narrow2_all(
     from: &[f32],
     back: &mut [u16],
     native: bool,

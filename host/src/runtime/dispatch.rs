@@ -1,11 +1,11 @@
 //! Raw SPIR-V kernels and their dispatch on heap windows.
 
-use super::{lock, Context, HeapWindow};
+use super::{lock, HeapWindow, Runtime};
 use crate::error::{Error, Result};
 use crate::vk::kernel::Kernel;
 use crate::vk::submit::Window;
 
-/// The checks [`Context::kernel_from_spirv`] makes before handing a module to the
+/// The checks [`Context::kernel_from_spirv`](crate::Context::kernel_from_spirv) makes before handing a module to the
 /// driver (pure).
 fn check_spirv(spirv: &[u32], entry: &str, bindings: u32, push_bytes: u32) -> Result<()> {
     use rspirv::dr::Operand;
@@ -70,22 +70,8 @@ fn check_spirv(spirv: &[u32], entry: &str, bindings: u32, push_bytes: u32) -> Re
     Ok(())
 }
 
-impl Context {
-    /// Builds a compute kernel from SPIR-V with `bindings` storage buffers in set 0
-    /// and `push_bytes` of push constants.
-    ///
-    /// The module is parsed and checked for what would otherwise be undefined
-    /// behaviour in the driver: a SPIR-V header, a `GLCompute` entry point named
-    /// `entry`, every resource in set 0 at a binding below `bindings`, and no push
-    /// constants unless `push_bytes` > 0. It is not otherwise validated: pass
-    /// modules from a validating compiler (as [`crate::Kernel`]s from WGSL are).
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for a module that fails those checks, more
-    /// bindings than the device's `maxPerStageDescriptorStorageBuffers`, or
-    /// `push_bytes` that is not a multiple of 4 or exceeds
-    /// `maxPushConstantsSize`; Vulkan errors.
-    pub fn kernel_from_spirv(
+impl Runtime {
+    pub(crate) fn kernel_from_spirv(
         &self,
         spirv: &[u32],
         entry: &str,
@@ -93,22 +79,10 @@ impl Context {
         push_bytes: u32,
     ) -> Result<Kernel> {
         check_spirv(spirv, entry, bindings, push_bytes)?;
-        Kernel::new(&self.inner.gpu, spirv, entry, &[bindings], push_bytes)
+        Kernel::new(&self.gpu, spirv, entry, &[bindings], push_bytes)
     }
 
-    /// Runs `kernel` on this PE's device over `groups` workgroups, with heap
-    /// `windows` bound to its bindings 0..n (any reachable PE's heap) and `push` as
-    /// push constants, and waits for it to finish.
-    ///
-    /// # Errors
-    /// [`Error::Unreachable`] for a window on a PE this PE cannot reach,
-    /// [`Error::InvalidArgument`] for a window outside the heap, empty, misaligned
-    /// (offsets must be multiples of the device's `minStorageBufferOffsetAlignment`;
-    /// [`Context::granule`] always is) or larger than the device's
-    /// `maxStorageBufferRange`, a binding/push-constant count mismatch, a
-    /// workgroup count of 0 or over the device's `maxComputeWorkGroupCount`, or a
-    /// kernel built on another context's device; Vulkan errors.
-    pub fn dispatch(
+    pub(crate) fn dispatch(
         &self,
         kernel: &Kernel,
         groups: [u32; 3],
@@ -117,14 +91,14 @@ impl Context {
     ) -> Result<()> {
         let bound = self.bind_windows(windows)?;
         self.check_groups(groups)?;
-        lock(&self.inner.submit)
+        lock(&self.submit)
             .dispatch(kernel, groups, &[&bound], push, false, &mut |_| None)
             .map(|_| ())
     }
 
     /// Checks heap windows for binding and resolves them to buffers.
     pub(crate) fn bind_windows(&self, windows: &[HeapWindow]) -> Result<Vec<Window>> {
-        let info = &self.inner.gpu.info;
+        let info = &self.gpu.info;
         let mut bound = Vec::with_capacity(windows.len());
         for w in windows {
             let block = self.check_range(w.pe, w.offset, w.bytes)?;
@@ -150,7 +124,7 @@ impl Context {
     }
 
     pub(crate) fn check_groups(&self, groups: [u32; 3]) -> Result<()> {
-        let max = self.inner.gpu.info.max_workgroups;
+        let max = self.gpu.info.max_workgroups;
         if groups.contains(&0) || groups.iter().zip(max).any(|(&g, m)| g > m) {
             return Err(Error::InvalidArgument(format!(
                 "workgroup count {groups:?}: each must be at least 1 and at most {max:?} (maxComputeWorkGroupCount)"
@@ -159,13 +133,8 @@ impl Context {
         Ok(())
     }
 
-    /// Submits an empty command buffer and waits for it: the floor of every
-    /// host-initiated device operation, for benchmarks.
-    ///
-    /// # Errors
-    /// Vulkan errors.
-    pub fn empty_submit(&self) -> Result<()> {
-        lock(&self.inner.submit).empty()
+    pub(crate) fn empty_submit(&self) -> Result<()> {
+        lock(&self.submit).empty()
     }
 }
 

@@ -46,7 +46,7 @@ impl Shared {
     /// One more outstanding collective: wakes the thread.
     pub fn add(&self) {
         self.outstanding.fetch_add(1, Ordering::SeqCst);
-        let _g = crate::context::lock(&self.wake);
+        let _g = crate::lock::lock(&self.wake);
         self.cv.notify_all();
     }
 
@@ -102,7 +102,7 @@ impl Drop for Progress {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::SeqCst);
         {
-            let _g = crate::context::lock(&self.shared.wake);
+            let _g = crate::lock::lock(&self.shared.wake);
             self.shared.cv.notify_all();
         }
         if let Some(t) = self.thread.take() {
@@ -116,7 +116,7 @@ fn run(w: &Watched, s: &Shared) {
     let words = usize::try_from(w.own.size() / 4).unwrap_or(usize::MAX);
     while !s.stop.load(Ordering::SeqCst) {
         if s.outstanding.load(Ordering::SeqCst) == 0 {
-            let g = crate::context::lock(&s.wake);
+            let g = crate::lock::lock(&s.wake);
             if s.outstanding.load(Ordering::SeqCst) == 0 && !s.stop.load(Ordering::SeqCst) {
                 // Woken by `add` or `drop`; the timeout only bounds a lost wake-up.
                 let _ = s.cv.wait_timeout(g, Duration::from_millis(500));

@@ -1,7 +1,7 @@
 //! Host access to the heaps: through the mapping, or through staging copies where
 //! the host cannot map them.
 
-use super::{lock, Context};
+use super::{lock, Runtime};
 use crate::error::{Error, Result};
 use crate::vk::memory::Staging;
 use crate::vk::submit::Submitter;
@@ -18,20 +18,20 @@ fn words_inside(start: u64, end: u64) -> (u64, u64) {
     (first, (end & !3).max(first))
 }
 
-impl Context {
+impl Runtime {
     /// Whether `[offset, offset + bytes)` lies inside one live symmetric
     /// allocation (a check for slices made with `SymSlice::from_raw`).
     pub(crate) fn is_live(&self, offset: u64, bytes: u64) -> bool {
-        lock(&self.inner.alloc).is_live(offset, bytes)
+        lock(&self.alloc).is_live(offset, bytes)
     }
 
     /// Checks that `[offset, offset+bytes)` lies in the heap.
     fn check_size(&self, offset: u64, bytes: u64) -> Result<()> {
         match offset.checked_add(bytes) {
-            Some(end) if end <= self.inner.heap.size() => Ok(()),
+            Some(end) if end <= self.heap.size() => Ok(()),
             _ => Err(Error::InvalidArgument(format!(
                 "range of {bytes} bytes at offset {offset} runs past the symmetric heap ({} bytes)",
-                self.inner.heap.size()
+                self.heap.size()
             ))),
         }
     }
@@ -43,7 +43,7 @@ impl Context {
         offset: u64,
         bytes: u64,
     ) -> Result<&Arc<crate::vk::memory::SharedMemory>> {
-        let block = self.inner.heap.block(pe)?;
+        let block = self.heap.block(pe)?;
         self.check_size(offset, bytes)?;
         Ok(block)
     }
@@ -127,10 +127,7 @@ impl Context {
     pub(crate) fn zero_own(&self, offset: u64, bytes: u64) -> Result<()> {
         let pe = self.my_pe();
         let block = self.check_range(pe, offset, bytes)?;
-        if let Some(base) = block
-            .mapped()
-            .filter(|_| bytes <= self.inner.host_mapped_max)
-        {
+        if let Some(base) = block.mapped().filter(|_| bytes <= self.host_mapped_max) {
             // SAFETY: the range lies inside the mapped block (check_range);
             // raw bytes are written without references to the shared memory.
             unsafe { std::ptr::write_bytes(base.as_ptr().add(offset as usize), 0, bytes as usize) };
@@ -139,7 +136,7 @@ impl Context {
         let end = offset + bytes;
         let (first, last) = words_inside(offset, end);
         if last > first {
-            lock(&self.inner.submit).fill(block.buffer, first, last - first, 0)?;
+            lock(&self.submit).fill(block.buffer, first, last - first, 0)?;
         }
         for (at, n) in [(offset, first - offset), (last, end - last)] {
             if n > 0 {
@@ -150,11 +147,11 @@ impl Context {
     }
 
     fn staged(&self, f: impl FnOnce(&mut Submitter, &Staging) -> Result<()>) -> Result<()> {
-        let mut st = lock(&self.inner.staging);
+        let mut st = lock(&self.staging);
         if st.is_none() {
-            *st = Some(Staging::new(&self.inner.gpu, STAGING_BYTES)?);
+            *st = Some(Staging::new(&self.gpu, STAGING_BYTES)?);
         }
-        let mut sub = lock(&self.inner.submit);
+        let mut sub = lock(&self.submit);
         f(&mut sub, st.as_ref().expect("created above"))
     }
 }

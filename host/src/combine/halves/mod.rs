@@ -13,7 +13,7 @@
 //! "Vectorised host combine").
 
 use super::assert_aligned;
-use crate::collective::reduce::{Reduce, ReduceOp};
+use crate::element::{Reduce, ReduceOp};
 
 /// Which half-precision type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,6 +1,8 @@
 //! Symmetric allocation: every PE asks for the same, checked before it is applied.
 
-use super::{lock, Context};
+use std::sync::Arc;
+
+use super::{lock, Runtime};
 use crate::error::{Error, Result};
 use crate::symbuf::SymBuffer;
 
@@ -35,8 +37,8 @@ impl Request {
     }
 }
 
-impl Context {
-    /// Compares `req` across PEs; a difference is [`Error::AllocMismatch`] on all
+impl Runtime {
+    /// Compares `req` across PEs; a difference is [`Error::AllocMismatch`](crate::Error::AllocMismatch) on all
     /// (every PE compares against PE 0's request, so all report the same words).
     fn agree(&self, req: Request) -> Result<()> {
         let blobs = self
@@ -57,28 +59,15 @@ impl Context {
         Ok(())
     }
 
-    /// Allocates `len` elements of `T` at the same offset on every PE
-    /// (`shmem_malloc`). Collective; contents are undefined.
-    ///
-    /// # Errors
-    /// [`Error::AllocMismatch`] when the PEs asked for different things (on every
-    /// PE), [`Error::HeapExhausted`] when there is no room (on every PE),
-    /// [`Error::InvalidArgument`] when `len` elements of `T` overflow 64 bits or `T`
-    /// is zero-sized; [`Error::PeerFailed`] when a PE dies during the agreement,
-    /// [`Error::Broken`] after a failed launch (see [`Context::launch`]).
-    pub fn malloc<T: bytemuck::Pod>(&self, len: usize) -> Result<SymBuffer<T>> {
+    pub(crate) fn malloc<T: bytemuck::Pod>(self: &Arc<Self>, len: usize) -> Result<SymBuffer<T>> {
         self.align(std::mem::align_of::<T>() as u64, len)
     }
 
-    /// Like [`Context::malloc`] with the offset a multiple of `align`
-    /// (`shmem_align`; a power of two). Its host address in a mapped heap
-    /// ([`Context::heap_base`] plus the offset) is aligned as much, up to
-    /// [`Context::heap_mapping_align`].
-    ///
-    /// # Errors
-    /// As [`Context::malloc`]; [`Error::InvalidArgument`] when `align` is not a power
-    /// of two (on every PE that passed it, before any communication).
-    pub fn align<T: bytemuck::Pod>(&self, align: u64, len: usize) -> Result<SymBuffer<T>> {
+    pub(crate) fn align<T: bytemuck::Pod>(
+        self: &Arc<Self>,
+        align: u64,
+        len: usize,
+    ) -> Result<SymBuffer<T>> {
         if std::mem::size_of::<T>() == 0 {
             return Err(Error::InvalidArgument(format!(
                 "symmetric buffers of the zero-sized type {} hold no bytes",
@@ -101,22 +90,17 @@ impl Context {
             a: bytes,
             b: align,
         })?;
-        let offset = lock(&self.inner.alloc).alloc(bytes, align)?;
+        let offset = lock(&self.alloc).alloc(bytes, align)?;
         Ok(SymBuffer::new(self.clone(), offset, len))
     }
 
-    /// Like [`Context::malloc`], with every element zero on every PE on return
-    /// (`shmem_calloc`).
-    ///
-    /// # Errors
-    /// As [`Context::malloc`]; Vulkan errors from zeroing the block.
-    pub fn calloc<T: bytemuck::Pod>(&self, len: usize) -> Result<SymBuffer<T>> {
+    pub(crate) fn calloc<T: bytemuck::Pod>(self: &Arc<Self>, len: usize) -> Result<SymBuffer<T>> {
         let buf = self.malloc::<T>(len)?;
-        let rounded = lock(&self.inner.alloc)
+        let rounded = lock(&self.alloc)
             .allocation_len(buf.offset())
             .expect("just allocated");
-        let own = self.inner.heap.block(self.inner.pe)?;
-        lock(&self.inner.submit).fill(own.buffer, buf.offset(), rounded, 0)?;
+        let own = self.heap.block(self.pe)?;
+        lock(&self.submit).fill(own.buffer, buf.offset(), rounded, 0)?;
         // No PE may write into the new block before its owner has zeroed it.
         self.sync_all()?;
         Ok(buf)
@@ -130,6 +114,6 @@ impl Context {
             a: offset,
             b: 0,
         })?;
-        lock(&self.inner.alloc).free(offset)
+        lock(&self.alloc).free(offset)
     }
 }

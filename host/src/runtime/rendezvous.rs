@@ -11,15 +11,16 @@
 //! Either way a meeting returns every member's descriptor in team order, so the
 //! callers (host syncs, host collectives) compare them the same way. Failures
 //! come back as the same typed errors: a dead or finalized member is
-//! [`Error::PeerFailed`], a wait longer than `VKSHMEM_WAIT_TIMEOUT` is
-//! [`Error::Timeout`] naming the members not arrived.
+//! [`Error::PeerFailed`](crate::Error::PeerFailed), a wait longer than `VKSHMEM_WAIT_TIMEOUT` is
+//! [`Error::Timeout`](crate::Error::Timeout) naming the members not arrived.
 
 use std::sync::atomic::{fence, Ordering};
 
 use bytemuck::Pod;
 
-use crate::context::{lock, Context};
 use crate::error::{Error, Result};
+use crate::lock::lock;
+use crate::runtime::Runtime;
 use crate::sync::{layout, Group, Stop, Ticket};
 
 /// The PEs that meet for a call: a team (or an active set) as a collective or
@@ -128,7 +129,7 @@ pub(crate) struct Meeting<D> {
 /// calls notice.
 const SYNC_TAG: u32 = 0x5359_4e43;
 
-/// The first word of a closing meeting's descriptor ([`Context::close_members`]).
+/// The first word of a closing meeting's descriptor ([`Context::close_members`](crate::Context::close_members)).
 const CLOSE_TAG: u32 = 0x434c_4f53;
 
 /// What a closing meeting's descriptors (`[tag, ok, how]` of every member,
@@ -156,7 +157,7 @@ fn closing_verdict(descs: &[[u32; 3]], call: &str, pe: impl Fn(usize) -> u32) ->
     Ok(())
 }
 
-impl Context {
+impl Runtime {
     /// Syncs the members of `m`. `desc` builds this PE's descriptor: it is given
     /// this PE's data slot on the plane (`None` on the socket) to stage data into
     /// first. Callers name their public call in errors (`Error::during`).
@@ -165,7 +166,7 @@ impl Context {
         m: &Members,
         desc: &mut dyn FnMut(Option<*mut u8>) -> D,
     ) -> Result<Meeting<D>> {
-        if let Some(why) = lock(&self.inner.broken).clone() {
+        if let Some(why) = lock(&self.broken).clone() {
             return Err(Error::Broken(why));
         }
         let Some((plane, slot)) = self.plane_for(m) else {
@@ -181,7 +182,7 @@ impl Context {
                 ticket: None,
             });
         };
-        if lock(&self.inner.boot).is_none() {
+        if lock(&self.boot).is_none() {
             return Err(Error::InvalidArgument("this PE has finalized".into()));
         }
         let g = Group {
@@ -210,13 +211,13 @@ impl Context {
         })
     }
 
-    /// The plane and team slot that [`Context::meet`] meets `m` on: a team
+    /// The plane and team slot that [`Context::meet`](crate::Context::meet) meets `m` on: a team
     /// of more than one member on one node of a job with a plane. `None`:
-    /// `m` meets through [`Context::gather_shape`] (an active set, a team
+    /// `m` meets through [`Context::gather_shape`](crate::Context::gather_shape) (an active set, a team
     /// that spans nodes: over MPI, a 1-member team, no plane). The same on
     /// every member.
     pub(crate) fn plane_for(&self, m: &Members) -> Option<(&crate::sync::Plane, u32)> {
-        match (&self.inner.plane, m.slot) {
+        match (&self.plane, m.slot) {
             (Some(p), Some(slot)) if m.shape.size > 1 && self.node_part(m).is_none() => {
                 Some((p.as_ref(), slot))
             }
@@ -227,7 +228,7 @@ impl Context {
     /// A plain sync of the members of `m` (host `team_sync`, `barrier_all`, a
     /// collective's closing sync). `call` names the public call for errors.
     pub(crate) fn sync_members(&self, m: &Members, call: &str) -> Result<()> {
-        if m.slot.is_none() || self.inner.plane.is_none() || self.node_part(m).is_some() {
+        if m.slot.is_none() || self.plane.is_none() || self.node_part(m).is_some() {
             // Through the socket (or MPI across nodes): a barrier of the member set.
             return self.gather_shape(m.shape, &[]).map(|_| ());
         }
@@ -246,7 +247,7 @@ impl Context {
     /// The closing meeting of a host collective on the kernel path: a sync
     /// of `m` that carries each member's outcome (`ok`) and how it submitted
     /// (`how`: `collective::part`). Returns an error when a member's part
-    /// failed ([`Error::PeerFailed`] naming it: its own error says why) or
+    /// failed ([`Error::PeerFailed`](crate::Error::PeerFailed) naming it: its own error says why) or
     /// the members submitted differently (each would have left work undone or
     /// done twice).
     pub(crate) fn close_members(&self, m: &Members, call: &str, ok: bool, how: u32) -> Result<()> {
@@ -256,7 +257,7 @@ impl Context {
 
     /// `m` split by node when it spans nodes ([`node_part`]).
     pub(crate) fn node_part(&self, m: &Members) -> Option<NodePart> {
-        let nodes = self.inner.nodes.as_deref()?;
+        let nodes = self.nodes.as_deref()?;
         node_part(nodes, m.shape, m.slot, m.me)
     }
 
@@ -271,12 +272,12 @@ impl Context {
             format!("team sync #{} (team slot {})", t.epoch(), t.slot())
         };
         let seconds =
-            |waited: std::time::Duration| self.inner.wait_timeout.unwrap_or(waited).as_secs_f64();
+            |waited: std::time::Duration| self.wait_timeout.unwrap_or(waited).as_secs_f64();
         // The endpoint's account of a failure, already in the socket when it
         // raised the word.
         let reported = |word: u32| {
             let pe = word & layout::ABORT_PE_MASK;
-            let how = lock(&self.inner.boot)
+            let how = lock(&self.boot)
                 .as_mut()
                 .and_then(|b| b.poll_abort())
                 .map(|(_, how)| how)
@@ -301,16 +302,16 @@ impl Context {
                 let how =
                     "finalized while other PEs wait in a collective, which can then never complete"
                         .to_string();
-                if let Some(b) = lock(&self.inner.boot).as_mut() {
+                if let Some(b) = lock(&self.boot).as_mut() {
                     b.report_finalized(pe, &how);
                 }
                 Error::PeerFailed { pe, how }
             }
             Stop::TimedOut { missing, waited } => {
-                if let Some(b) = lock(&self.inner.boot).as_mut() {
+                if let Some(b) = lock(&self.boot).as_mut() {
                     b.report_timeout(&what, waited, &missing);
                 }
-                if let Some(p) = &self.inner.plane {
+                if let Some(p) = &self.plane {
                     let first = missing.first().copied().unwrap_or(0);
                     p.raise_abort(layout::ABORT_TIMEOUT | (first & layout::ABORT_PE_MASK));
                 }

@@ -4,8 +4,8 @@ use std::marker::PhantomData;
 
 use bytemuck::Pod;
 
-use crate::context::{Context, HeapWindow};
 use crate::error::Result;
+use crate::runtime::{HeapWindow, Runtime};
 
 /// The highest byte address (exclusive) that kernels taking byte addresses
 /// reach: device addresses are u32, and the end of the last word (`w * 4 +
@@ -31,14 +31,14 @@ pub struct RawBuffer {
 
 /// `len` elements of `T` at the same offset of every PE's symmetric heap.
 ///
-/// Made by [`Context::malloc`], [`Context::calloc`] or [`Context::align`]. Host
+/// Made by [`Context::malloc`](crate::Context::malloc), [`Context::calloc`](crate::Context::calloc) or [`Context::align`](crate::Context::align). Host
 /// access copies (the memory is shared with the device and other processes, so no
 /// Rust references into it are handed out). Freeing is collective: call
 /// [`SymBuffer::free`] on every PE in the same order, or let the handle drop, which
 /// does the same and logs an error it cannot return. While the thread is panicking,
 /// a drop frees nothing (the job is going down and peers may not be freeing).
 pub struct SymBuffer<T: Pod> {
-    ctx: Context,
+    ctx: std::sync::Arc<Runtime>,
     offset: u64,
     len: usize,
     live: bool,
@@ -56,7 +56,7 @@ impl<T: Pod> std::fmt::Debug for SymBuffer<T> {
 }
 
 impl<T: Pod> SymBuffer<T> {
-    pub(crate) fn new(ctx: Context, offset: u64, len: usize) -> Self {
+    pub(crate) fn new(ctx: std::sync::Arc<Runtime>, offset: u64, len: usize) -> Self {
         SymBuffer {
             ctx,
             offset,
@@ -135,7 +135,7 @@ impl<T: Pod> SymBuffer<T> {
     /// device (its heap is not imported here).
     pub fn vk_buffer(&self, pe: u32) -> Result<RawBuffer> {
         Ok(RawBuffer {
-            buffer: self.ctx.inner.heap.block(pe)?.buffer,
+            buffer: self.ctx.heap.block(pe)?.buffer,
             offset: self.offset,
             bytes: self.bytes(),
         })
@@ -233,7 +233,7 @@ impl<T: Pod> SymBuffer<T> {
     /// # Errors
     /// [`crate::Error::AllocMismatch`] (on every PE) when the PEs free different
     /// buffers; [`crate::Error::PeerFailed`], [`crate::Error::Broken`] and
-    /// [`crate::Error::InvalidArgument`] as [`Context::barrier_all`]. The handle
+    /// [`crate::Error::InvalidArgument`] as [`Context::barrier_all`](crate::Context::barrier_all). The handle
     /// is consumed either way; after an error the memory stays allocated.
     pub fn free(mut self) -> Result<()> {
         self.live = false;

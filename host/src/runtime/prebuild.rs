@@ -1,11 +1,11 @@
 //! The background builds of a context's host kernels
 //! (`crate::kernels::prebuild` builds them).
 
-use super::Context;
+use super::Runtime;
 use crate::config;
 use crate::kernels::prebuild::{self, Plan};
 
-impl Context {
+impl Runtime {
     /// Starts building, on the process's builder thread, the host collectives'
     /// kernels this program is likely to call (see `VKSHMEM_PREBUILD`). Called
     /// once, at the end of `init`; returns at once. A failure to start is
@@ -27,16 +27,12 @@ impl Context {
             cfg,
             wide_workgroup: self.wide_workgroup(),
             wide_unit: self.wide_unit(),
-            world_staged: (0..self.n_pes()).any(|p| !self.inner.heap.reachable(p)),
+            world_staged: (0..self.n_pes()).any(|p| !self.heap.reachable(p)),
         };
-        prebuild::start(plan, mode, self.inner.gpu.clone(), &self.inner.submit);
+        prebuild::start(plan, mode, self.gpu.clone(), &self.submit);
     }
 
-    /// Waits until the builder thread has built the host kernels it was given
-    /// for this context after `init` (see `VKSHMEM_PREBUILD`); returns at once
-    /// when there were none. Benchmarks call it so that no background
-    /// compilation shares the CPU with what they time.
-    pub fn wait_background_builds(&self) {
-        prebuild::wait_ended(&self.inner.submit);
+    pub(crate) fn wait_background_builds(&self) {
+        prebuild::wait_ended(&self.submit);
     }
 }

@@ -127,7 +127,7 @@ impl Completions {
 
     /// A free slot, cleared.
     pub fn take(&self) -> Result<u32> {
-        let slot = crate::context::lock(&self.free).take().ok_or_else(|| {
+        let slot = crate::lock::lock(&self.free).take().ok_or_else(|| {
             Error::InvalidArgument(format!(
                 "{SLOTS} queued collectives are outstanding already: wait for some first"
             ))
@@ -148,12 +148,12 @@ impl Completions {
     /// Gives `slot` back (its last run was seen done, or never submitted and
     /// the commands that would write it are gone).
     pub fn give(&self, slot: u32) {
-        crate::context::lock(&self.free).give(slot);
+        crate::lock::lock(&self.free).give(slot);
     }
 
     /// Slots taken now.
     pub fn taken(&self) -> u32 {
-        crate::context::lock(&self.free).taken(SLOTS)
+        crate::lock::lock(&self.free).taken(SLOTS)
     }
 
     fn word(&self, slot: u32, w: usize) -> &AtomicU32 {
