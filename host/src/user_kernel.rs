@@ -25,13 +25,13 @@ use crate::vk::compile_turn::CompileTurn;
 use crate::vk::submit::{batch_len, pool_descriptors, Dispatch, Readback, Window};
 
 /// How long a launch whose waits the driver cut short listens for news of a
-/// failed peer before reporting the cut (see `Context::peer_failure_behind`).
+/// failed peer before reporting the cut (see `Runtime::peer_failure_behind`).
 const LATE_FAILURE_GRACE: Duration = Duration::from_millis(1500);
 
 /// How often a launch looks for a failed peer and its timeout.
 const WATCH_EVERY: Duration = Duration::from_millis(20);
 
-/// One launch of a [`Context::launch_batch`](crate::Context::launch_batch): as the arguments of
+/// One launch of a [`Runtime::launch_batch`]: as the arguments of
 /// [`Context::launch`](crate::Context::launch), and whether it waits for the launches before it.
 pub(crate) struct Launch<'a> {
     pub kernel: &'a DeviceKernel,
@@ -43,7 +43,7 @@ pub(crate) struct Launch<'a> {
     /// the one before).
     pub barrier: bool,
     /// The PE whose library it runs as (`None`: this PE): set 0 binds the
-    /// heaps as that PE's library does ([`Context::library_windows_as`](crate::Context::library_windows_as)), so
+    /// heaps as that PE's library does ([`Runtime::library_windows_as`]), so
     /// `vks_my_pe()` and every slot mean that PE. For the host collectives'
     /// generic kernels that the team's first member submits for every
     /// member (`collective::part`).
@@ -126,7 +126,7 @@ impl Runtime {
     }
 
     /// The kernels being built beside this context's own calls, when a
-    /// background builder was started (`Context::prebuild_host_kernels`).
+    /// background builder was started (`Runtime::prebuild_host_kernels`).
     pub(crate) fn builds(&self) -> Option<Arc<Builds>> {
         lock(&self.submit)
             .companion::<Prebuild>()
@@ -175,7 +175,7 @@ impl Runtime {
     }
 
     /// Whether this PE's library kernels may run as any PE of the job
-    /// ([`Context::library_windows_as`](crate::Context::library_windows_as)): every PE is reached directly, so
+    /// ([`Runtime::library_windows_as`]): every PE is reached directly, so
     /// every PE's library is this one's with its slots turned (one compile
     /// per job: the PE's number is read at run time from slot 0's control
     /// header).
@@ -185,7 +185,7 @@ impl Runtime {
 
     /// Set 0 as PE `pe`'s library binds it: slot `s` is the heap of PE
     /// `(pe + s) mod n` (this PE's own windows for `pe` = this PE). Only
-    /// where [`Context::runs_as_any_pe`](crate::Context::runs_as_any_pe) for another PE.
+    /// where [`Runtime::runs_as_any_pe`] for another PE.
     pub(crate) fn library_windows_as(&self, pe: u32) -> Result<Vec<Window>> {
         let cfg = self.library_config()?;
         if pe != self.my_pe() && !self.runs_as_any_pe() {
@@ -593,7 +593,7 @@ impl Runtime {
     /// Where a launch's submission copies this PE's device error words to
     /// the host when the host does not map this PE's heap (else `None`: the
     /// mapping reads them): the 16 bytes from `ControlHeader::error` that
-    /// [`Context::check_device_errors`](crate::Context::check_device_errors) reads, so that no second submission
+    /// [`Runtime::check_device_errors`] reads, so that no second submission
     /// fetches them.
     fn error_readback(&self) -> Result<Option<Readback>> {
         let block = self.heap.block(self.my_pe())?;
@@ -606,7 +606,7 @@ impl Runtime {
 
     /// Reads (or takes `header`, the 16 bytes from `ControlHeader::error`
     /// that the launch's own submission copied back, see
-    /// [`Context::error_readback`](crate::Context::error_readback)) this PE's device error words after a
+    /// [`Runtime::error_readback`]) this PE's device error words after a
     /// launch of `kernel`: clears them and returns the error they report.
     fn check_device_errors(
         &self,

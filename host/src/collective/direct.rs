@@ -38,6 +38,7 @@
 //! the rest take the rounds.
 
 use super::copy;
+use super::engine::{Ran, Then};
 use super::moves::{self, Plan};
 use super::reduce::ReduceOp;
 use super::{Desc, Members};
@@ -60,7 +61,7 @@ struct Reduction {
 }
 
 /// How the members moved a direct call (carried by its meetings, see
-/// `Context::close_members`).
+/// `Runtime::close_members`).
 const DIRECT: u32 = 3;
 
 /// Bytes of a gather's source pushed to the dests at a time where the
@@ -113,9 +114,11 @@ impl Runtime {
         name: &str,
         reduce: Option<ReduceFn>,
         in_l1: bool,
-    ) -> Result<()> {
-        let (contrib, plan) = moves::plan(m, all)?;
-        let running = self.phases.start();
+    ) -> Ran {
+        let (contrib, plan) = match moves::plan(m, all) {
+            Ok(p) => p,
+            Err(e) => return Ran::Complete(Err(e)),
+        };
         // Member `i`'s contribution in this process's mapping of its heap.
         let source = |i: u32| -> Result<*const u8> {
             let (pe, at, n) = (
@@ -150,7 +153,11 @@ impl Runtime {
             u64::from(m.shape.size).saturating_mul(dests),
             self.host_stream,
         );
-        let moved = match (&plan, moves::push(m, all)?) {
+        let push = match moves::push(m, all) {
+            Ok(p) => p,
+            Err(e) => return Ran::Complete(Err(e)),
+        };
+        let moved = match (&plan, push) {
             (Plan::Copies(_), Some(p)) => self.direct_push(m, name, &p, &source, stream),
             (Plan::Copies(moves), None) => self.direct_copies(m, all, moves, &source, &own, stream),
             (Plan::Reduce { dest, bytes, op }, _) => {
@@ -168,10 +175,14 @@ impl Runtime {
                 self.direct_reduce(m, all, name, &r, &source, &own)
             }
         };
-        // Timed as the kernel path's run and closing meeting are, so
-        // `--phases` tells this path from the rounds (neither) and the
-        // kernels (submissions).
-        self.close_run(m, name, DIRECT, running, moved)
+        // Closed (and timed) as the kernel path's run is, so `--phases`
+        // tells this path from the rounds (neither) and the kernels
+        // (submissions).
+        Ran::Moved {
+            moved,
+            how: DIRECT,
+            then: Then::Nothing,
+        }
     }
 
     /// A reduction on the direct path: this member combines its slice

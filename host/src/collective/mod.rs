@@ -44,6 +44,7 @@ mod collect;
 #[doc(hidden)]
 pub mod copy;
 mod direct;
+mod engine;
 mod host_path;
 mod moves;
 mod part;
@@ -61,9 +62,9 @@ use vkshmem_device::layout;
 
 use crate::collective::reduce::ReduceOp;
 use crate::error::{Error, Result};
-use crate::phases::Phase;
 use crate::runtime::Runtime;
 use crate::symbuf::SymSlice;
+use engine::{Call, Ran, Then};
 
 /// Work items (heap words) per invocation the host forms aim for: many
 /// workgroups with a few items each (lavapipe's copies were fastest that way).
@@ -364,20 +365,20 @@ impl Runtime {
         self.check_span(what, &Span::of(s), n)
     }
 
-    /// [`Context::check_sym`](crate::Context::check_sym) anywhere in the heap: for the host collectives
+    /// [`Runtime::check_sym`] anywhere in the heap: for the host collectives
     /// whose wide and staged paths bind or copy any part of it; their generic
     /// steps check the first 4 GiB themselves ([`generic_reach`]).
     pub(crate) fn check_sym_heap<T: Pod>(&self, what: &str, s: &SymSlice<T>, n: u64) -> Result<()> {
         self.check_span_heap(what, &Span::of(s), n)
     }
 
-    /// [`Context::check_sym`](crate::Context::check_sym) on a slice's [`Span`].
+    /// [`Runtime::check_sym`] on a slice's [`Span`].
     pub(crate) fn check_span(&self, what: &str, s: &Span, n: u64) -> Result<()> {
         self.check_span_heap(what, s, n)?;
         generic_reach(what, &[(s.offset, n * s.es)])
     }
 
-    /// [`Context::check_sym_heap`](crate::Context::check_sym_heap) on a slice's [`Span`].
+    /// [`Runtime::check_sym_heap`] on a slice's [`Span`].
     fn check_span_heap(&self, what: &str, s: &Span, n: u64) -> Result<()> {
         let es = s.es;
         let control = layout::control_bytes(self.n_pes());
@@ -426,11 +427,11 @@ impl Runtime {
         Ok(())
     }
 
-    /// Steps 1-3 of the module docs. `local` is this PE's own check; `small`
-    /// what this PE stages for the host path when the call is small enough (see
-    /// `host_path`); `plan` turns every member's descriptor into the part of
-    /// the member it is given (its index in the team), called for every
-    /// member.
+    /// Steps 1-3 of the module docs ([`Shmem`] through the engine).
+    /// `local` is this PE's own check; `small` what this PE stages for the
+    /// host path when the call is small enough (see `host_path`); `plan`
+    /// turns every member's descriptor into the part of the member it is
+    /// given (its index in the team), called for every member.
     pub(crate) fn run_collective(
         &self,
         m: &Members,
@@ -440,138 +441,14 @@ impl Runtime {
         small: Small,
         plan: impl FnMut(u32, &[Desc]) -> Result<Part>,
     ) -> Result<()> {
-        let called = self.phases.start();
-        let r = self.run_collective_phases(m, desc, local, same_nelems, small, plan);
-        self.phases.end(Phase::Call, called);
-        r
-    }
-
-    /// [`Context::run_collective`](crate::Context::run_collective), its phases timed when asked
-    /// ([`crate::phases`]).
-    fn run_collective_phases(
-        &self,
-        m: &Members,
-        mut desc: Desc,
-        local: Result<()>,
-        same_nelems: bool,
-        small: Small,
-        mut plan: impl FnMut(u32, &[Desc]) -> Result<Part>,
-    ) -> Result<()> {
-        let phases = &self.phases;
-        let meeting = phases.start();
-        let name = Which::from_code(desc.which).map_or("collective", Which::name);
-        let local = match &m.deferred {
-            Some(why) => local.and(Err(Error::InvalidArgument(why.clone()))),
-            None => local,
+        let call = Shmem {
+            desc,
+            local: Some(local),
+            same_nelems,
+            small,
+            plan,
         };
-        desc.ok = u32::from(local.is_ok());
-        desc.leader = u32::from(self.leader_submit);
-        let met = self
-            .meet(m, &mut |slot| {
-                let mut d = desc;
-                if let (Some(slot), true) = (slot, local.is_ok()) {
-                    d.staged = u32::from(self.stage_small(&small, slot));
-                    d.hosted = self.host_ways(m, &small);
-                }
-                d
-            })
-            .map_err(|e| e.during(name))?;
-        let all = met.descs;
-        local?;
-        agree(m, name, &all, same_nelems)?;
-        let running = phases.end(Phase::Meet, meeting);
-        if let Some(t) = &met.ticket {
-            if all.iter().all(|d| d.staged == 1) {
-                // Complete on return, no closing sync (see host_path).
-                return self.host_move(m, &all, t, &small);
-            }
-            // Too large for the data slot, on a heap in host memory (see
-            // host_path): straight from the members' heaps where every
-            // member maps them all and no dest overlaps what peers read ...
-            if all.iter().all(|d| d.hosted & host_path::HOSTED_DIRECT != 0)
-                && moves::direct_safe(m.shape.size, &all)?
-            {
-                return self.direct_move(m, &all, name, small.reduce, small.in_l1);
-            }
-            // ... else in rounds through the staging buffers.
-            if all.iter().all(|d| d.hosted & host_path::HOSTED_ROUNDS != 0)
-                && !self.spans_devices(m)
-            {
-                return self.staged_move(m, &all, name, small.reduce);
-            }
-        }
-        if let (Some(h), Some(f), Some(Which::Reduce)) = (
-            self.node_part(m),
-            small.reduce,
-            Which::from_code(desc.which),
-        ) {
-            // A reduction on a team that spans nodes: hierarchical, with
-            // MPI_Allreduce between nodes (when MPI reduces the type).
-            if self.reduce_across_nodes(m, &h, &all, name, f)? {
-                return Ok(());
-            }
-        }
-        if self.spans_devices(m) {
-            // Some member is on another device (the same answer on every
-            // member: transports are symmetric): through the staging buffers.
-            return self.staged_move(m, &all, name, small.reduce);
-        }
-        // Every member plans every member's part, from the same agreed
-        // values on the same device: all reach the same choice of who
-        // submits (the closing meeting checks it), and an argument a part
-        // cannot take (an object past the 4 GiB of a generic kernel) fails
-        // every member alike, before anything moves.
-        let together = submits_together(m, &all);
-        let mut as_members = false;
-        let (moved, how) = match (0..m.shape.size)
-            .map(|j| plan(j, &all))
-            .collect::<Result<Vec<Part>>>()
-        {
-            Err(e) => (Err(e), part::EACH),
-            Ok(mut parts) => match together
-                .then(|| self.run_as_first(m, &parts, self.runs_as_any_pe()))
-                .flatten()
-            {
-                Some((ran, generic)) => {
-                    as_members = generic;
-                    (ran, part::LEADER)
-                }
-                None => (self.run_part(parts.swap_remove(m.me as usize)), part::EACH),
-            },
-        };
-        tracing::trace!(
-            "{name}: {}",
-            match (how == part::LEADER, as_members) {
-                (true, false) => "every part submitted by the team's first member",
-                (true, true) =>
-                    "every part submitted by the team's first member, generic kernels run as each member",
-                _ if m.shape.size == 1 => "a team of one submitted its part",
-                _ => "each member submitted its own part",
-            }
-        );
-        self.close_run(m, name, how, running, moved)
-    }
-
-    /// The end of a call's run (`moved`, this PE's part, timed from
-    /// `running`) and its closing meeting (`how` the members moved it):
-    /// complete on every member even when this PE's part failed, so that no
-    /// member waits forever; then this PE's failure, the more precise error,
-    /// or a member's.
-    pub(crate) fn close_run(
-        &self,
-        m: &Members,
-        name: &str,
-        how: u32,
-        running: Option<std::time::Instant>,
-        moved: Result<()>,
-    ) -> Result<()> {
-        let phases = &self.phases;
-        let closing = phases.end(Phase::Run, running);
-        let done = self
-            .close_members(m, name, moved.is_ok(), how)
-            .map_err(|e| e.during(name));
-        phases.end(Phase::Close, closing);
-        moved.and(done)
+        self.run_call(m, call)
     }
 
     /// `call`'s kernel, its immediates (`args` with the call's own arguments)
@@ -643,6 +520,142 @@ impl Runtime {
             dest: dest.offset() as u32,
             source: source.offset() as u32,
             ..Default::default()
+        }
+    }
+}
+
+/// A SHMEM collective as the engine runs it: its descriptor, this PE's own
+/// check, what it stages for the host path, and its plan for the kernel
+/// path (one per family: `broadcast.rs`, `collect.rs`, `alltoall.rs`,
+/// `reduce.rs`).
+pub(crate) struct Shmem<P> {
+    desc: Desc,
+    /// This PE's own check, taken by the agreement.
+    local: Option<Result<()>>,
+    /// Whether every member must pass the same `nelems`.
+    same_nelems: bool,
+    small: Small,
+    plan: P,
+}
+
+impl<P: FnMut(u32, &[Desc]) -> Result<Part>> Call for Shmem<P> {
+    /// Every member's descriptor, and the ticket of the meeting on the
+    /// plane (`None` on the socket).
+    type Agreed = (Vec<Desc>, Option<crate::sync::Ticket>);
+
+    fn name(&self) -> &str {
+        Which::from_code(self.desc.which).map_or("collective", Which::name)
+    }
+
+    /// Publishes the descriptor (staging this PE's data for the host path
+    /// where it is small) and checks every member's against member 0's.
+    fn agree(&mut self, rt: &Runtime, m: &Members) -> Result<Self::Agreed> {
+        let name = Which::from_code(self.desc.which).map_or("collective", Which::name);
+        let local = self.local.take().expect("agreed once");
+        let local = match &m.deferred {
+            Some(why) => local.and(Err(Error::InvalidArgument(why.clone()))),
+            None => local,
+        };
+        let mut desc = self.desc;
+        desc.ok = u32::from(local.is_ok());
+        desc.leader = u32::from(rt.leader_submit);
+        let small = &self.small;
+        let met = rt
+            .meet(m, &mut |slot| {
+                let mut d = desc;
+                if let (Some(slot), true) = (slot, local.is_ok()) {
+                    d.staged = u32::from(rt.stage_small(small, slot));
+                    d.hosted = rt.host_ways(m, small);
+                }
+                d
+            })
+            .map_err(|e| e.during(name))?;
+        local?;
+        agree(m, name, &met.descs, self.same_nelems)?;
+        Ok((met.descs, met.ticket))
+    }
+
+    /// The host path when every member staged its data; straight from the
+    /// mappings, or in rounds through the staging buffers, where the heaps
+    /// are in host memory; across nodes, or devices, through their own
+    /// paths; else the kernels, each member's part planned by every member.
+    fn run(&mut self, rt: &Runtime, m: &Members, (all, ticket): Self::Agreed) -> Ran {
+        let name = Which::from_code(self.desc.which).map_or("collective", Which::name);
+        let small = &self.small;
+        if let Some(t) = &ticket {
+            if all.iter().all(|d| d.staged == 1) {
+                // Complete on return, no closing sync (see host_path).
+                return Ran::Complete(rt.host_move(m, &all, t, small));
+            }
+            // Too large for the data slot, on a heap in host memory (see
+            // host_path): straight from the members' heaps where every
+            // member maps them all and no dest overlaps what peers read ...
+            let direct = all.iter().all(|d| d.hosted & host_path::HOSTED_DIRECT != 0);
+            match direct.then(|| moves::direct_safe(m.shape.size, &all)) {
+                Some(Err(e)) => return Ran::Complete(Err(e)),
+                Some(Ok(true)) => return rt.direct_move(m, &all, name, small.reduce, small.in_l1),
+                _ => {}
+            }
+            // ... else in rounds through the staging buffers.
+            if all.iter().all(|d| d.hosted & host_path::HOSTED_ROUNDS != 0) && !rt.spans_devices(m)
+            {
+                return Ran::Complete(rt.staged_move(m, &all, name, small.reduce));
+            }
+        }
+        if let (Some(h), Some(f), Some(Which::Reduce)) = (
+            rt.node_part(m),
+            small.reduce,
+            Which::from_code(self.desc.which),
+        ) {
+            // A reduction on a team that spans nodes: hierarchical, with
+            // MPI_Allreduce between nodes (when MPI reduces the type).
+            match rt.reduce_across_nodes(m, &h, &all, name, f) {
+                Ok(false) => {}
+                done => return Ran::Complete(done.map(drop)),
+            }
+        }
+        if rt.spans_devices(m) {
+            // Some member is on another device (the same answer on every
+            // member: transports are symmetric): through the staging buffers.
+            return Ran::Complete(rt.staged_move(m, &all, name, small.reduce));
+        }
+        // Every member plans every member's part, from the same agreed
+        // values on the same device: all reach the same choice of who
+        // submits (the closing meeting checks it), and an argument a part
+        // cannot take (an object past the 4 GiB of a generic kernel) fails
+        // every member alike, before anything moves.
+        let together = submits_together(m, &all);
+        let mut as_members = false;
+        let (moved, how) = match (0..m.shape.size)
+            .map(|j| (self.plan)(j, &all))
+            .collect::<Result<Vec<Part>>>()
+        {
+            Err(e) => (Err(e), part::EACH),
+            Ok(mut parts) => match together
+                .then(|| rt.run_as_first(m, &parts, rt.runs_as_any_pe()))
+                .flatten()
+            {
+                Some((ran, generic)) => {
+                    as_members = generic;
+                    (ran, part::LEADER)
+                }
+                None => (rt.run_part(parts.swap_remove(m.me as usize)), part::EACH),
+            },
+        };
+        tracing::trace!(
+            "{name}: {}",
+            match (how == part::LEADER, as_members) {
+                (true, false) => "every part submitted by the team's first member",
+                (true, true) =>
+                    "every part submitted by the team's first member, generic kernels run as each member",
+                _ if m.shape.size == 1 => "a team of one submitted its part",
+                _ => "each member submitted its own part",
+            }
+        );
+        Ran::Moved {
+            moved,
+            how,
+            then: Then::Nothing,
         }
     }
 }

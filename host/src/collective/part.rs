@@ -194,7 +194,7 @@ impl Runtime {
     }
 
     /// Runs this PE's own `part`, step by step: consecutive wide steps as
-    /// the phases of one submission ([`Context::run_phases`](crate::Context::run_phases)); a generic
+    /// the phases of one submission ([`Runtime::run_phases`]); a generic
     /// step alone (its kernel may wait, [`Context::launch`](crate::Context::launch)).
     pub(crate) fn run_part(&self, part: Part) -> Result<()> {
         let mut wide: Vec<Vec<Item<'_>>> = Vec::new();
@@ -218,7 +218,7 @@ impl Runtime {
     }
 
     /// Submits `phases` in order: each phase's launches side by side, a
-    /// barrier before each later phase (`Context::launch_batch`). A phase
+    /// barrier before each later phase (`Runtime::launch_batch`). A phase
     /// that writes tables first runs the phases before it, then writes
     /// them from the host, then goes on. A generic kernel with no work
     /// items launches nothing.

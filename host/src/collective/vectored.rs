@@ -5,9 +5,10 @@
 //! `sum_exscan`), and fan-in / fan-out.
 //!
 //! # How
-//! Every call is the same three steps, on every transport:
+//! Every call is the engine's three steps (`engine.rs`, as SHMEM's calls:
+//! a [`Ucc`] call of [`UccArgs`] and its moves), on every transport:
 //! 1. **Agree.** Each member shares its arguments with the team (a meeting
-//!    of the members, [`Context::meet`](crate::Context::meet): on the sync plane for a team on one
+//!    of the members, [`Runtime::meet`]: on the sync plane for a team on one
 //!    node, its own words in its data slot; else the bootstrap's allgather,
 //!    the socket or MPI across nodes):
 //!    the ones every member must pass alike (root, counts, operation) and
@@ -19,8 +20,9 @@
 //!    ([`Context::get`](crate::Context::get)'s path: the host mapping, copies, or the proxy) into
 //!    host memory, and combines it for the reductions (the host combiner of
 //!    the small-collective path, in team order).
-//! 3. **Close.** A meeting (no member's source changes before everyone
-//!    has read it); then each member writes its own dest. Writing after the
+//! 3. **Close.** The engine's closing meeting, SHMEM's (no member's source
+//!    changes before everyone has read it); then each member writes its
+//!    own dest where it did not before ([`Then`]). Writing after the
 //!    sync makes every in-place use safe (dest overlapping source).
 //!
 //! **On the host mapping.** Where every heap a member reads is mapped into
@@ -39,18 +41,18 @@
 //!
 //! **On the device.** Past that, or where the host does not map the heap,
 //! a data move whose writes lie apart from its exposed bytes runs as the
-//! device's wide copy kernels ([`Context::copy_wide`](crate::Context::copy_wide)), from the members'
+//! device's wide copy kernels ([`Runtime::copy_wide`]), from the members'
 //! heaps straight into the dest, in one batch of the member's own launches
-//! before the sync ([`Context::pull_launches`](crate::Context::pull_launches)), where every heap it reads
+//! before the sync ([`Runtime::pull_launches`]), where every heap it reads
 //! is on its device and the reads are in whole 32-bit words; the
 //! reductions and scans fold there too, with the wide accumulate kernels
-//! (up to 8 sources a launch, chained past that: [`Context::fold_wide`](crate::Context::fold_wide)),
+//! (up to 8 sources a launch, chained past that: [`Runtime::fold_wide`]),
 //! where the sources are as far off 16-byte alignment as the dest and
 //! the kind has wide kernels. Where every member submits as a team
 //! (`VKSHMEM_SUBMIT=leader`, the default on NVIDIA, whose processes take
 //! turns on the GPU when several submit) and no member may use the
 //! mappings, the team's first member plans and submits every member's
-//! launches in one batch ([`Context::run_together`](crate::Context::run_together)). Elsewhere (writes over the member's own
+//! launches in one batch ([`Runtime::run_together`]). Elsewhere (writes over the member's own
 //! exposed bytes, as an in-place alltoallv's, a peer behind the proxy,
 //! bytes off whole words) the steps stay as above. Either straight path
 //! copies every byte once where the buffer copies it twice, and runs
@@ -69,6 +71,8 @@
 use bytemuck::Pod;
 
 use super::copy;
+use super::engine::{Call, Ran, Then};
+use super::part;
 use super::part::{Part, Step};
 use super::reduce::Reduce;
 use crate::combine::reduce_slots;
@@ -90,7 +94,7 @@ struct Read {
     bytes: u64,
 }
 
-/// A member's part of a data move ([`Context::pull_into`](crate::Context::pull_into)).
+/// A member's part of a data move ([`Runtime::pull_into`]).
 struct Pull {
     /// What it reads: `dst` relative to its dest.
     reads: Vec<Read>,
@@ -104,7 +108,7 @@ struct Pull {
     exposed: (u64, u64),
 }
 
-/// A member's part of a reduction or scan ([`Context::fold_and_close`](crate::Context::fold_and_close)).
+/// A member's part of a reduction or scan ([`Runtime::fold_and_close`]).
 struct Fold {
     /// Byte offset of its part within every member's source.
     at: u64,
@@ -118,14 +122,6 @@ struct Fold {
     exposed: (u64, u64),
 }
 
-/// The first word of step 3's meeting ([`Context::close_ucc`](crate::Context::close_ucc)): "UCCCLOSE".
-const UCC_CLOSE: u64 = 0x4553_4f4c_4343_4355;
-/// Step 3's third word: each member moved its own part.
-const UCC_EACH: u64 = 1;
-/// Step 3's third word: the team's first member moved every part
-/// ([`Context::run_together`](crate::Context::run_together)).
-const UCC_TOGETHER: u64 = 2;
-
 /// What every member shared in step 1.
 struct Shared {
     /// Per member: its own words (offsets, layouts).
@@ -134,7 +130,7 @@ struct Shared {
     dests: Vec<u64>,
     /// Whether the team's first member may submit every member's part
     /// (every member submits that way, `VKSHMEM_SUBMIT`, and none may take
-    /// the host's mappings instead: [`Context::run_together`](crate::Context::run_together)).
+    /// the host's mappings instead: [`Runtime::run_together`]).
     together: bool,
 }
 
@@ -185,15 +181,62 @@ fn fingerprint(words: &[u64]) -> u64 {
     crate::fnv::fnv1a(words.iter().flat_map(|w| w.to_le_bytes()))
 }
 
+/// A UCC call's arguments, as step 1 shares them.
+struct UccArgs<'a> {
+    what: &'a str,
+    /// Alike on every member (root, counts, operation).
+    common: Vec<u64>,
+    /// This member's own words (where its source is, its layouts).
+    own: Vec<u64>,
+    /// Its dest and the bytes it receives (`None`: nothing moves).
+    part: Option<Mine>,
+    /// This member's own checks, taken by the agreement.
+    local: Option<Result<()>>,
+}
+
+/// A UCC call as the engine runs it: its arguments, and what moves once
+/// every member agreed on them (a pull, a fold or a sync).
+struct Ucc<'a, M> {
+    args: UccArgs<'a>,
+    moves: M,
+}
+
+impl<M: FnMut(&Runtime, &Members, &Shared) -> Ran> Call for Ucc<'_, M> {
+    type Agreed = Shared;
+
+    fn name(&self) -> &str {
+        self.args.what
+    }
+
+    fn agree(&mut self, rt: &Runtime, m: &Members) -> Result<Shared> {
+        let a = &mut self.args;
+        let local = a.local.take().expect("agreed once");
+        let own = std::mem::take(&mut a.own);
+        rt.agree_ucc(m, a.what, &a.common, own, a.part, local)
+    }
+
+    fn run(&mut self, rt: &Runtime, m: &Members, sh: Shared) -> Ran {
+        let what = self.args.what;
+        match (self.moves)(rt, m, &sh) {
+            Ran::Moved { moved, how, then } => Ran::Moved {
+                moved: moved.map_err(|e| e.during(what)),
+                how,
+                then,
+            },
+            complete => complete,
+        }
+    }
+}
+
 impl Runtime {
     /// Step 1: shares `common` (alike on every member) and `own`, with this
     /// member's verdict on its own arguments; every member gets the same
-    /// answer. A meeting of the members ([`Context::meet`](crate::Context::meet): on the sync
+    /// answer. A meeting of the members ([`Runtime::meet`]: on the sync
     /// plane for a team on one node, else through the bootstrap socket or
     /// MPI) carries each member's fingerprints, verdict and the length of
     /// its `own` (the same on every member for a call), with `own` itself
     /// in the member's data slot; where the members do not meet on the
-    /// plane ([`Context::plane_for`](crate::Context::plane_for)) or `own` does not fit a slot, the
+    /// plane ([`Runtime::plane_for`]) or `own` does not fit a slot, the
     /// descriptor and `own` go together in one allgather.
     fn agree_ucc(
         &self,
@@ -337,21 +380,66 @@ impl Runtime {
         })
     }
 
+    /// A data move through the engine: `args` agreed, then member `j`'s
+    /// reads `pull_of(agreed, j)` into its dest at heap offset `dest`.
+    fn run_pull(
+        &self,
+        m: &Members,
+        args: UccArgs,
+        dest: u64,
+        pull_of: impl Fn(&Shared, u32) -> Pull,
+    ) -> Result<()> {
+        self.run_pull_checked(m, args, dest, |_| Ok(()), pull_of)
+    }
+
+    /// [`Runtime::run_pull`] with a check of what was agreed (the same
+    /// verdict on every member) before anything moves.
+    fn run_pull_checked(
+        &self,
+        m: &Members,
+        args: UccArgs,
+        dest: u64,
+        check: impl Fn(&Shared) -> Result<()>,
+        pull_of: impl Fn(&Shared, u32) -> Pull,
+    ) -> Result<()> {
+        let what = args.what;
+        let moves = |rt: &Runtime, m: &Members, sh: &Shared| match check(sh) {
+            Ok(()) => rt.pull_into(m, what, sh, &|j| pull_of(sh, j), dest),
+            Err(e) => Ran::Complete(Err(e)),
+        };
+        self.run_call(m, Ucc { args, moves })
+    }
+
+    /// A reduction or scan through the engine: `args` agreed, then member
+    /// `j`'s fold and count `fold_of(agreed, j)`.
+    fn run_fold<T: Reduce>(
+        &self,
+        m: &Members,
+        args: UccArgs,
+        fold_of: impl Fn(&Shared, u32) -> (Fold, usize),
+    ) -> Result<()> {
+        let what = args.what;
+        let moves = |rt: &Runtime, m: &Members, sh: &Shared| {
+            rt.fold_and_close::<T>(m, sh, what, &|j| fold_of(sh, j))
+        };
+        self.run_call(m, Ucc { args, moves })
+    }
+
     /// Steps 2 and 3 for data moves: where every read writes dest bytes
     /// apart from the exposed ones ([`writes_apart`], an in-place part left
     /// out), the reads straight into `dest` (through the mappings up to
     /// `VKSHMEM_HOST_MAPPED_MAX`, else by the device:
-    /// [`Context::pull_launches`](crate::Context::pull_launches)), then the closing sync; else into
+    /// [`Runtime::pull_launches`]), then the closing sync; else into
     /// `pull.bytes` of host memory (holding first what the dest held, where
     /// `pull.gaps`), the sync, then `dest` written from it.
-    fn pull_into<T: Pod>(
+    fn pull_into(
         &self,
         m: &Members,
         what: &str,
         sh: &Shared,
         pull_of: &dyn Fn(u32) -> Pull,
-        dest: &SymSlice<T>,
-    ) -> Result<()> {
+        dest: u64,
+    ) -> Ran {
         // Every member's part by the team's first member, where agreed.
         let together = self.run_together(m, what, sh, |j| {
             let (pull, dest) = (pull_of(j), sh.dests[j as usize]);
@@ -360,22 +448,22 @@ impl Runtime {
                 None => Ok(None),
             }
         });
-        if let Some(closed) = together {
-            return closed;
+        if let Some(ran) = together {
+            return ran;
         }
         let pull = &pull_of(m.me);
         let bytes = pull.bytes;
         let live = || pull.reads.iter().filter(|r| r.bytes > 0);
         // The reads that write this member's dest before the sync, where
         // every one writes bytes apart from the exposed ones.
-        let early = writes_apart(pull, m.me, dest.offset());
+        let early = writes_apart(pull, m.me, dest);
         if early.as_ref().is_some_and(Vec::is_empty) {
             // Nothing to move (a non-root's gather, a part in place).
-            return self.close_ucc(m, what, Ok(()));
+            return Ran::each(Ok(()));
         }
         let on_host = bytes <= self.host_mapped_max;
         let out = (on_host && self.proxied(self.my_pe()).is_none())
-            .then(|| self.own_mapped(dest.offset(), bytes))
+            .then(|| self.own_mapped(dest, bytes))
             .flatten();
         if let (Some(out), Some(early)) = (out, &early) {
             let from = early
@@ -403,22 +491,20 @@ impl Runtime {
                 }
                 copy::fence(stream);
                 tracing::trace!("{what}: moved straight from the mappings");
-                return self.close_ucc(m, what, Ok(()));
+                return Ran::each(Ok(()));
             }
         }
         if let Some(early) = &early {
-            let planned = self.pull_launches(m, self.my_pe(), early, dest.offset());
-            if let Some(closed) =
-                self.run_and_close(m, what, planned, "moved by the device's copies")
-            {
-                return closed;
+            let planned = self.pull_launches(m, self.my_pe(), early, dest);
+            if let Some(ran) = self.run_planned(what, planned, "moved by the device's copies") {
+                return ran;
             }
         }
         tracing::trace!("{what}: moved through host memory");
         let mut got = vec![0u8; bytes as usize];
         let keep = Read {
             from: m.me,
-            src: dest.offset(),
+            src: dest,
             dst: 0,
             bytes,
         };
@@ -433,24 +519,33 @@ impl Runtime {
                 let out = &mut got[r.dst as usize..(r.dst + r.bytes) as usize];
                 self.read_bytes(pe, r.src, out)
             });
-        self.close_ucc(m, what, read)?;
-        if bytes > 0 {
-            self.write_bytes(self.my_pe(), dest.offset(), &got)?;
+        // The dest is written after the closing meeting: it may overlap
+        // what the others read.
+        Ran::Moved {
+            moved: read,
+            how: part::EACH,
+            then: if bytes > 0 {
+                Then::Write {
+                    offset: dest,
+                    bytes: got,
+                }
+            } else {
+                Then::Nothing
+            },
         }
-        Ok(())
     }
 
     /// Step 2 on the device: `reads` (a pull's, [`writes_apart`]) as wide
     /// copy kernels from the members' heaps into the dest of PE `to` (the
     /// member's) at heap offset `dest`, all in one batch of launches
-    /// ([`Context::run_part`](crate::Context::run_part)), where every heap it touches is on this
-    /// PE's device (bound as a window: [`Context::bound_here`](crate::Context::bound_here)); `None`
+    /// ([`Runtime::run_part`]), where every heap it touches is on this
+    /// PE's device (bound as a window: [`Runtime::bound_here`]); `None`
     /// where that does not hold, or where a read is not in whole 32-bit
-    /// words or passes the binding limits ([`Context::copy_wide`](crate::Context::copy_wide)): the
+    /// words or passes the binding limits ([`Runtime::copy_wide`]): the
     /// caller takes the buffered steps. Each member chooses alone for its
     /// own part (it writes only its own dest); every member plans the same
     /// for every part where the first member submits them all
-    /// ([`Context::run_together`](crate::Context::run_together)).
+    /// ([`Runtime::run_together`]).
     fn pull_launches(
         &self,
         m: &Members,
@@ -478,12 +573,12 @@ impl Runtime {
     /// Step 2 of a fold on the device: `bytes` at byte `fold.at` of the
     /// sources of `fold.members` folded in team order into the dest of PE
     /// `to` (the member's) by the wide accumulate kernels
-    /// ([`Context::fold_wide`](crate::Context::fold_wide)), in one batch of launches, where every heap
+    /// ([`Runtime::fold_wide`]), in one batch of launches, where every heap
     /// is on this PE's device and the dest lies apart from `fold.exposed`;
     /// `None` where that does not hold or the kernels cannot take the
     /// objects (the caller folds on the host). Each member chooses alone
     /// for its own part; every member plans the same for every part where
-    /// the first member submits them all ([`Context::run_together`](crate::Context::run_together)).
+    /// the first member submits them all ([`Runtime::run_together`]).
     fn fold_launches<T: Reduce>(
         &self,
         m: &Members,
@@ -530,36 +625,35 @@ impl Runtime {
         what: &str,
         sh: &Shared,
         plan: impl Fn(u32) -> Result<Option<Part>>,
-    ) -> Option<Result<()>> {
+    ) -> Option<Ran> {
         if !sh.together {
             return None;
         }
+        let together = |moved| Ran::Moved {
+            moved,
+            how: part::LEADER,
+            then: Then::Nothing,
+        };
         let parts = match (0..m.shape.size)
             .map(&plan)
             .collect::<Result<Option<Vec<Part>>>>()
         {
             Ok(None) => return None,
             Ok(Some(parts)) => parts,
-            Err(e) => return Some(self.close_ucc_as(m, what, Err(e), UCC_TOGETHER)),
+            Err(e) => return Some(together(Err(e))),
         };
         let (ran, _) = self.run_as_first(m, &parts, false)?;
         if m.me == 0 {
             tracing::trace!("{what}: every part submitted by the team's first member");
         }
-        Some(self.close_ucc_as(m, what, ran, UCC_TOGETHER))
+        Some(together(ran))
     }
 
-    /// Step 2 on the device where it was `planned` ([`Context::pull_launches`](crate::Context::pull_launches),
-    /// [`Context::fold_launches`](crate::Context::fold_launches)): the part run, then step 3 with its
-    /// outcome (a planning error too, so that every member hears of it);
-    /// `None` where the plan declined (the caller goes on to the host).
-    fn run_and_close(
-        &self,
-        m: &Members,
-        what: &str,
-        planned: Result<Option<Part>>,
-        how: &str,
-    ) -> Option<Result<()>> {
+    /// Step 2 on the device where it was `planned` (`pull_launches`,
+    /// `fold_launches`): the part run, for step 3 with its outcome (a
+    /// planning error too, so that every member hears of it); `None` where
+    /// the plan declined (the caller goes on to the host).
+    fn run_planned(&self, what: &str, planned: Result<Option<Part>>, how: &str) -> Option<Ran> {
         let ran = match planned {
             Ok(None) => return None,
             Ok(Some(part)) => {
@@ -568,7 +662,7 @@ impl Runtime {
             }
             Err(e) => Err(e),
         };
-        Some(self.close_ucc(m, what, ran))
+        Some(Ran::each(ran))
     }
 
     /// This member's dest (`bytes` at heap offset `dest`) as a host pointer,
@@ -591,55 +685,14 @@ impl Runtime {
         self.mapped_at(pe, offset, bytes).map(<*mut u8>::cast_const)
     }
 
-    /// Step 3's sync (a meeting of the members), which also tells every
-    /// member whether every member's reads succeeded (a read can fail on one
-    /// member only: a peer it cannot reach, a failed copy), so that none
-    /// waits for one that left. Each member moved its own part.
-    fn close_ucc(&self, m: &Members, what: &str, reads: Result<()>) -> Result<()> {
-        self.close_ucc_as(m, what, reads, UCC_EACH)
-    }
-
-    /// [`Context::close_ucc`](crate::Context::close_ucc) where the members moved their parts `how`
-    /// ([`UCC_EACH`] or [`UCC_TOGETHER`]): members that disagree (a part
-    /// moved twice, or by nobody) fail the call on every member.
-    fn close_ucc_as(&self, m: &Members, what: &str, moved: Result<()>, how: u64) -> Result<()> {
-        let met = self
-            .meet(m, &mut |_| [UCC_CLOSE, u64::from(moved.is_err()), how])
-            .map_err(|e| e.during(what))?;
-        moved.map_err(|e| e.during(what))?;
-        if let Some(i) = met.descs.iter().position(|d| d[0] != UCC_CLOSE) {
-            let pe = m.shape.member(i as u32);
-            return Err(Error::InvalidArgument(format!(
-                "collectives out of step on the team: this PE is closing {what}, member {i} (PE {pe}) is in another call"
-            )));
-        }
-        if let Some(i) = met.descs.iter().position(|d| d[1] != 0) {
-            let pe = m.shape.member(i as u32);
-            return Err(Error::Unreachable {
-                pe,
-                me: self.my_pe(),
-                why: format!(
-                    "{what}: member {i} (PE {pe}) could not move its data (its own error says why)"
-                ),
-            });
-        }
-        if let Some(i) = met.descs.iter().position(|d| d[2] != how) {
-            let pe = m.shape.member(i as u32);
-            return Err(Error::InvalidArgument(format!(
-                "{what}: member {i} (PE {pe}) moved its part another way than this PE (each its own or the first member every part): do the processes set VKSHMEM_SUBMIT or VKSHMEM_WIDE_UNIT alike?"
-            )));
-        }
-        Ok(())
-    }
-
-    /// Step 1 of the rooted moves (gatherv, scatterv): `part` must hold
+    /// The arguments of the rooted moves (gatherv, scatterv): `part` must hold
     /// this member's count, and on the root `whole` the layout's extent;
     /// every member passes the same root, counts and displacements.
     #[allow(clippy::too_many_arguments)]
-    fn agree_rooted<T: Pod>(
+    fn rooted_args<'a, T: Pod>(
         &self,
         m: &Members,
-        what: &str,
+        what: &'a str,
         root: u32,
         counts: &[usize],
         displs: &[usize],
@@ -647,7 +700,7 @@ impl Runtime {
         whole: (&str, &SymSlice<T>),
         source: &SymSlice<T>,
         mine: Mine,
-    ) -> Result<Shared> {
+    ) -> UccArgs<'a> {
         let n = m.shape.size;
         let local = (|| {
             check_root(what, root, n)?;
@@ -665,7 +718,13 @@ impl Runtime {
             .into_iter()
             .chain(counts.iter().chain(displs).map(|&c| c as u64))
             .collect();
-        self.agree_ucc(m, what, &common, vec![source.offset()], Some(mine), local)
+        UccArgs {
+            what,
+            common,
+            own: vec![source.offset()],
+            part: Some(mine),
+            local: Some(local),
+        }
     }
 
     /// Checks a count list for a team of `n` members.
@@ -694,7 +753,7 @@ impl Runtime {
         let es = std::mem::size_of::<T>() as u64;
         let displs = displs.map_or_else(|| packed(counts), <[usize]>::to_vec);
         let whole = extent(counts, &displs).unwrap_or(0).saturating_mul(es);
-        let sh = self.agree_rooted(
+        let args = self.rooted_args(
             &m,
             what,
             root,
@@ -707,8 +766,8 @@ impl Runtime {
                 dest: dest.offset(),
                 bytes: if m.me == root { whole } else { 0 },
             },
-        )?;
-        let pull_of = |j: u32| {
+        );
+        let pull_of = |sh: &Shared, j: u32| {
             let mut pull = Pull {
                 reads: Vec::new(),
                 bytes: 0,
@@ -727,7 +786,7 @@ impl Runtime {
             }
             pull
         };
-        self.pull_into(&m, what, &sh, &pull_of, dest)
+        self.run_pull(&m, args, dest.offset(), pull_of)
     }
 
     pub(crate) fn gather<T: Pod>(
@@ -755,7 +814,7 @@ impl Runtime {
         let m = self.members(team)?;
         let es = std::mem::size_of::<T>() as u64;
         let displs = displs.map_or_else(|| packed(counts), <[usize]>::to_vec);
-        let sh = self.agree_rooted(
+        let args = self.rooted_args(
             &m,
             what,
             root,
@@ -768,8 +827,8 @@ impl Runtime {
                 dest: dest.offset(),
                 bytes: (counts.get(m.me as usize).copied().unwrap_or(0) as u64).saturating_mul(es),
             },
-        )?;
-        let pull_of = |j: u32| {
+        );
+        let pull_of = |sh: &Shared, j: u32| {
             let j = j as usize;
             Pull {
                 reads: vec![Read {
@@ -788,7 +847,7 @@ impl Runtime {
                 },
             }
         };
-        self.pull_into(&m, what, &sh, &pull_of, dest)
+        self.run_pull(&m, args, dest.offset(), pull_of)
     }
 
     pub(crate) fn scatter<T: Pod>(
@@ -831,8 +890,14 @@ impl Runtime {
             dest: dest.offset(),
             bytes,
         };
-        let sh = self.agree_ucc(&m, what, &common, vec![source.offset()], Some(mine), local)?;
-        let pull_of = |j: u32| Pull {
+        let args = UccArgs {
+            what,
+            common,
+            own: vec![source.offset()],
+            part: Some(mine),
+            local: Some(local),
+        };
+        let pull_of = |sh: &Shared, j: u32| Pull {
             reads: (0..n)
                 .map(|i| Read {
                     from: i,
@@ -845,7 +910,7 @@ impl Runtime {
             gaps: true,
             exposed: (sh.own[j as usize][0], counts[j as usize] as u64 * es),
         };
-        self.pull_into(&m, what, &sh, &pull_of, dest)
+        self.run_pull(&m, args, dest.offset(), pull_of)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -890,37 +955,47 @@ impl Runtime {
                 .unwrap_or(0)
                 .saturating_mul(es),
         };
-        let sh = self.agree_ucc(&m, what, &[es], own, Some(mine), local)?;
+        let args = UccArgs {
+            what,
+            common: vec![es],
+            own,
+            part: Some(mine),
+            local: Some(local),
+        };
         // Member i's list k (send counts, send displs, recv counts, recv
         // displs), entry j.
-        let field = |i: usize, k: usize, j: usize| sh.own[i].get(1 + k * nn + j).copied();
-        let list = |i: usize, k: usize| -> Vec<usize> {
+        let field =
+            |sh: &Shared, i: usize, k: usize, j: usize| sh.own[i].get(1 + k * nn + j).copied();
+        let list = |sh: &Shared, i: usize, k: usize| -> Vec<usize> {
             (0..nn)
-                .map(|j| field(i, k, j).unwrap_or(0) as usize)
+                .map(|j| field(sh, i, k, j).unwrap_or(0) as usize)
                 .collect()
         };
         // Every pair, checked the same way on every member.
-        for i in 0..nn {
-            for j in 0..nn {
-                let (send, recv) = (field(i, 0, j), field(j, 2, i));
-                if send.is_none() || send != recv {
-                    return Err(Error::InvalidArgument(format!(
-                        "alltoallv: member {i} sends {} elements to member {j}, which expects {}",
-                        send.unwrap_or(0),
-                        recv.unwrap_or(0)
-                    )));
+        let check = |sh: &Shared| {
+            for i in 0..nn {
+                for j in 0..nn {
+                    let (send, recv) = (field(sh, i, 0, j), field(sh, j, 2, i));
+                    if send.is_none() || send != recv {
+                        return Err(Error::InvalidArgument(format!(
+                            "alltoallv: member {i} sends {} elements to member {j}, which expects {}",
+                            send.unwrap_or(0),
+                            recv.unwrap_or(0)
+                        )));
+                    }
                 }
             }
-        }
-        let pull_of = |j: u32| {
+            Ok(())
+        };
+        let pull_of = |sh: &Shared, j: u32| {
             let j = j as usize;
-            let (recv_counts, recv_displs) = (list(j, 2), list(j, 3));
+            let (recv_counts, recv_displs) = (list(sh, j, 2), list(sh, j, 3));
             Pull {
                 reads: (0..nn)
                     .map(|i| Read {
                         from: i as u32,
                         src: sh.own[i][0]
-                            .wrapping_add(field(i, 1, j).unwrap_or(0).wrapping_mul(es)),
+                            .wrapping_add(field(sh, i, 1, j).unwrap_or(0).wrapping_mul(es)),
                         dst: (recv_displs[i] as u64).wrapping_mul(es),
                         bytes: recv_counts[i] as u64 * es,
                     })
@@ -929,11 +1004,11 @@ impl Runtime {
                 gaps: true,
                 exposed: (
                     sh.own[j][0],
-                    extent(&list(j, 0), &list(j, 1)).unwrap_or(0) * es,
+                    extent(&list(sh, j, 0), &list(sh, j, 1)).unwrap_or(0) * es,
                 ),
             }
         };
-        self.pull_into(&m, what, &sh, &pull_of, dest)
+        self.run_pull_checked(&m, args, dest.offset(), check, pull_of)
     }
 
     pub(crate) fn reduce_scatterv<T: Reduce>(
@@ -1054,12 +1129,18 @@ impl Runtime {
             dest: dest.offset(),
             bytes: (counts.get(me).copied().unwrap_or(0) as u64).saturating_mul(es),
         };
-        let sh = self.agree_ucc(m, what, &common, vec![source.offset()], Some(mine), local)?;
+        let args = UccArgs {
+            what,
+            common,
+            own: vec![source.offset()],
+            part: Some(mine),
+            local: Some(local),
+        };
         // Every member reads its block of this member's source.
         let total = whole
             .unwrap_or_else(|| counts.iter().fold(0, |a: usize, &c| a.saturating_add(c)))
             as u64;
-        let fold_of = |j: u32| {
+        let fold_of = |sh: &Shared, j: u32| {
             let j = j as usize;
             let fold = Fold {
                 at: displs[j] as u64 * es,
@@ -1070,19 +1151,19 @@ impl Runtime {
             };
             (fold, counts[j])
         };
-        self.fold_and_close::<T>(m, &sh, what, &fold_of)
+        self.run_fold::<T>(m, args, fold_of)
     }
 
     /// Step 2 and 3 of the reductions and scans, where `fold_of(j)` is
     /// member `j`'s fold and its count: by the team's first member for
-    /// every member where agreed ([`Context::run_together`](crate::Context::run_together)); else this
+    /// every member where agreed ([`Runtime::run_together`]); else this
     /// member's `count` elements at byte `fold.at` of the sources of
     /// `fold.members` folded in team order with `fold.op`, in one pass
     /// ([`reduce_slots`] over their mappings) straight into its dest where
-    /// [`Context::direct_dest`](crate::Context::direct_dest) allows and every source is mapped here, else
-    /// on the device ([`Context::fold_launches`](crate::Context::fold_launches)), else into host memory
+    /// [`Runtime::direct_dest`] allows and every source is mapped here, else
+    /// on the device ([`Runtime::fold_launches`]), else into host memory
     /// (one pass where the sources are mapped, part by part where not:
-    /// [`Context::fold_members`](crate::Context::fold_members)); the closing sync; then the dest written
+    /// [`Runtime::fold_members`]); the closing sync; then the dest written
     /// from host memory where it was not already. No members: zeros.
     fn fold_and_close<T: Reduce>(
         &self,
@@ -1090,7 +1171,7 @@ impl Runtime {
         sh: &Shared,
         what: &str,
         fold_of: &dyn Fn(u32) -> (Fold, usize),
-    ) -> Result<()> {
+    ) -> Ran {
         let es = std::mem::size_of::<T>() as u64;
         let (fold, count) = fold_of(m.me);
         let fold = &fold;
@@ -1104,22 +1185,32 @@ impl Runtime {
                 _ => self.fold_launches::<T>(m, m.shape.member(j), sh, &f, count as u64 * es),
             }
         });
-        let closed = match together {
-            Some(closed) => Some(closed),
+        let ran = match together {
+            Some(ran) => Some(ran),
             // Nothing to fold (the first member of an exclusive scan).
-            None if fold.members.is_empty() => Some(self.close_ucc(m, what, Ok(()))),
+            None if fold.members.is_empty() => Some(Ran::each(Ok(()))),
             None => None,
         };
-        if let Some(closed) = closed {
-            closed?;
+        if let Some(ran) = ran {
+            let Ran::Moved { moved, how, .. } = ran else {
+                return ran;
+            };
             if count > 0 && fold.members.is_empty() {
                 // Zeros, after the closing meeting (an in-place dest is a
                 // source the others read until then), through the mapping
                 // or by the device.
                 tracing::trace!("{what}: zeros written by the device or the mapping");
-                return self.zero_own(fold.dest, bytes);
+                let then = Then::Zero {
+                    offset: fold.dest,
+                    bytes,
+                };
+                return Ran::Moved { moved, how, then };
             }
-            return Ok(());
+            return Ran::Moved {
+                moved,
+                how,
+                then: Then::Nothing,
+            };
         }
         // Through the mappings up to VKSHMEM_HOST_MAPPED_MAX (as the data
         // moves, `pull_into`), else on the device where it can.
@@ -1145,12 +1236,12 @@ impl Runtime {
             // heaps are apart from it).
             reduce_slots::<T>(fold.op, count, slots, out);
             tracing::trace!("{what}: folded straight from the mappings");
-            return self.close_ucc(m, what, Ok(()));
+            return Ran::each(Ok(()));
         }
         if count > 0 {
             let planned = self.fold_launches::<T>(m, self.my_pe(), sh, fold, bytes);
-            if let Some(closed) = self.run_and_close(m, what, planned, "folded by the device") {
-                return closed;
+            if let Some(ran) = self.run_planned(what, planned, "folded by the device") {
+                return ran;
             }
         }
         if count > 0 {
@@ -1165,11 +1256,20 @@ impl Runtime {
             }
             None => self.fold_members(m, sh, fold.at, fold.op, fold.members.clone(), &mut acc),
         };
-        self.close_ucc(m, what, read)?;
-        if count > 0 {
-            self.write_bytes(self.my_pe(), fold.dest, bytemuck::cast_slice(&acc))?;
+        // The dest is written after the closing meeting (an in-place dest
+        // is a source the others read until then).
+        Ran::Moved {
+            moved: read,
+            how: part::EACH,
+            then: if count > 0 {
+                Then::Write {
+                    offset: fold.dest,
+                    bytes: bytemuck::cast_slice(&acc).to_vec(),
+                }
+            } else {
+                Then::Nothing
+            },
         }
-        Ok(())
     }
 
     /// Folds `acc.len()` elements at byte `at` of the sources of `members`
@@ -1248,8 +1348,14 @@ impl Runtime {
             dest: dest.offset(),
             bytes: (nelems as u64).saturating_mul(es),
         };
-        let sh = self.agree_ucc(&m, what, &common, vec![source.offset()], Some(mine), local)?;
-        let fold_of = |j: u32| {
+        let args = UccArgs {
+            what,
+            common: common.to_vec(),
+            own: vec![source.offset()],
+            part: Some(mine),
+            local: Some(local),
+        };
+        let fold_of = |sh: &Shared, j: u32| {
             let j = j as usize;
             let fold = Fold {
                 at: 0,
@@ -1261,7 +1367,7 @@ impl Runtime {
             };
             (fold, nelems)
         };
-        self.fold_and_close::<T>(&m, &sh, what, &fold_of)
+        self.run_fold::<T>(&m, args, fold_of)
     }
 
     pub(crate) fn fanin(&self, team: Team, root: u32) -> Result<()> {
@@ -1275,9 +1381,19 @@ impl Runtime {
     fn fan(&self, team: Team, what: &str, root: u32) -> Result<()> {
         let m = self.members(team)?;
         let local = check_root(what, root, m.shape.size);
-        self.agree_ucc(&m, what, &[u64::from(root)], Vec::new(), None, local)?;
-        self.quiet()?;
-        self.sync_members(&m, what).map_err(|e| e.during(what))
+        let args = UccArgs {
+            what,
+            common: vec![u64::from(root)],
+            own: Vec::new(),
+            part: None,
+            local: Some(local),
+        };
+        let moves = |rt: &Runtime, m: &Members, _: &Shared| {
+            // Complete with the sync, no closing meeting.
+            let synced = rt.quiet().and_then(|()| rt.sync_members(m, what));
+            Ran::Complete(synced.map_err(|e| e.during(what)))
+        };
+        self.run_call(&m, Ucc { args, moves })
     }
 }
 

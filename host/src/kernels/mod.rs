@@ -179,7 +179,7 @@ impl DeviceKernel {
     }
 
     /// Dispatches the kernel over zero workgroups with `submit`, every binding
-    /// on `window` (see `Context::warm_up`: nothing runs, but every descriptor
+    /// on `window` (see `Runtime::warm_up`: nothing runs, but every descriptor
     /// must be valid).
     pub(crate) fn warm_up_with(
         &self,

@@ -3,7 +3,7 @@
 //! Without this, a host collective's first call links its kernel with the
 //! device library and builds its pipeline, which costs tens to hundreds of
 //! times a later call (benches/RESULTS.md, "Kernel prebuild"). At the end of
-//! `init`, [`Context::prebuild_host_kernels`](crate::Context::prebuild_host_kernels) hands the kernels this program is
+//! `init`, `Runtime::prebuild_host_kernels` hands the kernels this program is
 //! likely to call to the process's builder thread, which builds them one at a
 //! time, each exactly as its collective would (same source, name and library),
 //! and publishes them in the context's [`Builds`]: a call whose kernel is built
@@ -89,7 +89,7 @@ fn host(c: HostCollective) -> Job {
 }
 
 /// The wide copy of `blocks` blocks in workgroups of `wg`, in `unit`s
-/// (named as `Context::copy_wide` names it).
+/// (named as `Runtime::copy_wide` names it).
 fn wide_copy(blocks: u32, wg: u32, unit: WideUnit) -> Option<Job> {
     Some(Job {
         source: collectives::wide_copy_source(blocks, wg, unit)?,
@@ -98,7 +98,7 @@ fn wide_copy(blocks: u32, wg: u32, unit: WideUnit) -> Option<Job> {
 }
 
 /// The word-by-word wide copy of `blocks` blocks (named as
-/// `Context::copy_wide` names it).
+/// `Runtime::copy_wide` names it).
 fn wide_copy_words(blocks: u32, wg: u32) -> Option<Job> {
     Some(Job {
         source: collectives::wide_copy_words_source(blocks, wg)?,
@@ -106,7 +106,7 @@ fn wide_copy_words(blocks: u32, wg: u32) -> Option<Job> {
     })
 }
 
-/// The wide push to `dests` dests in `unit`s (named as `Context::push_kernel`
+/// The wide push to `dests` dests in `unit`s (named as `Runtime::push_kernel`
 /// names it).
 fn wide_push(dests: u32, wg: u32, unit: WideUnit) -> Option<Job> {
     Some(Job {
@@ -115,7 +115,7 @@ fn wide_push(dests: u32, wg: u32, unit: WideUnit) -> Option<Job> {
     })
 }
 
-/// The wide reduction in `unit`s (named as `Context::wide_prepare` names it).
+/// The wide reduction in `unit`s (named as `Runtime::wide_prepare` names it).
 fn wide_reduce(kind: &Kind, op: ReduceOp, size: u32, unit: WideUnit) -> Option<Job> {
     Some(Job {
         source: collectives::wide_reduce_source(

@@ -11,7 +11,7 @@
 //!
 //! Each operation is one word operation of 4 or 8 bytes
 //! (`crate::transport::word::apply`) on the target's heap, through
-//! `Context::reach`: the host mapping, or the target's proxy thread, which
+//! `Runtime::reach`: the host mapping, or the target's proxy thread, which
 //! applies the same operation to its own mapping.
 
 use bytemuck::Pod;
@@ -73,7 +73,7 @@ amo_types! {
 /// A host atomic on a heap the host does not map: one invocation applies
 /// word operation `op` (`PX_*`) with the public device API and stores the
 /// old value in this PE's control region. The 64-bit branch is left out on
-/// devices without 64-bit atomics (see `Context::amo_by_kernel`).
+/// devices without 64-bit atomics (see `Runtime::amo_by_kernel`).
 const AMO_KERNEL: &str =
     "struct P { op: u32, pe: u32, a: u32, wide: u32, vlo: u32, vhi: u32, clo: u32, chi: u32 }
 var<immediate> p: P;

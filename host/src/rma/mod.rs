@@ -5,7 +5,7 @@
 //! [`Context::fence`](crate::Context::fence); the atomics are in [`amo`], the waits in [`wait`].
 //!
 //! # How a PE's heap is reached
-//! By transport ([`crate::transport`]), in one place (`Context::reach`):
+//! By transport ([`crate::transport`]), in one place (`Runtime::reach`):
 //! - **Direct, host-mapped**: loads, stores and atomics through the host
 //!   mapping of the peer's heap (plain `std` atomics: the device's atomics on
 //!   the same words are atomic with them where the mapping is coherent, which

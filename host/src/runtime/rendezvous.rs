@@ -129,7 +129,7 @@ pub(crate) struct Meeting<D> {
 /// calls notice.
 const SYNC_TAG: u32 = 0x5359_4e43;
 
-/// The first word of a closing meeting's descriptor ([`Context::close_members`](crate::Context::close_members)).
+/// The first word of a closing meeting's descriptor ([`Runtime::close_members`]).
 const CLOSE_TAG: u32 = 0x434c_4f53;
 
 /// What a closing meeting's descriptors (`[tag, ok, how]` of every member,
@@ -211,9 +211,9 @@ impl Runtime {
         })
     }
 
-    /// The plane and team slot that [`Context::meet`](crate::Context::meet) meets `m` on: a team
+    /// The plane and team slot that [`Runtime::meet`] meets `m` on: a team
     /// of more than one member on one node of a job with a plane. `None`:
-    /// `m` meets through [`Context::gather_shape`](crate::Context::gather_shape) (an active set, a team
+    /// `m` meets through [`Runtime::gather_shape`] (an active set, a team
     /// that spans nodes: over MPI, a 1-member team, no plane). The same on
     /// every member.
     pub(crate) fn plane_for(&self, m: &Members) -> Option<(&crate::sync::Plane, u32)> {

@@ -51,7 +51,7 @@ impl Runtime {
     }
 
     /// The launch of one group of at most [`WIDE_REDUCE_MAX_MEMBERS`] of
-    /// [`Context::copy_wide`](crate::Context::copy_wide): in vec4s (blocks and objects equally off
+    /// `Runtime::copy_wide`: in vec4s (blocks and objects equally off
     /// 16-byte alignment start inside their vec4 0, `WideCopyArgs::lead`),
     /// else word by word (sources and dests off alignment unlike each other,
     /// or several blocks off whole vec4s); `None` when it cannot take the
@@ -177,7 +177,7 @@ impl Runtime {
     }
 
     /// The launches of share `part` of `parts` of the wide push `p` to the
-    /// PEs `to` (after [`Context::push_possible`](crate::Context::push_possible) said yes for the whole
+    /// PEs `to` (after `Runtime::push_possible` said yes for the whole
     /// call): one per piece of [`piece_bytes`] and per group of
     /// [`WIDE_REDUCE_MAX_MEMBERS`] dests. They write disjoint bytes and read
     /// only the source: one step.
@@ -224,7 +224,7 @@ impl Runtime {
     /// The launches of the wide push of the share `args.first..args.end`
     /// from the window `source` into the window `dst` of each PE of `to`, one
     /// per group of [`WIDE_REDUCE_MAX_MEMBERS`] (the push kernels built
-    /// already: [`Context::push_kernels`](crate::Context::push_kernels)).
+    /// already: `Runtime::push_kernels`).
     pub(super) fn push_share(
         &self,
         source: HeapWindow,

@@ -235,7 +235,7 @@ pub(crate) fn piece_bytes(window: u64) -> u64 {
     window / 2
 }
 
-/// Blocks of `block` bytes that one launch of [`Context::copy_wide`](crate::Context::copy_wide) copies:
+/// Blocks of `block` bytes that one launch of `Runtime::copy_wide` copies:
 /// as many as a dest window within `range` (less the offset `align`ment's
 /// slack) holds, up to [`WIDE_REDUCE_MAX_MEMBERS`]; one where the wide
 /// kernels give each invocation a contiguous share (`shares`: llvmpipe,
@@ -340,7 +340,7 @@ pub(crate) fn push_plan(
 /// The vec4s that a wide kernel's loop walks in the range `first..end` of an
 /// object of `words` words from its vec4 0: those below `words / 4` (an
 /// edge vec4 past them, where the object ends inside it, is stored apart).
-/// What the chunks are cut from ([`Context::wide_groups`](crate::Context::wide_groups)): an object that
+/// What the chunks are cut from (`Runtime::wide_groups`): an object that
 /// starts inside its vec4 0 is then chunked as an aligned one of its size
 /// (on llvmpipe, chunks one vec4 longer than the aligned object's ran an
 /// unaligned alltoall markedly slower: benches/RESULTS.md, "Contiguous shares
