@@ -6,9 +6,28 @@ use vkshmem_device::collectives::HostCall;
 
 use super::{generic_reach, Desc, Members, Small, Step, Which};
 use crate::error::{Error, Result};
+use crate::kernels::library::{Declared, KernelShape, LibraryKernel};
 use crate::runtime::Runtime;
 use crate::symbuf::SymSlice;
 use crate::team::Team;
+use vkshmem_device::collectives::HostCollective;
+
+/// The kernels alltoall and alltoalls on a team of `s.size` launch: the
+/// wide copy from every member, then their generic kernels; with `s.all`,
+/// the word copy.
+pub(crate) fn kernels(s: &KernelShape) -> Declared {
+    let wg = s.wg;
+    let mut wide = vec![LibraryKernel::WideCopy { blocks: s.size, wg }];
+    if s.all {
+        wide.push(LibraryKernel::WideCopyWords { blocks: s.size, wg });
+    }
+    Declared {
+        wide,
+        generic: [HostCollective::Alltoall, HostCollective::Alltoalls]
+            .map(LibraryKernel::Host)
+            .to_vec(),
+    }
+}
 
 impl Runtime {
     pub(crate) fn alltoall<T: Pod>(

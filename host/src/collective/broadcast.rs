@@ -6,9 +6,35 @@ use vkshmem_device::collectives::HostCall;
 use super::wide::{split_words, Push};
 use super::{generic_reach, nonzero, Desc, Members, Small, Step, Which};
 use crate::error::{Error, Result};
+use crate::kernels::library::{Declared, KernelShape, LibraryKernel};
 use crate::runtime::Runtime;
 use crate::symbuf::SymSlice;
 use crate::team::Team;
+use vkshmem_device::collectives::{HostCollective, WIDE_REDUCE_MAX_MEMBERS};
+
+/// The kernels a broadcast on a team of `s.size` launches: its wide pushes
+/// to every member (in groups of [`WIDE_REDUCE_MAX_MEMBERS`]) and copy
+/// from the root, then its generic kernel; with `s.all`, the word copy of
+/// objects off whole vec4s.
+pub(crate) fn kernels(s: &KernelShape) -> Declared {
+    let wg = s.wg;
+    let group = s.size.min(WIDE_REDUCE_MAX_MEMBERS);
+    let mut wide = vec![LibraryKernel::WidePush { dests: group, wg }];
+    if group > 0 && s.size % group != 0 {
+        wide.push(LibraryKernel::WidePush {
+            dests: s.size % group,
+            wg,
+        });
+    }
+    wide.push(LibraryKernel::WideCopy { blocks: 1, wg });
+    if s.all {
+        wide.push(LibraryKernel::WideCopyWords { blocks: 1, wg });
+    }
+    Declared {
+        wide,
+        generic: vec![LibraryKernel::Host(HostCollective::Broadcast)],
+    }
+}
 
 impl Runtime {
     pub(crate) fn broadcast<T: Pod>(

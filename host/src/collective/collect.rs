@@ -9,10 +9,31 @@ use super::collect_total;
 use super::wide::Push;
 use super::{generic_reach, nonzero, Desc, Members, Small, Step, Which};
 use crate::error::{Error, Result};
+use crate::kernels::library::{Declared, KernelShape, LibraryKernel};
 use crate::runtime::Runtime;
 use crate::symbuf::SymSlice;
 use crate::team::Team;
+use vkshmem_device::collectives::HostCollective;
 use vkshmem_device::layout;
+
+/// The kernels fcollect and collect on a team of `s.size` launch: the
+/// wide pushes to every member (as broadcast's) and the wide copy from
+/// every member, then their generic kernels; with `s.all`, the word copy.
+pub(crate) fn kernels(s: &KernelShape) -> Declared {
+    let wg = s.wg;
+    let mut wide = super::broadcast::kernels(s).wide;
+    wide.retain(|k| matches!(k, LibraryKernel::WidePush { .. }));
+    wide.push(LibraryKernel::WideCopy { blocks: s.size, wg });
+    if s.all {
+        wide.push(LibraryKernel::WideCopyWords { blocks: s.size, wg });
+    }
+    Declared {
+        wide,
+        generic: [HostCollective::Fcollect, HostCollective::Collect]
+            .map(LibraryKernel::Host)
+            .to_vec(),
+    }
+}
 
 impl Runtime {
     pub(crate) fn fcollect<T: Pod>(

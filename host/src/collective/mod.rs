@@ -62,6 +62,7 @@ use vkshmem_device::layout;
 
 use crate::collective::reduce::ReduceOp;
 use crate::error::{Error, Result};
+use crate::kernels::library::{Declared, KernelShape, LibraryKernel};
 use crate::runtime::Runtime;
 use crate::symbuf::SymSlice;
 use engine::{Call, Ran, Then};
@@ -154,6 +155,33 @@ pub(crate) struct Desc {
     /// members' heaps, `direct.rs`) and `HOSTED_ROUNDS` (through the staging
     /// buffers, `staged.rs`); a way is taken when all members may.
     hosted: u32,
+}
+
+/// The host kernels a program is likely to call first on a team of
+/// `s.size` (WORLD), the likeliest first: every family's wide kernels, then
+/// their generic ones, each family's as it declares them in its own file
+/// (`kernels` in `broadcast.rs`, `reduce.rs`, `collect.rs`,
+/// `alltoall.rs`). The background builder builds these where no profile
+/// says better (`crate::kernels::prebuild`); the façade hands them down.
+pub(crate) fn first_kernels(s: &KernelShape) -> Vec<LibraryKernel> {
+    let families: [fn(&KernelShape) -> Declared; 4] = [
+        broadcast::kernels,
+        reduce::kernels,
+        collect::kernels,
+        alltoall::kernels,
+    ];
+    let declared: Vec<Declared> = families.iter().map(|f| f(s)).collect();
+    let mut out: Vec<LibraryKernel> = Vec::new();
+    let all = declared
+        .iter()
+        .flat_map(|d| &d.wide)
+        .chain(declared.iter().flat_map(|d| &d.generic));
+    for k in all {
+        if !out.contains(k) {
+            out.push(*k);
+        }
+    }
+    out
 }
 
 /// An element type as the members of a collective compare it: the primitive
@@ -662,7 +690,145 @@ impl<P: FnMut(u32, &[Desc]) -> Result<Part>> Call for Shmem<P> {
 
 #[cfg(test)]
 mod tests {
-    use super::{generic_reach, MAX_DEVICE_BYTE};
+    use super::{first_kernels, generic_reach, MAX_DEVICE_BYTE};
+    use crate::config::Prebuild as Mode;
+    use crate::kernels::library::{test_library as cfg, KernelShape};
+    use crate::kernels::prebuild::{job_named, jobs, Job};
+    use vkshmem_device::collectives::{self, HostCollective, ReduceOp, WideUnit};
+    use vkshmem_device::LibraryConfig;
+
+    /// The wide kernels' workgroup size in these tests (llvmpipe's).
+    const WG: u32 = collectives::HOST_WORKGROUP;
+    const U32: WideUnit = WideUnit::Vec4U32;
+
+    /// The jobs the builder guesses in `mode` for a world of `size`.
+    fn guesses(mode: Mode, size: u32, cfg: &LibraryConfig, wg: u32, unit: WideUnit) -> Vec<Job> {
+        if mode == Mode::Off {
+            return Vec::new();
+        }
+        let all = mode == Mode::All;
+        jobs(&first_kernels(&KernelShape { size, cfg, wg, all }), unit)
+    }
+
+    #[test]
+    fn jobs_are_named_and_keyed_as_the_collectives_make_them() {
+        assert!(guesses(Mode::Off, 4, &cfg(4), WG, U32).is_empty());
+        let typical = guesses(Mode::Typical, 4, &cfg(4), WG, U32);
+        let names: Vec<_> = typical.iter().map(|j| j.name.as_str()).collect();
+        assert_eq!(
+            names[..5],
+            [
+                "vkshmem_wide_push_4",
+                "vkshmem_wide_copy_1",
+                "vkshmem_wide_reduce_f32_sum_4",
+                "vkshmem_wide_copy_4",
+                "vkshmem_broadcast"
+            ]
+        );
+        let b = HostCollective::Broadcast;
+        assert!(typical.contains(&Job {
+            source: b.source(),
+            name: b.name()
+        }));
+        // One PE: the wide copy of one block is listed once.
+        let one = guesses(Mode::Typical, 1, &cfg(1), WG, U32);
+        assert_eq!(
+            one.iter()
+                .filter(|j| j.name.starts_with("vkshmem_wide_copy"))
+                .count(),
+            1
+        );
+        // Past the wide paths' limit of members: pushes to groups of 8 (and
+        // the rest), the one-block copy.
+        let big = guesses(Mode::Typical, 16, &cfg(16), WG, U32);
+        let wide: Vec<_> = big.iter().filter(|j| j.name.contains("wide")).collect();
+        assert_eq!(wide.len(), 2);
+        assert_eq!(wide[0].name, "vkshmem_wide_push_8");
+        assert_eq!(wide[1].name, "vkshmem_wide_copy_1");
+        let odd = guesses(Mode::Typical, 11, &cfg(11), WG, U32);
+        assert!(odd.iter().any(|j| j.name == "vkshmem_wide_push_3"));
+        let all = guesses(Mode::All, 4, &cfg(4), WG, U32);
+        assert!(all.len() > typical.len());
+        let mut sources: Vec<_> = all.iter().map(|j| &j.source).collect();
+        sources.sort();
+        sources.dedup();
+        assert_eq!(sources.len(), all.len());
+        // No 64-bit reductions without 64-bit shader support.
+        let mut small = cfg(4);
+        small.int64 = false;
+        small.float64 = false;
+        assert!(guesses(Mode::All, 4, &small, WG, U32)
+            .iter()
+            .all(|j| !j.name.ends_with("64")));
+    }
+
+    #[test]
+    fn every_host_kernel_is_found_by_its_name() {
+        let c = cfg(4);
+        let mut all = guesses(Mode::All, 4, &c, WG, U32);
+        let u64s = guesses(Mode::All, 4, &c, WG, WideUnit::Vec2U64);
+        // The vec2<u64> kernels are the wide ones, named apart.
+        let wide_u64: Vec<_> = u64s
+            .iter()
+            .filter(|j| j.name.contains("_wide_") && j.name.ends_with("_u64"))
+            .collect();
+        assert!(wide_u64
+            .iter()
+            .all(|j| j.source.contains("array<vec2<u64>>")));
+        assert_eq!(
+            wide_u64.len(),
+            all.iter()
+                .filter(|j| j.name.contains("_wide_") && !j.name.contains("words"))
+                .count()
+        );
+        all.extend(u64s);
+        for j in &all {
+            assert_eq!(job_named(&j.name, &c, WG).as_ref(), Some(j), "{}", j.name);
+        }
+        assert!(job_named("vkshmem_wide_reduce_u64_sum_2_u64", &c, WG).is_some());
+        // Other team sizes, and names that are not host kernels.
+        let j = job_named("vkshmem_wide_reduce_i32_xor_7", &c, WG).unwrap();
+        assert_eq!(
+            j.source,
+            collectives::wide_reduce_source(
+                &collectives::kind("i32").unwrap(),
+                ReduceOp::Xor,
+                7,
+                WG,
+                U32
+            )
+            .unwrap()
+        );
+        for name in [
+            "vkshmem_wide_copy_0",
+            "vkshmem_wide_copy_9",
+            "vkshmem_wide_copy_words_0",
+            "vkshmem_wide_copy_words_9",
+            "vkshmem_wide_reduce_f32_xor_2",
+            "vkshmem_wide_reduce_f64_xor_2",
+            "vkshmem_reduce_f128",
+            "vkshmem_wide_push_0",
+            "vkshmem_wide_push_9",
+            "vkshmem_gather",
+            "count_in",
+        ] {
+            assert!(job_named(name, &c, WG).is_none(), "{name}");
+        }
+        let mut small = c;
+        small.int64 = false;
+        assert!(job_named("vkshmem_reduce_u64", &small, WG).is_none());
+        // Wide reductions of 8-byte kinds only where the library has int64.
+        assert_eq!(
+            job_named("vkshmem_wide_reduce_f64_sum_2", &c, WG).is_some(),
+            c.int64
+        );
+        assert!(job_named("vkshmem_wide_reduce_f64_sum_2", &small, WG).is_none());
+        // No vec2<u64> kernels without int64.
+        assert!(job_named("vkshmem_wide_copy_2_u64", &small, WG).is_none());
+        assert!(job_named("vkshmem_wide_reduce_i8_max_3_u64", &small, WG).is_none());
+        assert!(job_named("vkshmem_wide_copy_2_u64", &c, WG).is_some());
+        assert!(job_named("vkshmem_wide_reduce_i8_max_3", &small, WG).is_some());
+    }
 
     #[test]
     fn generic_kernels_reach_the_first_4_gib() {

@@ -12,9 +12,40 @@ pub use crate::element::{BitwiseReduce, Reduce, ReduceOp};
 
 use super::{generic_reach, Desc, Members, Small, Step, Which};
 use crate::error::{Error, Result};
+use crate::kernels::library::{Declared, KernelShape, LibraryKernel};
 use crate::runtime::Runtime;
 use crate::symbuf::SymSlice;
 use crate::team::Team;
+use vkshmem_device::collectives::HostCollective;
+
+/// The kernels a reduction on a team of `s.size` launches: the wide f32 sum
+/// (gradients) and the generic f32 and i32 reductions; with `s.all`, every
+/// kind and operation the library has.
+pub(crate) fn kernels(s: &KernelShape) -> Declared {
+    let kind = |name| collectives::kind(name).expect("a kind of the table");
+    let wide_of = |kind, op| LibraryKernel::WideReduce {
+        kind,
+        op,
+        size: s.size,
+    };
+    let mut wide = vec![wide_of(kind("f32"), ReduceOp::Sum)];
+    let mut generic = ["f32", "i32"]
+        .map(|k| LibraryKernel::Host(HostCollective::Reduce(kind(k))))
+        .to_vec();
+    if s.all {
+        let kinds = collectives::KINDS.iter();
+        for k in kinds
+            .clone()
+            .filter(|k| collectives::wide_kind_available(s.cfg, k))
+        {
+            wide.extend(ReduceOp::ALL.map(|op| wide_of(*k, op)));
+        }
+        for k in kinds.filter(|k| collectives::kind_available(s.cfg, k)) {
+            generic.push(LibraryKernel::Host(HostCollective::Reduce(*k)));
+        }
+    }
+    Declared { wide, generic }
+}
 
 impl Runtime {
     pub(crate) fn reduce<T: Reduce>(

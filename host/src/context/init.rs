@@ -20,34 +20,14 @@ impl Context {
     /// endpoint does not admit this PE, [`Error::PeerFailed`] when another PE dies
     /// during set-up, Vulkan errors as [`Error::Vulkan`].
     pub fn init() -> Result<Context> {
-        Runtime::init_with(
-            |pe, cache| {
-                Gpu::open(
-                    crate::config::env(crate::config::ENV_DEVICE).as_deref(),
-                    pe,
-                    cache,
-                )
-            },
-            None,
-        )
-        .map(|rt| Context { rt })
+        join(own_device, None)
     }
 
     /// Joins the job as PE `pe` of a job whose endpoint and secret are given
     /// (a PE of [`crate::threads::run_threads`]); every other setting comes
     /// from the environment, as for [`Context::init`](crate::Context::init).
     pub(crate) fn init_as(job: &crate::config::JobEnv) -> Result<Context> {
-        Runtime::init_with(
-            |pe, cache| {
-                Gpu::open(
-                    crate::config::env(crate::config::ENV_DEVICE).as_deref(),
-                    pe,
-                    cache,
-                )
-            },
-            Some(job),
-        )
-        .map(|rt| Context { rt })
+        join(own_device, Some(job))
     }
 
     /// Joins the job as [`Context::init`](crate::Context::init) does, on a Vulkan device the
@@ -79,8 +59,7 @@ impl Context {
     /// `VK_KHR_external_memory_fd` or the family has no compute.
     pub unsafe fn init_on_device(dev: UserDevice) -> Result<Context> {
         // SAFETY: the caller's guarantee.
-        Runtime::init_with(|_, cache| unsafe { Gpu::adopt(&dev, cache) }, None)
-            .map(|rt| Context { rt })
+        join(|_, cache| unsafe { Gpu::adopt(&dev, cache) }, None)
     }
 
     /// Leaves the job (collective): a barrier, then a clean goodbye to the
@@ -95,4 +74,23 @@ impl Context {
     pub fn finalize(self) -> Result<()> {
         self.rt.finalize()
     }
+}
+
+/// The device `VKSHMEM_DEVICE` names (or the best one) for PE `pe`.
+fn own_device(pe: u32, cache: Option<std::path::PathBuf>) -> Result<Gpu> {
+    Gpu::open(
+        crate::config::env(crate::config::ENV_DEVICE).as_deref(),
+        pe,
+        cache,
+    )
+}
+
+/// Builds the runtime with the device `open` gives, as `given` or the
+/// launcher's hand-over says; the background builder is told which kernels
+/// the collectives declare (they sit above the runtime).
+fn join(
+    open: impl FnOnce(u32, Option<std::path::PathBuf>) -> Result<Gpu>,
+    given: Option<&crate::config::JobEnv>,
+) -> Result<Context> {
+    Runtime::init_with(open, given, crate::collective::first_kernels).map(|rt| Context { rt })
 }

@@ -1,14 +1,17 @@
 //! Kernels linked with the device library: what a [`DeviceKernel`] is, how
 //! one is linked ([`link`]) and built, the per-context cache that lets the
 //! caller's thread and the background builder share builds ([`builds`]), and
-//! the background builder of the host collectives' kernels ([`prebuild`]).
+//! the background builder of the host collectives' kernels ([`prebuild`]),
+//! and the table of those kernels' names and sources ([`library`]).
 //!
 //! Launching a kernel (the user's API, its bindings, the device error words
 //! and the watch while it runs) is `crate::user_kernel`'s; the host
-//! collectives name their kernels through `crate::collective`. Both use this
-//! module, which uses neither.
+//! collectives declare which kernels they launch (`crate::collective`), and
+//! the façade hands those declarations to the builder at init. Both use
+//! this module, which uses neither.
 
 pub(crate) mod builds;
+pub(crate) mod library;
 pub(crate) mod prebuild;
 
 use std::sync::Arc;

@@ -19,8 +19,9 @@
 //! of their first use: work the program would do anyway, done while it sets up;
 //! a program that uses few collectives costs little, one that uses none costs
 //! nothing. Without a profile (a program's first run, or no cache directory)
-//! the builder guesses the kernels a typical program calls first ([`jobs`]),
-//! but only with CPUs to spare (more CPUs than the job's PEs plus the load
+//! the builder guesses the kernels a typical program calls first, as the
+//! collectives declare them (`first_kernels` in `crate::collective`, each
+//! family's in its own file; [`Plan::guesses`]), but only with CPUs to spare (more CPUs than the job's PEs plus the load
 //! average): 8 PEs starting on 2 cores have none, and guessing there doubled
 //! the time of a test running jobs of 1000 host barriers. The builder runs at
 //! the PE's priority: a call waiting for a kernel it builds must not wait
@@ -47,12 +48,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
-use vkshmem_device::collectives::{
-    self, HostCollective, Kind, ReduceOp, WideUnit, KINDS, WIDE_REDUCE_MAX_MEMBERS,
-};
+use vkshmem_device::collectives::WideUnit;
 use vkshmem_device::LibraryConfig;
 
 use super::builds::{Builds, KernelKey};
+use super::library::{carries_unit, LibraryKernel};
 use super::{link, DeviceKernel};
 // What the background builder builds (`VKSHMEM_PREBUILD`).
 use crate::config::Prebuild as Mode;
@@ -81,193 +81,43 @@ pub(crate) struct Job {
     pub name: String,
 }
 
-fn host(c: HostCollective) -> Job {
-    Job {
-        source: c.source(),
-        name: c.name(),
+impl Job {
+    /// The job of kernel `k` in `unit`; `None` where it has no source.
+    fn of(k: LibraryKernel, unit: WideUnit) -> Option<Job> {
+        Some(Job {
+            source: k.source(unit)?,
+            name: k.name(unit),
+        })
     }
 }
 
-/// The wide copy of `blocks` blocks in workgroups of `wg`, in `unit`s
-/// (named as `Runtime::copy_wide` names it).
-fn wide_copy(blocks: u32, wg: u32, unit: WideUnit) -> Option<Job> {
-    Some(Job {
-        source: collectives::wide_copy_source(blocks, wg, unit)?,
-        name: format!("vkshmem_wide_copy_{blocks}{}", unit.suffix()),
-    })
-}
-
-/// The word-by-word wide copy of `blocks` blocks (named as
-/// `Runtime::copy_wide` names it).
-fn wide_copy_words(blocks: u32, wg: u32) -> Option<Job> {
-    Some(Job {
-        source: collectives::wide_copy_words_source(blocks, wg)?,
-        name: format!("vkshmem_wide_copy_words_{blocks}"),
-    })
-}
-
-/// The wide push to `dests` dests in `unit`s (named as `Runtime::push_kernel`
-/// names it).
-fn wide_push(dests: u32, wg: u32, unit: WideUnit) -> Option<Job> {
-    Some(Job {
-        source: collectives::wide_push_source(dests, wg, unit)?,
-        name: format!("vkshmem_wide_push_{dests}{}", unit.suffix()),
-    })
-}
-
-/// The wide reduction in `unit`s (named as `Runtime::wide_prepare` names it).
-fn wide_reduce(kind: &Kind, op: ReduceOp, size: u32, unit: WideUnit) -> Option<Job> {
-    Some(Job {
-        source: collectives::wide_reduce_source(
-            kind,
-            op,
-            size,
-            collectives::WIDE_REDUCE_WORKGROUP,
-            unit,
-        )?,
-        name: format!(
-            "vkshmem_wide_reduce_{}_{}_{size}{}",
-            kind.name,
-            op.name(),
-            unit.suffix()
-        ),
-    })
-}
-
-/// The kernels to build for a world team of `size` PEs with library `cfg`
-/// (the wide copies and pushes in workgroups of `wg`:
-/// `Context::wide_workgroup`; the wide kernels in `unit`s:
-/// `Context::wide_unit`), the
-/// likeliest first: the wide paths (what aligned broadcasts, fcollects,
-/// alltoalls and f32 sums take), then the generic movement kernels and the
-/// f32 and i32 reductions; with [`Mode::All`], then every other reduction kind
-/// and every wide reduction.
-pub(crate) fn jobs(
-    mode: Mode,
-    size: u32,
-    cfg: &LibraryConfig,
-    wg: u32,
-    unit: WideUnit,
-) -> Vec<Job> {
-    let kind = |name| collectives::kind(name).expect("a kind of the table");
-    let (f32k, i32k) = (kind("f32"), kind("i32"));
-    let mut jobs: Vec<Job> = Vec::new();
-    if mode == Mode::Off {
-        return jobs;
-    }
-    // Broadcast and fcollect push to every member, in groups of 8.
-    let group = size.min(WIDE_REDUCE_MAX_MEMBERS);
-    jobs.extend(wide_push(group, wg, unit));
-    if group > 0 && size % group != 0 {
-        jobs.extend(wide_push(size % group, wg, unit));
-    }
-    jobs.extend(wide_copy(1, wg, unit));
-    jobs.extend(wide_reduce(&f32k, ReduceOp::Sum, size, unit));
-    jobs.extend(wide_copy(size, wg, unit));
-    jobs.push(host(HostCollective::Broadcast));
-    jobs.push(host(HostCollective::Reduce(f32k)));
-    jobs.push(host(HostCollective::Fcollect));
-    jobs.push(host(HostCollective::Alltoall));
-    jobs.push(host(HostCollective::Collect));
-    jobs.push(host(HostCollective::Alltoalls));
-    jobs.push(host(HostCollective::Reduce(i32k)));
-    if mode == Mode::All {
-        jobs.extend(wide_copy_words(1, wg));
-        jobs.extend(wide_copy_words(size, wg));
-        for k in KINDS.iter().filter(|k| collectives::kind_available(cfg, k)) {
-            jobs.push(host(HostCollective::Reduce(*k)));
-        }
-        for k in KINDS
-            .iter()
-            .filter(|k| collectives::wide_kind_available(cfg, k))
-        {
-            for op in ReduceOp::ALL {
-                jobs.extend(wide_reduce(k, op, size, unit));
-            }
-        }
-    }
+/// The jobs of `kernels` (the collectives' declarations,
+/// [`FirstKernels`](super::library::FirstKernels)) in `unit` where they have units, each source once, in
+/// order; those the library has no source for are left out.
+pub(crate) fn jobs(kernels: &[LibraryKernel], unit: WideUnit) -> Vec<Job> {
     let mut seen = std::collections::HashSet::new();
-    jobs.retain(|j| seen.insert(j.source.clone()));
-    jobs
+    kernels
+        .iter()
+        .filter_map(|&k| {
+            Job::of(
+                k,
+                if k.has_units() {
+                    unit
+                } else {
+                    WideUnit::Vec4U32
+                },
+            )
+        })
+        .filter(|j| seen.insert(j.source.clone()))
+        .collect()
 }
 
-/// The job of the host kernel called `name`, for a library `cfg` (the
-/// collectives' names are unique: `vkshmem_<collective>`, `vkshmem_reduce_<kind>`,
-/// `vkshmem_wide_copy_<blocks>`, `vkshmem_wide_copy_words_<blocks>`,
-/// `vkshmem_wide_push_<dests>`,
-/// `vkshmem_wide_reduce_<kind>_<op>_<members>`; the wide copies, pushes and
-/// reductions in `vec2<u64>` units with `_u64` after that, where `cfg` has
-/// int64), the wide copies and pushes in workgroups of `wg`; `None` for any
-/// other name.
+/// The job of the host kernel called `name`, for a library `cfg` whose
+/// wide copies and pushes run in workgroups of `wg` (names:
+/// [`LibraryKernel::parse`]); `None` for any other name.
 pub(crate) fn job_named(name: &str, cfg: &LibraryConfig, wg: u32) -> Option<Job> {
-    let movement = [
-        HostCollective::Broadcast,
-        HostCollective::Fcollect,
-        HostCollective::Collect,
-        HostCollective::Alltoall,
-        HostCollective::Alltoalls,
-    ];
-    if let Some(c) = movement.into_iter().find(|c| c.name() == name) {
-        return Some(host(c));
-    }
-    if let Some(k) = name.strip_prefix("vkshmem_reduce_") {
-        let kind = collectives::kind(k).filter(|k| collectives::kind_available(cfg, k))?;
-        return Some(host(HostCollective::Reduce(kind)));
-    }
-    let size = |s: &str| {
-        s.parse::<u32>()
-            .ok()
-            .filter(|n| (1..=WIDE_REDUCE_MAX_MEMBERS).contains(n))
-    };
-    if let Some(n) = name.strip_prefix("vkshmem_wide_copy_words_") {
-        return wide_copy_words(size(n)?, wg);
-    }
-    let (family, rest, u) = wide_parts(name)?;
-    if u == WideUnit::Vec2U64 && !cfg.int64 {
-        return None;
-    }
-    match family {
-        Wide::Copy => wide_copy(size(rest)?, wg, u),
-        Wide::Push => wide_push(size(rest)?, wg, u),
-        Wide::Reduce => {
-            let mut parts = rest.splitn(3, '_');
-            let (k, op, n) = (parts.next()?, parts.next()?, parts.next()?);
-            let kind = collectives::kind(k).filter(|k| collectives::wide_kind_available(cfg, k))?;
-            let op = ReduceOp::ALL.into_iter().find(|o| o.name() == op)?;
-            wide_reduce(&kind, op, size(n)?, u)
-        }
-    }
-}
-
-/// The wide kernels whose names carry their unit ([`wide_parts`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Wide {
-    Copy,
-    Push,
-    Reduce,
-}
-
-/// A wide copy's, push's or reduction's name taken apart: its family, the
-/// rest of the name (the blocks, dests, or kind, op and members) and its
-/// unit (`vec2<u64>` where the name ends with its suffix); `None` for any
-/// other name, the word copies (`vkshmem_wide_copy_words_`, always in
-/// words) included. The one place that knows which names carry a unit.
-fn wide_parts(name: &str) -> Option<(Wide, &str, WideUnit)> {
-    if name.starts_with("vkshmem_wide_copy_words_") {
-        return None;
-    }
-    let (family, rest) = [
-        ("vkshmem_wide_copy_", Wide::Copy),
-        ("vkshmem_wide_push_", Wide::Push),
-        ("vkshmem_wide_reduce_", Wide::Reduce),
-    ]
-    .into_iter()
-    .find_map(|(p, f)| name.strip_prefix(p).map(|r| (f, r)))?;
-    let u64s = WideUnit::Vec2U64;
-    Some(match rest.strip_suffix(u64s.suffix()) {
-        Some(r) => (family, r, u64s),
-        None => (family, rest, WideUnit::Vec4U32),
-    })
+    let (k, unit) = LibraryKernel::parse(name, cfg, wg)?;
+    Job::of(k, unit)
 }
 
 /// The kernel names of a profile as a context whose wide kernels move `unit`s
@@ -278,7 +128,7 @@ fn wide_parts(name: &str) -> Option<(Wide, &str, WideUnit)> {
 /// too stays beside it (the edge launches of `vec2<u64>` calls use it).
 fn names_in_unit(names: &[String], unit: WideUnit) -> Vec<String> {
     let u64s = WideUnit::Vec2U64.suffix();
-    let has_twins = |n: &str| wide_parts(n).is_some();
+    let has_twins = carries_unit;
     let mut out: Vec<String> = Vec::new();
     let mut add = |n: String| {
         if !out.contains(&n) {
@@ -481,6 +331,9 @@ pub(crate) struct Plan {
     /// Whether some PE is on another device (WORLD's host collectives then
     /// go through staging and launch no kernel: nothing to guess).
     pub world_staged: bool,
+    /// The collectives' kernels, the likeliest first ([`FirstKernels`](super::library::FirstKernels)),
+    /// for the mode: built where no profile says better.
+    pub guesses: Vec<LibraryKernel>,
 }
 
 /// Starts building, on the process's builder thread, the host collectives'
@@ -494,6 +347,7 @@ pub(crate) fn start(plan: Plan, mode: Mode, gpu: Arc<Gpu>, submit: &Mutex<Submit
         wide_workgroup,
         wide_unit,
         world_staged,
+        guesses,
     } = plan;
     let profile = Profile::load(npes);
     // Kernels no profile asks for are a guess: built only with CPUs to
@@ -507,7 +361,8 @@ pub(crate) fn start(plan: Plan, mode: Mode, gpu: Arc<Gpu>, submit: &Mutex<Submit
     let mut todo = match (mode, profile.as_ref().and_then(|p| p.names.as_ref())) {
         (Mode::Typical, Some(_)) => Vec::new(),
         (Mode::Typical, None) if !spare || world_staged => Vec::new(),
-        (m, _) => jobs(m, npes, &cfg, wide_workgroup, wide_unit),
+        (Mode::Off, _) => Vec::new(),
+        _ => jobs(&guesses, wide_unit),
     };
     if let Some(names) = profile.as_ref().and_then(|p| p.names.as_ref()) {
         // The profile's kernels first (in the order of their first use),
@@ -678,147 +533,7 @@ fn run(builds: &Builds, gpu: &Arc<Gpu>, jobs: &[Job]) {
 mod tests {
     use super::*;
 
-    /// The wide kernels' workgroup size in these tests (llvmpipe's).
-    const WG: u32 = collectives::HOST_WORKGROUP;
     const U32: WideUnit = WideUnit::Vec4U32;
-
-    fn cfg(npes: u32) -> LibraryConfig {
-        LibraryConfig {
-            my_pe: 0,
-            n_pes: npes,
-            heap_bytes: 1 << 26,
-            max_binding_bytes: 1 << 27,
-            int64: true,
-            float64: true,
-            int64_atomics: true,
-            divergent_fences: true,
-            loop_cap: false,
-            row_lanes: 0,
-            direct: vkshmem_device::PeSet::all(npes),
-            proxy: false,
-            vec4_u64: false,
-        }
-    }
-
-    #[test]
-    fn jobs_are_named_and_keyed_as_the_collectives_make_them() {
-        assert!(jobs(Mode::Off, 4, &cfg(4), WG, U32).is_empty());
-        let typical = jobs(Mode::Typical, 4, &cfg(4), WG, U32);
-        let names: Vec<_> = typical.iter().map(|j| j.name.as_str()).collect();
-        assert_eq!(
-            names[..5],
-            [
-                "vkshmem_wide_push_4",
-                "vkshmem_wide_copy_1",
-                "vkshmem_wide_reduce_f32_sum_4",
-                "vkshmem_wide_copy_4",
-                "vkshmem_broadcast"
-            ]
-        );
-        let b = HostCollective::Broadcast;
-        assert!(typical.contains(&Job {
-            source: b.source(),
-            name: b.name()
-        }));
-        // One PE: the wide copy of one block is listed once.
-        let one = jobs(Mode::Typical, 1, &cfg(1), WG, U32);
-        assert_eq!(
-            one.iter()
-                .filter(|j| j.name.starts_with("vkshmem_wide_copy"))
-                .count(),
-            1
-        );
-        // Past the wide paths' limit of members: pushes to groups of 8 (and
-        // the rest), the one-block copy.
-        let big = jobs(Mode::Typical, 16, &cfg(16), WG, U32);
-        let wide: Vec<_> = big.iter().filter(|j| j.name.contains("wide")).collect();
-        assert_eq!(wide.len(), 2);
-        assert_eq!(wide[0].name, "vkshmem_wide_push_8");
-        assert_eq!(wide[1].name, "vkshmem_wide_copy_1");
-        let odd = jobs(Mode::Typical, 11, &cfg(11), WG, U32);
-        assert!(odd.iter().any(|j| j.name == "vkshmem_wide_push_3"));
-        let all = jobs(Mode::All, 4, &cfg(4), WG, U32);
-        assert!(all.len() > typical.len());
-        let mut sources: Vec<_> = all.iter().map(|j| &j.source).collect();
-        sources.sort();
-        sources.dedup();
-        assert_eq!(sources.len(), all.len());
-        // No 64-bit reductions without 64-bit shader support.
-        let mut small = cfg(4);
-        small.int64 = false;
-        small.float64 = false;
-        assert!(jobs(Mode::All, 4, &small, WG, U32)
-            .iter()
-            .all(|j| !j.name.ends_with("64")));
-    }
-
-    #[test]
-    fn every_host_kernel_is_found_by_its_name() {
-        let c = cfg(4);
-        let mut all = jobs(Mode::All, 4, &c, WG, U32);
-        let u64s = jobs(Mode::All, 4, &c, WG, WideUnit::Vec2U64);
-        // The vec2<u64> kernels are the wide ones, named apart.
-        let wide_u64: Vec<_> = u64s
-            .iter()
-            .filter(|j| j.name.contains("_wide_") && j.name.ends_with("_u64"))
-            .collect();
-        assert!(wide_u64
-            .iter()
-            .all(|j| j.source.contains("array<vec2<u64>>")));
-        assert_eq!(
-            wide_u64.len(),
-            all.iter()
-                .filter(|j| j.name.contains("_wide_") && !j.name.contains("words"))
-                .count()
-        );
-        all.extend(u64s);
-        for j in &all {
-            assert_eq!(job_named(&j.name, &c, WG).as_ref(), Some(j), "{}", j.name);
-        }
-        assert!(job_named("vkshmem_wide_reduce_u64_sum_2_u64", &c, WG).is_some());
-        // Other team sizes, and names that are not host kernels.
-        let j = job_named("vkshmem_wide_reduce_i32_xor_7", &c, WG).unwrap();
-        assert_eq!(
-            j.source,
-            collectives::wide_reduce_source(
-                &collectives::kind("i32").unwrap(),
-                ReduceOp::Xor,
-                7,
-                WG,
-                U32
-            )
-            .unwrap()
-        );
-        for name in [
-            "vkshmem_wide_copy_0",
-            "vkshmem_wide_copy_9",
-            "vkshmem_wide_copy_words_0",
-            "vkshmem_wide_copy_words_9",
-            "vkshmem_wide_reduce_f32_xor_2",
-            "vkshmem_wide_reduce_f64_xor_2",
-            "vkshmem_reduce_f128",
-            "vkshmem_wide_push_0",
-            "vkshmem_wide_push_9",
-            "vkshmem_gather",
-            "count_in",
-        ] {
-            assert!(job_named(name, &c, WG).is_none(), "{name}");
-        }
-        let mut small = c;
-        small.int64 = false;
-        assert!(job_named("vkshmem_reduce_u64", &small, WG).is_none());
-        // Wide reductions of 8-byte kinds only where the library has int64.
-        assert_eq!(
-            job_named("vkshmem_wide_reduce_f64_sum_2", &c, WG).is_some(),
-            c.int64
-        );
-        assert!(job_named("vkshmem_wide_reduce_f64_sum_2", &small, WG).is_none());
-        // No vec2<u64> kernels without int64.
-        assert!(job_named("vkshmem_wide_copy_2_u64", &small, WG).is_none());
-        assert!(job_named("vkshmem_wide_reduce_i8_max_3_u64", &small, WG).is_none());
-        assert!(job_named("vkshmem_wide_copy_2_u64", &c, WG).is_some());
-        assert!(job_named("vkshmem_wide_reduce_i8_max_3", &small, WG).is_some());
-    }
 
     #[test]
     fn profiles_are_read_in_the_context_s_unit() {

@@ -8,6 +8,7 @@ use crate::config;
 use crate::driver::{self, DriverSettings};
 use crate::error::{Error, Result};
 use crate::heap::SymmetricHeap;
+use crate::kernels::library::FirstKernels;
 use crate::phases::PhaseTimes;
 use crate::sync::segment::Segment;
 use crate::sync::{Plane, WaitPolicy};
@@ -99,6 +100,7 @@ impl Runtime {
     pub(crate) fn init_with(
         open: impl FnOnce(u32, Option<PathBuf>) -> Result<Gpu>,
         given: Option<&config::JobEnv>,
+        first: FirstKernels,
     ) -> Result<Arc<Runtime>> {
         let get = &config::env;
         let s = Settings::read(get)?;
@@ -161,7 +163,7 @@ impl Runtime {
             driver_threads: Arc::new(driver_threads),
             gpu,
         });
-        rt.start(proxy.then_some(own_block), link)?;
+        rt.start(proxy.then_some(own_block), link, first)?;
         if pe == 0 {
             report_at_init(config::init_report(get, &s.heap));
         }
@@ -175,6 +177,7 @@ impl Runtime {
         &self,
         own_block: Option<Arc<crate::vk::memory::SharedMemory>>,
         link: Option<Box<dyn RemoteLink>>,
+        first: FirstKernels,
     ) -> Result<()> {
         let (pe, npes) = (self.my_pe(), self.n_pes());
         let words = layout::initial_control(pe, npes, self.gpu.info.resident_workgroups);
@@ -198,7 +201,7 @@ impl Runtime {
         // No PE's device code may touch a peer's control region before its owner
         // has initialised it.
         self.sync_all()?;
-        self.prebuild_host_kernels();
+        self.prebuild_host_kernels(first);
         Ok(())
     }
 

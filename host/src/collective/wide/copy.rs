@@ -86,9 +86,9 @@ impl Runtime {
         }
         let wg = self.wide_workgroup();
         let k = if words {
-            let k = self.library_kernel(&format!("vkshmem_wide_copy_words_{blocks}"), || {
-                collectives::wide_copy_words_source(blocks, wg)
-            })?;
+            let k = LibraryKernel::WideCopyWords { blocks, wg };
+            let words = WideUnit::Vec4U32;
+            let k = self.library_kernel(&k.name(words), || k.source(words))?;
             k.map(|main| WideKernel {
                 main,
                 stores_edges: true,
@@ -97,9 +97,7 @@ impl Runtime {
         } else {
             let a = p.args;
             let edges = !edge_ranges(a.first, a.end, a.words, a.lead).is_empty();
-            self.wide_kernel(&format!("vkshmem_wide_copy_{blocks}"), edges, |unit| {
-                collectives::wide_copy_source(blocks, wg, unit)
-            })?
+            self.wide_kernel(LibraryKernel::WideCopy { blocks, wg }, edges)?
         };
         let Some(k) = k else {
             return Ok(None);
@@ -171,9 +169,11 @@ impl Runtime {
     }
 
     fn push_kernel(&self, dests: usize, edges: bool) -> Result<Option<WideKernel>> {
-        self.wide_kernel(&format!("vkshmem_wide_push_{dests}"), edges, |unit| {
-            collectives::wide_push_source(dests as u32, self.wide_workgroup(), unit)
-        })
+        let k = LibraryKernel::WidePush {
+            dests: dests as u32,
+            wg: self.wide_workgroup(),
+        };
+        self.wide_kernel(k, edges)
     }
 
     /// The launches of share `part` of `parts` of the wide push `p` to the

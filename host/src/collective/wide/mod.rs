@@ -43,6 +43,7 @@ use std::sync::Arc;
 use super::part::{Part, Planned, Step};
 use super::Members;
 use crate::error::Result;
+use crate::kernels::library::LibraryKernel;
 use crate::kernels::DeviceKernel;
 use crate::runtime::{HeapWindow, Runtime};
 
@@ -197,25 +198,17 @@ impl Runtime {
         piece_bytes(self.wide_window())
     }
 
-    /// The wide kernel `name` (the `vec4<u32>` kernel's name; the unit's
-    /// kernel takes [`WideUnit::suffix`]) in this PE's unit
-    /// ([`Context::wide_unit`](crate::Context::wide_unit)), from `source` for a unit, and where the
-    /// unit leaves the edges and `edges` (the objects have some) the
-    /// `vec4<u32>` kernel for them; `None` where `source` gives none.
-    pub(super) fn wide_kernel(
-        &self,
-        name: &str,
-        edges: bool,
-        source: impl Fn(WideUnit) -> Option<String>,
-    ) -> Result<Option<WideKernel>> {
+    /// The wide kernel `k` in this PE's unit (`Runtime::wide_unit`), and
+    /// where the unit leaves the edges and `edges` (the objects have some)
+    /// its `vec4<u32>` twin for them; `None` where the library has none.
+    pub(super) fn wide_kernel(&self, k: LibraryKernel, edges: bool) -> Result<Option<WideKernel>> {
         let unit = self.wide_unit();
-        let Some(main) =
-            self.library_kernel(&format!("{name}{}", unit.suffix()), || source(unit))?
-        else {
+        let Some(main) = self.library_kernel(&k.name(unit), || k.source(unit))? else {
             return Ok(None);
         };
         let edges = if edges && !unit.stores_edges() {
-            match self.library_kernel(name, || source(WideUnit::Vec4U32))? {
+            let words = WideUnit::Vec4U32;
+            match self.library_kernel(&k.name(words), || k.source(words))? {
                 Some(k) => Some(k),
                 None => return Ok(None),
             }

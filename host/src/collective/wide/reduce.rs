@@ -53,10 +53,12 @@ impl Runtime {
         if library + 2 * size as u64 > most {
             return Ok(None);
         }
-        let name = format!("vkshmem_wide_reduce_{}_{}_{size}", kind.name, op.name());
-        let k = self.wide_kernel(&name, edges, |unit| {
-            collectives::wide_reduce_source(kind, op, size, WIDE_REDUCE_WORKGROUP, unit)
-        })?;
+        let k = LibraryKernel::WideReduce {
+            kind: *kind,
+            op,
+            size,
+        };
+        let k = self.wide_kernel(k, edges)?;
         Ok(k.map(|k| (WideReduce::Direct(k), sp)))
     }
 
@@ -158,23 +160,13 @@ impl Runtime {
         let mut kernels = Vec::new();
         for (g, &sources) in groups.iter().enumerate() {
             let accumulate = g > 0;
-            let name = format!(
-                "vkshmem_wide_acc_{}_{}_{sources}_{}",
-                kind.name,
-                op.name(),
-                if accumulate { "acc" } else { "first" }
-            );
-            let Some(k) = self.wide_kernel(&name, edges, |unit| {
-                collectives::wide_accumulate_source(
-                    kind,
-                    op,
-                    sources,
-                    accumulate,
-                    WIDE_REDUCE_WORKGROUP,
-                    unit,
-                )
-            })?
-            else {
+            let k = LibraryKernel::WideAccumulate {
+                kind: *kind,
+                op,
+                sources,
+                accumulate,
+            };
+            let Some(k) = self.wide_kernel(k, edges)? else {
                 return Ok(None);
             };
             kernels.push(k);
