@@ -355,7 +355,6 @@ impl Runtime {
 
     /// Round `r`'s copy-out: this PE's dest from the members' staging
     /// buffers (after the round's meeting).
-    #[allow(clippy::too_many_arguments)]
     fn copy_out_round(
         &self,
         m: &Members,

@@ -181,6 +181,33 @@ fn fingerprint(words: &[u64]) -> u64 {
     crate::fnv::fnv1a(words.iter().flat_map(|w| w.to_le_bytes()))
 }
 
+/// A rooted move's layout (gatherv, scatterv): the root, every member's
+/// count and displacement, the object that holds each member's `part`
+/// and the root's `whole` (each with its name for errors), the member's
+/// source, and what it tells of its own part.
+struct Rooted<'a, 'b, T: Pod> {
+    root: u32,
+    counts: &'a [usize],
+    displs: &'a [usize],
+    part: (&'a str, &'a SymSlice<'b, T>),
+    whole: (&'a str, &'a SymSlice<'b, T>),
+    source: &'a SymSlice<'b, T>,
+    mine: Mine,
+}
+
+/// A reduction in blocks (reduce_scatterv, the rooted reduce): member `i`
+/// combines block `i` (`counts[i]` elements) of every member's `source`
+/// with `op` into its `dest`; `whole`: the rooted reduce's count, whose
+/// blocks all start at element 0; `pre`: a check the caller made.
+struct Blocks<'a, 'b, T: Pod> {
+    op: ReduceOp,
+    dest: &'a SymSlice<'b, T>,
+    source: &'a SymSlice<'b, T>,
+    counts: &'a [usize],
+    whole: Option<usize>,
+    pre: Result<()>,
+}
+
 /// A UCC call's arguments, as step 1 shares them.
 struct UccArgs<'a> {
     what: &'a str,
@@ -685,22 +712,20 @@ impl Runtime {
         self.mapped_at(pe, offset, bytes).map(<*mut u8>::cast_const)
     }
 
-    /// The arguments of the rooted moves (gatherv, scatterv): `part` must hold
-    /// this member's count, and on the root `whole` the layout's extent;
-    /// every member passes the same root, counts and displacements.
-    #[allow(clippy::too_many_arguments)]
-    fn rooted_args<'a, T: Pod>(
-        &self,
-        m: &Members,
-        what: &'a str,
-        root: u32,
-        counts: &[usize],
-        displs: &[usize],
-        part: (&str, &SymSlice<T>),
-        whole: (&str, &SymSlice<T>),
-        source: &SymSlice<T>,
-        mine: Mine,
-    ) -> UccArgs<'a> {
+    /// The arguments of the rooted move `r` (gatherv, scatterv): `r.part`
+    /// must hold this member's count, and on the root `r.whole` the
+    /// layout's extent; every member passes the same root, counts and
+    /// displacements.
+    fn rooted_args<'a, T: Pod>(&self, m: &Members, what: &'a str, r: Rooted<T>) -> UccArgs<'a> {
+        let Rooted {
+            root,
+            counts,
+            displs,
+            part,
+            whole,
+            source,
+            mine,
+        } = r;
         let n = m.shape.size;
         let local = (|| {
             check_root(what, root, n)?;
@@ -753,20 +778,19 @@ impl Runtime {
         let es = std::mem::size_of::<T>() as u64;
         let displs = displs.map_or_else(|| packed(counts), <[usize]>::to_vec);
         let whole = extent(counts, &displs).unwrap_or(0).saturating_mul(es);
-        let args = self.rooted_args(
-            &m,
-            what,
+        let rooted = Rooted {
             root,
             counts,
-            &displs,
-            ("gatherv source", source),
-            ("gatherv dest", dest),
+            displs: &displs,
+            part: ("gatherv source", source),
+            whole: ("gatherv dest", dest),
             source,
-            Mine {
+            mine: Mine {
                 dest: dest.offset(),
                 bytes: if m.me == root { whole } else { 0 },
             },
-        );
+        };
+        let args = self.rooted_args(&m, what, rooted);
         let pull_of = |sh: &Shared, j: u32| {
             let mut pull = Pull {
                 reads: Vec::new(),
@@ -814,20 +838,19 @@ impl Runtime {
         let m = self.members(team)?;
         let es = std::mem::size_of::<T>() as u64;
         let displs = displs.map_or_else(|| packed(counts), <[usize]>::to_vec);
-        let args = self.rooted_args(
-            &m,
-            what,
+        let rooted = Rooted {
             root,
             counts,
-            &displs,
-            ("scatterv dest", dest),
-            ("scatterv source", source),
+            displs: &displs,
+            part: ("scatterv dest", dest),
+            whole: ("scatterv source", source),
             source,
-            Mine {
+            mine: Mine {
                 dest: dest.offset(),
                 bytes: (counts.get(m.me as usize).copied().unwrap_or(0) as u64).saturating_mul(es),
             },
-        );
+        };
+        let args = self.rooted_args(&m, what, rooted);
         let pull_of = |sh: &Shared, j: u32| {
             let j = j as usize;
             Pull {
@@ -1020,16 +1043,15 @@ impl Runtime {
         counts: &[usize],
     ) -> Result<()> {
         let m = self.members(team)?;
-        self.reduce_blocks(
-            &m,
-            "reduce_scatterv",
+        let blocks = Blocks {
             op,
             dest,
             source,
             counts,
-            None,
-            Ok(()),
-        )
+            whole: None,
+            pre: Ok(()),
+        };
+        self.reduce_blocks(&m, "reduce_scatterv", blocks)
     }
 
     pub(crate) fn reduce_scatter<T: Reduce>(
@@ -1060,16 +1082,15 @@ impl Runtime {
         if root_ok.is_ok() {
             counts[root as usize] = nreduce;
         }
-        self.reduce_blocks(
-            &m,
-            "reduce",
+        let blocks = Blocks {
             op,
             dest,
             source,
-            &counts,
-            Some(nreduce),
-            root_ok,
-        )
+            counts: &counts,
+            whole: Some(nreduce),
+            pre: root_ok,
+        };
+        self.reduce_blocks(&m, "reduce", blocks)
     }
 
     pub(crate) fn allreduce<T: Reduce>(
@@ -1083,20 +1104,17 @@ impl Runtime {
         self.reduce(team, op, dest, source, nreduce)
     }
 
-    /// Member `i` combines block `i` of every member's source. `whole`: the
-    /// rooted reduce, whose blocks all start at element 0.
-    #[allow(clippy::too_many_arguments)]
-    fn reduce_blocks<T: Reduce>(
-        &self,
-        m: &Members,
-        what: &str,
-        op: ReduceOp,
-        dest: &SymSlice<T>,
-        source: &SymSlice<T>,
-        counts: &[usize],
-        whole: Option<usize>,
-        pre: Result<()>,
-    ) -> Result<()> {
+    /// Member `i` combines block `i` of every member's source (see
+    /// [`Blocks`]).
+    fn reduce_blocks<T: Reduce>(&self, m: &Members, what: &str, b: Blocks<T>) -> Result<()> {
+        let Blocks {
+            op,
+            dest,
+            source,
+            counts,
+            whole,
+            pre,
+        } = b;
         let n = m.shape.size;
         let me = m.me as usize;
         let es = std::mem::size_of::<T>() as u64;

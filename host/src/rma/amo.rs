@@ -21,7 +21,7 @@ use super::Reach;
 use crate::error::{Error, Result};
 use crate::runtime::Runtime;
 use crate::symbuf::SymSlice;
-use crate::transport::word::apply;
+use crate::transport::word::{apply, WordOp};
 
 /// A type host atomics fetch, set and swap (OpenSHMEM's standard and
 /// extended AMO types).
@@ -142,13 +142,20 @@ impl Runtime {
     ) -> Result<T> {
         self.check_rma(what, &dest, 1, pe)?;
         let width = std::mem::size_of::<T>() as u32;
-        let (value, cmp) = (value.to_bits(), cmp.to_bits());
-        let old = match self.reach(pe, dest.offset(), u64::from(width))? {
+        let w = WordOp {
+            pe,
+            at: dest.offset(),
+            width,
+            op,
+            value: value.to_bits(),
+            cmp: cmp.to_bits(),
+        };
+        let old = match self.reach(pe, w.at, u64::from(width))? {
             // SAFETY: check_rma put the element inside one live allocation,
             // aligned to its size (4 or 8); the mapping lives with the context.
-            Reach::Mapped(p) => unsafe { apply(p, width, op, value, cmp) },
-            Reach::Proxy(proxy) => proxy.amo(pe, dest.offset(), width, op, value, cmp)?,
-            Reach::Copies => self.amo_by_kernel(what, pe, dest.offset(), width, op, value, cmp)?,
+            Reach::Mapped(p) => unsafe { apply(p, width, op, w.value, w.cmp) },
+            Reach::Proxy(proxy) => proxy.amo(w)?,
+            Reach::Copies => self.amo_by_kernel(what, w)?,
         };
         Ok(T::from_bits(old))
     }
@@ -160,20 +167,18 @@ impl Runtime {
         width == 4 || self.library.int64_atomics
     }
 
-    /// One word operation on PE `pe`'s heap (same device, not host-mapped)
-    /// by a one-invocation kernel, which leaves the old value in this PE's
-    /// control region (`amo_lo`, `amo_hi`). Serialised: one result slot.
-    #[allow(clippy::too_many_arguments)]
-    fn amo_by_kernel(
-        &self,
-        what: &str,
-        pe: u32,
-        at: u64,
-        width: u32,
-        op: u32,
-        value: u64,
-        cmp: u64,
-    ) -> Result<u64> {
+    /// The word operation `w` on a heap on this device the host does not
+    /// map, by a one-invocation kernel, which leaves the old value in this
+    /// PE's control region (`amo_lo`, `amo_hi`). Serialised: one result slot.
+    fn amo_by_kernel(&self, what: &str, w: WordOp) -> Result<u64> {
+        let WordOp {
+            pe,
+            at,
+            width,
+            op,
+            value,
+            cmp,
+        } = w;
         if !self.kernel_amo_supported(width) {
             return Err(Error::Unsupported {
                 device: self.device_info().name.clone(),

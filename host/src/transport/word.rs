@@ -6,6 +6,19 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use vkshmem_device::layout as dl;
 
+/// One atomic on a word of a PE's heap: which word (PE `pe`, byte `at`,
+/// `width` 4 or 8 bytes), the operation (`PX_*` of
+/// `vkshmem_device::layout`) and its operands (`cmp` for compare-and-swap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct WordOp {
+    pub pe: u32,
+    pub at: u64,
+    pub width: u32,
+    pub op: u32,
+    pub value: u64,
+    pub cmp: u64,
+}
+
 /// Applies the word operation `op` (`PX_LOAD`, `PX_STORE`, `PX_ADD`,
 /// `PX_AND`, `PX_OR`, `PX_XOR`, `PX_SWAP`, `PX_CAS` of
 /// `vkshmem_device::layout`) with operand `value` (and `cmp` for CAS) to the

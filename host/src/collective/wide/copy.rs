@@ -68,14 +68,14 @@ impl Runtime {
     ) -> Result<Option<Vec<Planned>>> {
         let info = self.device_info();
         let blocks = from.len() as u32;
-        let (heap, align, range) = (
-            self.heap_size(),
-            info.min_storage_offset_alignment,
-            info.max_storage_buffer_range,
-        );
-        let (p, words) = match copy_plan(16, blocks, block, src, dst, heap, align, range) {
+        let align = info.min_storage_offset_alignment;
+        let b = Bounds {
+            heap: self.heap_size(),
+            max_range: info.max_storage_buffer_range,
+        };
+        let (p, words) = match copy_plan(16, blocks, block, src, dst, align, b) {
             Some(p) => (p, false),
-            None => match copy_plan(4, blocks, block, src, dst, heap, align, range) {
+            None => match copy_plan(4, blocks, block, src, dst, align, b) {
                 Some(p) => (p, true),
                 None => return Ok(None),
             },

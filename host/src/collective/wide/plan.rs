@@ -96,13 +96,19 @@ pub(crate) struct WidePlan {
     pub args: WideArgs,
 }
 
+/// What bounds a wide plan's windows: the heap's size, and the widest
+/// window a launch binds (the device's [`window_max`]: every member of a
+/// call on the wide path is on the same device, so all decide alike).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Bounds {
+    pub heap: u64,
+    pub max_range: u64,
+}
+
 /// The wide plan of member `me` of `members` reducing `n` elements of `es` bytes
-/// from byte offset `source` into `dest`, in a heap of `heap` bytes; `None` when
-/// the call must take the generic path. The share split and windows are a
-/// push's ([`push_plan`]) with the members as the parts, windows at most
-/// `max_range` bytes (the device's [`window_max`]: every member of a call
-/// on the wide path is on the same device, so all decide alike).
-#[allow(clippy::too_many_arguments)]
+/// from byte offset `source` into `dest`, within `b`; `None` when the call
+/// must take the generic path. The share split and windows are a push's
+/// ([`push_plan`]) with the members as the parts.
 pub(crate) fn plan(
     es: u32,
     members: u32,
@@ -110,9 +116,9 @@ pub(crate) fn plan(
     dest: u64,
     source: u64,
     n: u64,
-    heap: u64,
-    max_range: u64,
+    b: Bounds,
 ) -> Option<WidePlan> {
+    let Bounds { heap, max_range } = b;
     // 8-byte elements pair the words of each half vec4: an object off
     // 16-byte alignment must start at a half (as its elements' alignment
     // asks anyway).
@@ -154,18 +160,17 @@ pub(crate) struct CopyPlan {
 /// where they are whole vec4s, or one block); 4, words
 /// (`wide_copy_words_source`: blocks and addresses in whole 32-bit words,
 /// the args counting words). `align` is the device's storage offset
-/// alignment, `max_range` its largest binding, `heap` the heap size.
-#[allow(clippy::too_many_arguments)]
+/// alignment; the windows stay within `b`.
 pub(crate) fn copy_plan(
     unit: u64,
     blocks: u32,
     block: u64,
     src: u64,
     dst: u64,
-    heap: u64,
     align: u64,
-    max_range: u64,
+    b: Bounds,
 ) -> Option<CopyPlan> {
+    let Bounds { heap, max_range } = b;
     if blocks == 0 || blocks > WIDE_REDUCE_MAX_MEMBERS || block == 0 {
         return None;
     }
@@ -431,7 +436,19 @@ mod tests {
             // A whole piece at the worst offset has a plan at this range.
             let n = piece / 4;
             assert!(
-                plan(4, 2, 1, 4096 + 12, 12, n, 1 << 33, w).is_some(),
+                plan(
+                    4,
+                    2,
+                    1,
+                    4096 + 12,
+                    12,
+                    n,
+                    Bounds {
+                        heap: 1 << 33,
+                        max_range: w
+                    }
+                )
+                .is_some(),
                 "{range}"
             );
         }
@@ -443,23 +460,61 @@ mod tests {
             0,
             1 << 31,
             1 << 28,
-            1 << 33,
-            window_max(u32::MAX as u64)
+            Bounds {
+                heap: 1 << 33,
+                max_range: window_max(u32::MAX as u64)
+            }
         )
         .is_some());
-        assert!(plan(4, 2, 0, 0, 1 << 31, 1 << 28, 1 << 33, window_max(1 << 27)).is_none());
+        assert!(plan(
+            4,
+            2,
+            0,
+            0,
+            1 << 31,
+            1 << 28,
+            Bounds {
+                heap: 1 << 33,
+                max_range: window_max(1 << 27)
+            }
+        )
+        .is_none());
         // Blocks up to a piece go grouped (`copy_wide`): two 1 GiB blocks on
         // NVIDIA's range, 4 bytes off alignment, in one launch whose counts
         // fit their u32s.
         let g = 1u64 << 30;
-        let p = copy_plan(16, 2, g, 4, 4 * g + 4, 1 << 34, 256, u32::MAX as u64).unwrap();
+        let p = copy_plan(
+            16,
+            2,
+            g,
+            4,
+            4 * g + 4,
+            256,
+            Bounds {
+                heap: 1 << 34,
+                max_range: u32::MAX as u64,
+            },
+        )
+        .unwrap();
         let v = 1u32 << 26;
         assert_eq!(
             (p.args.words, p.args.end, p.args.stride),
             (4 * v + 1, v + 1, v)
         );
         assert_eq!((p.src, p.dst), ((0, g + 16), (4 * g, 2 * g + 16)));
-        assert!(copy_plan(16, 2, g, 4, 4 * g + 4, 1 << 34, 256, 1 << 27).is_none());
+        assert!(copy_plan(
+            16,
+            2,
+            g,
+            4,
+            4 * g + 4,
+            256,
+            Bounds {
+                heap: 1 << 34,
+                max_range: 1 << 27
+            }
+        )
+        .is_none());
     }
 
     #[test]
@@ -475,8 +530,10 @@ mod tests {
                         4096,
                         8192,
                         n,
-                        1 << 30,
-                        WIDE_WINDOW_MAX_BYTES,
+                        Bounds {
+                            heap: 1 << 30,
+                            max_range: WIDE_WINDOW_MAX_BYTES,
+                        },
                     )
                     .unwrap();
                     assert!(p.args.first as u64 <= p.args.end as u64);
@@ -601,7 +658,19 @@ mod tests {
 
     #[test]
     fn copy_plans() {
-        let p = copy_plan(16, 3, 64, 512 + 32, 1024 + 16, 1 << 20, 64, 1 << 27).unwrap();
+        let p = copy_plan(
+            16,
+            3,
+            64,
+            512 + 32,
+            1024 + 16,
+            64,
+            Bounds {
+                heap: 1 << 20,
+                max_range: 1 << 27,
+            },
+        )
+        .unwrap();
         assert_eq!(p.src, (512, 32 + 64));
         assert_eq!(p.dst, (1024, 16 + 192));
         let a = p.args;
@@ -610,55 +679,249 @@ mod tests {
         // Blocks of whole vec4s equally off alignment in whole words: each
         // starts a word into its vec4 0 and ends in the vec4 of the next one's
         // start; the windows from the vec4s below.
-        let p = copy_plan(16, 3, 64, 512 + 36, 1024 + 4, 1 << 20, 64, 1 << 27).unwrap();
+        let p = copy_plan(
+            16,
+            3,
+            64,
+            512 + 36,
+            1024 + 4,
+            64,
+            Bounds {
+                heap: 1 << 20,
+                max_range: 1 << 27,
+            },
+        )
+        .unwrap();
         assert_eq!(p.src, (512, 32 + 80));
         assert_eq!(p.dst, (1024, 208));
         let a = p.args;
         assert_eq!((a.first, a.end, a.words, a.lead), (0, 5, 17, 1));
         assert_eq!((a.s0, a.d0, a.stride), (2, 0, 4));
         // One block off whole vec4s: its edges in two vec4s.
-        let p = copy_plan(16, 1, 20, 512 + 4, 1024 + 4, 1 << 20, 64, 1 << 27).unwrap();
+        let p = copy_plan(
+            16,
+            1,
+            20,
+            512 + 4,
+            1024 + 4,
+            64,
+            Bounds {
+                heap: 1 << 20,
+                max_range: 1 << 27,
+            },
+        )
+        .unwrap();
         assert_eq!((p.src, p.dst), ((512, 32), (1024, 32)));
         let a = p.args;
         assert_eq!((a.end, a.words, a.lead, a.s0, a.d0), (2, 6, 1, 0, 0));
         // Several blocks off whole vec4s, sources and dests off alignment
         // unlike each other, not whole words, too many blocks, past the heap,
         // too wide.
-        assert!(copy_plan(16, 3, 24, 0, 0, 1 << 20, 64, 1 << 27).is_none());
-        assert!(copy_plan(16, 1, 24, 4, 8, 1 << 20, 64, 1 << 27).is_none());
-        assert!(copy_plan(16, 1, 22, 0, 0, 1 << 20, 64, 1 << 27).is_none());
-        assert!(copy_plan(16, 3, 64, 8, 0, 1 << 20, 64, 1 << 27).is_none());
+        assert!(copy_plan(
+            16,
+            3,
+            24,
+            0,
+            0,
+            64,
+            Bounds {
+                heap: 1 << 20,
+                max_range: 1 << 27
+            }
+        )
+        .is_none());
+        assert!(copy_plan(
+            16,
+            1,
+            24,
+            4,
+            8,
+            64,
+            Bounds {
+                heap: 1 << 20,
+                max_range: 1 << 27
+            }
+        )
+        .is_none());
+        assert!(copy_plan(
+            16,
+            1,
+            22,
+            0,
+            0,
+            64,
+            Bounds {
+                heap: 1 << 20,
+                max_range: 1 << 27
+            }
+        )
+        .is_none());
+        assert!(copy_plan(
+            16,
+            3,
+            64,
+            8,
+            0,
+            64,
+            Bounds {
+                heap: 1 << 20,
+                max_range: 1 << 27
+            }
+        )
+        .is_none());
         assert!(copy_plan(
             16,
             WIDE_REDUCE_MAX_MEMBERS + 1,
             64,
             0,
             0,
-            1 << 20,
             64,
-            1 << 27
+            Bounds {
+                heap: 1 << 20,
+                max_range: 1 << 27
+            }
         )
         .is_none());
-        assert!(copy_plan(16, 2, 64, 0, (1 << 20) - 64, 1 << 20, 64, 1 << 27).is_none());
-        assert!(copy_plan(16, 2, 1 << 20, 0, 0, 1 << 30, 64, 1 << 20).is_none());
+        assert!(copy_plan(
+            16,
+            2,
+            64,
+            0,
+            (1 << 20) - 64,
+            64,
+            Bounds {
+                heap: 1 << 20,
+                max_range: 1 << 27
+            }
+        )
+        .is_none());
+        assert!(copy_plan(
+            16,
+            2,
+            1 << 20,
+            0,
+            0,
+            64,
+            Bounds {
+                heap: 1 << 30,
+                max_range: 1 << 20
+            }
+        )
+        .is_none());
         // Word by word: blocks and addresses in whole words, counts in words,
         // windows from the aligned start below.
-        let p = copy_plan(4, 3, 8, 512 + 36, 1024 + 4, 1 << 20, 64, 1 << 27).unwrap();
+        let p = copy_plan(
+            4,
+            3,
+            8,
+            512 + 36,
+            1024 + 4,
+            64,
+            Bounds {
+                heap: 1 << 20,
+                max_range: 1 << 27,
+            },
+        )
+        .unwrap();
         assert_eq!(p.src, (512, 36 + 8));
         assert_eq!(p.dst, (1024, 4 + 24));
         let a = p.args;
         assert_eq!((a.first, a.end, a.words, a.lead), (0, 2, 2, 0));
         assert_eq!((a.s0, a.d0, a.stride), (9, 1, 2));
         // Its loop walks every word; the vec4 kernel's the vec4s below its tail.
-        let big = copy_plan(4, 2, 1 << 20, 4, 0, 1 << 24, 64, 1 << 27).unwrap();
+        let big = copy_plan(
+            4,
+            2,
+            1 << 20,
+            4,
+            0,
+            64,
+            Bounds {
+                heap: 1 << 24,
+                max_range: 1 << 27,
+            },
+        )
+        .unwrap();
         assert_eq!(copy_items(true, &big.args), 1 << 18);
-        let v = copy_plan(16, 1, (1 << 20) + 4, 4, 4, 1 << 24, 64, 1 << 27).unwrap();
+        let v = copy_plan(
+            16,
+            1,
+            (1 << 20) + 4,
+            4,
+            4,
+            64,
+            Bounds {
+                heap: 1 << 24,
+                max_range: 1 << 27,
+            },
+        )
+        .unwrap();
         assert_eq!(copy_items(false, &v.args), 1 << 16);
-        assert!(copy_plan(16, 3, 8, 512, 1024, 1 << 20, 64, 1 << 27).is_none());
-        assert!(copy_plan(4, 3, 6, 0, 0, 1 << 20, 64, 1 << 27).is_none());
-        assert!(copy_plan(4, 3, 8, 2, 0, 1 << 20, 64, 1 << 27).is_none());
-        assert!(copy_plan(4, 3, 8, 0, 1, 1 << 20, 64, 1 << 27).is_none());
-        assert!(copy_plan(4, 2, 8, 0, (1 << 20) - 8, 1 << 20, 64, 1 << 27).is_none());
+        assert!(copy_plan(
+            16,
+            3,
+            8,
+            512,
+            1024,
+            64,
+            Bounds {
+                heap: 1 << 20,
+                max_range: 1 << 27
+            }
+        )
+        .is_none());
+        assert!(copy_plan(
+            4,
+            3,
+            6,
+            0,
+            0,
+            64,
+            Bounds {
+                heap: 1 << 20,
+                max_range: 1 << 27
+            }
+        )
+        .is_none());
+        assert!(copy_plan(
+            4,
+            3,
+            8,
+            2,
+            0,
+            64,
+            Bounds {
+                heap: 1 << 20,
+                max_range: 1 << 27
+            }
+        )
+        .is_none());
+        assert!(copy_plan(
+            4,
+            3,
+            8,
+            0,
+            1,
+            64,
+            Bounds {
+                heap: 1 << 20,
+                max_range: 1 << 27
+            }
+        )
+        .is_none());
+        assert!(copy_plan(
+            4,
+            2,
+            8,
+            0,
+            (1 << 20) - 8,
+            64,
+            Bounds {
+                heap: 1 << 20,
+                max_range: 1 << 27
+            }
+        )
+        .is_none());
     }
 
     #[test]
@@ -692,12 +955,35 @@ mod tests {
         assert!(push_plan(40, 260, 520, 0, 1, 4096, 1 << 27).is_none());
         assert!(push_plan(40, 258, 514, 0, 1, 4096, 1 << 27).is_none());
         // 8-byte elements start at a half vec4.
-        assert!(plan(8, 2, 0, 516, 260, 5, 4096, WIDE_WINDOW_MAX_BYTES).is_none());
+        assert!(plan(
+            8,
+            2,
+            0,
+            516,
+            260,
+            5,
+            Bounds {
+                heap: 4096,
+                max_range: WIDE_WINDOW_MAX_BYTES
+            }
+        )
+        .is_none());
         assert_eq!(
-            plan(8, 2, 0, 520, 264, 5, 4096, WIDE_WINDOW_MAX_BYTES)
-                .unwrap()
-                .args
-                .lead,
+            plan(
+                8,
+                2,
+                0,
+                520,
+                264,
+                5,
+                Bounds {
+                    heap: 4096,
+                    max_range: WIDE_WINDOW_MAX_BYTES
+                }
+            )
+            .unwrap()
+            .args
+            .lead,
             2
         );
         // A reduction's split: no head where the wide kernels start inside
@@ -713,16 +999,52 @@ mod tests {
 
     #[test]
     fn windows_and_fallbacks() {
-        let p = plan(4, 2, 0, 256 + 48, 512 + 16, 10, 4096, WIDE_WINDOW_MAX_BYTES).unwrap();
+        let p = plan(
+            4,
+            2,
+            0,
+            256 + 48,
+            512 + 16,
+            10,
+            Bounds {
+                heap: 4096,
+                max_range: WIDE_WINDOW_MAX_BYTES,
+            },
+        )
+        .unwrap();
         assert_eq!(p.dst, (256, 48 + 48));
         assert_eq!(p.src, (512, 16 + 48));
         assert_eq!((p.args.d0, p.args.s0), (3, 1));
         // Shares of the whole vec4s (2), the last with the tail's vec4.
         assert_eq!((p.args.first, p.args.end, p.args.words), (0, 1, 10));
         // 8-byte elements: words are twice the elements; 1-byte: a quarter.
-        let p = plan(8, 2, 1, 0, 256, 10, 4096, WIDE_WINDOW_MAX_BYTES).unwrap();
+        let p = plan(
+            8,
+            2,
+            1,
+            0,
+            256,
+            10,
+            Bounds {
+                heap: 4096,
+                max_range: WIDE_WINDOW_MAX_BYTES,
+            },
+        )
+        .unwrap();
         assert_eq!((p.args.first, p.args.end, p.args.words), (3, 5, 20));
-        let p = plan(1, 3, 0, 0, 256, 100, 4096, WIDE_WINDOW_MAX_BYTES).unwrap();
+        let p = plan(
+            1,
+            3,
+            0,
+            0,
+            256,
+            100,
+            Bounds {
+                heap: 4096,
+                max_range: WIDE_WINDOW_MAX_BYTES,
+            },
+        )
+        .unwrap();
         assert_eq!((p.args.first, p.args.end, p.args.words), (0, 2, 25));
         // Any number of members (beyond 8: the chained steps), none is none.
         assert!(plan(
@@ -732,17 +1054,103 @@ mod tests {
             0,
             256,
             10,
-            4096,
-            WIDE_WINDOW_MAX_BYTES
+            Bounds {
+                heap: 4096,
+                max_range: WIDE_WINDOW_MAX_BYTES
+            }
         )
         .is_some());
-        assert!(plan(4, 0, 0, 0, 256, 10, 4096, WIDE_WINDOW_MAX_BYTES).is_none());
+        assert!(plan(
+            4,
+            0,
+            0,
+            0,
+            256,
+            10,
+            Bounds {
+                heap: 4096,
+                max_range: WIDE_WINDOW_MAX_BYTES
+            }
+        )
+        .is_none());
         // Not whole words, an odd size, misaligned, past the heap, too large.
-        assert!(plan(2, 2, 0, 0, 256, 7, 4096, WIDE_WINDOW_MAX_BYTES).is_none());
-        assert!(plan(3, 2, 0, 0, 256, 8, 4096, WIDE_WINDOW_MAX_BYTES).is_none());
-        assert!(plan(4, 2, 0, 4, 256, 10, 4096, WIDE_WINDOW_MAX_BYTES).is_none());
-        assert!(plan(4, 2, 0, 4096 - 16, 0, 10, 4096, WIDE_WINDOW_MAX_BYTES).is_none());
-        assert!(plan(4, 2, 0, 0, 1 << 28, 1 << 26, 1 << 30, WIDE_WINDOW_MAX_BYTES).is_none());
-        assert!(plan(4, 2, 0, 0, 0, 0, 4096, WIDE_WINDOW_MAX_BYTES).is_none());
+        assert!(plan(
+            2,
+            2,
+            0,
+            0,
+            256,
+            7,
+            Bounds {
+                heap: 4096,
+                max_range: WIDE_WINDOW_MAX_BYTES
+            }
+        )
+        .is_none());
+        assert!(plan(
+            3,
+            2,
+            0,
+            0,
+            256,
+            8,
+            Bounds {
+                heap: 4096,
+                max_range: WIDE_WINDOW_MAX_BYTES
+            }
+        )
+        .is_none());
+        assert!(plan(
+            4,
+            2,
+            0,
+            4,
+            256,
+            10,
+            Bounds {
+                heap: 4096,
+                max_range: WIDE_WINDOW_MAX_BYTES
+            }
+        )
+        .is_none());
+        assert!(plan(
+            4,
+            2,
+            0,
+            4096 - 16,
+            0,
+            10,
+            Bounds {
+                heap: 4096,
+                max_range: WIDE_WINDOW_MAX_BYTES
+            }
+        )
+        .is_none());
+        assert!(plan(
+            4,
+            2,
+            0,
+            0,
+            1 << 28,
+            1 << 26,
+            Bounds {
+                heap: 1 << 30,
+                max_range: WIDE_WINDOW_MAX_BYTES
+            }
+        )
+        .is_none());
+        assert!(plan(
+            4,
+            2,
+            0,
+            0,
+            0,
+            0,
+            Bounds {
+                heap: 4096,
+                max_range: WIDE_WINDOW_MAX_BYTES
+            }
+        )
+        .is_none());
     }
 }

@@ -30,11 +30,14 @@ impl Runtime {
         // Whether a plan exists depends only on the object, not on the
         // member (`push_plan`): each member's own comes with its part, a
         // plan per piece.
-        let (d, s, heap) = (dest + sp.head, source + sp.head, self.heap_size());
-        let range = self.wide_window();
-        if !chunks(sp.mid, piece_bytes(range)).all(|(at, b)| {
-            plan(kind.bytes, size, m.me, d + at, s + at, b / es, heap, range).is_some()
-        }) {
+        let (d, s) = (dest + sp.head, source + sp.head);
+        let b = Bounds {
+            heap: self.heap_size(),
+            max_range: self.wide_window(),
+        };
+        if !chunks(sp.mid, piece_bytes(b.max_range))
+            .all(|(at, n)| plan(kind.bytes, size, m.me, d + at, s + at, n / es, b).is_some())
+        {
             return Ok(None);
         }
         let library = self.library_config()?.bindings().len() as u64;
@@ -80,16 +83,18 @@ impl Runtime {
         bytes: u64,
     ) -> Result<Part> {
         let mut parts = Vec::new();
-        let range = self.wide_window();
-        for (at, b) in chunks(bytes, piece_bytes(range)).filter(|&(_, b)| b > 0) {
+        let bounds = Bounds {
+            heap: self.heap_size(),
+            max_range: self.wide_window(),
+        };
+        for (at, b) in chunks(bytes, piece_bytes(bounds.max_range)).filter(|&(_, b)| b > 0) {
             let (d, s) = (dest + at, source + at);
             let n = b / es as u64;
-            let p =
-                plan(es, m.shape.size, me, d, s, n, self.heap_size(), range).ok_or_else(|| {
-                    crate::error::Error::InvalidArgument(format!(
-                        "reduce: no wide plan for member {me} at {s} (wide_prepare found one)"
-                    ))
-                })?;
+            let p = plan(es, m.shape.size, me, d, s, n, bounds).ok_or_else(|| {
+                crate::error::Error::InvalidArgument(format!(
+                    "reduce: no wide plan for member {me} at {s} (wide_prepare found one)"
+                ))
+            })?;
             parts.push(self.reduce_piece(m, me, w, &p)?);
         }
         Ok(crate::collective::part::side_by_side(parts))

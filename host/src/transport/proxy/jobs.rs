@@ -12,6 +12,7 @@ use vkshmem_device::layout::{
 
 use super::wire::{Header, M_AMO, M_GET, M_LOAD, M_PING, M_STORE};
 use super::Worker;
+use crate::transport::word::WordOp;
 
 /// Where the answer to a message goes.
 #[derive(Debug, Clone, Copy)]
@@ -62,15 +63,8 @@ pub(super) enum HostOp {
         at: u64,
         data: Vec<u8>,
     },
-    /// An atomic on a word of `width` bytes (`super::word::apply`).
-    Amo {
-        pe: u32,
-        at: u64,
-        width: u32,
-        op: u32,
-        value: u64,
-        cmp: u64,
-    },
+    /// An atomic on a word (`crate::transport::word::apply`).
+    Amo(WordOp),
 }
 
 /// A reduction's share in progress.
@@ -311,7 +305,15 @@ impl Worker {
                 let id = self.new_job(done);
                 let value = u64::from(e.value) | u64::from(e.count) << 32;
                 let cmp = u64::from(e.cmp) | u64::from(e.sstride) << 32;
-                self.send_hamo(id, ReplyTo::Word, e.pe, at, 8, op, value, cmp);
+                let w = WordOp {
+                    pe: e.pe,
+                    at,
+                    width: 8,
+                    op,
+                    value,
+                    cmp,
+                };
+                self.send_hamo(id, ReplyTo::Word, w);
                 self.jobs.get_mut(&id).expect("new").outstanding = 1;
             }
             op if word_op => {

@@ -55,6 +55,7 @@ use crate::error::{Error, Result};
 use crate::sync::layout::{ABORT_PE_MASK, INBOX_BELL_AT};
 use crate::sync::segment::futex_wake;
 use crate::sync::Plane;
+use crate::transport::word::WordOp;
 use crate::vk::memory::SharedMemory;
 
 use heap::OwnHeap;
@@ -288,29 +289,14 @@ impl Proxy {
         .map(drop)
     }
 
-    /// Applies the atomic `op` (`PX_*`) to the word of `width` (4 or 8)
-    /// bytes at byte `at` of PE `pe`'s heap, on that PE's proxy; returns the
-    /// old value. Ordered after this PE's earlier host puts to `pe`.
+    /// Applies the atomic `w` to its word, on the word's PE's proxy;
+    /// returns the old value. Ordered after this PE's earlier host puts to
+    /// that PE.
     ///
     /// # Errors
     /// As [`Proxy::get`].
-    pub(crate) fn amo(
-        &self,
-        pe: u32,
-        at: u64,
-        width: u32,
-        op: u32,
-        value: u64,
-        cmp: u64,
-    ) -> Result<u64> {
-        let b = self.rma(HostOp::Amo {
-            pe,
-            at,
-            width,
-            op,
-            value,
-            cmp,
-        })?;
+    pub(crate) fn amo(&self, w: WordOp) -> Result<u64> {
+        let b = self.rma(HostOp::Amo(w))?;
         Ok(le_u64(&b))
     }
 
@@ -318,7 +304,7 @@ impl Proxy {
         let n = match &op {
             HostOp::Get { n, .. } => *n,
             HostOp::Put { data, .. } => data.len() as u64,
-            HostOp::Amo { width, .. } => u64::from(*width),
+            HostOp::Amo(w) => u64::from(w.width),
         };
         if n > u32::MAX as u64 {
             return Err(Error::InvalidArgument(format!(

@@ -13,6 +13,7 @@ use vkshmem_device::layout::{
 use crate::sync::layout::{INBOX_BELL_AT, INBOX_CELLS, INBOX_SLEEPERS_AT};
 use crate::sync::segment::futex_wait;
 use crate::sync::Plane;
+use crate::transport::word::WordOp;
 
 use super::heap::OwnHeap;
 use super::inbox::{inbox_recv, inbox_send};
@@ -411,20 +412,17 @@ impl Worker {
         }
     }
 
-    /// Sends the atomic `op` on the `width`-byte word at byte `at` of PE
-    /// `pe` (one `M_HAMO`), its answer for job `id` going to `to`.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn send_hamo(
-        &mut self,
-        id: u64,
-        to: ReplyTo,
-        pe: u32,
-        at: u64,
-        width: u32,
-        op: u32,
-        value: u64,
-        cmp: u64,
-    ) {
+    /// Sends the atomic `w` to its PE (one `M_HAMO`), its answer for job
+    /// `id` going to `to`.
+    pub(super) fn send_hamo(&mut self, id: u64, to: ReplyTo, w: WordOp) {
+        let WordOp {
+            pe,
+            at,
+            width,
+            op,
+            value,
+            cmp,
+        } = w;
         let token = self.token();
         self.pending.insert(token, (id, to));
         let h = Header {
@@ -457,7 +455,7 @@ impl Worker {
             let (pe, at, n) = match &op {
                 HostOp::Get { pe, at, n } => (*pe, *at, *n),
                 HostOp::Put { pe, at, data } => (*pe, *at, data.len() as u64),
-                HostOp::Amo { pe, at, width, .. } => (*pe, *at, u64::from(*width)),
+                HostOp::Amo(w) => (w.pe, w.at, u64::from(w.width)),
             };
             if pe >= self.npes || pe == self.pe {
                 Self::answer_rma(&slot, ERR_BAD_PE, Vec::new());
@@ -487,15 +485,9 @@ impl Worker {
                     self.jobs.get_mut(&id).expect("new").buf = vec![0; n as usize];
                 }
                 HostOp::Put { data, .. } => self.put(id, pe, at, &data),
-                HostOp::Amo {
-                    width,
-                    op,
-                    value,
-                    cmp,
-                    ..
-                } => {
-                    self.send_hamo(id, ReplyTo::JobBuf, pe, at, width, op, value, cmp);
-                    self.jobs.get_mut(&id).expect("new").buf = vec![0; width as usize];
+                HostOp::Amo(w) => {
+                    self.send_hamo(id, ReplyTo::JobBuf, w);
+                    self.jobs.get_mut(&id).expect("new").buf = vec![0; w.width as usize];
                 }
             }
             self.jobs.get_mut(&id).expect("new").outstanding = 1;
