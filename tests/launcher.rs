@@ -759,7 +759,7 @@ fn ucc_collectives_conform_on_every_transport() {
             unmapped[0],
             // Each member its own (NVIDIA's default is the first member).
             ("VKSHMEM_SUBMIT", "each"),
-            ("RUST_LOG", "vkshmem_host::collective::vectored=trace"),
+            ("RUST_LOG", "vkshmem_host::collective::ucc=trace"),
         ],
         Duration::from_secs(600),
         Leftovers::Forbidden,
@@ -789,7 +789,7 @@ fn ucc_collectives_conform_on_every_transport() {
             &[
                 off,
                 ("VKSHMEM_SUBMIT", "leader"),
-                ("RUST_LOG", "vkshmem_host::collective::vectored=trace"),
+                ("RUST_LOG", "vkshmem_host::collective::ucc=trace"),
             ],
             Duration::from_secs(600),
             Leftovers::Forbidden,

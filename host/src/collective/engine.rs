@@ -14,7 +14,7 @@
 //!
 //! A collective is a [`Call`]. SHMEM's (`mod.rs`: [`Shmem`]) take a
 //! descriptor and a plan per family (`broadcast.rs`, `collect.rs`,
-//! `alltoall.rs`, `reduce.rs`); UCC's (`vectored.rs`) take their pulls and
+//! `alltoall.rs`, `reduce.rs`); UCC's (`ucc/`) take their pulls and
 //! folds.
 
 use crate::error::Result;

@@ -50,7 +50,7 @@ mod moves;
 mod part;
 pub mod reduce;
 mod staged;
-mod vectored;
+mod ucc;
 mod wide;
 
 pub(crate) use host_path::Small;

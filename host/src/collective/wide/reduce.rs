@@ -185,7 +185,7 @@ impl Runtime {
     /// of up to [`WIDE_REDUCE_MAX_MEMBERS`] sources per step
     /// (`wide_accumulate_source`, the later groups onto the dest's running
     /// result), pieces of [`piece_bytes`] side by side. For UCC's folds
-    /// (`vectored.rs`), whose sources sit at each member's own offset.
+    /// (`collective::ucc`), whose sources sit at each member's own offset.
     /// `None` where the call must fold on the host: the kind has no wide
     /// kernel on this device, the bytes are not whole words, a source is
     /// not as far off 16-byte alignment as the dest or not as far off the
