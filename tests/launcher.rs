@@ -218,6 +218,12 @@ fn a_failing_pe_is_named_and_the_others_stopped() {
                 "{mode} on {n} PEs: stderr lacks {want:?}:\n{}",
                 r.stderr
             );
+            // The flight recorder's table names it, in the call it was in.
+            assert!(
+                r.stderr.contains("PE 1 failed in barrier_all #"),
+                "{mode} on {n} PEs: no table naming PE 1:\n{}",
+                r.stderr
+            );
             let t = since_failure(&r);
             assert!(
                 t < Duration::from_secs(10),
@@ -337,6 +343,115 @@ fn signal_after(sig: Signal) -> impl FnOnce(u32) {
         std::thread::sleep(Duration::from_secs(3));
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), sig).unwrap();
     }
+}
+
+/// The table `vkshmrun --status` printed for the job whose processes
+/// include `pid`.
+fn job_table(status: &str, pid: u32) -> String {
+    let mut out = String::new();
+    let mut ours = false;
+    for line in status.lines() {
+        if let Some(pids) = line.strip_prefix("job of processes ") {
+            ours = pids
+                .trim_end_matches(':')
+                .split(", ")
+                .any(|p| p == pid.to_string());
+        } else if ours {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// A hung job is explained: PE 2 syncs a team of its own while the others
+/// wait for it in WORLD's `sum_reduce` (`pe_fault elsewhere`). With a wait
+/// timeout, the launcher's table names PE 2, where it is, and the others'
+/// call.
+#[test]
+fn a_hung_job_is_explained_when_its_wait_times_out() {
+    let r = vkshmrun(
+        &[
+            "-n",
+            "3",
+            "--wait-timeout",
+            "3",
+            &program("pe_fault"),
+            "elsewhere",
+            "2",
+            "3",
+        ],
+        Duration::from_secs(120),
+    );
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    let cause = r
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("PE 2 has not entered"))
+        .unwrap_or_else(|| panic!("no cause line:\n{}", r.stderr));
+    assert!(
+        cause.starts_with("PE 2 has not entered reduce #")
+            && cause.contains(" on WORLD: it is in team_sync #1 on team "),
+        "{cause}"
+    );
+    // One row per PE, the others in the reduction.
+    for pe in 0..2 {
+        let row = format!("{pe:>4}  running    reduce");
+        assert!(r.stderr.contains(&row), "no row {row:?}:\n{}", r.stderr);
+    }
+}
+
+/// The same job with no timeout hangs; `vkshmrun --status` from elsewhere
+/// and SIGQUIT to the launcher print the table, and the job goes on.
+#[test]
+fn status_and_sigquit_show_a_hung_job_that_goes_on() {
+    let prog = program("pe_fault");
+    let status_seen = std::sync::Mutex::new(String::new());
+    let r = vkshmrun_with(
+        &["-n", "3", &prog, "elsewhere", "2", "3"],
+        Duration::from_secs(180),
+        |pid| {
+            let launcher = nix::unistd::Pid::from_raw(pid as i32);
+            // Until the hang shows (set-up on a busy machine takes a while).
+            let start = std::time::Instant::now();
+            let out = loop {
+                let o = Command::new(vkshmrun_exe())
+                    .arg("--status")
+                    .output()
+                    .unwrap();
+                let all = String::from_utf8_lossy(&o.stdout).into_owned();
+                // This job's table (other tests' jobs may run beside it).
+                let text = job_table(&all, pid);
+                if text.contains("PE 2 has not entered reduce #") {
+                    break text;
+                }
+                assert!(
+                    start.elapsed() < Duration::from_secs(120),
+                    "no hang shown by --status:\n{text}"
+                );
+                std::thread::sleep(Duration::from_millis(500));
+            };
+            *status_seen.lock().unwrap() = out;
+            nix::sys::signal::kill(launcher, Signal::SIGQUIT).unwrap();
+            std::thread::sleep(Duration::from_secs(2));
+            // Still running: SIGQUIT only asked.
+            assert!(nix::sys::signal::kill(launcher, None).is_ok());
+            nix::sys::signal::kill(launcher, Signal::SIGTERM).unwrap();
+        },
+    );
+    let status = status_seen.into_inner().unwrap();
+    assert!(status.contains("team_sync"), "{status}");
+    assert!(
+        r.stderr.contains("the job's calls now (SIGQUIT)"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("PE 2 has not entered reduce #"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("SIGTERM"), "{}", r.stderr);
 }
 
 #[test]

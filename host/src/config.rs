@@ -404,6 +404,16 @@ pub fn host_stream(get: impl Fn(&str) -> Option<String>) -> Result<Option<bool>>
 /// anew: for comparisons).
 pub const ENV_REUSE_RECORDINGS: &str = "VKSHMEM_REUSE_RECORDINGS";
 
+/// Whether each PE keeps its last calls in the node segment's flight
+/// recorder (`crate::sync::recorder`): `on` (the default) or `off` (to
+/// measure what recording costs).
+pub const ENV_RECORD: &str = "VKSHMEM_RECORD";
+
+/// `VKSHMEM_RECORD`: true unless `off`.
+pub fn record(get: impl Fn(&str) -> Option<String>) -> Result<bool> {
+    Ok(auto_or(get, ENV_RECORD, ("on", true), ("off", false))?.unwrap_or(true))
+}
+
 /// `VKSHMEM_REUSE_RECORDINGS`: true unless `off`.
 pub fn reuse_recordings(get: impl Fn(&str) -> Option<String>) -> Result<bool> {
     Ok(auto_or(get, ENV_REUSE_RECORDINGS, ("on", true), ("off", false))?.unwrap_or(true))

@@ -88,11 +88,22 @@ impl Runtime {
         self.gather_shape(shape, data)
     }
 
+    /// Polls `ready` until it says so, the job aborts or the wait timeout
+    /// passes; in the flight recorder as a `wait_until` (a satisfied first
+    /// look records nothing: most waits end there).
     pub(crate) fn poll_until(
         &self,
         what: &str,
         mut ready: impl FnMut() -> Result<bool>,
     ) -> Result<()> {
+        if ready()? {
+            return Ok(());
+        }
+        let c = crate::sync::recorder::CallInfo::named("wait_until");
+        self.recorded(&c, || self.poll_more(what, ready))
+    }
+
+    fn poll_more(&self, what: &str, mut ready: impl FnMut() -> Result<bool>) -> Result<()> {
         let started = Instant::now();
         let mut nap = Duration::ZERO;
         let mut spins = 0u32;

@@ -21,6 +21,7 @@ use crate::kernels::prebuild::{self, Prebuild};
 use crate::kernels::{link, DeviceKernel};
 use crate::lock::lock;
 use crate::runtime::{HeapWindow, Runtime};
+use crate::sync::recorder::CallInfo;
 use crate::vk::compile_turn::CompileTurn;
 use crate::vk::submit::{batch_len, pool_descriptors, Dispatch, Readback, Window};
 
@@ -218,6 +219,21 @@ impl Runtime {
             .map(|_| ())
     }
 
+    /// A launch of the program's kernel ([`crate::Context::launch`]):
+    /// [`Runtime::launch`], in the flight recorder (the library's own
+    /// launches are parts of the calls that record them).
+    pub(crate) fn launch_user(
+        &self,
+        kernel: &DeviceKernel,
+        groups: [u32; 3],
+        buffers: &[HeapWindow],
+        immediates: &[u8],
+    ) -> Result<()> {
+        self.recorded(&CallInfo::named("launch"), || {
+            self.launch(kernel, groups, buffers, immediates)
+        })
+    }
+
     pub(crate) fn launch_timed(
         &self,
         kernel: &DeviceKernel,
@@ -225,11 +241,13 @@ impl Runtime {
         buffers: &[HeapWindow],
         immediates: &[u8],
     ) -> Result<Duration> {
-        self.launch_inner(kernel, groups, buffers, immediates, true)?
-            .ok_or_else(|| Error::Unsupported {
-                device: self.device_info().name.clone(),
-                what: "timestamps on the compute queue".into(),
-            })
+        self.recorded(&CallInfo::named("launch"), || {
+            self.launch_inner(kernel, groups, buffers, immediates, true)?
+                .ok_or_else(|| Error::Unsupported {
+                    device: self.device_info().name.clone(),
+                    what: "timestamps on the compute queue".into(),
+                })
+        })
     }
 
     fn launch_inner(

@@ -10,11 +10,18 @@
 //! non-zero. SIGINT, SIGTERM and SIGHUP are forwarded to every PE. PEs get SIGKILL
 //! if vkshmrun itself dies (PR_SET_PDEATHSIG), so nothing outlives it.
 //!
+//! When a PE fails, and on SIGQUIT, it prints the flight recorder's table:
+//! each PE's current call, its phase and how long it has been in it, and the
+//! PE that keeps the others waiting where one shows. `vkshmrun --status`
+//! prints it for every running job of the user, from another terminal
+//! ([`status`]).
+//!
 //! Flags are checked here, so that a bad value is reported as that flag:
 //! `--wait-timeout` is passed on to the job as `VKSHMEM_WAIT_TIMEOUT` only once it
 //! is a number that variable accepts.
 
 mod output;
+mod status;
 mod supervise;
 
 use std::ffi::OsString;
@@ -27,8 +34,13 @@ use clap::Parser;
 #[command(name = "vkshmrun", version, trailing_var_arg = true)]
 struct Args {
     /// Number of PEs to start.
-    #[arg(short = 'n', long = "npes", value_parser = clap::value_parser!(u32).range(1..=4096))]
-    npes: u32,
+    #[arg(short = 'n', long = "npes", value_parser = clap::value_parser!(u32).range(1..=4096), required_unless_present = "status")]
+    npes: Option<u32>,
+    /// Print the calls every PE of each running job of this user is in (the
+    /// flight recorder's table) and exit; SIGQUIT to a job's vkshmrun
+    /// prints the same on the job's own output.
+    #[arg(long, exclusive = true)]
+    status: bool,
     /// Prefix every output line with the PE number (`[3] …`).
     #[arg(long)]
     label: bool,
@@ -43,7 +55,7 @@ struct Args {
     #[arg(long, value_name = "SECS", value_parser = parse_wait_timeout)]
     wait_timeout: Option<f64>,
     /// The program each PE runs, and its arguments.
-    #[arg(required = true, num_args = 1.., allow_hyphen_values = true, value_name = "PROGRAM [ARGS]...")]
+    #[arg(required_unless_present = "status", num_args = 1.., allow_hyphen_values = true, value_name = "PROGRAM [ARGS]...")]
     command: Vec<OsString>,
 }
 
@@ -93,12 +105,16 @@ fn main() {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let args = Args::parse();
+    if args.status {
+        std::process::exit(status::print());
+    }
+    let npes = args.npes.expect("clap requires -n without --status");
     if let Some(secs) = args.wait_timeout {
         // Before any thread starts: the endpoint and every PE read it. Display of
         // an f64 round-trips and never uses an exponent.
         std::env::set_var(vkshmem_host::config::ENV_WAIT_TIMEOUT, secs.to_string());
     }
-    let code = match supervise::run(args.npes, args.label, args.grace, &args.command) {
+    let code = match supervise::run(npes, args.label, args.grace, &args.command) {
         Ok(code) => code,
         Err(e) => {
             output::note(format_args!("{e:#}"));

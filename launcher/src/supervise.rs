@@ -9,7 +9,7 @@
 use std::ffi::OsString;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -106,6 +106,10 @@ pub fn run(npes: u32, label: bool, grace: Duration, command: &[OsString]) -> Res
         signal_hook::flag::register_usize(sig as i32, caught.clone(), sig as usize)
             .context("installing signal handlers")?;
     }
+    // SIGQUIT asks for the flight recorder's table; the job goes on.
+    let asked = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(Signal::SIGQUIT as i32, asked.clone())
+        .context("installing signal handlers")?;
 
     let mut pes: Vec<Pe> = Vec::with_capacity(npes as usize);
     let mut pipes = Pipes::default();
@@ -164,6 +168,12 @@ pub fn run(npes: u32, label: bool, grace: Duration, command: &[OsString]) -> Res
     let mut deadline: Option<Instant> = None;
     let mut killed = false;
     loop {
+        if asked.swap(false, Ordering::SeqCst) {
+            output::note(format_args!(
+                "the job's calls now (SIGQUIT):\n{}",
+                server.report()
+            ));
+        }
         let sig = caught.swap(0, Ordering::SeqCst);
         if sig != 0 {
             if let Ok(s) = Signal::try_from(sig as i32) {
@@ -192,6 +202,10 @@ pub fn run(npes: u32, label: bool, grace: Duration, command: &[OsString]) -> Res
             if let Some((pe, how, code)) = blame(&pes, &newly_failed, &server, &mut noticed) {
                 output::note(format_args!("PE {pe} {how}; stopping the other PEs"));
                 server.fail(pe, &how);
+                output::note(format_args!(
+                    "the job's calls when it failed:\n{}",
+                    server.report()
+                ));
                 failure = Some((pe, code));
                 signal_all(&pes, Signal::SIGTERM);
                 deadline = Some(Instant::now() + grace);

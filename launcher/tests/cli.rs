@@ -13,9 +13,34 @@ fn help_names_the_flags() {
         .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    for flag in ["--npes", "--label", "--grace", "--wait-timeout"] {
+    for flag in ["--npes", "--label", "--grace", "--wait-timeout", "--status"] {
         assert!(text.contains(flag), "{flag} missing from:\n{text}");
     }
+}
+
+/// `--status` needs no job: it reports the running ones (another test's job
+/// may run beside this one), or says that none runs and exits 1.
+#[test]
+fn status_says_what_runs() {
+    let out = Command::new(env!("CARGO_BIN_EXE_vkshmrun"))
+        .arg("--status")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    match out.status.code() {
+        Some(1) => assert!(stderr.contains("no running vkshmem job"), "{stderr}"),
+        Some(0) => assert!(stdout.starts_with("job of processes "), "{stdout}"),
+        c => panic!("--status exited with {c:?}: {stderr}"),
+    }
+    // It takes no job to start.
+    let out = Command::new(env!("CARGO_BIN_EXE_vkshmrun"))
+        .args(["--status", "-n", "2", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
 }
 
 #[test]

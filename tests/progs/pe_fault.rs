@@ -12,6 +12,13 @@
 //! With `PE_FAULT_IGNORE_TERM` set, PEs ignore SIGTERM (so the launcher's stop
 //! cannot end them: they must leave the failing barrier by themselves).
 //!
+//! `pe_fault elsewhere PE ITER`: every PE loops over `sum_reduce` on WORLD;
+//! at iteration ITER, PE `PE` calls `team_sync` on a team of its own (itself
+//! and PE 0, made before the loop) instead, so the job hangs: the others wait
+//! for it in the reduction, it waits for PE 0 in its team. The flight
+//! recorder's table (on a wait timeout, SIGQUIT or `vkshmrun --status`)
+//! names it.
+//!
 //! `pe_fault device - ITER MARKDIR`: every PE runs ITER dispatches of a kernel
 //! that loops over work_group barriers on the device; after its first dispatch
 //! each PE writes its process id into `MARKDIR/pe<N>`, so that a test can kill
@@ -41,6 +48,11 @@ fn main() {
     std::io::stdout().flush().unwrap();
     if mode == "device" {
         device_loop(&ctx, at, args.get(4).map(String::as_str).unwrap_or("."));
+        ctx.finalize().expect("finalize");
+        return;
+    }
+    if mode == "elsewhere" {
+        elsewhere(&ctx, bad_pe, at);
         ctx.finalize().expect("finalize");
         return;
     }
@@ -111,6 +123,32 @@ fn main(@builtin(local_invocation_index) li: u32) {
         if d == 0 {
             std::fs::write(format!("{marks}/pe{me}"), std::process::id().to_string())
                 .expect("mark");
+        }
+    }
+}
+
+/// The `elsewhere` mode (see the module docs).
+fn elsewhere(ctx: &vkshmem::Context, bad_pe: u32, at: u64) {
+    use vkshmem::Team;
+    let me = ctx.my_pe();
+    // PE 0 and the misbehaving PE: a team of the latter's own.
+    let stride = bad_pe.max(1) as i32;
+    let pair = ctx
+        .team_split_strided(Team::WORLD, 0, stride, 2, &Default::default())
+        .expect("split");
+    let x = ctx.malloc::<f32>(1).expect("malloc");
+    x.write(&[1.0]).expect("write");
+    let s = x.as_slice();
+    for i in 0..at + 1 {
+        let r = if me == bad_pe && i == at {
+            eprintln!("PE {me}: syncs its own team instead of reducing");
+            ctx.team_sync(pair.expect("in its own team"))
+        } else {
+            ctx.sum_reduce(Team::WORLD, &s, &s, 1)
+        };
+        if let Err(e) = r {
+            eprintln!("PE {me}: call {i} failed: {e}");
+            std::process::exit(2);
         }
     }
 }

@@ -261,6 +261,13 @@ impl Server {
         self.shared.lock().failed.clone()
     }
 
+    /// The flight recorder's table of this node's PEs now: each one's
+    /// current call and phase, and the cause where one shows
+    /// (`crate::sync::recorder`).
+    pub fn report(&self) -> String {
+        crate::sync::recorder::report(&self.shared.segment)
+    }
+
     /// The first PE that called `shmem_global_exit`, and its status.
     pub fn global_exit(&self) -> Option<(u32, i32)> {
         self.shared.lock().global_exit

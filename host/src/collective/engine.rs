@@ -19,8 +19,10 @@
 
 use crate::error::Result;
 use crate::phases::Phase;
+use crate::runtime::recorder::Recording;
 use crate::runtime::rendezvous::Members;
 use crate::runtime::Runtime;
+use crate::sync::recorder::{CallInfo, Phase as Step};
 
 /// What a PE does once the closing meeting has passed: the step a path
 /// may take only when no member reads this PE's heap any more.
@@ -68,6 +70,11 @@ pub(crate) trait Call {
     type Agreed;
     /// The public call's name, for errors and traces.
     fn name(&self) -> &str;
+    /// Bytes it moves per member, and its root where it has one (for the
+    /// flight recorder).
+    fn size(&self) -> (u64, Option<u32>) {
+        (0, None)
+    }
     /// Step 1: the meeting and the checks, the same verdict on every member.
     fn agree(&mut self, rt: &Runtime, m: &Members) -> Result<Self::Agreed>;
     /// Step 2: the path, chosen from `agreed` alone, and this PE's part on it.
@@ -77,20 +84,32 @@ pub(crate) trait Call {
 impl Runtime {
     /// Runs `call` on the members `m`: agree, choose and run, close (module
     /// docs), its phases timed when asked ([`crate::phases`]).
+    /// Each step's start goes into the flight recorder
+    /// (`crate::sync::recorder`).
     pub(crate) fn run_call<C: Call>(&self, m: &Members, mut call: C) -> Result<()> {
         let called = self.phases.start();
-        let r = self.run_steps(m, &mut call);
+        let (bytes, root) = call.size();
+        let info = CallInfo {
+            name: call.name(),
+            slot: m.slot,
+            bytes,
+            root,
+        };
+        let rec = self.record_call(&info);
+        let r = self.run_steps(m, &mut call, rec);
         self.phases.end(Phase::Call, called);
-        r
+        self.record_end(rec, r)
     }
 
-    fn run_steps<C: Call>(&self, m: &Members, call: &mut C) -> Result<()> {
+    fn run_steps<C: Call>(&self, m: &Members, call: &mut C, rec: Recording) -> Result<()> {
         let meeting = self.phases.start();
         let agreed = call.agree(self, m)?;
         let running = self.phases.end(Phase::Meet, meeting);
+        self.record_phase(rec, Step::Agreed);
         match call.run(self, m, agreed) {
             Ran::Complete(r) => r,
             Ran::Moved { moved, how, then } => {
+                self.record_phase(rec, Step::Closing);
                 self.close_run(m, call.name(), how, running, moved)?;
                 match then {
                     Then::Nothing => Ok(()),

@@ -575,6 +575,12 @@ impl<P: FnMut(u32, &[Desc]) -> Result<Part>> Call for Shmem<P> {
         Which::from_code(self.desc.which).map_or("collective", Which::name)
     }
 
+    fn size(&self) -> (u64, Option<u32>) {
+        let d = &self.desc;
+        let root = (Which::from_code(d.which) == Some(Which::Broadcast)).then_some(d.root);
+        (d.nelems.saturating_mul(u64::from(d.es)), root)
+    }
+
     /// Publishes the descriptor (staging this PE's data for the host path
     /// where it is small) and checks every member's against member 0's.
     fn agree(&mut self, rt: &Runtime, m: &Members) -> Result<Self::Agreed> {

@@ -300,6 +300,13 @@ pub const SETTINGS: &[Setting] = &[
         "How a PE reaches its peers: `staged` takes the cross-device path on one device, `staged:K` groups PEs K at a time as if each group shared a device.",
     ),
     s(
+        ENV_RECORD,
+        Test,
+        "`auto`, `on` or `off`",
+        "`on`",
+        "`off`: no PE keeps its calls in the flight recorder that the launcher's stuck-job report reads (to measure what recording costs).",
+    ),
+    s(
         ENV_HEAP_MAPPING,
         Test,
         "`auto` or `off`",

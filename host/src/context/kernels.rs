@@ -97,7 +97,7 @@ impl Context {
         buffers: &[HeapWindow],
         immediates: &[u8],
     ) -> Result<()> {
-        self.rt.launch(kernel, groups, buffers, immediates)
+        self.rt.launch_user(kernel, groups, buffers, immediates)
     }
 
     /// Like [`Context::launch`](crate::Context::launch), returning the GPU time of the dispatch measured with

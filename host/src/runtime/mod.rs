@@ -51,6 +51,9 @@ pub(crate) struct Runtime {
     /// `VKSHMEM_HOST_STREAM`: streaming stores on the direct host path
     /// (`None`: where the call overflows the cache; `collective::copy`).
     pub(crate) host_stream: Option<bool>,
+    /// `VKSHMEM_RECORD`: whether calls go into the flight recorder
+    /// (`recorder.rs`).
+    record: bool,
     /// Whether this PE lets the team's first member submit every member's
     /// part of a host collective (`VKSHMEM_SUBMIT`, `collective::part`).
     pub(crate) leader_submit: bool,
@@ -135,6 +138,7 @@ mod prebuild;
 pub(crate) mod progress;
 mod queries;
 pub(crate) mod queued;
+pub(crate) mod recorder;
 pub(crate) mod rendezvous;
 pub mod symbuf;
 mod sync;

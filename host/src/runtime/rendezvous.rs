@@ -244,6 +244,18 @@ impl Runtime {
         Ok(())
     }
 
+    /// A public sync of `m` (barrier_all, sync_all, team_sync, a team's
+    /// creation or end, named `what`), in the flight recorder.
+    pub(crate) fn sync_call(&self, m: &Members, what: &str) -> Result<()> {
+        let c = crate::sync::recorder::CallInfo {
+            name: what,
+            slot: m.slot,
+            bytes: 0,
+            root: None,
+        };
+        self.recorded(&c, || self.sync_members(m, what))
+    }
+
     /// The closing meeting of a host collective on the kernel path: a sync
     /// of `m` that carries each member's outcome (`ok`) and how it submitted
     /// (`how`: `collective::part`). Returns an error when a member's part

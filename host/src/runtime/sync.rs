@@ -36,7 +36,7 @@ impl Runtime {
     pub(crate) fn barrier_all(&self) -> Result<()> {
         self.quiet()?;
         let m = self.members(Team::WORLD)?;
-        self.sync_members(&m, "barrier_all")
+        self.sync_call(&m, "barrier_all")
             .map_err(|e| e.during("barrier_all"))?;
         fence(Ordering::SeqCst);
         Ok(())
@@ -45,7 +45,7 @@ impl Runtime {
     pub(crate) fn sync_all(&self) -> Result<()> {
         fence(Ordering::SeqCst);
         let m = self.members(Team::WORLD)?;
-        self.sync_members(&m, "sync_all")
+        self.sync_call(&m, "sync_all")
             .map_err(|e| e.during("sync_all"))?;
         fence(Ordering::SeqCst);
         Ok(())

@@ -76,7 +76,7 @@ impl Runtime {
         // The parent sync happens even when this PE's install failed, so no
         // member waits for it forever.
         let teams = self.install(&[(slots[0], shape, *config)]);
-        self.sync_members(&self.members(parent)?, "team_split_strided")?;
+        self.sync_call(&self.members(parent)?, "team_split_strided")?;
         Ok(teams?[0])
     }
 
@@ -91,7 +91,7 @@ impl Runtime {
         let slots = self.agree_split(&p, [2, xrange, 0, 0], 2)?;
         let (x, y) = p.shape.split_2d(xrange, p.my_index)?;
         let teams = self.install(&[(slots[0], x, *xconfig), (slots[1], y, *yconfig)]);
-        self.sync_members(&self.members(parent)?, "team_split_2d")?;
+        self.sync_call(&self.members(parent)?, "team_split_2d")?;
         let teams = teams?;
         Ok((
             teams[0].expect("a member of its row"),
@@ -107,7 +107,7 @@ impl Runtime {
             ));
         }
         // No member may still be using the team's flags when its slot is reused.
-        self.sync_members(&self.members(team)?, "team_destroy")?;
+        self.sync_call(&self.members(team)?, "team_destroy")?;
         let at = layout::team_entry_word(team.slot) as u64 * 4;
         self.write_bytes(self.my_pe(), at, bytemuck::bytes_of(&TeamEntry::default()))?;
         self.teams().slots[team.slot as usize] = None;
@@ -116,7 +116,7 @@ impl Runtime {
 
     pub(crate) fn team_sync(&self, team: Team) -> Result<()> {
         let m = self.members(team)?;
-        self.sync_members(&m, "team_sync")
+        self.sync_call(&m, "team_sync")
             .map_err(|e| e.during("team_sync"))
     }
 

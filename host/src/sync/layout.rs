@@ -11,6 +11,8 @@
 //! staging    [slot + 1][pe]: stage[2]                   (page aligned)
 //! inboxes    [pe]: tail (line), bell + sleepers (line),
 //!                  cells[INBOX_CELLS] of CELL_BYTES      (page aligned)
+//! recorder   [pe]: head + per-slot call counts, records[RECORDS] of
+//!                  RECORD_BYTES (the flight recorder, `super::recorder`)
 //! ```
 //!
 //! A team occupies one slot on every member (see [`crate::team`]), and a PE is in
@@ -42,7 +44,7 @@ use vkshmem_device::layout::MAX_TEAMS;
 /// "VKSP": a mapped segment starts with it.
 pub const MAGIC: u32 = 0x5053_4b56;
 /// Bumped when this layout changes.
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 /// A cache line: words written by different PEs never share one.
 pub const LINE: usize = 64;
 /// Team slots (the device team table's size).
@@ -87,6 +89,21 @@ pub const INBOX_CELLS_AT: usize = 2 * LINE;
 /// Bytes of one PE's inbox (page aligned).
 pub const INBOX_BYTES: usize =
     (INBOX_CELLS_AT + INBOX_CELLS as usize * CELL_BYTES).next_multiple_of(4096);
+
+/// Records in a PE's flight recorder ring: its last calls.
+pub const RECORDS: u32 = 64;
+/// Bytes of one record (`super::recorder`).
+pub const RECORD_BYTES: usize = LINE;
+/// Within a PE's recorder: records written so far (the next one's number).
+pub const RECORDER_HEAD_AT: usize = 0;
+/// Within a PE's recorder: the PE's calls so far on each plane slot, a `u32`
+/// each (a call's sequence number on its team).
+pub const RECORDER_COUNTS_AT: usize = LINE;
+/// Within a PE's recorder: the first record.
+pub const RECORDER_RECORDS_AT: usize =
+    (RECORDER_COUNTS_AT + 4 * PLANE_SLOTS).next_multiple_of(LINE);
+/// Bytes of one PE's recorder.
+pub const RECORDER_BYTES: usize = RECORDER_RECORDS_AT + RECORDS as usize * RECORD_BYTES;
 
 /// `abort` word: nobody failed.
 pub const ABORT_NONE: u32 = 0;
@@ -208,10 +225,24 @@ impl Layout {
         self.inbox(pe) + INBOX_CELLS_AT + (i % INBOX_CELLS) as usize * CELL_BYTES
     }
 
+    fn recorders_at(self) -> usize {
+        self.inboxes_at() + self.npes as usize * INBOX_BYTES
+    }
+
+    /// PE `pe`'s flight recorder.
+    pub fn recorder(self, pe: u32) -> usize {
+        self.recorders_at() + pe as usize * RECORDER_BYTES
+    }
+
+    /// Record `i` (taken modulo [`RECORDS`]) of `recorder(pe)`.
+    pub fn record(self, pe: u32, i: u32) -> usize {
+        self.recorder(pe) + RECORDER_RECORDS_AT + (i % RECORDS) as usize * RECORD_BYTES
+    }
+
     /// The segment's size in bytes (a multiple of the page size; untouched pages
     /// cost nothing).
     pub fn bytes(self) -> usize {
-        self.inboxes_at() + self.npes as usize * INBOX_BYTES
+        (self.recorders_at() + self.npes as usize * RECORDER_BYTES).next_multiple_of(4096)
     }
 }
 
@@ -262,7 +293,10 @@ mod tests {
                 }
                 assert_eq!(l.staging(slot, 0, 0) % 4096, 0);
             }
-            assert_eq!(l.inbox(npes - 1) + INBOX_BYTES, l.bytes());
+            assert_eq!(l.inbox(npes - 1) + INBOX_BYTES, l.recorder(0));
+            assert_eq!(l.recorder(0) % LINE, 0);
+            assert!(l.record(npes - 1, RECORDS - 1) + RECORD_BYTES <= l.bytes());
+            assert_eq!(l.record(0, RECORDS), l.record(0, 0));
             assert_eq!(l.inbox(1 % npes) % 4096, 0);
             assert!(l.cell(npes - 1, INBOX_CELLS - 1) + CELL_BYTES <= l.bytes());
             assert_eq!(l.cell(0, INBOX_CELLS), l.cell(0, 0));

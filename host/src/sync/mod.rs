@@ -27,6 +27,7 @@
 //! (`VKSHMEM_SYNC_ALGO=flags` keeps that variant for measurement).
 
 pub mod layout;
+pub mod recorder;
 pub mod segment;
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};

@@ -228,6 +228,10 @@ impl<M: FnMut(&Runtime, &Members, &Shared) -> Ran> Call for Ucc<'_, M> {
         self.args.what
     }
 
+    fn size(&self) -> (u64, Option<u32>) {
+        (self.args.part.map_or(0, |p| p.bytes), None)
+    }
+
     fn agree(&mut self, rt: &Runtime, m: &Members) -> Result<Shared> {
         let a = &mut self.args;
         let local = a.local.take().expect("agreed once");
