@@ -345,6 +345,45 @@ fn signal_after(sig: Signal) -> impl FnOnce(u32) {
     }
 }
 
+/// `vkshmrun --doctor` passes on this machine (its devices, where 2 PEs
+/// go, a self-test of 2 PEs), and where Vulkan finds no driver it fails
+/// naming the package to install.
+#[test]
+fn the_doctor_checks_the_machine() {
+    let out = Command::new(vkshmrun_exe())
+        .args(["--doctor", "-n", "2"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for want in [
+        "device [0] ",
+        "PE 1 -> device [",
+        "self-test: barrier_all ok",
+        "self-test: host sum_reduce of 1024 f32 ok",
+    ] {
+        assert!(text.contains(want), "no {want:?} in:\n{text}");
+    }
+    assert!(text.ends_with("ok\n"), "{text}");
+    let out = Command::new(vkshmrun_exe())
+        .arg("--doctor")
+        .env("VK_DRIVER_FILES", "/nonexistent/icd.json")
+        .env("VK_ICD_FILENAMES", "/nonexistent/icd.json")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("apt-get install libvulkan1 mesa-vulkan-drivers"),
+        "{text}"
+    );
+}
+
 /// The table `vkshmrun --status` printed for the job whose processes
 /// include `pid`.
 fn job_table(status: &str, pid: u32) -> String {

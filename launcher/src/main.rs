@@ -20,6 +20,7 @@
 //! `--wait-timeout` is passed on to the job as `VKSHMEM_WAIT_TIMEOUT` only once it
 //! is a number that variable accepts.
 
+mod doctor;
 mod output;
 mod status;
 mod supervise;
@@ -34,13 +35,18 @@ use clap::Parser;
 #[command(name = "vkshmrun", version, trailing_var_arg = true)]
 struct Args {
     /// Number of PEs to start.
-    #[arg(short = 'n', long = "npes", value_parser = clap::value_parser!(u32).range(1..=4096), required_unless_present = "status")]
+    #[arg(short = 'n', long = "npes", value_parser = clap::value_parser!(u32).range(1..=4096), required_unless_present_any = ["status", "doctor"])]
     npes: Option<u32>,
     /// Print the calls every PE of each running job of this user is in (the
     /// flight recorder's table) and exit; SIGQUIT to a job's vkshmrun
     /// prints the same on the job's own output.
     #[arg(long, exclusive = true)]
     status: bool,
+    /// Check this machine: its Vulkan devices, what vkshmem needs of them,
+    /// where `-n` PEs (default 4) would go, then a self-test of 2 PEs; print
+    /// `ok` or the first failure with its fix.
+    #[arg(long, conflicts_with_all = ["command", "status"])]
+    doctor: bool,
     /// Prefix every output line with the PE number (`[3] …`).
     #[arg(long)]
     label: bool,
@@ -55,7 +61,7 @@ struct Args {
     #[arg(long, value_name = "SECS", value_parser = parse_wait_timeout)]
     wait_timeout: Option<f64>,
     /// The program each PE runs, and its arguments.
-    #[arg(required_unless_present = "status", num_args = 1.., allow_hyphen_values = true, value_name = "PROGRAM [ARGS]...")]
+    #[arg(required_unless_present_any = ["status", "doctor"], num_args = 1.., allow_hyphen_values = true, value_name = "PROGRAM [ARGS]...")]
     command: Vec<OsString>,
 }
 
@@ -107,6 +113,9 @@ fn main() {
     let args = Args::parse();
     if args.status {
         std::process::exit(status::print());
+    }
+    if args.doctor {
+        std::process::exit(doctor::run(args.npes.unwrap_or(4)));
     }
     let npes = args.npes.expect("clap requires -n without --status");
     if let Some(secs) = args.wait_timeout {

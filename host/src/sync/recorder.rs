@@ -141,10 +141,16 @@ pub const NAMES: &[&str] = &[
     "wait_until",
 ];
 
-/// A name's code in a record (FNV-1a folded to 32 bits).
+/// A name's code in a record: its length, middle byte and first and last
+/// four bytes mixed, a few instructions on every call (a test checks that no two of
+/// [`NAMES`] share one).
 fn code(name: &str) -> u32 {
-    let h = crate::fnv::fnv1a(name.bytes());
-    (h ^ (h >> 32)) as u32
+    let b = name.as_bytes();
+    let word = |s: &[u8]| s.iter().fold(0u32, |w, &x| w << 8 | u32::from(x));
+    let head = word(&b[..b.len().min(4)]);
+    let tail = word(&b[b.len().saturating_sub(4)..]);
+    let mid = b.get(b.len() / 2).map_or(0, |&x| u32::from(x));
+    (b.len() as u32 ^ mid << 8).wrapping_mul(0x9e37_79b9) ^ head ^ tail.rotate_left(13)
 }
 
 /// The name of code `c`.
@@ -175,15 +181,19 @@ fn get(seg: &Segment, rec: usize, w: usize) -> u32 {
 pub fn enter(seg: &Segment, pe: u32, c: &CallInfo) -> Mark {
     let l = seg.layout();
     let base = l.recorder(pe);
-    let n = seg
-        .word(base + RECORDER_HEAD_AT)
-        .fetch_add(1, Ordering::Relaxed);
+    // Plain loads and stores, no read-modify-write: a PE's calls come one
+    // at a time (a program's calls from several threads at once may at
+    // worst share a record, which only the report reads).
+    let bump = |at: usize| {
+        let w = seg.word(at);
+        let n = w.load(Ordering::Relaxed).wrapping_add(1);
+        w.store(n, Ordering::Relaxed);
+        n
+    };
+    let n = bump(base + RECORDER_HEAD_AT) - 1;
     let rec = l.record(pe, n);
     let team_seq = match c.slot.filter(|&s| (s as usize) < PLANE_SLOTS) {
-        Some(s) => {
-            let w = seg.word(base + RECORDER_COUNTS_AT + 4 * s as usize);
-            w.fetch_add(1, Ordering::Relaxed).wrapping_add(1)
-        }
+        Some(s) => bump(base + RECORDER_COUNTS_AT + 4 * s as usize),
         None => 0,
     };
     let now = now_ms();
@@ -205,9 +215,13 @@ pub fn enter(seg: &Segment, pe: u32, c: &CallInfo) -> Mark {
     Mark(rec)
 }
 
-/// Moves the call of `m` to phase `p`.
+/// Moves the call of `m` to phase `p`; the clock is read only when it ends
+/// (the report counts a call's time from its entry, an idle PE's from its
+/// last call's end).
 pub fn phase(seg: &Segment, m: Mark, p: Phase) {
-    put(seg, m.0, W_PHASE_MS, now_ms());
+    if matches!(p, Phase::Done | Phase::Failed) {
+        put(seg, m.0, W_PHASE_MS, now_ms());
+    }
     seg.word(m.0 + 4 * W_PHASE)
         .store(p as u32, Ordering::Release);
 }
@@ -515,6 +529,10 @@ mod tests {
         for n in NAMES {
             assert_eq!(name_of(code(n)), *n);
         }
+        let mut codes: Vec<u32> = NAMES.iter().map(|n| code(n)).collect();
+        codes.sort_unstable();
+        codes.dedup();
+        assert_eq!(codes.len(), NAMES.len(), "two names share a code");
         assert!(name_of(code("my_kernel")).starts_with("call 0x"));
     }
 }

@@ -272,17 +272,33 @@ impl Gpu {
         })
     }
 
-    fn open_device(
-        entry: ash::Entry,
+    /// Every Vulkan device of the machine as the selector sees it (what
+    /// `vkshmrun --doctor` lists), without opening any.
+    ///
+    /// # Errors
+    /// [`Error::Loader`] without a Vulkan loader, Vulkan errors as
+    /// [`Error::Vulkan`] (no driver: `vkCreateInstance` fails).
+    pub fn survey() -> Result<Vec<select::Candidate>> {
+        // SAFETY: as in `open`.
+        let entry = unsafe { ash::Entry::load() }.map_err(|e| Error::Loader(e.to_string()))?;
+        let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_3);
+        let create = vk::InstanceCreateInfo::default().application_info(&app);
+        // SAFETY: the create info and what it points to live across the call.
+        let instance = unsafe { entry.create_instance(&create, None) }.vk("vkCreateInstance")?;
+        let cands = Self::candidates(&instance).map(|(c, _)| c);
+        // SAFETY: no child objects of the instance exist.
+        unsafe { instance.destroy_instance(None) };
+        cands
+    }
+
+    /// The instance's devices as candidates, with their handles.
+    fn candidates(
         instance: &ash::Instance,
-        wanted: Option<&str>,
-        local_pe: u32,
-        cache_dir: Option<PathBuf>,
-    ) -> Result<Gpu> {
+    ) -> Result<(Vec<select::Candidate>, Vec<vk::PhysicalDevice>)> {
         // SAFETY: `instance` is a valid instance.
         let physicals =
             unsafe { instance.enumerate_physical_devices() }.vk("vkEnumeratePhysicalDevices")?;
-        let cands: Vec<select::Candidate> = physicals
+        let cands = physicals
             .iter()
             .enumerate()
             .map(|(index, &pd)| {
@@ -296,6 +312,17 @@ impl Gpu {
                 }
             })
             .collect();
+        Ok((cands, physicals))
+    }
+
+    fn open_device(
+        entry: ash::Entry,
+        instance: &ash::Instance,
+        wanted: Option<&str>,
+        local_pe: u32,
+        cache_dir: Option<PathBuf>,
+    ) -> Result<Gpu> {
+        let (cands, physicals) = Self::candidates(instance)?;
         let (index, why) = select::choose(&cands, wanted, local_pe).map_err(Error::NoDevice)?;
         let physical = physicals[index];
         let queue_family = compute_queue_family(instance, physical).expect("checked by usable()");
