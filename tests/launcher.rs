@@ -384,6 +384,79 @@ fn the_doctor_checks_the_machine() {
     );
 }
 
+/// `VKSHMEM_TRACE` writes one trace of a 4-PE job: valid JSON, a lane per
+/// PE, a span per call the program made (init's sync, the split, 6
+/// reductions, finalize's barrier), phases inside their call.
+#[test]
+fn a_trace_has_a_lane_per_pe_and_a_span_per_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("job.json");
+    let r = run_vkshmrun_env(
+        &["-n", "4", &program("pe_fault"), "elsewhere", "99", "5"],
+        &[("VKSHMEM_TRACE", path.to_str().unwrap())],
+        Duration::from_secs(120),
+        Leftovers::Forbidden,
+        |_| {},
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    let events = json["traceEvents"].as_array().expect("traceEvents");
+    for pe in 0..4u64 {
+        let mine: Vec<&serde_json::Value> = events
+            .iter()
+            .filter(|e| e["tid"].as_u64() == Some(pe))
+            .collect();
+        assert!(
+            mine.iter()
+                .any(|e| e["ph"] == "M" && e["args"]["name"] == format!("PE {pe}")),
+            "no lane for PE {pe}"
+        );
+        let calls: Vec<&serde_json::Value> = mine
+            .iter()
+            .copied()
+            .filter(|e| e["cat"] == "call")
+            .collect();
+        let mut names: Vec<String> = calls
+            .iter()
+            .map(|e| {
+                e["name"]
+                    .as_str()
+                    .unwrap()
+                    .split(' ')
+                    .next()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        names.sort();
+        let mut want = vec!["barrier_all", "sync_all", "team_split_strided"];
+        want.extend(["reduce"; 6]);
+        want.sort();
+        assert_eq!(names, want, "PE {pe}'s calls");
+        // Every phase lies inside one of its PE's calls.
+        for ph in mine.iter().filter(|e| e["cat"] == "phase") {
+            let (ts, dur) = (ph["ts"].as_f64().unwrap(), ph["dur"].as_f64().unwrap());
+            assert!(
+                calls.iter().any(|c| {
+                    let (cs, cd) = (c["ts"].as_f64().unwrap(), c["dur"].as_f64().unwrap());
+                    cs - 0.01 <= ts && ts + dur <= cs + cd + 0.01
+                }),
+                "phase {ph} outside every call of PE {pe}"
+            );
+        }
+        assert!(
+            mine.iter().any(|e| e["cat"] == "phase"),
+            "PE {pe}: no phases"
+        );
+    }
+    assert!(
+        r.stderr.contains("trace of 4 PEs written to"),
+        "{}",
+        r.stderr
+    );
+}
+
 /// The table `vkshmrun --status` printed for the job whose processes
 /// include `pid`.
 fn job_table(status: &str, pid: u32) -> String {

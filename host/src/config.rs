@@ -404,6 +404,18 @@ pub fn host_stream(get: impl Fn(&str) -> Option<String>) -> Result<Option<bool>>
 /// anew: for comparisons).
 pub const ENV_REUSE_RECORDINGS: &str = "VKSHMEM_REUSE_RECORDINGS";
 
+/// Where a trace of the job's calls goes (Chrome trace-event JSON, for
+/// Perfetto or chrome://tracing; `crate::trace`): each PE writes its part
+/// beside it, and the launcher merges them into this file at the end.
+pub const ENV_TRACE: &str = "VKSHMEM_TRACE";
+
+/// `VKSHMEM_TRACE`: the trace's path, if set and not empty.
+pub fn trace(get: impl Fn(&str) -> Option<String>) -> Option<std::path::PathBuf> {
+    get(ENV_TRACE)
+        .filter(|p| !p.is_empty())
+        .map(std::path::PathBuf::from)
+}
+
 /// Whether each PE keeps its last calls in the node segment's flight
 /// recorder (`crate::sync::recorder`): `on` (the default) or `off` (to
 /// measure what recording costs).

@@ -34,6 +34,7 @@ pub use runtime::symbuf;
 pub mod sync;
 pub mod team;
 pub mod threads;
+pub mod trace;
 pub mod transport;
 pub mod user_kernel;
 

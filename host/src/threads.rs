@@ -102,6 +102,12 @@ where
             })
             .collect()
     });
+    if let Some(path) = config::trace(config::env) {
+        // Every PE's context has gone, its part written: one trace.
+        if let Err(e) = crate::trace::merge(&path, npes) {
+            tracing::error!("merging the trace into {}: {e}", path.display());
+        }
+    }
     if let Some((pe, how)) = server.first_failure() {
         return Err(Error::PeerFailed { pe, how });
     }

@@ -35,6 +35,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("kernels", 3),
     ("driver", 3),
     ("combine", 3),
+    ("trace", 3),
     // 4. Runtime: a PE's services, teams, buffers, user kernels, what the
     //    C ABI needs beyond the Rust API.
     ("runtime", 4),

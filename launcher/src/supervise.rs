@@ -225,6 +225,20 @@ pub fn run(npes: u32, label: bool, grace: Duration, command: &[OsString]) -> Res
     }
     // Every PE has ended: the rest of their output, then their error reports.
     forwarder.finish(failure.map(|(pe, _)| pe));
+    if let Some(path) = config::trace(config::env) {
+        match vkshmem_host::trace::merge(&path, npes) {
+            // A job of one PE merged its own.
+            Ok(0) => {}
+            Ok(n) => output::note(format_args!(
+                "trace of {n} PEs written to {} (Perfetto, chrome://tracing)",
+                path.display()
+            )),
+            Err(e) => output::note(format_args!(
+                "merging the trace into {}: {e}",
+                path.display()
+            )),
+        }
+    }
     drop(server);
 
     if let Some(sig) = interrupted {

@@ -17,7 +17,8 @@
 //! and PE 0, made before the loop) instead, so the job hangs: the others wait
 //! for it in the reduction, it waits for PE 0 in its team. The flight
 //! recorder's table (on a wait timeout, SIGQUIT or `vkshmrun --status`)
-//! names it.
+//! names it. With PE past the job's PEs nobody misbehaves: the calls of
+//! every PE are then those of a trace test (a split, ITER + 1 reductions).
 //!
 //! `pe_fault device - ITER MARKDIR`: every PE runs ITER dispatches of a kernel
 //! that loops over work_group barriers on the device; after its first dispatch
@@ -131,8 +132,13 @@ fn main(@builtin(local_invocation_index) li: u32) {
 fn elsewhere(ctx: &vkshmem::Context, bad_pe: u32, at: u64) {
     use vkshmem::Team;
     let me = ctx.my_pe();
-    // PE 0 and the misbehaving PE: a team of the latter's own.
-    let stride = bad_pe.max(1) as i32;
+    // PE 0 and the misbehaving PE: a team of the latter's own (PEs 0 and
+    // 1 where `bad_pe` is no PE: then nobody misbehaves).
+    let stride = if bad_pe < ctx.n_pes() {
+        bad_pe.max(1)
+    } else {
+        1
+    } as i32;
     let pair = ctx
         .team_split_strided(Team::WORLD, 0, stride, 2, &Default::default())
         .expect("split");

@@ -300,6 +300,13 @@ pub const SETTINGS: &[Setting] = &[
         "How a PE reaches its peers: `staged` takes the cross-device path on one device, `staged:K` groups PEs K at a time as if each group shared a device.",
     ),
     s(
+        ENV_TRACE,
+        User,
+        "a file path",
+        "unset",
+        "Writes a trace of every PE's calls there (Chrome trace-event JSON for Perfetto or chrome://tracing, a lane per PE); vkshmrun merges the PEs' parts at the end.",
+    ),
+    s(
         ENV_RECORD,
         Test,
         "`auto`, `on` or `off`",

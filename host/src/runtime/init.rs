@@ -138,6 +138,11 @@ impl Runtime {
             host_mapped_max: t.host_mapped_max,
             host_stream: s.host_stream,
             record: s.record,
+            // A PE started alone merges its own part (nobody else will).
+            tracer: s
+                .trace
+                .clone()
+                .map(|p| crate::trace::Tracer::new(p, pe, npes == 1 && given.is_none())),
             leader_submit: t.leader_submit,
             wide_workgroup: t.wide_workgroup,
             wide_unit: t.wide_unit,
@@ -234,6 +239,7 @@ struct Settings {
     host_stream: Option<bool>,
     reuse_recordings: bool,
     record: bool,
+    trace: Option<PathBuf>,
     completion_words: bool,
     wide_workgroup: Option<u32>,
     wide_unit: Option<WideUnit>,
@@ -257,6 +263,7 @@ impl Settings {
             host_stream: config::host_stream(get)?,
             reuse_recordings: config::reuse_recordings(get)?,
             record: config::record(get)?,
+            trace: config::trace(get),
             completion_words: config::completion_words(get)?,
             wide_workgroup: config::wide_workgroup(get)?,
             wide_unit: config::wide_unit(get)?,

@@ -54,6 +54,8 @@ pub(crate) struct Runtime {
     /// `VKSHMEM_RECORD`: whether calls go into the flight recorder
     /// (`recorder.rs`).
     record: bool,
+    /// `VKSHMEM_TRACE`: this PE's spans (`crate::trace`), written when it goes.
+    tracer: Option<crate::trace::Tracer>,
     /// Whether this PE lets the team's first member submit every member's
     /// part of a host collective (`VKSHMEM_SUBMIT`, `collective::part`).
     pub(crate) leader_submit: bool,

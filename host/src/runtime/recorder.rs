@@ -1,14 +1,16 @@
-//! This PE's side of the flight recorder (`crate::sync::recorder`): a call
-//! marks itself on entry and moves its phase on; nothing is recorded
-//! without a node segment or with `VKSHMEM_RECORD=off`.
+//! This PE's side of the flight recorder (`crate::sync::recorder`) and of
+//! traces (`crate::trace`): a call marks itself on entry and moves its
+//! phase on; nothing is recorded without a node segment or with
+//! `VKSHMEM_RECORD=off`, nothing traced without `VKSHMEM_TRACE`.
 
 use super::Runtime;
 use crate::error::Result;
 use crate::sync::recorder::{self, CallInfo, Mark, Phase};
 
-/// A call's record in progress (nothing where nothing is recorded).
+/// A call's record in progress, and its trace span (nothing where
+/// nothing is recorded or traced).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Recording(Option<Mark>);
+pub(crate) struct Recording(Option<Mark>, Option<usize>);
 
 impl Runtime {
     /// Starts the record of call `c`.
@@ -18,6 +20,9 @@ impl Runtime {
                 .as_ref()
                 .filter(|_| self.record)
                 .map(|p| recorder::enter(p.segment(), self.pe, c)),
+            self.tracer
+                .as_ref()
+                .map(|t| t.begin(c.name, c.slot, c.bytes)),
         )
     }
 
@@ -25,6 +30,14 @@ impl Runtime {
     pub(crate) fn record_phase(&self, r: Recording, p: Phase) {
         if let (Some(m), Some(plane)) = (r.0, &self.plane) {
             recorder::phase(plane.segment(), m, p);
+        }
+        if let (Some(id), Some(t)) = (r.1, &self.tracer) {
+            match p {
+                Phase::Done | Phase::Failed => t.end(id, p == Phase::Failed),
+                Phase::Agreed => t.mark(id, "agreed"),
+                Phase::Closing => t.mark(id, "closing"),
+                Phase::Entered => {}
+            }
         }
     }
 

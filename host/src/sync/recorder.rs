@@ -1,12 +1,12 @@
-//! The flight recorder: every PE keeps its last [`RECORDS`] calls in the node
+//! The flight recorder: every PE keeps its last [`RECORDS`](super::layout::RECORDS) calls in the node
 //! segment, so that a stuck or failed job can say who is where.
 //!
 //! A record is one line of 16 words, written by its PE alone with relaxed
 //! stores and published by its sequence word (release): no lock, no system
 //! call (the clock is `CLOCK_MONOTONIC_COARSE`, read in the vDSO; a hang is
 //! measured in seconds, so its few milliseconds of grain do not matter).
-//! A call's phase moves on in place (entered, agreed, running, closing,
-//! done or failed). The launcher, which maps the segment too, reads the
+//! A call's phase moves on in place (entered, agreed, closing, done or
+//! failed). The launcher, which maps the segment too, reads the
 //! records of every PE and prints one table ([`report`]), with the cause
 //! in one line where it can name one ([`cause`]).
 //!
@@ -28,10 +28,9 @@ use super::segment::Segment;
 pub enum Phase {
     /// Called: checking its arguments, meeting the members.
     Entered = 1,
-    /// The members agreed on the call.
+    /// The members agreed on the call; it moves its data (host copies, or
+    /// kernels submitted and waited for).
     Agreed = 2,
-    /// Moving its data (host copies, or kernels submitted and waited for).
-    Running = 3,
     /// In the closing meeting.
     Closing = 4,
     /// Returned.
@@ -45,7 +44,6 @@ impl Phase {
         [
             Phase::Entered,
             Phase::Agreed,
-            Phase::Running,
             Phase::Closing,
             Phase::Done,
             Phase::Failed,
@@ -58,7 +56,6 @@ impl Phase {
         match self {
             Phase::Entered => "entered",
             Phase::Agreed => "agreed",
-            Phase::Running => "running",
             Phase::Closing => "closing",
             Phase::Done => "done",
             Phase::Failed => "failed",
@@ -428,7 +425,7 @@ pub fn cause(views: &[PeView], now: u32) -> Vec<String> {
     out
 }
 
-/// [`snapshot`] and [`format`] of a segment, now.
+/// [`snapshot`] and [`format()`] of a segment, now.
 pub fn report(seg: &Segment) -> String {
     format(&snapshot(seg), now_ms())
 }
@@ -478,7 +475,7 @@ mod tests {
     #[test]
     fn names_idle_and_failed_pes() {
         let views = [
-            view(0, PE_RUNNING, rec("fcollect", 0, 7, Phase::Running, 100)),
+            view(0, PE_RUNNING, rec("fcollect", 0, 7, Phase::Agreed, 100)),
             view(1, PE_FAILED, rec("fcollect", 0, 7, Phase::Agreed, 90)),
             view(2, PE_RUNNING, rec("fcollect", 0, 6, Phase::Done, 50)),
             view(3, PE_RUNNING, None),
