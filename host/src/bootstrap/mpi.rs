@@ -143,11 +143,11 @@ pub fn join(
             // The other nodes' PEs do not hear this endpoint: a failure here
             // ends the whole job, naming the PE.
             let node_id = node_pes[0];
-            s.on_failure(move |pe, how| {
+            s.on_failure(move |pe, how, calls| {
                 // The node's PEs report the failure themselves first.
                 std::thread::sleep(Duration::from_millis(300));
                 eprintln!(
-                    "vkshmem: the endpoint of the node of rank {node_id} aborts the MPI job: PE {pe} {how}"
+                    "vkshmem: the endpoint of the node of rank {node_id} aborts the MPI job: PE {pe} {how}; its node's calls then:\n{calls}"
                 );
                 SimpleCommunicator::world().abort(1);
             });

@@ -68,8 +68,9 @@ struct Shared {
     on_fail: Mutex<Option<FailHook>>,
 }
 
-/// What [`Server::on_failure`] runs.
-type FailHook = Box<dyn FnOnce(u32, &str) + Send>;
+/// What [`Server::on_failure`] runs: the PE, how it failed, and the flight
+/// recorder's table of this endpoint's node then.
+type FailHook = Box<dyn FnOnce(u32, &str, &str) + Send>;
 
 /// A PE's connection, write side. Several threads send to one PE (the last
 /// arrival of a collective, a failure, the watchdog), never under the global
@@ -248,7 +249,7 @@ impl Server {
     /// protocol or timed out: the PE and how), after the endpoint has told
     /// its PEs. An MPI job of several nodes ends there (`MPI_Abort`), since
     /// the other nodes' PEs do not hear this endpoint.
-    pub fn on_failure(&self, hook: impl FnOnce(u32, &str) + Send + 'static) {
+    pub fn on_failure(&self, hook: impl FnOnce(u32, &str, &str) + Send + 'static) {
         *self
             .shared
             .on_fail
@@ -265,7 +266,7 @@ impl Server {
     /// current call and phase, and the cause where one shows
     /// (`crate::sync::recorder`).
     pub fn report(&self) -> String {
-        crate::sync::recorder::report(&self.shared.segment)
+        self.shared.report()
     }
 
     /// The first PE that called `shmem_global_exit`, and its status.
@@ -599,8 +600,14 @@ impl Shared {
             .unwrap_or_else(|p| p.into_inner())
             .take();
         if let Some(h) = hook {
-            h(pe, how);
+            h(pe, how, &self.report());
         }
+    }
+
+    /// The flight recorder's table of this node's PEs.
+    fn report(&self) -> String {
+        let on = |pe: u32| self.node.get(pe as usize).copied().unwrap_or(false);
+        crate::sync::recorder::report_of(&self.segment, &on)
     }
 
     /// Fails the job because `what` waited `waited` for the PEs `missing`.

@@ -427,7 +427,14 @@ pub fn cause(views: &[PeView], now: u32) -> Vec<String> {
 
 /// [`snapshot`] and [`format()`] of a segment, now.
 pub fn report(seg: &Segment) -> String {
-    format(&snapshot(seg), now_ms())
+    report_of(seg, &|_| true)
+}
+
+/// [`report`] of the PEs `on` says (a node's, under mpirun: the segment
+/// has a ring for every PE of the job, and only the node's write theirs).
+pub fn report_of(seg: &Segment, on: &dyn Fn(u32) -> bool) -> String {
+    let views: Vec<PeView> = snapshot(seg).into_iter().filter(|v| on(v.pe)).collect();
+    format(&views, now_ms())
 }
 
 #[cfg(test)]
