@@ -89,6 +89,9 @@ pub use vkshmem_host::queue;
 /// One-sided communication from the host: put/get, atomics, signals and
 /// point-to-point waits (see the module).
 pub use vkshmem_host::rma;
+/// Traces of a job's calls (`VKSHMEM_TRACE`): the format, and merging the
+/// PEs' parts.
+pub use vkshmem_host::trace;
 pub use vkshmem_host::{
     ash, half, ActiveSet, BitwiseReduce, Collective, Context, DeviceCaps, DeviceInfo, DeviceKernel,
     Error, HeapWindow, Kernel, Persistent, Phase, PhaseStat, Queued, RawBuffer, Reduce, ReduceOp,

@@ -258,10 +258,15 @@ struct Args {
     /// (`vkshmem::run_threads`) instead of the one PE vkshmrun started.
     #[arg(long, value_name = "N")]
     threads: Option<u32>,
+    /// Write a trace of every PE's calls to this file (Chrome trace-event
+    /// JSON for Perfetto, as `VKSHMEM_TRACE`); PE 0 merges the PEs' parts.
+    #[arg(long, value_name = "PATH")]
+    trace: Option<std::path::PathBuf>,
 }
 
 /// Runs `body` on this program's PEs (the one vkshmrun started, or with
-/// `--threads N` a job of N threads) and finalizes each.
+/// `--threads N` a job of N threads) and finalizes each. With `--trace`,
+/// the job's trace is merged at the end (by `run_threads`, or by PE 0).
 fn on_pes(
     threads: Option<u32>,
     body: impl Fn(&Context) -> anyhow::Result<()> + Sync,
@@ -272,8 +277,14 @@ fn on_pes(
         }
         None => {
             let ctx = vkshmem::init()?;
+            let (me, npes) = (ctx.my_pe(), ctx.n_pes());
             body(&ctx)?;
+            // Finalize drops this PE's runtime: its part of the trace is written.
             ctx.finalize()?;
+            if let (0, Some(path)) = (me, vkshmem::trace::path()) {
+                let wait = std::time::Duration::from_secs(30);
+                vkshmem::trace::merge_when_written(&path, npes, wait)?;
+            }
         }
     }
     Ok(())
@@ -1111,6 +1122,10 @@ fn main() {
 
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
+    if let Some(path) = &args.trace {
+        // Before any PE starts: each reads it at init.
+        std::env::set_var(vkshmem::trace::ENV_TRACE, path);
+    }
     if let Some(files) = &args.compare {
         return compare::run(&files[0], &files[1], &args.plot);
     }

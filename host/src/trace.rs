@@ -16,6 +16,13 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+pub use crate::config::ENV_TRACE;
+
+/// Where this process's job writes its trace (`VKSHMEM_TRACE`), if anywhere.
+pub fn path() -> Option<PathBuf> {
+    crate::config::trace(crate::config::env)
+}
+
 /// Microseconds of `CLOCK_MONOTONIC`.
 fn now_us() -> f64 {
     nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
@@ -231,6 +238,21 @@ pub fn merge(path: &Path, npes: u32) -> std::io::Result<u32> {
         writeln!(f, "{{\"traceEvents\":[\n{}\n]}}", events.join(",\n"))?;
     }
     Ok(merged)
+}
+
+/// [`merge`] once every PE's fragment is there, or after `wait` with
+/// those that are: for a program that merges its own job's trace (PE 0 of
+/// `vkshmem-bench --trace` under a launcher that does not).
+pub fn merge_when_written(
+    path: &Path,
+    npes: u32,
+    wait: std::time::Duration,
+) -> std::io::Result<u32> {
+    let start = std::time::Instant::now();
+    while start.elapsed() < wait && !(0..npes).all(|pe| fragment(path, pe).exists()) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    merge(path, npes)
 }
 
 #[cfg(test)]
