@@ -106,7 +106,8 @@ impl Tracer {
         s.spans.len() - 1
     }
 
-    /// Span `id` reached phase `phase`.
+    /// Span `id` starts its phase `phase` (`run`, `close`; before the
+    /// first, it meets).
     pub fn mark(&self, id: usize, phase: &'static str) {
         if let Some(sp) = crate::lock::lock(&self.state).spans.get_mut(id) {
             sp.marks.push((phase, now_us()));
@@ -159,7 +160,7 @@ impl Tracer {
                         self.pe
                     );
                 }
-                at = (phase_span(phase), t);
+                at = (phase, t);
             }
         }
         out
@@ -173,15 +174,6 @@ impl Tracer {
             merge(&self.path, 1)?;
         }
         Ok(())
-    }
-}
-
-/// The span a phase starts.
-fn phase_span(phase: &str) -> &'static str {
-    match phase {
-        "agreed" => "run",
-        "closing" => "close",
-        _ => "run",
     }
 }
 
@@ -268,8 +260,8 @@ mod tests {
         for pe in 0..2 {
             let t = Tracer::new(path.clone(), pe, false);
             let a = t.begin("reduce", Some(0), 8);
-            t.mark(a, "agreed");
-            t.mark(a, "closing");
+            t.mark(a, "run");
+            t.mark(a, "close");
             t.end(a, false);
             let b = t.begin("launch", None, 0);
             t.end(b, true);

@@ -6,7 +6,6 @@
 //! shows and lets the same user open. Each segment is read once, however
 //! many of its processes hold it.
 
-use std::collections::BTreeSet;
 use std::fs::File;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
@@ -28,7 +27,6 @@ struct Job {
 
 /// Every node segment this user's processes hold, one per job.
 fn jobs() -> Vec<Job> {
-    let mut seen = BTreeSet::new();
     let mut jobs: Vec<(u64, Job)> = Vec::new();
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -51,14 +49,13 @@ fn jobs() -> Vec<Job> {
             };
             match jobs.iter_mut().find(|(i, _)| *i == ino) {
                 Some((_, j)) => j.pids.push(pid),
-                None if seen.insert(ino) => jobs.push((
+                None => jobs.push((
                     ino,
                     Job {
                         path: fd.path(),
                         pids: vec![pid],
                     },
                 )),
-                None => {}
             }
         }
     }

@@ -18,14 +18,7 @@ use vkshmem_device::collectives::{HostCollective, WIDE_REDUCE_MAX_MEMBERS};
 /// objects off whole vec4s.
 pub(crate) fn kernels(s: &KernelShape) -> Declared {
     let wg = s.wg;
-    let group = s.size.min(WIDE_REDUCE_MAX_MEMBERS);
-    let mut wide = vec![LibraryKernel::WidePush { dests: group, wg }];
-    if group > 0 && s.size % group != 0 {
-        wide.push(LibraryKernel::WidePush {
-            dests: s.size % group,
-            wg,
-        });
-    }
+    let mut wide = pushes(s);
     wide.push(LibraryKernel::WideCopy { blocks: 1, wg });
     if s.all {
         wide.push(LibraryKernel::WideCopyWords { blocks: 1, wg });
@@ -34,6 +27,18 @@ pub(crate) fn kernels(s: &KernelShape) -> Declared {
         wide,
         generic: vec![LibraryKernel::Host(HostCollective::Broadcast)],
     }
+}
+
+/// The wide pushes to every member of a team of `s.size`, in groups of
+/// [`WIDE_REDUCE_MAX_MEMBERS`] and the rest (broadcast's and fcollect's).
+pub(super) fn pushes(s: &KernelShape) -> Vec<LibraryKernel> {
+    let group = s.size.min(WIDE_REDUCE_MAX_MEMBERS);
+    let push = |dests| LibraryKernel::WidePush { dests, wg: s.wg };
+    let mut out = vec![push(group)];
+    if group > 0 && s.size % group != 0 {
+        out.push(push(s.size % group));
+    }
+    out
 }
 
 impl Runtime {

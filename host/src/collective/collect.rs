@@ -21,8 +21,7 @@ use vkshmem_device::layout;
 /// every member, then their generic kernels; with `s.all`, the word copy.
 pub(crate) fn kernels(s: &KernelShape) -> Declared {
     let wg = s.wg;
-    let mut wide = super::broadcast::kernels(s).wide;
-    wide.retain(|k| matches!(k, LibraryKernel::WidePush { .. }));
+    let mut wide = super::broadcast::pushes(s);
     wide.push(LibraryKernel::WideCopy { blocks: s.size, wg });
     if s.all {
         wide.push(LibraryKernel::WideCopyWords { blocks: s.size, wg });

@@ -34,8 +34,8 @@ impl Runtime {
         if let (Some(id), Some(t)) = (r.1, &self.tracer) {
             match p {
                 Phase::Done | Phase::Failed => t.end(id, p == Phase::Failed),
-                Phase::Agreed => t.mark(id, "agreed"),
-                Phase::Closing => t.mark(id, "closing"),
+                Phase::Agreed => t.mark(id, "run"),
+                Phase::Closing => t.mark(id, "close"),
                 Phase::Entered => {}
             }
         }
