@@ -152,8 +152,8 @@ fn vks_copy_words(dpe: u32, d: u32, spe: u32, s: u32, n: u32, tid: u32, nth: u32
 // either way).
 fn vks_push_fits(t: VksTeam, d: u32, s: u32, n: u32, blocks: u32) -> bool {
     // Bytes a u32 address reaches (a heap of 4 GiB or more has more words).
-    let heap = select(VKS_HEAP_WORDS * 4u, 0xfffffffcu, VKS_HEAP_WORDS >= 0x40000000u);
-    return vks_push_all_ok() && t.size == VKS_N_PES && n >= 64u
+    let heap = select(vks_heap_words() * 4u, 0xfffffffcu, vks_heap_words() >= 0x40000000u);
+    return vks_push_all_ok() && t.size == vks_n_pes() && n >= 64u
         && (d & 15u) == (s & 15u) && (blocks == 1u || (n & 15u) == 0u)
         && s <= heap && n <= heap - s && d <= heap && n <= (heap - d) / blocks;
 }
@@ -396,8 +396,11 @@ fn vks_collect_move_team(t: VksTeam, team: u32, d: u32, s: u32, push: bool, tid:
 
 // Word address of member i's landing slot of (valid) team `team`, parity `parity`.
 fn vks_ll_slot(team: u32, parity: u32, i: u32) -> u32 {
-    let slot = (vks_team_field(team, VKS_TEAM_FLAGS) - VKS_WORLD_FLAGS) / VKS_N_PES;
-    return VKS_LL + ((slot * 2u + parity) * VKS_N_PES + i) * VKS_LL_SLOT_WORDS;
+    let n = vks_n_pes();
+    let slot = (vks_team_field(team, VKS_TEAM_FLAGS) - VKS_WORLD_FLAGS) / n;
+    // layout::ll_word: after the teams' flags and the host's counts.
+    let ll = VKS_WORLD_FLAGS + (VKS_MAX_TEAMS + 1u) * n;
+    return ll + ((slot * 2u + parity) * n + i) * VKS_LL_SLOT_WORDS;
 }
 
 // Whether a per-thread reduction of `n` bytes on (valid) team `team` takes the

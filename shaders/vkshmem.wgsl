@@ -1,7 +1,7 @@
 // vkshmem device library: the part that does not depend on the job.
 //
 // It is appended to every kernel after the generated part (see
-// device/src/library/), which defines vks_my_pe(), VKS_N_PES, VKS_HEAP_WORDS, the
+// device/src/library/), which defines vks_my_pe(), vks_n_pes(), vks_heap_words(), the
 // control-region offsets (VKS_CTRL_*, VKS_TEAM_*), the heap bindings and the
 // accessors vks_<op>(pe, addr, ...), which select the peer's binding with a switch.
 //
@@ -91,7 +91,7 @@ fn vks_aborting() -> bool {
 // success. The loop leaves by `break` only: a `return` from inside a loop in code
 // only some invocations run also ends the workgroup early on that driver.
 fn vks_wait(addr: u32, cmp: u32, value: u32, signed: bool) -> bool {
-    if addr >= VKS_HEAP_WORDS {
+    if addr >= vks_heap_words() {
         vks_raise(VKS_ERR_BAD_ADDRESS, vks_my_pe(), addr);
         return false;
     }
@@ -221,7 +221,7 @@ fn shmem_my_pe() -> i32 {
 
 // Number of PEs in WORLD.
 fn shmem_n_pes() -> i32 {
-    return i32(VKS_N_PES);
+    return i32(vks_n_pes());
 }
 
 // This PE's number in `team`, or -1 (and a device error) for an invalid team.

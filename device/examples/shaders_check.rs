@@ -9,15 +9,15 @@
 //! - User kernels, `ROOT/shaders/examples/*.wgsl`: linked with the device
 //!   library.
 //! - The generated device library for every shape that changes the generated
-//!   code (PE count, one or two heap chunks, 64-bit types or not, GPU or
-//!   lavapipe workarounds): its whole text through naga (a link parses only
+//!   code (8 or 16 slots, one or two heap chunks, 64-bit types or not, GPU or
+//!   lavapipe workarounds, a proxy or not): its whole text through naga (a link parses only
 //!   the items a kernel reaches), and linked with an empty kernel.
 
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use vkshmem_device::{LibraryConfig, PeSet};
+use vkshmem_device::LibraryConfig;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
@@ -25,14 +25,13 @@ const EMPTY: &str = "@compute @workgroup_size(1) fn main() {}";
 
 fn shapes() -> Vec<LibraryConfig> {
     let mut v = Vec::new();
-    for (my_pe, n_pes) in [(0, 1), (1, 2), (2, 3), (7, 8)] {
-        for heap_mib in [64u64, 256] {
+    for slots in [8, 16] {
+        for chunks in [1, 2] {
             for wide in [false, true] {
                 for gpu in [true, false] {
                     v.push(LibraryConfig {
-                        my_pe,
-                        n_pes,
-                        heap_bytes: heap_mib << 20,
+                        slots,
+                        chunks,
                         max_binding_bytes: 128 << 20,
                         int64: wide,
                         float64: wide,
@@ -40,14 +39,12 @@ fn shapes() -> Vec<LibraryConfig> {
                         divergent_fences: gpu,
                         loop_cap: !gpu,
                         row_lanes: 0,
-                        direct: PeSet::all(n_pes),
                         proxy: false,
                         vec4_u64: !gpu && wide,
                     });
-                    if n_pes > 1 && heap_mib == 64 {
-                        // Every peer on another device: reached through the proxy.
+                    if chunks == 1 {
+                        // Peers on another device: reached through the proxy.
                         v.push(LibraryConfig {
-                            direct: PeSet::from_pes([my_pe]),
                             proxy: true,
                             ..*v.last().expect("just pushed")
                         });
@@ -126,11 +123,8 @@ fn main() -> Result<()> {
     for path in wgsl_files(&root.join("shaders/examples"))? {
         let name = path.file_name().unwrap_or_default().to_string_lossy();
         let src = std::fs::read_to_string(&path)?;
-        // Every workaround combination, at a non-power-of-two PE count.
-        for cfg in shapes
-            .iter()
-            .filter(|c| c.n_pes == 3 && c.heap_bytes > 128 << 20)
-        {
+        // Every workaround combination, on a heap in two chunks.
+        for cfg in shapes.iter().filter(|c| c.slots == 8 && c.chunks == 2) {
             let label = format!("{name} for {cfg:?}");
             let k = vkshmem_device::link_kernel(&src, &name, None, cfg)
                 .map_err(|e| format!("{label}: {e}"))?;

@@ -199,13 +199,12 @@ pub(crate) fn device_amo(quad: bool, uses: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{LibraryConfig, PeSet};
+    use crate::LibraryConfig;
 
-    fn cfg(n: u32, direct: PeSet, proxy: bool, int64_atomics: bool) -> LibraryConfig {
+    fn cfg(proxy: bool, int64_atomics: bool) -> LibraryConfig {
         LibraryConfig {
-            my_pe: 0,
-            n_pes: n,
-            heap_bytes: 64 << 20,
+            slots: 8,
+            chunks: 1,
             max_binding_bytes: 128 << 20,
             int64: true,
             float64: true,
@@ -213,7 +212,6 @@ mod tests {
             divergent_fences: true,
             loop_cap: false,
             row_lanes: 0,
-            direct,
             proxy,
             vec4_u64: false,
         }
@@ -254,8 +252,8 @@ mod tests {
             }
         }
         let src = format!("@compute @workgroup_size(1) fn main() {{\n{calls}}}\n");
-        for (direct, proxy) in [(PeSet::all(2), false), (PeSet::from_pes([0]), true)] {
-            let c = cfg(2, direct, proxy, true);
+        for proxy in [false, true] {
+            let c = cfg(proxy, true);
             let k = crate::link_kernel(&src, "amo", None, &c).expect("links");
             assert!(!k.spirv.is_empty());
         }
@@ -266,12 +264,12 @@ mod tests {
     /// that call an 8-byte AMO.
     #[test]
     fn the_64bit_view_follows_the_feature_and_the_kernel() {
-        let narrow = cfg(2, PeSet::all(2), false, false);
+        let narrow = cfg(false, false);
         let src = crate::library::library_source_for(&narrow, None);
         assert!(src.contains("fn shmem_int_atomic_fetch_add("));
         assert!(!src.contains("fn shmem_long_atomic_fetch_add("));
         assert!(!src.contains("vks_q_"));
-        let wide = cfg(2, PeSet::all(2), false, true);
+        let wide = cfg(false, true);
         let user = "fn f() { shmem_int_atomic_inc(0u, 0u); }";
         let src = crate::library::library_source_for(&wide, Some(user));
         assert!(!src.contains("vks_q_"), "no 8-byte AMO called");

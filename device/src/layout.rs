@@ -97,6 +97,17 @@ control_struct!(
         /// at the current one (reset to 0 by the last to arrive, which then
         /// runs the team sync that the others wait on).
         grid_count,
+        /// Words of every PE's heap that device code may address (the heap's
+        /// size / 4, capped at `u32::MAX`): read at run time, so that one
+        /// library serves every heap size.
+        heap_words,
+        /// The first PE of the block this PE's slots count over (see
+        /// `vkshmem_device::JobView::slot_span`): 0 where they count over the job.
+        slot_first,
+        /// The PEs this PE's slots count over: the job's, or its node's.
+        slot_span,
+        /// 1 when this PE reaches every PE of the job directly.
+        reaches_all,
     }
 );
 
@@ -141,7 +152,7 @@ control_struct!(
 );
 
 control_struct!(
-    /// One entry of the proxy ring (at [`proxy_ring_word`]): a request that
+    /// One entry of the proxy ring (at [`PROXY_RING_WORD`]): a request that
     /// device code posts to this PE's proxy thread (`vkshmem_host::transport`)
     /// for a PE it does not reach directly.
     ///
@@ -230,15 +241,13 @@ pub const PX_QUIET: u32 = 11;
 /// member's block).
 pub const PX_REDUCE: u32 = 12;
 
-/// Word address of the proxy ring (after the host collect counts).
-pub fn proxy_ring_word(n_pes: u32) -> u32 {
-    (host_counts_word(n_pes) + n_pes).next_multiple_of(ProxyEntry::WORDS)
-}
+/// Word address of the proxy ring (after the direct-slot mask).
+pub const PROXY_RING_WORD: u32 = (DIRECT_WORD + DIRECT_WORDS).next_multiple_of(ProxyEntry::WORDS);
 
 /// `"VKSH"`, little-endian.
 pub const CONTROL_MAGIC: u32 = u32::from_le_bytes(*b"VKSH");
 /// Version of this layout; bumped when it changes.
-pub const LAYOUT_VERSION: u32 = 6;
+pub const LAYOUT_VERSION: u32 = 7;
 /// Most teams a PE can be part of at once (the device table's length).
 pub const MAX_TEAMS: u32 = 64;
 /// Team handle of WORLD (entry 0 of the table).
@@ -251,10 +260,21 @@ pub const TEAM_SHARED: u32 = 1;
 pub const TEAM_NODE: u32 = 2;
 /// The handle of no team (`SHMEM_TEAM_INVALID`).
 pub const TEAM_INVALID: u32 = u32::MAX;
+/// Word address of the direct-slot mask: bit `s % 32` of word `s / 32` is
+/// set when this PE reaches the heap in its slot `s` directly (see
+/// `vkshmem_device::JobView::bindings`; the other slots' bindings are padding).
+/// Read at run time, so that one library serves every mix of direct and
+/// proxied peers.
+pub const DIRECT_WORD: u32 = TEAM_TABLE_WORD + MAX_TEAMS * TeamEntry::WORDS;
+/// Words of the direct-slot mask: a bit for each of the most PEs a
+/// `PeSet` holds (1024).
+pub const DIRECT_WORDS: u32 = 32;
 /// Word address of the teams' sync flags: entry `t` of the team table owns the
 /// `n_pes` words from [`team_flags_word`]`(t, n_pes)` (a team uses the first
 /// `size` of them). Symmetric: a team has the same entry on every member.
-pub const TEAM_FLAGS_WORD: u32 = TEAM_TABLE_WORD + MAX_TEAMS * TeamEntry::WORDS;
+/// Every area whose size depends on the PE count comes after the fixed ones,
+/// so that the fixed ones' addresses are constants in every job's library.
+pub const TEAM_FLAGS_WORD: u32 = BATCH_WORD + BATCH_CALLS * BATCH_ENTRY_WORDS;
 /// Word address of WORLD's sync flags (one word per PE).
 pub const WORLD_FLAGS_WORD: u32 = TEAM_FLAGS_WORD;
 
@@ -340,14 +360,15 @@ pub const LL_SLOT_WORDS: u32 = LL_BYTES / 4 + 1;
 // A slot holds LL_BYTES starting at any byte of its first word.
 const _: () = assert!(LL_SLOT_WORDS * 4 >= LL_BYTES + 3);
 
-/// Word address of the landing slots of the one-sync reductions: for team-table
+/// Word address of the landing slots of the one-sync reductions (computed
+/// alike by `vks_ll_slot` in `shaders/collectives.wgsl`): for team-table
 /// entry `t`, epoch parity `p` and member index `i`, the slot at
 /// [`ll_slot_word`]. Written only by member `i` (before it announces the
 /// epoch), read only by the owner (after it saw every member announce it).
 /// A slot is rewritten two epochs later, once the owner has announced the
 /// epoch between (so it finished reading).
 pub fn ll_word(n_pes: u32) -> u32 {
-    proxy_ring_word(n_pes) + PROXY_SLOTS * ProxyEntry::WORDS
+    host_counts_word(n_pes) + n_pes
 }
 
 /// Word address of member `i`'s landing slot for team-table entry `slot`, epoch
@@ -367,16 +388,14 @@ pub const CAPPED_BATCH_CALLS: u32 = 16;
 /// batched queue kernel, [`BATCH_CALLS`] entries of `QueueArgs`, written by
 /// this PE's own recorded commands (vkCmdUpdateBuffer) just before the
 /// dispatch that reads them, in queue order. Only this PE touches it.
-pub fn batch_word(n_pes: u32) -> u32 {
-    ll_word(n_pes) + MAX_TEAMS * 2 * n_pes * LL_SLOT_WORDS
-}
+pub const BATCH_WORD: u32 = PROXY_RING_WORD + PROXY_SLOTS * ProxyEntry::WORDS;
 
 /// Words of one batch entry (`QueueArgs`).
 pub const BATCH_ENTRY_WORDS: u32 = 8;
 
 /// Bytes of the control region for a job of `n_pes` PEs.
 pub fn control_bytes(n_pes: u32) -> u64 {
-    (batch_word(n_pes) as u64 + (BATCH_CALLS * BATCH_ENTRY_WORDS) as u64) * 4
+    (ll_word(n_pes) as u64 + (MAX_TEAMS * 2 * n_pes * LL_SLOT_WORDS) as u64) * 4
 }
 
 /// Word address of `n_pes` words that only this PE's host and kernels use: the
@@ -385,15 +404,42 @@ pub fn host_counts_word(n_pes: u32) -> u32 {
     TEAM_FLAGS_WORD + MAX_TEAMS * n_pes
 }
 
-/// The control region's initial contents on PE `my_pe` of `n_pes`, as words.
-pub fn initial_control(my_pe: u32, n_pes: u32, max_groups: u32) -> Vec<u32> {
+/// What a PE's control region starts with: the job's values that device code
+/// reads at run time (the library's text depends on none of them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControlInit {
+    /// This PE's number.
+    pub my_pe: u32,
+    /// PEs in the job.
+    pub n_pes: u32,
+    /// [`ControlHeader::max_groups`].
+    pub max_groups: u32,
+    /// [`ControlHeader::heap_words`].
+    pub heap_words: u32,
+    /// [`ControlHeader::slot_first`].
+    pub slot_first: u32,
+    /// [`ControlHeader::slot_span`].
+    pub slot_span: u32,
+    /// [`ControlHeader::reaches_all`].
+    pub reaches_all: bool,
+    /// The direct-slot mask ([`DIRECT_WORD`]).
+    pub direct: [u32; DIRECT_WORDS as usize],
+}
+
+/// The control region's initial contents under `init`, as words.
+pub fn initial_control(init: &ControlInit) -> Vec<u32> {
+    let n_pes = init.n_pes;
     let mut words = vec![0u32; (control_bytes(n_pes) / 4) as usize];
     let header = ControlHeader {
         magic: CONTROL_MAGIC,
         version: LAYOUT_VERSION,
-        my_pe,
+        my_pe: init.my_pe,
         n_pes,
-        max_groups,
+        max_groups: init.max_groups,
+        heap_words: init.heap_words,
+        slot_first: init.slot_first,
+        slot_span: init.slot_span,
+        reaches_all: u32::from(init.reaches_all),
         ..Default::default()
     };
     words[..ControlHeader::WORDS as usize]
@@ -403,7 +449,7 @@ pub fn initial_control(my_pe: u32, n_pes: u32, max_groups: u32) -> Vec<u32> {
         start: 0,
         stride: 1,
         size: n_pes,
-        my_index: my_pe,
+        my_index: init.my_pe,
         epoch: 0,
         flags: WORLD_FLAGS_WORD,
         ..Default::default()
@@ -411,6 +457,8 @@ pub fn initial_control(my_pe: u32, n_pes: u32, max_groups: u32) -> Vec<u32> {
     let at = TEAM_TABLE_WORD as usize;
     words[at..at + TeamEntry::WORDS as usize]
         .copy_from_slice(bytemuck::cast_slice(bytemuck::bytes_of(&world)));
+    let at = DIRECT_WORD as usize;
+    words[at..at + DIRECT_WORDS as usize].copy_from_slice(&init.direct);
     words
 }
 
@@ -422,6 +470,10 @@ pub fn wgsl() -> String {
     s.push_str(&ProxyEntry::wgsl_offsets());
     let _ = writeln!(s, "const VKS_PX_WORDS: u32 = {}u;", ProxyEntry::WORDS);
     let _ = writeln!(s, "const VKS_PX_SLOTS: u32 = {PROXY_SLOTS}u;");
+    let _ = writeln!(s, "const VKS_PX_RING: u32 = {PROXY_RING_WORD}u;");
+    let _ = writeln!(s, "const VKS_BATCH: u32 = {BATCH_WORD}u;");
+    let _ = writeln!(s, "const VKS_DIRECT: u32 = {DIRECT_WORD}u;");
+    let _ = writeln!(s, "const VKS_CONTROL_MAGIC: u32 = {CONTROL_MAGIC}u;");
     for (name, v) in [
         ("LOAD", PX_LOAD),
         ("STORE", PX_STORE),
@@ -515,7 +567,18 @@ mod tests {
 
     #[test]
     fn initial_control_has_world() {
-        let w = initial_control(2, 5, 3);
+        let mut direct = [0; DIRECT_WORDS as usize];
+        direct[1] = 0x8000_0001;
+        let w = initial_control(&ControlInit {
+            my_pe: 2,
+            n_pes: 5,
+            max_groups: 3,
+            heap_words: 1 << 20,
+            slot_first: 0,
+            slot_span: 5,
+            reaches_all: false,
+            direct,
+        });
         assert_eq!(w.len() as u64 * 4, control_bytes(5));
         assert_eq!(w[0], CONTROL_MAGIC);
         assert_eq!(w[2], 2);
@@ -524,19 +587,25 @@ mod tests {
         let e = TEAM_TABLE_WORD as usize;
         assert_eq!(&w[e..e + 9], &[1, 0, 1, 5, 2, 0, WORLD_FLAGS_WORD, 0, 0]);
         assert!(w[WORLD_FLAGS_WORD as usize..].iter().all(|&x| x == 0));
+        let h = |f: &str| w[ControlHeader::fields().iter().find(|x| x.0 == f).unwrap().1 as usize];
+        assert_eq!(
+            (h("heap_words"), h("slot_span"), h("reaches_all")),
+            (1 << 20, 5, 0)
+        );
+        assert_eq!(w[DIRECT_WORD as usize + 1], 0x8000_0001);
     }
 
     #[test]
     fn landing_slots_and_batch_area_are_disjoint_and_inside() {
         for n in [1, 2, 3, 8, 64] {
             let first = ll_slot_word(n, 0, 0, 0);
-            assert!(first >= proxy_ring_word(n) + PROXY_SLOTS * ProxyEntry::WORDS);
+            assert!(PROXY_RING_WORD >= DIRECT_WORD + DIRECT_WORDS);
+            assert!(BATCH_WORD >= PROXY_RING_WORD + PROXY_SLOTS * ProxyEntry::WORDS);
+            assert!(TEAM_FLAGS_WORD >= BATCH_WORD + BATCH_CALLS * BATCH_ENTRY_WORDS);
+            assert!(host_counts_word(n) >= team_flags_word(MAX_TEAMS - 1, n) + n);
+            assert!(first >= host_counts_word(n) + n);
             let last = ll_slot_word(n, MAX_TEAMS - 1, 1, n - 1) + LL_SLOT_WORDS;
-            assert_eq!(last, batch_word(n));
-            assert_eq!(
-                (batch_word(n) + BATCH_CALLS * BATCH_ENTRY_WORDS) as u64 * 4,
-                control_bytes(n)
-            );
+            assert_eq!(last as u64 * 4, control_bytes(n));
             // Slots do not overlap: consecutive members, parities and teams.
             assert_eq!(ll_slot_word(n, 0, 0, 1) - first, LL_SLOT_WORDS);
             assert_eq!(ll_slot_word(n, 0, 1, 0) - first, n * LL_SLOT_WORDS);

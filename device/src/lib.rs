@@ -34,7 +34,7 @@ mod prune;
 pub mod queue;
 pub mod rma;
 
-pub use library::{HeapBinding, LibraryConfig, PeSet};
+pub use library::{HeapBinding, JobView, LibraryConfig, PeSet};
 pub use link::{link_kernel, LinkedKernel, UserBinding};
 
 use naga::back::spv;

@@ -416,9 +416,8 @@ mod tests {
 
     fn cfg() -> LibraryConfig {
         LibraryConfig {
-            my_pe: 1,
-            n_pes: 3,
-            heap_bytes: 256 << 20,
+            slots: 8,
+            chunks: 2,
             max_binding_bytes: 128 << 20,
             int64: true,
             float64: true,
@@ -426,7 +425,6 @@ mod tests {
             divergent_fences: true,
             loop_cap: false,
             row_lanes: 0,
-            direct: crate::PeSet::all(3),
             proxy: false,
             vec4_u64: false,
         }
@@ -517,18 +515,15 @@ fn main(@builtin(local_invocation_index) li: u32) {
                 }
             }
         }
-        let mut proxied = LibraryConfig {
+        let proxied = LibraryConfig {
             loop_cap: true,
             row_lanes: 0,
             proxy: true,
             ..cfg()
         };
-        proxied.direct = crate::PeSet::from_pes([0, 1]);
         let shapes = [
             LibraryConfig {
-                my_pe: 0,
-                n_pes: 1,
-                direct: crate::PeSet::all(1),
+                slots: 16,
                 ..cfg()
             },
             cfg(),
@@ -539,10 +534,8 @@ fn main(@builtin(local_invocation_index) li: u32) {
                 ..cfg()
             },
             LibraryConfig {
-                my_pe: 5,
-                n_pes: 8,
-                heap_bytes: 64 << 20,
-                direct: crate::PeSet::all(8),
+                slots: 8,
+                chunks: 1,
                 ..cfg()
             },
         ];
@@ -807,7 +800,7 @@ fn main(@builtin(local_invocation_index) li: u32) {
                 .count(),
             polls
         );
-        assert!(lib.contains("let zero = vks_w_0_0[VKS_CTRL_N_PES] - VKS_N_PES;"));
+        assert!(lib.contains("let zero = vks_w_0_0[VKS_CTRL_MAGIC] - VKS_CONTROL_MAGIC;"));
         assert!(
             lib.matches("d = sqrt(d + 1.0);").count()
                 >= polls * crate::library::CAPPED_DELAY_STEPS as usize

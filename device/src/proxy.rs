@@ -3,7 +3,7 @@
 //! for (a PE on another device).
 //!
 //! The ring lives in the control region (`layout::ProxyEntry`, at
-//! `layout::proxy_ring_word`), so it is one definition for host and device,
+//! `layout::PROXY_RING_WORD`), so it is one definition for host and device,
 //! the device reaches it through its own heap binding, and its waits are
 //! ordinary device waits (abort word, wait throttle, loop cap). These
 //! functions touch the ring through the binding directly, never through the
@@ -194,7 +194,7 @@ fn wait_fn(name: &str, polls: u32, me: &str, capped: bool) -> String {
     // scheduled soon enough.
     let polls = if capped {
         crate::library::capped_polls(
-            &format!("atomicLoad(&{me}[VKS_CTRL_N_PES])"),
+            &format!("atomicLoad(&{me}[VKS_CTRL_MAGIC])"),
             |a| format!("atomicAdd(&{me}[{a}], 0u)"),
             "addr",
             polls,

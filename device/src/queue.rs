@@ -35,7 +35,7 @@ pub struct QueueArgs {
     pub z: u32,
     /// 0: run this call. `k > 0` (thread-form kernels that
     /// [`QueueCall::batches`]): run the `k` calls whose arguments are in this
-    /// PE's batch area ([`crate::layout::batch_word`], at most
+    /// PE's batch area ([`crate::layout::BATCH_WORD`], at most
     /// [`crate::layout::BATCH_CALLS`]), in order; the other fields are unused.
     pub batch: u32,
 }
@@ -355,9 +355,8 @@ mod tests {
     #[test]
     fn every_kernel_links_and_waits_on_peers() {
         let cfg = crate::LibraryConfig {
-            my_pe: 1,
-            n_pes: 3,
-            heap_bytes: 1 << 20,
+            slots: 8,
+            chunks: 1,
             max_binding_bytes: 1 << 27,
             int64: true,
             float64: true,
@@ -365,7 +364,6 @@ mod tests {
             divergent_fences: true,
             loop_cap: true,
             row_lanes: 0,
-            direct: crate::PeSet::all(3),
             proxy: true,
             vec4_u64: false,
         };

@@ -51,11 +51,11 @@ const SHMEM_SIGNAL_ADD: u32 = 1u;
 
 // PE `pe` is in the job and bytes [b, b + n) lie in the heap; raises otherwise.
 fn vks_rma_ok(pe: u32, b: u32, n: u32) -> bool {
-    if pe >= VKS_N_PES {
+    if pe >= vks_n_pes() {
         vks_raise(VKS_ERR_BAD_PE, pe, b >> 2u);
         return false;
     }
-    if n != 0u && (n - 1u > 0xffffffffu - b || ((b + n - 1u) >> 2u) >= VKS_HEAP_WORDS) {
+    if n != 0u && (n - 1u > 0xffffffffu - b || ((b + n - 1u) >> 2u) >= vks_heap_words()) {
         vks_raise(VKS_ERR_BAD_ADDRESS, pe, b >> 2u);
         return false;
     }
@@ -158,7 +158,7 @@ fn vks_signal_ok(sig: u32, op: u32, pe: u32) -> bool {
     if !vks_arg_ok(op <= SHMEM_SIGNAL_ADD) {
         return false;
     }
-    if (sig & 1u) != 0u || sig >= VKS_HEAP_WORDS {
+    if (sig & 1u) != 0u || sig >= vks_heap_words() {
         vks_raise(VKS_ERR_BAD_ADDRESS, pe, sig);
         return false;
     }
@@ -526,7 +526,7 @@ fn vks_vector_ok(a: u32, n: u32, status: u32, values: u32, cmp: u32) -> bool {
         return false;
     }
     let top = max(a, max(status, values));
-    if n > VKS_HEAP_WORDS || top > VKS_HEAP_WORDS - n {
+    if n > vks_heap_words() || top > vks_heap_words() - n {
         vks_raise(VKS_ERR_BAD_ADDRESS, vks_my_pe(), top);
         return false;
     }
@@ -546,13 +546,12 @@ pub fn device_rma(uses: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::library::{library_source, LibraryConfig, PeSet};
+    use crate::library::{library_source, LibraryConfig};
 
-    fn cfg(n: u32, direct: PeSet, proxy: bool) -> LibraryConfig {
+    fn cfg(proxy: bool) -> LibraryConfig {
         LibraryConfig {
-            my_pe: 0,
-            n_pes: n,
-            heap_bytes: 1 << 20,
+            slots: 8,
+            chunks: 1,
             max_binding_bytes: 1 << 27,
             int64: true,
             float64: true,
@@ -560,7 +559,6 @@ mod tests {
             divergent_fences: true,
             loop_cap: false,
             row_lanes: 0,
-            direct,
             proxy,
             vec4_u64: false,
         }
@@ -571,8 +569,8 @@ mod tests {
     #[test]
     fn every_form_validates() {
         for c in [
-            cfg(3, PeSet::all(3), false),
-            cfg(4, PeSet::from_pes([0, 1]), true),
+            cfg(false),
+            cfg(true),
         ] {
             let src = format!(
                 "{}\n@compute @workgroup_size(1) fn main() {{}}\n",

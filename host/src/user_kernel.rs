@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use vkshmem_device::layout::{self, ControlHeader};
-use vkshmem_device::LibraryConfig;
+use vkshmem_device::{LibraryConfig, JobView};
 
 use crate::error::{Error, Result};
 use crate::kernels::builds::Builds;
@@ -181,7 +181,7 @@ impl Runtime {
     /// per job: the PE's number is read at run time from slot 0's control
     /// header).
     pub(crate) fn runs_as_any_pe(&self) -> bool {
-        self.library.reaches_all()
+        self.job.reaches_all()
     }
 
     /// Set 0 as PE `pe`'s library binds it: slot `s` is the heap of PE
@@ -195,8 +195,8 @@ impl Runtime {
                 self.my_pe()
             )));
         }
-        LibraryConfig { my_pe: pe, ..cfg }
-            .bindings()
+        JobView { my_pe: pe, ..self.job }
+            .bindings(&cfg)
             .iter()
             .map(|b| {
                 Ok(Window {

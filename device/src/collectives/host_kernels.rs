@@ -220,9 +220,8 @@ mod tests {
     #[test]
     fn every_host_kernel_links() {
         let cfg = LibraryConfig {
-            my_pe: 1,
-            n_pes: 3,
-            heap_bytes: 1 << 20,
+            slots: 8,
+            chunks: 1,
             max_binding_bytes: 1 << 27,
             int64: true,
             float64: true,
@@ -230,7 +229,6 @@ mod tests {
             divergent_fences: true,
             loop_cap: true,
             row_lanes: 0,
-            direct: crate::PeSet::all(3),
             proxy: false,
             vec4_u64: false,
         };

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::{HeapBinding, LibraryConfig};
+use super::LibraryConfig;
 
 /// The accessors instantiated per (PE, chunk): (name, view, extra params, return
 /// type, body with `{v}` for the element, the same through the proxy for a PE
@@ -190,7 +190,7 @@ pub(super) fn accessor(
     } else {
         name.replacen("vks_", "vks_d_", 1)
     };
-    let chunks = cfg.chunks();
+    let chunks = cfg.chunks;
     let arrow = ret.map(|r| format!(" -> {r}")).unwrap_or_default();
     let fallback = ret.map_or("return;".to_string(), |r| format!("return {r}();"));
     let _ = writeln!(s, "fn {name}(pe: u32, a: u32{params}){arrow} {{");
@@ -213,8 +213,8 @@ pub(super) fn accessor(
     };
     let _ = writeln!(
         s,
-        "    let bad_pe = (pe >= VKS_N_PES) & (pe != VKS_SELF);
-    let bad_addr = (a >= VKS_HEAP_WORDS){odd};
+        "    let bad_pe = (pe >= vks_n_pes()) & (pe != VKS_SELF);
+    let bad_addr = (a >= vks_heap_words()){odd};
     let err = select(select({unreachable}, VKS_ERR_BAD_ADDRESS, bad_addr), VKS_ERR_BAD_PE, bad_pe);
     if err != 0u {{ vks_raise(err, select(pe, vks_pe_number(pe), err == VKS_ERR_BAD_ADDRESS), a); {fallback} }}"
     );
@@ -223,7 +223,7 @@ pub(super) fn accessor(
     // compiles to its chunk switch alone, without the other PEs' cases or
     // the proxy's path (one switch over (slot, chunk) pairs kept them all
     // in every such access of a heap in several chunks: the selector was
-    // not a constant). `a` is below VKS_HEAP_WORDS here, so the last chunk
+    // not a constant). `a` is below vks_heap_words() here, so the last chunk
     // is the chunk switch's default.
     let (index, chunk) = if chunks == 1 {
         ("a".to_string(), String::new())
@@ -235,35 +235,29 @@ pub(super) fn accessor(
         )
     };
     let _ = writeln!(s, "    let i = {index};");
-    let _ = writeln!(s, "    switch vks_slot(pe) {{");
-    // A case per slot with bindings; a PE without them (not reached
-    // directly) falls to the default.
-    let bindings = cfg.bindings();
-    for slot_bindings in bindings.chunk_by(|x, y| x.slot == y.slot) {
-        let slot = slot_bindings[0].slot;
-        let chunk_of = |b: &HeapBinding| (b.offset / cfg.chunk_bytes()) as u32;
-        let access = |b: &HeapBinding| {
-            body.replace(
-                "{v}",
-                &format!("vks_{view}_{}_{}[{element}]", b.slot, chunk_of(b)),
-            )
-        };
+    // A case per slot. A PE not reached directly was raised above, or here
+    // goes to the proxy (the default): its slot, if it has one, is padding
+    // bound to this PE's own heap.
+    let selector = if cfg.proxy && with_proxy {
+        "select(VKS_NO_SLOT, vks_slot(pe), vks_is_direct(pe))"
+    } else {
+        "vks_slot(pe)"
+    };
+    let _ = writeln!(s, "    switch {selector} {{");
+    for slot in 0..cfg.slots {
+        let access = |c: u32| body.replace("{v}", &format!("vks_{view}_{slot}_{c}[{element}]"));
         if chunks == 1 {
-            let _ = writeln!(
-                s,
-                "        case {slot}u: {{ {} }}",
-                access(&slot_bindings[0])
-            );
+            let _ = writeln!(s, "        case {slot}u: {{ {} }}", access(0));
             continue;
         }
         let _ = writeln!(s, "        case {slot}u: {{\n            switch {chunk} {{");
-        for (k, b) in slot_bindings.iter().enumerate() {
-            let label = if k + 1 == slot_bindings.len() {
+        for c in 0..chunks {
+            let label = if c + 1 == chunks {
                 "default".to_string()
             } else {
-                format!("case {}u", chunk_of(b))
+                format!("case {c}u")
             };
-            let _ = writeln!(s, "                {label}: {{ {} }}", access(b));
+            let _ = writeln!(s, "                {label}: {{ {} }}", access(c));
         }
         let _ = writeln!(s, "            }}\n        }}");
     }
@@ -282,33 +276,24 @@ pub(super) fn accessor(
 
 #[cfg(test)]
 mod tests {
-    use crate::library::tests::cfg;
-    use crate::library::{library_source, PeSet};
+    use crate::library::library_source;
+    use crate::library::tests::shape;
 
-    /// A PE outside `direct` gets no bindings, the others are numbered from 0,
-    /// and an access to it raises ERR_UNREACHABLE.
+    /// One check and one raise, then a case per slot (padding included: the
+    /// mask, not the text, says which PEs are reached), then the chunk;
+    /// with a proxy, a PE not reached directly goes to the ring.
     #[test]
-    fn peers_not_reached_directly_get_no_bindings() {
-        let mut c = cfg(3, 256 << 20, 128 << 20);
-        c.direct = PeSet::from_pes([0, 2]);
-        let b = c.bindings();
-        assert_eq!(b.len(), 4);
-        assert_eq!(
-            b.iter()
-                .map(|b| (b.binding, b.pe, b.offset))
-                .collect::<Vec<_>>(),
-            [(0, 0, 0), (1, 0, 128 << 20), (2, 2, 0), (3, 2, 128 << 20)]
-        );
+    fn accessors_check_once_then_switch_over_every_slot() {
+        let (c, _) = shape(3, 0, &[0, 2], 256 << 20, 128 << 20);
+        let c = crate::LibraryConfig { proxy: false, ..c };
         let src = library_source(&c);
-        // One check and one raise, then slot, then chunk (the last chunk
-        // the default): PE 2 is slot 2, PE 1 (slot 1) is not reached.
         let load = src
             .split("fn vks_plain_load(pe: u32, a: u32) -> u32 {\n")
             .nth(1)
             .and_then(|f| f.split("\n}\n").next())
             .expect("vks_plain_load");
-        let body = "    let bad_pe = (pe >= VKS_N_PES) & (pe != VKS_SELF);
-    let bad_addr = (a >= VKS_HEAP_WORDS);
+        let head = "    let bad_pe = (pe >= vks_n_pes()) & (pe != VKS_SELF);
+    let bad_addr = (a >= vks_heap_words());
     let err = select(select(select(0u, VKS_ERR_UNREACHABLE, !vks_is_direct(pe)), VKS_ERR_BAD_ADDRESS, bad_addr), VKS_ERR_BAD_PE, bad_pe);
     if err != 0u { vks_raise(err, select(pe, vks_pe_number(pe), err == VKS_ERR_BAD_ADDRESS), a); return u32(); }
     let i = a & 33554431u;
@@ -319,30 +304,19 @@ mod tests {
                 default: { return vks_w_0_1[i]; }
             }
         }
-        case 2u: {
-            switch a >> 25u {
-                case 0u: { return vks_w_2_0[i]; }
-                default: { return vks_w_2_1[i]; }
-            }
-        }
-        default: {}
-    }
-    return u32();";
-        assert!(load.ends_with(body), "{load}");
-        assert!(!src.contains("vks_a_1_0"), "PE 1 is bound");
+";
+        assert!(load.starts_with(head), "{load}");
+        assert!(load.contains("                default: { return vks_w_7_1[i]; }"));
+        assert!(load.ends_with("        default: {}\n    }\n    return u32();"));
+        assert!(!src.contains("vks_a_8_0"));
         // With a proxy the same access becomes a ring request; the direct-only
         // accessors (vks_d_*) keep raising.
-        c.proxy = true;
+        let c = crate::LibraryConfig { proxy: true, ..c };
         let src = library_source(&c);
         assert!(
             src.contains("default: { return vks_px_call(VKS_PX_LOAD, pe, a, 0u, 0u, 0u, 0u); }")
         );
+        assert!(src.contains("switch select(VKS_NO_SLOT, vks_slot(pe), vks_is_direct(pe)) {"));
         assert!(src.contains("fn vks_d_plain_load(pe: u32, a: u32) -> u32 {"));
-        assert!(
-            src.contains("case 0u, 2u: { return true; }"),
-            "vks_is_direct"
-        );
-        let all = PeSet::all(70);
-        assert!(all.contains(69) && !all.contains(70) && !PeSet::all(0).contains(0));
     }
 }

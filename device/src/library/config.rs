@@ -1,7 +1,10 @@
-//! The library's configuration ([`LibraryConfig`], [`PeSet`]), the heap bindings
-//! derived from it, and the binding numbers and constants the pass and host share.
+//! What the library's text depends on ([`LibraryConfig`]: the device and the
+//! library's shape, never the job), the job's side ([`JobView`]: which heaps this
+//! PE reaches and where its slots bind them, read at run time from the control
+//! region), and the binding numbers and constants the pass and host share.
 
 use super::is_one_row;
+use crate::layout;
 
 /// The plain (non-atomic) view of binding `b` is declared at this plus `b`.
 pub const PLAIN_VIEW_OFFSET: u32 = 1000;
@@ -37,15 +40,20 @@ pub fn vec4_unit(cfg: &LibraryConfig) -> &'static str {
 /// Descriptor set of a user kernel's own buffers.
 pub const USER_SET: u32 = 1;
 
-/// What the generated library depends on.
+/// What the generated library depends on: the device and the library's
+/// shape. Nothing of the job (its PE count, this PE's number, which peers it
+/// reaches directly, the heap's size) is here: device code reads those from
+/// this PE's control region (`layout::ControlInit`, filled from [`JobView`]),
+/// so that one pipeline serves every job whose [`JobView::slots`] and
+/// [`JobView::chunks`] agree: every job of up to [`MIN_SLOTS`] PEs on a device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LibraryConfig {
-    /// This PE's number.
-    pub my_pe: u32,
-    /// Number of PEs.
-    pub n_pes: u32,
-    /// Size of every PE's heap in bytes.
-    pub heap_bytes: u64,
+    /// Heap slots the library binds ([`JobView::slots`]): a power of two, at
+    /// least [`MIN_SLOTS`]. Slots without a PE reached directly are bound to
+    /// this PE's own heap and never accessed (the direct-slot mask says so).
+    pub slots: u32,
+    /// Bindings per slot: the heap's chunks ([`JobView::chunks`]).
+    pub chunks: u32,
     /// The device's `maxStorageBufferRange`.
     pub max_binding_bytes: u64,
     /// The device has `shaderInt64` (64-bit integer functions are generated).
@@ -88,11 +96,7 @@ pub struct LibraryConfig {
     /// move [`UNROLL`](super::UNROLL) vec4s per iteration where loops are capped (the link
     /// generates its library so; for kernels of several rows it passes 0 here).
     pub row_lanes: u32,
-    /// The PEs whose heaps this PE's device reaches directly (the library
-    /// binds those only); device code that touches another PE's heap raises
-    /// `ERR_UNREACHABLE`, unless [`LibraryConfig::proxy`].
-    pub direct: PeSet,
-    /// Device code reaches the PEs outside `direct` through this PE's proxy
+    /// Device code reaches the PEs outside [`JobView::direct`] through this PE's proxy
     /// thread (the ring in the control region, see `layout::ProxyEntry`): word
     /// loads, stores and atomics, bulk copies, and reductions.
     pub proxy: bool,
@@ -105,6 +109,37 @@ pub struct LibraryConfig {
     /// reductions unpack them into words (`vks_unpack4`) or combine 64-bit
     /// lanes.
     pub vec4_u64: bool,
+}
+
+/// The fewest heap slots a library binds: every job of up to 8 PEs (the
+/// test suite's largest, and a node of 8 GPUs) shares one library text and
+/// so one pipeline per kernel; a larger span binds the next power of two.
+/// Each slot is a case of every accessor's switch and a copy of each vec4
+/// loop, so more slots cost compile time (benches/RESULTS.md, "Slots per
+/// library").
+pub const MIN_SLOTS: u32 = 8;
+
+/// Where a PE outside this PE's slot span has its slot ([`JobView::slot_of`],
+/// `vks_slot`): no case of any switch.
+pub const NO_SLOT: u32 = u32::MAX;
+
+/// The job as one PE's device library sees it: this PE's number, the PE
+/// count, the PEs whose heaps its device reaches directly, and the heap's
+/// size. The library reads them at run time (the control header and the
+/// direct-slot mask, [`JobView::control_init`]); the host binds the heaps by
+/// [`JobView::bindings`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct JobView {
+    /// This PE's number.
+    pub my_pe: u32,
+    /// Number of PEs.
+    pub n_pes: u32,
+    /// The PEs whose heaps this PE's device reaches directly (the library
+    /// binds those only); device code that touches another PE's heap raises
+    /// `ERR_UNREACHABLE`, unless [`LibraryConfig::proxy`].
+    pub direct: PeSet,
+    /// Size of every PE's heap in bytes.
+    pub heap_bytes: u64,
 }
 
 /// A set of PEs (numbers below [`PeSet::CAPACITY`]), small enough to copy.
@@ -156,12 +191,6 @@ impl LibraryConfig {
         is_one_row(self.row_lanes, size)
     }
 
-    /// Whether this PE reaches every PE of the job directly (alike on every
-    /// PE: direct reach is symmetric).
-    pub fn reaches_all(&self) -> bool {
-        (0..self.n_pes).all(|p| self.direct.contains(p))
-    }
-
     /// Polls per wait-loop iteration (see [`LibraryConfig::loop_cap`]).
     pub fn polls_per_iteration(&self) -> u32 {
         if self.loop_cap {
@@ -190,22 +219,16 @@ pub struct HeapBinding {
     pub offset: u64,
     /// Byte length of the window.
     pub bytes: u64,
+    /// Whether `pe` is reached directly through it (false: a slot without
+    /// such a PE, bound to this PE's own heap as padding).
+    pub direct: bool,
 }
 
 impl LibraryConfig {
-    /// Bytes per chunk: the whole heap when it fits one binding, else the largest
-    /// power of two a binding can cover.
+    /// Bytes per chunk where a heap takes several ([`LibraryConfig::chunks`]
+    /// > 1): the largest power of two a binding can cover.
     pub fn chunk_bytes(&self) -> u64 {
-        if self.heap_bytes <= self.max_binding_bytes {
-            self.heap_bytes
-        } else {
-            1u64 << (63 - self.max_binding_bytes.leading_zeros())
-        }
-    }
-
-    /// Chunks per PE heap.
-    pub fn chunks(&self) -> u32 {
-        self.heap_bytes.div_ceil(self.chunk_bytes().max(1)) as u32
+        1u64 << (63 - self.max_binding_bytes.max(4).leading_zeros())
     }
 
     /// log2 of the words per chunk (meaningful when there are several chunks).
@@ -213,25 +236,65 @@ impl LibraryConfig {
         self.chunk_bytes().trailing_zeros() - 2
     }
 
+    /// Bindings of the library's heaps in set 0: a chunk of every slot.
+    pub fn binding_count(&self) -> u32 {
+        self.slots * self.chunks
+    }
+
+    /// `(binding, slot, chunk)` of every library binding, in binding order
+    /// (the order of [`JobView::bindings`]).
+    pub fn slot_bindings(&self) -> impl Iterator<Item = (u32, u32, u32)> {
+        let chunks = self.chunks;
+        (0..self.binding_count()).map(move |b| (b, b / chunks, b % chunks))
+    }
+}
+
+impl JobView {
+    /// Chunks per PE heap on a device whose bindings cover at most
+    /// `max_binding_bytes`: one where the heap fits, else chunks of
+    /// [`LibraryConfig::chunk_bytes`].
+    pub fn chunks(&self, max_binding_bytes: u64) -> u32 {
+        if self.heap_bytes <= max_binding_bytes {
+            1
+        } else {
+            let cb = 1u64 << (63 - max_binding_bytes.max(4).leading_zeros());
+            self.heap_bytes.div_ceil(cb) as u32
+        }
+    }
+
+    /// Heap slots the library binds: the slot span rounded up to a power of
+    /// two, at least [`MIN_SLOTS`].
+    pub fn slots(&self) -> u32 {
+        self.slot_span().next_power_of_two().max(MIN_SLOTS)
+    }
+
     /// Words of the heap device code can address (capped at `u32::MAX`).
     pub fn heap_words(&self) -> u32 {
         (self.heap_bytes / 4).min(u32::MAX as u64) as u32
     }
 
+    /// Whether this PE reaches every PE of the job directly (alike on every
+    /// PE: direct reach is symmetric).
+    pub fn reaches_all(&self) -> bool {
+        (0..self.n_pes).all(|p| self.direct.contains(p))
+    }
+
+    /// Whether some PE of the job is reached only through a proxy.
+    pub fn needs_proxy(&self) -> bool {
+        !self.reaches_all()
+    }
+
     /// The PEs this PE's slots count over ([`HeapBinding::slot`]): where the
     /// PEs it reaches directly are a block `[me - me % k, me - me % k + k)`
     /// of the job (its node, on a node of `k` PEs), `k`; else every PE of
-    /// the job (`n_pes`). Both read the same from every PE of such a block,
-    /// and `vks_slot` computes the block's first PE from `vks_my_pe()`, so
-    /// PEs on equal nodes share one library text (one compile per machine,
-    /// where counting over the job gave each PE of a node its own).
+    /// the job (`n_pes`). Both read the same from every PE of such a block.
     pub fn slot_span(&self) -> u32 {
         self.slot_block().1
     }
 
     /// The first PE and the number of the PEs the slots count over
-    /// ([`LibraryConfig::slot_span`]): `(0, n_pes)` over the job.
-    fn slot_block(&self) -> (u32, u32) {
+    /// ([`JobView::slot_span`]): `(0, n_pes)` over the job.
+    pub fn slot_block(&self) -> (u32, u32) {
         let n = self.n_pes.max(1);
         let k = (0..n).filter(|&p| self.direct.contains(p)).count() as u32;
         if k > 0 && k < n {
@@ -244,44 +307,83 @@ impl LibraryConfig {
     }
 
     /// PE `pe`'s place in this PE's view (see [`HeapBinding::slot`]), or
-    /// `n_pes` for a PE outside the span its slots count over
-    /// ([`LibraryConfig::slot_span`]): the same as `vks_slot` in device code.
+    /// [`NO_SLOT`] for a PE outside the span its slots count over: the same
+    /// as `vks_slot` in device code.
     pub fn slot_of(&self, pe: u32) -> u32 {
         let (first, k) = self.slot_block();
         let (r, m) = (pe.wrapping_sub(first), self.my_pe - first);
         if r >= k {
-            self.n_pes
+            NO_SLOT
         } else {
             (r + k - m) % k
         }
     }
 
-    /// The library's bindings, in binding order: every chunk of every PE this
-    /// PE reaches directly, numbered from 0, in slot order (this PE's own
-    /// heap first, then the next PEs of its slot span, wrapping), so that PEs
-    /// whose direct sets look alike from where each stands share one library
-    /// source.
-    pub fn bindings(&self) -> Vec<HeapBinding> {
-        let (cb, chunks) = (self.chunk_bytes(), self.chunks());
-        let mut v = Vec::new();
+    /// The PE in slot `slot` of this PE's view, if the slot span has one.
+    fn pe_in(&self, slot: u32) -> Option<u32> {
+        let (first, k) = self.slot_block();
+        (slot < k).then(|| first + (self.my_pe - first + slot) % k)
+    }
+
+    /// The direct-slot mask (`layout::DIRECT_WORD`): bit `s` set where slot
+    /// `s` holds a PE this PE reaches directly.
+    pub fn direct_mask(&self) -> [u32; layout::DIRECT_WORDS as usize] {
+        let mut mask = [0u32; layout::DIRECT_WORDS as usize];
+        for slot in 0..self.slot_span().min(PeSet::CAPACITY) {
+            if self.pe_in(slot).is_some_and(|p| self.direct.contains(p)) {
+                mask[slot as usize / 32] |= 1 << (slot % 32);
+            }
+        }
+        mask
+    }
+
+    /// This PE's control region's job values (with `max_groups`, the
+    /// device's resident workgroups).
+    pub fn control_init(&self, max_groups: u32) -> layout::ControlInit {
+        let (slot_first, slot_span) = self.slot_block();
+        layout::ControlInit {
+            my_pe: self.my_pe,
+            n_pes: self.n_pes,
+            max_groups,
+            heap_words: self.heap_words(),
+            slot_first,
+            slot_span,
+            reaches_all: self.reaches_all(),
+            direct: self.direct_mask(),
+        }
+    }
+
+    /// The library's bindings under `cfg` ([`LibraryConfig::binding_count`]
+    /// of them), in binding order: every chunk of every slot, numbered from
+    /// 0 (slot 0, this PE's own heap, first; then the next PEs of its slot
+    /// span, wrapping), so that PEs whose direct sets look alike from where
+    /// each stands bind alike. A slot without a PE reached directly is bound
+    /// to this PE's own heap (`direct` false): every binding must hold a
+    /// valid buffer, and the direct-slot mask keeps device code off it.
+    pub fn bindings(&self, cfg: &LibraryConfig) -> Vec<HeapBinding> {
+        let cb = cfg.chunk_bytes();
         debug_assert!(
             self.direct.contains(self.my_pe),
             "a PE always reaches its own heap (slot 0 holds vks_my_pe's word)"
         );
-        let (first, k) = self.slot_block();
-        for slot in 0..k {
-            let pe = first + (self.my_pe - first + slot) % k;
-            if !self.direct.contains(pe) {
-                continue;
-            }
-            for c in 0..chunks {
-                let offset = c as u64 * cb;
+        debug_assert!(self.slot_span() <= cfg.slots, "the library binds every slot");
+        let mut v = Vec::with_capacity(cfg.binding_count() as usize);
+        for slot in 0..cfg.slots {
+            let reached = self.pe_in(slot).filter(|&p| self.direct.contains(p));
+            for c in 0..cfg.chunks {
+                let (offset, bytes) = if cfg.chunks == 1 {
+                    (0, self.heap_bytes)
+                } else {
+                    let offset = (c as u64 * cb).min(self.heap_bytes);
+                    (offset, cb.min(self.heap_bytes - offset))
+                };
                 v.push(HeapBinding {
                     binding: v.len() as u32,
-                    pe,
+                    pe: reached.unwrap_or(self.my_pe),
                     slot,
                     offset,
-                    bytes: cb.min(self.heap_bytes - offset),
+                    bytes,
+                    direct: reached.is_some(),
                 });
             }
         }
@@ -293,89 +395,100 @@ impl LibraryConfig {
 mod tests {
     use super::*;
     use crate::library::library_source;
-    use crate::library::tests::cfg;
+    use crate::library::tests::shape;
 
-    /// Bindings go in slot order (this PE's heap first), and the library's
-    /// text is the same on every PE of a job whose direct sets look alike
-    /// from where each PE stands: one compile per job. PEs in pairs on a
-    /// device (direct {0, 1} and {2, 3}) share it position by position.
+    /// The library's text depends on no value of the job: every PE of every
+    /// job of 1 to 8 PEs, whatever it reaches directly and whatever the
+    /// heap's size (in one binding), gets one text without a proxy and one
+    /// with; a span of 9 to 16 PEs binds 16 slots.
     #[test]
-    fn every_pe_of_a_job_gets_the_same_library() {
-        let on = |n: u32, me: u32, direct: &[u32]| {
-            let mut c = cfg(n, 256 << 20, 128 << 20);
-            c.my_pe = me;
-            c.direct = PeSet::from_pes(direct.iter().copied());
-            c.proxy = direct.len() < n as usize;
-            c
-        };
-        let c = on(3, 1, &[0, 1, 2]);
+    fn one_library_serves_every_job_of_up_to_eight_pes() {
+        let range = 128 << 20;
+        let (first, _) = shape(1, 0, &[0], 1 << 20, range);
+        let direct_text = library_source(&first);
+        let mut proxied_text = None;
+        for n in 1..=8u32 {
+            for me in 0..n {
+                let all: Vec<u32> = (0..n).collect();
+                let pair: Vec<u32> = [me & !1, me | 1].into_iter().filter(|&p| p < n).collect();
+                let odd: Vec<u32> = (0..n).filter(|&p| p == me || p % 3 == 1).collect();
+                for direct in [all, pair, odd, vec![me]] {
+                    for heap in [1u64 << 20, 64 << 20, 100 << 20] {
+                        let (c, reach) = shape(n, me, &direct, heap, range);
+                        assert_eq!((c.slots, c.chunks), (MIN_SLOTS, 1));
+                        let text = library_source(&c);
+                        let want = if c.proxy {
+                            proxied_text.get_or_insert_with(|| text.clone())
+                        } else {
+                            &direct_text
+                        };
+                        assert!(text == *want, "{n} PEs, PE {me}, {direct:?}, {heap} B");
+                        assert_eq!(reach.bindings(&c).len() as u32, c.binding_count());
+                    }
+                }
+            }
+        }
+        assert!(!direct_text.contains("VKS_N_PES") && !direct_text.contains("VKS_HEAP_WORDS"));
+        let (c, _) = shape(12, 5, &(0..12).collect::<Vec<_>>(), 1 << 20, range);
+        assert_eq!(c.slots, 16);
+        let (c, _) = shape(12, 5, &[4, 5, 6, 7], 1 << 20, range);
+        assert_eq!((c.slots, c.proxy), (8, true), "a node of 4 counts over the node");
+    }
+
+    /// Bindings go in slot order (this PE's heap first); slots without a PE
+    /// reached directly are padding on this PE's own heap, and the direct-slot
+    /// mask and the control header say which are which.
+    #[test]
+    fn bindings_fill_every_slot_in_view_order() {
+        let (c, r) = shape(3, 1, &[0, 1, 2], 256 << 20, 128 << 20);
+        assert_eq!((c.slots, c.chunks), (8, 2));
+        let b = r.bindings(&c);
+        assert_eq!(b.len(), 16);
         assert_eq!(
-            c.bindings()
+            b[..6]
                 .iter()
-                .map(|b| (b.binding, b.pe, b.slot, b.offset))
+                .map(|b| (b.binding, b.pe, b.slot, b.offset, b.direct))
                 .collect::<Vec<_>>(),
             [
-                (0, 1, 0, 0),
-                (1, 1, 0, 128 << 20),
-                (2, 2, 1, 0),
-                (3, 2, 1, 128 << 20),
-                (4, 0, 2, 0),
-                (5, 0, 2, 128 << 20)
+                (0, 1, 0, 0, true),
+                (1, 1, 0, 128 << 20, true),
+                (2, 2, 1, 0, true),
+                (3, 2, 1, 128 << 20, true),
+                (4, 0, 2, 0, true),
+                (5, 0, 2, 128 << 20, true)
             ]
         );
-        assert_eq!((c.slot_of(1), c.slot_of(2), c.slot_of(0)), (0, 1, 2));
-        for n in [1u32, 2, 3, 5, 8] {
-            let all: Vec<u32> = (0..n).collect();
-            let first = library_source(&on(n, 0, &all));
-            assert!(!first.contains("VKS_MY_PE") && !first.contains("VKS_SLOT_SPAN"));
-            for me in 1..n {
-                assert!(
-                    library_source(&on(n, me, &all)) == first,
-                    "{n} PEs: PE {me}"
-                );
-            }
-        }
-        // Nodes of 2: every PE of an equal node shares one text; a node of
-        // one PE (the last of 3 or 5) has its own.
-        let pairs = |n: u32, me: u32| {
-            let direct: Vec<u32> = [me & !1, me | 1].into_iter().filter(|&p| p < n).collect();
-            on(n, me, &direct)
-        };
-        for n in [3u32, 4, 5, 8] {
-            let whole = n & !1;
-            let first = library_source(&pairs(n, 0));
-            assert!(first.contains("const VKS_SLOT_SPAN: u32 = 2u;"));
-            for me in 1..whole {
-                assert!(library_source(&pairs(n, me)) == first, "{n} PEs: PE {me}");
-            }
-            if whole < n {
-                assert!(library_source(&pairs(n, n - 1)) != first);
-            }
-        }
-        // Slots count within the node: PE 1 sees PE 0 at slot 1, PE 2 (not
-        // reached) outside the span.
-        let c = pairs(3, 1);
-        assert_eq!(c.slot_span(), 2);
-        assert_eq!((c.slot_of(1), c.slot_of(0), c.slot_of(2)), (0, 1, 3));
+        assert!(b[6..].iter().all(|b| b.pe == 1 && !b.direct));
+        assert_eq!((r.slot_of(1), r.slot_of(2), r.slot_of(0), r.slot_of(3)), (0, 1, 2, NO_SLOT));
+        assert_eq!(r.direct_mask()[0], 0b111);
+        // Nodes of 2: slots count within the node; PE 1 sees PE 0 at slot 1,
+        // PE 2 (not reached) outside the span.
+        let (c, r) = shape(3, 1, &[0, 1], 1 << 20, 128 << 20);
+        assert_eq!((r.slot_span(), r.slot_block()), (2, (0, 2)));
+        assert_eq!((r.slot_of(1), r.slot_of(0), r.slot_of(2)), (0, 1, NO_SLOT));
         assert_eq!(
-            c.bindings()
-                .iter()
-                .map(|b| (b.pe, b.slot))
-                .collect::<Vec<_>>(),
-            [(1, 0), (1, 0), (0, 1), (0, 1)]
+            r.bindings(&c)[..3].iter().map(|b| (b.pe, b.slot, b.direct)).collect::<Vec<_>>(),
+            [(1, 0, true), (0, 1, true), (1, 2, false)]
         );
-        // A direct set that is no aligned block counts over the job.
-        let c = on(4, 1, &[1, 2]);
-        assert_eq!(c.slot_span(), 4);
-        assert_eq!((c.slot_of(1), c.slot_of(2), c.slot_of(0)), (0, 1, 3));
+        let init = r.control_init(4);
+        assert_eq!(
+            (init.slot_first, init.slot_span, init.reaches_all, init.direct[0]),
+            (0, 2, false, 0b11)
+        );
+        // A direct set that is no aligned block counts over the job, with
+        // holes in the mask.
+        let (c, r) = shape(4, 1, &[1, 2], 1 << 20, 128 << 20);
+        assert_eq!(r.slot_span(), 4);
+        assert_eq!((r.slot_of(1), r.slot_of(2), r.slot_of(0)), (0, 1, 3));
+        assert_eq!(r.direct_mask()[0], 0b0011);
+        assert!(!r.bindings(&c)[3].direct && r.bindings(&c)[3].pe == 1);
     }
 
     #[test]
     fn chunks_cover_the_heap() {
-        let c = cfg(3, 256 << 20, 128 << 20);
-        assert_eq!((c.chunk_bytes(), c.chunks()), (128 << 20, 2));
-        let b = c.bindings();
-        assert_eq!(b.len(), 6);
+        let (c, r) = shape(3, 0, &[0, 1, 2], 256 << 20, 128 << 20);
+        assert_eq!((c.chunk_bytes(), c.chunks), (128 << 20, 2));
+        let b = r.bindings(&c);
         assert_eq!(
             b[3],
             HeapBinding {
@@ -383,15 +496,17 @@ mod tests {
                 pe: 1,
                 slot: 1,
                 offset: 128 << 20,
-                bytes: 128 << 20
+                bytes: 128 << 20,
+                direct: true,
             }
         );
         // An odd range: chunks are the largest power of two under it.
-        let c = cfg(2, 300 << 20, (128 << 20) + 12);
-        assert_eq!((c.chunk_bytes(), c.chunks()), (128 << 20, 3));
-        assert_eq!(c.bindings()[2].bytes, 44 << 20);
-        // Fits in one binding.
-        let c = cfg(4, 1 << 20, u32::MAX as u64);
-        assert_eq!((c.chunk_bytes(), c.chunks()), (1 << 20, 1));
+        let (c, r) = shape(2, 0, &[0, 1], 300 << 20, (128 << 20) + 12);
+        assert_eq!((c.chunk_bytes(), c.chunks), (128 << 20, 3));
+        assert_eq!(r.bindings(&c)[2].bytes, 44 << 20);
+        // Fits in one binding: the whole heap.
+        let (c, r) = shape(4, 0, &[0, 1, 2, 3], 1 << 20, u32::MAX as u64);
+        assert_eq!((c.chunks, r.bindings(&c)[0].bytes), (1, 1 << 20));
+        assert_eq!(r.heap_words(), 1 << 18);
     }
 }

@@ -7,7 +7,7 @@ use super::LibraryConfig;
 
 /// Called by the SPIR-V pass before every return of the entry point where the
 /// driver caps loops: a loop of two iterations that the compiler cannot count
-/// (the control region's n_pes word is VKS_N_PES) runs only one once the cap has
+/// (the control region's magic word is VKS_CONTROL_MAGIC) runs only one once the cap has
 /// been reached, and then ERR_LOOPS_CUT is raised. The SPIR-V pass leaves naga's
 /// loop bound in this loop (see device/src/pass.rs).
 ///
@@ -18,7 +18,7 @@ use super::LibraryConfig;
 pub(super) const LOOP_CHECK: &str = "@compute @workgroup_size(1)
 fn vks_keep_alive() { vks_loop_check(); }
 fn vks_loop_check() {
-    let two = 2u + vks_volatile_load_own(VKS_CTRL_N_PES) - VKS_N_PES;
+    let two = 2u + vks_volatile_load_own(VKS_CTRL_MAGIC) - VKS_CONTROL_MAGIC;
     var i = 0u;
     loop {
         i += 1u;

@@ -1,7 +1,8 @@
-//! Generates the WGSL device library for one PE of one job.
+//! Generates the WGSL device library for a device: one text serves every
+//! job on it (up to `MIN_SLOTS` PEs; larger spans bind more slots).
 //!
-//! The library is two parts: a generated part (this module: the job's constants,
-//! the heap bindings, the accessors that pick a peer's binding, and the typed
+//! The library is two parts: a generated part (this module: the shape's
+//! constants, the heap bindings, the accessors that pick a peer's binding, and the typed
 //! `shmem_<TYPE>_*` functions, all instantiated from tables) and a fixed
 //! part (`shaders/vkshmem.wgsl`: waits, team sync, barriers).
 //!
@@ -11,14 +12,17 @@
 //!
 //! # How device code reaches the heaps
 //!
-//! One storage-buffer binding per (PE reached directly, chunk) in descriptor set
-//! 0: PE `p`'s heap is cut into chunks of at most `maxStorageBufferRange` bytes
-//! (lavapipe: 128 MiB); bindings are numbered from 0 in (slot, chunk) order,
-//! where PE `p`'s slot is `(p - my_pe) mod k` (this PE's heap is slot 0; `k`
-//! is the job's PEs, or the node's where this PE reaches exactly its node's
-//! aligned block of PEs, `LibraryConfig::slot_span`),
-//! and each accessor `switch`es on `vks_slot(pe)`, then on the chunk of
-//! the address (so `VKS_SELF`, slot 0, folds to its own chunks). Every binding is declared twice, as
+//! One storage-buffer binding per (slot, chunk) in descriptor set 0, for a
+//! fixed number of slots (`LibraryConfig::slots`): PE `p`'s heap is cut into
+//! chunks of at most `maxStorageBufferRange` bytes (lavapipe: 128 MiB);
+//! bindings are numbered from 0 in (slot, chunk) order, where PE `p`'s slot
+//! is `(p - my_pe) mod k` (this PE's heap is slot 0; `k` is the job's PEs, or
+//! the node's where this PE reaches exactly its node's aligned block of PEs,
+//! `JobView::slot_span`, read at run time from the control header). A slot
+//! without a PE reached directly is bound to this PE's own heap, and the
+//! direct-slot mask (`layout::DIRECT_WORD`) keeps device code off it. Each
+//! accessor `switch`es on `vks_slot(pe)`, then on the chunk of the address
+//! (so `VKS_SELF`, slot 0, folds to its own chunks). Every binding is declared twice, as
 //! `array<atomic<u32>>` (`vks_a_S_C`) and `array<u32>` (`vks_w_S_C`); WGSL (naga)
 //! refuses two variables on one binding, so the plain view is declared at binding
 //! `PLAIN_VIEW_OFFSET + b` and the SPIR-V pass moves it onto `b` (Vulkan allows
@@ -48,11 +52,12 @@ mod waits;
 use accessors::{accessor, ACCESSORS, ACCESSORS_64};
 use api::{typed, TYPES};
 pub use config::{
-    vec4_unit, HeapBinding, LibraryConfig, PeSet, CAPPED_DELAY_STEPS, CAPPED_POLLS_PER_ITERATION,
-    LIBRARY_SET, PLAIN_VIEW_OFFSET, QUAD_VIEW_OFFSET, ROW_LANES, USER_SET, VEC4_VIEW_OFFSET,
+    vec4_unit, HeapBinding, LibraryConfig, PeSet, JobView, CAPPED_DELAY_STEPS,
+    CAPPED_POLLS_PER_ITERATION, LIBRARY_SET, MIN_SLOTS, NO_SLOT, PLAIN_VIEW_OFFSET,
+    QUAD_VIEW_OFFSET, ROW_LANES, USER_SET, VEC4_VIEW_OFFSET,
 };
 use errors::{raise, LOOP_CHECK};
-use heap::{bindings, is_direct, own_volatile_load, MY_PE_SOURCE, SLOT_OVER_JOB, SLOT_OVER_NODE};
+use heap::{bindings, is_direct, own_volatile_load, MY_PE_SOURCE};
 pub use vec4::{is_one_row, PUSH_ALL_MAX_PES, UNROLL};
 use vec4::{vec4_copy, vec4_push_all};
 pub(crate) use vec4::{vec4_pieces, Chunk};
@@ -73,34 +78,13 @@ pub fn library_source(cfg: &LibraryConfig) -> String {
 pub fn library_source_for(cfg: &LibraryConfig, uses: Option<&str>) -> String {
     let mut s = String::new();
     s.push_str("\n// ======== vkshmem device library (generated) ========\n");
-    // This PE's number is read from its control region, not compiled in: the
-    // library (names by slot, see HeapBinding::slot) is then the same text on
-    // every PE of a job whose direct sets look alike, and the driver compiles
-    // each kernel once per job (`vkshmem_host::vk::compile_turn`).
+    // The job's values (this PE's number, the PE count, the heap's size, the
+    // slot span and which slots are reached directly) are read from this
+    // PE's control region, never compiled in: the text depends only on the
+    // device and `cfg`'s shape, so one pipeline per kernel serves every job
+    // of a device (`vkshmem_host::vk::compile_turn` keys it by its SPIR-V).
     s.push_str(MY_PE_SOURCE);
-    // Slots over the job: the text every single-node job has always had
-    // (so their kernels stay in the drivers' caches); over the node, the
-    // node's first PE from this PE's number.
-    let span = cfg.slot_span();
-    if span == cfg.n_pes {
-        s.push_str(SLOT_OVER_JOB);
-    } else {
-        let _ = writeln!(s, "const VKS_SLOT_SPAN: u32 = {span}u;");
-        s.push_str(SLOT_OVER_NODE);
-    }
-    let _ = writeln!(s, "const VKS_N_PES: u32 = {}u;", cfg.n_pes);
-    let _ = writeln!(s, "const VKS_HEAP_WORDS: u32 = {}u;", cfg.heap_words());
-    let _ = writeln!(
-        s,
-        "const VKS_PX_RING: u32 = {}u;",
-        layout::proxy_ring_word(cfg.n_pes)
-    );
-    let _ = writeln!(s, "const VKS_LL: u32 = {}u;", layout::ll_word(cfg.n_pes));
-    let _ = writeln!(
-        s,
-        "const VKS_BATCH: u32 = {}u;",
-        layout::batch_word(cfg.n_pes)
-    );
+    let _ = writeln!(s, "const VKS_SLOTS: u32 = {}u;", cfg.slots);
     s.push_str(&layout::wgsl());
     // The 64-bit atomic view only where a kernel uses it: its type needs
     // the device feature, and every view is one more variable to compile.
@@ -205,11 +189,25 @@ mod tests {
         assert!(!uses_vec4(Some("shmem_int_p(0u, 1, 0u)")));
     }
 
-    pub(super) fn cfg(n: u32, heap: u64, range: u64) -> LibraryConfig {
-        LibraryConfig {
-            my_pe: 0,
+    /// The library's shape for PE `me` of `n` reaching `direct`, on heaps of
+    /// `heap` bytes and a device whose bindings cover `range` (a proxy where
+    /// some PE is not reached directly), and the job's side.
+    pub(super) fn shape(
+        n: u32,
+        me: u32,
+        direct: &[u32],
+        heap: u64,
+        range: u64,
+    ) -> (LibraryConfig, JobView) {
+        let reach = JobView {
+            my_pe: me,
             n_pes: n,
+            direct: PeSet::from_pes(direct.iter().copied()),
             heap_bytes: heap,
+        };
+        let cfg = LibraryConfig {
+            slots: reach.slots(),
+            chunks: reach.chunks(range),
             max_binding_bytes: range,
             int64: true,
             float64: true,
@@ -217,10 +215,16 @@ mod tests {
             divergent_fences: true,
             loop_cap: false,
             row_lanes: 0,
-            direct: PeSet::all(n),
-            proxy: false,
+            proxy: reach.needs_proxy(),
             vec4_u64: false,
-        }
+        };
+        (cfg, reach)
+    }
+
+    /// The shape of PE 0 of `n` that reaches every PE.
+    pub(super) fn cfg(n: u32, heap: u64, range: u64) -> LibraryConfig {
+        let all: Vec<u32> = (0..n).collect();
+        shape(n, 0, &all, heap, range).0
     }
 
     #[test]
@@ -229,16 +233,15 @@ mod tests {
             (1, 1 << 20, 128 << 20, true),
             (3, 256 << 20, 128 << 20, true),
             (8, 64 << 20, 128 << 20, false),
+            (12, 64 << 20, 128 << 20, true),
         ] {
             for proxy in [false, true] {
                 let mut c = cfg(n, heap, range);
-                c.my_pe = n - 1;
                 c.int64 = wide;
                 c.float64 = wide;
                 c.int64_atomics = wide;
                 if proxy {
-                    // Every peer on another device, reached through the proxy.
-                    c.direct = PeSet::from_pes([n - 1]);
+                    // Peers on another device, reached through the proxy.
                     c.proxy = true;
                     c.loop_cap = true;
                 }

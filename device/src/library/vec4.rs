@@ -37,37 +37,48 @@ pub(super) fn vec4_copy(s: &mut String, cfg: &LibraryConfig, vec4: bool) {
 }
 
 /// The most PEs a job may have for `vec4_push_all`'s loop, which stores
-/// into every PE's heap (one store per PE in every case of its switch).
+/// into every PE's heap (a store per PE in every case of its switch).
 pub const PUSH_ALL_MAX_PES: u32 = 8;
 
 /// `vks_push_all_ok()`: whether `vks_push_all_vec4` can run in this kernel
-/// (the vec4 view, every PE of the job reached directly, at most
-/// [`PUSH_ALL_MAX_PES`] of them): alike on every PE of the job, so the
+/// (the vec4 view, and at run time every PE of the job reached directly, at
+/// most [`PUSH_ALL_MAX_PES`] of them): alike on every PE of the job, so the
 /// collectives may choose a push with it. `vks_push_all_vec4(spe, d4, s4,
 /// n4, tid, nth)`: copies `n4` vec4s from vec4 index `s4` of PE `spe` to vec4
 /// index `d4` of every PE of the job, each vec4 read once (a [`vec4_pieces`]
-/// loop whose body stores into every PE's heap): the device forms' pushes,
-/// which move a broadcast's or fcollect's least traffic (a pull reads the
-/// source once per member).
+/// loop whose body stores into the slots of every PE: slot 0, this PE, and
+/// each further slot below the PE count, a branch the whole workgroup takes
+/// alike): the device forms' pushes, which move a broadcast's or fcollect's
+/// least traffic (a pull reads the source once per member).
 pub(super) fn vec4_push_all(s: &mut String, cfg: &LibraryConfig, vec4: bool) {
-    let ok = vec4 && cfg.n_pes <= PUSH_ALL_MAX_PES && cfg.reaches_all();
-    let _ = writeln!(s, "fn vks_push_all_ok() -> bool {{ return {ok}; }}");
-    let n = cfg.n_pes;
+    let ok = vec4 && cfg.slots >= PUSH_ALL_MAX_PES;
+    if ok {
+        let _ = writeln!(
+            s,
+            "fn vks_push_all_ok() -> bool {{ return vks_reaches_all() && vks_n_pes() <= {PUSH_ALL_MAX_PES}u; }}"
+        );
+    } else {
+        s.push_str("fn vks_push_all_ok() -> bool { return false; }\n");
+    }
+    let mut f = String::new();
     vec4_pieces(
-        s,
+        &mut f,
         cfg,
         ok,
         "fn vks_push_all_vec4(spe: u32, d4: u32, s4: u32, n4: u32, tid: u32, nth: u32) -> bool",
         "spe",
         &|p, sc, dc| {
-            let mut b = format!("let r = vks_v_{p}_{sc}[si + i];");
-            for slot in 0..n {
-                let _ = write!(b, " vks_v_{slot}_{dc}[di + i] = r;");
+            let mut b = format!("let r = vks_v_{p}_{sc}[si + i]; vks_v_0_{dc}[di + i] = r;");
+            for slot in 1..PUSH_ALL_MAX_PES {
+                let _ = write!(b, " if {slot}u < n {{ vks_v_{slot}_{dc}[di + i] = r; }}");
             }
             b
         },
         Chunk::Source,
     );
+    // The PE count, read once before the loop that its stores test.
+    let (sig, rest) = f.split_once('\n').unwrap_or((&f, ""));
+    let _ = write!(s, "{sig}\n    let n = vks_n_pes();\n{rest}");
 }
 
 /// vec4s a lane of the library's vec4 loops (`vec4_pieces`) moves per loop
@@ -126,14 +137,14 @@ pub(crate) fn vec4_pieces(
     side: Chunk,
 ) {
     let _ = writeln!(s, "{sig} {{");
-    if !vec4 || !cfg.direct.contains(cfg.my_pe) {
+    if !vec4 {
         s.push_str("    return false;\n}\n");
         return;
     }
-    let chunks = cfg.chunks();
+    let chunks = cfg.chunks;
     let _ = writeln!(s, "    if !vks_is_direct({pe}) {{ return false; }}");
     // In range: whole vec4s inside the heap (its size is a multiple of 16).
-    s.push_str("    let end = VKS_HEAP_WORDS >> 2u;\n");
+    s.push_str("    let end = vks_heap_words() >> 2u;\n");
     s.push_str(
         "    if d4 >= end || s4 >= end || n4 > end - d4 || n4 > end - s4 { return false; }\n",
     );
@@ -182,12 +193,11 @@ pub(crate) fn vec4_pieces(
         c = if side == Chunk::Source { "sc" } else { "dc" },
         own = if side == Chunk::Source { "dc" } else { "sc" },
     );
-    for b in cfg.bindings() {
-        let c = (b.offset / cfg.chunk_bytes()) as u32;
+    for (_, slot, c) in cfg.slot_bindings() {
         for own in 0..chunks {
             // The selector above: (slot, its chunk, this PE's chunk).
-            let case = (b.slot * chunks + c) * chunks + own;
-            let body = body(b.slot, c, own);
+            let case = (slot * chunks + c) * chunks + own;
+            let body = body(slot, c, own);
             if cfg.loop_cap && cfg.row_lanes > 0 {
                 // UNROLL vec4s of the lane per iteration, each past the first
                 // where it is below `k`: the driver caps loop iterations,

@@ -39,7 +39,7 @@ pub(super) fn poll_many(s: &mut String, cfg: &LibraryConfig) {
     s.push_str("fn vks_poll_many(addr: u32, c: VksCond) -> bool {\n    var hit = 0u;\n");
     if cfg.loop_cap {
         s.push_str(&capped_polls(
-            &format!("vks_w_{me}_0[VKS_CTRL_N_PES]"),
+            &format!("vks_w_{me}_0[VKS_CTRL_MAGIC]"),
             |a| format!("{poll}({a})"),
             "addr",
             cfg.polls_per_iteration(),
@@ -62,20 +62,20 @@ pub(super) fn poll_many(s: &mut String, cfg: &LibraryConfig) {
 /// code; polls are atomics that llvmpipe expands per lane, so many per
 /// iteration make a large kernel several times slower to compile).
 ///
-/// `n_pes_word` reads the control region's n_pes word, which holds
-/// `VKS_N_PES` at run time: `zero` is 0 then but unknown to the compiler, so
+/// `magic_word` reads the control region's magic word, which holds
+/// `VKS_CONTROL_MAGIC` at run time: `zero` is 0 then but unknown to the compiler, so
 /// neither the chain nor its use in the next poll's address folds away, and
 /// each poll waits for the chain before it. Declares `zero` and `d`; the
 /// caller declares `hit`.
 pub(crate) fn capped_polls(
-    n_pes_word: &str,
+    magic_word: &str,
     poll: impl Fn(&str) -> String,
     addr: &str,
     polls: u32,
     indent: &str,
 ) -> String {
     let mut s =
-        format!("{indent}let zero = {n_pes_word} - VKS_N_PES;\n{indent}var d = f32(zero) + 2.0;\n");
+        format!("{indent}let zero = {magic_word} - VKS_CONTROL_MAGIC;\n{indent}var d = f32(zero) + 2.0;\n");
     for _ in 0..polls {
         let _ = writeln!(
             s,

@@ -718,8 +718,8 @@ mod tests {
 
     #[test]
     fn jobs_are_named_and_keyed_as_the_collectives_make_them() {
-        assert!(guesses(Mode::Off, 4, &cfg(4), WG, U32).is_empty());
-        let typical = guesses(Mode::Typical, 4, &cfg(4), WG, U32);
+        assert!(guesses(Mode::Off, 4, &cfg(), WG, U32).is_empty());
+        let typical = guesses(Mode::Typical, 4, &cfg(), WG, U32);
         let names: Vec<_> = typical.iter().map(|j| j.name.as_str()).collect();
         assert_eq!(
             names[..5],
@@ -737,7 +737,7 @@ mod tests {
             name: b.name()
         }));
         // One PE: the wide copy of one block is listed once.
-        let one = guesses(Mode::Typical, 1, &cfg(1), WG, U32);
+        let one = guesses(Mode::Typical, 1, &cfg(), WG, U32);
         assert_eq!(
             one.iter()
                 .filter(|j| j.name.starts_with("vkshmem_wide_copy"))
@@ -746,21 +746,21 @@ mod tests {
         );
         // Past the wide paths' limit of members: pushes to groups of 8 (and
         // the rest), the one-block copy.
-        let big = guesses(Mode::Typical, 16, &cfg(16), WG, U32);
+        let big = guesses(Mode::Typical, 16, &cfg(), WG, U32);
         let wide: Vec<_> = big.iter().filter(|j| j.name.contains("wide")).collect();
         assert_eq!(wide.len(), 2);
         assert_eq!(wide[0].name, "vkshmem_wide_push_8");
         assert_eq!(wide[1].name, "vkshmem_wide_copy_1");
-        let odd = guesses(Mode::Typical, 11, &cfg(11), WG, U32);
+        let odd = guesses(Mode::Typical, 11, &cfg(), WG, U32);
         assert!(odd.iter().any(|j| j.name == "vkshmem_wide_push_3"));
-        let all = guesses(Mode::All, 4, &cfg(4), WG, U32);
+        let all = guesses(Mode::All, 4, &cfg(), WG, U32);
         assert!(all.len() > typical.len());
         let mut sources: Vec<_> = all.iter().map(|j| &j.source).collect();
         sources.sort();
         sources.dedup();
         assert_eq!(sources.len(), all.len());
         // No 64-bit reductions without 64-bit shader support.
-        let mut small = cfg(4);
+        let mut small = cfg();
         small.int64 = false;
         small.float64 = false;
         assert!(guesses(Mode::All, 4, &small, WG, U32)
@@ -770,7 +770,7 @@ mod tests {
 
     #[test]
     fn every_host_kernel_is_found_by_its_name() {
-        let c = cfg(4);
+        let c = cfg();
         let mut all = guesses(Mode::All, 4, &c, WG, U32);
         let u64s = guesses(Mode::All, 4, &c, WG, WideUnit::Vec2U64);
         // The vec2<u64> kernels are the wide ones, named apart.

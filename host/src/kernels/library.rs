@@ -239,13 +239,12 @@ pub(crate) struct Declared {
 /// as the builder sits below the collectives.
 pub(crate) type FirstKernels = fn(&KernelShape) -> Vec<LibraryKernel>;
 
-/// A library of `npes` PEs with every feature, for tests.
+/// A library with every feature, for tests.
 #[cfg(test)]
-pub(crate) fn test_library(npes: u32) -> LibraryConfig {
+pub(crate) fn test_library() -> LibraryConfig {
     LibraryConfig {
-        my_pe: 0,
-        n_pes: npes,
-        heap_bytes: 1 << 26,
+        slots: 8,
+        chunks: 1,
         max_binding_bytes: 1 << 27,
         int64: true,
         float64: true,
@@ -253,7 +252,6 @@ pub(crate) fn test_library(npes: u32) -> LibraryConfig {
         divergent_fences: true,
         loop_cap: false,
         row_lanes: 0,
-        direct: vkshmem_device::PeSet::all(npes),
         proxy: false,
         vec4_u64: false,
     }
@@ -289,7 +287,7 @@ mod tests {
                 };
                 let name = k.name(unit);
                 assert_eq!(
-                    LibraryKernel::parse(&name, &test_library(4), 64),
+                    LibraryKernel::parse(&name, &test_library(), 64),
                     Some((k, unit)),
                     "{name}"
                 );
@@ -307,7 +305,7 @@ mod tests {
             "vkshmem_wide_acc_f32_sum_8_acc_u64"
         );
         assert_eq!(
-            LibraryKernel::parse(&acc.name(WideUnit::Vec4U32), &test_library(4), 64),
+            LibraryKernel::parse(&acc.name(WideUnit::Vec4U32), &test_library(), 64),
             None
         );
     }

@@ -83,14 +83,14 @@ pub(crate) fn link(
     name: &str,
 ) -> Result<LinkedKernel> {
     let linked = vkshmem_device::link_kernel(source, name, entry, cfg)?;
-    let library = cfg.bindings().len() as u32;
+    let library = cfg.binding_count();
     let user = linked.user_bindings.len() as u32;
     let limit = gpu.info.max_storage_buffers_per_stage;
     if library + user > limit {
         return Err(Error::InvalidArgument(format!(
-            "kernel {name:?}: the device library needs {library} storage bindings ({} PEs on this device x {} chunks of the heap) and the kernel {user}, over this device's limit of {limit}; use fewer PEs per device or a smaller VKSHMEM_SYMMETRIC_SIZE (at most maxStorageBufferRange = {} bytes keeps one chunk per PE)",
-            library / cfg.chunks().max(1),
-            cfg.chunks(),
+            "kernel {name:?}: the device library needs {library} storage bindings ({} heap slots x {} chunks of the heap) and the kernel {user}, over this device's limit of {limit}; use fewer PEs per device or a smaller VKSHMEM_SYMMETRIC_SIZE (at most maxStorageBufferRange = {} bytes keeps one chunk per PE)",
+            cfg.slots,
+            cfg.chunks,
             cfg.max_binding_bytes
         )));
     }
@@ -154,7 +154,7 @@ impl DeviceKernel {
     /// kernel's own).
     fn set_sizes(cfg: &LibraryConfig, linked: &LinkedKernel) -> [u32; 2] {
         [
-            cfg.bindings().len() as u32,
+            cfg.binding_count(),
             linked.user_bindings.len() as u32,
         ]
     }

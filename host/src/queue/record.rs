@@ -266,7 +266,7 @@ impl Runtime {
                 let args: Vec<QueueArgs> = rest[..run].iter().filter_map(|s| s.batch).collect();
                 r.update(
                     own,
-                    u64::from(layout::batch_word(self.n_pes())) * 4,
+                    u64::from(layout::BATCH_WORD) * 4,
                     bytemuck::cast_slice(&args),
                 );
                 r.barrier(false);

@@ -317,9 +317,8 @@ mod tests {
     fn the_amo_kernel_links_with_and_without_64bit_atomics() {
         for wide in [true, false] {
             let cfg = vkshmem_device::LibraryConfig {
-                my_pe: 0,
-                n_pes: 2,
-                heap_bytes: 1 << 20,
+                slots: 8,
+                chunks: 1,
                 max_binding_bytes: 1 << 27,
                 int64: wide,
                 float64: wide,
@@ -327,7 +326,6 @@ mod tests {
                 divergent_fences: true,
                 loop_cap: false,
                 row_lanes: 0,
-                direct: vkshmem_device::PeSet::all(2),
                 proxy: false,
                 vec4_u64: false,
             };

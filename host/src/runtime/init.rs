@@ -120,11 +120,10 @@ impl Runtime {
         let own_block = heap.block(pe)?.clone();
         let proxy = agree_on_proxy(&mut j, &heap, own_block.mapped().is_some())?;
         let link = remote_link(&j);
+        let job = job_view_of(&heap, pe, npes);
         let library = library_config_for(
             &gpu,
-            &heap,
-            pe,
-            npes,
+            &job,
             proxy,
             // The device library's vec4 view in the host kernels' unit:
             // vec2<u64> made the device forms faster on llvmpipe and
@@ -152,6 +151,7 @@ impl Runtime {
             proxy: std::sync::OnceLock::new(),
             plane: j.plane,
             library,
+            job,
             queue: std::sync::OnceLock::new(),
             queue_init: Mutex::new(()),
             kernels: Mutex::new(HashMap::new()),
@@ -186,7 +186,8 @@ impl Runtime {
         first: FirstKernels,
     ) -> Result<()> {
         let (pe, npes) = (self.my_pe(), self.n_pes());
-        let words = layout::initial_control(pe, npes, self.gpu.info.resident_workgroups);
+        let init = self.job.control_init(self.gpu.info.resident_workgroups);
+        let words = layout::initial_control(&init);
         self.write_bytes(pe, 0, bytemuck::cast_slice(&words))?;
         if let Some(block) = own_block {
             let plane = self.plane.clone().expect("a proxy comes with a plane");
@@ -544,21 +545,31 @@ fn remote_link(j: &Joined) -> Option<Box<dyn RemoteLink>> {
     None
 }
 
-/// The device library's shape for PE `pe` of `npes` on `gpu` with `heap`
-/// (see [`Context::library_config`](crate::Context::library_config)).
+/// What PE `pe` of `npes` reaches of `heap`: the job's side of the device
+/// library, which its kernels read at run time.
+fn job_view_of(heap: &SymmetricHeap, pe: u32, npes: u32) -> vkshmem_device::JobView {
+    vkshmem_device::JobView {
+        my_pe: pe,
+        n_pes: npes,
+        direct: vkshmem_device::PeSet::from_pes((0..npes).filter(|&p| heap.reachable(p))),
+        heap_bytes: heap.size(),
+    }
+}
+
+/// The device library's shape on `gpu` for a PE that reaches `job` (see
+/// [`Context::library_config`](crate::Context::library_config)): the same
+/// on every job of up to `vkshmem_device::MIN_SLOTS` PEs with heaps in one
+/// binding, so their kernels share pipelines.
 fn library_config_for(
     gpu: &Gpu,
-    heap: &SymmetricHeap,
-    pe: u32,
-    npes: u32,
+    job: &vkshmem_device::JobView,
     proxy: bool,
     vec4_u64: bool,
 ) -> vkshmem_device::LibraryConfig {
     let llvmpipe = gpu.info.is_llvmpipe();
     vkshmem_device::LibraryConfig {
-        my_pe: pe,
-        n_pes: npes,
-        heap_bytes: heap.size(),
+        slots: job.slots(),
+        chunks: job.chunks(gpu.info.max_storage_buffer_range),
         max_binding_bytes: gpu.info.max_storage_buffer_range,
         int64: gpu.caps.int64,
         float64: gpu.caps.float64 && gpu.caps.int64,
@@ -566,7 +577,6 @@ fn library_config_for(
         divergent_fences: !llvmpipe,
         loop_cap: llvmpipe,
         row_lanes: if llvmpipe { gpu.info.subgroup_size } else { 0 },
-        direct: vkshmem_device::PeSet::from_pes((0..npes).filter(|&p| heap.reachable(p))),
         proxy,
         vec4_u64: vec4_u64 && gpu.caps.int64,
     }

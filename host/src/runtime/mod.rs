@@ -85,6 +85,9 @@ pub(crate) struct Runtime {
     pub(crate) nodes: Option<Vec<u32>>,
     /// The device library's shape for this PE (`Context::library_config`).
     pub(crate) library: vkshmem_device::LibraryConfig,
+    /// The job as this PE's device library sees it: which heaps it reaches
+    /// and how its slots bind them (read by its kernels at run time).
+    pub(crate) job: vkshmem_device::JobView,
     /// Queued collectives' state (`crate::queue`), made at the first one;
     /// before the kernels it records (it waits for outstanding ones at drop).
     pub(crate) queue: std::sync::OnceLock<queued::QueueState>,

@@ -80,7 +80,7 @@ impl Runtime {
                 None => return Ok(None),
             },
         };
-        let library = self.library_config()?.bindings().len() as u64;
+        let library = self.library_config()?.binding_count() as u64;
         if library + from.len() as u64 + 1 > info.max_storage_buffers_per_stage as u64 {
             return Ok(None);
         }
@@ -150,7 +150,7 @@ impl Runtime {
     /// every PE of a device).
     pub(crate) fn push_kernels(&self, dests: usize, edges: bool) -> Result<bool> {
         let group = dests.min(WIDE_REDUCE_MAX_MEMBERS as usize);
-        let library = self.library_config()?.bindings().len();
+        let library = self.library_config()?.binding_count() as usize;
         if group == 0
             || library + 1 + group > self.device_info().max_storage_buffers_per_stage as usize
         {

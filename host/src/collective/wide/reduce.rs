@@ -40,7 +40,7 @@ impl Runtime {
         {
             return Ok(None);
         }
-        let library = self.library_config()?.bindings().len() as u64;
+        let library = self.library_config()?.binding_count() as u64;
         let most = self.device_info().max_storage_buffers_per_stage as u64;
         let edges = has_edges(d, sp.mid);
         if size > WIDE_REDUCE_MAX_MEMBERS {
@@ -218,7 +218,7 @@ impl Runtime {
             return Ok(None);
         }
         let max = WIDE_REDUCE_MAX_MEMBERS as usize;
-        let library = self.library_config()?.bindings().len() as u64;
+        let library = self.library_config()?.binding_count() as u64;
         if library + pes.len().min(max) as u64 + 1 > info.max_storage_buffers_per_stage as u64 {
             return Ok(None);
         }

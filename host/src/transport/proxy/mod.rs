@@ -164,7 +164,7 @@ impl Proxy {
             npes,
             plane: plane.clone(),
             heap: own,
-            ring_at: dl::proxy_ring_word(npes) as u64 * 4,
+            ring_at: dl::PROXY_RING_WORD as u64 * 4,
             shared: shared.clone(),
             combine,
             tail: 0,
