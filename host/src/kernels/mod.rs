@@ -136,10 +136,10 @@ impl DeviceKernel {
         // A driver that compiled at creation is done: the turn goes before
         // the warm-up, which may queue behind this PE's other device work.
         if !gpu.info.is_llvmpipe() {
-            turn.done();
+            turn.done(name);
         }
         if warm_up(&k, &mut turn)? {
-            turn.done();
+            turn.done(name);
         }
         tracing::debug!(
             kernel = name,

@@ -187,10 +187,12 @@ impl CompileTurn {
     /// Marks the pipeline as built on this machine and ends the turn (call
     /// after a build that succeeded; a turn dropped without it lets the next
     /// builder compile alone in its turn). The turn is then none: a second
-    /// call does nothing.
-    pub fn done(&mut self) {
+    /// call does nothing. The mark is `what` (the kernel's name) and a
+    /// newline, so that `compiled/` tells which pipelines a machine has
+    /// built: one file per pipeline (`cat compiled/*` names them).
+    pub fn done(&mut self, what: &str) {
         if let Some(l) = self.lock.take() {
-            if let Err(e) = (&*l).write_all(b"1") {
+            if let Err(e) = (&*l).write_all(format!("{what}\n").as_bytes()) {
                 tracing::debug!("compile turn: cannot mark a pipeline built: {e}");
             }
         }
@@ -244,7 +246,7 @@ mod tests {
                     }
                     std::thread::sleep(Duration::from_millis(50));
                     inside.fetch_sub(1, SeqCst);
-                    turn.done();
+                    turn.done("k");
                 })
             })
             .collect();
@@ -289,7 +291,7 @@ mod tests {
             assert_eq!(turn.held(), started);
             if started {
                 holder_done.store(true, SeqCst);
-                turn.done();
+                turn.done("k");
             }
             let (waited, held, after_holder) = waiter.join().unwrap();
             holder_done.store(true, SeqCst);
