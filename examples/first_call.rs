@@ -7,7 +7,10 @@
 //! Every PE times `init`, then, for each collective below, its first and second
 //! call (each preceded by a `barrier_all`, so the PEs start it together), of 64
 //! KiB per member (past the host path of small calls) on the generic and the
-//! wide paths, and one of 8 bytes (the host path: no kernel). With
+//! wide paths, and one of 8 bytes (the host path: no kernel); then a user
+//! kernel that calls `shmemx_int32_sum_reduce_work_group` (its first call
+//! links and builds it). `VKSHMEM_HOST_MAPPED_MAX=0` sends every host call
+//! through a kernel. With
 //! `PAUSE_MS`, the PEs sleep that long after `init` (a program doing its own set-up
 //! while kernels may be built in the background). PE 0 prints one line per
 //! collective: `first_call: <name> first <ms> second <ms>`, with the slowest PE's
@@ -19,6 +22,16 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use vkshmem::Team;
+
+/// A user kernel: a work_group reduction of i32s over a team.
+const KERNEL: &str = "
+struct P { team: u32, dest: u32, source: u32, n: u32 }
+var<immediate> p: P;
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_index) li: u32) {
+    let r = shmemx_int32_sum_reduce_work_group(p.team, p.dest, p.source, p.n, li, 64u);
+}
+";
 
 fn main() -> anyhow::Result<()> {
     let pause: u64 = match std::env::args().nth(1) {
@@ -41,6 +54,13 @@ fn main() -> anyhow::Result<()> {
     let floats = [ctx.calloc::<f32>(2 * EVEN)?, ctx.calloc::<f32>(2 * EVEN)?];
     let (a, b) = (bufs[0].as_slice(), bufs[1].as_slice());
     let (f, g) = (floats[0].as_slice(), floats[1].as_slice());
+    let ints = [ctx.calloc::<i32>(1024)?, ctx.calloc::<i32>(1024)?];
+    let args = [
+        Team::WORLD.device_handle(),
+        ints[1].device_byte_addr()?,
+        ints[0].device_byte_addr()?,
+        1024,
+    ];
     type Call<'a> = Box<dyn Fn() -> vkshmem::Result<()> + 'a>;
     let calls: Vec<(&str, Call)> = vec![
         ("broadcast 8 B", Box::new(|| ctx.broadcast(w, &b, &a, 1, 0))),
@@ -68,6 +88,13 @@ fn main() -> anyhow::Result<()> {
         (
             "sum_reduce u64",
             Box::new(|| ctx.sum_reduce(w, &b, &a, EVEN)),
+        ),
+        (
+            "device sum_reduce",
+            Box::new(|| {
+                let k = ctx.device_kernel(KERNEL, "first_call_reduce")?;
+                ctx.launch(&k, [1, 1, 1], &[], bytemuck::cast_slice(&args))
+            }),
         ),
     ];
     let mut rows = Vec::new();
@@ -103,7 +130,7 @@ fn main() -> anyhow::Result<()> {
         }
     }
     drop(calls);
-    drop((src, dst, bufs, floats));
+    drop((src, dst, bufs, floats, ints));
     ctx.finalize()?;
     Ok(())
 }

@@ -522,10 +522,7 @@ fn main(@builtin(local_invocation_index) li: u32) {
             ..cfg()
         };
         let shapes = [
-            LibraryConfig {
-                slots: 16,
-                ..cfg()
-            },
+            LibraryConfig { slots: 16, ..cfg() },
             cfg(),
             proxied,
             // llvmpipe's vec4 view: vec2<u64> elements.

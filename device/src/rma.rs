@@ -568,10 +568,7 @@ mod tests {
     /// job reached directly and on one with proxied PEs.
     #[test]
     fn every_form_validates() {
-        for c in [
-            cfg(false),
-            cfg(true),
-        ] {
+        for c in [cfg(false), cfg(true)] {
             let src = format!(
                 "{}\n@compute @workgroup_size(1) fn main() {{}}\n",
                 library_source(&c)

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use vkshmem_device::layout::{self, ControlHeader};
-use vkshmem_device::{LibraryConfig, JobView};
+use vkshmem_device::{JobView, LibraryConfig};
 
 use crate::error::{Error, Result};
 use crate::kernels::builds::Builds;
@@ -195,17 +195,20 @@ impl Runtime {
                 self.my_pe()
             )));
         }
-        JobView { my_pe: pe, ..self.job }
-            .bindings(&cfg)
-            .iter()
-            .map(|b| {
-                Ok(Window {
-                    buffer: self.heap.block(b.pe)?.buffer,
-                    offset: b.offset,
-                    range: b.bytes,
-                })
+        JobView {
+            my_pe: pe,
+            ..self.job
+        }
+        .bindings(&cfg)
+        .iter()
+        .map(|b| {
+            Ok(Window {
+                buffer: self.heap.block(b.pe)?.buffer,
+                offset: b.offset,
+                range: b.bytes,
             })
-            .collect()
+        })
+        .collect()
     }
 
     pub(crate) fn launch(

@@ -45,12 +45,14 @@ pub const USER_SET: u32 = 1;
 /// reaches directly, the heap's size) is here: device code reads those from
 /// this PE's control region (`layout::ControlInit`, filled from [`JobView`]),
 /// so that one pipeline serves every job whose [`JobView::slots`] and
-/// [`JobView::chunks`] agree: every job of up to [`MIN_SLOTS`] PEs on a device.
+/// [`JobView::chunks`] agree: every job of up to [`MIN_SLOTS`] PEs on a
+/// device, with heaps in one binding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LibraryConfig {
-    /// Heap slots the library binds ([`JobView::slots`]): a power of two, at
-    /// least [`MIN_SLOTS`]. Slots without a PE reached directly are bound to
-    /// this PE's own heap and never accessed (the direct-slot mask says so).
+    /// Heap slots the library binds ([`JobView::slots`]): mostly a power of
+    /// two, at least [`MIN_SLOTS`]. Slots without a PE reached directly are
+    /// bound to this PE's own heap and never accessed (the direct-slot mask
+    /// says so).
     pub slots: u32,
     /// Bindings per slot: the heap's chunks ([`JobView::chunks`]).
     pub chunks: u32,
@@ -209,11 +211,9 @@ pub struct HeapBinding {
     /// Whose heap.
     pub pe: u32,
     /// Its place in this PE's view, `(pe - my_pe) mod k` over the PEs the
-    /// slots count over ([`LibraryConfig::slot_span`]: the job, or this PE's
-    /// node where it reaches exactly its node's block of PEs; 0: this PE's
-    /// own heap): the number in the binding's names in the generated code,
-    /// which therefore reads alike on every PE of a job, or of every node of
-    /// one size (one compile per machine).
+    /// slots count over ([`JobView::slot_span`]: the job, or this PE's node
+    /// where it reaches exactly its node's block of PEs; 0: this PE's own
+    /// heap): the number in the binding's names in the generated code.
     pub slot: u32,
     /// Byte offset of the window in the heap.
     pub offset: u64,
@@ -262,10 +262,21 @@ impl JobView {
         }
     }
 
-    /// Heap slots the library binds: the slot span rounded up to a power of
-    /// two, at least [`MIN_SLOTS`].
-    pub fn slots(&self) -> u32 {
-        self.slot_span().next_power_of_two().max(MIN_SLOTS)
+    /// Heap slots the library binds on a device that allows `max_bindings`
+    /// storage buffers per shader stage, with the heap in `chunks`: the slot
+    /// span rounded up to a power of two, at least [`MIN_SLOTS`], where that
+    /// takes at most half of the device's bindings (the rest are the
+    /// kernel's own: a wide kernel binds up to 17 windows); else the span
+    /// itself, as few as the job needs (lavapipe allows 32: a heap in
+    /// several chunks, or a span past 8 in two chunks, binds the span).
+    pub fn slots(&self, max_bindings: u32, chunks: u32) -> u32 {
+        let span = self.slot_span();
+        let padded = span.next_power_of_two().max(MIN_SLOTS);
+        if padded.saturating_mul(chunks) <= max_bindings / 2 {
+            padded
+        } else {
+            span
+        }
     }
 
     /// Words of the heap device code can address (capped at `u32::MAX`).
@@ -366,7 +377,10 @@ impl JobView {
             self.direct.contains(self.my_pe),
             "a PE always reaches its own heap (slot 0 holds vks_my_pe's word)"
         );
-        debug_assert!(self.slot_span() <= cfg.slots, "the library binds every slot");
+        debug_assert!(
+            self.slot_span() <= cfg.slots,
+            "the library binds every slot"
+        );
         let mut v = Vec::with_capacity(cfg.binding_count() as usize);
         for slot in 0..cfg.slots {
             let reached = self.pe_in(slot).filter(|&p| self.direct.contains(p));
@@ -432,7 +446,11 @@ mod tests {
         let (c, _) = shape(12, 5, &(0..12).collect::<Vec<_>>(), 1 << 20, range);
         assert_eq!(c.slots, 16);
         let (c, _) = shape(12, 5, &[4, 5, 6, 7], 1 << 20, range);
-        assert_eq!((c.slots, c.proxy), (8, true), "a node of 4 counts over the node");
+        assert_eq!(
+            (c.slots, c.proxy),
+            (8, true),
+            "a node of 4 counts over the node"
+        );
     }
 
     /// Bindings go in slot order (this PE's heap first); slots without a PE
@@ -459,7 +477,10 @@ mod tests {
             ]
         );
         assert!(b[6..].iter().all(|b| b.pe == 1 && !b.direct));
-        assert_eq!((r.slot_of(1), r.slot_of(2), r.slot_of(0), r.slot_of(3)), (0, 1, 2, NO_SLOT));
+        assert_eq!(
+            (r.slot_of(1), r.slot_of(2), r.slot_of(0), r.slot_of(3)),
+            (0, 1, 2, NO_SLOT)
+        );
         assert_eq!(r.direct_mask()[0], 0b111);
         // Nodes of 2: slots count within the node; PE 1 sees PE 0 at slot 1,
         // PE 2 (not reached) outside the span.
@@ -467,12 +488,20 @@ mod tests {
         assert_eq!((r.slot_span(), r.slot_block()), (2, (0, 2)));
         assert_eq!((r.slot_of(1), r.slot_of(0), r.slot_of(2)), (0, 1, NO_SLOT));
         assert_eq!(
-            r.bindings(&c)[..3].iter().map(|b| (b.pe, b.slot, b.direct)).collect::<Vec<_>>(),
+            r.bindings(&c)[..3]
+                .iter()
+                .map(|b| (b.pe, b.slot, b.direct))
+                .collect::<Vec<_>>(),
             [(1, 0, true), (0, 1, true), (1, 2, false)]
         );
         let init = r.control_init(4);
         assert_eq!(
-            (init.slot_first, init.slot_span, init.reaches_all, init.direct[0]),
+            (
+                init.slot_first,
+                init.slot_span,
+                init.reaches_all,
+                init.direct[0]
+            ),
             (0, 2, false, 0b11)
         );
         // A direct set that is no aligned block counts over the job, with
@@ -482,6 +511,27 @@ mod tests {
         assert_eq!((r.slot_of(1), r.slot_of(2), r.slot_of(0)), (0, 1, 3));
         assert_eq!(r.direct_mask()[0], 0b0011);
         assert!(!r.bindings(&c)[3].direct && r.bindings(&c)[3].pe == 1);
+    }
+
+    /// Padding takes at most half of the device's bindings: past that the
+    /// library binds the span itself, as it always did.
+    #[test]
+    fn slots_pad_to_a_power_of_two_within_half_the_bindings() {
+        let job = |n: u32| JobView {
+            my_pe: 0,
+            n_pes: n,
+            direct: PeSet::all(n),
+            heap_bytes: 1 << 20,
+        };
+        // lavapipe: 32 storage buffers per stage.
+        assert_eq!(job(2).slots(32, 1), 8);
+        assert_eq!(job(8).slots(32, 2), 8);
+        assert_eq!(job(9).slots(32, 1), 16);
+        assert_eq!(job(10).slots(32, 2), 10);
+        assert_eq!(job(2).slots(32, 8), 2);
+        // A GPU with room binds powers of two.
+        assert_eq!(job(3).slots(1 << 20, 8), 8);
+        assert_eq!(job(100).slots(1 << 20, 1), 128);
     }
 
     #[test]

@@ -52,7 +52,7 @@ mod waits;
 use accessors::{accessor, ACCESSORS, ACCESSORS_64};
 use api::{typed, TYPES};
 pub use config::{
-    vec4_unit, HeapBinding, LibraryConfig, PeSet, JobView, CAPPED_DELAY_STEPS,
+    vec4_unit, HeapBinding, JobView, LibraryConfig, PeSet, CAPPED_DELAY_STEPS,
     CAPPED_POLLS_PER_ITERATION, LIBRARY_SET, MIN_SLOTS, NO_SLOT, PLAIN_VIEW_OFFSET,
     QUAD_VIEW_OFFSET, ROW_LANES, USER_SET, VEC4_VIEW_OFFSET,
 };
@@ -205,9 +205,10 @@ mod tests {
             direct: PeSet::from_pes(direct.iter().copied()),
             heap_bytes: heap,
         };
+        let chunks = reach.chunks(range);
         let cfg = LibraryConfig {
-            slots: reach.slots(),
-            chunks: reach.chunks(range),
+            slots: reach.slots(LAVAPIPE_BINDINGS, chunks),
+            chunks,
             max_binding_bytes: range,
             int64: true,
             float64: true,
@@ -220,6 +221,10 @@ mod tests {
         };
         (cfg, reach)
     }
+
+    /// Storage buffers per stage on lavapipe: the tightest budget the
+    /// library meets.
+    pub(super) const LAVAPIPE_BINDINGS: u32 = 32;
 
     /// The shape of PE 0 of `n` that reaches every PE.
     pub(super) fn cfg(n: u32, heap: u64, range: u64) -> LibraryConfig {

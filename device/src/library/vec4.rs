@@ -51,11 +51,11 @@ pub const PUSH_ALL_MAX_PES: u32 = 8;
 /// alike): the device forms' pushes, which move a broadcast's or fcollect's
 /// least traffic (a pull reads the source once per member).
 pub(super) fn vec4_push_all(s: &mut String, cfg: &LibraryConfig, vec4: bool) {
-    let ok = vec4 && cfg.slots >= PUSH_ALL_MAX_PES;
-    if ok {
+    let most = cfg.slots.min(PUSH_ALL_MAX_PES);
+    if vec4 {
         let _ = writeln!(
             s,
-            "fn vks_push_all_ok() -> bool {{ return vks_reaches_all() && vks_n_pes() <= {PUSH_ALL_MAX_PES}u; }}"
+            "fn vks_push_all_ok() -> bool {{ return vks_reaches_all() && vks_n_pes() <= {most}u; }}"
         );
     } else {
         s.push_str("fn vks_push_all_ok() -> bool { return false; }\n");
@@ -64,12 +64,12 @@ pub(super) fn vec4_push_all(s: &mut String, cfg: &LibraryConfig, vec4: bool) {
     vec4_pieces(
         &mut f,
         cfg,
-        ok,
+        vec4,
         "fn vks_push_all_vec4(spe: u32, d4: u32, s4: u32, n4: u32, tid: u32, nth: u32) -> bool",
         "spe",
         &|p, sc, dc| {
             let mut b = format!("let r = vks_v_{p}_{sc}[si + i]; vks_v_0_{dc}[di + i] = r;");
-            for slot in 1..PUSH_ALL_MAX_PES {
+            for slot in 1..most {
                 let _ = write!(b, " if {slot}u < n {{ vks_v_{slot}_{dc}[di + i] = r; }}");
             }
             b

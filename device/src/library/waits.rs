@@ -74,8 +74,9 @@ pub(crate) fn capped_polls(
     polls: u32,
     indent: &str,
 ) -> String {
-    let mut s =
-        format!("{indent}let zero = {magic_word} - VKS_CONTROL_MAGIC;\n{indent}var d = f32(zero) + 2.0;\n");
+    let mut s = format!(
+        "{indent}let zero = {magic_word} - VKS_CONTROL_MAGIC;\n{indent}var d = f32(zero) + 2.0;\n"
+    );
     for _ in 0..polls {
         let _ = writeln!(
             s,

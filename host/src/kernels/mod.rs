@@ -153,10 +153,7 @@ impl DeviceKernel {
     /// The bindings of set 0 (the library's, for `cfg`) and set 1 (the
     /// kernel's own).
     fn set_sizes(cfg: &LibraryConfig, linked: &LinkedKernel) -> [u32; 2] {
-        [
-            cfg.binding_count(),
-            linked.user_bindings.len() as u32,
-        ]
+        [cfg.binding_count(), linked.user_bindings.len() as u32]
     }
 
     /// Builds the pipeline of `linked` with `sets` bindings in set 0 (the

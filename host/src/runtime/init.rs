@@ -567,9 +567,10 @@ fn library_config_for(
     vec4_u64: bool,
 ) -> vkshmem_device::LibraryConfig {
     let llvmpipe = gpu.info.is_llvmpipe();
+    let chunks = job.chunks(gpu.info.max_storage_buffer_range);
     vkshmem_device::LibraryConfig {
-        slots: job.slots(),
-        chunks: job.chunks(gpu.info.max_storage_buffer_range),
+        slots: job.slots(gpu.info.max_storage_buffers_per_stage, chunks),
+        chunks,
         max_binding_bytes: gpu.info.max_storage_buffer_range,
         int64: gpu.caps.int64,
         float64: gpu.caps.float64 && gpu.caps.int64,

@@ -1,16 +1,17 @@
 //! One compile per machine for each pipeline: the PEs of a job build the same
-//! kernels at about the same time (the device library reads alike on every PE,
-//! see `vkshmem_device::HeapBinding::slot`), and a driver with a disk cache
-//! (Mesa's, NVIDIA's) compiles a pipeline it has not seen in every process that
-//! asks for it at once. So the first process to build a pipeline takes its
-//! turn alone, and the others wait for it and then find the driver's cache
-//! warm, where without turns an N-PE job's device kernels cost N compiles
-//! each.
+//! kernels at about the same time (the device library reads alike on every PE
+//! of every job of a device, see `vkshmem_device::JobView`), and a driver
+//! with a disk cache (Mesa's, NVIDIA's) compiles a pipeline it has not seen
+//! in every process that asks for it at once. So the first process to build
+//! a pipeline takes its turn alone, and the others wait for it and then find
+//! the driver's cache warm, where without turns an N-PE job's device kernels
+//! cost N compiles each.
 //!
 //! The turn is an exclusive `flock` on a small file named by the pipeline's
 //! key in `compiled/` beside the pipeline cache file
-//! (`super::pipeline_cache::cache_dir`). The first builder writes one byte
-//! into it once its pipeline is built; a builder that finds the byte there
+//! (`super::pipeline_cache::cache_dir`). The first builder writes the
+//! kernel's name into it once its pipeline is built (so `compiled/` counts
+//! and names the machine's pipelines); a builder that finds it written
 //! lets go of the lock at once, so only a pipeline's first build on a machine
 //! is ever serialised, and a driver without a disk cache costs at most one
 //! compile's wait. The lock goes with its process (a PE that dies while
