@@ -20,6 +20,7 @@ use anyhow::{bail, Context as _, Result};
 use vkshmem::{HeapWindow, ReduceOp};
 use vkshmem_device::collectives::{
     wide_copy_source, wide_push_source, wide_reduce_source, WideArgs, WideCopyArgs, WideUnit,
+    WIDE_REDUCE_MAX_MEMBERS,
 };
 
 /// Launches of each shape and size; the fastest counts.
@@ -187,7 +188,7 @@ fn main() -> Result<()> {
                 kind: Kind::Push(d),
             });
         }
-        let src = wide_reduce_source(&f32k, ReduceOp::Sum, 2, wg, unit).expect("f32 sum");
+        let src = wide_reduce_source(&f32k, ReduceOp::Sum, wg, unit).expect("f32 sum");
         shapes.push(Shape {
             name: format!("wide_reduce_f32_sum_2 {u} wg={wg}"),
             kernel: ctx.device_kernel(&src, &format!("wide_reduce_2_{wg}{sfx}"))?,
@@ -280,10 +281,15 @@ fn main() -> Result<()> {
                 Kind::Push(d) => std::iter::once(win(&a, 0))
                     .chain((0..d as u64).map(|i| win(&b, i)))
                     .collect(),
-                Kind::Reduce(m) => (0..m as u64)
-                    .map(|i| win(&a, i))
-                    .chain((0..m as u64).map(|i| win(&b, i)))
-                    .collect(),
+                // The kernel binds 8 members; those past `m` are padding.
+                Kind::Reduce(m) => {
+                    let last = m as u64 - 1;
+                    let max = WIDE_REDUCE_MAX_MEMBERS as u64;
+                    (0..max)
+                        .map(|i| win(&a, i.min(last)))
+                        .chain((0..max).map(|i| win(&b, i.min(last))))
+                        .collect()
+                }
             };
             let Some(windows) = windows else {
                 continue;
@@ -296,6 +302,10 @@ fn main() -> Result<()> {
                 d0: 0,
                 per: 0,
                 lead: 0,
+                members: match s.kind {
+                    Kind::Reduce(m) => m,
+                    _ => 0,
+                },
             };
             let imm: Vec<u8> = match s.kind {
                 Kind::Push(_) | Kind::Reduce(_) => bytemuck::bytes_of(&wide_args).to_vec(),

@@ -827,6 +827,7 @@ impl Roofline {
                     d0: 0,
                     per,
                     lead: 0,
+                    members: 0,
                 };
                 go(&windows, bytemuck::bytes_of(&args))
             } else {

@@ -11,7 +11,8 @@ use super::{is_half, swar_sum, Kind, ReduceOp, HALF_SOURCE};
 use crate::library::ROW_LANES;
 
 /// The largest team whose host reductions take the wide path (two storage
-/// bindings per member, see [`wide_reduce_source`]).
+/// bindings per member, every kernel binding this many, see
+/// [`wide_reduce_source`]).
 pub const WIDE_REDUCE_MAX_MEMBERS: u32 = 8;
 
 /// The bytes a wide-path window spans at least: Vulkan's least
@@ -132,9 +133,30 @@ fn wide_body_and_tail(
     dests: &[String],
     workgroup: u32,
     unit: WideUnit,
+    members: Members,
 ) {
     let dests: Vec<String> = dests.iter().map(|d| format!("{d}[a.d0 + i]")).collect();
-    wide_stores(s, &[(body.to_string(), dests)], workgroup, unit);
+    wide_stores(s, &[(body.to_string(), dests)], workgroup, unit, members);
+}
+
+/// Which dests of a wide kernel it writes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Members {
+    /// Every dest it binds.
+    All,
+    /// Dest `k` only below `a.members` (the first always): the reduction's
+    /// padding bindings past its team are never written.
+    Guarded,
+}
+
+impl Members {
+    /// The WGSL that opens the store into dest `k` (and closes it).
+    fn guard(self, k: usize) -> (String, &'static str) {
+        match self {
+            Members::Guarded if k > 0 => (format!("if {k}u < a.members {{ "), " }"),
+            _ => (String::new(), ""),
+        }
+    }
 }
 
 /// The entry point and body of a wide kernel whose immediates name `first`,
@@ -151,7 +173,13 @@ fn wide_body_and_tail(
 /// every step.) Several stores each go in their own block. Where `unit`
 /// does not store edges ([`WideUnit::stores_edges`]), only the loop: the
 /// host launches the edges apart.
-fn wide_stores(s: &mut String, stores: &[(String, Vec<String>)], workgroup: u32, unit: WideUnit) {
+fn wide_stores(
+    s: &mut String,
+    stores: &[(String, Vec<String>)],
+    workgroup: u32,
+    unit: WideUnit,
+    members: Members,
+) {
     let (open, close) = if stores.len() > 1 {
         ("        {\n", "        }\n")
     } else {
@@ -166,8 +194,9 @@ fn wide_stores(s: &mut String, stores: &[(String, Vec<String>)], workgroup: u32,
     for (body, dests) in stores {
         s.push_str(open);
         s.push_str(body);
-        for d in dests {
-            let _ = writeln!(s, "        {d} = r;");
+        for (k, d) in dests.iter().enumerate() {
+            let (open, close) = members.guard(k);
+            let _ = writeln!(s, "        {open}{d} = r;{close}");
         }
         s.push_str(close);
     }
@@ -198,11 +227,12 @@ fn wide_stores(s: &mut String, stores: &[(String, Vec<String>)], workgroup: u32,
         for (body, dests) in stores {
             s.push_str(open);
             s.push_str(body);
-            for d in dests {
+            for (k, d) in dests.iter().enumerate() {
+                let (open, close) = members.guard(k);
                 for (l, lane) in ["x", "y", "z", "w"].iter().enumerate() {
                     let _ = writeln!(
                         s,
-                        "            if lo <= {l}u && hi > {l}u {{ {d}.{lane} = r.{lane}; }}"
+                        "            {open}if lo <= {l}u && hi > {l}u {{ {d}.{lane} = r.{lane}; }}{close}"
                     );
                 }
             }
@@ -238,46 +268,54 @@ pub struct WideArgs {
     /// elements for 8-byte kinds) starts inside it, and those words are
     /// neither the object's nor written.
     pub lead: u32,
+    /// The wide reduction's members (its sources and dests bound first,
+    /// the rest of its [`WIDE_REDUCE_MAX_MEMBERS`] bindings padding, read
+    /// and written only below this): one kernel serves every team size.
+    /// Other kernels leave it 0.
+    pub members: u32,
 }
 
 /// The host reduction kernel's wide path for `kind` (1, 2, 4 or 8 bytes; the
-/// object a whole number of 32-bit words), `op` and a team of
-/// `members`: the members' sources are bindings 0..members and their dests
-/// bindings members..2*members, so each vec4 of this PE's share is read from
-/// every source and written to every dest with plain vector accesses (no
-/// per-access PE switch or bounds check: the host bound exactly the objects).
+/// object a whole number of 32-bit words) and `op`, for a team of up to
+/// [`WIDE_REDUCE_MAX_MEMBERS`] (`WideArgs::members`, at run time: one
+/// pipeline serves every team size): the members' sources are bindings
+/// 0..8 and their dests bindings 8..16, those past the team padding, so
+/// each vec4 of this PE's share is read from every source and written to
+/// every dest with plain vector accesses (no per-access PE switch or bounds
+/// check: the host bound exactly the objects).
 /// The edge vec4s of an object that does not fill them (one as far off
 /// 16-byte alignment in its sources and dests, `WideArgs::lead`, or a count
 /// that is not a multiple of 4 words) are written word by word, where
-/// `unit` stores edges. `None` for other kinds or too many members.
+/// `unit` stores edges. `None` for other kinds.
 pub fn wide_reduce_source(
     kind: &Kind,
     op: ReduceOp,
-    members: u32,
     workgroup: u32,
     unit: WideUnit,
 ) -> Option<String> {
-    if members == 0 || members > WIDE_REDUCE_MAX_MEMBERS || workgroup == 0 {
+    if workgroup == 0 {
         return None;
     }
     let (mut s, step) = wide_step(kind, op, unit)?;
-    wide_sources(&mut s, members, unit);
-    for j in 0..members {
+    let max = WIDE_REDUCE_MAX_MEMBERS;
+    wide_sources(&mut s, max, unit);
+    for j in 0..max {
         let _ = writeln!(
             s,
             "@group(1) @binding({}) var<storage, read_write> d_{j}: array<{}>;",
-            members + j,
+            max + j,
             unit.wgsl()
         );
     }
-    let body = wide_combine("s_0[a.s0 + i]", 1..members, &step);
-    let dests: Vec<String> = (0..members).map(|j| format!("d_{j}")).collect();
-    wide_body_and_tail(&mut s, &body, &dests, workgroup, unit);
+    let body = wide_combine("s_0[a.s0 + i]", 1..max, &step, true);
+    // Every member's dest; a branch the whole dispatch takes alike.
+    let dests: Vec<String> = (0..max).map(|j| format!("d_{j}")).collect();
+    wide_body_and_tail(&mut s, &body, &dests, workgroup, unit, Members::Guarded);
     Some(s)
 }
 
 /// The immediates of the wide kernels with [`WideArgs`], in WGSL.
-const WIDE_ARGS_WGSL: &str = "struct WideArgs { first: u32, end: u32, words: u32, s0: u32, d0: u32, per: u32, lead: u32 }\nvar<immediate> w: WideArgs;\n";
+const WIDE_ARGS_WGSL: &str = "struct WideArgs { first: u32, end: u32, words: u32, s0: u32, d0: u32, per: u32, lead: u32, members: u32 }\nvar<immediate> w: WideArgs;\n";
 
 /// Bindings `0..n`: the sources `s_0..s_{n-1}` of a wide reduction.
 fn wide_sources(s: &mut String, n: u32, unit: WideUnit) {
@@ -292,12 +330,27 @@ fn wide_sources(s: &mut String, n: u32, unit: WideUnit) {
 
 /// The body of a wide reduction's loop: `r`, the running result from
 /// `first` (a WGSL expression of `i`) combined by `step` with the sources
-/// `s_j` for `j` in `sources`.
-fn wide_combine(first: &str, sources: std::ops::Range<u32>, step: &WideStep) -> String {
+/// `s_j` for `j` in `sources` (where `guarded`, those below `a.members`
+/// only: a branch the whole dispatch takes alike).
+fn wide_combine(
+    first: &str,
+    sources: std::ops::Range<u32>,
+    step: &WideStep,
+    guarded: bool,
+) -> String {
     let mut body = format!("        var acc = {};\n", step.load(first));
     for j in sources {
         let x = step.load(&format!("s_{j}[a.s0 + i]"));
-        let _ = writeln!(body, "        {{ let x = {x}; acc = {}; }}", step.step);
+        let guard = if guarded {
+            format!("if {j}u < a.members ")
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            body,
+            "        {guard}{{ let x = {x}; acc = {}; }}",
+            step.step
+        );
     }
     let _ = writeln!(body, "        let r = {};", step.store("acc"));
     body
@@ -369,11 +422,18 @@ pub fn wide_accumulate_source(
         unit.wgsl()
     );
     let body = if accumulate {
-        wide_combine("d_0[a.d0 + i]", 0..sources, &step)
+        wide_combine("d_0[a.d0 + i]", 0..sources, &step, false)
     } else {
-        wide_combine("s_0[a.s0 + i]", 1..sources, &step)
+        wide_combine("s_0[a.s0 + i]", 1..sources, &step, false)
     };
-    wide_body_and_tail(&mut s, &body, &["d_0".to_string()], workgroup, unit);
+    wide_body_and_tail(
+        &mut s,
+        &body,
+        &["d_0".to_string()],
+        workgroup,
+        unit,
+        Members::All,
+    );
     Some(s)
 }
 
@@ -562,7 +622,7 @@ pub fn wide_copy_source(blocks: u32, workgroup: u32, unit: WideUnit) -> Option<S
             )
         })
         .collect();
-    wide_stores(&mut s, &stores, workgroup, unit);
+    wide_stores(&mut s, &stores, workgroup, unit, Members::All);
     Some(s)
 }
 
@@ -636,7 +696,7 @@ pub fn wide_push_source(dests: u32, workgroup: u32, unit: WideUnit) -> Option<St
     }
     let dests: Vec<String> = (0..dests).map(|j| format!("d_{j}")).collect();
     let body = "        let r = s[a.s0 + i];\n";
-    wide_body_and_tail(&mut s, body, &dests, workgroup, unit);
+    wide_body_and_tail(&mut s, body, &dests, workgroup, unit, Members::All);
     Some(s)
 }
 
@@ -663,49 +723,44 @@ mod tests {
     #[test]
     fn wide_reduce_kernels_for_every_kind() {
         let f32k = kind("f32").unwrap();
-        let s = wide_reduce_source(&f32k, ReduceOp::Sum, 3, HOST_WORKGROUP, U32).unwrap();
-        assert!(s.contains("@binding(5) var<storage, read_write> d_2"));
-        assert!(s.contains("let x = s_2[a.s0 + i]; acc = bitcast<vec4<u32>>(bitcast<vec4<f32>>(acc) + bitcast<vec4<f32>>(x));"));
-        assert!(wide_reduce_source(&f32k, ReduceOp::Xor, 3, HOST_WORKGROUP, U32).is_none());
+        let s = wide_reduce_source(&f32k, ReduceOp::Sum, HOST_WORKGROUP, U32).unwrap();
+        // Eight members' bindings; sources and dests past the first only
+        // below the run-time member count.
+        assert!(s.contains("@binding(10) var<storage, read_write> d_2"));
+        assert!(s.contains("@binding(15) var<storage, read_write> d_7"));
+        assert!(s.contains("if 2u < a.members { let x = s_2[a.s0 + i]; acc = bitcast<vec4<u32>>(bitcast<vec4<f32>>(acc) + bitcast<vec4<f32>>(x)); }"));
+        assert!(s.contains(
+            "        d_0[a.d0 + i] = r;\n        if 1u < a.members { d_1[a.d0 + i] = r; }"
+        ));
         assert!(
-            wide_reduce_source(&kind("i32").unwrap(), ReduceOp::Max, 9, HOST_WORKGROUP, U32)
-                .is_none()
+            s.contains("if 7u < a.members { if lo <= 3u && hi > 3u { d_7[a.d0 + i].w = r.w; } }")
         );
-        let s = wide_reduce_source(&kind("u32").unwrap(), ReduceOp::Xor, 1, HOST_WORKGROUP, U32)
-            .unwrap();
-        assert!(!s.contains("let x"));
+        assert!(wide_reduce_source(&f32k, ReduceOp::Xor, HOST_WORKGROUP, U32).is_none());
         // 8-byte kinds: two elements per vec4; sub-word kinds: lanes.
-        let s = wide_reduce_source(&kind("f64").unwrap(), ReduceOp::Max, 2, HOST_WORKGROUP, U32)
-            .unwrap();
+        let s =
+            wide_reduce_source(&kind("f64").unwrap(), ReduceOp::Max, HOST_WORKGROUP, U32).unwrap();
         assert!(s.contains("fn comb2") && s.contains("bitcast<f64>"));
-        let s = wide_reduce_source(&kind("i8").unwrap(), ReduceOp::Sum, 2, HOST_WORKGROUP, U32)
-            .unwrap();
+        let s =
+            wide_reduce_source(&kind("i8").unwrap(), ReduceOp::Sum, HOST_WORKGROUP, U32).unwrap();
         assert!(s.contains("0x7f7f7f7f") || s.contains("2139062143u"));
-        let s = wide_reduce_source(&kind("i16").unwrap(), ReduceOp::Min, 2, HOST_WORKGROUP, U32)
-            .unwrap();
+        let s =
+            wide_reduce_source(&kind("i16").unwrap(), ReduceOp::Min, HOST_WORKGROUP, U32).unwrap();
         assert!(s.contains("bitcast<i32>(a << 16u) >> 16u"));
-        let s = wide_reduce_source(&kind("u8").unwrap(), ReduceOp::And, 2, HOST_WORKGROUP, U32)
-            .unwrap();
+        let s =
+            wide_reduce_source(&kind("u8").unwrap(), ReduceOp::And, HOST_WORKGROUP, U32).unwrap();
         assert!(s.contains("acc = acc & x;") && !s.contains("comb1"));
         // Half-precision lanes go through f32, with no SWAR sum.
-        let s = wide_reduce_source(
-            &kind("bf16").unwrap(),
-            ReduceOp::Sum,
-            2,
-            HOST_WORKGROUP,
-            U32,
-        )
-        .unwrap();
+        let s =
+            wide_reduce_source(&kind("bf16").unwrap(), ReduceOp::Sum, HOST_WORKGROUP, U32).unwrap();
         assert!(s.contains("let c = x + y;") && s.contains("wide_bf16_bits(c.y) << 16u"));
         assert!(!s.contains("vks_"));
         assert!(
-            wide_reduce_source(&kind("f16").unwrap(), ReduceOp::Xor, 2, HOST_WORKGROUP, U32)
-                .is_none()
+            wide_reduce_source(&kind("f16").unwrap(), ReduceOp::Xor, HOST_WORKGROUP, U32).is_none()
         );
         // Every kind and op compiles (naga validates the WGSL).
         for k in KINDS.iter() {
             for op in ReduceOp::ALL {
-                if let Some(src) = wide_reduce_source(k, op, 3, HOST_WORKGROUP, U32) {
+                if let Some(src) = wide_reduce_source(k, op, HOST_WORKGROUP, U32) {
                     crate::compile_wgsl(&src, "wide")
                         .unwrap_or_else(|e| panic!("{} {op:?}: {e}\n{src}", k.name));
                 }
@@ -732,18 +787,12 @@ mod tests {
                 }
             }
         }
-        let s = wide_reduce_source(
-            &kind("bf16").unwrap(),
-            ReduceOp::Sum,
-            2,
-            HOST_WORKGROUP,
-            U32,
-        )
-        .unwrap();
+        let s =
+            wide_reduce_source(&kind("bf16").unwrap(), ReduceOp::Sum, HOST_WORKGROUP, U32).unwrap();
         // The immediates match WideArgs.
-        assert_eq!(std::mem::size_of::<WideArgs>(), 28);
+        assert_eq!(std::mem::size_of::<WideArgs>(), 32);
         assert!(s.contains(
-            "struct WideArgs { first: u32, end: u32, words: u32, s0: u32, d0: u32, per: u32, lead: u32 }"
+            "struct WideArgs { first: u32, end: u32, words: u32, s0: u32, d0: u32, per: u32, lead: u32, members: u32 }"
         ));
     }
 
@@ -792,8 +841,8 @@ mod tests {
         };
         for k in KINDS.iter() {
             for op in ReduceOp::ALL {
-                let wide = wide_reduce_source(k, op, 3, wg, U32);
-                let u64s = wide_reduce_source(k, op, 3, wg, U64);
+                let wide = wide_reduce_source(k, op, wg, U32);
+                let u64s = wide_reduce_source(k, op, wg, U64);
                 // The same kinds and operations in either unit.
                 assert_eq!(wide.is_some(), u64s.is_some(), "{} {op:?}", k.name);
                 let acc = wide_accumulate_source(k, op, 2, true, wg, U64);
@@ -805,15 +854,15 @@ mod tests {
             }
         }
         // 4-byte kinds unpack each unit into words and pack the result.
-        let s = wide_reduce_source(&kind("f32").unwrap(), ReduceOp::Sum, 3, wg, U64).unwrap();
+        let s = wide_reduce_source(&kind("f32").unwrap(), ReduceOp::Sum, wg, U64).unwrap();
         assert!(s.contains("let x = wide_unpack(s_2[a.s0 + i]); acc = bitcast<vec4<u32>>("));
         assert!(s.contains("var acc = wide_unpack(s_0[a.s0 + i]);"));
         assert!(s.contains("let r = wide_pack(acc);") && s.contains("d_2[a.d0 + i] = r;"));
         // 8-byte kinds and bitwise operations combine the units as loaded.
-        let s = wide_reduce_source(&kind("f64").unwrap(), ReduceOp::Max, 2, wg, U64).unwrap();
+        let s = wide_reduce_source(&kind("f64").unwrap(), ReduceOp::Max, wg, U64).unwrap();
         assert!(s.contains("vec2<u64>(comb8(acc.x, x.x), comb8(acc.y, x.y))"));
         assert!(!s.contains("wide_unpack") && !s.contains("fn comb2"));
-        let s = wide_reduce_source(&kind("u8").unwrap(), ReduceOp::Xor, 2, wg, U64).unwrap();
+        let s = wide_reduce_source(&kind("u8").unwrap(), ReduceOp::Xor, wg, U64).unwrap();
         assert!(s.contains("acc = acc ^ x;") && !s.contains("wide_unpack"));
         let s =
             wide_accumulate_source(&kind("i16").unwrap(), ReduceOp::Sum, 2, true, wg, U64).unwrap();
@@ -842,7 +891,7 @@ mod tests {
                 wide_copy_source(2, wg, U32),
                 wide_copy_words_source(2, wg),
                 wide_push_source(2, wg, U32),
-                wide_reduce_source(&f32k, ReduceOp::Sum, 2, wg, U32),
+                wide_reduce_source(&f32k, ReduceOp::Sum, wg, U32),
                 wide_accumulate_source(&f32k, ReduceOp::Sum, 2, true, wg, U32),
             ]
         };

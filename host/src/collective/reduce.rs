@@ -19,16 +19,17 @@ use crate::team::Team;
 use vkshmem_device::collectives::HostCollective;
 
 /// The kernels a reduction on a team of `s.size` launches: the wide f32 sum
-/// (gradients) and the generic f32 and i32 reductions; with `s.all`, every
-/// kind and operation the library has.
+/// (gradients; a team past the wide kernel's members chains other kernels)
+/// and the generic f32 and i32 reductions; with `s.all`, every kind and
+/// operation the library has.
 pub(crate) fn kernels(s: &KernelShape) -> Declared {
     let kind = |name| collectives::kind(name).expect("a kind of the table");
-    let wide_of = |kind, op| LibraryKernel::WideReduce {
-        kind,
-        op,
-        size: s.size,
-    };
-    let mut wide = vec![wide_of(kind("f32"), ReduceOp::Sum)];
+    let direct = s.size <= collectives::WIDE_REDUCE_MAX_MEMBERS;
+    let wide_of = |kind, op| LibraryKernel::WideReduce { kind, op };
+    let mut wide: Vec<_> = direct
+        .then(|| wide_of(kind("f32"), ReduceOp::Sum))
+        .into_iter()
+        .collect();
     let mut generic = ["f32", "i32"]
         .map(|k| LibraryKernel::Host(HostCollective::Reduce(kind(k))))
         .to_vec();
@@ -36,7 +37,7 @@ pub(crate) fn kernels(s: &KernelShape) -> Declared {
         let kinds = collectives::KINDS.iter();
         for k in kinds
             .clone()
-            .filter(|k| collectives::wide_kind_available(s.cfg, k))
+            .filter(|k| direct && collectives::wide_kind_available(s.cfg, k))
         {
             wide.extend(ReduceOp::ALL.map(|op| wide_of(*k, op)));
         }

@@ -30,8 +30,8 @@ pub(crate) enum LibraryKernel {
     WideCopyWords { blocks: u32, wg: u32 },
     /// The wide push to `dests` dests, in workgroups of `wg`.
     WidePush { dests: u32, wg: u32 },
-    /// The wide reduction of `size` members.
-    WideReduce { kind: Kind, op: ReduceOp, size: u32 },
+    /// The wide reduction over up to 8 members (their count an immediate).
+    WideReduce { kind: Kind, op: ReduceOp },
     /// A step of a chained wide reduction: `sources` sources folded into
     /// the dest (`accumulate`: onto its running result).
     WideAccumulate {
@@ -60,8 +60,8 @@ impl LibraryKernel {
             }
             LibraryKernel::WideCopy { blocks, .. } => format!("vkshmem_wide_copy_{blocks}"),
             LibraryKernel::WidePush { dests, .. } => format!("vkshmem_wide_push_{dests}"),
-            LibraryKernel::WideReduce { kind, op, size } => {
-                format!("vkshmem_wide_reduce_{}_{}_{size}", kind.name, op.name())
+            LibraryKernel::WideReduce { kind, op } => {
+                format!("vkshmem_wide_reduce_{}_{}", kind.name, op.name())
             }
             LibraryKernel::WideAccumulate {
                 kind,
@@ -90,8 +90,8 @@ impl LibraryKernel {
                 collectives::wide_copy_words_source(blocks, wg)
             }
             LibraryKernel::WidePush { dests, wg } => collectives::wide_push_source(dests, wg, unit),
-            LibraryKernel::WideReduce { kind, op, size } => {
-                collectives::wide_reduce_source(&kind, op, size, WIDE_REDUCE_WORKGROUP, unit)
+            LibraryKernel::WideReduce { kind, op } => {
+                collectives::wide_reduce_source(&kind, op, WIDE_REDUCE_WORKGROUP, unit)
             }
             LibraryKernel::WideAccumulate {
                 kind,
@@ -157,16 +157,11 @@ impl LibraryKernel {
                 wg,
             },
             Wide::Reduce => {
-                let mut parts = rest.splitn(3, '_');
-                let (k, op, n) = (parts.next()?, parts.next()?, parts.next()?);
+                let (k, op) = rest.split_once('_')?;
                 let kind =
                     collectives::kind(k).filter(|k| collectives::wide_kind_available(cfg, k))?;
                 let op = ReduceOp::ALL.into_iter().find(|o| o.name() == op)?;
-                LibraryKernel::WideReduce {
-                    kind,
-                    op,
-                    size: size(n)?,
-                }
+                LibraryKernel::WideReduce { kind, op }
             }
         };
         Some((k, unit))
@@ -275,7 +270,6 @@ mod tests {
             LibraryKernel::WideReduce {
                 kind: f32k,
                 op: ReduceOp::Max,
-                size: 4,
             },
         ];
         for k in kernels {

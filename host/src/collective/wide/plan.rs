@@ -338,6 +338,7 @@ pub(crate) fn push_plan(
             d0: ((dst - d.0) / 16) as u32,
             per: 0,
             lead: lead as u32,
+            members: 0,
         },
     })
 }

@@ -53,14 +53,11 @@ impl Runtime {
             let steps = self.accumulate_kernels(kind, op, &chained_groups(size), edges)?;
             return Ok(steps.map(|steps| (WideReduce::Chained(steps), sp)));
         }
-        if library + 2 * size as u64 > most {
+        // Every team size binds the kernel's 8 members' windows.
+        if library + 2 * WIDE_REDUCE_MAX_MEMBERS as u64 > most {
             return Ok(None);
         }
-        let k = LibraryKernel::WideReduce {
-            kind: *kind,
-            op,
-            size,
-        };
+        let k = LibraryKernel::WideReduce { kind: *kind, op };
         let k = self.wide_kernel(k, edges)?;
         Ok(k.map(|k| (WideReduce::Direct(k), sp)))
     }
@@ -109,16 +106,28 @@ impl Runtime {
         }
         // Each launch's shape for the windows it walks.
         let vecs = loop_vecs(p.args.first, p.args.end, p.args.words);
-        let launch = |k: &WideKernel, w: Vec<HeapWindow>| {
-            let groups = self.wide_groups(vecs, w.len(), WIDE_REDUCE_WORKGROUP);
-            wide_launches(k, groups, w, p.args, vecs)
+        // `streams`: the windows the launch walks (not its padding).
+        let launch = |k: &WideKernel, w: Vec<HeapWindow>, args: WideArgs, streams: usize| {
+            let groups = self.wide_groups(vecs, streams, WIDE_REDUCE_WORKGROUP);
+            wide_launches(k, groups, w, args, vecs)
         };
         let steps = match w {
             WideReduce::Direct(k) => {
-                let w: Vec<HeapWindow> = windows(m.shape.members(), p.src)
-                    .chain(windows(m.shape.members(), p.dst))
+                // The kernel binds 8 members' sources and dests: those past
+                // the team repeat its first member's, and it touches them not.
+                let size = m.shape.size;
+                let padded = || {
+                    let members = m.shape.members().collect::<Vec<_>>();
+                    (0..WIDE_REDUCE_MAX_MEMBERS).map(move |i| members[i.min(size - 1) as usize])
+                };
+                let w: Vec<HeapWindow> = windows(padded(), p.src)
+                    .chain(windows(padded(), p.dst))
                     .collect();
-                return Ok(vec![Step::Wide(launch(k, w)?)]);
+                let args = WideArgs {
+                    members: size,
+                    ..p.args
+                };
+                return Ok(vec![Step::Wide(launch(k, w, args, 2 * size as usize)?)]);
             }
             WideReduce::Chained(steps) => steps,
         };
@@ -135,7 +144,8 @@ impl Runtime {
         {
             let mut w: Vec<HeapWindow> = windows(group.iter().copied(), p.src).collect();
             w.push(own);
-            part.push(Step::Wide(launch(k, w)?));
+            let streams = w.len();
+            part.push(Step::Wide(launch(k, w, p.args, streams)?));
         }
         // Then the share from the member's dest into the others' (only this
         // member writes that share of any dest).
@@ -259,6 +269,7 @@ impl Runtime {
                 d0: ((d / 16 * 16 - dw.0) / 16) as u32,
                 per: 0,
                 lead: lead as u32,
+                members: 0,
             };
             let vecs = loop_vecs(args.first, args.end, args.words);
             let mut part = Vec::new();
