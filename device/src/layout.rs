@@ -393,6 +393,11 @@ pub const BATCH_WORD: u32 = PROXY_RING_WORD + PROXY_SLOTS * ProxyEntry::WORDS;
 /// Words of one batch entry (`QueueArgs`).
 pub const BATCH_ENTRY_WORDS: u32 = 8;
 
+// The fixed areas follow one another without overlap.
+const _: () = assert!(PROXY_RING_WORD >= DIRECT_WORD + DIRECT_WORDS);
+const _: () = assert!(BATCH_WORD >= PROXY_RING_WORD + PROXY_SLOTS * ProxyEntry::WORDS);
+const _: () = assert!(TEAM_FLAGS_WORD >= BATCH_WORD + BATCH_CALLS * BATCH_ENTRY_WORDS);
+
 /// Bytes of the control region for a job of `n_pes` PEs.
 pub fn control_bytes(n_pes: u32) -> u64 {
     (ll_word(n_pes) as u64 + (MAX_TEAMS * 2 * n_pes * LL_SLOT_WORDS) as u64) * 4
@@ -599,9 +604,6 @@ mod tests {
     fn landing_slots_and_batch_area_are_disjoint_and_inside() {
         for n in [1, 2, 3, 8, 64] {
             let first = ll_slot_word(n, 0, 0, 0);
-            assert!(PROXY_RING_WORD >= DIRECT_WORD + DIRECT_WORDS);
-            assert!(BATCH_WORD >= PROXY_RING_WORD + PROXY_SLOTS * ProxyEntry::WORDS);
-            assert!(TEAM_FLAGS_WORD >= BATCH_WORD + BATCH_CALLS * BATCH_ENTRY_WORDS);
             assert!(host_counts_word(n) >= team_flags_word(MAX_TEAMS - 1, n) + n);
             assert!(first >= host_counts_word(n) + n);
             let last = ll_slot_word(n, MAX_TEAMS - 1, 1, n - 1) + LL_SLOT_WORDS;
