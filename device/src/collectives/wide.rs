@@ -307,7 +307,7 @@ pub fn wide_reduce_source(
             unit.wgsl()
         );
     }
-    let body = wide_combine("s_0[a.s0 + i]", 1..max, &step, true);
+    let body = wide_combine("s_0[a.s0 + i]", 1..max, &step, Some(1));
     // Every member's dest; a branch the whole dispatch takes alike.
     let dests: Vec<String> = (0..max).map(|j| format!("d_{j}")).collect();
     wide_body_and_tail(&mut s, &body, &dests, workgroup, unit, Members::Guarded);
@@ -330,21 +330,20 @@ fn wide_sources(s: &mut String, n: u32, unit: WideUnit) {
 
 /// The body of a wide reduction's loop: `r`, the running result from
 /// `first` (a WGSL expression of `i`) combined by `step` with the sources
-/// `s_j` for `j` in `sources` (where `guarded`, those below `a.members`
-/// only: a branch the whole dispatch takes alike).
+/// `s_j` for `j` in `sources` (from `guarded_from` on, those below
+/// `a.members` only: a branch the whole dispatch takes alike).
 fn wide_combine(
     first: &str,
     sources: std::ops::Range<u32>,
     step: &WideStep,
-    guarded: bool,
+    guarded_from: Option<u32>,
 ) -> String {
     let mut body = format!("        var acc = {};\n", step.load(first));
     for j in sources {
         let x = step.load(&format!("s_{j}[a.s0 + i]"));
-        let guard = if guarded {
-            format!("if {j}u < a.members ")
-        } else {
-            String::new()
+        let guard = match guarded_from {
+            Some(g) if j >= g => format!("if {j}u < a.members "),
+            _ => String::new(),
         };
         let _ = writeln!(
             body,
@@ -397,34 +396,37 @@ fn wide_pack(v: vec4<u32>) -> vec2<u64> {
 ";
 
 /// One step of a host reduction over more than [`WIDE_REDUCE_MAX_MEMBERS`]
-/// members (a team too large to bind every member at once): this PE's share of
-/// `sources` members' sources (bindings 0..sources) is combined into this PE's
-/// dest (binding `sources`), with the dest's running result first when
-/// `accumulate` (the later groups), without it for the first group. The caller
-/// then pushes the share to the other members' dests ([`wide_push_source`]).
-/// Immediates and tail as [`wide_reduce_source`]. `None` where that is.
+/// members (a team too large to bind every member at once), or of a UCC
+/// fold: this PE's share of up to 8 members' sources (bindings 0..8, the
+/// group's size `WideArgs::members` at run time, the bindings past it
+/// padding) is combined into this PE's dest (binding 8), with the dest's
+/// running result first when `accumulate` (the later groups), without it
+/// for the first group. The caller then pushes the share to the other
+/// members' dests ([`wide_push_source`]). Immediates and tail as
+/// [`wide_reduce_source`]. `None` where that is.
 pub fn wide_accumulate_source(
     kind: &Kind,
     op: ReduceOp,
-    sources: u32,
     accumulate: bool,
     workgroup: u32,
     unit: WideUnit,
 ) -> Option<String> {
-    if sources == 0 || sources > WIDE_REDUCE_MAX_MEMBERS || workgroup == 0 {
+    if workgroup == 0 {
         return None;
     }
     let (mut s, step) = wide_step(kind, op, unit)?;
-    wide_sources(&mut s, sources, unit);
+    let max = WIDE_REDUCE_MAX_MEMBERS;
+    wide_sources(&mut s, max, unit);
     let _ = writeln!(
         s,
-        "@group(1) @binding({sources}) var<storage, read_write> d_0: array<{}>;",
+        "@group(1) @binding({max}) var<storage, read_write> d_0: array<{}>;",
         unit.wgsl()
     );
+    // Source 0 always (a group has a member), the others below the count.
     let body = if accumulate {
-        wide_combine("d_0[a.d0 + i]", 0..sources, &step, false)
+        wide_combine("d_0[a.d0 + i]", 0..max, &step, Some(1))
     } else {
-        wide_combine("s_0[a.s0 + i]", 1..sources, &step, false)
+        wide_combine("s_0[a.s0 + i]", 1..max, &step, Some(1))
     };
     wide_body_and_tail(
         &mut s,
@@ -768,20 +770,19 @@ mod tests {
         }
         // The steps of a team too large for one launch: the first group
         // without the dest, the later ones from it; every kind compiles.
-        let s =
-            wide_accumulate_source(&f32k, ReduceOp::Sum, 3, false, HOST_WORKGROUP, U32).unwrap();
-        assert!(s.contains("@binding(3) var<storage, read_write> d_0"));
+        // Eight sources bound, those past the first below the group's size.
+        let s = wide_accumulate_source(&f32k, ReduceOp::Sum, false, HOST_WORKGROUP, U32).unwrap();
+        assert!(s.contains("@binding(8) var<storage, read_write> d_0"));
         assert!(s.contains("var acc = s_0[a.s0 + i];") && !s.contains("d_1"));
+        assert!(s.contains("if 1u < a.members { let x = s_1[a.s0 + i];"));
         assert!(s.contains("d_0[a.d0 + i] = r;"));
-        let s = wide_accumulate_source(&f32k, ReduceOp::Sum, 8, true, HOST_WORKGROUP, U32).unwrap();
+        let s = wide_accumulate_source(&f32k, ReduceOp::Sum, true, HOST_WORKGROUP, U32).unwrap();
         assert!(s.contains("var acc = d_0[a.d0 + i];"));
-        assert!(s.contains("let x = s_0[a.s0 + i];") && s.contains("let x = s_7[a.s0 + i];"));
-        assert!(
-            wide_accumulate_source(&f32k, ReduceOp::Sum, 9, true, HOST_WORKGROUP, U32).is_none()
-        );
+        assert!(s.contains("        { let x = s_0[a.s0 + i];"));
+        assert!(s.contains("if 7u < a.members { let x = s_7[a.s0 + i];"));
         for k in KINDS.iter() {
             for op in ReduceOp::ALL {
-                if let Some(src) = wide_accumulate_source(k, op, 2, true, HOST_WORKGROUP, U32) {
+                if let Some(src) = wide_accumulate_source(k, op, true, HOST_WORKGROUP, U32) {
                     crate::compile_wgsl(&src, "wide_acc")
                         .unwrap_or_else(|e| panic!("{} {op:?}: {e}\n{src}", k.name));
                 }
@@ -845,7 +846,7 @@ mod tests {
                 let u64s = wide_reduce_source(k, op, wg, U64);
                 // The same kinds and operations in either unit.
                 assert_eq!(wide.is_some(), u64s.is_some(), "{} {op:?}", k.name);
-                let acc = wide_accumulate_source(k, op, 2, true, wg, U64);
+                let acc = wide_accumulate_source(k, op, true, wg, U64);
                 for src in u64s.into_iter().chain(acc) {
                     no_edges(&src);
                     crate::compile_wgsl(&src, "wide_u64")
@@ -865,7 +866,7 @@ mod tests {
         let s = wide_reduce_source(&kind("u8").unwrap(), ReduceOp::Xor, wg, U64).unwrap();
         assert!(s.contains("acc = acc ^ x;") && !s.contains("wide_unpack"));
         let s =
-            wide_accumulate_source(&kind("i16").unwrap(), ReduceOp::Sum, 2, true, wg, U64).unwrap();
+            wide_accumulate_source(&kind("i16").unwrap(), ReduceOp::Sum, true, wg, U64).unwrap();
         assert!(s.contains("var acc = wide_unpack(d_0[a.d0 + i]);"));
         // Copies and pushes: the same loop and indices as in vec4<u32>.
         for n in 1..=WIDE_REDUCE_MAX_MEMBERS {
@@ -892,7 +893,7 @@ mod tests {
                 wide_copy_words_source(2, wg),
                 wide_push_source(2, wg, U32),
                 wide_reduce_source(&f32k, ReduceOp::Sum, wg, U32),
-                wide_accumulate_source(&f32k, ReduceOp::Sum, 2, true, wg, U32),
+                wide_accumulate_source(&f32k, ReduceOp::Sum, true, wg, U32),
             ]
         };
         for src in sources(WIDE_WORKGROUP_GPU) {

@@ -32,12 +32,12 @@ pub(crate) enum LibraryKernel {
     WidePush { dests: u32, wg: u32 },
     /// The wide reduction over up to 8 members (their count an immediate).
     WideReduce { kind: Kind, op: ReduceOp },
-    /// A step of a chained wide reduction: `sources` sources folded into
-    /// the dest (`accumulate`: onto its running result).
+    /// A step of a chained wide reduction: up to 8 sources (their count an
+    /// immediate) folded into the dest (`accumulate`: onto its running
+    /// result).
     WideAccumulate {
         kind: Kind,
         op: ReduceOp,
-        sources: u32,
         accumulate: bool,
     },
 }
@@ -66,10 +66,9 @@ impl LibraryKernel {
             LibraryKernel::WideAccumulate {
                 kind,
                 op,
-                sources,
                 accumulate,
             } => format!(
-                "vkshmem_wide_acc_{}_{}_{sources}_{}",
+                "vkshmem_wide_acc_{}_{}_{}",
                 kind.name,
                 op.name(),
                 if accumulate { "acc" } else { "first" }
@@ -96,12 +95,10 @@ impl LibraryKernel {
             LibraryKernel::WideAccumulate {
                 kind,
                 op,
-                sources,
                 accumulate,
             } => collectives::wide_accumulate_source(
                 &kind,
                 op,
-                sources,
                 accumulate,
                 WIDE_REDUCE_WORKGROUP,
                 unit,
@@ -291,12 +288,11 @@ mod tests {
         let acc = LibraryKernel::WideAccumulate {
             kind: f32k,
             op: ReduceOp::Sum,
-            sources: 8,
             accumulate: true,
         };
         assert_eq!(
             acc.name(WideUnit::Vec2U64),
-            "vkshmem_wide_acc_f32_sum_8_acc_u64"
+            "vkshmem_wide_acc_f32_sum_acc_u64"
         );
         assert_eq!(
             LibraryKernel::parse(&acc.name(WideUnit::Vec4U32), &test_library(), 64),

@@ -142,10 +142,13 @@ impl Runtime {
             .iter()
             .zip(order.chunks(WIDE_REDUCE_MAX_MEMBERS as usize))
         {
-            let mut w: Vec<HeapWindow> = windows(group.iter().copied(), p.src).collect();
+            let mut w = padded(windows(group.iter().copied(), p.src).collect());
             w.push(own);
-            let streams = w.len();
-            part.push(Step::Wide(launch(k, w, p.args, streams)?));
+            let args = WideArgs {
+                members: group.len() as u32,
+                ..p.args
+            };
+            part.push(Step::Wide(launch(k, w, args, group.len() + 1)?));
         }
         // Then the share from the member's dest into the others' (only this
         // member writes that share of any dest).
@@ -164,7 +167,8 @@ impl Runtime {
 
     /// The `wide_accumulate_source` kernels of a chained reduction, one per
     /// group of `groups` sources (the first without the dest's running
-    /// result, the later ones onto it); `None` where `kind` or `op` has none.
+    /// result, the later ones onto it; each group's size an immediate,
+    /// `WideArgs::members`); `None` where `kind` or `op` has none.
     fn accumulate_kernels(
         &self,
         kind: &Kind,
@@ -173,13 +177,11 @@ impl Runtime {
         edges: bool,
     ) -> Result<Option<Vec<WideKernel>>> {
         let mut kernels = Vec::new();
-        for (g, &sources) in groups.iter().enumerate() {
-            let accumulate = g > 0;
+        for g in 0..groups.len() {
             let k = LibraryKernel::WideAccumulate {
                 kind: *kind,
                 op,
-                sources,
-                accumulate,
+                accumulate: g > 0,
             };
             let Some(k) = self.wide_kernel(k, edges)? else {
                 return Ok(None);
@@ -229,7 +231,8 @@ impl Runtime {
         }
         let max = WIDE_REDUCE_MAX_MEMBERS as usize;
         let library = self.library_config()?.binding_count() as u64;
-        if library + pes.len().min(max) as u64 + 1 > info.max_storage_buffers_per_stage as u64 {
+        // Every step binds 8 sources' windows (padded) and the dest.
+        if library + max as u64 + 1 > info.max_storage_buffers_per_stage as u64 {
             return Ok(None);
         }
         let edges = has_edges(dest, bytes);
@@ -274,17 +277,33 @@ impl Runtime {
             let vecs = loop_vecs(args.first, args.end, args.words);
             let mut part = Vec::new();
             for ((k, group), wins) in kernels.iter().zip(pes.chunks(max)).zip(sw.chunks(max)) {
-                let w: Vec<HeapWindow> = group
-                    .iter()
-                    .zip(wins)
-                    .map(|(&pe, &win)| heap_window(pe, win))
-                    .chain([heap_window(to, dw)])
-                    .collect();
-                let groups = self.wide_groups(vecs, w.len(), WIDE_REDUCE_WORKGROUP);
+                let mut w = padded(
+                    group
+                        .iter()
+                        .zip(wins)
+                        .map(|(&pe, &win)| heap_window(pe, win))
+                        .collect(),
+                );
+                w.push(heap_window(to, dw));
+                let args = WideArgs {
+                    members: group.len() as u32,
+                    ..args
+                };
+                let groups = self.wide_groups(vecs, group.len() + 1, WIDE_REDUCE_WORKGROUP);
                 part.push(Step::Wide(wide_launches(k, groups, w, args, vecs)?));
             }
             parts.push(part);
         }
         Ok(Some(crate::collective::part::side_by_side(parts)))
     }
+}
+
+/// A group's source windows padded to the [`WIDE_REDUCE_MAX_MEMBERS`] that
+/// every wide accumulation binds, with its first (which the kernel reads
+/// only below `WideArgs::members`).
+fn padded(mut w: Vec<HeapWindow>) -> Vec<HeapWindow> {
+    if let Some(&first) = w.first() {
+        w.resize(WIDE_REDUCE_MAX_MEMBERS as usize, first);
+    }
+    w
 }
