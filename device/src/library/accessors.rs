@@ -306,9 +306,9 @@ mod tests {
         }
 ";
         assert!(load.starts_with(head), "{load}");
-        assert!(load.contains("                default: { return vks_w_7_1[i]; }"));
+        assert!(load.contains("                default: { return vks_w_3_1[i]; }"));
         assert!(load.ends_with("        default: {}\n    }\n    return u32();"));
-        assert!(!src.contains("vks_a_8_0"));
+        assert!(!src.contains("vks_a_4_0"));
         // With a proxy the same access becomes a ring request; the direct-only
         // accessors (vks_d_*) keep raising.
         let c = crate::LibraryConfig { proxy: true, ..c };

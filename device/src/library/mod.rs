@@ -1,5 +1,5 @@
 //! Generates the WGSL device library for a device: one text serves every
-//! job on it (up to `MIN_SLOTS` PEs; larger spans bind more slots).
+//! job on it whose slot span rounds to one power of two.
 //!
 //! The library is two parts: a generated part (this module: the shape's
 //! constants, the heap bindings, the accessors that pick a peer's binding, and the typed
@@ -13,7 +13,7 @@
 //! # How device code reaches the heaps
 //!
 //! One storage-buffer binding per (slot, chunk) in descriptor set 0, for a
-//! fixed number of slots (`LibraryConfig::slots`): PE `p`'s heap is cut into
+//! power of two of slots (`LibraryConfig::slots`): PE `p`'s heap is cut into
 //! chunks of at most `maxStorageBufferRange` bytes (lavapipe: 128 MiB);
 //! bindings are numbered from 0 in (slot, chunk) order, where PE `p`'s slot
 //! is `(p - my_pe) mod k` (this PE's heap is slot 0; `k` is the job's PEs, or
@@ -81,8 +81,8 @@ pub fn library_source_for(cfg: &LibraryConfig, uses: Option<&str>) -> String {
     // The job's values (this PE's number, the PE count, the heap's size, the
     // slot span and which slots are reached directly) are read from this
     // PE's control region, never compiled in: the text depends only on the
-    // device and `cfg`'s shape, so one pipeline per kernel serves every job
-    // of a device (`vkshmem_host::vk::compile_turn` keys it by its SPIR-V).
+    // device and `cfg`'s shape, so one pipeline per kernel serves the jobs
+    // of a device whose spans round alike (`vkshmem_host::vk::compile_turn` keys it by its SPIR-V).
     s.push_str(MY_PE_SOURCE);
     let _ = writeln!(s, "const VKS_SLOTS: u32 = {}u;", cfg.slots);
     s.push_str(&layout::wgsl());

@@ -558,8 +558,8 @@ fn job_view_of(heap: &SymmetricHeap, pe: u32, npes: u32) -> vkshmem_device::JobV
 
 /// The device library's shape on `gpu` for a PE that reaches `job` (see
 /// [`Context::library_config`](crate::Context::library_config)): the same
-/// on every job of up to `vkshmem_device::MIN_SLOTS` PEs with heaps in one
-/// binding, so their kernels share pipelines.
+/// on every job whose slot span rounds to one power of two, with heaps in
+/// one binding, so their kernels share pipelines.
 fn library_config_for(
     gpu: &Gpu,
     job: &vkshmem_device::JobView,
