@@ -224,11 +224,17 @@ pub struct HeapBinding {
     pub direct: bool,
 }
 
+/// The largest power of two a binding of at most `max_binding_bytes` covers:
+/// the chunk of a heap in several.
+fn chunk_bytes_within(max_binding_bytes: u64) -> u64 {
+    1u64 << (63 - max_binding_bytes.max(4).leading_zeros())
+}
+
 impl LibraryConfig {
     /// Bytes per chunk where a heap takes several ([`LibraryConfig::chunks`]
     /// > 1): the largest power of two a binding can cover.
     pub fn chunk_bytes(&self) -> u64 {
-        1u64 << (63 - self.max_binding_bytes.max(4).leading_zeros())
+        chunk_bytes_within(self.max_binding_bytes)
     }
 
     /// log2 of the words per chunk (meaningful when there are several chunks).
@@ -257,8 +263,8 @@ impl JobView {
         if self.heap_bytes <= max_binding_bytes {
             1
         } else {
-            let cb = 1u64 << (63 - max_binding_bytes.max(4).leading_zeros());
-            self.heap_bytes.div_ceil(cb) as u32
+            self.heap_bytes
+                .div_ceil(chunk_bytes_within(max_binding_bytes)) as u32
         }
     }
 
