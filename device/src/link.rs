@@ -11,7 +11,7 @@ use std::collections::HashSet;
 
 use naga::{AddressSpace, Block, Function, Handle, Module, Statement};
 
-use crate::library::{library_source_for, LibraryConfig, LIBRARY_SET, USER_SET};
+use crate::library::{heap_binding, library_source_for, LibraryConfig, LIBRARY_SET, USER_SET};
 use crate::pass::{self, PassReport};
 use crate::CompileError;
 
@@ -35,6 +35,12 @@ pub struct LinkedKernel {
     pub entry: String,
     /// The user's buffers, by binding number (0..n, no gaps).
     pub user_bindings: Vec<UserBinding>,
+    /// Bindings of set [`LIBRARY_SET`] the kernel uses: one past the highest
+    /// library binding left after unused code is removed (0: it calls no
+    /// library function). Its pipeline's set 0 has this many, so a kernel
+    /// that touches only this PE's heap (binding 0) is one pipeline whatever
+    /// the library's slot count.
+    pub library_bindings: u32,
     /// Bytes of immediates (push constants) the kernel declares.
     pub immediate_bytes: u32,
     /// The entry point's workgroup size.
@@ -304,6 +310,14 @@ fn link_with(
     drop(info);
     naga::compact::compact(&mut module, naga::compact::KeepUnused::No);
     module.entry_points.retain(|e| e.name != KEEP_ALIVE);
+    let library_bindings = module
+        .global_variables
+        .iter()
+        .filter_map(|(_, v)| v.binding.as_ref())
+        .filter(|b| b.group == LIBRARY_SET)
+        .map(|b| heap_binding(b.binding) + 1)
+        .max()
+        .unwrap_or(0);
     let info = naga::valid::Validator::new(
         naga::valid::ValidationFlags::all(),
         naga::valid::Capabilities::all(),
@@ -327,6 +341,7 @@ fn link_with(
         spirv,
         entry,
         user_bindings,
+        library_bindings,
         immediate_bytes,
         workgroup_size,
         waits_on_peers,
@@ -470,6 +485,40 @@ fn main(@builtin(local_invocation_index) li: u32) {
         assert!(k.report.volatiles >= 1, "{:?}", k.report);
         assert_eq!(k.report.fences, 1);
         assert!(k.report.unbounded_loops >= 3, "{:?}", k.report);
+    }
+
+    /// Set 0 holds the library bindings a kernel uses: all of them for a
+    /// barrier (it signals every slot), this PE's own heap (slot 0's chunks)
+    /// where only the loop check reads the control region, none for a kernel that
+    /// calls nothing. The last two are one text, so one pipeline, for every
+    /// slot count.
+    #[test]
+    fn set_0_holds_the_library_bindings_used() {
+        let barrier = link_kernel(
+            USER.replace("inp[li] > 0.0", "1u").as_str(),
+            "b",
+            None,
+            &cfg(),
+        );
+        assert_eq!(barrier.unwrap().library_bindings, 16);
+        let plain = "@group(1) @binding(0) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_index) li: u32) { out[li] = li; }
+";
+        for loop_cap in [false, true] {
+            let at = |slots| {
+                let c = LibraryConfig {
+                    slots,
+                    loop_cap,
+                    ..cfg()
+                };
+                link_kernel(plain, "plain", None, &c).unwrap()
+            };
+            let (two, eight) = (at(2), at(8));
+            let own = if loop_cap { cfg().chunks } else { 0 };
+            assert_eq!((two.library_bindings, eight.library_bindings), (own, own));
+            assert_eq!(two.spirv, eight.spirv, "loop_cap {loop_cap}");
+        }
     }
 
     /// The pruned library links every kernel as the whole one did: the same

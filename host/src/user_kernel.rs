@@ -335,7 +335,7 @@ impl Runtime {
             let n = batch_len(
                 pool,
                 rest.iter()
-                    .map(|it| library_of(it).len() + it.buffers.len()),
+                    .map(|it| it.kernel.library_set(library_of(it)).len() + it.buffers.len()),
             );
             let (chunk, after) = rest.split_at(n);
             rest = after;
@@ -346,7 +346,7 @@ impl Runtime {
             let sets: Vec<[&[Window]; 2]> = chunk
                 .iter()
                 .zip(&user)
-                .map(|(it, u)| [library_of(it), &u[..]])
+                .map(|(it, u)| [it.kernel.library_set(library_of(it)), &u[..]])
                 .collect();
             let dispatches: Vec<Dispatch<'_>> = chunk
                 .iter()
@@ -510,7 +510,7 @@ impl Runtime {
             }
             throttle.as_mut().map(|t| t.tick())
         };
-        let sets: [&[Window]; 2] = [&library, &user];
+        let sets: [&[Window]; 2] = [kernel.library_set(&library), &user];
         let one = [Dispatch {
             kernel: &kernel.kernel,
             groups,

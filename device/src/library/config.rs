@@ -19,6 +19,13 @@ pub const QUAD_VIEW_OFFSET: u32 = 2000;
 /// pass, like the plain view).
 pub const VEC4_VIEW_OFFSET: u32 = 3000;
 
+/// The binding a library heap view declared at `declared` lands on after the
+/// pass (every view offset is a multiple of [`PLAIN_VIEW_OFFSET`], and the
+/// library never binds that many).
+pub fn heap_binding(declared: u32) -> u32 {
+    declared % PLAIN_VIEW_OFFSET
+}
+
 /// Invocations of a SIMD row on llvmpipe (8 of 32 bits on 256-bit vectors),
 /// which runs a workgroup's rows one after another: the device forms' vec4
 /// loops (`vec4_pieces`), the host wide kernels and the bench roofline's

@@ -52,7 +52,7 @@ mod waits;
 use accessors::{accessor, ACCESSORS, ACCESSORS_64};
 use api::{typed, TYPES};
 pub use config::{
-    vec4_unit, HeapBinding, JobView, LibraryConfig, PeSet, CAPPED_DELAY_STEPS,
+    heap_binding, vec4_unit, HeapBinding, JobView, LibraryConfig, PeSet, CAPPED_DELAY_STEPS,
     CAPPED_POLLS_PER_ITERATION, LIBRARY_SET, MIN_SLOTS, NO_SLOT, PLAIN_VIEW_OFFSET,
     QUAD_VIEW_OFFSET, ROW_LANES, USER_SET, VEC4_VIEW_OFFSET,
 };

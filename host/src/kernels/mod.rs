@@ -150,10 +150,19 @@ impl DeviceKernel {
         Ok(k)
     }
 
-    /// The bindings of set 0 (the library's, for `cfg`) and set 1 (the
-    /// kernel's own).
+    /// The bindings of set 0 (the library's that the kernel uses: a prefix
+    /// of `cfg`'s, so that a kernel that reaches no peer's heap keys one
+    /// pipeline whatever the library's slot count) and set 1 (the kernel's
+    /// own).
     fn set_sizes(cfg: &LibraryConfig, linked: &LinkedKernel) -> [u32; 2] {
-        [cfg.binding_count(), linked.user_bindings.len() as u32]
+        debug_assert!(linked.library_bindings <= cfg.binding_count());
+        [linked.library_bindings, linked.user_bindings.len() as u32]
+    }
+
+    /// The part of the library's windows `all` (every binding of set 0, in
+    /// binding order) that this kernel's set 0 binds.
+    pub(crate) fn library_set<'a>(&self, all: &'a [Window]) -> &'a [Window] {
+        &all[..(self.kernel.sets()[0] as usize).min(all.len())]
     }
 
     /// Builds the pipeline of `linked` with `sets` bindings in set 0 (the
@@ -207,7 +216,7 @@ impl DeviceKernel {
         let item = Dispatch {
             kernel: &self.kernel,
             groups: [0, 0, 0],
-            sets: &[library, &user],
+            sets: &[self.library_set(library), &user],
             push: &immediates,
             barrier: false,
         };

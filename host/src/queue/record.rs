@@ -189,7 +189,7 @@ impl Runtime {
                 .library_kernel(&call.name(form), || call.source(form))?
                 .ok_or_else(|| Error::InvalidArgument(format!("{name}: no such reduction")))?;
             Ok(Step {
-                sets: kernel.kernel.fixed_sets(&windows)?,
+                sets: kernel.kernel.fixed_sets(kernel.library_set(&windows))?,
                 kernel,
                 push: bytemuck::bytes_of(args).to_vec(),
                 groups: 1,
@@ -217,7 +217,7 @@ impl Runtime {
                 vec![
                     sync,
                     Step {
-                        sets: kernel.kernel.fixed_sets(&windows)?,
+                        sets: kernel.kernel.fixed_sets(kernel.library_set(&windows))?,
                         kernel,
                         push: bytemuck::bytes_of(&hargs).to_vec(),
                         groups,
