@@ -2477,14 +2477,14 @@ fn a_device_error_in_a_queued_collective_is_reported_at_wait() {
     );
 }
 
-/// A wgpu program (examples/wgpu: a wgpu compute pass writes the gradients
-/// into a symmetric buffer wrapped as a wgpu buffer, vkshmem sums them on
-/// wgpu's own Vulkan device) on 1, 2 and 3 PEs.
+/// A wgpu program on vkshmem-wgpu (wgpu/examples: a wgpu compute pass writes
+/// the gradients into a symmetric buffer, vkshmem sums them on wgpu's own
+/// Vulkan device, posted after the pass) on 1 to 4 PEs.
 #[test]
 fn a_wgpu_program_reduces_what_its_compute_pass_wrote() {
     let _one = one_spinning_job();
     let prog = program("wgpu_allreduce");
-    for n in ["1", "2", "3"] {
+    for n in ["1", "2", "3", "4"] {
         let r = vkshmrun(&["-n", n, &prog], Duration::from_secs(300));
         assert_eq!(r.code, Some(0), "{n} PEs:\n{}\n{}", r.stdout, r.stderr);
         assert!(r.stdout.contains("wgpu_allreduce: ok"), "{}", r.stdout);

@@ -39,4 +39,13 @@ impl Context {
     pub fn calloc<T: bytemuck::Pod>(&self, len: usize) -> Result<SymBuffer<T>> {
         self.rt.calloc(len)
     }
+
+    /// [`Context::align`](crate::Context::align) with every element zero on
+    /// every PE on return, as [`Context::calloc`](crate::Context::calloc).
+    ///
+    /// # Errors
+    /// As [`Context::align`](crate::Context::align); Vulkan errors from zeroing the block.
+    pub fn align_zeroed<T: bytemuck::Pod>(&self, align: u64, len: usize) -> Result<SymBuffer<T>> {
+        self.rt.align_zeroed(align, len)
+    }
 }

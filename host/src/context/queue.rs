@@ -3,6 +3,7 @@
 
 use crate::error::Result;
 use crate::queue::{Collective, Persistent, Queued, Request};
+use crate::symbuf::RawBuffer;
 use crate::team::Team;
 use crate::vk::record::SemaphorePoint;
 use ash::vk;
@@ -30,6 +31,15 @@ impl Context {
     /// here, under [`Context::with_queue`](crate::Context::with_queue) (the context submits to it too).
     pub fn queue(&self) -> vk::Queue {
         self.rt.queue()
+    }
+
+    /// This PE's whole symmetric heap on this device as one Vulkan buffer
+    /// (its block: the control region first, then the allocations, each at
+    /// its [`SymBuffer::offset`](crate::SymBuffer::offset)): what a program
+    /// that binds many allocations wraps once, as a wgpu buffer for
+    /// example. It lives as long as the context.
+    pub fn heap_vk_buffer(&self) -> RawBuffer {
+        self.rt.heap_vk_buffer()
     }
 
     /// Runs `f` with this context's queue, holding the lock under which the

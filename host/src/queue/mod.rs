@@ -150,4 +150,16 @@ impl Runtime {
         let q = self.gpu.queue.lock().unwrap_or_else(|p| p.into_inner());
         f(*q)
     }
+
+    pub(crate) fn heap_vk_buffer(&self) -> crate::symbuf::RawBuffer {
+        crate::symbuf::RawBuffer {
+            buffer: self
+                .heap
+                .block(self.my_pe())
+                .expect("a PE always reaches its own heap")
+                .buffer,
+            offset: 0,
+            bytes: self.heap_size(),
+        }
+    }
 }

@@ -95,7 +95,15 @@ impl Runtime {
     }
 
     pub(crate) fn calloc<T: bytemuck::Pod>(self: &Arc<Self>, len: usize) -> Result<SymBuffer<T>> {
-        let buf = self.malloc::<T>(len)?;
+        self.align_zeroed(std::mem::align_of::<T>() as u64, len)
+    }
+
+    pub(crate) fn align_zeroed<T: bytemuck::Pod>(
+        self: &Arc<Self>,
+        align: u64,
+        len: usize,
+    ) -> Result<SymBuffer<T>> {
+        let buf = self.align::<T>(align, len)?;
         let rounded = lock(&self.alloc)
             .allocation_len(buf.offset())
             .expect("just allocated");
