@@ -176,6 +176,20 @@ impl Shmem {
         Ok(buf.inner.as_slice())
     }
 
+    /// Elements `range` of `buf` as a slice for vkshmem's calls on this
+    /// context.
+    ///
+    /// # Errors
+    /// As [`Shmem::slice`]; [`Error::Shmem`] for a range past the buffer.
+    pub fn slice_range<'a, T: Pod>(
+        &self,
+        buf: &'a SymBuffer<T>,
+        range: std::ops::Range<usize>,
+    ) -> Result<vkshmem::SymSlice<'a, T>> {
+        self.slice(buf)?;
+        Ok(buf.inner.slice(range)?)
+    }
+
     /// Starts `coll` over `team` on the queue, after every command buffer
     /// submitted before (and the writes `write_buffer` staged), and returns
     /// at once; work submitted after it sees its result. Every member posts
