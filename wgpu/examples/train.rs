@@ -327,21 +327,35 @@ fn sample(r: u32, step: u32) -> u32 {{ return (step * BATCH + LO + r) % SAMPLES;
 ",
             args.batch, args.lr
         );
-        use wgpu::BindingResource as R;
         let buf = wgpu::Buffer::as_entire_binding;
+        let (xs, ys, st) = (
+            ("x", "f32", buf(&x)),
+            ("y", "u32", buf(&y)),
+            ("state", "u32", buf(&state)),
+        );
+        let (z, d, h) = (
+            ("z1", "f32", buf(&z1)),
+            ("dl", "f32", buf(&dl)),
+            ("dz", "f32", buf(&dz)),
+        );
+        let (loss, p) = (
+            ("lossb", "f32", buf(&lossb)),
+            ("p", "f32", params.binding()),
+        );
+        let g = ("g", "f32", grads.binding());
         let mut passes = vec![
             pass(
                 shmem,
                 &consts,
                 FORWARD,
                 &[
-                    buf(&x),
-                    buf(&y),
-                    params.binding(),
-                    buf(&z1),
-                    buf(&dl),
-                    buf(&state),
-                    buf(&lossb),
+                    xs.clone(),
+                    ys,
+                    p.clone(),
+                    z.clone(),
+                    d.clone(),
+                    st.clone(),
+                    loss.clone(),
                 ],
                 rows,
             ),
@@ -349,49 +363,30 @@ fn sample(r: u32, step: u32) -> u32 {{ return (step * BATCH + LO + r) % SAMPLES;
                 shmem,
                 &consts,
                 HIDDEN,
-                &[params.binding(), buf(&z1), buf(&dl), buf(&dz)],
+                &[p.clone(), z.clone(), d.clone(), h.clone()],
                 rows * H as u32,
             ),
             pass(
                 shmem,
                 &consts,
                 GRADS,
-                &[
-                    buf(&x),
-                    buf(&state),
-                    buf(&z1),
-                    buf(&dl),
-                    buf(&dz),
-                    buf(&lossb),
-                    grads.binding(),
-                ],
+                &[xs, st.clone(), z, d, h, loss, g.clone()],
                 P as u32 + 1,
             ),
         ];
-        let update_src = match &half {
-            None => UPDATE_F32,
-            Some((g16, _)) => {
-                passes.push(pass(
-                    shmem,
-                    &consts,
-                    PACK,
-                    &[grads.binding(), g16.binding()],
-                    P as u32 / 2,
-                ));
-                UPDATE_BF16
+        let sum: Bind<'_> = match &half {
+            None => ("g", "f32", gsum.binding()),
+            Some((g16, s16)) => {
+                let packed = ("h", "u32", g16.binding());
+                passes.push(pass(shmem, &consts, PACK, &[g, packed], P as u32 / 2));
+                ("g", "u32", s16.binding())
             }
         };
-        let sum_binding: R<'_> = match &half {
-            None => gsum.binding(),
-            Some((_, s16)) => s16.binding(),
-        };
-        let update = pass(
-            shmem,
-            &consts,
-            update_src,
-            &[params.binding(), sum_binding, buf(&state)],
-            P as u32,
+        let update = format!(
+            "{}{UPDATE}",
+            if half.is_some() { GRAD_BF16 } else { GRAD_F32 }
         );
+        let update = pass(shmem, &consts, &update, &[p, sum, st], P as u32);
         Ok(Model {
             params,
             grads,
@@ -457,21 +452,11 @@ fn sample(r: u32, step: u32) -> u32 {{ return (step * BATCH + LO + r) % SAMPLES;
     }
 
     fn free(self) -> anyhow::Result<()> {
-        let Model {
-            params,
-            grads,
-            gsum,
-            half,
-            passes,
-            update,
-            _buffers,
-        } = self;
-        drop((passes, update, _buffers));
-        if let Some((a, b)) = half {
+        if let Some((a, b)) = self.half {
             a.free()?;
             b.free()?;
         }
-        for b in [params, grads, gsum] {
+        for b in [self.params, self.grads, self.gsum] {
             b.free()?;
         }
         Ok(())
@@ -492,19 +477,20 @@ impl WaitAll for Vec<vkshmem_wgpu::Request<'_>> {
     }
 }
 
-/// A pass of `body` (WGSL after the constants, its bindings numbered in
-/// the order of `bindings`) over `threads` threads.
-fn pass(
-    shmem: &Shmem,
-    consts: &str,
-    body: &str,
-    bindings: &[wgpu::BindingResource<'_>],
-    threads: u32,
-) -> Pass {
+/// A pass of `body` (WGSL after the constants) over `threads` threads, with
+/// `binds` declared as its bindings 0, 1, ... in that order.
+fn pass(shmem: &Shmem, consts: &str, body: &str, binds: &[Bind<'_>], threads: u32) -> Pass {
     let device = shmem.device();
+    let decls: String = binds
+        .iter()
+        .enumerate()
+        .map(|(i, (name, ty, _))| {
+            format!("@group(0) @binding({i}) var<storage, read_write> {name}: array<{ty}>;\n")
+        })
+        .collect();
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
         label: None,
-        source: wgpu::ShaderSource::Wgsl(format!("{consts}{body}").into()),
+        source: wgpu::ShaderSource::Wgsl(format!("{consts}{decls}{body}").into()),
     });
     let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
         label: None,
@@ -514,10 +500,10 @@ fn pass(
         compilation_options: Default::default(),
         cache: None,
     });
-    let entries: Vec<wgpu::BindGroupEntry<'_>> = bindings
+    let entries: Vec<wgpu::BindGroupEntry<'_>> = binds
         .iter()
         .enumerate()
-        .map(|(i, r)| wgpu::BindGroupEntry {
+        .map(|(i, (_, _, r))| wgpu::BindGroupEntry {
             binding: i as u32,
             resource: r.clone(),
         })
@@ -534,6 +520,9 @@ fn pass(
     }
 }
 
+/// A pass's binding: its WGSL name, element type and resource.
+type Bind<'a> = (&'static str, &'static str, wgpu::BindingResource<'a>);
+
 /// `passes` in one command buffer, one compute pass each (wgpu orders them).
 fn encode(shmem: &Shmem, passes: &[Pass]) -> wgpu::CommandBuffer {
     let mut enc = shmem.device().create_command_encoder(&Default::default());
@@ -549,13 +538,6 @@ fn encode(shmem: &Shmem, passes: &[Pass]) -> wgpu::CommandBuffer {
 /// Per local row: the hidden pre-activations, the logits' gradient of the
 /// mean loss (softmax minus the label, over the global batch) and the loss.
 const FORWARD: &str = "
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read> y: array<u32>;
-@group(0) @binding(2) var<storage, read_write> p: array<f32>;
-@group(0) @binding(3) var<storage, read_write> z1: array<f32>;
-@group(0) @binding(4) var<storage, read_write> dl: array<f32>;
-@group(0) @binding(5) var<storage, read_write> state: array<u32>;
-@group(0) @binding(6) var<storage, read_write> lossb: array<f32>;
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     let r = id.x;
@@ -587,10 +569,6 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
 
 /// Per (local row, hidden unit): the pre-activation's gradient.
 const HIDDEN: &str = "
-@group(0) @binding(0) var<storage, read_write> p: array<f32>;
-@group(0) @binding(1) var<storage, read_write> z1: array<f32>;
-@group(0) @binding(2) var<storage, read_write> dl: array<f32>;
-@group(0) @binding(3) var<storage, read_write> dz: array<f32>;
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     let i = id.x;
@@ -608,13 +586,6 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
 /// Per parameter: its gradient summed over this PE's rows; slot P holds
 /// this PE's share of the mean loss (the allreduce sums it too).
 const GRADS: &str = "
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read_write> state: array<u32>;
-@group(0) @binding(2) var<storage, read_write> z1: array<f32>;
-@group(0) @binding(3) var<storage, read_write> dl: array<f32>;
-@group(0) @binding(4) var<storage, read_write> dz: array<f32>;
-@group(0) @binding(5) var<storage, read_write> lossb: array<f32>;
-@group(0) @binding(6) var<storage, read_write> g: array<f32>;
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     let i = id.x;
@@ -643,8 +614,6 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
 /// Per pair of parameters: the f32 gradients rounded to bf16 (to nearest,
 /// ties to even), two to a word.
 const PACK: &str = "
-@group(0) @binding(0) var<storage, read_write> g: array<f32>;
-@group(0) @binding(1) var<storage, read_write> h: array<u32>;
 fn bf16(v: f32) -> u32 {
     let b = bitcast<u32>(v);
     return (b + 0x7fffu + ((b >> 16u) & 1u)) >> 16u;
@@ -657,35 +626,27 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
 }
 ";
 
-/// Per parameter: one SGD step on the summed gradient; thread 0 counts the step.
-const UPDATE_F32: &str = "
-@group(0) @binding(0) var<storage, read_write> p: array<f32>;
-@group(0) @binding(1) var<storage, read_write> g: array<f32>;
-@group(0) @binding(2) var<storage, read_write> state: array<u32>;
+/// Per parameter: one SGD step on the summed gradient (`grad(i)`, which
+/// the gradient's form defines); thread 0 counts the step.
+const UPDATE: &str = "
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     let i = id.x;
     if i == 0u { state[0] += 1u; }
     if i >= P { return; }
-    p[i] -= LR * g[i];
+    p[i] -= LR * grad(i);
 }
 ";
 
-/// As UPDATE_F32, the summed gradient in bf16.
-const UPDATE_BF16: &str = "
-@group(0) @binding(0) var<storage, read_write> p: array<f32>;
-@group(0) @binding(1) var<storage, read_write> h: array<u32>;
-@group(0) @binding(2) var<storage, read_write> state: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) id: vec3<u32>) {
-    let i = id.x;
-    if i == 0u { state[0] += 1u; }
-    if i >= P { return; }
-    let w = h[i / 2u];
-    let bits = select(w & 0xffffu, w >> 16u, (i & 1u) == 1u);
-    p[i] -= LR * bitcast<f32>(bits << 16u);
-}
-";
+/// `grad(i)` of f32 sums.
+const GRAD_F32: &str = "fn grad(i: u32) -> f32 { return g[i]; }";
+
+/// `grad(i)` of bf16 sums, two to a word.
+const GRAD_BF16: &str = "
+fn grad(i: u32) -> f32 {
+    let w = g[i / 2u];
+    return bitcast<f32>(select(w & 0xffffu, w >> 16u, (i & 1u) == 1u) << 16u);
+}";
 
 /// The loss per step, this run's against the one-PE reference's.
 fn plot(
