@@ -134,6 +134,7 @@ impl App {
             queue_index: 0,
             enabled: caps,
             external_memory_host: false,
+            driver_threads: None,
         };
         Ok((
             App {

@@ -94,9 +94,9 @@ pub use vkshmem_host::rma;
 pub use vkshmem_host::trace;
 pub use vkshmem_host::{
     ash, half, ActiveSet, BitwiseReduce, Collective, Context, DeviceCaps, DeviceInfo, DeviceKernel,
-    Error, HeapWindow, Kernel, Persistent, Phase, PhaseStat, Queued, RawBuffer, Reduce, ReduceOp,
-    Request, Result, SymBuffer, SymSlice, Team, TeamConfig, TeamShape, Transport, UserBinding,
-    UserDevice, MAX_DEVICE_BYTE,
+    Error, HeapWindow, Kernel, Member, Persistent, Phase, PhaseStat, Queued, RawBuffer, Reduce,
+    ReduceOp, Request, Result, SymBuffer, SymSlice, Team, TeamConfig, TeamShape, ThreadPe,
+    Transport, UserBinding, UserDevice, MAX_DEVICE_BYTE,
 };
 
 /// Joins the job: see [`Context::init`].
@@ -151,6 +151,23 @@ where
 {
     log_to_stderr();
     vkshmem_host::run_threads(npes, body)
+}
+
+/// [`run_threads`] where each thread joins with `join`, for PEs on devices
+/// the program opens (a wgpu device per thread, say): see
+/// [`vkshmem_host::run_threads_joining`]. Logs as [`init`] does.
+///
+/// # Errors
+/// As [`vkshmem_host::run_threads`].
+pub fn run_threads_joining<S, T, J, F>(npes: u32, join: J, body: F) -> Result<Vec<T>>
+where
+    S: ThreadPe,
+    T: Send,
+    J: Fn(&Member) -> std::result::Result<S, vkshmem_host::threads::PeError> + Sync,
+    F: Fn(&S) -> std::result::Result<T, vkshmem_host::threads::PeError> + Sync,
+{
+    log_to_stderr();
+    vkshmem_host::run_threads_joining(npes, join, body)
 }
 
 fn log_to_stderr() {

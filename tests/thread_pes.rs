@@ -104,6 +104,22 @@ fn the_threads_example_checks_every_family() {
 
 /// Thirty seconds of random collectives, host, device and queued, on 4
 /// PEs as threads.
+/// wgpu's training example (wgpu/examples/train.rs) with its PEs as
+/// threads, each on its own wgpu device: the same checks as under vkshmrun
+/// (parameters alike on every PE each step, within tolerance of one PE).
+#[test]
+fn training_on_wgpu_holds_with_pes_as_threads() {
+    let _one = one_job();
+    for n in ["2", "4"] {
+        let r = run_ok(
+            "train",
+            &["--threads", n, "--steps", "30", "--timed-steps", "0"],
+            Duration::from_secs(300),
+        );
+        assert!(r.stdout.contains("train: ok"), "{n} threads: {}", r.stdout);
+    }
+}
+
 #[test]
 fn thread_pes_soak_for_30_seconds() {
     let _one = one_job();

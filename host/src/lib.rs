@@ -50,7 +50,7 @@ pub use phases::{Phase, PhaseStat};
 pub use queue::{Collective, Persistent, Queued, Request};
 pub use symbuf::{RawBuffer, SymBuffer, SymSlice, MAX_DEVICE_BYTE};
 pub use team::{Team, TeamConfig, TeamShape};
-pub use threads::run_threads;
+pub use threads::{run_threads, run_threads_joining, Member, ThreadPe};
 pub use transport::Transport;
 pub use vk::kernel::Kernel;
 pub use vk::UserDevice;

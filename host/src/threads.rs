@@ -73,9 +73,80 @@ where
     T: Send,
     F: Fn(&Context) -> std::result::Result<T, PeError> + Sync,
 {
+    run_threads_joining(npes, |m| Ok(m.join()?), body)
+}
+
+/// A thread-PE's place in its job, for [`run_threads_joining`]'s `join`: it
+/// joins on vkshmem's own device ([`Member::join`]) or the program's
+/// ([`Member::join_on_device`]).
+#[derive(Debug)]
+pub struct Member {
+    job: JobEnv,
+}
+
+impl Member {
+    /// This PE's number.
+    pub fn pe(&self) -> u32 {
+        self.job.pe
+    }
+
+    /// Joins on a device of vkshmem's own, as [`run_threads`]' PEs do.
+    ///
+    /// # Errors
+    /// As [`Context::init`].
+    pub fn join(&self) -> Result<Context> {
+        Context::init_as(&self.job)
+    }
+
+    /// Joins on a device the program opened for this thread, as
+    /// [`Context::init_on_device`] does for a process. On lavapipe, give
+    /// the threads its driver started ([`crate::UserDevice::driver_threads`]):
+    /// the other thread-PEs are not its.
+    ///
+    /// # Safety
+    /// As [`Context::init_on_device`].
+    ///
+    /// # Errors
+    /// As [`Context::init_on_device`].
+    pub unsafe fn join_on_device(&self, dev: crate::vk::UserDevice) -> Result<Context> {
+        // SAFETY: the caller's guarantee.
+        unsafe { Context::init_on_device_as(dev, &self.job) }
+    }
+}
+
+/// What a thread-PE holds: its context, or a value built around one (a
+/// wgpu device and its context, say), left collectively at the end.
+pub trait ThreadPe {
+    /// Leaves the job (collective), as [`Context::finalize`].
+    ///
+    /// # Errors
+    /// As [`Context::finalize`].
+    fn finalize(self) -> std::result::Result<(), PeError>;
+}
+
+impl ThreadPe for Context {
+    fn finalize(self) -> std::result::Result<(), PeError> {
+        Ok(Context::finalize(self)?)
+    }
+}
+
+/// [`run_threads`] where each thread joins with `join` (given its
+/// [`Member`]), which makes the PE's value `S` that `body` runs on: for PEs
+/// on devices the program opens itself. Failures go as in [`run_threads`]:
+/// a `join`, `body` or finalize that fails fails the job before `S` drops.
+///
+/// # Errors
+/// As [`run_threads`].
+pub fn run_threads_joining<S, T, J, F>(npes: u32, join: J, body: F) -> Result<Vec<T>>
+where
+    S: ThreadPe,
+    T: Send,
+    J: Fn(&Member) -> std::result::Result<S, PeError> + Sync,
+    F: Fn(&S) -> std::result::Result<T, PeError> + Sync,
+{
     let timeout = config::wait_timeout(config::env)?;
     let server = Arc::new(Server::start_with_timeout(npes, timeout)?);
-    let body = &body;
+    let (join, body) = (&join, &body);
     let results: Vec<Option<T>> = thread::scope(|s| {
         let handles: Vec<_> = (0..npes)
             .map(|pe| {
@@ -85,7 +156,7 @@ where
                 // thread starts inherit its name.
                 thread::Builder::new()
                     .name(format!("pe-{pe}"))
-                    .spawn_scoped(s, move || run_pe(&server, pe, npes, body))
+                    .spawn_scoped(s, move || run_pe(&server, pe, npes, join, body))
             })
             .collect();
         handles
@@ -124,27 +195,35 @@ where
 }
 
 /// One PE's thread: join, run, finalize; `None` after failing the job
-/// (through `server`, before the context drops) or hearing it failed.
-fn run_pe<T, F>(server: &Server, pe: u32, npes: u32, body: &F) -> Option<T>
+/// (through `server`, before the PE's value drops) or hearing it failed.
+fn run_pe<S, T, J, F>(server: &Server, pe: u32, npes: u32, join: &J, body: &F) -> Option<T>
 where
-    F: Fn(&Context) -> std::result::Result<T, PeError>,
+    S: ThreadPe,
+    J: Fn(&Member) -> std::result::Result<S, PeError>,
+    F: Fn(&S) -> std::result::Result<T, PeError>,
 {
-    let job = JobEnv {
-        pe,
-        npes,
-        bootstrap: Some((server.endpoint().to_string(), server.secret().to_vec())),
+    let member = Member {
+        job: JobEnv {
+            pe,
+            npes,
+            bootstrap: Some((server.endpoint().to_string(), server.secret().to_vec())),
+        },
     };
-    let ctx = match Context::init_as(&job) {
-        Ok(ctx) => ctx,
-        Err(e) => {
+    let state = match catch_unwind(AssertUnwindSafe(|| join(&member))) {
+        Ok(Ok(state)) => state,
+        Ok(Err(e)) => {
             server.fail(pe, &format!("could not join the job: {e}"));
+            return None;
+        }
+        Err(panic) => {
+            server.fail(pe, &format!("panicked joining: {}", panic_message(&*panic)));
             return None;
         }
     };
     // A PE that heard of another's failure fails too; the endpoint keeps
     // the first failure only, so the blame stays with that one.
-    let how = match catch_unwind(AssertUnwindSafe(|| body(&ctx))) {
-        Ok(Ok(v)) => match ctx.finalize() {
+    let how = match catch_unwind(AssertUnwindSafe(|| body(&state))) {
+        Ok(Ok(v)) => match state.finalize() {
             Ok(()) => return Some(v),
             Err(e) => format!("could not finalize: {e}"),
         },

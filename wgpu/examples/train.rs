@@ -13,6 +13,7 @@
 //! ```text
 //! cargo build --release -p vkshmrun -p vkshmem-wgpu --bins --examples
 //! target/release/vkshmrun -n 4 target/release/examples/train --plot loss.png
+//! target/release/examples/train --threads 4    # PEs as threads of one process
 //! ```
 
 use std::time::Instant;
@@ -55,6 +56,10 @@ struct Args {
     /// Steps of the timed run (0: none).
     #[arg(long, default_value_t = 20)]
     timed_steps: u32,
+    /// Run the job as this many PEs, threads of this process (not under
+    /// vkshmrun).
+    #[arg(long)]
+    threads: Option<u32>,
     /// Write the loss curve, this run's against the one-PE reference, as a PNG.
     #[arg(long)]
     plot: Option<std::path::PathBuf>,
@@ -66,16 +71,29 @@ fn main() -> anyhow::Result<()> {
         args.steps > 0 && args.batch > 0,
         "--steps and --batch must be positive"
     );
+    if let Some(n) = args.threads {
+        // A job of `n` thread-PEs in this process, each on its own device.
+        let body = |shmem: &Shmem| Ok(train(shmem, &args)?);
+        vkshmem_wgpu::run_threads(n, &Default::default(), body)?;
+        return Ok(());
+    }
     let shmem = Shmem::open(&vkshmem_wgpu::vulkan_adapter()?, &Default::default())?;
+    train(&shmem, &args)?;
+    shmem.finalize()?;
+    Ok(())
+}
+
+/// Trains, checks and reports on this PE.
+fn train(shmem: &Shmem, args: &Args) -> anyhow::Result<()> {
     let (me, npes) = (shmem.my_pe(), shmem.n_pes());
     let data = Data::new();
     let init = initial_params();
-    let model = Model::new(&shmem, &args, &data, &init)?;
+    let model = Model::new(shmem, args, &data, &init)?;
 
     // The checked run: every step's parameters compared across PEs.
     let mut losses = Vec::with_capacity(args.steps as usize);
     for _ in 0..args.steps {
-        model.step(&shmem)?.wait()?;
+        model.step(shmem)?.wait()?;
         shmem.wait_idle()?;
         let params = model.params.to_vec()?;
         let hash = fnv(bytemuck::cast_slice(&params));
@@ -91,7 +109,7 @@ fn main() -> anyhow::Result<()> {
     let params = model.params.to_vec()?;
 
     // The reference: one PE, the whole batch, f64.
-    let (want, want_losses) = reference(&data, &init, &args);
+    let (want, want_losses) = reference(&data, &init, args);
     let worst = params
         .iter()
         .zip(&want)
@@ -114,7 +132,7 @@ fn main() -> anyhow::Result<()> {
     );
 
     let timing = if args.timed_steps > 0 {
-        Some(model.time(&shmem, args.timed_steps)?)
+        Some(model.time(shmem, args.timed_steps)?)
     } else {
         None
     };
@@ -122,7 +140,6 @@ fn main() -> anyhow::Result<()> {
         plot(path, &losses, &want_losses, npes, args.bf16)?;
     }
     model.free()?;
-    shmem.finalize()?;
     if me == 0 {
         if let Some((step, reduce)) = timing {
             println!(

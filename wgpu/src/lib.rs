@@ -88,7 +88,44 @@ impl Shmem {
     /// [`Error::Unsupported`] when it lacks `desc`'s features or limits;
     /// wgpu's errors opening the device; vkshmem's joining the job.
     pub fn open(adapter: &wgpu::Adapter, desc: &wgpu::DeviceDescriptor<'_>) -> Result<Shmem> {
-        let open::Opened { device, queue, ctx } = open::open(adapter, desc)?;
+        Shmem::open_with(adapter, desc, open::Join::Process)
+    }
+
+    /// Opens a wgpu device as `desc` asks on wgpu's default Vulkan adapter,
+    /// of an instance of its own, and joins as the thread-PE `member` of a
+    /// job of threads ([`run_threads`] gives it). Thread-PEs open one at a
+    /// time, so that on lavapipe each knows its driver's threads (the ones
+    /// its device waits nap; the other PEs' must run meanwhile).
+    ///
+    /// # Errors
+    /// As [`vulkan_adapter`] and [`Shmem::open`].
+    pub fn open_as(desc: &wgpu::DeviceDescriptor<'_>, member: &vkshmem::Member) -> Result<Shmem> {
+        static OPENING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let opened = {
+            let _one = OPENING
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let before = open::thread_ids();
+            let adapter = vulkan_adapter()?;
+            let join = open::Join::Thread(member, before);
+            // Joining waits for the other PEs, which open after this one:
+            // only the device's opening is in the lock.
+            open::open_device(&adapter, desc).map(|d| (d, join))
+        };
+        let (device, join) = opened?;
+        Shmem::finish(open::join(device, desc, join)?)
+    }
+
+    fn open_with(
+        adapter: &wgpu::Adapter,
+        desc: &wgpu::DeviceDescriptor<'_>,
+        join: open::Join<'_>,
+    ) -> Result<Shmem> {
+        Shmem::finish(open::open(adapter, desc, join)?)
+    }
+
+    fn finish(opened: open::Opened) -> Result<Shmem> {
+        let open::Opened { device, queue, ctx } = opened;
         let heap = heap_buffer(&device, &ctx);
         Ok(Shmem {
             ctx,
@@ -224,6 +261,30 @@ impl Shmem {
         let Shmem { ctx, .. } = self;
         Ok(ctx.finalize()?)
     }
+}
+
+impl vkshmem::ThreadPe for Shmem {
+    fn finalize(self) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        Ok(Shmem::finalize(self)?)
+    }
+}
+
+/// Runs a job of `npes` PEs as threads of this process, each on its own
+/// wgpu device opened as `desc` asks ([`Shmem::open_as`]), and returns each
+/// PE's value, by PE: `vkshmem::run_threads` on wgpu devices. A PE that
+/// fails fails the job, as there.
+///
+/// # Errors
+/// As `vkshmem::run_threads`.
+pub fn run_threads<T, F>(npes: u32, desc: &wgpu::DeviceDescriptor<'_>, body: F) -> Result<Vec<T>>
+where
+    T: Send,
+    F: Fn(&Shmem) -> std::result::Result<T, Box<dyn std::error::Error + Send + Sync>> + Sync,
+{
+    let join = |m: &vkshmem::Member| -> std::result::Result<Shmem, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(Shmem::open_as(desc, m)?)
+    };
+    Ok(vkshmem::run_threads_joining(npes, join, body)?)
 }
 
 /// wgpu's default adapter among the Vulkan ones (every PE takes the same;

@@ -18,9 +18,29 @@ pub(crate) struct Opened {
     pub ctx: vkshmem::Context,
 }
 
+/// How a PE joins: as this process's PE, or as a thread-PE of a job of
+/// threads, whose driver's threads are those that appeared while its
+/// instance and device opened.
+pub(crate) enum Join<'a> {
+    Process,
+    Thread(&'a vkshmem::Member, Vec<i32>),
+}
+
 /// Opens `desc` on `adapter` with vkshmem's extension added, and starts
-/// vkshmem (joins the job) on the device and queue wgpu uses.
-pub(crate) fn open(adapter: &wgpu::Adapter, desc: &wgpu::DeviceDescriptor<'_>) -> Result<Opened> {
+/// vkshmem (joins the job as `how` says) on the device and queue wgpu uses.
+pub(crate) fn open(
+    adapter: &wgpu::Adapter,
+    desc: &wgpu::DeviceDescriptor<'_>,
+    how: Join<'_>,
+) -> Result<Opened> {
+    join(open_device(adapter, desc)?, desc, how)
+}
+
+/// Opens `desc` on `adapter` with vkshmem's extension added.
+pub(crate) fn open_device(
+    adapter: &wgpu::Adapter,
+    desc: &wgpu::DeviceDescriptor<'_>,
+) -> Result<(wgpu::Device, wgpu::Queue)> {
     let info = adapter.get_info();
     if info.backend != wgpu::Backend::Vulkan {
         return Err(not_vulkan(&info));
@@ -75,15 +95,32 @@ pub(crate) fn open(adapter: &wgpu::Adapter, desc: &wgpu::DeviceDescriptor<'_>) -
     // SAFETY: `open` came from this adapter's hal adapter, with
     // `desc.required_features` (wgpu: "desc.features must be a subset of
     // hal_device's supported features").
-    let (device, queue) = unsafe { adapter.create_device_from_hal(open, desc)? };
-    let user = user_device(&device, desc.required_features)?;
+    Ok(unsafe { adapter.create_device_from_hal(open, desc)? })
+}
+
+/// Starts vkshmem on wgpu's `device` (opened by [`open_device`] for `desc`),
+/// joining the job as `how` says.
+pub(crate) fn join(
+    (device, queue): (wgpu::Device, wgpu::Queue),
+    desc: &wgpu::DeviceDescriptor<'_>,
+    how: Join<'_>,
+) -> Result<Opened> {
+    let mut user = user_device(&device, desc.required_features)?;
     // SAFETY: the handles are wgpu's device's, which outlives the context:
     // every value of this crate that holds the context (or a symmetric
     // buffer, which holds it too) holds a clone of `device` after it, and
     // the heap buffer's drop callback, which holds one too, runs before
     // wgpu destroys the device. The device was created with
     // VK_KHR_external_memory_fd and the features `user.enabled` names.
-    let ctx = unsafe { vkshmem::init_on_device(user)? };
+    let ctx = unsafe {
+        match how {
+            Join::Process => vkshmem::init_on_device(user)?,
+            Join::Thread(member, before) => {
+                user.driver_threads = Some(threads_since(&before, member.pe()));
+                member.join_on_device(user)?
+            }
+        }
+    };
     Ok(Opened { device, queue, ctx })
 }
 
@@ -137,5 +174,35 @@ fn user_device(device: &wgpu::Device, features: wgpu::Features) -> Result<vkshme
         queue_index: hal.queue_index(),
         enabled,
         external_memory_host: false,
+        driver_threads: None,
     })
+}
+
+/// This process's thread ids.
+pub(crate) fn thread_ids() -> Vec<i32> {
+    let mut v: Vec<i32> = std::fs::read_dir("/proc/self/task")
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort_unstable();
+    v
+}
+
+/// The threads that exist now and not in `before` (sorted), but those of
+/// other thread-PEs (a thread inherits its creator's name: another PE's
+/// driver threads are named `pe-N` for its N).
+fn threads_since(before: &[i32], me: u32) -> Vec<i32> {
+    let mine = format!("pe-{me}");
+    thread_ids()
+        .into_iter()
+        .filter(|t| before.binary_search(t).is_err())
+        .filter(|t| {
+            let name =
+                std::fs::read_to_string(format!("/proc/self/task/{t}/comm")).unwrap_or_default();
+            let name = name.trim_end();
+            name == mine || !name.starts_with("pe-")
+        })
+        .collect()
 }

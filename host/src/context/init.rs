@@ -62,6 +62,19 @@ impl Context {
         join(|_, cache| unsafe { Gpu::adopt(&dev, cache) }, None)
     }
 
+    /// [`Context::init_on_device`] as PE `job.pe` of a job of threads
+    /// ([`crate::threads::Member::join_on_device`]).
+    ///
+    /// # Safety
+    /// As [`Context::init_on_device`].
+    pub(crate) unsafe fn init_on_device_as(
+        dev: UserDevice,
+        job: &crate::config::JobEnv,
+    ) -> Result<Context> {
+        // SAFETY: the caller's guarantee.
+        join(|_, cache| unsafe { Gpu::adopt(&dev, cache) }, Some(job))
+    }
+
     /// Leaves the job (collective): a barrier, then a clean goodbye to the
     /// endpoint. Dropping the last handle without calling this says goodbye too
     /// (without the barrier). Symmetric buffers still alive keep their memory but can

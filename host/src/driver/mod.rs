@@ -28,7 +28,8 @@ pub struct DriverSettings {
 /// PEs as threads open one each), so that on llvmpipe the threads that
 /// appear meanwhile are this device's driver's: the ones its wait throttle
 /// naps. A device the program made before (not [`Gpu::owned`]) started its
-/// threads earlier: every thread but vkshmem's may be one of them.
+/// threads earlier: those the program names
+/// ([`Gpu::given_driver_threads`]), else every thread but vkshmem's.
 pub fn open(open: impl FnOnce() -> Result<Gpu>) -> Result<(Gpu, DriverThreads)> {
     static OPENING: Mutex<()> = Mutex::new(());
     let _one = crate::lock::lock(&OPENING);
@@ -38,7 +39,12 @@ pub fn open(open: impl FnOnce() -> Result<Gpu>) -> Result<(Gpu, DriverThreads)> 
     let threads = match (gpu.info.is_llvmpipe(), gpu.owned()) {
         (false, _) => DriverThreads::default(),
         (true, true) => DriverThreads::new(throttle::driver_threads_since(&before)),
-        (true, false) => DriverThreads::new(throttle::driver_threads_by_name()),
+        (true, false) => DriverThreads::new(match gpu.given_driver_threads() {
+            // Never vkshmem's own threads (another thread-PE's, started
+            // while the program opened this device).
+            Some(t) => t.iter().copied().filter(|&t| !throttle::ours(t)).collect(),
+            None => throttle::driver_threads_by_name(),
+        }),
     };
     if gpu.info.is_llvmpipe() {
         tracing::debug!(?threads, "llvmpipe's threads");

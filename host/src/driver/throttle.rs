@@ -504,7 +504,7 @@ pub const OWN_THREADS: [&str; 4] = [
 
 /// Whether thread `tid` is vkshmem's own ([`OWN_THREADS`]), never the
 /// driver's.
-fn ours(tid: i32) -> bool {
+pub(crate) fn ours(tid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
         .is_ok_and(|n| is_own_name(n.trim_end()))
 }

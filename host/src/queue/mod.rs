@@ -135,6 +135,7 @@ impl Runtime {
             queue_index: g.queue_index,
             enabled: g.caps.clone(),
             external_memory_host: g.host_import.is_some(),
+            driver_threads: None,
         }
     }
 

@@ -165,6 +165,9 @@ pub struct Gpu {
     /// Whether vkshmem created the device and instance (and destroys them):
     /// false for a device the user gave ([`Gpu::adopt`]).
     owned: bool,
+    /// The driver's threads, where the program that gave the device named
+    /// them ([`UserDevice::driver_threads`]).
+    given_driver_threads: Option<Vec<i32>>,
 }
 
 /// A Vulkan device that the program created, for vkshmem to use
@@ -192,6 +195,12 @@ pub struct UserDevice {
     /// Whether `VK_EXT_external_memory_host` was enabled (optional: heaps the
     /// host cannot map then import staging memory instead of copying).
     pub external_memory_host: bool,
+    /// The threads (kernel thread ids) the device's driver started, where
+    /// the program knows them: on lavapipe, the ones vkshmem's wait
+    /// throttle naps while a device wait lasts. `None`: every thread of the
+    /// process but the caller and vkshmem's own, which is wrong where other
+    /// threads must run meanwhile (PEs as threads).
+    pub driver_threads: Option<Vec<i32>>,
 }
 
 /// `VK_EXT_external_memory_host`'s entry points and the alignment it needs
@@ -250,6 +259,11 @@ impl Gpu {
     /// [`Gpu::adopt`]).
     pub fn owned(&self) -> bool {
         self.owned
+    }
+
+    /// The driver's threads the program named for a device it gave.
+    pub fn given_driver_threads(&self) -> Option<&[i32]> {
+        self.given_driver_threads.as_deref()
     }
 
     /// Opens the device for the PE with node-local number `local_pe`, chosen as
@@ -400,6 +414,7 @@ impl Gpu {
             calibrated,
             properties: p,
             owned: true,
+            given_driver_threads: None,
             cache_dir,
         })
     }
@@ -502,6 +517,7 @@ impl Gpu {
             calibrated: false,
             properties: p,
             owned: false,
+            given_driver_threads: user.driver_threads.clone(),
             cache_dir,
         })?;
         Ok(gpu)
@@ -675,6 +691,7 @@ struct Parts {
     calibrated: bool,
     properties: vk::PhysicalDeviceProperties,
     owned: bool,
+    given_driver_threads: Option<Vec<i32>>,
     cache_dir: Option<PathBuf>,
 }
 
@@ -695,6 +712,7 @@ fn finish(x: Parts) -> Result<Gpu> {
         calibrated,
         properties: p,
         owned,
+        given_driver_threads,
         cache_dir,
     } = x;
     let calibrated =
@@ -742,6 +760,7 @@ fn finish(x: Parts) -> Result<Gpu> {
         info,
         caps,
         owned,
+        given_driver_threads,
     })
 }
 
