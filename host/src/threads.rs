@@ -98,10 +98,18 @@ impl Member {
         Context::init_as(&self.job)
     }
 
+    /// Runs `open`, the program's opening of this PE's instance and device,
+    /// while no other device of the process opens, and returns its value
+    /// with the threads its driver started: what
+    /// [`crate::UserDevice::driver_threads`] takes.
+    pub fn open_device<R>(&self, open: impl FnOnce() -> R) -> (R, Vec<i32>) {
+        crate::driver::opening(open)
+    }
+
     /// Joins on a device the program opened for this thread, as
     /// [`Context::init_on_device`] does for a process. On lavapipe, give
-    /// the threads its driver started ([`crate::UserDevice::driver_threads`]):
-    /// the other thread-PEs are not its.
+    /// the threads its driver started ([`Member::open_device`]): the other
+    /// thread-PEs are not its.
     ///
     /// # Safety
     /// As [`Context::init_on_device`].
@@ -155,7 +163,7 @@ where
                 // throttle's `OWN_THREADS`): the driver's threads that this
                 // thread starts inherit its name.
                 thread::Builder::new()
-                    .name(format!("pe-{pe}"))
+                    .name(format!("{}{pe}", crate::driver::throttle::THREAD_PE_PREFIX))
                     .spawn_scoped(s, move || run_pe(&server, pe, npes, join, body))
             })
             .collect();

@@ -100,20 +100,14 @@ impl Shmem {
     /// # Errors
     /// As [`vulkan_adapter`] and [`Shmem::open`].
     pub fn open_as(desc: &wgpu::DeviceDescriptor<'_>, member: &vkshmem::Member) -> Result<Shmem> {
-        static OPENING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        let opened = {
-            let _one = OPENING
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let before = open::thread_ids();
+        // Joining waits for the other PEs, which open after this one: only
+        // the opening is one at a time.
+        let (device, driver_threads) = member.open_device(|| {
             let adapter = vulkan_adapter()?;
-            let join = open::Join::Thread(member, before);
-            // Joining waits for the other PEs, which open after this one:
-            // only the device's opening is in the lock.
-            open::open_device(&adapter, desc).map(|d| (d, join))
-        };
-        let (device, join) = opened?;
-        Shmem::finish(open::join(device, desc, join)?)
+            open::open_device(&adapter, desc)
+        });
+        let join = open::Join::Thread(member, driver_threads);
+        Shmem::finish(open::join(device?, desc, join)?)
     }
 
     fn open_with(

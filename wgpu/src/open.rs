@@ -19,8 +19,7 @@ pub(crate) struct Opened {
 }
 
 /// How a PE joins: as this process's PE, or as a thread-PE of a job of
-/// threads, whose driver's threads are those that appeared while its
-/// instance and device opened.
+/// threads, with its driver's threads (`Member::open_device`).
 pub(crate) enum Join<'a> {
     Process,
     Thread(&'a vkshmem::Member, Vec<i32>),
@@ -115,8 +114,8 @@ pub(crate) fn join(
     let ctx = unsafe {
         match how {
             Join::Process => vkshmem::init_on_device(user)?,
-            Join::Thread(member, before) => {
-                user.driver_threads = Some(threads_since(&before, member.pe()));
+            Join::Thread(member, driver_threads) => {
+                user.driver_threads = Some(driver_threads);
                 member.join_on_device(user)?
             }
         }
@@ -176,33 +175,4 @@ fn user_device(device: &wgpu::Device, features: wgpu::Features) -> Result<vkshme
         external_memory_host: false,
         driver_threads: None,
     })
-}
-
-/// This process's thread ids.
-pub(crate) fn thread_ids() -> Vec<i32> {
-    let mut v: Vec<i32> = std::fs::read_dir("/proc/self/task")
-        .map(|d| {
-            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort_unstable();
-    v
-}
-
-/// The threads that exist now and not in `before` (sorted), but those of
-/// other thread-PEs (a thread inherits its creator's name: another PE's
-/// driver threads are named `pe-N` for its N).
-fn threads_since(before: &[i32], me: u32) -> Vec<i32> {
-    let mine = format!("pe-{me}");
-    thread_ids()
-        .into_iter()
-        .filter(|t| before.binary_search(t).is_err())
-        .filter(|t| {
-            let name =
-                std::fs::read_to_string(format!("/proc/self/task/{t}/comm")).unwrap_or_default();
-            let name = name.trim_end();
-            name == mine || !name.starts_with("pe-")
-        })
-        .collect()
 }

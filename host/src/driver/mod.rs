@@ -31,18 +31,13 @@ pub struct DriverSettings {
 /// threads earlier: those the program names
 /// ([`Gpu::given_driver_threads`]), else every thread but vkshmem's.
 pub fn open(open: impl FnOnce() -> Result<Gpu>) -> Result<(Gpu, DriverThreads)> {
-    static OPENING: Mutex<()> = Mutex::new(());
-    let _one = crate::lock::lock(&OPENING);
-    // Threads that exist before the driver is loaded: the rest are its own.
-    let before = throttle::thread_ids();
-    let gpu = open()?;
+    let (gpu, since) = opening(open);
+    let gpu = gpu?;
     let threads = match (gpu.info.is_llvmpipe(), gpu.owned()) {
         (false, _) => DriverThreads::default(),
-        (true, true) => DriverThreads::new(throttle::driver_threads_since(&before)),
+        (true, true) => DriverThreads::new(since),
         (true, false) => DriverThreads::new(match gpu.given_driver_threads() {
-            // Never vkshmem's own threads (another thread-PE's, started
-            // while the program opened this device).
-            Some(t) => t.iter().copied().filter(|&t| !throttle::ours(t)).collect(),
+            Some(t) => t.to_vec(),
             None => throttle::driver_threads_by_name(),
         }),
     };
@@ -50,6 +45,19 @@ pub fn open(open: impl FnOnce() -> Result<Gpu>) -> Result<(Gpu, DriverThreads)> 
         tracing::debug!(?threads, "llvmpipe's threads");
     }
     Ok((gpu, threads))
+}
+
+/// Runs `open` (vkshmem's, or the program's for a thread-PE:
+/// `Member::open_device`) while no other device of the process opens, and
+/// returns its value with the threads that appeared meanwhile: the
+/// driver's (`throttle::driver_threads_since`).
+pub fn opening<R>(open: impl FnOnce() -> R) -> (R, Vec<i32>) {
+    static OPENING: Mutex<()> = Mutex::new(());
+    let _one = crate::lock::lock(&OPENING);
+    // Threads that exist before the driver is loaded: the rest are its own.
+    let before = throttle::thread_ids();
+    let value = open();
+    (value, throttle::driver_threads_since(&before))
 }
 
 /// Sets the per-driver facts of `info` ([`DeviceInfo::resident_workgroups`],

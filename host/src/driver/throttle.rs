@@ -485,10 +485,27 @@ pub fn thread_ids() -> Vec<i32> {
 /// its queue and disk-cache threads), plus any thread the program started
 /// meanwhile (it would nap with them while a device wait lasts).
 pub fn driver_threads_since(before: &[i32]) -> Vec<i32> {
+    let me = thread_name(nix::unistd::gettid().as_raw());
     thread_ids()
         .into_iter()
-        .filter(|t| before.binary_search(t).is_err() && !ours(*t))
+        .filter(|&t| before.binary_search(&t).is_err())
+        .filter(|&t| {
+            let name = thread_name(t);
+            // Not vkshmem's, nor another thread-PE's (`pe-N`: its driver's
+            // threads inherit that name) started meanwhile.
+            !is_own_name(&name) && (name == me || !name.starts_with(THREAD_PE_PREFIX))
+        })
         .collect()
+}
+
+/// What `run_threads` names a thread-PE's thread (`pe-N`).
+pub const THREAD_PE_PREFIX: &str = "pe-";
+
+/// Thread `tid`'s name (empty when /proc cannot say).
+fn thread_name(tid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
+        .map(|n| n.trim_end().to_string())
+        .unwrap_or_default()
 }
 
 /// The names vkshmem gives its own threads (the proxy's end in its PE).
@@ -504,9 +521,8 @@ pub const OWN_THREADS: [&str; 4] = [
 
 /// Whether thread `tid` is vkshmem's own ([`OWN_THREADS`]), never the
 /// driver's.
-pub(crate) fn ours(tid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
-        .is_ok_and(|n| is_own_name(n.trim_end()))
+fn ours(tid: i32) -> bool {
+    is_own_name(&thread_name(tid))
 }
 
 /// Whether `comm` (a thread's name as the kernel keeps it: at most 15
